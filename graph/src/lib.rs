@@ -1,0 +1,12 @@
+//! fresco's graph: the data model, immutable versioned snapshots, and their persistent store.
+//!
+//! This crate knows nothing of tree-sitter, salsa, sockets or JSON: it is the vocabulary the
+//! indexer produces and the query engine consumes.
+
+pub mod model;
+pub mod snapshot;
+pub mod store;
+
+pub use model::{Edge, EdgeKind, FileGraph, FileStamp, Revision, SkipReason, Unit, UnitKind, Unresolved};
+pub use snapshot::{FileChange, FileEntry, Snapshot, Totals, UnitRef};
+pub use store::{Store, StoreError, FORMAT_VERSION};

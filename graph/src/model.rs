@@ -1,0 +1,213 @@
+//! The data model: units (nodes), edges, unresolved sites and the per-file graph that owns them.
+//!
+//! Everything a file contributes to the graph lives in its [`FileGraph`]: the units it defines, the
+//! edges whose source is one of those units, and the call sites that could not be resolved. A
+//! snapshot is a map from path to `Arc<FileGraph>`, so publishing a version after an edit replaces
+//! only the changed files' parts and shares the rest.
+
+use std::fmt;
+
+/// The content hash of a file: the revision every unit and edge from that file is stamped with.
+#[derive(
+    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+pub struct Revision(pub u64);
+
+impl Revision {
+    pub fn of(bytes: &[u8]) -> Revision {
+        Revision(xxhash_rust::xxh3::xxh3_64(bytes))
+    }
+}
+
+impl fmt::Display for Revision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
+
+impl fmt::Debug for Revision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Revision({self})")
+    }
+}
+
+#[derive(
+    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+#[rkyv(derive(PartialEq, Eq, Debug))]
+pub enum UnitKind {
+    Module,
+    Class,
+    Function,
+    Method,
+    Variable,
+    External,
+}
+
+impl UnitKind {
+    pub const ALL: [UnitKind; 6] = [
+        UnitKind::Module,
+        UnitKind::Class,
+        UnitKind::Function,
+        UnitKind::Method,
+        UnitKind::Variable,
+        UnitKind::External,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UnitKind::Module => "module",
+            UnitKind::Class => "class",
+            UnitKind::Function => "function",
+            UnitKind::Method => "method",
+            UnitKind::Variable => "variable",
+            UnitKind::External => "external",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<UnitKind> {
+        UnitKind::ALL.into_iter().find(|k| k.as_str() == text)
+    }
+
+    pub fn is_callable(self) -> bool {
+        matches!(self, UnitKind::Function | UnitKind::Method)
+    }
+}
+
+#[derive(
+    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+#[rkyv(derive(PartialEq, Eq, Debug))]
+pub enum EdgeKind {
+    Contains,
+    Imports,
+    Inherits,
+    Calls,
+    References,
+}
+
+impl EdgeKind {
+    pub const ALL: [EdgeKind; 5] = [
+        EdgeKind::Contains,
+        EdgeKind::Imports,
+        EdgeKind::Inherits,
+        EdgeKind::Calls,
+        EdgeKind::References,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EdgeKind::Contains => "contains",
+            EdgeKind::Imports => "imports",
+            EdgeKind::Inherits => "inherits",
+            EdgeKind::Calls => "calls",
+            EdgeKind::References => "references",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<EdgeKind> {
+        EdgeKind::ALL.into_iter().find(|k| k.as_str() == text)
+    }
+}
+
+/// One structural unit of a file: a module, class, function, method or variable.
+///
+/// `id` is unique within a snapshot. It is the qualified name, except when a name is defined
+/// more than once (a redefinition, a property setter, two scripts with the same module name),
+/// where later definitions get a `#2`, `#3`, ... suffix so every definition stays addressable.
+#[derive(Clone, PartialEq, Eq, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct Unit {
+    pub id: String,
+    pub name: String,
+    pub kind: UnitKind,
+    /// 1-based, inclusive.
+    pub start_line: u32,
+    pub end_line: u32,
+    pub start_byte: u32,
+    pub end_byte: u32,
+    /// For callables and classes: the header with its decorators, e.g. `@property\ndef url(self) -> str`.
+    pub signature: Option<String>,
+    pub docstring: Option<String>,
+}
+
+/// A directed edge. `src` is always a unit of the file that owns the edge; `dst` is a unit id anywhere
+/// in the snapshot or the dotted name of an external target.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct Edge {
+    pub src: String,
+    pub dst: String,
+    pub kind: EdgeKind,
+    /// The line of the call site, reference, import or base-class list; `None` for `contains`.
+    pub line: Option<u32>,
+}
+
+/// A call site whose target could not be determined: kept, counted and reported, never dropped and
+/// never guessed.
+#[derive(Clone, PartialEq, Eq, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct Unresolved {
+    /// The id of the unit whose code contains the call.
+    pub caller: String,
+    /// The callee as written, e.g. `self.hooks[event](data)` becomes `self.hooks[...]`.
+    pub callee: String,
+    pub line: u32,
+}
+
+/// Why a discovered file contributes no units.
+#[derive(Clone, PartialEq, Eq, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum SkipReason {
+    Binary,
+    NotUtf8,
+    TooLarge { size: u64, limit: u64 },
+    Unreadable { error: String },
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SkipReason::Binary => write!(f, "binary file (contains NUL bytes)"),
+            SkipReason::NotUtf8 => write!(f, "not valid UTF-8"),
+            SkipReason::TooLarge { size, limit } => write!(f, "too large ({size} bytes > limit {limit})"),
+            SkipReason::Unreadable { error } => write!(f, "unreadable: {error}"),
+        }
+    }
+}
+
+/// Everything one file contributes to a snapshot.
+#[derive(Clone, PartialEq, Eq, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct FileGraph {
+    /// Relative to the indexed root, `/`-separated.
+    pub path: String,
+    pub revision: Revision,
+    /// The module's dotted name (`requests.sessions`).
+    pub module: String,
+    /// The number of syntax errors tree-sitter recovered from; the file is still indexed.
+    pub parse_errors: u32,
+    pub skipped: Option<SkipReason>,
+    /// Units in source order; the module unit first.
+    pub units: Vec<Unit>,
+    pub edges: Vec<Edge>,
+    pub unresolved: Vec<Unresolved>,
+}
+
+impl FileGraph {
+    /// The graph of a file that was discovered but could not be indexed.
+    pub fn skipped(path: String, module: String, revision: Revision, reason: SkipReason) -> FileGraph {
+        FileGraph {
+            path,
+            revision,
+            module,
+            parse_errors: 0,
+            skipped: Some(reason),
+            units: Vec::new(),
+            edges: Vec::new(),
+            unresolved: Vec::new(),
+        }
+    }
+}
+
+/// A file's identity on disk, to tell cheaply whether it changed while nobody watched.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct FileStamp {
+    pub size: u64,
+    pub mtime_ns: i128,
+}

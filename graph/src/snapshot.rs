@@ -1,0 +1,344 @@
+//! Immutable, versioned snapshots of the whole graph.
+//!
+//! A [`Snapshot`] is a persistent (structurally shared) map from path to [`FileEntry`], plus two
+//! global indexes (unit id to owning file, edge target to the files holding edges to it). Deriving
+//! version N+1 from version N touches only the changed files and the index entries they mention,
+//! so publishing costs O(changed files); readers keep whatever version they hold for as long as
+//! they like, and the writer never waits for them.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use crate::model::{Edge, FileGraph, FileStamp, Unit, UnitKind};
+
+/// One file's part of a snapshot: its graph, its text (so any unit's source can be served at the
+/// revision it was indexed from) and per-file lookup tables.
+#[derive(Debug)]
+pub struct FileEntry {
+    pub graph: FileGraph,
+    pub text: Arc<str>,
+    pub stamp: FileStamp,
+    unit_index: FxHashMap<String, u32>,
+    edges_by_src: FxHashMap<String, Vec<u32>>,
+    edges_by_dst: FxHashMap<String, Vec<u32>>,
+}
+
+impl PartialEq for FileEntry {
+    fn eq(&self, other: &Self) -> bool {
+        self.graph == other.graph && self.stamp == other.stamp && self.text == other.text
+    }
+}
+
+impl FileEntry {
+    pub fn new(graph: FileGraph, text: Arc<str>, stamp: FileStamp) -> FileEntry {
+        let mut unit_index = FxHashMap::default();
+        for (i, unit) in graph.units.iter().enumerate() {
+            unit_index.insert(unit.id.clone(), i as u32);
+        }
+        let mut edges_by_src: FxHashMap<String, Vec<u32>> = FxHashMap::default();
+        let mut edges_by_dst: FxHashMap<String, Vec<u32>> = FxHashMap::default();
+        for (i, edge) in graph.edges.iter().enumerate() {
+            edges_by_src.entry(edge.src.clone()).or_default().push(i as u32);
+            edges_by_dst.entry(edge.dst.clone()).or_default().push(i as u32);
+        }
+        FileEntry { graph, text, stamp, unit_index, edges_by_src, edges_by_dst }
+    }
+
+    pub fn unit(&self, id: &str) -> Option<&Unit> {
+        self.unit_index.get(id).map(|&i| &self.graph.units[i as usize])
+    }
+
+    /// The full source text of a unit of this file, exactly as indexed.
+    pub fn source_of(&self, unit: &Unit) -> &str {
+        self.text.get(unit.start_byte as usize..unit.end_byte as usize).unwrap_or("")
+    }
+
+    pub fn edges_from<'a>(&'a self, id: &str) -> impl Iterator<Item = &'a Edge> + 'a {
+        let indices = self.edges_by_src.get(id).map(Vec::as_slice).unwrap_or(&[]);
+        indices.iter().map(|&i| &self.graph.edges[i as usize])
+    }
+
+    pub fn edges_to<'a>(&'a self, id: &str) -> impl Iterator<Item = &'a Edge> + 'a {
+        let indices = self.edges_by_dst.get(id).map(Vec::as_slice).unwrap_or(&[]);
+        indices.iter().map(|&i| &self.graph.edges[i as usize])
+    }
+
+    fn distinct_targets(&self) -> impl Iterator<Item = (&String, usize)> {
+        self.edges_by_dst.iter().map(|(dst, v)| (dst, v.len()))
+    }
+}
+
+/// A unit together with the file entry it lives in (`None` for external targets, which have no file).
+#[derive(Clone, Copy)]
+pub struct UnitRef<'a> {
+    pub unit: &'a Unit,
+    pub file: &'a FileEntry,
+}
+
+/// A change to apply when deriving the next version.
+pub enum FileChange {
+    Upsert(Arc<FileEntry>),
+    Remove(String),
+}
+
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct Totals {
+    pub files: usize,
+    pub units: usize,
+    pub edges: usize,
+    pub unresolved: usize,
+    pub parse_error_files: usize,
+    pub skipped_files: usize,
+}
+
+impl Totals {
+    fn add(&mut self, g: &FileGraph, sign: isize) {
+        let apply = |field: &mut usize, n: usize| {
+            *field = (*field as isize + sign * n as isize).max(0) as usize;
+        };
+        apply(&mut self.files, 1);
+        apply(&mut self.units, g.units.len());
+        apply(&mut self.edges, g.edges.len());
+        apply(&mut self.unresolved, g.unresolved.len());
+        apply(&mut self.parse_error_files, usize::from(g.parse_errors > 0));
+        apply(&mut self.skipped_files, usize::from(g.skipped.is_some()));
+    }
+}
+
+type Path = Arc<str>;
+
+#[derive(Clone)]
+pub struct Snapshot {
+    version: u64,
+    files: imbl::OrdMap<Path, Arc<FileEntry>>,
+    unit_home: imbl::HashMap<Arc<str>, Path>,
+    /// For every edge target, which files hold edges to it and how many.
+    incoming: imbl::HashMap<Arc<str>, imbl::HashMap<Path, u32>>,
+    totals: Totals,
+}
+
+impl Snapshot {
+    pub fn empty() -> Snapshot {
+        Snapshot {
+            version: 0,
+            files: imbl::OrdMap::new(),
+            unit_home: imbl::HashMap::new(),
+            incoming: imbl::HashMap::new(),
+            totals: Totals::default(),
+        }
+    }
+
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    pub fn totals(&self) -> Totals {
+        self.totals
+    }
+
+    /// Derives the next version. The result has version `self.version() + 1` even when `changes`
+    /// turn out to change nothing; callers decide whether such a version is worth publishing.
+    pub fn apply(&self, changes: impl IntoIterator<Item = FileChange>) -> Snapshot {
+        self.apply_as(self.version + 1, changes)
+    }
+
+    /// Derives a snapshot with an explicit version number (used when reopening a store).
+    pub fn apply_as(&self, version: u64, changes: impl IntoIterator<Item = FileChange>) -> Snapshot {
+        let mut next = self.clone();
+        next.version = version;
+        for change in changes {
+            match change {
+                FileChange::Upsert(entry) => {
+                    let path: Path = Arc::from(entry.graph.path.as_str());
+                    next.detach(&path);
+                    next.attach(path, entry);
+                }
+                FileChange::Remove(path) => {
+                    next.detach(&Arc::from(path.as_str()));
+                }
+            }
+        }
+        next
+    }
+
+    fn detach(&mut self, path: &Path) {
+        let Some(old) = self.files.remove(path) else { return };
+        self.totals.add(&old.graph, -1);
+        for unit in &old.graph.units {
+            if self.unit_home.get(unit.id.as_str()).is_some_and(|home| home == path) {
+                self.unit_home.remove(unit.id.as_str());
+            }
+        }
+        for (dst, _) in old.distinct_targets() {
+            let now_empty = match self.incoming.get_mut(dst.as_str()) {
+                Some(sources) => {
+                    sources.remove(path);
+                    sources.is_empty()
+                }
+                None => false,
+            };
+            if now_empty {
+                self.incoming.remove(dst.as_str());
+            }
+        }
+    }
+
+    fn attach(&mut self, path: Path, entry: Arc<FileEntry>) {
+        self.totals.add(&entry.graph, 1);
+        for unit in &entry.graph.units {
+            self.unit_home.insert(Arc::from(unit.id.as_str()), path.clone());
+        }
+        for (dst, count) in entry.distinct_targets() {
+            self.incoming
+                .entry(Arc::from(dst.as_str()))
+                .or_default()
+                .insert(path.clone(), count as u32);
+        }
+        self.files.insert(path, entry);
+    }
+
+    pub fn file(&self, path: &str) -> Option<&Arc<FileEntry>> {
+        self.files.get(path)
+    }
+
+    pub fn files(&self) -> impl Iterator<Item = &Arc<FileEntry>> {
+        self.files.values()
+    }
+
+    pub fn file_count(&self) -> usize {
+        self.files.len()
+    }
+
+    pub fn unit(&self, id: &str) -> Option<UnitRef<'_>> {
+        let path = self.unit_home.get(id)?;
+        let file = self.files.get(path)?;
+        Some(UnitRef { unit: file.unit(id)?, file })
+    }
+
+    pub fn contains_unit(&self, id: &str) -> bool {
+        self.unit_home.contains_key(id)
+    }
+
+    /// Whether `id` is the target of some edge but defined nowhere in the repository.
+    pub fn is_external(&self, id: &str) -> bool {
+        !self.unit_home.contains_key(id) && self.incoming.contains_key(id)
+    }
+
+    /// Every unit of every file, in path order and source order within a file.
+    pub fn units(&self) -> impl Iterator<Item = UnitRef<'_>> {
+        self.files.values().flat_map(|file| file.graph.units.iter().map(move |unit| UnitRef { unit, file: &**file }))
+    }
+
+    /// The ids of external targets (stdlib, third party) referenced by some edge, sorted.
+    pub fn externals(&self) -> Vec<&str> {
+        let mut out: Vec<&str> =
+            self.incoming.keys().filter(|k| !self.unit_home.contains_key(&**k)).map(|k| &**k).collect();
+        out.sort_unstable();
+        out
+    }
+
+    pub fn edges_from<'a>(&'a self, id: &str) -> Vec<(&'a Edge, &'a FileEntry)> {
+        let Some(path) = self.unit_home.get(id) else { return Vec::new() };
+        let Some(file) = self.files.get(path) else { return Vec::new() };
+        file.edges_from(id).map(|e| (e, &**file)).collect()
+    }
+
+    /// Edges into `id` with the file that holds each, ordered by file path.
+    pub fn edges_to<'a>(&'a self, id: &str) -> Vec<(&'a Edge, &'a FileEntry)> {
+        let Some(sources) = self.incoming.get(id) else { return Vec::new() };
+        let mut paths: Vec<&Path> = sources.keys().collect();
+        paths.sort_unstable();
+        let mut out = Vec::new();
+        for path in paths {
+            if let Some(file) = self.files.get(path) {
+                out.extend(file.edges_to(id).map(|e| (e, &**file)));
+            }
+        }
+        out
+    }
+
+    /// All edges of the snapshot, file by file.
+    pub fn edges(&self) -> impl Iterator<Item = (&Edge, &FileEntry)> {
+        self.files.values().flat_map(|file| file.graph.edges.iter().map(move |e| (e, &**file)))
+    }
+
+    /// The kind of the node `id` names: a unit's kind, `External` for an external target.
+    pub fn kind_of(&self, id: &str) -> Option<UnitKind> {
+        match self.unit(id) {
+            Some(u) => Some(u.unit.kind),
+            None if self.incoming.contains_key(id) => Some(UnitKind::External),
+            None => None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot").field("version", &self.version).field("totals", &self.totals).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{EdgeKind, Revision};
+
+    fn unit(id: &str, kind: UnitKind) -> Unit {
+        Unit {
+            id: id.into(),
+            name: id.into(),
+            kind,
+            start_line: 1,
+            end_line: 1,
+            start_byte: 0,
+            end_byte: 0,
+            signature: None,
+            docstring: None,
+        }
+    }
+
+    fn file(path: &str, module: &str, units: &[&str], edges: &[(&str, &str)]) -> Arc<FileEntry> {
+        let mut all = vec![unit(module, UnitKind::Module)];
+        all.extend(units.iter().map(|u| unit(u, UnitKind::Function)));
+        let graph = FileGraph {
+            path: path.into(),
+            revision: Revision::of(path.as_bytes()),
+            module: module.into(),
+            parse_errors: 0,
+            skipped: None,
+            units: all,
+            edges: edges
+                .iter()
+                .map(|(s, d)| Edge { src: s.to_string(), dst: d.to_string(), kind: EdgeKind::Calls, line: Some(1) })
+                .collect(),
+            unresolved: vec![],
+        };
+        Arc::new(FileEntry::new(graph, Arc::from(""), FileStamp::default()))
+    }
+
+    #[test]
+    fn versions_are_independent_and_indexes_follow_changes() {
+        let v0 = Snapshot::empty();
+        let v1 = v0.apply([
+            FileChange::Upsert(file("a.py", "a", &["a.f"], &[("a.f", "b.g"), ("a.f", "os.path.join")])),
+            FileChange::Upsert(file("b.py", "b", &["b.g"], &[])),
+        ]);
+        assert_eq!(v1.version(), 1);
+        assert_eq!(v1.edges_to("b.g").len(), 1);
+        assert!(v1.is_external("os.path.join"));
+        assert_eq!(v1.externals(), vec!["os.path.join"]);
+
+        let v2 = v1.apply([FileChange::Upsert(file("a.py", "a", &["a.f"], &[]))]);
+        assert_eq!(v2.edges_to("b.g").len(), 0);
+        assert!(!v2.is_external("os.path.join"));
+        // v1 is untouched by deriving v2.
+        assert_eq!(v1.edges_to("b.g").len(), 1);
+
+        let v3 = v2.apply([FileChange::Remove("b.py".into())]);
+        assert!(v3.unit("b.g").is_none());
+        assert!(v2.unit("b.g").is_some());
+        assert_eq!(v3.totals().files, 1);
+        assert_eq!(v3.totals().units, 2);
+    }
+}

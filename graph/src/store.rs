@@ -1,0 +1,222 @@
+//! The on-disk index: sled, one record per file, serialised with rkyv.
+//!
+//! Layout (one sled tree, so that a version is one atomic batch):
+//! - `meta/format`: [`FORMAT_VERSION`] as little-endian u32. A store of another format is never read.
+//! - `meta/version`: the last committed version, u64 little-endian.
+//! - `file/<path>`: an 8-byte xxh3 checksum of the payload followed by the rkyv bytes of a
+//!   [`FileRecord`] (graph, text, stamp).
+//!
+//! A version is committed with a single `apply_batch` (all changed files and the version number
+//! together) followed by a flush: after a crash at any point the store holds either the previous
+//! version or the new one, never a mix. A record whose checksum does not match is reported as
+//! [`StoreError::Corrupt`] so the caller can rebuild from the files.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::model::{FileGraph, FileStamp};
+use crate::snapshot::{FileChange, FileEntry, Snapshot};
+
+/// Bump whenever the record layout or the meaning of a field changes.
+pub const FORMAT_VERSION: u32 = 1;
+
+const KEY_FORMAT: &[u8] = b"meta/format";
+const KEY_VERSION: &[u8] = b"meta/version";
+const FILE_PREFIX: &[u8] = b"file/";
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open the index at {path}: {source}")]
+    Open { path: String, source: sled::Error },
+    #[error("index I/O error: {0}")]
+    Io(#[from] sled::Error),
+    #[error("the index was written by an incompatible format (found {found}, expected {expected})")]
+    IncompatibleFormat { found: u32, expected: u32 },
+    #[error("the index is corrupt: {0}")]
+    Corrupt(String),
+    #[error("cannot serialise a record: {0}")]
+    Serialise(String),
+}
+
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct FileRecord {
+    graph: FileGraph,
+    text: String,
+    stamp: FileStamp,
+}
+
+pub struct Store {
+    db: sled::Db,
+    tree: sled::Tree,
+}
+
+impl Store {
+    /// Opens (or creates) the store in `dir`. An empty store gets the current format stamp.
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        let db = sled::Config::new()
+            .path(dir)
+            .cache_capacity(32 * 1024 * 1024)
+            .open()
+            .map_err(|source| StoreError::Open { path: dir.display().to_string(), source })?;
+        let tree = db.open_tree("fresco")?;
+        let store = Store { db, tree };
+        match store.tree.get(KEY_FORMAT)? {
+            None => {
+                store.tree.insert(KEY_FORMAT, &FORMAT_VERSION.to_le_bytes())?;
+            }
+            Some(bytes) => {
+                let found = u32::from_le_bytes(
+                    bytes.as_ref().try_into().map_err(|_| StoreError::Corrupt("format stamp".into()))?,
+                );
+                if found != FORMAT_VERSION {
+                    return Err(StoreError::IncompatibleFormat { found, expected: FORMAT_VERSION });
+                }
+            }
+        }
+        Ok(store)
+    }
+
+    /// Removes every record (used before a rebuild of an incompatible or corrupt store).
+    pub fn clear(&self) -> Result<(), StoreError> {
+        self.tree.clear()?;
+        self.tree.insert(KEY_FORMAT, &FORMAT_VERSION.to_le_bytes())?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    pub fn version(&self) -> Result<u64, StoreError> {
+        match self.tree.get(KEY_VERSION)? {
+            None => Ok(0),
+            Some(bytes) => Ok(u64::from_le_bytes(
+                bytes.as_ref().try_into().map_err(|_| StoreError::Corrupt("version number".into()))?,
+            )),
+        }
+    }
+
+    /// Reads the last committed version as a snapshot, verifying every record.
+    pub fn load(&self) -> Result<Snapshot, StoreError> {
+        let version = self.version()?;
+        let mut changes = Vec::new();
+        for item in self.tree.scan_prefix(FILE_PREFIX) {
+            let (key, value) = item?;
+            let record = decode(&value).map_err(|why| {
+                StoreError::Corrupt(format!("record {}: {why}", String::from_utf8_lossy(&key[FILE_PREFIX.len()..])))
+            })?;
+            let entry = FileEntry::new(record.graph, Arc::from(record.text), record.stamp);
+            changes.push(FileChange::Upsert(Arc::new(entry)));
+        }
+        Ok(Snapshot::empty().apply_as(version, changes))
+    }
+
+    /// Atomically commits `version`: the given files are written or removed together with the
+    /// version number, then flushed to disk.
+    pub fn commit(&self, version: u64, upserts: &[Arc<FileEntry>], removals: &[String]) -> Result<(), StoreError> {
+        let mut batch = sled::Batch::default();
+        for entry in upserts {
+            batch.insert(file_key(&entry.graph.path), encode(entry)?);
+        }
+        for path in removals {
+            batch.remove(file_key(path));
+        }
+        batch.insert(KEY_VERSION, &version.to_le_bytes());
+        self.tree.apply_batch(batch)?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    pub fn size_on_disk(&self) -> Result<u64, StoreError> {
+        Ok(self.db.size_on_disk()?)
+    }
+}
+
+fn file_key(path: &str) -> Vec<u8> {
+    let mut key = FILE_PREFIX.to_vec();
+    key.extend_from_slice(path.as_bytes());
+    key
+}
+
+fn encode(entry: &FileEntry) -> Result<Vec<u8>, StoreError> {
+    let record = FileRecord { graph: entry.graph.clone(), text: entry.text.to_string(), stamp: entry.stamp };
+    let payload =
+        rkyv::to_bytes::<rkyv::rancor::Error>(&record).map_err(|e| StoreError::Serialise(e.to_string()))?;
+    let mut out = Vec::with_capacity(payload.len() + 8);
+    out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&payload).to_le_bytes());
+    out.extend_from_slice(&payload);
+    Ok(out)
+}
+
+fn decode(bytes: &[u8]) -> Result<FileRecord, String> {
+    if bytes.len() < 8 {
+        return Err("truncated".into());
+    }
+    let (sum, payload) = bytes.split_at(8);
+    let expected = u64::from_le_bytes(sum.try_into().map_err(|_| "truncated checksum")?);
+    if xxhash_rust::xxh3::xxh3_64(payload) != expected {
+        return Err("checksum mismatch".into());
+    }
+    // The `unaligned` rkyv feature lets us read sled's (possibly unaligned) buffers in place.
+    rkyv::from_bytes::<FileRecord, rkyv::rancor::Error>(payload).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Revision, Unit, UnitKind};
+
+    fn entry(path: &str, text: &str) -> Arc<FileEntry> {
+        let graph = FileGraph {
+            path: path.into(),
+            revision: Revision::of(text.as_bytes()),
+            module: path.trim_end_matches(".py").into(),
+            parse_errors: 0,
+            skipped: None,
+            units: vec![Unit {
+                id: "m".into(),
+                name: "m".into(),
+                kind: UnitKind::Module,
+                start_line: 1,
+                end_line: 1,
+                start_byte: 0,
+                end_byte: text.len() as u32,
+                signature: None,
+                docstring: Some("doc".into()),
+            }],
+            edges: vec![],
+            unresolved: vec![],
+        };
+        Arc::new(FileEntry::new(graph, Arc::from(text), FileStamp { size: text.len() as u64, mtime_ns: 7 }))
+    }
+
+    #[test]
+    fn round_trips_and_detects_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            store.commit(3, &[entry("a.py", "x = 1\n"), entry("b.py", "")], &[]).unwrap();
+            store.commit(4, &[], &["b.py".to_string()]).unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        let snap = store.load().unwrap();
+        assert_eq!(snap.version(), 4);
+        assert_eq!(snap.file_count(), 1);
+        assert_eq!(&*snap.file("a.py").unwrap().text, "x = 1\n");
+
+        // Flip one payload byte: the checksum catches it.
+        let mut raw = store.tree.get(file_key("a.py")).unwrap().unwrap().to_vec();
+        let last = raw.len() - 1;
+        raw[last] ^= 0xff;
+        store.tree.insert(file_key("a.py"), raw).unwrap();
+        assert!(matches!(store.load(), Err(StoreError::Corrupt(_))));
+    }
+
+    #[test]
+    fn refuses_an_incompatible_format() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            store.tree.insert(KEY_FORMAT, &999u32.to_le_bytes()).unwrap();
+            store.db.flush().unwrap();
+        }
+        assert!(matches!(Store::open(dir.path()), Err(StoreError::IncompatibleFormat { found: 999, .. })));
+    }
+}
