@@ -1,0 +1,1225 @@
+//! The tree-sitter frontend: parses a Python file and lowers the tree to [`FileSyntax`].
+//!
+//! One walk over the tree records, per scope, what binds which name, what is called, what is read
+//! and which attributes are stored, as small [`Expr`] trees. Nothing here resolves a name: that
+//! needs other files and is done by [`crate::resolve`].
+
+use std::cell::RefCell;
+
+use rustc_hash::FxHashMap;
+use tree_sitter::{Node, Parser, Tree};
+
+use crate::syntax::*;
+
+thread_local! {
+    static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
+}
+
+/// Parses `text` with tree-sitter-python. Returns `None` only if the grammar cannot be loaded,
+/// which is a build defect, never a property of the input.
+pub fn parse(text: &str) -> Option<Tree> {
+    PARSER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            let mut parser = Parser::new();
+            parser.set_language(&tree_sitter_python::LANGUAGE.into()).ok()?;
+            *slot = Some(parser);
+        }
+        slot.as_mut()?.parse(text, None)
+    })
+}
+
+/// Parses and lowers one file.
+pub fn lower(text: &str) -> FileSyntax {
+    let line_starts = line_starts(text);
+    let line_count = line_starts.len() as u32;
+    let Some(tree) = parse(text) else {
+        return FileSyntax {
+            parse_errors: 1,
+            line_count,
+            byte_len: text.len() as u32,
+            docstring: None,
+            scopes: vec![Scope::new(ScopeKind::Module, None, None)],
+            defs: Vec::new(),
+            dunder_all: None,
+        };
+    };
+    let root = tree.root_node();
+    let mut lowerer = Lowerer {
+        src: text.as_bytes(),
+        line_starts,
+        scopes: vec![Scope::new(ScopeKind::Module, None, None)],
+        defs: Vec::new(),
+        path_counts: FxHashMap::default(),
+        dunder_all: None,
+        module_variables: FxHashMap::default(),
+    };
+    lowerer.block(root, 0);
+    let docstring = lowerer.docstring(root);
+    FileSyntax {
+        parse_errors: count_errors(root),
+        line_count,
+        byte_len: text.len() as u32,
+        docstring,
+        scopes: lowerer.scopes,
+        defs: lowerer.defs,
+        dunder_all: lowerer.dunder_all,
+    }
+}
+
+fn line_starts(text: &str) -> Vec<u32> {
+    let mut starts = vec![0u32];
+    for (i, b) in text.bytes().enumerate() {
+        if b == b'\n' && i + 1 < text.len() {
+            starts.push(i as u32 + 1);
+        }
+    }
+    starts
+}
+
+fn count_errors(root: Node) -> u32 {
+    if !root.has_error() {
+        return 0;
+    }
+    let mut count = 0;
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if node.is_error() || node.is_missing() {
+            count += 1;
+            // An ERROR node's children are the tokens it swallowed: one error, not many.
+            if node.is_error() {
+                continue;
+            }
+        }
+        if node.has_error() {
+            let mut cursor = node.walk();
+            stack.extend(node.children(&mut cursor));
+        }
+    }
+    count
+}
+
+fn line(node: Node) -> u32 {
+    node.start_position().row as u32 + 1
+}
+
+const MAX_CALLEE_TEXT: usize = 120;
+
+struct Lowerer<'a> {
+    src: &'a [u8],
+    line_starts: Vec<u32>,
+    scopes: Vec<Scope>,
+    defs: Vec<Def>,
+    /// How often each unit path was defined so far, to give redefinitions a `#N` suffix.
+    path_counts: FxHashMap<String, u32>,
+    dunder_all: Option<Vec<String>>,
+    /// For module and class scopes: names that already have a variable or def unit.
+    module_variables: FxHashMap<(ScopeId, String), DefId>,
+}
+
+impl<'a> Lowerer<'a> {
+    fn text(&self, node: Node) -> &'a str {
+        std::str::from_utf8(&self.src[node.start_byte()..node.end_byte()]).unwrap_or("")
+    }
+
+    fn scope(&mut self, id: ScopeId) -> &mut Scope {
+        &mut self.scopes[id as usize]
+    }
+
+    fn new_scope(&mut self, kind: ScopeKind, parent: ScopeId, def: Option<DefId>) -> ScopeId {
+        self.scopes.push(Scope::new(kind, Some(parent), def));
+        (self.scopes.len() - 1) as ScopeId
+    }
+
+    fn bind(&mut self, scope: ScopeId, name: &str, binding: Binding) {
+        self.scope(scope).bindings.push((name.to_string(), binding));
+    }
+
+    /// The unit path prefix for definitions made directly in `scope`.
+    fn path_prefix(&self, scope: ScopeId) -> Option<&str> {
+        let mut s = scope;
+        loop {
+            let sc = &self.scopes[s as usize];
+            if let Some(def) = sc.def {
+                return Some(&self.defs[def as usize].path);
+            }
+            match (sc.kind, sc.parent) {
+                (ScopeKind::Module, _) | (_, None) => return None,
+                (_, Some(p)) => s = p,
+            }
+        }
+    }
+
+    /// The def that owns code written in `scope` (anonymous scopes belong to their parent).
+    fn owner_def(&self, scope: ScopeId) -> Option<DefId> {
+        let mut s = scope;
+        loop {
+            let sc = &self.scopes[s as usize];
+            if sc.kind != ScopeKind::Anonymous {
+                return sc.def;
+            }
+            s = sc.parent?;
+        }
+    }
+
+    fn unique_path(&mut self, scope: ScopeId, name: &str) -> String {
+        let base = match self.path_prefix(scope) {
+            Some(prefix) => format!("{prefix}.{name}"),
+            None => name.to_string(),
+        };
+        let count = self.path_counts.entry(base.clone()).or_insert(0);
+        *count += 1;
+        if *count == 1 { base } else { format!("{base}#{count}") }
+    }
+
+    /// Start line and byte of a definition including the comment lines directly above it.
+    fn start_with_leading_comments(&self, node: Node) -> (u32, u32) {
+        let mut row = node.start_position().row;
+        let indent = node.start_position().column;
+        while row > 0 {
+            let prev = row - 1;
+            let start = self.line_starts[prev] as usize;
+            let end = self.line_starts.get(prev + 1).map(|&e| e as usize).unwrap_or(self.src.len());
+            let line = std::str::from_utf8(&self.src[start..end]).unwrap_or("");
+            let trimmed = line.trim_start();
+            let this_indent = line.len() - trimmed.len();
+            if trimmed.starts_with('#') && this_indent == indent {
+                row = prev;
+            } else {
+                break;
+            }
+        }
+        if row == node.start_position().row {
+            (row as u32 + 1, node.start_byte() as u32)
+        } else {
+            (row as u32 + 1, self.line_starts[row] + indent as u32)
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push_def(
+        &mut self,
+        scope: ScopeId,
+        kind: DefKind,
+        name: &str,
+        outer: Node,
+        signature: Option<String>,
+        docstring: Option<String>,
+        decorators: Vec<Expr>,
+    ) -> DefId {
+        let path = self.unique_path(scope, name);
+        let (start_line, start_byte) = self.start_with_leading_comments(outer);
+        let parent = self.owner_def(scope);
+        self.defs.push(Def {
+            kind,
+            name: name.to_string(),
+            path,
+            parent,
+            body: None,
+            start_line,
+            end_line: outer.end_position().row as u32 + 1,
+            start_byte,
+            end_byte: outer.end_byte() as u32,
+            signature,
+            docstring,
+            decorators,
+        });
+        (self.defs.len() - 1) as DefId
+    }
+
+    // ---- statements ------------------------------------------------------------------------
+
+    fn block(&mut self, node: Node, scope: ScopeId) {
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        for child in children {
+            self.statement(child, scope);
+        }
+    }
+
+    fn statement(&mut self, node: Node, scope: ScopeId) {
+        match node.kind() {
+            "comment" => {}
+            "function_definition" => self.function(node, node, scope, Vec::new()),
+            "class_definition" => self.class(node, node, scope, Vec::new()),
+            "decorated_definition" => self.decorated(node, scope),
+            "expression_statement" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    match child.kind() {
+                        "assignment" => {
+                            self.assignment(child, node, scope);
+                        }
+                        "augmented_assignment" => self.augmented(child, node, scope),
+                        _ => {
+                            self.expr(child, scope);
+                        }
+                    }
+                }
+            }
+            "return_statement" => {
+                let values = self.named_exprs(node, scope);
+                let value = match values.len() {
+                    0 => Expr::Literal("NoneType"),
+                    1 => values.into_iter().next().unwrap_or(Expr::Unknown),
+                    _ => Expr::Container(ContainerKind::Tuple, values),
+                };
+                self.scope(scope).returns.push(value);
+            }
+            "raise_statement" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for (i, child) in children.into_iter().enumerate() {
+                    let e = self.expr(child, scope);
+                    if i == 0 {
+                        self.scope(scope).raises.push((e, line(node)));
+                    }
+                }
+            }
+            "import_statement" => self.import(node, scope),
+            "import_from_statement" => self.import_from(node, scope),
+            "future_import_statement" => {}
+            "global_statement" | "nonlocal_statement" => {
+                let mut cursor = node.walk();
+                let names: Vec<String> =
+                    node.named_children(&mut cursor).map(|n| self.text(n).to_string()).collect();
+                if node.kind() == "global_statement" {
+                    self.scope(scope).globals.extend(names);
+                } else {
+                    self.scope(scope).nonlocals.extend(names);
+                }
+            }
+            "for_statement" => {
+                let right = node.child_by_field_name("right");
+                let iter = right.map(|r| self.expr(r, scope)).unwrap_or(Expr::Unknown);
+                if let Some(left) = node.child_by_field_name("left") {
+                    self.bind_target(left, Binding::Iter(iter), scope, None);
+                }
+                for field in ["body", "alternative"] {
+                    if let Some(b) = node.child_by_field_name(field) {
+                        self.statement(b, scope);
+                    }
+                }
+            }
+            "with_statement" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    if child.kind() == "with_clause" {
+                        let mut c2 = child.walk();
+                        let items: Vec<Node> = child.named_children(&mut c2).collect();
+                        for item in items {
+                            self.with_item(item, scope);
+                        }
+                    } else {
+                        self.statement(child, scope);
+                    }
+                }
+            }
+            "except_clause" => {
+                let value = node.child_by_field_name("value");
+                let alias = node.child_by_field_name("alias");
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                let mut exc = Expr::Unknown;
+                for child in children {
+                    if Some(child) == value {
+                        exc = self.expr(child, scope);
+                    } else if Some(child) == alias {
+                        continue;
+                    } else if child.kind() == "as_pattern" {
+                        // Older layouts: `except E as e` as one as_pattern.
+                        self.with_item_pattern(child, scope, true);
+                    } else if child.kind() == "block" {
+                        if let Some(alias) = alias {
+                            let binding = Binding::Exception(exc.clone());
+                            self.bind_target(alias, binding, scope, None);
+                        }
+                        self.block(child, scope);
+                    } else {
+                        exc = self.expr(child, scope);
+                    }
+                }
+            }
+            "block" => self.block(node, scope),
+            "if_statement" | "elif_clause" | "else_clause" | "while_statement" | "try_statement"
+            | "finally_clause" | "except_group_clause" | "match_statement" | "case_clause" | "ERROR" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    if is_statement_like(child.kind()) {
+                        self.statement(child, scope);
+                    } else {
+                        self.expr(child, scope);
+                    }
+                }
+            }
+            "pass_statement" | "break_statement" | "continue_statement" => {}
+            _ => {
+                // delete, assert, print, exec, type alias and anything new: their expressions
+                // still read names and call things.
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    if is_statement_like(child.kind()) {
+                        self.statement(child, scope);
+                    } else {
+                        self.expr(child, scope);
+                    }
+                }
+            }
+        }
+    }
+
+    fn with_item(&mut self, item: Node, scope: ScopeId) {
+        let Some(value) = item.child_by_field_name("value") else { return };
+        if value.kind() == "as_pattern" {
+            self.with_item_pattern(value, scope, false);
+        } else {
+            self.expr(value, scope);
+        }
+    }
+
+    fn with_item_pattern(&mut self, pattern: Node, scope: ScopeId, exception: bool) {
+        let alias = pattern.child_by_field_name("alias");
+        let mut cursor = pattern.walk();
+        let children: Vec<Node> = pattern.named_children(&mut cursor).collect();
+        let mut value = Expr::Unknown;
+        for child in children {
+            if Some(child) == alias {
+                continue;
+            }
+            value = self.expr(child, scope);
+            break;
+        }
+        if let Some(alias) = alias {
+            let target = alias.named_child(0).unwrap_or(alias);
+            let binding = if exception { Binding::Exception(value) } else { Binding::Enter(value) };
+            self.bind_target(target, binding, scope, None);
+        }
+    }
+
+    fn named_exprs(&mut self, node: Node, scope: ScopeId) -> Vec<Expr> {
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        let mut out = Vec::new();
+        for child in children {
+            if child.kind() == "expression_list" {
+                out.push(self.value(child, scope));
+            } else if child.kind() != "comment" {
+                out.push(self.expr(child, scope));
+            }
+        }
+        out
+    }
+
+    fn decorated(&mut self, node: Node, scope: ScopeId) {
+        let mut decorators = Vec::new();
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        for child in &children {
+            if child.kind() == "decorator" {
+                if let Some(expr_node) = child.named_child(0) {
+                    // Decorators run in the enclosing scope: the module or class calls them.
+                    let e = self.chain_or_value(expr_node, scope);
+                    let text = self.callee_text(expr_node);
+                    self.scope(scope).calls.push(CallSite {
+                        callee: e.clone(),
+                        text,
+                        line: line(*child),
+                        args: Vec::new(),
+                        keywords: Vec::new(),
+                    });
+                    decorators.push(e);
+                }
+            }
+        }
+        if let Some(def) = node.child_by_field_name("definition") {
+            match def.kind() {
+                "function_definition" => self.function(def, node, scope, decorators),
+                "class_definition" => self.class(def, node, scope, decorators),
+                _ => self.statement(def, scope),
+            }
+        }
+    }
+
+    fn header_text(&self, outer: Node, body: Option<Node>) -> String {
+        let end = body.map(|b| b.start_byte()).unwrap_or(outer.end_byte());
+        let raw = std::str::from_utf8(&self.src[outer.start_byte()..end]).unwrap_or("");
+        let trimmed = raw.trim_end();
+        trimmed.strip_suffix(':').unwrap_or(trimmed).trim_end().to_string()
+    }
+
+    fn function(&mut self, node: Node, outer: Node, scope: ScopeId, decorators: Vec<Expr>) {
+        let Some(name_node) = node.child_by_field_name("name") else {
+            return;
+        };
+        let name = self.text(name_node).to_string();
+        let body = node.child_by_field_name("body");
+        let kind = if self.scopes[scope as usize].kind == ScopeKind::Class { DefKind::Method } else { DefKind::Function };
+        let signature = Some(self.header_text(outer, body));
+        let docstring = body.and_then(|b| self.docstring(b));
+        let def = self.push_def(scope, kind, &name, outer, signature, docstring, decorators);
+        self.bind(scope, &name, Binding::Def(def));
+        if matches!(self.scopes[scope as usize].kind, ScopeKind::Module | ScopeKind::Class) {
+            self.module_variables.insert((scope, name.clone()), def);
+        }
+        let inner = self.new_scope(ScopeKind::Function, scope, Some(def));
+        self.defs[def as usize].body = Some(inner);
+        if let Some(params) = node.child_by_field_name("parameters") {
+            self.parameters(params, scope, inner);
+        }
+        if let Some(ret) = node.child_by_field_name("return_type") {
+            self.annotation(ret, inner);
+        }
+        if let Some(body) = body {
+            self.block(body, inner);
+        }
+    }
+
+    /// Lowers a parameter list: defaults are evaluated in `outer`, annotations are read by `inner`.
+    fn parameters(&mut self, params: Node, outer: ScopeId, inner: ScopeId) {
+        let mut cursor = params.walk();
+        let children: Vec<Node> = params.named_children(&mut cursor).collect();
+        for p in children {
+            let (name_node, default, annotation, variadic) = match p.kind() {
+                "identifier" => (Some(p), None, None, false),
+                "default_parameter" => (p.child_by_field_name("name"), p.child_by_field_name("value"), None, false),
+                "typed_default_parameter" => (
+                    p.child_by_field_name("name"),
+                    p.child_by_field_name("value"),
+                    p.child_by_field_name("type"),
+                    false,
+                ),
+                "typed_parameter" => {
+                    let first = p.named_child(0);
+                    let variadic = first.is_some_and(|f| f.kind() != "identifier");
+                    let name = first.map(|f| if f.kind() == "identifier" { f } else { f.named_child(0).unwrap_or(f) });
+                    (name, None, p.child_by_field_name("type"), variadic)
+                }
+                "list_splat_pattern" | "dictionary_splat_pattern" => (p.named_child(0), None, None, true),
+                _ => continue,
+            };
+            let Some(name_node) = name_node else { continue };
+            if name_node.kind() != "identifier" {
+                continue;
+            }
+            let default = default.map(|d| self.expr(d, outer));
+            let annotation = annotation.map(|a| self.annotation(a, inner));
+            let name = self.text(name_node).to_string();
+            let index = self.scopes[inner as usize].params.len() as u32;
+            self.scope(inner).params.push(Param { name: name.clone(), default, annotation, variadic });
+            self.bind(inner, &name, Binding::Param(index));
+        }
+    }
+
+    /// Lowers a type annotation: every class it names is read by `scope`.
+    fn annotation(&mut self, node: Node, scope: ScopeId) -> Expr {
+        match node.kind() {
+            "type" => match node.named_child(0) {
+                Some(inner) => self.annotation(inner, scope),
+                None => Expr::Unknown,
+            },
+            "identifier" | "attribute" => self.expr(node, scope),
+            "string" => Expr::Unknown,
+            _ => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    self.annotation(child, scope);
+                }
+                Expr::Unknown
+            }
+        }
+    }
+
+    fn class(&mut self, node: Node, outer: Node, scope: ScopeId, decorators: Vec<Expr>) {
+        let Some(name_node) = node.child_by_field_name("name") else {
+            return;
+        };
+        let name = self.text(name_node).to_string();
+        let body = node.child_by_field_name("body");
+        let signature = Some(self.header_text(outer, body));
+        let docstring = body.and_then(|b| self.docstring(b));
+        let def = self.push_def(scope, DefKind::Class, &name, outer, signature, docstring, decorators);
+        let inner = self.new_scope(ScopeKind::Class, scope, Some(def));
+        self.defs[def as usize].body = Some(inner);
+        if let Some(args) = node.child_by_field_name("superclasses") {
+            let mut cursor = args.walk();
+            let children: Vec<Node> = args.named_children(&mut cursor).collect();
+            for arg in children {
+                match arg.kind() {
+                    "keyword_argument" => {
+                        if let Some(v) = arg.child_by_field_name("value") {
+                            self.expr(v, scope);
+                        }
+                    }
+                    "comment" => {}
+                    _ => {
+                        let base = self.chain_or_value(arg, scope);
+                        self.scope(inner).bases.push((base, line(arg)));
+                    }
+                }
+            }
+        }
+        self.bind(scope, &name, Binding::Def(def));
+        if matches!(self.scopes[scope as usize].kind, ScopeKind::Module | ScopeKind::Class) {
+            self.module_variables.insert((scope, name.clone()), def);
+        }
+        if let Some(body) = body {
+            self.block(body, inner);
+        }
+        self.instance_attributes(inner);
+    }
+
+    /// Turns `self.x = ...` in the methods of a class into variable units of the class, unless
+    /// the class body already defines `x`.
+    fn instance_attributes(&mut self, class_scope: ScopeId) {
+        let method_scopes: Vec<ScopeId> = (0..self.scopes.len() as ScopeId)
+            .filter(|&s| {
+                let sc = &self.scopes[s as usize];
+                sc.kind == ScopeKind::Function && sc.parent == Some(class_scope)
+            })
+            .collect();
+        for ms in method_scopes {
+            let Some(self_name) = self.scopes[ms as usize].params.first().map(|p| p.name.clone()) else {
+                continue;
+            };
+            let stores: Vec<AttrStore> = self.scopes[ms as usize]
+                .attr_stores
+                .iter()
+                .filter(|s| s.base == Expr::Name(self_name.clone()))
+                .cloned()
+                .collect();
+            for store in stores {
+                let key = (class_scope, store.attr.clone());
+                if self.module_variables.contains_key(&key) {
+                    continue;
+                }
+                let path = self.unique_path(class_scope, &store.attr);
+                let parent = self.scopes[class_scope as usize].def;
+                self.defs.push(Def {
+                    kind: DefKind::Variable,
+                    name: store.attr.clone(),
+                    path,
+                    parent,
+                    body: None,
+                    start_line: store.start_line,
+                    end_line: store.end_line,
+                    start_byte: store.start_byte,
+                    end_byte: store.end_byte,
+                    signature: None,
+                    docstring: None,
+                    decorators: Vec::new(),
+                });
+                let id = (self.defs.len() - 1) as DefId;
+                self.module_variables.insert(key, id);
+            }
+        }
+    }
+
+    fn docstring(&self, body: Node) -> Option<String> {
+        let mut cursor = body.walk();
+        let first = body.named_children(&mut cursor).find(|n| n.kind() != "comment")?;
+        if first.kind() != "expression_statement" {
+            return None;
+        }
+        let string = first.named_child(0)?;
+        if string.kind() != "string" || first.named_child_count() != 1 {
+            return None;
+        }
+        Some(clean_docstring(self.text(string)))
+    }
+
+    // ---- assignments -----------------------------------------------------------------------
+
+    /// Lowers `left = right` (or `left: T = right`); returns the assigned value.
+    fn assignment(&mut self, node: Node, stmt: Node, scope: ScopeId) -> Expr {
+        let value = match node.child_by_field_name("right") {
+            Some(right) if right.kind() == "assignment" => self.assignment(right, stmt, scope),
+            Some(right) if right.kind() == "augmented_assignment" => {
+                self.augmented(right, stmt, scope);
+                Expr::Unknown
+            }
+            Some(right) if right.kind() == "expression_list" || right.kind() == "pattern_list" => {
+                self.value(right, scope)
+            }
+            Some(right) => self.expr(right, scope),
+            None => Expr::Unknown,
+        };
+        if let Some(t) = node.child_by_field_name("type") {
+            self.annotation(t, scope);
+        }
+        if let Some(left) = node.child_by_field_name("left") {
+            if scope == 0 && self.text(left) == "__all__" {
+                self.dunder_all = Some(string_list(self, node.child_by_field_name("right")));
+            }
+            let annotated_only = node.child_by_field_name("right").is_none();
+            let binding = if annotated_only { Binding::Value(Expr::Unknown) } else { Binding::Value(value.clone()) };
+            self.bind_target(left, binding, scope, Some(stmt));
+        }
+        value
+    }
+
+    fn augmented(&mut self, node: Node, stmt: Node, scope: ScopeId) {
+        let value = node.child_by_field_name("right").map(|r| self.expr(r, scope)).unwrap_or(Expr::Unknown);
+        if let Some(left) = node.child_by_field_name("left") {
+            if scope == 0 && self.text(left) == "__all__" {
+                let extra = string_list(self, node.child_by_field_name("right"));
+                self.dunder_all.get_or_insert_with(Vec::new).extend(extra);
+            }
+            // `x += y` reads x too.
+            if left.kind() == "identifier" || left.kind() == "attribute" {
+                let read = self.chain(left, scope);
+                self.access(scope, read, line(left), false);
+            }
+            let _ = value;
+            self.bind_target(left, Binding::Value(Expr::Unknown), scope, Some(stmt));
+        }
+    }
+
+    /// Binds an assignment target. `stmt` is the statement, when the target can define a unit.
+    fn bind_target(&mut self, target: Node, binding: Binding, scope: ScopeId, stmt: Option<Node>) {
+        match target.kind() {
+            "identifier" => {
+                let name = self.text(target).to_string();
+                self.define_variable(scope, &name, stmt);
+                self.bind(scope, &name, binding);
+                if self.scopes[scope as usize].globals.contains(&name) {
+                    self.access(scope, Expr::Name(name), line(target), true);
+                }
+            }
+            "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" | "expression_list" => {
+                let mut cursor = target.walk();
+                let children: Vec<Node> = target.named_children(&mut cursor).collect();
+                for (i, child) in children.into_iter().enumerate() {
+                    let element = match &binding {
+                        Binding::Value(e) => Binding::Unpack(e.clone(), i as u32),
+                        _ => Binding::Value(Expr::Unknown),
+                    };
+                    self.bind_target(child, element, scope, stmt);
+                }
+            }
+            "list_splat_pattern" | "parenthesized_expression" => {
+                if let Some(inner) = target.named_child(0) {
+                    let b = if target.kind() == "list_splat_pattern" { Binding::Value(Expr::Unknown) } else { binding };
+                    self.bind_target(inner, b, scope, stmt);
+                }
+            }
+            "attribute" => {
+                let Some(object) = target.child_by_field_name("object") else { return };
+                let Some(attr) = target.child_by_field_name("attribute") else { return };
+                let base = self.chain(object, scope);
+                let attr = self.text(attr).to_string();
+                let value = match binding {
+                    Binding::Value(e) => e,
+                    _ => Expr::Unknown,
+                };
+                let stmt = stmt.unwrap_or(target);
+                let full = Expr::Attr(Box::new(base.clone()), attr.clone());
+                self.access(scope, full, line(target), true);
+                self.scope(scope).attr_stores.push(AttrStore {
+                    base,
+                    attr,
+                    value,
+                    line: line(target),
+                    start_line: line(stmt),
+                    end_line: stmt.end_position().row as u32 + 1,
+                    start_byte: stmt.start_byte() as u32,
+                    end_byte: stmt.end_byte() as u32,
+                });
+            }
+            "subscript" => {
+                // `registry[key] = func` makes `func` an element of `registry`.
+                let object = target.child_by_field_name("value");
+                if let Some(index) = target.child_by_field_name("subscript") {
+                    self.expr(index, scope);
+                }
+                if let Some(object) = object {
+                    let base = self.expr(object, scope);
+                    if let (Expr::Name(name), Binding::Value(v)) = (base, binding) {
+                        self.bind(scope, &name, Binding::Value(Expr::Container(ContainerKind::Dict, vec![v])));
+                    }
+                }
+            }
+            _ => {
+                self.expr(target, scope);
+            }
+        }
+    }
+
+    /// Module-level and class-level assignments define variable units (once per name).
+    fn define_variable(&mut self, scope: ScopeId, name: &str, stmt: Option<Node>) {
+        let Some(stmt) = stmt else { return };
+        if !matches!(self.scopes[scope as usize].kind, ScopeKind::Module | ScopeKind::Class) {
+            return;
+        }
+        let key = (scope, name.to_string());
+        if self.module_variables.contains_key(&key) {
+            return;
+        }
+        let def = self.push_def(scope, DefKind::Variable, name, stmt, None, None, Vec::new());
+        self.module_variables.insert(key, def);
+    }
+
+    // ---- imports ---------------------------------------------------------------------------
+
+    fn import(&mut self, node: Node, scope: ScopeId) {
+        let mut cursor = node.walk();
+        let names: Vec<Node> = node.children_by_field_name("name", &mut cursor).collect();
+        for n in names {
+            let (module, alias) = match n.kind() {
+                "aliased_import" => (
+                    n.child_by_field_name("name").map(|x| self.text(x)).unwrap_or(""),
+                    n.child_by_field_name("alias").map(|x| self.text(x)),
+                ),
+                _ => (self.text(n), None),
+            };
+            let module = normalise_dotted(module);
+            if module.is_empty() {
+                continue;
+            }
+            match alias {
+                Some(alias) => self.bind(
+                    scope,
+                    alias,
+                    Binding::Import(Import::Module { module: ModuleRef { level: 0, name: module.clone() } }),
+                ),
+                None => {
+                    let first = module.split('.').next().unwrap_or(&module).to_string();
+                    self.bind(
+                        scope,
+                        &first,
+                        Binding::Import(Import::Module { module: ModuleRef { level: 0, name: first.clone() } }),
+                    );
+                }
+            }
+            self.scope(scope).imports.push(ImportStmt {
+                line: line(node),
+                module: ModuleRef { level: 0, name: module },
+                names: Vec::new(),
+                is_from: false,
+            });
+        }
+    }
+
+    fn import_from(&mut self, node: Node, scope: ScopeId) {
+        let Some(module_node) = node.child_by_field_name("module_name") else { return };
+        let module = if module_node.kind() == "relative_import" {
+            let mut level = 0;
+            let mut name = String::new();
+            let mut cursor = module_node.walk();
+            for child in module_node.named_children(&mut cursor) {
+                match child.kind() {
+                    "import_prefix" => level = self.text(child).chars().filter(|&c| c == '.').count() as u32,
+                    "dotted_name" => name = normalise_dotted(self.text(child)),
+                    _ => {}
+                }
+            }
+            ModuleRef { level, name }
+        } else {
+            ModuleRef { level: 0, name: normalise_dotted(self.text(module_node)) }
+        };
+        let mut names = Vec::new();
+        let mut cursor = node.walk();
+        let name_nodes: Vec<Node> = node.children_by_field_name("name", &mut cursor).collect();
+        for n in name_nodes {
+            let (name, alias) = match n.kind() {
+                "aliased_import" => (
+                    n.child_by_field_name("name").map(|x| self.text(x)).unwrap_or(""),
+                    n.child_by_field_name("alias").map(|x| self.text(x)),
+                ),
+                _ => (self.text(n), None),
+            };
+            let name = normalise_dotted(name);
+            if name.is_empty() {
+                continue;
+            }
+            let local = alias.map(str::to_string).unwrap_or_else(|| name.clone());
+            self.bind(scope, &local, Binding::Import(Import::Name { module: module.clone(), name: name.clone() }));
+            names.push(name);
+        }
+        let mut cursor = node.walk();
+        if node.named_children(&mut cursor).any(|c| c.kind() == "wildcard_import") {
+            names.push("*".to_string());
+        }
+        self.scope(scope).imports.push(ImportStmt { line: line(node), module, names, is_from: true });
+    }
+
+    // ---- expressions -----------------------------------------------------------------------
+
+    fn access(&mut self, scope: ScopeId, expr: Expr, line: u32, write: bool) {
+        self.scope(scope).accesses.push(Access { expr, line, write });
+    }
+
+    /// Lowers an expression that is read: names and attribute chains are recorded as accesses.
+    fn expr(&mut self, node: Node, scope: ScopeId) -> Expr {
+        match node.kind() {
+            "identifier" | "attribute" => {
+                let e = self.chain(node, scope);
+                self.access(scope, e.clone(), line(node), false);
+                e
+            }
+            _ => self.value(node, scope),
+        }
+    }
+
+    /// Lowers a name or attribute chain without recording the chain itself as an access (the
+    /// caller records it as a call, a base class, a store target, ...).
+    fn chain(&mut self, node: Node, scope: ScopeId) -> Expr {
+        match node.kind() {
+            "identifier" => Expr::Name(self.text(node).to_string()),
+            "attribute" => {
+                let object = node.child_by_field_name("object");
+                let attr = node.child_by_field_name("attribute").map(|a| self.text(a).to_string());
+                match (object, attr) {
+                    (Some(object), Some(attr)) => Expr::Attr(Box::new(self.chain(object, scope)), attr),
+                    _ => Expr::Unknown,
+                }
+            }
+            _ => self.value(node, scope),
+        }
+    }
+
+    fn chain_or_value(&mut self, node: Node, scope: ScopeId) -> Expr {
+        self.chain(node, scope)
+    }
+
+    fn callee_text(&self, node: Node) -> String {
+        let raw = self.text(node);
+        let mut out = String::with_capacity(raw.len().min(MAX_CALLEE_TEXT));
+        let mut last_space = false;
+        for ch in raw.chars() {
+            let ch = if ch.is_whitespace() { ' ' } else { ch };
+            if ch == ' ' && last_space {
+                continue;
+            }
+            last_space = ch == ' ';
+            out.push(ch);
+            if out.len() >= MAX_CALLEE_TEXT {
+                out.push('…');
+                break;
+            }
+        }
+        out
+    }
+
+    fn value(&mut self, node: Node, scope: ScopeId) -> Expr {
+        match node.kind() {
+            "identifier" | "attribute" => self.expr(node, scope),
+            "call" => {
+                let callee_node = node.child_by_field_name("function");
+                let callee = callee_node.map(|f| self.chain(f, scope)).unwrap_or(Expr::Unknown);
+                let text = callee_node.map(|f| self.callee_text(f)).unwrap_or_default();
+                let mut args = Vec::new();
+                let mut keywords = Vec::new();
+                if let Some(arguments) = node.child_by_field_name("arguments") {
+                    if arguments.kind() == "generator_expression" {
+                        args.push(self.value(arguments, scope));
+                    } else {
+                        let mut cursor = arguments.walk();
+                        let children: Vec<Node> = arguments.named_children(&mut cursor).collect();
+                        for arg in children {
+                            match arg.kind() {
+                                "keyword_argument" => {
+                                    let name = arg.child_by_field_name("name").map(|n| self.text(n).to_string());
+                                    let value = arg.child_by_field_name("value").map(|v| self.expr(v, scope));
+                                    if let (Some(name), Some(value)) = (name, value) {
+                                        keywords.push((name, value));
+                                    }
+                                }
+                                "comment" => {}
+                                _ => args.push(self.expr(arg, scope)),
+                            }
+                        }
+                    }
+                }
+                self.scope(scope).calls.push(CallSite { callee: callee.clone(), text, line: line(node), args, keywords });
+                Expr::Call(Box::new(callee))
+            }
+            "subscript" => {
+                let value = node.child_by_field_name("value").map(|v| self.expr(v, scope));
+                let mut cursor = node.walk();
+                let subs: Vec<Node> = node.children_by_field_name("subscript", &mut cursor).collect();
+                for s in subs {
+                    self.expr(s, scope);
+                }
+                match value {
+                    Some(v) => Expr::Subscript(Box::new(v)),
+                    None => Expr::Unknown,
+                }
+            }
+            "parenthesized_expression" => match node.named_child(0) {
+                Some(inner) => self.expr(inner, scope),
+                None => Expr::Unknown,
+            },
+            "list" | "tuple" | "set" | "expression_list" | "pattern_list" => {
+                let kind = match node.kind() {
+                    "list" => ContainerKind::List,
+                    "set" => ContainerKind::Set,
+                    _ => ContainerKind::Tuple,
+                };
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                let elements = children.into_iter().filter(|c| c.kind() != "comment").map(|c| self.expr(c, scope)).collect();
+                Expr::Container(kind, elements)
+            }
+            "dictionary" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                let mut values = Vec::new();
+                for child in children {
+                    if child.kind() == "pair" {
+                        if let Some(k) = child.child_by_field_name("key") {
+                            self.expr(k, scope);
+                        }
+                        if let Some(v) = child.child_by_field_name("value") {
+                            values.push(self.expr(v, scope));
+                        }
+                    } else if child.kind() != "comment" {
+                        self.expr(child, scope);
+                    }
+                }
+                Expr::Container(ContainerKind::Dict, values)
+            }
+            "lambda" => {
+                let inner = self.new_scope(ScopeKind::Anonymous, scope, None);
+                if let Some(params) = node.child_by_field_name("parameters") {
+                    self.parameters(params, scope, inner);
+                }
+                if let Some(body) = node.child_by_field_name("body") {
+                    let ret = self.expr(body, inner);
+                    self.scope(inner).returns.push(ret);
+                }
+                Expr::Lambda(inner)
+            }
+            "conditional_expression" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                let mut options = Vec::new();
+                for (i, child) in children.into_iter().enumerate() {
+                    let e = self.expr(child, scope);
+                    if i != 1 {
+                        options.push(e);
+                    }
+                }
+                Expr::Union(options)
+            }
+            "boolean_operator" => {
+                let left = node.child_by_field_name("left").map(|n| self.expr(n, scope)).unwrap_or(Expr::Unknown);
+                let right = node.child_by_field_name("right").map(|n| self.expr(n, scope)).unwrap_or(Expr::Unknown);
+                Expr::Union(vec![left, right])
+            }
+            "await" => match node.named_child(0) {
+                Some(inner) => self.expr(inner, scope),
+                None => Expr::Unknown,
+            },
+            "string" | "concatenated_string" => {
+                self.walk_children(node, scope);
+                let text = self.text(node);
+                let prefix: String = text.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+                if prefix.contains(['b', 'B']) { Expr::Literal("bytes") } else { Expr::Literal("str") }
+            }
+            "integer" => Expr::Literal("int"),
+            "float" => Expr::Literal("float"),
+            "true" | "false" => Expr::Literal("bool"),
+            "none" => Expr::Literal("NoneType"),
+            "list_comprehension" | "set_comprehension" | "dictionary_comprehension" | "generator_expression" => {
+                self.comprehension(node, scope)
+            }
+            "named_expression" => {
+                let value = node.child_by_field_name("value").map(|v| self.expr(v, scope)).unwrap_or(Expr::Unknown);
+                if let Some(name) = node.child_by_field_name("name") {
+                    let name = self.text(name).to_string();
+                    self.bind(scope, &name, Binding::Value(value.clone()));
+                }
+                value
+            }
+            "yield" => {
+                let values = self.named_exprs(node, scope);
+                let is_from = {
+                    let mut cursor = node.walk();
+                    node.children(&mut cursor).any(|c| c.kind() == "from")
+                };
+                for v in values {
+                    let v = if is_from { Expr::Subscript(Box::new(v)) } else { v };
+                    self.scope(scope).yields.push(v);
+                }
+                Expr::Unknown
+            }
+            "interpolation" => {
+                self.walk_children(node, scope);
+                Expr::Unknown
+            }
+            _ => {
+                self.walk_children(node, scope);
+                Expr::Unknown
+            }
+        }
+    }
+
+    fn walk_children(&mut self, node: Node, scope: ScopeId) {
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        for child in children {
+            match child.kind() {
+                "comment" | "string_start" | "string_content" | "string_end" | "escape_sequence" => {}
+                kind if is_statement_like(kind) => self.statement(child, scope),
+                _ => {
+                    self.expr(child, scope);
+                }
+            }
+        }
+    }
+
+    fn comprehension(&mut self, node: Node, scope: ScopeId) -> Expr {
+        let inner = self.new_scope(ScopeKind::Anonymous, scope, None);
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        let mut first_clause = true;
+        for child in &children {
+            match child.kind() {
+                "for_in_clause" => {
+                    // The first iterable is evaluated in the enclosing scope.
+                    let eval_scope = if first_clause { scope } else { inner };
+                    first_clause = false;
+                    let mut c2 = child.walk();
+                    let rights: Vec<Node> = child.children_by_field_name("right", &mut c2).collect();
+                    let mut iter = Expr::Unknown;
+                    for r in rights {
+                        iter = self.expr(r, eval_scope);
+                    }
+                    if let Some(left) = child.child_by_field_name("left") {
+                        self.bind_target(left, Binding::Iter(iter), inner, None);
+                    }
+                }
+                "if_clause" => {
+                    let mut c2 = child.walk();
+                    let conds: Vec<Node> = child.named_children(&mut c2).collect();
+                    for c in conds {
+                        self.expr(c, inner);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let body = node.child_by_field_name("body");
+        let element = match body {
+            Some(b) if b.kind() == "pair" => {
+                if let Some(k) = b.child_by_field_name("key") {
+                    self.expr(k, inner);
+                }
+                b.child_by_field_name("value").map(|v| self.expr(v, inner)).unwrap_or(Expr::Unknown)
+            }
+            Some(b) => self.expr(b, inner),
+            None => Expr::Unknown,
+        };
+        let kind = match node.kind() {
+            "set_comprehension" => ContainerKind::Set,
+            "dictionary_comprehension" => ContainerKind::Dict,
+            _ => ContainerKind::List,
+        };
+        Expr::Container(kind, vec![element])
+    }
+}
+
+fn is_statement_like(kind: &str) -> bool {
+    kind.ends_with("_statement")
+        || kind.ends_with("_clause") && kind != "for_in_clause" && kind != "if_clause"
+        || matches!(kind, "block" | "function_definition" | "class_definition" | "decorated_definition")
+}
+
+fn normalise_dotted(text: &str) -> String {
+    text.split('.').map(str::trim).filter(|s| !s.is_empty()).collect::<Vec<_>>().join(".")
+}
+
+/// The strings of a literal list or tuple (for `__all__`).
+fn string_list(lowerer: &Lowerer, node: Option<Node>) -> Vec<String> {
+    let Some(node) = node else { return Vec::new() };
+    let mut out = Vec::new();
+    let mut cursor = node.walk();
+    for child in node.named_children(&mut cursor) {
+        if child.kind() == "string" {
+            let s = clean_docstring(lowerer.text(child));
+            if !s.is_empty() {
+                out.push(s);
+            }
+        }
+    }
+    out
+}
+
+/// Strips a string literal's prefix and quotes and dedents it like `inspect.cleandoc`.
+pub fn clean_docstring(literal: &str) -> String {
+    let body = literal.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+    let body = ["\"\"\"", "'''", "\"", "'"]
+        .iter()
+        .find_map(|q| body.strip_prefix(q).and_then(|b| b.strip_suffix(q)))
+        .unwrap_or(body);
+    let mut lines = body.lines();
+    let first = lines.next().unwrap_or("").trim().to_string();
+    let rest: Vec<&str> = lines.collect();
+    let indent = rest
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    let mut out = vec![first];
+    out.extend(rest.iter().map(|l| l.get(indent..).unwrap_or("").trim_end().to_string()));
+    while out.last().is_some_and(|l| l.is_empty()) {
+        out.pop();
+    }
+    while out.first().is_some_and(|l| l.is_empty()) {
+        out.remove(0);
+    }
+    out.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lowers_units_with_paths_spans_and_docstrings() {
+        let src = "\"\"\"Mod doc.\"\"\"\nimport os\n\n# leading\n@dec\ndef f(a, b=g()):\n    \"\"\"Doc.\"\"\"\n    return a\n\nclass C(Base):\n    x = 1\n    def m(self):\n        self.y = os.path.join()\n";
+        let syn = lower(src);
+        assert_eq!(syn.parse_errors, 0);
+        assert_eq!(syn.docstring.as_deref(), Some("Mod doc."));
+        let paths: Vec<(&str, DefKind)> = syn.defs.iter().map(|d| (d.path.as_str(), d.kind)).collect();
+        assert_eq!(
+            paths,
+            vec![
+                ("f", DefKind::Function),
+                ("C", DefKind::Class),
+                ("C.x", DefKind::Variable),
+                ("C.m", DefKind::Method),
+                ("C.y", DefKind::Variable)
+            ]
+        );
+        let f = &syn.defs[0];
+        assert_eq!(f.start_line, 4, "leading comment belongs to the unit");
+        assert_eq!(f.end_line, 8);
+        assert_eq!(f.signature.as_deref(), Some("@dec\ndef f(a, b=g())"));
+        assert_eq!(f.docstring.as_deref(), Some("Doc."));
+        // `g()` in the default is called by the module; `dec` too.
+        let module_calls: Vec<&str> = syn.scopes[0].calls.iter().map(|c| c.text.as_str()).collect();
+        assert_eq!(module_calls, vec!["dec", "g"]);
+    }
+
+    #[test]
+    fn broken_files_are_lowered_as_far_as_they_parse() {
+        let syn = lower("def ok():\n    pass\n\ndef broken(:\n    x = \n\nclass Fine:\n    pass\n");
+        assert!(syn.parse_errors > 0);
+        assert!(syn.defs.iter().any(|d| d.path == "ok"));
+        assert!(syn.defs.iter().any(|d| d.path == "Fine"));
+    }
+
+    #[test]
+    fn redefinitions_get_suffixed_paths() {
+        let syn = lower("def f(): pass\ndef f(): pass\n");
+        let paths: Vec<&str> = syn.defs.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(paths, vec!["f", "f#2"]);
+    }
+}

@@ -1,0 +1,249 @@
+//! The lowered form of one Python file: what name resolution needs, without the syntax tree.
+//!
+//! tree-sitter trees are large and not comparable, so the frontend ([`crate::lower`]) walks each
+//! tree once and keeps only this: the definitions (future units) with their spans, and for every
+//! scope its bindings, calls, reads and attribute stores as small [`Expr`] trees. Keeping the IR
+//! `Eq` lets salsa cut off propagation when a re-parse lowers to the same thing.
+
+use std::sync::Arc;
+
+pub type ScopeId = u32;
+pub type DefId = u32;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum DefKind {
+    Class,
+    Function,
+    Method,
+    Variable,
+}
+
+/// A definition that becomes a unit. The module itself is not a `Def`.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Def {
+    pub kind: DefKind,
+    /// The simple name (`request`).
+    pub name: String,
+    /// The unit id relative to the module: the dotted path (`Session.request`), with a `#N`
+    /// suffix for the N-th redefinition of the same path in this file.
+    pub path: String,
+    /// The def (or `None` for a top-level def) whose body contains this one.
+    pub parent: Option<DefId>,
+    /// The scope that is this definition's body (classes and functions).
+    pub body: Option<ScopeId>,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub start_byte: u32,
+    pub end_byte: u32,
+    pub signature: Option<String>,
+    pub docstring: Option<String>,
+    pub decorators: Vec<Expr>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ScopeKind {
+    Module,
+    Class,
+    Function,
+    /// Lambdas and comprehensions: they bind names but their code is attributed to the
+    /// enclosing unit.
+    Anonymous,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Param {
+    pub name: String,
+    pub default: Option<Expr>,
+    pub annotation: Option<Expr>,
+    /// `*args` or `**kwargs`.
+    pub variadic: bool,
+}
+
+/// A reference to code written in the file, as far as resolution cares.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Expr {
+    Name(String),
+    Attr(Box<Expr>, String),
+    Call(Box<Expr>),
+    /// `value[index]`: an element of a container.
+    Subscript(Box<Expr>),
+    /// Literal containers: their elements (for dicts, the values).
+    Container(ContainerKind, Vec<Expr>),
+    /// A lambda: the scope of its body.
+    Lambda(ScopeId),
+    /// `a if c else b`, `a or b`: any of these.
+    Union(Vec<Expr>),
+    /// A literal constant of a builtin type (`"x"`, `1`, `b""`, f-strings, ...).
+    Literal(&'static str),
+    /// `self` or `cls` inside a summary: the instance or class the method belongs to.
+    SelfRef,
+    ClsRef,
+    Unknown,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum ContainerKind {
+    List,
+    Tuple,
+    Set,
+    Dict,
+}
+
+impl ContainerKind {
+    pub fn builtin(self) -> &'static str {
+        match self {
+            ContainerKind::List => "list",
+            ContainerKind::Tuple => "tuple",
+            ContainerKind::Set => "set",
+            ContainerKind::Dict => "dict",
+        }
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Binding {
+    /// `name = expr` (also annotated and augmented assignments, walrus, `global` writes).
+    Value(Expr),
+    /// `a, b = expr`: element `index` of `expr`.
+    Unpack(Expr, u32),
+    /// `for name in expr`, comprehension targets.
+    Iter(Expr),
+    /// `with expr as name`.
+    Enter(Expr),
+    /// A `def` or `class` statement.
+    Def(DefId),
+    Import(Import),
+    /// The `index`-th parameter of the scope's function.
+    Param(u32),
+    /// `except E as name`: an instance of E.
+    Exception(Expr),
+}
+
+/// What an import statement binds to one name.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Import {
+    /// `import a.b.c` binds `a` to module `a` (and makes `a.b.c` importable);
+    /// `import a.b as x` binds `x` to module `a.b`.
+    Module { module: ModuleRef },
+    /// `from m import name [as x]`.
+    Name { module: ModuleRef, name: String },
+}
+
+/// A module as written in an import: absolute dotted name, or relative with its level.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct ModuleRef {
+    /// Number of leading dots (0 for absolute imports).
+    pub level: u32,
+    /// The dotted name after the dots (may be empty for `from . import x`).
+    pub name: String,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ImportStmt {
+    pub line: u32,
+    /// The modules named (`import a.b` names `a.b`, `from m import x` names `m`).
+    pub module: ModuleRef,
+    /// For `from m import a, b`: the names (`*` for a star import).
+    pub names: Vec<String>,
+    pub is_from: bool,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct CallSite {
+    pub callee: Expr,
+    /// The callee as written, shortened (for unresolved reports).
+    pub text: String,
+    pub line: u32,
+    pub args: Vec<Expr>,
+    pub keywords: Vec<(String, Expr)>,
+}
+
+/// A name or attribute chain read (or written, for attribute stores) at a line.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Access {
+    pub expr: Expr,
+    pub line: u32,
+    pub write: bool,
+}
+
+/// `base.attr = value` (e.g. `self.timeout = timeout`).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct AttrStore {
+    pub base: Expr,
+    pub attr: String,
+    pub value: Expr,
+    pub line: u32,
+    /// The statement's span, used as the unit span when this store defines an instance attribute.
+    pub start_line: u32,
+    pub end_line: u32,
+    pub start_byte: u32,
+    pub end_byte: u32,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Scope {
+    pub kind: ScopeKind,
+    pub parent: Option<ScopeId>,
+    /// The def whose body this is (`None` for the module and anonymous scopes).
+    pub def: Option<DefId>,
+    pub params: Vec<Param>,
+    pub bindings: Vec<(String, Binding)>,
+    pub globals: Vec<String>,
+    pub nonlocals: Vec<String>,
+    pub calls: Vec<CallSite>,
+    pub accesses: Vec<Access>,
+    pub attr_stores: Vec<AttrStore>,
+    pub returns: Vec<Expr>,
+    pub yields: Vec<Expr>,
+    pub raises: Vec<(Expr, u32)>,
+    /// For classes: the base class expressions (keyword arguments such as `metaclass=` excluded).
+    pub bases: Vec<(Expr, u32)>,
+    pub imports: Vec<ImportStmt>,
+}
+
+impl Scope {
+    pub fn new(kind: ScopeKind, parent: Option<ScopeId>, def: Option<DefId>) -> Scope {
+        Scope {
+            kind,
+            parent,
+            def,
+            params: Vec::new(),
+            bindings: Vec::new(),
+            globals: Vec::new(),
+            nonlocals: Vec::new(),
+            calls: Vec::new(),
+            accesses: Vec::new(),
+            attr_stores: Vec::new(),
+            returns: Vec::new(),
+            yields: Vec::new(),
+            raises: Vec::new(),
+            bases: Vec::new(),
+            imports: Vec::new(),
+        }
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct FileSyntax {
+    pub parse_errors: u32,
+    pub line_count: u32,
+    pub byte_len: u32,
+    pub docstring: Option<String>,
+    /// Scope 0 is the module.
+    pub scopes: Vec<Scope>,
+    pub defs: Vec<Def>,
+    /// `__all__`, when the module assigns a literal list or tuple of strings to it.
+    pub dunder_all: Option<Vec<String>>,
+}
+
+impl FileSyntax {
+    pub fn scope(&self, id: ScopeId) -> &Scope {
+        &self.scopes[id as usize]
+    }
+
+    pub fn def(&self, id: DefId) -> &Def {
+        &self.defs[id as usize]
+    }
+}
+
+pub type SharedSyntax = Arc<FileSyntax>;
