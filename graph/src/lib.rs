@@ -7,6 +7,6 @@ pub mod model;
 pub mod snapshot;
 pub mod store;
 
-pub use model::{Edge, EdgeKind, FileGraph, FileStamp, Revision, SkipReason, Unit, UnitKind, Unresolved};
+pub use model::{Edge, EdgeKind, FileGraph, FileStamp, IndexDeps, Revision, SkipReason, Unit, UnitKind, Unresolved};
 pub use snapshot::{FileChange, FileEntry, Snapshot, Totals, UnitRef};
 pub use store::{Store, StoreError, FORMAT_VERSION};

@@ -211,3 +211,13 @@ pub struct FileStamp {
     pub size: u64,
     pub mtime_ns: i128,
 }
+
+/// Opaque bookkeeping the indexer keeps per file so that it can update incrementally after a
+/// restart without re-deriving unchanged files.
+#[derive(Clone, PartialEq, Eq, Debug, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct IndexDeps {
+    /// Module names whose interface this file's resolution consulted (found or not).
+    pub modules: Vec<String>,
+    /// A hash of the interface this file exposes to others.
+    pub interface: u64,
+}

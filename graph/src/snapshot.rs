@@ -10,15 +10,18 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::model::{Edge, FileGraph, FileStamp, Unit, UnitKind};
+use crate::model::{Edge, FileGraph, FileStamp, IndexDeps, Unit, UnitKind};
 
 /// One file's part of a snapshot: its graph, its text (so any unit's source can be served at the
 /// revision it was indexed from) and per-file lookup tables.
 #[derive(Debug)]
 pub struct FileEntry {
-    pub graph: FileGraph,
+    pub graph: Arc<FileGraph>,
     pub text: Arc<str>,
     pub stamp: FileStamp,
+    /// What the indexer needs to update this file incrementally after a restart: the modules
+    /// its resolution consulted and a hash of the interface it exposes to other files.
+    pub deps: IndexDeps,
     unit_index: FxHashMap<String, u32>,
     edges_by_src: FxHashMap<String, Vec<u32>>,
     edges_by_dst: FxHashMap<String, Vec<u32>>,
@@ -31,7 +34,7 @@ impl PartialEq for FileEntry {
 }
 
 impl FileEntry {
-    pub fn new(graph: FileGraph, text: Arc<str>, stamp: FileStamp) -> FileEntry {
+    pub fn new(graph: Arc<FileGraph>, text: Arc<str>, stamp: FileStamp, deps: IndexDeps) -> FileEntry {
         let mut unit_index = FxHashMap::default();
         for (i, unit) in graph.units.iter().enumerate() {
             unit_index.insert(unit.id.clone(), i as u32);
@@ -42,7 +45,7 @@ impl FileEntry {
             edges_by_src.entry(edge.src.clone()).or_default().push(i as u32);
             edges_by_dst.entry(edge.dst.clone()).or_default().push(i as u32);
         }
-        FileEntry { graph, text, stamp, unit_index, edges_by_src, edges_by_dst }
+        FileEntry { graph, text, stamp, deps, unit_index, edges_by_src, edges_by_dst }
     }
 
     pub fn unit(&self, id: &str) -> Option<&Unit> {
@@ -314,7 +317,7 @@ mod tests {
                 .collect(),
             unresolved: vec![],
         };
-        Arc::new(FileEntry::new(graph, Arc::from(""), FileStamp::default()))
+        Arc::new(FileEntry::new(Arc::new(graph), Arc::from(""), FileStamp::default(), IndexDeps::default()))
     }
 
     #[test]

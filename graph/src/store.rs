@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::model::{FileGraph, FileStamp};
+use crate::model::{FileGraph, FileStamp, IndexDeps};
 use crate::snapshot::{FileChange, FileEntry, Snapshot};
 
 /// Bump whenever the record layout or the meaning of a field changes.
@@ -43,6 +43,7 @@ struct FileRecord {
     graph: FileGraph,
     text: String,
     stamp: FileStamp,
+    deps: IndexDeps,
 }
 
 pub struct Store {
@@ -102,7 +103,7 @@ impl Store {
             let record = decode(&value).map_err(|why| {
                 StoreError::Corrupt(format!("record {}: {why}", String::from_utf8_lossy(&key[FILE_PREFIX.len()..])))
             })?;
-            let entry = FileEntry::new(record.graph, Arc::from(record.text), record.stamp);
+            let entry = FileEntry::new(Arc::new(record.graph), Arc::from(record.text), record.stamp, record.deps);
             changes.push(FileChange::Upsert(Arc::new(entry)));
         }
         Ok(Snapshot::empty().apply_as(version, changes))
@@ -136,7 +137,12 @@ fn file_key(path: &str) -> Vec<u8> {
 }
 
 fn encode(entry: &FileEntry) -> Result<Vec<u8>, StoreError> {
-    let record = FileRecord { graph: entry.graph.clone(), text: entry.text.to_string(), stamp: entry.stamp };
+    let record = FileRecord {
+        graph: (*entry.graph).clone(),
+        text: entry.text.to_string(),
+        stamp: entry.stamp,
+        deps: entry.deps.clone(),
+    };
     let payload =
         rkyv::to_bytes::<rkyv::rancor::Error>(&record).map_err(|e| StoreError::Serialise(e.to_string()))?;
     let mut out = Vec::with_capacity(payload.len() + 8);
@@ -184,7 +190,12 @@ mod tests {
             edges: vec![],
             unresolved: vec![],
         };
-        Arc::new(FileEntry::new(graph, Arc::from(text), FileStamp { size: text.len() as u64, mtime_ns: 7 }))
+        Arc::new(FileEntry::new(
+            Arc::new(graph),
+            Arc::from(text),
+            FileStamp { size: text.len() as u64, mtime_ns: 7 },
+            IndexDeps { modules: vec!["os".into()], interface: 9 },
+        ))
     }
 
     #[test]

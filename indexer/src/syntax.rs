@@ -78,6 +78,8 @@ pub enum Expr {
     /// `self` or `cls` inside a summary: the instance or class the method belongs to.
     SelfRef,
     ClsRef,
+    /// A unit of the module, by path (summaries only: a local `def` returned or stored).
+    DefPath(String),
     Unknown,
 }
 

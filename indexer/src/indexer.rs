@@ -1,0 +1,487 @@
+//! The indexer: the single writer that turns file changes into published graph versions.
+//!
+//! It owns the salsa database, the current [`Snapshot`] and (optionally) the on-disk [`Store`].
+//! A batch of changes updates the salsa inputs, re-resolves exactly the files that can be
+//! affected (the changed ones, plus those whose resolution consulted a module whose interface
+//! changed), and publishes version N+1 sharing every unchanged file's part with version N.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use fresco_graph::{FileChange, FileEntry, FileStamp, IndexDeps, Snapshot, Store, StoreError};
+use rustc_hash::{FxHashMap, FxHashSet};
+use salsa::Setter;
+
+use crate::db::{Database, ExecutionLog, SourceFile, Workspace, file_graph, file_interface, module_info};
+use crate::walk::{self, SourceRead, WalkIssue, WalkOptions};
+
+#[derive(Clone, Debug)]
+pub struct IndexerOptions {
+    pub walk: WalkOptions,
+    /// Threads used to resolve many files at once (cold index, large batches).
+    pub threads: usize,
+}
+
+impl Default for IndexerOptions {
+    fn default() -> Self {
+        IndexerOptions {
+            walk: WalkOptions::default(),
+            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{path} is not a directory")]
+    NotADirectory { path: String },
+}
+
+/// A change to one file, by path relative to the root.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FileEvent {
+    /// Created or modified: read it again.
+    Changed(String),
+    Removed(String),
+}
+
+/// What applying a batch did.
+#[derive(Clone, Debug, Default)]
+pub struct BatchReport {
+    pub version: u64,
+    /// Files whose graph changed (and were written to the store).
+    pub changed_files: Vec<String>,
+    pub removed_files: Vec<String>,
+    /// Files re-resolved (changed or affected through their dependencies).
+    pub resolved_files: usize,
+    /// A new version was published (false when the batch changed nothing).
+    pub published: bool,
+}
+
+pub struct Indexer {
+    root: PathBuf,
+    options: IndexerOptions,
+    db: Database,
+    ws: Workspace,
+    inputs: BTreeMap<String, SourceFile>,
+    stamps: FxHashMap<String, FileStamp>,
+    /// Module name (canonical) -> files whose resolution consulted it.
+    dependents: FxHashMap<String, FxHashSet<String>>,
+    snapshot: Snapshot,
+    store: Option<Store>,
+    log: Arc<ExecutionLog>,
+    walk_issues: Vec<WalkIssue>,
+    /// Why the store was rebuilt on open, if it was.
+    pub rebuilt_store: Option<String>,
+}
+
+impl Indexer {
+    /// An indexer with no files and no store.
+    pub fn in_memory(root: &Path, options: IndexerOptions) -> Indexer {
+        let log = Arc::new(ExecutionLog::default());
+        let db = Database::new(Some(log.clone()));
+        let ws = Workspace::new(&db, Vec::new());
+        Indexer {
+            root: root.to_path_buf(),
+            options,
+            db,
+            ws,
+            inputs: BTreeMap::new(),
+            stamps: FxHashMap::default(),
+            dependents: FxHashMap::default(),
+            snapshot: Snapshot::empty(),
+            store: None,
+            log,
+            walk_issues: Vec::new(),
+            rebuilt_store: None,
+        }
+    }
+
+    /// Opens the index of `root` stored in `db_dir`: loads the last committed version, reuses
+    /// every file whose size, mtime and content did not change, and applies what changed while
+    /// nobody watched. An incompatible or corrupt store is rebuilt from the files.
+    pub fn open(root: &Path, db_dir: &Path, options: IndexerOptions) -> Result<Indexer, IndexError> {
+        if !root.is_dir() {
+            return Err(IndexError::NotADirectory { path: root.display().to_string() });
+        }
+        let mut indexer = Indexer::in_memory(root, options);
+        let (store, loaded) = match Store::open(db_dir) {
+            Ok(store) => match store.load() {
+                Ok(snapshot) => (store, Some(snapshot)),
+                Err(StoreError::Corrupt(why)) => {
+                    indexer.rebuilt_store = Some(format!("the index was corrupt ({why}); rebuilt from the files"));
+                    store.clear()?;
+                    (store, None)
+                }
+                Err(e) => return Err(e.into()),
+            },
+            Err(StoreError::IncompatibleFormat { found, expected }) => {
+                indexer.rebuilt_store = Some(format!(
+                    "the index was written in format {found}, this fresco reads format {expected}; rebuilt from the files"
+                ));
+                std::fs::remove_dir_all(db_dir).ok();
+                (Store::open(db_dir)?, None)
+            }
+            Err(e) => return Err(e.into()),
+        };
+        indexer.store = Some(store);
+        if let Some(snapshot) = loaded {
+            indexer.seed_from(snapshot);
+        }
+        indexer.refresh()?;
+        Ok(indexer)
+    }
+
+    /// Seeds the salsa inputs and dependency maps from a stored snapshot, without reading disk.
+    fn seed_from(&mut self, snapshot: Snapshot) {
+        for entry in snapshot.files() {
+            let path = entry.graph.path.clone();
+            let file = SourceFile::new(
+                &self.db,
+                path.clone(),
+                entry.text.clone(),
+                entry.graph.revision,
+                entry.graph.skipped.clone(),
+            );
+            self.inputs.insert(path.clone(), file);
+            self.stamps.insert(path.clone(), entry.stamp);
+            for module in &entry.deps.modules {
+                self.dependents.entry(module.clone()).or_default().insert(path.clone());
+            }
+        }
+        let files: Vec<SourceFile> = self.inputs.values().copied().collect();
+        self.ws.set_files(&mut self.db).to(files);
+        self.snapshot = snapshot;
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    pub fn walk_issues(&self) -> &[WalkIssue] {
+        &self.walk_issues
+    }
+
+    pub fn options(&self) -> &IndexerOptions {
+        &self.options
+    }
+
+    /// Query executions counted since the last call (for tests and benchmarks).
+    pub fn take_execution_counts(&self) -> FxHashMap<String, u64> {
+        self.log.take()
+    }
+
+    /// Rescans the tree and applies every difference from the current version: new, changed
+    /// (by size and mtime, then content) and deleted files.
+    pub fn refresh(&mut self) -> Result<BatchReport, IndexError> {
+        let (files, issues) = walk::discover(&self.root, &self.options.walk);
+        self.walk_issues = issues;
+        let on_disk: FxHashSet<&String> = files.iter().collect();
+        let mut events = Vec::new();
+        for path in &files {
+            let stamp = std::fs::metadata(self.root.join(path)).ok().map(|m| walk::stamp_of(&m));
+            if stamp.is_none() || self.stamps.get(path) != stamp.as_ref() {
+                events.push(FileEvent::Changed(path.clone()));
+            }
+        }
+        for path in self.inputs.keys() {
+            if !on_disk.contains(path) {
+                events.push(FileEvent::Removed(path.clone()));
+            }
+        }
+        self.apply(events)
+    }
+
+    /// Whether `path` (relative) is a file this indexer would index, by name and default
+    /// exclusions (the watcher applies gitignore rules on top).
+    pub fn is_candidate(&self, rel: &str) -> bool {
+        walk::is_candidate(rel, &self.options.walk)
+    }
+
+    /// Applies a batch of file events and publishes a new version if anything changed.
+    pub fn apply(&mut self, events: Vec<FileEvent>) -> Result<BatchReport, IndexError> {
+        // 1. Read what changed; a file that vanished before we read it is a removal.
+        let mut latest: BTreeMap<String, Option<SourceRead>> = BTreeMap::new();
+        let reads: Vec<(String, Option<SourceRead>)> = self.read_all(events);
+        for (path, read) in reads {
+            latest.insert(path, read);
+        }
+
+        // 2. Update salsa inputs, remembering which modules' identities or interfaces moved.
+        let mut touched: Vec<String> = Vec::new();
+        let mut added_or_removed = false;
+        let mut removed: Vec<String> = Vec::new();
+        let mut old_interfaces: FxHashMap<String, (Option<String>, u64)> = FxHashMap::default();
+        for (path, read) in &latest {
+            if let Some(&file) = self.inputs.get(path) {
+                let old = self.snapshot.file(path).map(|e| e.deps.interface);
+                let name = self.snapshot.file(path).map(|e| e.graph.module.clone());
+                old_interfaces.insert(path.clone(), (name, old.unwrap_or(0)));
+                match read {
+                    Some(read) => {
+                        self.stamps.insert(path.clone(), read.stamp);
+                        if file.revision(&self.db) == read.revision && file.skipped(&self.db) == &read.skipped {
+                            continue;
+                        }
+                        file.set_text(&mut self.db).to(read.text.clone());
+                        file.set_revision(&mut self.db).to(read.revision);
+                        file.set_skipped(&mut self.db).to(read.skipped.clone());
+                        touched.push(path.clone());
+                    }
+                    None => {
+                        self.inputs.remove(path);
+                        self.stamps.remove(path);
+                        removed.push(path.clone());
+                        added_or_removed = true;
+                    }
+                }
+            } else if let Some(read) = read {
+                let file =
+                    SourceFile::new(&self.db, path.clone(), read.text.clone(), read.revision, read.skipped.clone());
+                self.inputs.insert(path.clone(), file);
+                self.stamps.insert(path.clone(), read.stamp);
+                touched.push(path.clone());
+                added_or_removed = true;
+            }
+        }
+        if added_or_removed {
+            let files: Vec<SourceFile> = self.inputs.values().copied().collect();
+            self.ws.set_files(&mut self.db).to(files);
+        }
+
+        // 3. Which files must be re-resolved.
+        let mut affected: FxHashSet<String> = touched.iter().cloned().collect();
+        let mut changed_modules: FxHashSet<String> = FxHashSet::default();
+        for path in &removed {
+            if let Some(entry) = self.snapshot.file(path) {
+                changed_modules.insert(entry.graph.module.clone());
+            }
+        }
+        let mut renamed_any = false;
+        for path in &touched {
+            let file = self.inputs[path];
+            let info = module_info(&self.db, self.ws, file);
+            let new_name = info.as_ref().map(|i| i.name.clone());
+            let interface = file_interface(&self.db, self.ws, file);
+            match old_interfaces.get(path) {
+                Some((old_name, old_interface)) if *old_name == new_name && *old_interface == interface => {}
+                _ => {
+                    if let Some(name) = new_name {
+                        changed_modules.insert(name);
+                    }
+                }
+            }
+        }
+        if added_or_removed {
+            // Adding or removing a file can rename others (name collisions): compare every name.
+            for (path, &file) in &self.inputs {
+                if let Some(entry) = self.snapshot.file(path) {
+                    let name = module_info(&self.db, self.ws, file).map(|i| i.name).unwrap_or_default();
+                    if name != entry.graph.module {
+                        renamed_any = true;
+                        affected.insert(path.clone());
+                        changed_modules.insert(name);
+                        changed_modules.insert(entry.graph.module.clone());
+                    }
+                }
+            }
+            // Files that looked up a module by an alias (namespace paths) or prefix: the module
+            // names of added files and all their package prefixes.
+            for path in &touched {
+                if self.snapshot.file(path).is_none() {
+                    if let Some(info) = module_info(&self.db, self.ws, self.inputs[path]) {
+                        let mut name = info.name.as_str();
+                        changed_modules.insert(name.to_string());
+                        while let Some((prefix, _)) = name.rsplit_once('.') {
+                            changed_modules.insert(prefix.to_string());
+                            name = prefix;
+                        }
+                    }
+                    let dotted = path.trim_end_matches(".py").trim_end_matches("/__init__").replace('/', ".");
+                    changed_modules.insert(dotted.trim_start_matches("src.").to_string());
+                    changed_modules.insert(dotted);
+                }
+            }
+        }
+        for module in &changed_modules {
+            if let Some(dependents) = self.dependents.get(module) {
+                affected.extend(dependents.iter().cloned());
+            }
+        }
+        let _ = renamed_any;
+        affected.retain(|p| self.inputs.contains_key(p));
+
+        // 4. Resolve them (in parallel when there are many).
+        let mut affected: Vec<String> = affected.into_iter().collect();
+        affected.sort();
+        let resolved = self.resolve_many(&affected);
+
+        // 5. Build the next version from what actually changed.
+        let mut changes = Vec::new();
+        let mut upserts = Vec::new();
+        let mut changed_files = Vec::new();
+        for (path, resolved, interface) in resolved {
+            let file = self.inputs[&path];
+            let old = self.snapshot.file(&path);
+            let stamp = self.stamps.get(&path).copied().unwrap_or_default();
+            let deps = IndexDeps { modules: resolved.deps.clone(), interface };
+            if let Some(old) = old {
+                if *old.graph == *resolved.graph && old.deps == deps && old.stamp == stamp {
+                    continue;
+                }
+                for m in &old.deps.modules {
+                    if let Some(set) = self.dependents.get_mut(m) {
+                        set.remove(&path);
+                    }
+                }
+            }
+            for m in &deps.modules {
+                self.dependents.entry(m.clone()).or_default().insert(path.clone());
+            }
+            let entry = Arc::new(FileEntry::new(resolved.graph.clone(), file.text(&self.db).clone(), stamp, deps));
+            upserts.push(entry.clone());
+            changes.push(FileChange::Upsert(entry));
+            changed_files.push(path);
+        }
+        // Stamps of untouched files that were re-read (touch without change) must persist too.
+        for path in latest.keys() {
+            if changed_files.contains(path) || removed.contains(path) {
+                continue;
+            }
+            if let (Some(old), Some(stamp)) = (self.snapshot.file(path), self.stamps.get(path)) {
+                if old.stamp != *stamp {
+                    let entry = Arc::new(FileEntry::new(old.graph.clone(), old.text.clone(), *stamp, old.deps.clone()));
+                    upserts.push(entry.clone());
+                    changes.push(FileChange::Upsert(entry));
+                }
+            }
+        }
+        for path in &removed {
+            if let Some(old) = self.snapshot.file(path) {
+                for m in &old.deps.modules {
+                    if let Some(set) = self.dependents.get_mut(m) {
+                        set.remove(path);
+                    }
+                }
+            }
+            changes.push(FileChange::Remove(path.clone()));
+        }
+        let published = !changed_files.is_empty() || !removed.is_empty();
+        let metadata_only = !published && !upserts.is_empty();
+        if published || metadata_only {
+            let version = if published { self.snapshot.version() + 1 } else { self.snapshot.version() };
+            if let Some(store) = &self.store {
+                store.commit(version, &upserts, &removed)?;
+            }
+            self.snapshot = self.snapshot.apply_as(version, changes);
+        }
+        Ok(BatchReport {
+            version: self.snapshot.version(),
+            changed_files,
+            removed_files: removed,
+            resolved_files: affected.len(),
+            published,
+        })
+    }
+
+    fn read_all(&self, events: Vec<FileEvent>) -> Vec<(String, Option<SourceRead>)> {
+        let mut paths: BTreeMap<String, bool> = BTreeMap::new();
+        for event in events {
+            match event {
+                FileEvent::Changed(p) => paths.insert(p, true),
+                FileEvent::Removed(p) => paths.insert(p, false),
+            };
+        }
+        let jobs: Vec<(String, bool)> = paths.into_iter().collect();
+        let max = self.options.walk.max_file_size;
+        let root = &self.root;
+        let read = |(path, exists): &(String, bool)| {
+            let read = if *exists { walk::read_source(root, path, max) } else { None };
+            (path.clone(), read)
+        };
+        parallel_map(&jobs, self.options.threads, read)
+    }
+
+    /// Resolves `paths`, in parallel over database handles when there are enough of them.
+    fn resolve_many(&self, paths: &[String]) -> Vec<(String, Arc<crate::db::ResolvedFile>, u64)> {
+        let files: Vec<(String, SourceFile)> = paths.iter().map(|p| (p.clone(), self.inputs[p])).collect();
+        let ws = self.ws;
+        let threads = if files.len() < 16 { 1 } else { self.options.threads.max(1) };
+        if threads == 1 {
+            return files
+                .iter()
+                .map(|(p, f)| (p.clone(), file_graph(&self.db, ws, *f), file_interface(&self.db, ws, *f)))
+                .collect();
+        }
+        let next = AtomicUsize::new(0);
+        let mut results: Vec<Vec<(usize, Arc<crate::db::ResolvedFile>, u64)>> = Vec::new();
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    let db = self.db.clone();
+                    let next = &next;
+                    let files = &files;
+                    scope.spawn(move || {
+                        let mut out = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some((_, f)) = files.get(i) else { break };
+                            out.push((i, file_graph(&db, ws, *f), file_interface(&db, ws, *f)));
+                        }
+                        out
+                    })
+                })
+                .collect();
+            for h in handles {
+                if let Ok(r) = h.join() {
+                    results.push(r);
+                }
+            }
+        });
+        let mut flat: Vec<(usize, Arc<crate::db::ResolvedFile>, u64)> = results.into_iter().flatten().collect();
+        flat.sort_by_key(|(i, _, _)| *i);
+        flat.into_iter().map(|(i, r, h)| (files[i].0.clone(), r, h)).collect()
+    }
+}
+
+/// Maps `f` over `items` on up to `threads` threads, keeping the order.
+fn parallel_map<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    if threads <= 1 || items.len() < 32 {
+        return items.iter().map(&f).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut parts: Vec<Vec<(usize, R)>> = Vec::new();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                let next = &next;
+                let f = &f;
+                scope.spawn(move || {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        out.push((i, f(item)));
+                    }
+                    out
+                })
+            })
+            .collect();
+        for h in handles {
+            if let Ok(r) = h.join() {
+                parts.push(r);
+            }
+        }
+    });
+    let mut flat: Vec<(usize, R)> = parts.into_iter().flatten().collect();
+    flat.sort_by_key(|(i, _)| *i);
+    flat.into_iter().map(|(_, r)| r).collect()
+}

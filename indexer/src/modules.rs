@@ -1,0 +1,176 @@
+//! Module names: which dotted name each file is imported as.
+//!
+//! The package root is found per file: walk up from the file's directory while the directory has
+//! an `__init__.py`; the first directory without one is a root (so `src/requests/api.py` is
+//! `requests.api` and `tests/test_api.py`, in a directory without `__init__.py`, is `test_api`).
+//! Files whose names collide get their full dotted path instead, so every module name is unique.
+//! Every file is also reachable under its full dotted path from the repository root (with and
+//! without a leading `src.`), which is how namespace packages (directories without
+//! `__init__.py`) are imported.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct ModuleInfo {
+    pub name: String,
+    pub is_package: bool,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct ModuleTable {
+    /// Per input path, in input order.
+    pub modules: Vec<ModuleInfo>,
+    canonical: FxHashMap<String, usize>,
+    aliases: FxHashMap<String, usize>,
+    /// Dotted names of directories that hold modules (packages and namespace packages).
+    packages: FxHashSet<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Lookup {
+    File(usize),
+    /// A directory that is a package without `__init__.py` (or whose `__init__` is not indexed).
+    Namespace,
+    Missing,
+}
+
+fn dotted(parts: &[&str]) -> String {
+    parts.join(".")
+}
+
+impl ModuleTable {
+    /// Builds the table for `/`-separated relative paths of `.py` files.
+    pub fn build(paths: &[&str]) -> ModuleTable {
+        let dirs_with_init: FxHashSet<&str> = paths
+            .iter()
+            .filter_map(|p| p.strip_suffix("/__init__.py").or(if *p == "__init__.py" { Some("") } else { None }))
+            .collect();
+
+        let mut proposed: Vec<(String, bool, String)> = Vec::with_capacity(paths.len());
+        for path in paths {
+            let without_ext = path.strip_suffix(".py").unwrap_or(path);
+            let parts: Vec<&str> = without_ext.split('/').collect();
+            let (dirs, stem) = parts.split_at(parts.len() - 1);
+            let stem = stem[0];
+            let mut first_in_package = dirs.len();
+            while first_in_package > 0 {
+                let dir = dirs[..first_in_package].join("/");
+                if dirs_with_init.contains(dir.as_str()) {
+                    first_in_package -= 1;
+                } else {
+                    break;
+                }
+            }
+            let package = &dirs[first_in_package..];
+            let is_package = stem == "__init__";
+            let name = if is_package {
+                if package.is_empty() { "__init__".to_string() } else { dotted(package) }
+            } else {
+                let mut all = package.to_vec();
+                all.push(stem);
+                dotted(&all)
+            };
+            let full = if is_package { dotted(dirs) } else { dotted(&parts) };
+            proposed.push((name, is_package, full));
+        }
+
+        // Resolve collisions: the shortest path keeps the short name; the others take their
+        // full dotted path (and, in the worst case, the path itself).
+        let mut by_name: FxHashMap<&str, Vec<usize>> = FxHashMap::default();
+        for (i, (name, _, _)) in proposed.iter().enumerate() {
+            by_name.entry(name.as_str()).or_default().push(i);
+        }
+        let mut final_names: Vec<String> = proposed.iter().map(|p| p.0.clone()).collect();
+        for (_, mut group) in by_name.into_iter().filter(|(_, g)| g.len() > 1) {
+            group.sort_by_key(|&i| (paths[i].matches('/').count(), paths[i]));
+            for &i in &group[1..] {
+                final_names[i] = proposed[i].2.clone();
+            }
+        }
+        let mut canonical = FxHashMap::default();
+        for (i, name) in final_names.iter_mut().enumerate() {
+            if canonical.contains_key(name.as_str()) {
+                *name = format!("{name}[{}]", paths[i]);
+            }
+            canonical.insert(name.clone(), i);
+        }
+        let mut aliases = FxHashMap::default();
+        let mut packages = FxHashSet::default();
+        for (i, (_, _, full)) in proposed.iter().enumerate() {
+            for alias in [Some(full.as_str()), full.strip_prefix("src.")].into_iter().flatten() {
+                if !alias.is_empty() && !canonical.contains_key(alias) {
+                    aliases.entry(alias.to_string()).or_insert(i);
+                }
+            }
+        }
+        for name in canonical.keys().chain(aliases.keys()) {
+            let mut prefix = name.as_str();
+            while let Some(dot) = prefix.rfind('.') {
+                prefix = &prefix[..dot];
+                if !packages.insert(prefix.to_string()) {
+                    break;
+                }
+            }
+        }
+        let modules = final_names
+            .into_iter()
+            .zip(proposed)
+            .map(|(name, (_, is_package, _))| ModuleInfo { name, is_package })
+            .collect();
+        ModuleTable { modules, canonical, aliases, packages }
+    }
+
+    pub fn lookup(&self, name: &str) -> Lookup {
+        if let Some(&i) = self.canonical.get(name).or_else(|| self.aliases.get(name)) {
+            return Lookup::File(i);
+        }
+        if self.packages.contains(name) {
+            return Lookup::Namespace;
+        }
+        Lookup::Missing
+    }
+
+    /// Whether `name` is in the repository at all (as a module or a package directory).
+    pub fn is_internal_root(&self, name: &str) -> bool {
+        self.lookup(name) != Lookup::Missing
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_package_roots() {
+        let paths = [
+            "src/requests/__init__.py",
+            "src/requests/api.py",
+            "src/requests/packages/__init__.py",
+            "tests/test_api.py",
+            "tests/unit/conftest.py",
+            "tests/conftest.py",
+            "setup.py",
+            "ns/plugin.py",
+        ];
+        let t = ModuleTable::build(&paths);
+        let names: Vec<&str> = t.modules.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(
+            names,
+            vec![
+                "requests",
+                "requests.api",
+                "requests.packages",
+                "test_api",
+                "tests.unit.conftest",
+                "conftest",
+                "setup",
+                "plugin"
+            ]
+        );
+        assert!(t.modules[0].is_package);
+        assert_eq!(t.lookup("requests.api"), Lookup::File(1));
+        assert_eq!(t.lookup("ns.plugin"), Lookup::File(7), "namespace package path");
+        assert_eq!(t.lookup("ns"), Lookup::Namespace);
+        assert_eq!(t.lookup("json"), Lookup::Missing);
+    }
+}

@@ -1,0 +1,1348 @@
+//! Name resolution: from one file's syntax and the summaries of the modules it uses to its
+//! units, edges and unresolved call sites.
+//!
+//! The analysis is a small abstract interpretation: every expression evaluates to a set of
+//! abstract [`Value`]s (a module, a class, a function, an instance of a class, an external
+//! dotted name, ...). Names are looked up with Python's LEGB rules, flow-insensitively within a
+//! scope; attributes through modules (re-exports and star imports included) and classes (C3
+//! MRO); calls through constructors, `__call__`, return values, generators and containers.
+//! Arguments flow into the parameters of functions of the same file, so callbacks resolve.
+//! Nothing is ever matched by name suffix: a call whose callee does not evaluate to anything is
+//! recorded as unresolved.
+//!
+//! Other modules are seen only through [`ModuleSummary`]s (see `summary.rs`), which is what makes
+//! body edits invisible to other files' resolution.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use fresco_graph::{Edge, EdgeKind, FileGraph, Unit, UnitKind, Unresolved};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::db::{ModuleLookup, SourceFile, Workspace, file_summary, file_syntax, lookup_module, module_info};
+use crate::summary::{ClassSummary, Member, MethodFlags, ModuleSummary, SumBinding, absolute_module, method_flags};
+use crate::syntax::*;
+
+/// A unit of some module: the module's name and the unit's path within it.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Target {
+    pub module: Arc<str>,
+    pub path: Arc<str>,
+}
+
+impl Target {
+    fn new(module: &str, path: &str) -> Target {
+        Target { module: Arc::from(module), path: Arc::from(path) }
+    }
+    pub fn id(&self) -> String {
+        format!("{}.{}", self.module, self.path)
+    }
+    /// The class a member path belongs to (`Session.request` -> `Session`).
+    fn owner(&self) -> Option<Target> {
+        let (owner, _) = self.path.rsplit_once('.')?;
+        Some(Target::new(&self.module, owner))
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+enum Value {
+    Module(Arc<str>),
+    Class(Target),
+    Function(Target),
+    /// A variable unit; transparent: evaluation replaces it by its values and sites record it
+    /// as a reference.
+    Var(Target),
+    Instance(Target),
+    External(Arc<str>),
+    ExternalInstance(Arc<str>),
+    Lambda(ScopeId),
+    /// `super()` inside class `Target`: attribute lookups start after it in the MRO.
+    Super(Target, bool),
+}
+
+#[derive(Clone, Debug)]
+enum MroEntry {
+    Class(Target),
+    External(Arc<str>),
+}
+
+const MAX_VALUES: usize = 24;
+const MAX_DEPTH: u32 = 14;
+
+fn push(values: &mut Vec<Value>, v: Value) {
+    if values.len() < MAX_VALUES && !values.contains(&v) {
+        values.push(v);
+    }
+}
+
+fn extend(values: &mut Vec<Value>, more: Vec<Value>) {
+    for v in more {
+        push(values, v);
+    }
+}
+
+/// The builtins that are classes: calling them makes an instance whose methods are known by name.
+const BUILTIN_CLASSES: &[&str] = &[
+    "object", "int", "float", "complex", "bool", "str", "bytes", "bytearray", "list", "tuple", "dict", "set",
+    "frozenset", "type", "range", "slice", "memoryview", "property", "staticmethod", "classmethod", "super",
+    "Exception", "BaseException", "ValueError", "TypeError", "KeyError", "IndexError", "AttributeError",
+    "RuntimeError", "NotImplementedError", "OSError", "IOError", "ImportError", "StopIteration",
+    "AssertionError", "LookupError", "ArithmeticError", "ZeroDivisionError", "UnicodeError",
+    "UnicodeDecodeError", "UnicodeEncodeError", "FileNotFoundError", "PermissionError", "TimeoutError",
+    "ConnectionError", "DeprecationWarning", "UserWarning", "Warning", "RuntimeWarning", "PendingDeprecationWarning",
+    "FutureWarning", "SyntaxError", "NameError", "RecursionError", "EOFError", "KeyboardInterrupt", "SystemExit",
+    "GeneratorExit", "StopAsyncIteration", "BufferError", "MemoryError", "OverflowError", "ReferenceError",
+    "EnvironmentError", "NotADirectoryError", "IsADirectoryError", "FileExistsError", "InterruptedError",
+    "BlockingIOError", "ChildProcessError", "ProcessLookupError", "BrokenPipeError", "ConnectionAbortedError",
+    "ConnectionRefusedError", "ConnectionResetError", "ModuleNotFoundError", "UnboundLocalError", "IndentationError",
+    "TabError", "SystemError", "FloatingPointError", "ImportWarning", "UnicodeWarning", "BytesWarning",
+    "ResourceWarning", "EncodingWarning", "UnicodeTranslateError", "ExceptionGroup", "BaseExceptionGroup",
+];
+
+const BUILTIN_FUNCTIONS: &[&str] = &[
+    "abs", "aiter", "all", "anext", "any", "ascii", "bin", "breakpoint", "callable", "chr", "compile", "delattr",
+    "dir", "divmod", "enumerate", "eval", "exec", "filter", "format", "getattr", "globals", "hasattr", "hash",
+    "help", "hex", "id", "input", "isinstance", "issubclass", "iter", "len", "locals", "map", "max", "min", "next",
+    "oct", "open", "ord", "pow", "print", "repr", "reversed", "round", "setattr", "sorted", "sum", "vars", "zip",
+    "__import__", "NotImplemented", "Ellipsis", "__name__", "__file__", "__doc__", "__debug__", "__spec__",
+    "__loader__", "__package__", "__builtins__", "__dict__", "__path__", "__all__", "__version__", "exit", "quit",
+    "copyright", "credits", "license", "reload", "unicode", "basestring", "long", "xrange", "raw_input", "unichr",
+    "execfile", "file", "cmp", "buffer", "apply", "intern", "coerce",
+];
+
+fn builtin(name: &str) -> Option<Value> {
+    if BUILTIN_CLASSES.contains(&name) || BUILTIN_FUNCTIONS.contains(&name) {
+        Some(Value::External(Arc::from(format!("builtins.{name}").as_str())))
+    } else {
+        None
+    }
+}
+
+fn builtin_class_instance(external: &str) -> Option<Value> {
+    let name = external.strip_prefix("builtins.")?;
+    if BUILTIN_CLASSES.contains(&name) && !matches!(name, "super" | "property" | "staticmethod" | "classmethod") {
+        Some(Value::ExternalInstance(Arc::from(external)))
+    } else {
+        None
+    }
+}
+
+/// What an evaluation at a site touched on the way: variables read, properties invoked.
+#[derive(Default)]
+struct SiteHits {
+    vars: Vec<Target>,
+    properties: Vec<Target>,
+}
+
+struct Resolver<'a> {
+    db: &'a dyn salsa::Database,
+    ws: Workspace,
+    module: Arc<str>,
+    is_package: bool,
+    syntax: &'a FileSyntax,
+    /// For scopes that can hold variable units (module, class bodies): name -> def.
+    scope_units: FxHashMap<(ScopeId, &'a str), DefId>,
+    /// For every scope: name -> indices of its bindings.
+    scope_bindings: Vec<FxHashMap<&'a str, Vec<usize>>>,
+    /// Arguments flowing into parameters of this file's functions: (scope, param) -> (caller scope, arg).
+    param_flow: FxHashMap<(ScopeId, u32), Vec<(ScopeId, Expr)>>,
+    summaries: RefCell<FxHashMap<Arc<str>, Option<Arc<ModuleSummary>>>>,
+    lookups: RefCell<FxHashMap<String, (ModuleLookup, Option<Arc<str>>)>>,
+    module_names: RefCell<FxHashMap<(Arc<str>, String), Vec<Value>>>,
+    local_names: RefCell<FxHashMap<(ScopeId, String), Vec<Value>>>,
+    mros: RefCell<FxHashMap<Target, Arc<Vec<MroEntry>>>>,
+}
+
+/// Resolves one file: its graph, and the module names resolution consulted (its dependencies).
+pub fn resolve_file(db: &dyn salsa::Database, ws: Workspace, file: SourceFile) -> (FileGraph, Vec<String>) {
+    let path = file.path(db).clone();
+    let revision = file.revision(db);
+    let Some(info) = module_info(db, ws, file) else {
+        let reason = fresco_graph::SkipReason::Unreadable { error: "not part of the workspace".into() };
+        return (FileGraph::skipped(path, String::new(), revision, reason), Vec::new());
+    };
+    if let Some(reason) = file.skipped(db) {
+        return (FileGraph::skipped(path, info.name, revision, reason.clone()), Vec::new());
+    }
+    let syntax = file_syntax(db, file);
+    let mut resolver = Resolver::new(db, ws, &info.name, info.is_package, &syntax);
+    let graph = resolver.run(path, revision);
+    let mut deps: Vec<String> = resolver.lookups.borrow().keys().cloned().collect();
+    deps.sort_unstable();
+    (graph, deps)
+}
+
+impl<'a> Resolver<'a> {
+    fn new(
+        db: &'a dyn salsa::Database,
+        ws: Workspace,
+        module: &str,
+        is_package: bool,
+        syntax: &'a FileSyntax,
+    ) -> Resolver<'a> {
+        let mut scope_units = FxHashMap::default();
+        for (id, def) in syntax.defs.iter().enumerate() {
+            let container = match def.parent {
+                None => 0,
+                Some(p) => match syntax.def(p).body {
+                    Some(body) if syntax.def(p).kind == DefKind::Class => body,
+                    _ => continue,
+                },
+            };
+            scope_units.entry((container, def.name.as_str())).or_insert(id as DefId);
+        }
+        let scope_bindings = syntax
+            .scopes
+            .iter()
+            .map(|scope| {
+                let mut map: FxHashMap<&str, Vec<usize>> = FxHashMap::default();
+                for (i, (name, _)) in scope.bindings.iter().enumerate() {
+                    map.entry(name.as_str()).or_default().push(i);
+                }
+                map
+            })
+            .collect();
+        Resolver {
+            db,
+            ws,
+            module: Arc::from(module),
+            is_package,
+            syntax,
+            scope_units,
+            scope_bindings,
+            param_flow: FxHashMap::default(),
+            summaries: RefCell::default(),
+            lookups: RefCell::default(),
+            module_names: RefCell::default(),
+            local_names: RefCell::default(),
+            mros: RefCell::default(),
+        }
+    }
+
+    // ---- modules -------------------------------------------------------------------------
+
+    /// Looks a module up by absolute name: the lookup and the module's canonical name.
+    fn lookup(&self, name: &str) -> (ModuleLookup, Option<Arc<str>>) {
+        if let Some(hit) = self.lookups.borrow().get(name) {
+            return hit.clone();
+        }
+        let found = lookup_module(self.db, self.ws, name.to_string());
+        let canonical = match found {
+            ModuleLookup::File(f) => module_info(self.db, self.ws, f).map(|i| Arc::from(i.name.as_str())),
+            ModuleLookup::Namespace => Some(Arc::from(name)),
+            ModuleLookup::Missing => None,
+        };
+        self.lookups.borrow_mut().insert(name.to_string(), (found, canonical.clone()));
+        (found, canonical)
+    }
+
+    fn summary(&self, module: &str) -> Option<Arc<ModuleSummary>> {
+        if let Some(hit) = self.summaries.borrow().get(module) {
+            return hit.clone();
+        }
+        let summary = match self.lookup(module).0 {
+            ModuleLookup::File(f) => Some(file_summary(self.db, self.ws, f)),
+            _ => None,
+        };
+        self.summaries.borrow_mut().insert(Arc::from(module), summary.clone());
+        summary
+    }
+
+    fn module_value(&self, name: &str) -> Value {
+        match self.lookup(name) {
+            (ModuleLookup::Missing, _) => Value::External(Arc::from(name)),
+            (_, Some(canonical)) => Value::Module(canonical),
+            (_, None) => Value::Module(Arc::from(name)),
+        }
+    }
+
+    /// `from module import name`, following re-exports; raw (may contain `Var`).
+    fn import_name(&self, module: &str, name: &str, depth: u32) -> Vec<Value> {
+        match self.lookup(module) {
+            (ModuleLookup::Missing, _) => vec![Value::External(Arc::from(format!("{module}.{name}").as_str()))],
+            (lookup, canonical) => {
+                let canonical = canonical.unwrap_or_else(|| Arc::from(module));
+                let mut values =
+                    if lookup == ModuleLookup::Namespace { Vec::new() } else { self.module_member(&canonical, name, depth + 1) };
+                if values.is_empty() {
+                    let sub = format!("{canonical}.{name}");
+                    if self.lookup(&sub).0 != ModuleLookup::Missing {
+                        values.push(self.module_value(&sub));
+                    }
+                }
+                values
+            }
+        }
+    }
+
+    /// A module-level name of a repository module; raw (may contain `Var`).
+    fn module_member(&self, module: &Arc<str>, name: &str, depth: u32) -> Vec<Value> {
+        if depth > MAX_DEPTH {
+            return Vec::new();
+        }
+        let key = (module.clone(), name.to_string());
+        if let Some(hit) = self.module_names.borrow().get(&key) {
+            return hit.clone();
+        }
+        // In-progress marker: an import cycle evaluates to nothing rather than looping.
+        self.module_names.borrow_mut().insert(key.clone(), Vec::new());
+        let mut values = Vec::new();
+        if let Some(summary) = self.summary(module) {
+            if let Some(bindings) = summary.name(name) {
+                let has_unit = bindings.iter().any(|b| matches!(b, SumBinding::Def { kind: DefKind::Variable, .. }));
+                for b in bindings {
+                    match b {
+                        SumBinding::Def { path, kind } => push(&mut values, def_value(module, path, *kind)),
+                        SumBinding::ImportModule(m) => push(&mut values, self.module_value(m)),
+                        SumBinding::ImportName { module: m, name: n } => {
+                            extend(&mut values, self.import_name(m, n, depth + 1))
+                        }
+                        SumBinding::Value(e) if !has_unit => extend(&mut values, self.eval_closed(e, module, None, depth + 1)),
+                        SumBinding::Value(_) => {}
+                    }
+                }
+            } else {
+                for star in &summary.star_imports {
+                    let public = match self.summary(star) {
+                        Some(s) => s.public_names().iter().any(|n| n == name),
+                        None => self.lookup(star).0 == ModuleLookup::Missing,
+                    };
+                    if public {
+                        extend(&mut values, self.import_name(star, name, depth + 1));
+                        if !values.is_empty() {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        self.module_names.borrow_mut().insert(key, values.clone());
+        values
+    }
+
+    // ---- classes -------------------------------------------------------------------------
+
+    fn class_summary(&self, class: &Target) -> Option<(Arc<ModuleSummary>, usize)> {
+        let summary = self.summary(&class.module)?;
+        let index = summary.classes.binary_search_by(|(p, _)| p.as_str().cmp(&class.path)).ok()?;
+        Some((summary, index))
+    }
+
+    fn with_class<R>(&self, class: &Target, f: impl FnOnce(&ClassSummary) -> R) -> Option<R> {
+        let (summary, index) = self.class_summary(class)?;
+        Some(f(&summary.classes[index].1))
+    }
+
+    /// The C3 linearisation of a class (itself first); falls back to depth-first order when the
+    /// hierarchy is inconsistent.
+    fn mro(&self, class: &Target, depth: u32) -> Arc<Vec<MroEntry>> {
+        if let Some(hit) = self.mros.borrow().get(class) {
+            return hit.clone();
+        }
+        self.mros.borrow_mut().insert(class.clone(), Arc::new(vec![MroEntry::Class(class.clone())]));
+        let bases = self.with_class(class, |c| c.bases.clone()).unwrap_or_default();
+        let mut base_lists: Vec<Vec<MroEntry>> = Vec::new();
+        let mut direct: Vec<MroEntry> = Vec::new();
+        if depth < MAX_DEPTH {
+            for base in &bases {
+                for v in self.eval_closed(base, &class.module, None, depth + 1) {
+                    match v {
+                        Value::Class(t) if t != *class => {
+                            base_lists.push(self.mro(&t, depth + 1).as_ref().clone());
+                            direct.push(MroEntry::Class(t));
+                        }
+                        Value::External(x) if &*x != "builtins.object" => {
+                            base_lists.push(vec![MroEntry::External(x.clone())]);
+                            direct.push(MroEntry::External(x));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        base_lists.push(direct);
+        let mut result = vec![MroEntry::Class(class.clone())];
+        let key = |e: &MroEntry| match e {
+            MroEntry::Class(t) => t.id(),
+            MroEntry::External(x) => x.to_string(),
+        };
+        let mut lists = base_lists.clone();
+        loop {
+            lists.retain(|l| !l.is_empty());
+            if lists.is_empty() {
+                break;
+            }
+            let candidate = lists.iter().map(|l| &l[0]).find(|head| {
+                let k = key(head);
+                !lists.iter().any(|l| l[1..].iter().any(|e| key(e) == k))
+            });
+            let Some(candidate) = candidate.cloned() else {
+                // Inconsistent hierarchy: depth-first, left to right, without repeats.
+                let mut seen: FxHashSet<String> = result.iter().map(key).collect();
+                for l in &base_lists {
+                    for e in l {
+                        if seen.insert(key(e)) {
+                            result.push(e.clone());
+                        }
+                    }
+                }
+                break;
+            };
+            let k = key(&candidate);
+            for l in lists.iter_mut() {
+                if key(&l[0]) == k {
+                    l.remove(0);
+                }
+            }
+            result.push(candidate);
+        }
+        let result = Arc::new(result);
+        self.mros.borrow_mut().insert(class.clone(), result.clone());
+        result
+    }
+
+    /// Looks `attr` up on a class through its MRO, skipping entries up to and including `after`.
+    fn class_attr(&self, class: &Target, attr: &str, after: Option<&Target>, depth: u32) -> Vec<Value> {
+        let mro = self.mro(class, depth + 1);
+        let mut skipping = after.is_some();
+        for entry in mro.iter() {
+            match entry {
+                MroEntry::Class(t) => {
+                    if skipping {
+                        if Some(t) == after {
+                            skipping = false;
+                        }
+                        continue;
+                    }
+                    let member = self.with_class(t, |c| c.member(attr).cloned()).flatten();
+                    if let Some(member) = member {
+                        return member_value(t, &member);
+                    }
+                }
+                MroEntry::External(x) => {
+                    if skipping {
+                        continue;
+                    }
+                    return vec![Value::External(Arc::from(format!("{x}.{attr}").as_str()))];
+                }
+            }
+        }
+        Vec::new()
+    }
+
+    fn method_flags(&self, method: &Target) -> MethodFlags {
+        let Some(summary) = self.summary(&method.module) else { return MethodFlags::default() };
+        summary.function(&method.path).map(|f| f.flags).unwrap_or_default()
+    }
+
+    // ---- values --------------------------------------------------------------------------
+
+    /// Replaces variables by their values.
+    fn deref(&self, raw: Vec<Value>, depth: u32) -> Vec<Value> {
+        if !raw.iter().any(|v| matches!(v, Value::Var(_))) {
+            return raw;
+        }
+        let mut out = Vec::new();
+        for v in raw {
+            match v {
+                Value::Var(t) => extend(&mut out, self.var_values(&t, depth + 1)),
+                other => push(&mut out, other),
+            }
+        }
+        out
+    }
+
+    fn var_exprs(&self, var: &Target) -> Vec<Expr> {
+        let Some(summary) = self.summary(&var.module) else { return Vec::new() };
+        if let Some(bindings) = summary.name(&var.path) {
+            return bindings
+                .iter()
+                .filter_map(|b| match b {
+                    SumBinding::Value(e) => Some(e.clone()),
+                    _ => None,
+                })
+                .collect();
+        }
+        let Some(owner) = var.owner() else { return Vec::new() };
+        let attr = var.path.rsplit('.').next().unwrap_or("");
+        self.with_class(&owner, |c| c.member(attr).map(|m| m.values.clone()).unwrap_or_default()).unwrap_or_default()
+    }
+
+    fn var_values(&self, var: &Target, depth: u32) -> Vec<Value> {
+        if depth > MAX_DEPTH {
+            return Vec::new();
+        }
+        let self_class = if self.summary(&var.module).is_some_and(|s| s.name(&var.path).is_some()) {
+            None
+        } else {
+            var.owner()
+        };
+        let mut out = Vec::new();
+        for e in self.var_exprs(var) {
+            extend(&mut out, self.eval_closed(&e, &var.module, self_class.as_ref(), depth + 1));
+        }
+        out
+    }
+
+    /// Evaluates a summary expression (closed over module scope) in `module`.
+    fn eval_closed(&self, expr: &Expr, module: &Arc<str>, self_class: Option<&Target>, depth: u32) -> Vec<Value> {
+        if depth > MAX_DEPTH {
+            return Vec::new();
+        }
+        let raw = match expr {
+            Expr::Name(n) => {
+                let mut v = self.module_member(module, n, depth + 1);
+                if v.is_empty() {
+                    v.extend(builtin(n));
+                }
+                v
+            }
+            Expr::DefPath(p) => {
+                let summary = self.summary(module);
+                match summary {
+                    Some(s) if s.class(p).is_some() => vec![Value::Class(Target::new(module, p))],
+                    Some(s) if s.function(p).is_some() => vec![Value::Function(Target::new(module, p))],
+                    _ => Vec::new(),
+                }
+            }
+            Expr::Attr(base, attr) => {
+                let mut out = Vec::new();
+                for b in self.eval_closed(base, module, self_class, depth + 1) {
+                    extend(&mut out, self.attr_of(&b, attr, depth + 1));
+                }
+                out
+            }
+            Expr::Call(callee) => {
+                let mut out = Vec::new();
+                for c in self.eval_closed(callee, module, self_class, depth + 1) {
+                    extend(&mut out, self.call_result(&c, depth + 1));
+                }
+                out
+            }
+            Expr::Subscript(base) => self.elements_closed(base, module, self_class, depth + 1),
+            Expr::Container(kind, _) => vec![Value::ExternalInstance(Arc::from(format!("builtins.{}", kind.builtin()).as_str()))],
+            Expr::Union(items) => {
+                let mut out = Vec::new();
+                for e in items {
+                    extend(&mut out, self.eval_closed(e, module, self_class, depth + 1));
+                }
+                out
+            }
+            Expr::Literal(t) => vec![Value::ExternalInstance(Arc::from(format!("builtins.{t}").as_str()))],
+            Expr::SelfRef => self_class.map(|c| vec![Value::Instance(c.clone())]).unwrap_or_default(),
+            Expr::ClsRef => self_class.map(|c| vec![Value::Class(c.clone())]).unwrap_or_default(),
+            Expr::Lambda(_) | Expr::Unknown => Vec::new(),
+        };
+        self.deref(raw, depth)
+    }
+
+    fn elements_closed(&self, expr: &Expr, module: &Arc<str>, self_class: Option<&Target>, depth: u32) -> Vec<Value> {
+        if depth > MAX_DEPTH {
+            return Vec::new();
+        }
+        match expr {
+            Expr::Container(_, items) => {
+                let mut out = Vec::new();
+                for e in items {
+                    extend(&mut out, self.eval_closed(e, module, self_class, depth + 1));
+                }
+                out
+            }
+            Expr::Name(_) | Expr::Attr(..) => {
+                let mut out = Vec::new();
+                let raw = match expr {
+                    Expr::Name(n) => self.module_member(module, n, depth + 1),
+                    Expr::Attr(base, attr) => {
+                        let mut r = Vec::new();
+                        for b in self.eval_closed(base, module, self_class, depth + 1) {
+                            extend(&mut r, self.attr_of(&b, attr, depth + 1));
+                        }
+                        r
+                    }
+                    _ => Vec::new(),
+                };
+                for v in raw {
+                    if let Value::Var(t) = v {
+                        for e in self.var_exprs(&t) {
+                            extend(&mut out, self.elements_closed(&e, &t.module, t.owner().as_ref(), depth + 1));
+                        }
+                    }
+                }
+                out
+            }
+            Expr::Call(callee) => {
+                let mut out = Vec::new();
+                for c in self.eval_closed(callee, module, self_class, depth + 1) {
+                    extend(&mut out, self.call_elements(&c, depth + 1));
+                }
+                out
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// What iterating over the result of calling `callee` yields (generators, returned containers).
+    fn call_elements(&self, callee: &Value, depth: u32) -> Vec<Value> {
+        let Value::Function(t) = callee else { return Vec::new() };
+        let Some(summary) = self.summary(&t.module) else { return Vec::new() };
+        let Some(f) = summary.function(&t.path) else { return Vec::new() };
+        let owner = t.owner();
+        let mut out = Vec::new();
+        for y in &f.yields {
+            extend(&mut out, self.eval_closed(y, &t.module, owner.as_ref(), depth + 1));
+        }
+        for r in &f.returns {
+            extend(&mut out, self.elements_closed(r, &t.module, owner.as_ref(), depth + 1));
+        }
+        out
+    }
+
+    /// `value.attr`; raw (may contain `Var`).
+    fn attr_of(&self, value: &Value, attr: &str, depth: u32) -> Vec<Value> {
+        if depth > MAX_DEPTH {
+            return Vec::new();
+        }
+        match value {
+            Value::Module(m) => {
+                let mut v = self.module_member(m, attr, depth + 1);
+                if v.is_empty() {
+                    let sub = format!("{m}.{attr}");
+                    if self.lookup(&sub).0 != ModuleLookup::Missing {
+                        v.push(self.module_value(&sub));
+                    }
+                }
+                v
+            }
+            Value::Class(t) => self.class_attr(t, attr, None, depth + 1),
+            Value::Instance(t) => self.class_attr(t, attr, None, depth + 1),
+            Value::Super(t, _) => self.class_attr(t, attr, Some(t), depth + 1),
+            Value::External(x) | Value::ExternalInstance(x) => {
+                vec![Value::External(Arc::from(format!("{x}.{attr}").as_str()))]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The values a call of `callee` returns.
+    fn call_result(&self, callee: &Value, depth: u32) -> Vec<Value> {
+        if depth > MAX_DEPTH {
+            return Vec::new();
+        }
+        match callee {
+            Value::Class(t) => vec![Value::Instance(t.clone())],
+            Value::Function(t) => {
+                let Some(summary) = self.summary(&t.module) else { return Vec::new() };
+                let Some(f) = summary.function(&t.path) else { return Vec::new() };
+                let owner = t.owner();
+                let mut out = Vec::new();
+                for r in &f.returns {
+                    extend(&mut out, self.eval_closed(r, &t.module, owner.as_ref(), depth + 1));
+                }
+                out
+            }
+            Value::Instance(t) => {
+                let mut out = Vec::new();
+                for c in self.deref(self.class_attr(t, "__call__", None, depth + 1), depth) {
+                    extend(&mut out, self.call_result(&c, depth + 1));
+                }
+                out
+            }
+            Value::External(x) => builtin_class_instance(x).into_iter().collect(),
+            Value::Lambda(scope) => {
+                let mut out = Vec::new();
+                for r in &self.syntax.scope(*scope).returns {
+                    extend(&mut out, self.eval_local(r, *scope, depth + 1));
+                }
+                out
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    // ---- local evaluation (this file) ----------------------------------------------------
+
+    /// The scope whose binding of `name` is visible from `scope` (LEGB; class bodies are not
+    /// visible from nested functions). `None` means builtins.
+    fn binding_scope(&self, name: &str, scope: ScopeId) -> Option<ScopeId> {
+        let mut s = scope;
+        loop {
+            let sc = self.syntax.scope(s);
+            if sc.globals.iter().any(|g| g == name) {
+                return Some(0);
+            }
+            let visible = sc.kind != ScopeKind::Class || s == scope;
+            if visible && self.scope_bindings[s as usize].contains_key(name) {
+                return Some(s);
+            }
+            match sc.parent {
+                Some(p) => s = p,
+                None => return None,
+            }
+        }
+    }
+
+    fn enclosing_class(&self, scope: ScopeId) -> Option<(Target, ScopeId)> {
+        let mut s = scope;
+        loop {
+            let sc = self.syntax.scope(s);
+            if sc.kind == ScopeKind::Function {
+                let parent = sc.parent?;
+                let ps = self.syntax.scope(parent);
+                if ps.kind == ScopeKind::Class {
+                    let def = ps.def?;
+                    return Some((Target::new(&self.module, &self.syntax.def(def).path), s));
+                }
+            }
+            s = sc.parent?;
+        }
+    }
+
+    /// The values of a name read in `scope`; raw (may contain `Var`).
+    fn name_values(&self, name: &str, scope: ScopeId, depth: u32) -> Vec<Value> {
+        let Some(s) = self.binding_scope(name, scope) else {
+            return builtin(name).into_iter().collect();
+        };
+        if s == 0 {
+            let mut values = self.module_member(&self.module, name, depth + 1);
+            // Lambdas at module level are not in the summary (their identity is positional).
+            for &i in self.scope_bindings[0].get(name).map(Vec::as_slice).unwrap_or(&[]) {
+                if let (_, Binding::Value(Expr::Lambda(l))) = &self.syntax.scope(0).bindings[i] {
+                    push(&mut values, Value::Lambda(*l));
+                }
+            }
+            return values;
+        }
+        if self.syntax.scope(s).kind == ScopeKind::Class {
+            if let Some(&def) = self.scope_units.get(&(s, name)) {
+                let d = self.syntax.def(def);
+                return vec![def_value(&self.module, &d.path, d.kind)];
+            }
+        }
+        let key = (s, name.to_string());
+        if let Some(hit) = self.local_names.borrow().get(&key) {
+            return hit.clone();
+        }
+        self.local_names.borrow_mut().insert(key.clone(), Vec::new());
+        let mut values = Vec::new();
+        let indices = self.scope_bindings[s as usize].get(name).cloned().unwrap_or_default();
+        for i in indices {
+            let binding = &self.syntax.scope(s).bindings[i].1;
+            extend(&mut values, self.binding_values(binding, s, depth + 1));
+        }
+        self.local_names.borrow_mut().insert(key, values.clone());
+        values
+    }
+
+    fn binding_values(&self, binding: &Binding, scope: ScopeId, depth: u32) -> Vec<Value> {
+        if depth > MAX_DEPTH {
+            return Vec::new();
+        }
+        match binding {
+            Binding::Value(e) => self.eval_local(e, scope, depth + 1),
+            Binding::Unpack(Expr::Container(_, items), i) => {
+                items.get(*i as usize).map(|e| self.eval_local(e, scope, depth + 1)).unwrap_or_default()
+            }
+            Binding::Unpack(e, _) | Binding::Iter(e) => self.elements_local(e, scope, depth + 1),
+            Binding::Enter(e) => self.eval_local(e, scope, depth + 1),
+            Binding::Exception(e) => self
+                .eval_local(e, scope, depth + 1)
+                .into_iter()
+                .filter_map(|v| match v {
+                    Value::Class(t) => Some(Value::Instance(t)),
+                    Value::External(x) => Some(Value::ExternalInstance(x)),
+                    _ => None,
+                })
+                .collect(),
+            Binding::Def(d) => {
+                let def = self.syntax.def(*d);
+                vec![def_value(&self.module, &def.path, def.kind)]
+            }
+            Binding::Import(Import::Module { module }) => {
+                match absolute_module(module, &self.module, self.is_package) {
+                    Some(m) => vec![self.module_value(&m)],
+                    None => Vec::new(),
+                }
+            }
+            Binding::Import(Import::Name { module, name }) => {
+                match absolute_module(module, &self.module, self.is_package) {
+                    Some(m) => self.import_name(&m, name, depth + 1),
+                    None => Vec::new(),
+                }
+            }
+            Binding::Param(i) => self.param_values(scope, *i, depth + 1),
+        }
+    }
+
+    fn param_values(&self, scope: ScopeId, index: u32, depth: u32) -> Vec<Value> {
+        let sc = self.syntax.scope(scope);
+        let Some(param) = sc.params.get(index as usize) else { return Vec::new() };
+        let mut values = Vec::new();
+        if index == 0 && sc.kind == ScopeKind::Function {
+            if let Some(parent) = sc.parent {
+                let ps = self.syntax.scope(parent);
+                if ps.kind == ScopeKind::Class {
+                    if let (Some(class_def), Some(def)) = (ps.def, sc.def) {
+                        let flags = method_flags(&self.syntax.def(def).decorators);
+                        let class = Target::new(&self.module, &self.syntax.def(class_def).path);
+                        let is_meta_new = self.syntax.def(def).name == "__new__"
+                            || self.syntax.def(def).name == "__init_subclass__";
+                        if flags.is_class || is_meta_new {
+                            return vec![Value::Class(class)];
+                        } else if !flags.is_static {
+                            return vec![Value::Instance(class)];
+                        }
+                    }
+                }
+            }
+        }
+        if param.variadic {
+            return values;
+        }
+        let parent = sc.parent.unwrap_or(0);
+        if let Some(default) = &param.default {
+            extend(&mut values, self.eval_local(default, parent, depth + 1));
+        }
+        if let Some(annotation) = &param.annotation {
+            for v in self.eval_local(annotation, scope, depth + 1) {
+                match v {
+                    Value::Class(t) => push(&mut values, Value::Instance(t)),
+                    Value::External(x) => {
+                        if let Some(i) = builtin_class_instance(&x) {
+                            push(&mut values, i);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if let Some(flows) = self.param_flow.get(&(scope, index)) {
+            for (caller_scope, arg) in flows {
+                extend(&mut values, self.eval_local(arg, *caller_scope, depth + 1));
+            }
+        }
+        values
+    }
+
+    /// Evaluates an expression of this file written in `scope`; variables are replaced by values.
+    fn eval_local(&self, expr: &Expr, scope: ScopeId, depth: u32) -> Vec<Value> {
+        self.eval_site(expr, scope, None, depth)
+    }
+
+    /// Evaluates an expression; when `hits` is given, records the variables and properties the
+    /// name/attribute chain passes through (the site's references).
+    fn eval_site(&self, expr: &Expr, scope: ScopeId, mut hits: Option<&mut SiteHits>, depth: u32) -> Vec<Value> {
+        if depth > MAX_DEPTH {
+            return Vec::new();
+        }
+        let raw = match expr {
+            Expr::Name(n) => self.name_values(n, scope, depth + 1),
+            Expr::Attr(base, attr) => {
+                let bases = self.eval_site(base, scope, hits.as_deref_mut(), depth + 1);
+                let mut out = Vec::new();
+                for b in &bases {
+                    for v in self.attr_of(b, attr, depth + 1) {
+                        if let (Value::Function(t), Value::Instance(_)) = (&v, b) {
+                            if self.method_flags(t).is_property {
+                                if let Some(h) = hits.as_deref_mut() {
+                                    h.properties.push(t.clone());
+                                }
+                                extend(&mut out, self.call_result(&v, depth + 1));
+                                continue;
+                            }
+                        }
+                        push(&mut out, v);
+                    }
+                }
+                out
+            }
+            Expr::Call(callee) => {
+                if let Expr::Name(n) = callee.as_ref() {
+                    if n == "super" && self.binding_scope("super", scope).is_none() {
+                        return self.enclosing_class(scope).map(|(c, _)| vec![Value::Super(c, true)]).unwrap_or_default();
+                    }
+                }
+                let mut out = Vec::new();
+                for c in self.eval_local(callee, scope, depth + 1) {
+                    extend(&mut out, self.call_result(&c, depth + 1));
+                }
+                out
+            }
+            Expr::Subscript(base) => self.elements_local(base, scope, depth + 1),
+            Expr::Container(kind, _) => vec![Value::ExternalInstance(Arc::from(format!("builtins.{}", kind.builtin()).as_str()))],
+            Expr::Lambda(l) => vec![Value::Lambda(*l)],
+            Expr::Union(items) => {
+                let mut out = Vec::new();
+                for e in items {
+                    extend(&mut out, self.eval_local(e, scope, depth + 1));
+                }
+                out
+            }
+            Expr::Literal(t) => vec![Value::ExternalInstance(Arc::from(format!("builtins.{t}").as_str()))],
+            Expr::SelfRef | Expr::ClsRef | Expr::DefPath(_) | Expr::Unknown => Vec::new(),
+        };
+        if let Some(h) = hits {
+            for v in &raw {
+                if let Value::Var(t) = v {
+                    h.vars.push(t.clone());
+                }
+            }
+        }
+        self.deref(raw, depth)
+    }
+
+    /// What iterating over (or subscripting) `expr` yields.
+    fn elements_local(&self, expr: &Expr, scope: ScopeId, depth: u32) -> Vec<Value> {
+        if depth > MAX_DEPTH {
+            return Vec::new();
+        }
+        match expr {
+            Expr::Container(_, items) => {
+                let mut out = Vec::new();
+                for e in items {
+                    extend(&mut out, self.eval_local(e, scope, depth + 1));
+                }
+                out
+            }
+            Expr::Name(n) => {
+                let Some(s) = self.binding_scope(n, scope) else { return Vec::new() };
+                let mut out = Vec::new();
+                let indices = self.scope_bindings[s as usize].get(n.as_str()).cloned().unwrap_or_default();
+                for i in indices {
+                    match &self.syntax.scope(s).bindings[i].1 {
+                        Binding::Value(e) => extend(&mut out, self.elements_local(e, s, depth + 1)),
+                        Binding::Param(p) => {
+                            if let Some(flows) = self.param_flow.get(&(s, *p)) {
+                                for (caller, arg) in flows {
+                                    extend(&mut out, self.elements_local(arg, *caller, depth + 1));
+                                }
+                            }
+                        }
+                        Binding::Import(_) => {
+                            for v in self.binding_values(&self.syntax.scope(s).bindings[i].1, s, depth + 1) {
+                                let _ = v;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                if out.is_empty() && s == 0 {
+                    for v in self.module_member(&self.module, n, depth + 1) {
+                        if let Value::Var(t) = v {
+                            for e in self.var_exprs(&t) {
+                                extend(&mut out, self.elements_closed(&e, &t.module, None, depth + 1));
+                            }
+                        }
+                    }
+                }
+                out
+            }
+            Expr::Attr(base, attr) => {
+                let mut out = Vec::new();
+                for b in self.eval_local(base, scope, depth + 1) {
+                    for v in self.attr_of(&b, attr, depth + 1) {
+                        if let Value::Var(t) = v {
+                            for e in self.var_exprs(&t) {
+                                extend(&mut out, self.elements_closed(&e, &t.module, t.owner().as_ref(), depth + 1));
+                            }
+                        }
+                    }
+                }
+                out
+            }
+            Expr::Call(callee) => {
+                let mut out = Vec::new();
+                if let Expr::Attr(base, method) = callee.as_ref() {
+                    if matches!(method.as_str(), "values" | "copy") {
+                        extend(&mut out, self.elements_local(base, scope, depth + 1));
+                    }
+                }
+                for c in self.eval_local(callee, scope, depth + 1) {
+                    match &c {
+                        Value::Lambda(l) => {
+                            for r in &self.syntax.scope(*l).returns {
+                                extend(&mut out, self.elements_local(r, *l, depth + 1));
+                            }
+                        }
+                        _ => extend(&mut out, self.call_elements(&c, depth + 1)),
+                    }
+                }
+                out
+            }
+            Expr::Union(items) => {
+                let mut out = Vec::new();
+                for e in items {
+                    extend(&mut out, self.elements_local(e, scope, depth + 1));
+                }
+                out
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    // ---- the graph -----------------------------------------------------------------------
+
+    fn unit_of_scope(&self, scope: ScopeId) -> String {
+        let mut s = scope;
+        loop {
+            let sc = self.syntax.scope(s);
+            if sc.kind != ScopeKind::Anonymous {
+                return match sc.def {
+                    Some(d) => format!("{}.{}", self.module, self.syntax.def(d).path),
+                    None => self.module.to_string(),
+                };
+            }
+            match sc.parent {
+                Some(p) => s = p,
+                None => return self.module.to_string(),
+            }
+        }
+    }
+
+    /// The targets a call of `values` reaches: functions, classes with their `__init__`,
+    /// `__call__` of instances, externals. `None` when nothing is known.
+    fn call_targets(&self, values: &[Value]) -> (Vec<String>, bool) {
+        let mut targets = Vec::new();
+        let mut resolved = false;
+        for v in values {
+            match v {
+                Value::Function(t) => {
+                    resolved = true;
+                    targets.push(t.id());
+                }
+                Value::Class(t) => {
+                    resolved = true;
+                    targets.push(t.id());
+                    for init in self.deref(self.class_attr(t, "__init__", None, 0), 0) {
+                        if let Value::Function(i) = init {
+                            targets.push(i.id());
+                        }
+                    }
+                }
+                Value::Instance(t) => {
+                    for call in self.deref(self.class_attr(t, "__call__", None, 0), 0) {
+                        match call {
+                            Value::Function(c) => {
+                                resolved = true;
+                                targets.push(c.id());
+                            }
+                            Value::External(x) => {
+                                resolved = true;
+                                targets.push(x.to_string());
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                Value::External(x) => {
+                    resolved = true;
+                    targets.push(x.to_string());
+                }
+                Value::Lambda(_) => resolved = true,
+                Value::ExternalInstance(_) | Value::Module(_) | Value::Var(_) | Value::Super(..) => {}
+            }
+        }
+        (targets, resolved)
+    }
+
+    /// Records argument flow into this file's functions; returns whether anything new flowed.
+    fn flow_arguments(&mut self, call: &CallSite, scope: ScopeId, values: &[Value]) -> bool {
+        let mut changed = false;
+        for v in values {
+            let (target, bound) = match v {
+                Value::Function(t) => (t.clone(), matches!(call.callee, Expr::Attr(..))),
+                Value::Class(t) => {
+                    let init = self
+                        .deref(self.class_attr(t, "__init__", None, 0), 0)
+                        .into_iter()
+                        .find_map(|i| if let Value::Function(f) = i { Some(f) } else { None });
+                    match init {
+                        Some(f) => (f, true),
+                        None => continue,
+                    }
+                }
+                _ => continue,
+            };
+            if *target.module != *self.module {
+                continue;
+            }
+            let Some(def) = self.syntax.defs.iter().position(|d| *d.path == *target.path) else { continue };
+            let def = &self.syntax.defs[def];
+            let Some(body) = def.body else { continue };
+            let sc = self.syntax.scope(body);
+            let flags = method_flags(&def.decorators);
+            let offset = usize::from(def.kind == DefKind::Method && !flags.is_static && bound);
+            let mut flows: Vec<(u32, Expr)> = Vec::new();
+            for (i, arg) in call.args.iter().enumerate() {
+                let p = i + offset;
+                if let Some(param) = sc.params.get(p) {
+                    if !param.variadic {
+                        flows.push((p as u32, arg.clone()));
+                    }
+                }
+            }
+            for (name, arg) in &call.keywords {
+                if let Some(p) = sc.params.iter().position(|p| &p.name == name) {
+                    flows.push((p as u32, arg.clone()));
+                }
+            }
+            for (p, arg) in flows {
+                if !is_flow_worthy(&arg) {
+                    continue;
+                }
+                let entry = self.param_flow.entry((body, p)).or_default();
+                if entry.len() < 16 && !entry.iter().any(|(s, e)| *s == scope && *e == arg) {
+                    entry.push((scope, arg));
+                    changed = true;
+                }
+            }
+        }
+        changed
+    }
+
+    fn run(&mut self, path: String, revision: fresco_graph::Revision) -> FileGraph {
+        // Argument flow: one propagation round is enough for callbacks passed directly; a
+        // second catches callbacks passed on once more.
+        for _ in 0..2 {
+            let mut changed = false;
+            for scope in 0..self.syntax.scopes.len() as ScopeId {
+                for call in &self.syntax.scope(scope).calls {
+                    let values = self.eval_local(&call.callee, scope, 0);
+                    changed |= self.flow_arguments(call, scope, &values);
+                }
+            }
+            if !changed {
+                break;
+            }
+            self.local_names.borrow_mut().clear();
+        }
+
+        let mut edges: Vec<Edge> = Vec::new();
+        let mut seen: FxHashSet<(String, String, EdgeKind, Option<u32>)> = FxHashSet::default();
+        let mut add = |edges: &mut Vec<Edge>, src: &str, dst: String, kind: EdgeKind, line: Option<u32>| {
+            if src == dst && kind != EdgeKind::Calls {
+                return;
+            }
+            if seen.insert((src.to_string(), dst.clone(), kind, line)) {
+                edges.push(Edge { src: src.to_string(), dst, kind, line });
+            }
+        };
+        let mut unresolved = Vec::new();
+        let module_id = self.module.to_string();
+
+        // contains
+        for def in &self.syntax.defs {
+            let parent = match def.parent {
+                Some(p) => format!("{}.{}", self.module, self.syntax.def(p).path),
+                None => module_id.clone(),
+            };
+            add(&mut edges, &parent, format!("{}.{}", self.module, def.path), EdgeKind::Contains, None);
+        }
+
+        for scope_id in 0..self.syntax.scopes.len() as ScopeId {
+            let scope = self.syntax.scope(scope_id);
+            let unit = self.unit_of_scope(scope_id);
+
+            // imports
+            for import in &scope.imports {
+                let Some(module) = absolute_module(&import.module, &self.module, self.is_package) else {
+                    unresolved.push(Unresolved {
+                        caller: module_id.clone(),
+                        callee: format!("import {}{}", ".".repeat(import.module.level as usize), import.module.name),
+                        line: import.line,
+                    });
+                    continue;
+                };
+                let line = Some(import.line);
+                if !import.is_from || import.names.iter().any(|n| n == "*") {
+                    match self.module_value(&module) {
+                        Value::Module(m) if matches!(self.lookup(&m).0, ModuleLookup::File(_)) => {
+                            add(&mut edges, &module_id, m.to_string(), EdgeKind::Imports, line)
+                        }
+                        Value::External(x) => add(&mut edges, &module_id, x.to_string(), EdgeKind::Imports, line),
+                        _ => {}
+                    }
+                }
+                for name in import.names.iter().filter(|n| *n != "*") {
+                    let values = self.import_name(&module, name, 0);
+                    if values.is_empty() {
+                        unresolved.push(Unresolved {
+                            caller: module_id.clone(),
+                            callee: format!("from {module} import {name}"),
+                            line: import.line,
+                        });
+                    }
+                    for v in values {
+                        let dst = match v {
+                            Value::Module(m) => {
+                                if matches!(self.lookup(&m).0, ModuleLookup::File(_)) {
+                                    Some(m.to_string())
+                                } else {
+                                    None
+                                }
+                            }
+                            Value::Class(t) | Value::Function(t) | Value::Var(t) => Some(t.id()),
+                            Value::External(x) => Some(x.to_string()),
+                            _ => None,
+                        };
+                        if let Some(dst) = dst {
+                            add(&mut edges, &module_id, dst, EdgeKind::Imports, line);
+                        }
+                    }
+                }
+            }
+
+            // inherits
+            if scope.kind == ScopeKind::Class {
+                let parent = scope.parent.unwrap_or(0);
+                for (base, line) in &scope.bases {
+                    for v in self.eval_local(base, parent, 0) {
+                        match v {
+                            Value::Class(t) => add(&mut edges, &unit, t.id(), EdgeKind::Inherits, Some(*line)),
+                            Value::External(x) => add(&mut edges, &unit, x.to_string(), EdgeKind::Inherits, Some(*line)),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+
+            // calls
+            for call in &scope.calls {
+                let mut hits = SiteHits::default();
+                let values = self.eval_site(&call.callee, scope_id, Some(&mut hits), 0);
+                let (targets, resolved) = self.call_targets(&values);
+                for t in targets {
+                    add(&mut edges, &unit, t, EdgeKind::Calls, Some(call.line));
+                }
+                self.add_hits(&mut edges, &mut add, &unit, &hits, call.line);
+                if !resolved {
+                    unresolved.push(Unresolved { caller: unit.clone(), callee: call.text.clone(), line: call.line });
+                }
+            }
+
+            // raise E (without a call): E is instantiated.
+            for (expr, line) in &scope.raises {
+                if matches!(expr, Expr::Call(_)) {
+                    continue;
+                }
+                let values = self.eval_local(expr, scope_id, 0);
+                let classes: Vec<Value> = values.into_iter().filter(|v| matches!(v, Value::Class(_))).collect();
+                let (targets, _) = self.call_targets(&classes);
+                for t in targets {
+                    add(&mut edges, &unit, t, EdgeKind::Calls, Some(*line));
+                }
+            }
+
+            // references
+            for access in &scope.accesses {
+                let mut hits = SiteHits::default();
+                let values = self.eval_site(&access.expr, scope_id, Some(&mut hits), 0);
+                self.add_hits(&mut edges, &mut add, &unit, &hits, access.line);
+                if !access.write {
+                    for v in values {
+                        match v {
+                            Value::Class(t) | Value::Function(t) => {
+                                add(&mut edges, &unit, t.id(), EdgeKind::References, Some(access.line))
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+
+        let mut units = Vec::with_capacity(self.syntax.defs.len() + 1);
+        units.push(Unit {
+            id: module_id.clone(),
+            name: module_id.clone(),
+            kind: UnitKind::Module,
+            start_line: 1,
+            end_line: self.syntax.line_count.max(1),
+            start_byte: 0,
+            end_byte: self.syntax.byte_len,
+            signature: None,
+            docstring: self.syntax.docstring.clone(),
+        });
+        let mut defs: Vec<&Def> = self.syntax.defs.iter().collect();
+        defs.sort_by_key(|d| (d.start_byte, std::cmp::Reverse(d.end_byte)));
+        for def in defs {
+            units.push(Unit {
+                id: format!("{}.{}", self.module, def.path),
+                name: format!("{}.{}", self.module, strip_suffixes(&def.path)),
+                kind: match def.kind {
+                    DefKind::Class => UnitKind::Class,
+                    DefKind::Function => UnitKind::Function,
+                    DefKind::Method => UnitKind::Method,
+                    DefKind::Variable => UnitKind::Variable,
+                },
+                start_line: def.start_line,
+                end_line: def.end_line,
+                start_byte: def.start_byte,
+                end_byte: def.end_byte,
+                signature: def.signature.clone(),
+                docstring: def.docstring.clone(),
+            });
+        }
+        unresolved.sort_by(|a: &Unresolved, b| (a.line, &a.callee).cmp(&(b.line, &b.callee)));
+        unresolved.dedup();
+        FileGraph {
+            path,
+            revision,
+            module: module_id,
+            parse_errors: self.syntax.parse_errors,
+            skipped: None,
+            units,
+            edges,
+            unresolved,
+        }
+    }
+
+    fn add_hits(
+        &self,
+        edges: &mut Vec<Edge>,
+        add: &mut impl FnMut(&mut Vec<Edge>, &str, String, EdgeKind, Option<u32>),
+        unit: &str,
+        hits: &SiteHits,
+        line: u32,
+    ) {
+        for v in &hits.vars {
+            add(edges, unit, v.id(), EdgeKind::References, Some(line));
+        }
+        for p in &hits.properties {
+            add(edges, unit, p.id(), EdgeKind::Calls, Some(line));
+        }
+    }
+}
+
+fn def_value(module: &str, path: &str, kind: DefKind) -> Value {
+    let t = Target::new(module, path);
+    match kind {
+        DefKind::Class => Value::Class(t),
+        DefKind::Function | DefKind::Method => Value::Function(t),
+        DefKind::Variable => Value::Var(t),
+    }
+}
+
+fn member_value(class: &Target, member: &Member) -> Vec<Value> {
+    match &member.path {
+        Some(path) => vec![def_value(&class.module, path, member.kind)],
+        None => Vec::new(),
+    }
+}
+
+/// Arguments worth tracking into parameters: names, attributes, lambdas and containers of them
+/// (what can carry a callable or an instance); not literals.
+fn is_flow_worthy(arg: &Expr) -> bool {
+    match arg {
+        Expr::Name(_) | Expr::Attr(..) | Expr::Lambda(_) | Expr::Call(_) | Expr::Subscript(_) => true,
+        Expr::Container(_, items) | Expr::Union(items) => items.iter().any(is_flow_worthy),
+        _ => false,
+    }
+}
+
+/// `A#2.m` -> `A.m`: the qualified name of a redefined unit drops the disambiguating suffixes.
+fn strip_suffixes(path: &str) -> String {
+    if !path.contains('#') {
+        return path.to_string();
+    }
+    path.split('.').map(|part| part.split('#').next().unwrap_or(part)).collect::<Vec<_>>().join(".")
+}

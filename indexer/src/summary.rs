@@ -1,0 +1,452 @@
+//! The per-file summary: what other files can see of a module.
+//!
+//! This is fresco's ItemTree. It holds the module-level names and what they bind, the classes
+//! with their bases and members, and what functions return, with every expression rewritten to be
+//! meaningful at module level (function locals substituted, `self` made explicit). It carries no
+//! positions and no bodies beyond that, so an edit inside a function body that does not change
+//! what the function returns or which attributes it assigns yields an equal summary, and salsa
+//! stops there: no other file re-resolves.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use crate::syntax::*;
+
+/// A binding of a module-level name or class member, closed over module scope.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum SumBinding {
+    /// A unit of this module: its path (unit id relative to the module) and kind.
+    Def { path: String, kind: DefKind },
+    /// `import a.b as x` binds x to module `a.b` (absolute).
+    ImportModule(String),
+    /// `from m import n` (absolute module).
+    ImportName { module: String, name: String },
+    /// An assigned value (module-closed expression).
+    Value(Expr),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub struct MethodFlags {
+    pub is_static: bool,
+    pub is_class: bool,
+    pub is_property: bool,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Member {
+    /// The unit path of the member, when it is a unit (methods, nested classes, attributes).
+    pub path: Option<String>,
+    pub kind: DefKind,
+    pub flags: MethodFlags,
+    /// For attributes: the values assigned (in the class body or through `self.x = ...`).
+    pub values: Vec<Expr>,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub struct ClassSummary {
+    pub bases: Vec<Expr>,
+    /// Sorted by name.
+    pub members: Vec<(String, Member)>,
+}
+
+impl ClassSummary {
+    pub fn member(&self, name: &str) -> Option<&Member> {
+        self.members.binary_search_by(|(n, _)| n.as_str().cmp(name)).ok().map(|i| &self.members[i].1)
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub struct FunctionSummary {
+    pub returns: Vec<Expr>,
+    pub yields: Vec<Expr>,
+    pub flags: MethodFlags,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub struct ModuleSummary {
+    /// Module-level names, sorted by name.
+    pub names: Vec<(String, Vec<SumBinding>)>,
+    /// Absolute modules imported with `*`.
+    pub star_imports: Vec<String>,
+    pub dunder_all: Option<Vec<String>>,
+    /// By unit path, sorted.
+    pub classes: Vec<(String, ClassSummary)>,
+    pub functions: Vec<(String, FunctionSummary)>,
+}
+
+fn find<'a, T>(items: &'a [(String, T)], key: &str) -> Option<&'a T> {
+    items.binary_search_by(|(n, _)| n.as_str().cmp(key)).ok().map(|i| &items[i].1)
+}
+
+impl ModuleSummary {
+    pub fn name(&self, name: &str) -> Option<&[SumBinding]> {
+        find(&self.names, name).map(Vec::as_slice)
+    }
+    pub fn class(&self, path: &str) -> Option<&ClassSummary> {
+        find(&self.classes, path)
+    }
+    pub fn function(&self, path: &str) -> Option<&FunctionSummary> {
+        find(&self.functions, path)
+    }
+    /// The names `from m import *` brings in.
+    pub fn public_names(&self) -> Vec<String> {
+        match &self.dunder_all {
+            Some(all) => all.clone(),
+            None => self.names.iter().map(|(n, _)| n.clone()).filter(|n| !n.starts_with('_')).collect(),
+        }
+    }
+}
+
+/// Turns a relative import into an absolute module name, given the importing module.
+pub fn absolute_module(module: &ModuleRef, importer: &str, importer_is_package: bool) -> Option<String> {
+    if module.level == 0 {
+        return Some(module.name.clone());
+    }
+    let mut parts: Vec<&str> = importer.split('.').filter(|p| !p.is_empty()).collect();
+    if !importer_is_package {
+        parts.pop();
+    }
+    for _ in 1..module.level {
+        parts.pop()?;
+    }
+    if !module.name.is_empty() {
+        parts.extend(module.name.split('.'));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    Some(parts.join("."))
+}
+
+pub fn method_flags(decorators: &[Expr]) -> MethodFlags {
+    let mut flags = MethodFlags::default();
+    for d in decorators {
+        match d {
+            Expr::Name(n) if n == "staticmethod" => flags.is_static = true,
+            Expr::Name(n) if n == "classmethod" => flags.is_class = true,
+            Expr::Name(n) if n == "property" || n == "cached_property" => flags.is_property = true,
+            Expr::Attr(_, n) if n == "cached_property" || n == "setter" || n == "getter" || n == "deleter" => {
+                flags.is_property = true
+            }
+            _ => {}
+        }
+    }
+    flags
+}
+
+/// How deep local substitution goes before giving up (`a = b; b = c; return a`).
+const SUBSTITUTION_DEPTH: u32 = 4;
+
+struct Summariser<'a> {
+    syntax: &'a FileSyntax,
+    module: &'a str,
+    is_package: bool,
+}
+
+impl Summariser<'_> {
+    /// Rewrites `expr`, written in `scope`, so that it means the same at module level.
+    fn close(&self, expr: &Expr, scope: ScopeId, depth: u32) -> Expr {
+        if depth > SUBSTITUTION_DEPTH {
+            return Expr::Unknown;
+        }
+        match expr {
+            Expr::Name(name) => self.close_name(name, scope, depth),
+            Expr::Attr(base, attr) => match self.close(base, scope, depth) {
+                Expr::Unknown => Expr::Unknown,
+                b => Expr::Attr(Box::new(b), attr.clone()),
+            },
+            Expr::Call(callee) => match self.close(callee, scope, depth) {
+                Expr::Unknown => Expr::Unknown,
+                c => Expr::Call(Box::new(c)),
+            },
+            Expr::Subscript(base) => match self.close(base, scope, depth) {
+                Expr::Unknown => Expr::Unknown,
+                b => Expr::Subscript(Box::new(b)),
+            },
+            Expr::Container(kind, items) => {
+                Expr::Container(*kind, items.iter().map(|e| self.close(e, scope, depth)).collect())
+            }
+            Expr::Union(items) => simplify_union(items.iter().map(|e| self.close(e, scope, depth)).collect()),
+            // Lambdas are identified by scope numbers that shift with body edits: not visible.
+            Expr::Lambda(_) => Expr::Unknown,
+            Expr::Literal(_) | Expr::SelfRef | Expr::ClsRef | Expr::DefPath(_) | Expr::Unknown => expr.clone(),
+        }
+    }
+
+    fn close_name(&self, name: &str, scope: ScopeId, depth: u32) -> Expr {
+        let mut s = scope;
+        let origin = scope;
+        loop {
+            let sc = self.syntax.scope(s);
+            if s == 0 || sc.globals.iter().any(|g| g == name) {
+                return Expr::Name(name.to_string());
+            }
+            let skip = sc.kind == ScopeKind::Class && s != origin;
+            if !skip {
+                let bindings: Vec<&Binding> =
+                    sc.bindings.iter().filter(|(n, _)| n == name).map(|(_, b)| b).collect();
+                if !bindings.is_empty() {
+                    let options: Vec<Expr> = bindings.into_iter().map(|b| self.close_binding(b, s, depth + 1)).collect();
+                    return simplify_union(options);
+                }
+            }
+            match sc.parent {
+                Some(p) => s = p,
+                None => return Expr::Name(name.to_string()),
+            }
+        }
+    }
+
+    fn close_binding(&self, binding: &Binding, scope: ScopeId, depth: u32) -> Expr {
+        let sc = self.syntax.scope(scope);
+        match binding {
+            Binding::Value(e) => self.close(e, scope, depth),
+            Binding::Unpack(Expr::Container(_, items), i) => {
+                items.get(*i as usize).map(|e| self.close(e, scope, depth)).unwrap_or(Expr::Unknown)
+            }
+            Binding::Param(0) if self.is_method_scope(scope) => {
+                let flags = sc.def.map(|d| method_flags(&self.syntax.def(d).decorators)).unwrap_or_default();
+                if flags.is_static {
+                    Expr::Unknown
+                } else if flags.is_class || self.is_metaclass_method(scope) {
+                    Expr::ClsRef
+                } else {
+                    Expr::SelfRef
+                }
+            }
+            Binding::Param(i) => {
+                let param = &sc.params[*i as usize];
+                let parent = sc.parent.unwrap_or(0);
+                let mut options = Vec::new();
+                if let Some(default) = &param.default {
+                    options.push(self.close(default, parent, depth));
+                }
+                if let Some(annotation) = &param.annotation {
+                    options.push(Expr::Call(Box::new(self.close(annotation, scope, depth))));
+                }
+                simplify_union(options)
+            }
+            Binding::Def(d) => {
+                let def = self.syntax.def(*d);
+                Expr::DefPath(def.path.clone())
+            }
+            _ => Expr::Unknown,
+        }
+    }
+
+    fn is_method_scope(&self, scope: ScopeId) -> bool {
+        let sc = self.syntax.scope(scope);
+        sc.kind == ScopeKind::Function && sc.parent.is_some_and(|p| self.syntax.scope(p).kind == ScopeKind::Class)
+    }
+
+    fn is_metaclass_method(&self, scope: ScopeId) -> bool {
+        let Some(class_scope) = self.syntax.scope(scope).parent else { return false };
+        let sc = self.syntax.scope(class_scope);
+        sc.bases.iter().any(|(b, _)| matches!(b, Expr::Name(n) if n == "type"))
+            && self.syntax.scope(scope).def.is_some_and(|d| self.syntax.def(d).name == "__new__")
+    }
+
+    fn binding(&self, binding: &Binding) -> SumBinding {
+        match binding {
+            Binding::Def(d) => {
+                let def = self.syntax.def(*d);
+                SumBinding::Def { path: def.path.clone(), kind: def.kind }
+            }
+            Binding::Import(Import::Module { module }) => match absolute_module(module, self.module, self.is_package) {
+                Some(m) => SumBinding::ImportModule(m),
+                None => SumBinding::Value(Expr::Unknown),
+            },
+            Binding::Import(Import::Name { module, name }) => {
+                match absolute_module(module, self.module, self.is_package) {
+                    Some(m) => SumBinding::ImportName { module: m, name: name.clone() },
+                    None => SumBinding::Value(Expr::Unknown),
+                }
+            }
+            other => SumBinding::Value(self.close_binding(other, 0, 0)),
+        }
+    }
+}
+
+/// Collapses a union: drops unknowns when something is known, flattens nested unions, dedups.
+pub fn simplify_union(items: Vec<Expr>) -> Expr {
+    let mut flat: Vec<Expr> = Vec::new();
+    for item in items {
+        match item {
+            Expr::Union(inner) => flat.extend(inner),
+            Expr::Unknown => {}
+            other => flat.push(other),
+        }
+    }
+    let mut seen = Vec::new();
+    for e in flat {
+        if !seen.contains(&e) {
+            seen.push(e);
+        }
+    }
+    match seen.len() {
+        0 => Expr::Unknown,
+        1 => seen.pop().unwrap_or(Expr::Unknown),
+        _ => Expr::Union(seen),
+    }
+}
+
+/// Builds the summary of a module from its syntax.
+pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<ModuleSummary> {
+    let s = Summariser { syntax, module, is_package };
+    let mut names: FxHashMap<String, Vec<SumBinding>> = FxHashMap::default();
+    // Module-level variables are units: a name bound to one resolves to the unit first.
+    for def in &syntax.defs {
+        if def.parent.is_none() && def.kind == DefKind::Variable {
+            names.entry(def.name.clone()).or_default().push(SumBinding::Def { path: def.path.clone(), kind: def.kind });
+        }
+    }
+    let module_scope = syntax.scope(0);
+    for (name, binding) in &module_scope.bindings {
+        let b = s.binding(binding);
+        let list = names.entry(name.clone()).or_default();
+        if !list.contains(&b) {
+            list.push(b);
+        }
+    }
+    // Module-level names written from functions through `global`.
+    for (i, scope) in syntax.scopes.iter().enumerate().skip(1) {
+        for g in &scope.globals {
+            for (name, binding) in &scope.bindings {
+                if name == g {
+                    let b = SumBinding::Value(s.close_binding(binding, i as ScopeId, 0));
+                    let list = names.entry(name.clone()).or_default();
+                    if !list.contains(&b) {
+                        list.push(b);
+                    }
+                }
+            }
+        }
+    }
+    let mut star_imports = Vec::new();
+    for import in &module_scope.imports {
+        if import.names.iter().any(|n| n == "*") {
+            if let Some(m) = absolute_module(&import.module, module, is_package) {
+                star_imports.push(m);
+            }
+        }
+    }
+
+    let mut classes = Vec::new();
+    let mut functions = Vec::new();
+    for (id, def) in syntax.defs.iter().enumerate() {
+        let Some(body) = def.body else { continue };
+        match def.kind {
+            DefKind::Class => classes.push((def.path.clone(), class_summary(&s, id as DefId, body))),
+            DefKind::Function | DefKind::Method => {
+                let sc = syntax.scope(body);
+                functions.push((
+                    def.path.clone(),
+                    FunctionSummary {
+                        returns: sc.returns.iter().map(|e| s.close(e, body, 0)).filter(|e| *e != Expr::Unknown).collect(),
+                        yields: sc.yields.iter().map(|e| s.close(e, body, 0)).filter(|e| *e != Expr::Unknown).collect(),
+                        flags: method_flags(&def.decorators),
+                    },
+                ));
+            }
+            DefKind::Variable => {}
+        }
+    }
+    let mut names: Vec<(String, Vec<SumBinding>)> = names.into_iter().collect();
+    names.sort_by(|a, b| a.0.cmp(&b.0));
+    classes.sort_by(|a, b| a.0.cmp(&b.0));
+    functions.sort_by(|a, b| a.0.cmp(&b.0));
+    Arc::new(ModuleSummary { names, star_imports, dunder_all: syntax.dunder_all.clone(), classes, functions })
+}
+
+fn class_summary(s: &Summariser, class: DefId, body: ScopeId) -> ClassSummary {
+    let syntax = s.syntax;
+    let scope = syntax.scope(body);
+    let parent = scope.parent.unwrap_or(0);
+    let bases = scope.bases.iter().map(|(b, _)| s.close(b, parent, 0)).collect();
+    let mut members: FxHashMap<String, Member> = FxHashMap::default();
+    // Units that live directly in the class: methods, nested classes, class attributes and the
+    // instance attributes the frontend derived from `self.x = ...`.
+    for def in &syntax.defs {
+        if def.parent != Some(class) {
+            continue;
+        }
+        let entry = members.entry(def.name.clone()).or_insert_with(|| Member {
+            path: Some(def.path.clone()),
+            kind: def.kind,
+            flags: MethodFlags::default(),
+            values: Vec::new(),
+        });
+        if matches!(def.kind, DefKind::Method) {
+            let flags = method_flags(&def.decorators);
+            entry.flags.is_static |= flags.is_static;
+            entry.flags.is_class |= flags.is_class;
+            entry.flags.is_property |= flags.is_property;
+        }
+    }
+    for (name, binding) in &scope.bindings {
+        if let Binding::Value(_) | Binding::Unpack(..) = binding {
+            let value = s.close_binding(binding, body, 0);
+            if let Some(m) = members.get_mut(name) {
+                if value != Expr::Unknown && !m.values.contains(&value) {
+                    m.values.push(value);
+                }
+            }
+        }
+    }
+    // Attribute values assigned through the first parameter of the class's methods.
+    for sc_id in 0..syntax.scopes.len() as ScopeId {
+        let sc = syntax.scope(sc_id);
+        if sc.kind != ScopeKind::Function || sc.parent != Some(body) {
+            continue;
+        }
+        let Some(first) = sc.params.first() else { continue };
+        for store in &sc.attr_stores {
+            if store.base != Expr::Name(first.name.clone()) {
+                continue;
+            }
+            let value = s.close(&store.value, sc_id, 0);
+            if let Some(m) = members.get_mut(&store.attr) {
+                if value != Expr::Unknown && !m.values.contains(&value) {
+                    m.values.push(value);
+                }
+            }
+        }
+    }
+    let mut members: Vec<(String, Member)> = members.into_iter().collect();
+    members.sort_by(|a, b| a.0.cmp(&b.0));
+    ClassSummary { bases, members }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lower::lower;
+
+    #[test]
+    fn relative_imports_become_absolute() {
+        let m = |level, name: &str| ModuleRef { level, name: name.into() };
+        assert_eq!(absolute_module(&m(1, "models"), "requests.api", false).as_deref(), Some("requests.models"));
+        assert_eq!(absolute_module(&m(1, "models"), "requests", true).as_deref(), Some("requests.models"));
+        assert_eq!(absolute_module(&m(2, ""), "a.b.c", false).as_deref(), Some("a"));
+        assert_eq!(absolute_module(&m(3, "x"), "a.b", false), None);
+    }
+
+    #[test]
+    fn body_edits_that_keep_the_interface_keep_the_summary() {
+        let before = lower("import os\nclass A:\n    def __init__(self):\n        self.x = B()\n    def m(self):\n        return 1\n");
+        let after = lower("import os\nclass A:\n    def __init__(self):\n        print('hi')\n        self.x = B()\n    def m(self):\n        y = 2\n        return 1\n");
+        assert_eq!(summarise(&before, "m", false), summarise(&after, "m", false));
+        let changed = lower("import os\nclass A:\n    def __init__(self):\n        self.x = C()\n    def m(self):\n        return 1\n");
+        assert_ne!(summarise(&before, "m", false), summarise(&changed, "m", false));
+    }
+
+    #[test]
+    fn instance_attributes_carry_their_values() {
+        let syn = lower("class S:\n    def __init__(self, adapter=None):\n        a = HTTPAdapter()\n        self.adapter = a\n");
+        let sum = summarise(&syn, "m", false);
+        let class = sum.class("S").unwrap();
+        let member = class.member("adapter").unwrap();
+        assert_eq!(member.values, vec![Expr::Call(Box::new(Expr::Name("HTTPAdapter".into())))]);
+    }
+}

@@ -1,0 +1,223 @@
+//! Finding and reading the files of a repository.
+//!
+//! The walk is gitignore-aware (also outside a git checkout), skips version-control, virtualenv,
+//! cache and build directories by default, follows symlinks with loop detection, and never fails
+//! as a whole because one entry misbehaves: problems are collected as [`WalkIssue`]s.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use fresco_graph::{FileStamp, Revision, SkipReason};
+
+/// Directory names skipped by default, wherever they are.
+pub const DEFAULT_EXCLUDED_DIRS: &[&str] = &[
+    ".git", ".hg", ".svn", ".fresco", "__pycache__", "node_modules", "build", "dist", ".venv", "venv",
+    ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".eggs", "site-packages",
+];
+
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
+
+#[derive(Clone, Debug)]
+pub struct WalkOptions {
+    pub excluded_dirs: Vec<String>,
+    pub max_file_size: u64,
+    /// Respect .gitignore, .ignore and git's global excludes.
+    pub gitignore: bool,
+}
+
+impl Default for WalkOptions {
+    fn default() -> Self {
+        WalkOptions {
+            excluded_dirs: DEFAULT_EXCLUDED_DIRS.iter().map(|s| s.to_string()).collect(),
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
+            gitignore: true,
+        }
+    }
+}
+
+/// Something the walk could not do, reported rather than fatal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WalkIssue {
+    pub path: String,
+    pub message: String,
+}
+
+/// Whether a directory is a virtualenv (it has `pyvenv.cfg`), whatever it is called.
+fn is_virtualenv(dir: &Path) -> bool {
+    dir.join("pyvenv.cfg").is_file()
+}
+
+/// The relative, `/`-separated path of `path` under `root`.
+pub fn relative(root: &Path, path: &Path) -> Option<String> {
+    let rel = path.strip_prefix(root).ok()?;
+    let parts: Vec<&str> = rel.components().map(|c| c.as_os_str().to_str()).collect::<Option<_>>()?;
+    Some(parts.join("/"))
+}
+
+/// Whether a relative path is one fresco indexes (a `.py` file outside excluded directories).
+/// The gitignore part of the decision is made by the walk and by the watcher's matcher.
+pub fn is_candidate(rel: &str, options: &WalkOptions) -> bool {
+    if !rel.ends_with(".py") {
+        return false;
+    }
+    let mut parts: Vec<&str> = rel.split('/').collect();
+    parts.pop();
+    !parts.iter().any(|p| options.excluded_dirs.iter().any(|e| e == p) || p.starts_with('.'))
+}
+
+/// Lists the `.py` files under `root`, sorted, with the problems met on the way.
+pub fn discover(root: &Path, options: &WalkOptions) -> (Vec<String>, Vec<WalkIssue>) {
+    let excluded = options.excluded_dirs.clone();
+    let mut builder = ignore::WalkBuilder::new(root);
+    builder
+        .hidden(true)
+        .follow_links(true)
+        .require_git(false)
+        .git_ignore(options.gitignore)
+        .git_global(options.gitignore)
+        .git_exclude(options.gitignore)
+        .ignore(options.gitignore)
+        .parents(options.gitignore)
+        .filter_entry(move |entry| {
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            if !is_dir || entry.depth() == 0 {
+                return true;
+            }
+            let name = entry.file_name().to_string_lossy();
+            !excluded.iter().any(|e| *e == name) && !is_virtualenv(entry.path())
+        });
+    let mut files = Vec::new();
+    let mut issues = Vec::new();
+    for result in builder.build() {
+        match result {
+            Ok(entry) => {
+                if !entry.file_type().is_some_and(|t| t.is_file()) {
+                    continue;
+                }
+                let Some(rel) = relative(root, entry.path()) else {
+                    issues.push(WalkIssue {
+                        path: entry.path().display().to_string(),
+                        message: "path is not valid UTF-8 or escapes the root; skipped".into(),
+                    });
+                    continue;
+                };
+                if rel.ends_with(".py") {
+                    files.push(rel);
+                }
+            }
+            Err(err) => issues.push(WalkIssue { path: String::new(), message: err.to_string() }),
+        }
+    }
+    files.sort();
+    files.dedup();
+    (files, issues)
+}
+
+/// A file as read from disk.
+#[derive(Clone, Debug)]
+pub struct SourceRead {
+    pub text: Arc<str>,
+    pub revision: Revision,
+    pub stamp: FileStamp,
+    pub skipped: Option<SkipReason>,
+}
+
+pub fn stamp_of(meta: &fs::Metadata) -> FileStamp {
+    let mtime_ns = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos() as i128)
+        .unwrap_or(0);
+    FileStamp { size: meta.len(), mtime_ns }
+}
+
+/// Reads a file for indexing. `Ok(None)` means the file no longer exists (deleted between being
+/// listed and being read); every other problem becomes a recorded skip reason.
+pub fn read_source(root: &Path, rel: &str, max_size: u64) -> Option<SourceRead> {
+    let path: PathBuf = root.join(rel);
+    let meta = match fs::metadata(&path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => return Some(skipped(SkipReason::Unreadable { error: e.to_string() }, FileStamp::default(), &[])),
+    };
+    if !meta.is_file() {
+        return None;
+    }
+    let stamp = stamp_of(&meta);
+    if meta.len() > max_size {
+        return Some(skipped(SkipReason::TooLarge { size: meta.len(), limit: max_size }, stamp, &[]));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    match fs::File::open(&path).and_then(|mut f| f.read_to_end(&mut bytes)) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => return Some(skipped(SkipReason::Unreadable { error: e.to_string() }, stamp, &[])),
+    }
+    if bytes.len() as u64 > max_size {
+        return Some(skipped(SkipReason::TooLarge { size: bytes.len() as u64, limit: max_size }, stamp, &bytes));
+    }
+    if bytes.iter().take(8192).any(|&b| b == 0) {
+        return Some(skipped(SkipReason::Binary, stamp, &bytes));
+    }
+    let revision = Revision::of(&bytes);
+    match String::from_utf8(bytes) {
+        Ok(text) => Some(SourceRead { text: Arc::from(text), revision, stamp, skipped: None }),
+        Err(e) => Some(skipped(SkipReason::NotUtf8, stamp, e.as_bytes())),
+    }
+}
+
+fn skipped(reason: SkipReason, stamp: FileStamp, bytes: &[u8]) -> SourceRead {
+    SourceRead { text: Arc::from(""), revision: Revision::of(bytes), stamp, skipped: Some(reason) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn discovers_python_files_and_skips_what_it_should() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for f in ["a.py", "pkg/__init__.py", "pkg/b.py", "build/x.py", "venv2/lib/y.py", "ignored/z.py", "notes.txt"] {
+            let p = root.join(f);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(&p, "x = 1\n").unwrap();
+        }
+        fs::write(root.join("venv2/pyvenv.cfg"), "home = /usr\n").unwrap();
+        fs::write(root.join(".gitignore"), "ignored/\n").unwrap();
+        let (files, issues) = discover(root, &WalkOptions::default());
+        assert_eq!(files, vec!["a.py", "pkg/__init__.py", "pkg/b.py"]);
+        assert!(issues.is_empty(), "{issues:?}");
+    }
+
+    #[test]
+    fn reads_with_skip_reasons() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::write(root.join("bin.py"), b"x = 1\0\n").unwrap();
+        fs::write(root.join("latin1.py"), b"s = '\xe9'\n").unwrap();
+        fs::write(root.join("big.py"), "x = 1\n".repeat(100)).unwrap();
+        fs::write(root.join("ok.py"), "x = 1\n").unwrap();
+        assert_eq!(read_source(root, "bin.py", 1000).unwrap().skipped, Some(SkipReason::Binary));
+        assert_eq!(read_source(root, "latin1.py", 1000).unwrap().skipped, Some(SkipReason::NotUtf8));
+        assert!(matches!(read_source(root, "big.py", 100).unwrap().skipped, Some(SkipReason::TooLarge { .. })));
+        assert!(read_source(root, "ok.py", 1000).unwrap().skipped.is_none());
+        assert!(read_source(root, "gone.py", 1000).is_none());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn survives_symlink_loops() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::create_dir_all(root.join("a")).unwrap();
+        fs::write(root.join("a/m.py"), "x = 1\n").unwrap();
+        std::os::unix::fs::symlink(root.join("a"), root.join("a/loop")).unwrap();
+        let (files, issues) = discover(root, &WalkOptions::default());
+        assert_eq!(files, vec!["a/m.py"]);
+        assert!(issues.iter().any(|i| i.message.contains("loop")), "{issues:?}");
+    }
+}
