@@ -115,9 +115,14 @@ type Path = Arc<str>;
 pub struct Snapshot {
     version: u64,
     files: imbl::OrdMap<Path, Arc<FileEntry>>,
-    unit_home: imbl::HashMap<Arc<str>, Path>,
-    /// For every edge target, which files hold edges to it and how many.
-    incoming: imbl::HashMap<Arc<str>, imbl::HashMap<Path, u32>>,
+    /// Module name to the file defining it. Unit ids start with their module's name, so this
+    /// also finds the file of any unit without a map over all units.
+    modules: imbl::HashMap<Arc<str>, Path>,
+    /// For every edge-target key (the module holding the target unit, or the id of an external
+    /// target), the files holding edges to it.
+    incoming: imbl::HashMap<Arc<str>, Arc<[Path]>>,
+    /// The incoming keys each file registered, so that removing it is exact.
+    registered: imbl::HashMap<Path, Arc<[Arc<str>]>>,
     totals: Totals,
 }
 
@@ -126,8 +131,9 @@ impl Snapshot {
         Snapshot {
             version: 0,
             files: imbl::OrdMap::new(),
-            unit_home: imbl::HashMap::new(),
+            modules: imbl::HashMap::new(),
             incoming: imbl::HashMap::new(),
+            registered: imbl::HashMap::new(),
             totals: Totals::default(),
         }
     }
@@ -147,58 +153,88 @@ impl Snapshot {
     }
 
     /// Derives a snapshot with an explicit version number (used when reopening a store).
+    /// Costs O(changed files + the index entries they mention).
     pub fn apply_as(&self, version: u64, changes: impl IntoIterator<Item = FileChange>) -> Snapshot {
         let mut next = self.clone();
         next.version = version;
+        let mut added: Vec<(Path, Arc<FileEntry>)> = Vec::new();
+        // key -> (files to add, files to remove)
+        let mut delta: FxHashMap<Arc<str>, (Vec<Path>, Vec<Path>)> = FxHashMap::default();
         for change in changes {
-            match change {
-                FileChange::Upsert(entry) => {
-                    let path: Path = Arc::from(entry.graph.path.as_str());
-                    next.detach(&path);
-                    next.attach(path, entry);
+            let path: Path = match &change {
+                FileChange::Upsert(entry) => Arc::from(entry.graph.path.as_str()),
+                FileChange::Remove(path) => Arc::from(path.as_str()),
+            };
+            if let Some(old) = next.files.remove(&path) {
+                next.totals.add(&old.graph, -1);
+                if next.modules.get(old.graph.module.as_str()).is_some_and(|p| *p == path) {
+                    next.modules.remove(old.graph.module.as_str());
                 }
-                FileChange::Remove(path) => {
-                    next.detach(&Arc::from(path.as_str()));
+                if let Some(keys) = next.registered.remove(&path) {
+                    for key in keys.iter() {
+                        delta.entry(key.clone()).or_default().1.push(path.clone());
+                    }
                 }
+            }
+            if let FileChange::Upsert(entry) = change {
+                added.retain(|(p, _)| *p != path);
+                added.push((path, entry));
+            }
+        }
+        // Register every new module before computing keys, so edges between files of the same
+        // batch find each other.
+        for (path, entry) in &added {
+            if entry.graph.skipped.is_none() || !entry.graph.module.is_empty() {
+                next.modules.insert(Arc::from(entry.graph.module.as_str()), path.clone());
+            }
+        }
+        for (path, entry) in added {
+            next.totals.add(&entry.graph, 1);
+            let mut keys: Vec<Arc<str>> = Vec::new();
+            for (dst, _) in entry.distinct_targets() {
+                let key: Arc<str> = match next.module_of(dst) {
+                    Some((module, _)) => module,
+                    None => Arc::from(dst.as_str()),
+                };
+                keys.push(key);
+            }
+            keys.sort_unstable();
+            keys.dedup();
+            for key in &keys {
+                delta.entry(key.clone()).or_default().0.push(path.clone());
+            }
+            next.registered.insert(path.clone(), Arc::from(keys));
+            next.files.insert(path, entry);
+        }
+        for (key, (add, remove)) in delta {
+            let mut paths: Vec<Path> = next.incoming.get(&key).map(|p| p.to_vec()).unwrap_or_default();
+            paths.retain(|p| !remove.contains(p) || add.contains(p));
+            for p in add {
+                if let Err(i) = paths.binary_search(&p) {
+                    paths.insert(i, p);
+                }
+            }
+            if paths.is_empty() {
+                next.incoming.remove(&key);
+            } else {
+                next.incoming.insert(key, Arc::from(paths));
             }
         }
         next
     }
 
-    fn detach(&mut self, path: &Path) {
-        let Some(old) = self.files.remove(path) else { return };
-        self.totals.add(&old.graph, -1);
-        for unit in &old.graph.units {
-            if self.unit_home.get(unit.id.as_str()).is_some_and(|home| home == path) {
-                self.unit_home.remove(unit.id.as_str());
+    /// The module holding `id` (the longest dotted prefix of `id` that is a module) and its file.
+    fn module_of(&self, id: &str) -> Option<(Arc<str>, Path)> {
+        let mut prefix = id;
+        loop {
+            if let Some((module, path)) = self.modules.get_key_value(prefix) {
+                return Some((module.clone(), path.clone()));
+            }
+            match prefix.rfind('.') {
+                Some(dot) => prefix = &prefix[..dot],
+                None => return None,
             }
         }
-        for (dst, _) in old.distinct_targets() {
-            let now_empty = match self.incoming.get_mut(dst.as_str()) {
-                Some(sources) => {
-                    sources.remove(path);
-                    sources.is_empty()
-                }
-                None => false,
-            };
-            if now_empty {
-                self.incoming.remove(dst.as_str());
-            }
-        }
-    }
-
-    fn attach(&mut self, path: Path, entry: Arc<FileEntry>) {
-        self.totals.add(&entry.graph, 1);
-        for unit in &entry.graph.units {
-            self.unit_home.insert(Arc::from(unit.id.as_str()), path.clone());
-        }
-        for (dst, count) in entry.distinct_targets() {
-            self.incoming
-                .entry(Arc::from(dst.as_str()))
-                .or_default()
-                .insert(path.clone(), count as u32);
-        }
-        self.files.insert(path, entry);
     }
 
     pub fn file(&self, path: &str) -> Option<&Arc<FileEntry>> {
@@ -213,19 +249,32 @@ impl Snapshot {
         self.files.len()
     }
 
+    /// The file of a module, by module name.
+    pub fn module_file(&self, module: &str) -> Option<&Arc<FileEntry>> {
+        self.files.get(self.modules.get(module)?)
+    }
+
     pub fn unit(&self, id: &str) -> Option<UnitRef<'_>> {
-        let path = self.unit_home.get(id)?;
-        let file = self.files.get(path)?;
-        Some(UnitRef { unit: file.unit(id)?, file })
+        let mut prefix = id;
+        loop {
+            if let Some(path) = self.modules.get(prefix) {
+                if let Some(file) = self.files.get(path) {
+                    if let Some(unit) = file.unit(id) {
+                        return Some(UnitRef { unit, file });
+                    }
+                }
+            }
+            prefix = &prefix[..prefix.rfind('.')?];
+        }
     }
 
     pub fn contains_unit(&self, id: &str) -> bool {
-        self.unit_home.contains_key(id)
+        self.unit(id).is_some()
     }
 
     /// Whether `id` is the target of some edge but defined nowhere in the repository.
     pub fn is_external(&self, id: &str) -> bool {
-        !self.unit_home.contains_key(id) && self.incoming.contains_key(id)
+        self.incoming.contains_key(id) && !self.contains_unit(id)
     }
 
     /// Every unit of every file, in path order and source order within a file.
@@ -236,24 +285,25 @@ impl Snapshot {
     /// The ids of external targets (stdlib, third party) referenced by some edge, sorted.
     pub fn externals(&self) -> Vec<&str> {
         let mut out: Vec<&str> =
-            self.incoming.keys().filter(|k| !self.unit_home.contains_key(&**k)).map(|k| &**k).collect();
+            self.incoming.keys().filter(|k| !self.modules.contains_key(&**k) && !self.contains_unit(k)).map(|k| &**k).collect();
         out.sort_unstable();
         out
     }
 
     pub fn edges_from<'a>(&'a self, id: &str) -> Vec<(&'a Edge, &'a FileEntry)> {
-        let Some(path) = self.unit_home.get(id) else { return Vec::new() };
-        let Some(file) = self.files.get(path) else { return Vec::new() };
-        file.edges_from(id).map(|e| (e, &**file)).collect()
+        let Some(u) = self.unit(id) else { return Vec::new() };
+        u.file.edges_from(id).map(|e| (e, u.file)).collect()
     }
 
     /// Edges into `id` with the file that holds each, ordered by file path.
     pub fn edges_to<'a>(&'a self, id: &str) -> Vec<(&'a Edge, &'a FileEntry)> {
-        let Some(sources) = self.incoming.get(id) else { return Vec::new() };
-        let mut paths: Vec<&Path> = sources.keys().collect();
-        paths.sort_unstable();
+        let key: Arc<str> = match self.module_of(id) {
+            Some((module, _)) => module,
+            None => Arc::from(id),
+        };
+        let Some(sources) = self.incoming.get(&key) else { return Vec::new() };
         let mut out = Vec::new();
-        for path in paths {
+        for path in sources.iter() {
             if let Some(file) = self.files.get(path) {
                 out.extend(file.edges_to(id).map(|e| (e, &**file)));
             }

@@ -113,8 +113,8 @@ impl Store {
     /// version number, then flushed to disk.
     pub fn commit(&self, version: u64, upserts: &[Arc<FileEntry>], removals: &[String]) -> Result<(), StoreError> {
         let mut batch = sled::Batch::default();
-        for entry in upserts {
-            batch.insert(file_key(&entry.graph.path), encode(entry)?);
+        for (entry, record) in upserts.iter().zip(encode_all(upserts)) {
+            batch.insert(file_key(&entry.graph.path), record?);
         }
         for path in removals {
             batch.remove(file_key(path));
@@ -130,12 +130,32 @@ impl Store {
     }
 }
 
+/// Encodes records on two threads when there are many (a cold index writes thousands).
+fn encode_all(entries: &[Arc<FileEntry>]) -> Vec<Result<Vec<u8>, StoreError>> {
+    if entries.len() < 64 {
+        return entries.iter().map(|e| encode(e)).collect();
+    }
+    let (left, right) = entries.split_at(entries.len() / 2);
+    std::thread::scope(|scope| {
+        let handle = scope.spawn(|| right.iter().map(|e| encode(e)).collect::<Vec<_>>());
+        let mut out: Vec<_> = left.iter().map(|e| encode(e)).collect();
+        match handle.join() {
+            Ok(rest) => out.extend(rest),
+            Err(_) => out.extend(right.iter().map(|e| encode(e))),
+        }
+        out
+    })
+}
+
 fn file_key(path: &str) -> Vec<u8> {
     let mut key = FILE_PREFIX.to_vec();
     key.extend_from_slice(path.as_bytes());
     key
 }
 
+/// Record layout: xxh3 checksum of the rest (8 bytes), then an LZ4 block (size-prefixed) of the
+/// rkyv bytes. Compression keeps the store a small multiple of the source size; decompression
+/// costs well under a millisecond per file.
 fn encode(entry: &FileEntry) -> Result<Vec<u8>, StoreError> {
     let record = FileRecord {
         graph: (*entry.graph).clone(),
@@ -145,9 +165,10 @@ fn encode(entry: &FileEntry) -> Result<Vec<u8>, StoreError> {
     };
     let payload =
         rkyv::to_bytes::<rkyv::rancor::Error>(&record).map_err(|e| StoreError::Serialise(e.to_string()))?;
-    let mut out = Vec::with_capacity(payload.len() + 8);
-    out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&payload).to_le_bytes());
-    out.extend_from_slice(&payload);
+    let compressed = lz4_flex::compress_prepend_size(&payload);
+    let mut out = Vec::with_capacity(compressed.len() + 8);
+    out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&compressed).to_le_bytes());
+    out.extend_from_slice(&compressed);
     Ok(out)
 }
 
@@ -160,8 +181,8 @@ fn decode(bytes: &[u8]) -> Result<FileRecord, String> {
     if xxhash_rust::xxh3::xxh3_64(payload) != expected {
         return Err("checksum mismatch".into());
     }
-    // The `unaligned` rkyv feature lets us read sled's (possibly unaligned) buffers in place.
-    rkyv::from_bytes::<FileRecord, rkyv::rancor::Error>(payload).map_err(|e| e.to_string())
+    let payload = lz4_flex::decompress_size_prepended(payload).map_err(|e| e.to_string())?;
+    rkyv::from_bytes::<FileRecord, rkyv::rancor::Error>(&payload).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

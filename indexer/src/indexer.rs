@@ -208,6 +208,7 @@ impl Indexer {
 
     /// Applies a batch of file events and publishes a new version if anything changed.
     pub fn apply(&mut self, events: Vec<FileEvent>) -> Result<BatchReport, IndexError> {
+        let trace = Trace::start();
         // 1. Read what changed; a file that vanished before we read it is a removal.
         let mut latest: BTreeMap<String, Option<SourceRead>> = BTreeMap::new();
         let reads: Vec<(String, Option<SourceRead>)> = self.read_all(events);
@@ -215,6 +216,7 @@ impl Indexer {
             latest.insert(path, read);
         }
 
+        trace.mark("read");
         // 2. Update salsa inputs, remembering which modules' identities or interfaces moved.
         let mut touched: Vec<String> = Vec::new();
         let mut added_or_removed = false;
@@ -266,11 +268,11 @@ impl Indexer {
             }
         }
         let mut renamed_any = false;
-        for path in &touched {
-            let file = self.inputs[path];
-            let info = module_info(&self.db, self.ws, file);
-            let new_name = info.as_ref().map(|i| i.name.clone());
-            let interface = file_interface(&self.db, self.ws, file);
+        // Parsing happens here (the interface needs the summary): in parallel.
+        let interfaces = self.par_query(&touched, |db, ws, file| {
+            (module_info(db, ws, file).map(|i| i.name), file_interface(db, ws, file))
+        });
+        for (path, (new_name, interface)) in touched.iter().zip(interfaces) {
             match old_interfaces.get(path) {
                 Some((old_name, old_interface)) if *old_name == new_name && *old_interface == interface => {}
                 _ => {
@@ -319,10 +321,12 @@ impl Indexer {
         let _ = renamed_any;
         affected.retain(|p| self.inputs.contains_key(p));
 
+        trace.mark("inputs");
         // 4. Resolve them (in parallel when there are many).
         let mut affected: Vec<String> = affected.into_iter().collect();
         affected.sort();
         let resolved = self.resolve_many(&affected);
+        trace.mark("resolve");
 
         // 5. Build the next version from what actually changed.
         let mut changes = Vec::new();
@@ -378,10 +382,13 @@ impl Indexer {
         let metadata_only = !published && !upserts.is_empty();
         if published || metadata_only {
             let version = if published { self.snapshot.version() + 1 } else { self.snapshot.version() };
+            trace.mark("diff");
             if let Some(store) = &self.store {
                 store.commit(version, &upserts, &removed)?;
             }
+            trace.mark("commit");
             self.snapshot = self.snapshot.apply_as(version, changes);
+            trace.mark("publish");
         }
         Ok(BatchReport {
             version: self.snapshot.version(),
@@ -412,29 +419,35 @@ impl Indexer {
 
     /// Resolves `paths`, in parallel over database handles when there are enough of them.
     fn resolve_many(&self, paths: &[String]) -> Vec<(String, Arc<crate::db::ResolvedFile>, u64)> {
-        let files: Vec<(String, SourceFile)> = paths.iter().map(|p| (p.clone(), self.inputs[p])).collect();
+        let results = self.par_query(paths, |db, ws, file| (file_graph(db, ws, file), file_interface(db, ws, file)));
+        paths.iter().cloned().zip(results).map(|(p, (r, h))| (p, r, h)).collect()
+    }
+
+    /// Runs a query for each path, on several database handles when there are enough paths.
+    fn par_query<R: Send>(
+        &self,
+        paths: &[String],
+        query: impl Fn(&Database, Workspace, SourceFile) -> R + Sync,
+    ) -> Vec<R> {
+        let files: Vec<SourceFile> = paths.iter().map(|p| self.inputs[p]).collect();
         let ws = self.ws;
         let threads = if files.len() < 16 { 1 } else { self.options.threads.max(1) };
         if threads == 1 {
-            return files
-                .iter()
-                .map(|(p, f)| (p.clone(), file_graph(&self.db, ws, *f), file_interface(&self.db, ws, *f)))
-                .collect();
+            return files.iter().map(|f| query(&self.db, ws, *f)).collect();
         }
         let next = AtomicUsize::new(0);
-        let mut results: Vec<Vec<(usize, Arc<crate::db::ResolvedFile>, u64)>> = Vec::new();
+        let mut parts: Vec<Vec<(usize, R)>> = Vec::new();
         std::thread::scope(|scope| {
             let handles: Vec<_> = (0..threads)
                 .map(|_| {
                     let db = self.db.clone();
-                    let next = &next;
-                    let files = &files;
+                    let (next, files, query) = (&next, &files, &query);
                     scope.spawn(move || {
                         let mut out = Vec::new();
                         loop {
                             let i = next.fetch_add(1, Ordering::Relaxed);
-                            let Some((_, f)) = files.get(i) else { break };
-                            out.push((i, file_graph(&db, ws, *f), file_interface(&db, ws, *f)));
+                            let Some(f) = files.get(i) else { break };
+                            out.push((i, query(&db, ws, *f)));
                         }
                         out
                     })
@@ -442,13 +455,13 @@ impl Indexer {
                 .collect();
             for h in handles {
                 if let Ok(r) = h.join() {
-                    results.push(r);
+                    parts.push(r);
                 }
             }
         });
-        let mut flat: Vec<(usize, Arc<crate::db::ResolvedFile>, u64)> = results.into_iter().flatten().collect();
-        flat.sort_by_key(|(i, _, _)| *i);
-        flat.into_iter().map(|(i, r, h)| (files[i].0.clone(), r, h)).collect()
+        let mut flat: Vec<(usize, R)> = parts.into_iter().flatten().collect();
+        flat.sort_by_key(|(i, _)| *i);
+        flat.into_iter().map(|(_, r)| r).collect()
     }
 }
 
@@ -484,4 +497,23 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) ->
     let mut flat: Vec<(usize, R)> = parts.into_iter().flatten().collect();
     flat.sort_by_key(|(i, _)| *i);
     flat.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Phase timings on stderr when `FRESCO_TRACE` is set (for profiling, not for output).
+struct Trace {
+    enabled: bool,
+    last: std::cell::Cell<std::time::Instant>,
+}
+
+impl Trace {
+    fn start() -> Trace {
+        Trace { enabled: std::env::var_os("FRESCO_TRACE").is_some(), last: std::cell::Cell::new(std::time::Instant::now()) }
+    }
+    fn mark(&self, phase: &str) {
+        if self.enabled {
+            let now = std::time::Instant::now();
+            eprintln!("fresco: {phase}: {:.1} ms", (now - self.last.get()).as_secs_f64() * 1000.0);
+            self.last.set(now);
+        }
+    }
 }

@@ -1,0 +1,141 @@
+//! The query language's syntax tree.
+
+use fresco_graph::{EdgeKind, UnitKind};
+
+/// A pipeline: stages separated by `|`; each stage consumes the units the previous produced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Query {
+    pub stages: Vec<Stage>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Depth {
+    Limited(u32),
+    Unbounded,
+}
+
+/// How a unit is named in a query.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Symbol {
+    /// A qualified name or unit id (`requests.api.get`).
+    Name(String),
+    /// A glob over qualified names (`requests.*.get`).
+    Glob(String),
+    /// `file.py:LINE`: the innermost unit there.
+    Location { file: String, line: u32 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Traversal {
+    Callers,
+    Callees,
+    Deps,
+    Impact,
+    Supers,
+    Subs,
+    Imports,
+    Importers,
+    Members,
+}
+
+impl Traversal {
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Traversal::Callers => "callers",
+            Traversal::Callees => "callees",
+            Traversal::Deps => "deps",
+            Traversal::Impact => "impact",
+            Traversal::Supers => "supers",
+            Traversal::Subs => "subs",
+            Traversal::Imports => "imports",
+            Traversal::Importers => "importers",
+            Traversal::Members => "members",
+        }
+    }
+
+    /// The edge kinds followed and whether they are followed backwards (to the source).
+    pub fn edges(self) -> (&'static [EdgeKind], bool) {
+        use EdgeKind::*;
+        match self {
+            Traversal::Callers => (&[Calls], true),
+            Traversal::Callees => (&[Calls], false),
+            Traversal::Deps => (&[Calls, References, Inherits, Imports], false),
+            Traversal::Impact => (&[Calls, References, Inherits, Imports], true),
+            Traversal::Supers => (&[Inherits], false),
+            Traversal::Subs => (&[Inherits], true),
+            Traversal::Imports => (&[Imports], false),
+            Traversal::Importers => (&[Imports], true),
+            Traversal::Members => (&[Contains], false),
+        }
+    }
+
+    pub fn default_depth(self) -> Depth {
+        match self {
+            Traversal::Impact | Traversal::Supers | Traversal::Subs => Depth::Unbounded,
+            _ => Depth::Limited(1),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stage {
+    /// `callers X [depth N]` etc. Without a symbol, applies to every unit of the input.
+    Traverse { traversal: Traversal, symbol: Option<Symbol>, depth: Option<Depth> },
+    /// `path A -> B [via kinds]`.
+    Path { from: Symbol, to: Symbol, via: Vec<EdgeKind> },
+    /// `find ["glob"] [kind K] [in "file glob"]`; as a later stage, filters its input.
+    Find { pattern: Option<String>, kind: Option<UnitKind>, file: Option<String> },
+    /// `unresolved [in X]`.
+    Unresolved { scope: Option<Symbol> },
+    /// `cycles imports|calls`.
+    Cycles { kind: EdgeKind },
+    /// `changes since V`.
+    Changes { since: u64 },
+    /// `show X`: the unit itself, with its source.
+    Show { symbol: Symbol },
+    Where(Vec<Condition>),
+    Limit(usize),
+    OrderBy { field: Field, descending: bool },
+    Count,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    Name,
+    Kind,
+    File,
+    Line,
+    Depth,
+}
+
+impl Field {
+    pub fn parse(word: &str) -> Option<Field> {
+        Some(match word {
+            "name" => Field::Name,
+            "kind" => Field::Kind,
+            "file" => Field::File,
+            "line" | "start_line" => Field::Line,
+            "depth" => Field::Depth,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Comparison {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Condition {
+    Kind { kinds: Vec<UnitKind>, negated: bool },
+    NameGlob(String),
+    NameRegex(String),
+    FileGlob(String),
+    Depth(Comparison, u32),
+}

@@ -1,0 +1,748 @@
+//! The executor: runs a parsed [`Query`] over exactly one [`Snapshot`].
+//!
+//! Every stage maps a list of rows to a list of rows; rows name units (or external targets) and
+//! carry step-specific fields (depth, the edge they were reached by, the call-site line). Every
+//! query is bounded: a result limit, a time limit and a cancellation flag are checked as it runs,
+//! and hitting a limit marks the output `truncated` rather than failing.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use fresco_graph::{EdgeKind, Snapshot, UnitKind};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::ast::*;
+use crate::glob;
+use crate::parse::{ParseError, parse};
+
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// The most rows any stage may produce.
+    pub max_results: usize,
+    pub timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_results: 2000, timeout: Duration::from_secs(10) }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    #[error("{0}")]
+    Parse(#[from] ParseError),
+    #[error("no unit named '{name}'{}", suggestion_text(.suggestions))]
+    UnknownSymbol { name: String, suggestions: Vec<String> },
+    #[error("{0}")]
+    Invalid(String),
+    #[error("the query was cancelled")]
+    Cancelled,
+    #[error("version {since} is no longer in the history (oldest kept: {oldest}); a full refresh is needed")]
+    HistoryExpired { since: u64, oldest: u64 },
+}
+
+impl QueryError {
+    /// A stable machine-readable code for the error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            QueryError::Parse(_) => "PARSE_ERROR",
+            QueryError::UnknownSymbol { .. } => "UNKNOWN_SYMBOL",
+            QueryError::Invalid(_) => "INVALID_QUERY",
+            QueryError::Cancelled => "CANCELLED",
+            QueryError::HistoryExpired { .. } => "HISTORY_EXPIRED",
+        }
+    }
+}
+
+fn suggestion_text(s: &[String]) -> String {
+    if s.is_empty() { String::new() } else { format!("; did you mean: {}?", s.join(", ")) }
+}
+
+/// One result row.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Item {
+    pub name: String,
+    pub kind: &'static str,
+    pub file: Option<String>,
+    pub start_line: Option<u32>,
+    pub end_line: Option<u32>,
+    pub revision: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u32>,
+    /// The edge kind this row was reached by.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<&'static str>,
+    /// The unit it was reached from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// The call-site (or reference, import) line of that edge, in the file of the source unit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// For path and cycle results: which path or cycle the row belongs to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<usize>,
+    /// For unresolved call sites: the callee as written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub callee: Option<String>,
+    /// For `show` and `changes`: the unit's source or what happened to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change: Option<&'static str>,
+    /// Set by the daemon when the item's file changed on disk after the snapshot was taken.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stale: bool,
+}
+
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Output {
+    pub version: u64,
+    pub results: Vec<Item>,
+    pub truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<usize>,
+    /// Caveats: where "none" may mean "unknown" (unresolved call sites that could reach a unit).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Row {
+    id: String,
+    depth: Option<u32>,
+    via: Option<EdgeKind>,
+    from: Option<String>,
+    line: Option<u32>,
+    group: Option<usize>,
+    callee: Option<String>,
+    source: Option<String>,
+    change: Option<&'static str>,
+}
+
+impl Row {
+    fn unit(id: impl Into<String>) -> Row {
+        Row { id: id.into(), ..Row::default() }
+    }
+}
+
+/// What `changes since V` reads; the daemon keeps this history, an in-process query has none.
+pub trait History {
+    /// The ids of units added, removed or changed since `since`, with the change kind, or an
+    /// error when `since` is older than the history kept.
+    fn changes_since(&self, since: u64) -> Result<Vec<(String, &'static str)>, QueryError>;
+}
+
+pub struct Context<'a> {
+    pub snapshot: &'a Snapshot,
+    pub limits: Limits,
+    pub cancel: Option<Arc<AtomicBool>>,
+    pub history: Option<&'a dyn History>,
+}
+
+impl<'a> Context<'a> {
+    pub fn new(snapshot: &'a Snapshot) -> Context<'a> {
+        Context { snapshot, limits: Limits::default(), cancel: None, history: None }
+    }
+}
+
+pub fn run(ctx: &Context, text: &str) -> Result<Output, QueryError> {
+    let query = parse(text)?;
+    execute(ctx, &query)
+}
+
+struct Exec<'c, 'a> {
+    ctx: &'c Context<'a>,
+    started: Instant,
+    truncated: bool,
+    notes: Vec<String>,
+    ticks: u32,
+}
+
+impl Exec<'_, '_> {
+    fn snapshot(&self) -> &Snapshot {
+        self.ctx.snapshot
+    }
+
+    /// Checks the time limit and cancellation; `Ok(false)` means stop (time is up).
+    fn tick(&mut self) -> Result<bool, QueryError> {
+        self.ticks += 1;
+        if self.ticks % 256 != 0 {
+            return Ok(true);
+        }
+        if self.ctx.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Err(QueryError::Cancelled);
+        }
+        if self.started.elapsed() > self.ctx.limits.timeout {
+            self.truncated = true;
+            if !self.notes.iter().any(|n| n.starts_with("time limit")) {
+                self.notes.push(format!("time limit of {:?} reached", self.ctx.limits.timeout));
+            }
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn full(&mut self, rows: &[Row]) -> bool {
+        if rows.len() >= self.ctx.limits.max_results {
+            self.truncated = true;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+pub fn execute(ctx: &Context, query: &Query) -> Result<Output, QueryError> {
+    let mut exec = Exec { ctx, started: Instant::now(), truncated: false, notes: Vec::new(), ticks: 0 };
+    let mut rows: Vec<Row> = Vec::new();
+    let mut count = None;
+    for (i, stage) in query.stages.iter().enumerate() {
+        if count.is_some() {
+            return Err(QueryError::Invalid("'count' must be the last step".into()));
+        }
+        rows = run_stage(&mut exec, stage, rows, i == 0)?;
+        if let Stage::Count = stage {
+            count = Some(rows.len());
+        }
+    }
+    let snapshot = ctx.snapshot;
+    let results = if count.is_some() { Vec::new() } else { rows.iter().map(|r| item(snapshot, r)).collect() };
+    Ok(Output { version: snapshot.version(), results, truncated: exec.truncated, count, notes: exec.notes })
+}
+
+fn item(snapshot: &Snapshot, row: &Row) -> Item {
+    let mut item = Item {
+        name: row.id.clone(),
+        depth: row.depth,
+        via: row.via.map(EdgeKind::as_str),
+        from: row.from.clone(),
+        line: row.line,
+        group: row.group,
+        callee: row.callee.clone(),
+        source: row.source.clone(),
+        change: row.change,
+        ..Item::default()
+    };
+    match snapshot.unit(&row.id) {
+        Some(u) => {
+            item.kind = u.unit.kind.as_str();
+            item.file = Some(u.file.graph.path.clone());
+            item.start_line = Some(u.unit.start_line);
+            item.end_line = Some(u.unit.end_line);
+            item.revision = Some(u.file.graph.revision.to_string());
+        }
+        None => {
+            item.kind = if snapshot.is_external(&row.id) { "external" } else { "removed" };
+        }
+    }
+    item
+}
+
+fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Result<Vec<Row>, QueryError> {
+    match stage {
+        Stage::Traverse { traversal, symbol, depth } => {
+            let starts = match symbol {
+                Some(s) => resolve_symbol(exec.snapshot(), s)?,
+                None => input.iter().map(|r| r.id.clone()).collect(),
+            };
+            let depth = depth.clone().unwrap_or_else(|| traversal.default_depth());
+            let rows = traverse(exec, &starts, *traversal, &depth)?;
+            if starts.len() == 1 {
+                completeness_notes(exec, &starts[0], *traversal);
+            }
+            Ok(rows)
+        }
+        Stage::Path { from, to, via } => {
+            let from = resolve_symbol(exec.snapshot(), from)?;
+            let to = resolve_symbol(exec.snapshot(), to)?;
+            let kinds = if via.is_empty() { vec![EdgeKind::Calls] } else { via.clone() };
+            shortest_paths(exec, &from, &to, &kinds)
+        }
+        Stage::Find { pattern, kind, file } => {
+            let keep = |exec: &Exec, id: &str| -> bool {
+                let snapshot = exec.snapshot();
+                let unit = snapshot.unit(id);
+                if let Some(k) = kind {
+                    if snapshot.kind_of(id) != Some(*k) {
+                        return false;
+                    }
+                }
+                if let Some(f) = file {
+                    match unit {
+                        Some(u) if glob::matches(f, &u.file.graph.path) => {}
+                        _ => return false,
+                    }
+                }
+                if let Some(p) = pattern {
+                    let name = unit.map(|u| u.unit.name.as_str()).unwrap_or(id);
+                    let simple = name.rsplit('.').next().unwrap_or(name);
+                    if !(glob::matches(p, name) || glob::matches(p, simple) || glob::matches(p, id)) {
+                        return false;
+                    }
+                }
+                true
+            };
+            let mut rows = Vec::new();
+            if first {
+                let ids: Vec<String> = if *kind == Some(UnitKind::External) {
+                    exec.snapshot().externals().into_iter().map(str::to_string).collect()
+                } else {
+                    exec.snapshot().units().map(|u| u.unit.id.clone()).collect()
+                };
+                for id in ids {
+                    if !exec.tick()? {
+                        break;
+                    }
+                    if keep(exec, &id) {
+                        if exec.full(&rows) {
+                            break;
+                        }
+                        rows.push(Row::unit(id));
+                    }
+                }
+            } else {
+                rows = input.into_iter().filter(|r| keep(exec, &r.id)).collect();
+            }
+            Ok(rows)
+        }
+        Stage::Show { symbol } => {
+            let ids = resolve_symbol(exec.snapshot(), symbol)?;
+            Ok(ids
+                .into_iter()
+                .map(|id| {
+                    let source = exec.snapshot().unit(&id).map(|u| u.file.source_of(u.unit).to_string());
+                    Row { source, ..Row::unit(id) }
+                })
+                .collect())
+        }
+        Stage::Unresolved { scope } => unresolved(exec, scope.as_ref()),
+        Stage::Cycles { kind } => cycles(exec, *kind),
+        Stage::Changes { since } => {
+            let Some(history) = exec.ctx.history else {
+                return Err(QueryError::Invalid(
+                    "'changes since' needs the version history that a running daemon keeps (start one with `fresco serve`)"
+                        .into(),
+                ));
+            };
+            let changes = history.changes_since(*since)?;
+            Ok(changes.into_iter().map(|(id, change)| Row { change: Some(change), ..Row::unit(id) }).collect())
+        }
+        Stage::Where(conditions) => {
+            let snapshot = exec.snapshot();
+            Ok(input.into_iter().filter(|r| conditions.iter().all(|c| condition_holds(snapshot, r, c))).collect())
+        }
+        Stage::Limit(n) => {
+            let mut rows = input;
+            rows.truncate(*n);
+            Ok(rows)
+        }
+        Stage::OrderBy { field, descending } => {
+            let snapshot = exec.snapshot();
+            let mut rows = input;
+            rows.sort_by(|a, b| {
+                let ord = compare_rows(snapshot, a, b, *field);
+                if *descending { ord.reverse() } else { ord }
+            });
+            Ok(rows)
+        }
+        Stage::Count => Ok(input),
+    }
+}
+
+fn compare_rows(snapshot: &Snapshot, a: &Row, b: &Row, field: Field) -> std::cmp::Ordering {
+    match field {
+        Field::Name => a.id.cmp(&b.id),
+        Field::Depth => a.depth.cmp(&b.depth),
+        Field::Kind => snapshot.kind_of(&a.id).cmp(&snapshot.kind_of(&b.id)),
+        Field::File | Field::Line => {
+            let key = |r: &Row| {
+                snapshot.unit(&r.id).map(|u| (u.file.graph.path.clone(), u.unit.start_line)).unwrap_or_default()
+            };
+            key(a).cmp(&key(b))
+        }
+    }
+}
+
+fn condition_holds(snapshot: &Snapshot, row: &Row, condition: &Condition) -> bool {
+    match condition {
+        Condition::Kind { kinds, negated } => {
+            let k = snapshot.kind_of(&row.id);
+            kinds.iter().any(|x| Some(*x) == k) != *negated
+        }
+        Condition::NameGlob(p) => {
+            let simple = row.id.rsplit('.').next().unwrap_or(&row.id);
+            glob::matches(p, &row.id) || glob::matches(p, simple)
+        }
+        Condition::NameRegex(p) => regex::Regex::new(p).map(|re| re.is_match(&row.id)).unwrap_or(false),
+        Condition::FileGlob(p) => snapshot.unit(&row.id).is_some_and(|u| glob::matches(p, &u.file.graph.path)),
+        Condition::Depth(op, n) => {
+            let d = row.depth.unwrap_or(0);
+            match op {
+                Comparison::Eq => d == *n,
+                Comparison::Ne => d != *n,
+                Comparison::Lt => d < *n,
+                Comparison::Le => d <= *n,
+                Comparison::Gt => d > *n,
+                Comparison::Ge => d >= *n,
+            }
+        }
+    }
+}
+
+/// Resolves a symbol to unit ids, or fails with suggestions.
+pub fn resolve_symbol(snapshot: &Snapshot, symbol: &Symbol) -> Result<Vec<String>, QueryError> {
+    match symbol {
+        Symbol::Name(name) => {
+            if snapshot.contains_unit(name) || snapshot.is_external(name) {
+                return Ok(vec![name.clone()]);
+            }
+            let by_name: Vec<String> =
+                snapshot.units().filter(|u| u.unit.name == *name).map(|u| u.unit.id.clone()).collect();
+            if !by_name.is_empty() {
+                return Ok(by_name);
+            }
+            Err(QueryError::UnknownSymbol { name: name.clone(), suggestions: suggestions(snapshot, name) })
+        }
+        Symbol::Glob(pattern) => {
+            let ids: Vec<String> = snapshot
+                .units()
+                .filter(|u| glob::matches(pattern, &u.unit.id))
+                .map(|u| u.unit.id.clone())
+                .chain(snapshot.externals().into_iter().filter(|x| glob::matches(pattern, x)).map(str::to_string))
+                .collect();
+            if ids.is_empty() {
+                return Err(QueryError::UnknownSymbol { name: pattern.clone(), suggestions: Vec::new() });
+            }
+            Ok(ids)
+        }
+        Symbol::Location { file, line } => {
+            let entry = snapshot.file(file).cloned().or_else(|| {
+                let suffix = format!("/{file}");
+                let matches: Vec<_> = snapshot.files().filter(|f| f.graph.path.ends_with(&suffix)).cloned().collect();
+                if matches.len() == 1 { matches.into_iter().next() } else { None }
+            });
+            let Some(entry) = entry else {
+                return Err(QueryError::Invalid(format!("no indexed file '{file}' (or the name is ambiguous)")));
+            };
+            let innermost = entry
+                .graph
+                .units
+                .iter()
+                .filter(|u| u.start_line <= *line && *line <= u.end_line)
+                .min_by_key(|u| (u.end_line - u.start_line, std::cmp::Reverse(u.start_line)));
+            match innermost {
+                Some(u) => Ok(vec![u.id.clone()]),
+                None => Err(QueryError::Invalid(format!("{file} has no unit at line {line}"))),
+            }
+        }
+    }
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut cur = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The closest existing names: same last segment first, then by edit distance.
+fn suggestions(snapshot: &Snapshot, name: &str) -> Vec<String> {
+    let last = name.rsplit('.').next().unwrap_or(name).to_ascii_lowercase();
+    let mut scored: Vec<(usize, String)> = Vec::new();
+    for u in snapshot.units() {
+        let id = &u.unit.id;
+        let simple = id.rsplit('.').next().unwrap_or(id).to_ascii_lowercase();
+        let close_simple = simple == last || (last.len() > 3 && simple.contains(&last)) || edit_distance(&simple, &last) <= 2;
+        if close_simple || (id.len().abs_diff(name.len()) <= 3 && edit_distance(id, name) <= 3) {
+            scored.push((edit_distance(id, name), id.clone()));
+        }
+    }
+    scored.sort();
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored.into_iter().take(5).map(|(_, id)| id).collect()
+}
+
+fn neighbours<'s>(snapshot: &'s Snapshot, id: &str, traversal: Traversal) -> Vec<(String, EdgeKind, Option<u32>)> {
+    let (kinds, backward) = traversal.edges();
+    let mut out = Vec::new();
+    if backward {
+        // Importers of a module also import the names defined in it.
+        let mut targets = vec![id.to_string()];
+        if traversal == Traversal::Importers {
+            if let Some(u) = snapshot.unit(id) {
+                if u.unit.kind == UnitKind::Module {
+                    targets.extend(u.file.graph.units.iter().skip(1).map(|x| x.id.clone()));
+                }
+            }
+        }
+        for target in &targets {
+            for (edge, _) in snapshot.edges_to(target) {
+                if kinds.contains(&edge.kind) && edge.src != id {
+                    out.push((edge.src.clone(), edge.kind, edge.line));
+                }
+            }
+        }
+    } else {
+        for (edge, _) in snapshot.edges_from(id) {
+            if kinds.contains(&edge.kind) && edge.dst != id {
+                out.push((edge.dst.clone(), edge.kind, edge.line));
+            }
+        }
+    }
+    out
+}
+
+fn traverse(exec: &mut Exec, starts: &[String], traversal: Traversal, depth: &Depth) -> Result<Vec<Row>, QueryError> {
+    let max_depth = match depth {
+        Depth::Limited(n) => *n,
+        Depth::Unbounded => u32::MAX,
+    };
+    let mut seen: FxHashSet<String> = starts.iter().cloned().collect();
+    let mut queue: VecDeque<(String, u32)> = starts.iter().map(|s| (s.clone(), 0)).collect();
+    let mut rows = Vec::new();
+    'outer: while let Some((node, d)) = queue.pop_front() {
+        if d >= max_depth {
+            continue;
+        }
+        for (next, kind, line) in neighbours(exec.snapshot(), &node, traversal) {
+            if !exec.tick()? {
+                break 'outer;
+            }
+            if !seen.insert(next.clone()) {
+                continue;
+            }
+            if exec.full(&rows) {
+                break 'outer;
+            }
+            rows.push(Row {
+                id: next.clone(),
+                depth: Some(d + 1),
+                via: Some(kind),
+                from: Some(node.clone()),
+                line,
+                ..Row::default()
+            });
+            queue.push_back((next, d + 1));
+        }
+    }
+    Ok(rows)
+}
+
+/// "None" is not "unknown": say when call sites that fresco could not resolve might reach the
+/// unit (callers), or when the unit itself has unresolved call sites (callees).
+fn completeness_notes(exec: &mut Exec, id: &str, traversal: Traversal) {
+    let snapshot = exec.ctx.snapshot;
+    let Some(unit) = snapshot.unit(id) else { return };
+    match traversal {
+        Traversal::Callers | Traversal::Impact if unit.unit.kind.is_callable() || unit.unit.kind == UnitKind::Class => {
+            let simple = unit.unit.name.rsplit('.').next().unwrap_or("");
+            let mut count = 0;
+            for file in snapshot.files() {
+                for u in &file.graph.unresolved {
+                    let callee_last = u.callee.rsplit(['.', ' ']).next().unwrap_or("");
+                    if callee_last == simple {
+                        count += 1;
+                    }
+                }
+            }
+            if count > 0 {
+                exec.notes.push(format!(
+                    "{count} unresolved call site(s) named '{simple}' might also reach {id}: the list may be incomplete (see `unresolved`)"
+                ));
+            }
+        }
+        Traversal::Callees | Traversal::Deps => {
+            let own: Vec<&fresco_graph::Unresolved> =
+                unit.file.graph.unresolved.iter().filter(|u| u.caller == id).collect();
+            if !own.is_empty() {
+                let sample: Vec<String> = own.iter().take(5).map(|u| format!("{} (line {})", u.callee, u.line)).collect();
+                exec.notes.push(format!(
+                    "{id} has {} unresolved call site(s): {}{}",
+                    own.len(),
+                    sample.join(", "),
+                    if own.len() > 5 { ", ..." } else { "" }
+                ));
+            }
+        }
+        _ => {}
+    }
+}
+
+fn unresolved(exec: &mut Exec, scope: Option<&Symbol>) -> Result<Vec<Row>, QueryError> {
+    let snapshot = exec.ctx.snapshot;
+    let ids = match scope {
+        Some(s) => Some(resolve_symbol(snapshot, s)?),
+        None => None,
+    };
+    let mut rows = Vec::new();
+    for file in snapshot.files() {
+        for u in &file.graph.unresolved {
+            let wanted = match &ids {
+                None => true,
+                Some(ids) => ids.iter().any(|id| {
+                    u.caller == *id || u.caller.starts_with(&format!("{id}.")) || file.graph.module == *id
+                }),
+            };
+            if wanted {
+                if exec.full(&rows) {
+                    return Ok(rows);
+                }
+                rows.push(Row { callee: Some(u.callee.clone()), line: Some(u.line), ..Row::unit(u.caller.clone()) });
+            }
+        }
+    }
+    Ok(rows)
+}
+
+fn cycles(exec: &mut Exec, kind: EdgeKind) -> Result<Vec<Row>, QueryError> {
+    let snapshot = exec.ctx.snapshot;
+    let mut graph: petgraph::graph::DiGraph<String, ()> = petgraph::graph::DiGraph::new();
+    let mut index: FxHashMap<String, petgraph::graph::NodeIndex> = FxHashMap::default();
+    let mut node = |g: &mut petgraph::graph::DiGraph<String, ()>, id: &str| {
+        *index.entry(id.to_string()).or_insert_with(|| g.add_node(id.to_string()))
+    };
+    for (edge, file) in snapshot.edges() {
+        if edge.kind != kind {
+            continue;
+        }
+        let (src, dst) = if kind == EdgeKind::Imports {
+            // Module-level graph: an import of a name counts as an import of its module.
+            match snapshot.unit(&edge.dst) {
+                Some(u) => (file.graph.module.clone(), u.file.graph.module.clone()),
+                None => continue,
+            }
+        } else {
+            if !snapshot.contains_unit(&edge.dst) {
+                continue;
+            }
+            (edge.src.clone(), edge.dst.clone())
+        };
+        if src == dst && kind == EdgeKind::Imports {
+            continue;
+        }
+        let a = node(&mut graph, &src);
+        let b = node(&mut graph, &dst);
+        graph.update_edge(a, b, ());
+    }
+    let mut sccs: Vec<Vec<String>> = petgraph::algo::tarjan_scc(&graph)
+        .into_iter()
+        .filter(|c| c.len() > 1 || graph.contains_edge(c[0], c[0]))
+        .map(|c| {
+            let mut names: Vec<String> = c.into_iter().map(|n| graph[n].clone()).collect();
+            names.sort();
+            names
+        })
+        .collect();
+    sccs.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    let mut rows = Vec::new();
+    for (i, cycle) in sccs.into_iter().enumerate() {
+        for id in cycle {
+            if exec.full(&rows) {
+                return Ok(rows);
+            }
+            rows.push(Row { group: Some(i), ..Row::unit(id) });
+        }
+    }
+    Ok(rows)
+}
+
+/// All shortest paths (up to a bound) from any of `from` to any of `to` over `kinds`.
+fn shortest_paths(exec: &mut Exec, from: &[String], to: &[String], kinds: &[EdgeKind]) -> Result<Vec<Row>, QueryError> {
+    const MAX_PATHS: usize = 10;
+    let snapshot = exec.ctx.snapshot;
+    let targets: FxHashSet<&str> = to.iter().map(String::as_str).collect();
+    let mut dist: FxHashMap<String, u32> = from.iter().map(|f| (f.clone(), 0)).collect();
+    // Parents at the previous distance, with the edge used.
+    let mut parents: FxHashMap<String, Vec<(String, EdgeKind, Option<u32>)>> = FxHashMap::default();
+    let mut frontier: Vec<String> = from.to_vec();
+    let mut found: Vec<String> = from.iter().filter(|f| targets.contains(f.as_str())).cloned().collect();
+    let mut d = 0;
+    while found.is_empty() && !frontier.is_empty() {
+        d += 1;
+        let mut next = Vec::new();
+        for node in &frontier {
+            for (edge, _) in snapshot.edges_from(node) {
+                if !exec.tick()? {
+                    return Ok(Vec::new());
+                }
+                if !kinds.contains(&edge.kind) {
+                    continue;
+                }
+                match dist.get(&edge.dst) {
+                    Some(&dd) if dd < d => continue,
+                    Some(_) => {}
+                    None => {
+                        dist.insert(edge.dst.clone(), d);
+                        next.push(edge.dst.clone());
+                        if targets.contains(edge.dst.as_str()) {
+                            found.push(edge.dst.clone());
+                        }
+                    }
+                }
+                let list = parents.entry(edge.dst.clone()).or_default();
+                if !list.iter().any(|(p, k, _)| p == node && *k == edge.kind) {
+                    list.push((node.clone(), edge.kind, edge.line));
+                }
+            }
+        }
+        frontier = next;
+    }
+    // Enumerate paths backwards from each target.
+    let mut paths: Vec<Vec<(String, Option<(EdgeKind, Option<u32>, String)>)>> = Vec::new();
+    fn walk(
+        node: &str,
+        parents: &FxHashMap<String, Vec<(String, EdgeKind, Option<u32>)>>,
+        dist: &FxHashMap<String, u32>,
+        suffix: &mut Vec<(String, Option<(EdgeKind, Option<u32>, String)>)>,
+        out: &mut Vec<Vec<(String, Option<(EdgeKind, Option<u32>, String)>)>>,
+    ) {
+        if out.len() >= MAX_PATHS {
+            return;
+        }
+        let here = dist.get(node).copied().unwrap_or(0);
+        if here == 0 {
+            let mut path = vec![(node.to_string(), None)];
+            path.extend(suffix.iter().rev().cloned());
+            out.push(path);
+            return;
+        }
+        for (parent, kind, line) in parents.get(node).map(Vec::as_slice).unwrap_or(&[]) {
+            if dist.get(parent).copied() != Some(here - 1) {
+                continue;
+            }
+            suffix.push((node.to_string(), Some((*kind, *line, parent.clone()))));
+            walk(parent, parents, dist, suffix, out);
+            suffix.pop();
+        }
+    }
+    found.sort();
+    for target in &found {
+        walk(target, &parents, &dist, &mut Vec::new(), &mut paths);
+    }
+    if paths.len() >= MAX_PATHS {
+        exec.truncated = true;
+        exec.notes.push(format!("more than {MAX_PATHS} shortest paths; showing {MAX_PATHS}"));
+    }
+    let mut rows = Vec::new();
+    for (i, path) in paths.into_iter().enumerate() {
+        for (step, (id, edge)) in path.into_iter().enumerate() {
+            let (via, line, from) = match edge {
+                Some((k, l, f)) => (Some(k), l, Some(f)),
+                None => (None, None, None),
+            };
+            rows.push(Row { id, depth: Some(step as u32), via, line, from, group: Some(i), ..Row::default() });
+        }
+    }
+    Ok(rows)
+}

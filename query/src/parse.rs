@@ -1,0 +1,602 @@
+//! The parser: text to [`Query`], with errors that point at a position and say what was expected.
+
+use std::fmt;
+
+use fresco_graph::{EdgeKind, UnitKind};
+
+use crate::ast::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct ParseError {
+    /// Byte offset in the query text.
+    pub position: usize,
+    pub message: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "at column {}: {}", self.position + 1, self.message)
+    }
+}
+
+impl ParseError {
+    /// The query with a caret under the error position, then the message.
+    pub fn render(&self, query: &str) -> String {
+        let column = query[..self.position.min(query.len())].chars().count();
+        format!("{query}\n{}^\n{}", " ".repeat(column), self.message)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Tok {
+    Word(String),
+    Str(String),
+    Pipe,
+    Arrow,
+    Comma,
+    Op(&'static str),
+    End,
+}
+
+impl Tok {
+    fn describe(&self) -> String {
+        match self {
+            Tok::Word(w) => format!("'{w}'"),
+            Tok::Str(s) => format!("\"{s}\""),
+            Tok::Pipe => "'|'".into(),
+            Tok::Arrow => "'->'".into(),
+            Tok::Comma => "','".into(),
+            Tok::Op(o) => format!("'{o}'"),
+            Tok::End => "the end of the query".into(),
+        }
+    }
+}
+
+fn lex(text: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if c.is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        match c {
+            b'|' => {
+                out.push((Tok::Pipe, i));
+                i += 1;
+            }
+            b',' => {
+                out.push((Tok::Comma, i));
+                i += 1;
+            }
+            b'-' if bytes.get(i + 1) == Some(&b'>') => {
+                out.push((Tok::Arrow, i));
+                i += 2;
+            }
+            b'"' | b'\'' => {
+                let quote = c;
+                let mut value = String::new();
+                i += 1;
+                let mut closed = false;
+                while i < bytes.len() {
+                    let ch = text[i..].chars().next().unwrap_or('\0');
+                    if bytes[i] == b'\\' && i + 1 < bytes.len() {
+                        let next = text[i + 1..].chars().next().unwrap_or('\0');
+                        match next {
+                            'n' => value.push('\n'),
+                            't' => value.push('\t'),
+                            other => value.push(other),
+                        }
+                        i += 1 + next.len_utf8();
+                        continue;
+                    }
+                    if bytes[i] == quote {
+                        closed = true;
+                        i += 1;
+                        break;
+                    }
+                    value.push(ch);
+                    i += ch.len_utf8();
+                }
+                if !closed {
+                    return Err(ParseError { position: start, message: "unterminated string: expected a closing quote".into() });
+                }
+                out.push((Tok::Str(value), start));
+            }
+            b'!' if bytes.get(i + 1) == Some(&b'=') => {
+                out.push((Tok::Op("!="), i));
+                i += 2;
+            }
+            b'<' | b'>' => {
+                let op = match (c, bytes.get(i + 1)) {
+                    (b'<', Some(b'=')) => "<=",
+                    (b'>', Some(b'=')) => ">=",
+                    (b'<', _) => "<",
+                    _ => ">",
+                };
+                i += op.len();
+                out.push((Tok::Op(op), start));
+            }
+            b'=' => {
+                i += if bytes.get(i + 1) == Some(&b'=') { 2 } else { 1 };
+                out.push((Tok::Op("="), start));
+            }
+            b'~' => {
+                out.push((Tok::Op("~"), i));
+                i += 1;
+            }
+            _ => {
+                while i < bytes.len() {
+                    let b = bytes[i];
+                    if b.is_ascii_whitespace() || matches!(b, b'|' | b',' | b'"' | b'\'' | b'=' | b'<' | b'>' | b'!' | b'~') {
+                        break;
+                    }
+                    if b == b'-' && bytes.get(i + 1) == Some(&b'>') {
+                        break;
+                    }
+                    i += 1;
+                }
+                if i == start {
+                    return Err(ParseError { position: start, message: format!("unexpected character '{}'", c as char) });
+                }
+                out.push((Tok::Word(text[start..i].to_string()), start));
+            }
+        }
+    }
+    out.push((Tok::End, text.len()));
+    Ok(out)
+}
+
+struct Parser {
+    toks: Vec<(Tok, usize)>,
+    pos: usize,
+}
+
+const STAGE_KEYWORDS: &str = "callers, callees, deps, impact, path, imports, importers, supers, subs, members, find, \
+show, unresolved, cycles, changes, where, limit, order by, count";
+
+impl Parser {
+    fn peek(&self) -> &Tok {
+        &self.toks[self.pos].0
+    }
+    fn at(&self) -> usize {
+        self.toks[self.pos].1
+    }
+    fn bump(&mut self) -> Tok {
+        let t = self.toks[self.pos].0.clone();
+        if self.pos + 1 < self.toks.len() {
+            self.pos += 1;
+        }
+        t
+    }
+    fn error<T>(&self, message: String) -> Result<T, ParseError> {
+        Err(ParseError { position: self.at(), message })
+    }
+    fn expected<T>(&self, what: &str) -> Result<T, ParseError> {
+        self.error(format!("expected {what}, found {}", self.peek().describe()))
+    }
+    fn is_word(&self, w: &str) -> bool {
+        matches!(self.peek(), Tok::Word(x) if x.eq_ignore_ascii_case(w))
+    }
+    fn eat_word(&mut self, w: &str) -> bool {
+        if self.is_word(w) {
+            self.bump();
+            true
+        } else {
+            false
+        }
+    }
+    fn at_stage_end(&self) -> bool {
+        matches!(self.peek(), Tok::Pipe | Tok::End)
+    }
+
+    fn query(&mut self) -> Result<Query, ParseError> {
+        let mut stages = Vec::new();
+        loop {
+            stages.push(self.stage(stages.is_empty())?);
+            match self.peek() {
+                Tok::Pipe => {
+                    self.bump();
+                }
+                Tok::End => break,
+                _ => return self.expected("'|' or the end of the query"),
+            }
+        }
+        Ok(Query { stages })
+    }
+
+    fn stage(&mut self, first: bool) -> Result<Stage, ParseError> {
+        let Tok::Word(word) = self.peek().clone() else {
+            return self.expected(&format!("a query step ({STAGE_KEYWORDS})"));
+        };
+        let keyword = word.to_ascii_lowercase();
+        let traversal = match keyword.as_str() {
+            "callers" => Some(Traversal::Callers),
+            "callees" => Some(Traversal::Callees),
+            "deps" => Some(Traversal::Deps),
+            "impact" => Some(Traversal::Impact),
+            "supers" => Some(Traversal::Supers),
+            "subs" => Some(Traversal::Subs),
+            "imports" => Some(Traversal::Imports),
+            "importers" => Some(Traversal::Importers),
+            "members" => Some(Traversal::Members),
+            _ => None,
+        };
+        if let Some(traversal) = traversal {
+            self.bump();
+            let symbol = if self.at_stage_end() || self.is_word("depth") {
+                if first {
+                    return self.expected(&format!("a unit name after '{}'", traversal.keyword()));
+                }
+                None
+            } else {
+                Some(self.symbol()?)
+            };
+            let depth = if self.eat_word("depth") { Some(self.depth()?) } else { None };
+            return Ok(Stage::Traverse { traversal, symbol, depth });
+        }
+        match keyword.as_str() {
+            "path" => {
+                self.bump();
+                let from = self.symbol()?;
+                if !matches!(self.peek(), Tok::Arrow) {
+                    return self.expected("'->' between the two ends of the path");
+                }
+                self.bump();
+                let to = self.symbol()?;
+                let mut via = Vec::new();
+                if self.eat_word("via") {
+                    loop {
+                        via.push(self.edge_kind()?);
+                        if !matches!(self.peek(), Tok::Comma) {
+                            break;
+                        }
+                        self.bump();
+                    }
+                }
+                Ok(Stage::Path { from, to, via })
+            }
+            "find" => {
+                self.bump();
+                let mut pattern = None;
+                let mut kind = None;
+                let mut file = None;
+                loop {
+                    match self.peek().clone() {
+                        Tok::Str(s) if pattern.is_none() => {
+                            self.bump();
+                            pattern = Some(s);
+                        }
+                        Tok::Word(w) if w.eq_ignore_ascii_case("kind") => {
+                            self.bump();
+                            kind = Some(self.unit_kind()?);
+                        }
+                        Tok::Word(w) if w.eq_ignore_ascii_case("in") => {
+                            self.bump();
+                            match self.bump() {
+                                Tok::Str(s) | Tok::Word(s) => file = Some(s),
+                                _ => {
+                                    self.pos -= 1;
+                                    return self.expected("a quoted file glob after 'in'");
+                                }
+                            }
+                        }
+                        Tok::Word(w) if pattern.is_none() && !is_keyword(&w) => {
+                            self.bump();
+                            pattern = Some(w);
+                        }
+                        _ => break,
+                    }
+                }
+                Ok(Stage::Find { pattern, kind, file })
+            }
+            "show" => {
+                self.bump();
+                Ok(Stage::Show { symbol: self.symbol()? })
+            }
+            "unresolved" => {
+                self.bump();
+                let scope = if self.eat_word("in") { Some(self.symbol()?) } else { None };
+                Ok(Stage::Unresolved { scope })
+            }
+            "cycles" => {
+                self.bump();
+                let kind = if self.at_stage_end() { EdgeKind::Imports } else { self.edge_kind()? };
+                if !matches!(kind, EdgeKind::Imports | EdgeKind::Calls | EdgeKind::Inherits) {
+                    return self.error("cycles are computed over imports, calls or inherits".into());
+                }
+                Ok(Stage::Cycles { kind })
+            }
+            "changes" => {
+                self.bump();
+                if !self.eat_word("since") {
+                    return self.expected("'since' after 'changes'");
+                }
+                let since = self.number()? as u64;
+                Ok(Stage::Changes { since })
+            }
+            "where" => {
+                self.bump();
+                let mut conditions = vec![self.condition()?];
+                while self.eat_word("and") {
+                    conditions.push(self.condition()?);
+                }
+                Ok(Stage::Where(conditions))
+            }
+            "limit" => {
+                self.bump();
+                Ok(Stage::Limit(self.number()? as usize))
+            }
+            "order" => {
+                self.bump();
+                if !self.eat_word("by") {
+                    return self.expected("'by' after 'order'");
+                }
+                let field = match self.peek().clone() {
+                    Tok::Word(w) => match Field::parse(&w.to_ascii_lowercase()) {
+                        Some(f) => {
+                            self.bump();
+                            f
+                        }
+                        None => return self.expected("a field to order by (name, kind, file, line, depth)"),
+                    },
+                    _ => return self.expected("a field to order by (name, kind, file, line, depth)"),
+                };
+                let descending = if self.eat_word("desc") {
+                    true
+                } else {
+                    self.eat_word("asc");
+                    false
+                };
+                Ok(Stage::OrderBy { field, descending })
+            }
+            "count" => {
+                self.bump();
+                Ok(Stage::Count)
+            }
+            _ => self.error(format!("unknown query step '{word}': expected one of {STAGE_KEYWORDS}")),
+        }
+    }
+
+    fn symbol(&mut self) -> Result<Symbol, ParseError> {
+        let text = match self.peek().clone() {
+            Tok::Word(w) if !is_keyword(&w) => w,
+            Tok::Str(s) => s,
+            _ => return self.expected("a unit: a qualified name, a glob, or file.py:LINE"),
+        };
+        self.bump();
+        if let Some((file, line)) = text.rsplit_once(':') {
+            if let Ok(line) = line.parse::<u32>() {
+                return Ok(Symbol::Location { file: file.to_string(), line });
+            }
+        }
+        if text.contains(['*', '?', '[']) {
+            return Ok(Symbol::Glob(text));
+        }
+        Ok(Symbol::Name(text))
+    }
+
+    fn depth(&mut self) -> Result<Depth, ParseError> {
+        match self.peek().clone() {
+            Tok::Word(w) if w == "*" => {
+                self.bump();
+                Ok(Depth::Unbounded)
+            }
+            Tok::Word(w) => match w.parse::<u32>() {
+                Ok(n) if n > 0 => {
+                    self.bump();
+                    Ok(Depth::Limited(n))
+                }
+                _ => self.expected("a depth: a positive number or '*'"),
+            },
+            _ => self.expected("a depth: a positive number or '*'"),
+        }
+    }
+
+    fn number(&mut self) -> Result<usize, ParseError> {
+        match self.peek().clone() {
+            Tok::Word(w) => match w.parse::<usize>() {
+                Ok(n) => {
+                    self.bump();
+                    Ok(n)
+                }
+                Err(_) => self.expected("a number"),
+            },
+            _ => self.expected("a number"),
+        }
+    }
+
+    fn unit_kind(&mut self) -> Result<UnitKind, ParseError> {
+        if let Tok::Word(w) = self.peek().clone() {
+            if let Some(k) = UnitKind::parse(&w.to_ascii_lowercase()) {
+                self.bump();
+                return Ok(k);
+            }
+        }
+        self.expected("a unit kind (module, class, function, method, variable, external)")
+    }
+
+    fn edge_kind(&mut self) -> Result<EdgeKind, ParseError> {
+        if let Tok::Word(w) = self.peek().clone() {
+            if let Some(k) = EdgeKind::parse(&w.to_ascii_lowercase()) {
+                self.bump();
+                return Ok(k);
+            }
+        }
+        self.expected("an edge kind (contains, imports, inherits, calls, references)")
+    }
+
+    fn condition(&mut self) -> Result<Condition, ParseError> {
+        let Tok::Word(field) = self.peek().clone() else {
+            return self.expected("a condition on kind, name, file or depth");
+        };
+        self.bump();
+        match field.to_ascii_lowercase().as_str() {
+            "kind" => {
+                let negated = match self.peek() {
+                    Tok::Op("!=") => {
+                        self.bump();
+                        true
+                    }
+                    Tok::Op("=") => {
+                        self.bump();
+                        false
+                    }
+                    _ => self.eat_word("is") && self.eat_word("not"),
+                };
+                let mut kinds = vec![self.unit_kind()?];
+                while matches!(self.peek(), Tok::Comma) {
+                    self.bump();
+                    kinds.push(self.unit_kind()?);
+                }
+                Ok(Condition::Kind { kinds, negated })
+            }
+            "name" => {
+                let regex = match self.peek() {
+                    Tok::Op("~") => {
+                        self.bump();
+                        true
+                    }
+                    Tok::Op("=") => {
+                        self.bump();
+                        false
+                    }
+                    _ => {
+                        if self.eat_word("matches") {
+                            true
+                        } else {
+                            self.eat_word("glob");
+                            false
+                        }
+                    }
+                };
+                let pattern = self.pattern()?;
+                if regex {
+                    if let Err(e) = regex::Regex::new(&pattern) {
+                        return self.error(format!("invalid regular expression: {e}"));
+                    }
+                    Ok(Condition::NameRegex(pattern))
+                } else {
+                    Ok(Condition::NameGlob(pattern))
+                }
+            }
+            "file" => {
+                if matches!(self.peek(), Tok::Op("=")) {
+                    self.bump();
+                }
+                self.eat_word("glob");
+                Ok(Condition::FileGlob(self.pattern()?))
+            }
+            "depth" => {
+                let op = match self.bump() {
+                    Tok::Op("=") => Comparison::Eq,
+                    Tok::Op("!=") => Comparison::Ne,
+                    Tok::Op("<") => Comparison::Lt,
+                    Tok::Op("<=") => Comparison::Le,
+                    Tok::Op(">") => Comparison::Gt,
+                    Tok::Op(">=") => Comparison::Ge,
+                    _ => {
+                        self.pos -= 1;
+                        return self.expected("a comparison (=, !=, <, <=, >, >=) after 'depth'");
+                    }
+                };
+                Ok(Condition::Depth(op, self.number()? as u32))
+            }
+            other => {
+                self.pos -= 1;
+                self.error(format!("unknown condition '{other}': expected kind, name, file or depth"))
+            }
+        }
+    }
+
+    fn pattern(&mut self) -> Result<String, ParseError> {
+        match self.peek().clone() {
+            Tok::Str(s) | Tok::Word(s) => {
+                self.bump();
+                Ok(s)
+            }
+            _ => self.expected("a pattern (quote it if it has spaces)"),
+        }
+    }
+}
+
+fn is_keyword(word: &str) -> bool {
+    matches!(
+        word.to_ascii_lowercase().as_str(),
+        "depth" | "kind" | "in" | "via" | "where" | "and" | "limit" | "order" | "by" | "count"
+    )
+}
+
+pub fn parse(text: &str) -> Result<Query, ParseError> {
+    let toks = lex(text)?;
+    let mut parser = Parser { toks, pos: 0 };
+    if matches!(parser.peek(), Tok::End) {
+        return parser.expected(&format!("a query step ({STAGE_KEYWORDS})"));
+    }
+    parser.query()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_documented_forms() {
+        for q in [
+            "callers requests.api.request",
+            "callers requests.api.request depth 3",
+            "callees requests.api.get depth 2",
+            "deps requests.sessions.Session.request",
+            "impact requests.utils.to_key_val_list",
+            "path requests.api.get -> requests.adapters.HTTPAdapter.send",
+            "imports requests.sessions",
+            "importers requests.utils",
+            "supers requests.sessions.Session",
+            "subs requests.adapters.BaseAdapter",
+            "members requests.sessions.Session",
+            "find \"to_key*\" kind function",
+            "unresolved in requests.sessions",
+            "cycles imports",
+            "changes since 42",
+            "find kind class in \"django/db/*\" | subs depth * | count",
+            "callers x | where kind = method and name ~ \"^a.*\" | order by name desc | limit 5",
+        ] {
+            parse(q).unwrap_or_else(|e| panic!("{q}: {}", e.render(q)));
+        }
+        let q = parse("path a.b -> c.d").unwrap();
+        assert_eq!(
+            q.stages,
+            vec![Stage::Path { from: Symbol::Name("a.b".into()), to: Symbol::Name("c.d".into()), via: vec![] }]
+        );
+        assert_eq!(
+            parse("callers src/x.py:12").unwrap().stages[0],
+            Stage::Traverse {
+                traversal: Traversal::Callers,
+                symbol: Some(Symbol::Location { file: "src/x.py".into(), line: 12 }),
+                depth: None
+            }
+        );
+    }
+
+    #[test]
+    fn errors_point_at_the_problem() {
+        let q = "callers requests.api.get depth x";
+        let err = parse(q).unwrap_err();
+        assert_eq!(err.position, 31);
+        assert!(err.message.contains("expected a depth"));
+        assert_eq!(err.render(q).lines().nth(1), Some(&*format!("{}^", " ".repeat(31))));
+
+        let err = parse("callerz foo").unwrap_err();
+        assert_eq!(err.position, 0);
+        assert!(err.message.contains("unknown query step 'callerz'"));
+
+        let err = parse("path a ->").unwrap_err();
+        assert!(err.message.contains("expected a unit"), "{}", err.message);
+        assert!(parse("find \"abc").unwrap_err().message.contains("unterminated"));
+        assert!(parse("").is_err());
+        assert!(parse("callers").unwrap_err().message.contains("unit name"));
+    }
+}
