@@ -53,6 +53,7 @@ pub fn lower(text: &str) -> FileSyntax {
         path_counts: FxHashMap::default(),
         dunder_all: None,
         module_variables: FxHashMap::default(),
+        conditional_depth: 0,
     };
     lowerer.block(root, 0);
     let docstring = lowerer.docstring(root);
@@ -115,6 +116,8 @@ struct Lowerer<'a> {
     dunder_all: Option<Vec<String>>,
     /// For module and class scopes: names that already have a variable or def unit.
     module_variables: FxHashMap<(ScopeId, String), DefId>,
+    /// How many conditional blocks (if/try/loop/with/match) of the current scope enclose us.
+    conditional_depth: u32,
 }
 
 impl<'a> Lowerer<'a> {
@@ -223,8 +226,16 @@ impl<'a> Lowerer<'a> {
             signature,
             docstring,
             decorators,
+            conditional: self.conditional_depth > 0,
         });
         (self.defs.len() - 1) as DefId
+    }
+
+    /// Lowers a def or class body: conditionality is relative to the body's own scope.
+    fn body(&mut self, body: Node, scope: ScopeId) {
+        let saved = std::mem::replace(&mut self.conditional_depth, 0);
+        self.block(body, scope);
+        self.conditional_depth = saved;
     }
 
     // ---- statements ------------------------------------------------------------------------
@@ -238,6 +249,20 @@ impl<'a> Lowerer<'a> {
     }
 
     fn statement(&mut self, node: Node, scope: ScopeId) {
+        let conditional = matches!(
+            node.kind(),
+            "if_statement" | "for_statement" | "while_statement" | "try_statement" | "with_statement" | "match_statement"
+        );
+        if conditional {
+            self.conditional_depth += 1;
+        }
+        self.statement_inner(node, scope);
+        if conditional {
+            self.conditional_depth -= 1;
+        }
+    }
+
+    fn statement_inner(&mut self, node: Node, scope: ScopeId) {
         match node.kind() {
             "comment" => {}
             "function_definition" => self.function(node, node, scope, Vec::new()),
@@ -324,7 +349,10 @@ impl<'a> Lowerer<'a> {
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 let mut exc = Expr::Unknown;
                 for child in children {
-                    if Some(child) == value {
+                    if Some(child) == value && child.kind() == "as_pattern" {
+                        // `except E as e`: tree-sitter-python 0.25 puts both in one as_pattern.
+                        self.with_item_pattern(child, scope, true);
+                    } else if Some(child) == value {
                         exc = self.expr(child, scope);
                     } else if Some(child) == alias {
                         continue;
@@ -424,11 +452,16 @@ impl<'a> Lowerer<'a> {
                     // Decorators run in the enclosing scope: the module or class calls them.
                     let e = self.chain_or_value(expr_node, scope);
                     let text = self.callee_text(expr_node);
+                    // The decorator receives the decorated function (or class) as its argument.
+                    let decorated = node
+                        .child_by_field_name("definition")
+                        .and_then(|d| d.child_by_field_name("name"))
+                        .map(|n| Expr::Name(self.text(n).to_string()));
                     self.scope(scope).calls.push(CallSite {
                         callee: e.clone(),
                         text,
                         line: line(*child),
-                        args: Vec::new(),
+                        args: decorated.into_iter().collect(),
                         keywords: Vec::new(),
                     });
                     decorators.push(e);
@@ -474,7 +507,7 @@ impl<'a> Lowerer<'a> {
             self.annotation(ret, inner);
         }
         if let Some(body) = body {
-            self.block(body, inner);
+            self.body(body, inner);
         }
     }
 
@@ -568,7 +601,7 @@ impl<'a> Lowerer<'a> {
             self.module_variables.insert((scope, name.clone()), def);
         }
         if let Some(body) = body {
-            self.block(body, inner);
+            self.body(body, inner);
         }
         self.instance_attributes(inner);
     }
@@ -612,6 +645,7 @@ impl<'a> Lowerer<'a> {
                     signature: None,
                     docstring: None,
                     decorators: Vec::new(),
+                    conditional: false,
                 });
                 let id = (self.defs.len() - 1) as DefId;
                 self.module_variables.insert(key, id);
@@ -733,18 +767,44 @@ impl<'a> Lowerer<'a> {
             "subscript" => {
                 // `registry[key] = func` makes `func` an element of `registry`.
                 let object = target.child_by_field_name("value");
+                let key = target.child_by_field_name("subscript").and_then(|k| self.constant_string(k));
                 if let Some(index) = target.child_by_field_name("subscript") {
                     self.expr(index, scope);
                 }
                 if let Some(object) = object {
                     let base = self.expr(object, scope);
                     if let (Expr::Name(name), Binding::Value(v)) = (base, binding) {
-                        self.bind(scope, &name, Binding::Value(Expr::Container(ContainerKind::Dict, vec![v])));
+                        // The element joins the container wherever the container lives (often a
+                        // module-level registry mutated from a function).
+                        let owner = self.container_scope(&name, scope);
+                        let element = match key {
+                            Some(key) => Expr::Keyed(vec![(key, v)]),
+                            None => Expr::Container(ContainerKind::Dict, vec![v]),
+                        };
+                        self.bind(owner, &name, Binding::Value(element));
                     }
                 }
             }
             _ => {
                 self.expr(target, scope);
+            }
+        }
+    }
+
+    /// The scope whose binding of `name` (as far as lowered) a store into `name[...]` mutates.
+    fn container_scope(&self, name: &str, scope: ScopeId) -> ScopeId {
+        let mut s = scope;
+        loop {
+            let sc = &self.scopes[s as usize];
+            if sc.globals.iter().any(|g| g == name) {
+                return 0;
+            }
+            if (s == scope || sc.kind != ScopeKind::Class) && sc.bindings.iter().any(|(n, _)| n == name) {
+                return s;
+            }
+            match sc.parent {
+                Some(p) => s = p,
+                None => return 0,
             }
         }
     }
@@ -886,6 +946,20 @@ impl<'a> Lowerer<'a> {
         self.chain(node, scope)
     }
 
+    /// The value of a plain string literal (no interpolation, no concatenation).
+    fn constant_string(&self, node: Node) -> Option<String> {
+        if node.kind() != "string" {
+            return None;
+        }
+        let mut cursor = node.walk();
+        if node.named_children(&mut cursor).any(|c| c.kind() == "interpolation" || c.kind() == "escape_sequence") {
+            return None;
+        }
+        let text = self.text(node);
+        let body = text.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+        ["\"\"\"", "'''", "\"", "'"].iter().find_map(|q| body.strip_prefix(q).and_then(|b| b.strip_suffix(q))).map(str::to_string)
+    }
+
     fn callee_text(&self, node: Node) -> String {
         let raw = self.text(node);
         let mut out = String::with_capacity(raw.len().min(MAX_CALLEE_TEXT));
@@ -942,12 +1016,14 @@ impl<'a> Lowerer<'a> {
                 let value = node.child_by_field_name("value").map(|v| self.expr(v, scope));
                 let mut cursor = node.walk();
                 let subs: Vec<Node> = node.children_by_field_name("subscript", &mut cursor).collect();
+                let key = if subs.len() == 1 { self.constant_string(subs[0]) } else { None };
                 for s in subs {
                     self.expr(s, scope);
                 }
-                match value {
-                    Some(v) => Expr::Subscript(Box::new(v)),
-                    None => Expr::Unknown,
+                match (value, key) {
+                    (Some(v), Some(key)) => Expr::Item(Box::new(v), key),
+                    (Some(v), None) => Expr::Subscript(Box::new(v)),
+                    (None, _) => Expr::Unknown,
                 }
             }
             "parenthesized_expression" => match node.named_child(0) {
@@ -969,19 +1045,32 @@ impl<'a> Lowerer<'a> {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 let mut values = Vec::new();
+                let mut keyed = Vec::new();
+                let mut all_constant = true;
                 for child in children {
                     if child.kind() == "pair" {
+                        let key = child.child_by_field_name("key").and_then(|k| self.constant_string(k));
                         if let Some(k) = child.child_by_field_name("key") {
                             self.expr(k, scope);
                         }
                         if let Some(v) = child.child_by_field_name("value") {
-                            values.push(self.expr(v, scope));
+                            let value = self.expr(v, scope);
+                            match key {
+                                Some(key) => keyed.push((key, value.clone())),
+                                None => all_constant = false,
+                            }
+                            values.push(value);
                         }
                     } else if child.kind() != "comment" {
+                        all_constant = false;
                         self.expr(child, scope);
                     }
                 }
-                Expr::Container(ContainerKind::Dict, values)
+                if all_constant && !keyed.is_empty() {
+                    Expr::Keyed(keyed)
+                } else {
+                    Expr::Container(ContainerKind::Dict, values)
+                }
             }
             "lambda" => {
                 let inner = self.new_scope(ScopeKind::Anonymous, scope, None);

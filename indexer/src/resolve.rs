@@ -56,8 +56,9 @@ enum Value {
     External(Arc<str>),
     ExternalInstance(Arc<str>),
     Lambda(ScopeId),
-    /// `super()` inside class `Target`: attribute lookups start after it in the MRO.
-    Super(Target, bool),
+    /// `super()` written in class `.0` with `self` an instance of `.1`: attribute lookups
+    /// follow the MRO of `.1`, starting after `.0`.
+    Super(Target, Target),
 }
 
 #[derive(Clone, Debug)]
@@ -127,6 +128,55 @@ fn builtin_class_instance(external: &str) -> Option<Value> {
     }
 }
 
+/// External factories whose result type is well known.
+const EXTERNAL_FACTORIES: &[(&str, &str)] = &[
+    ("logging.getLogger", "logging.Logger"),
+    ("re.compile", "re.Pattern"),
+    ("re.match", "re.Match"),
+    ("re.search", "re.Match"),
+    ("re.fullmatch", "re.Match"),
+    ("threading.Lock", "threading.Lock"),
+    ("threading.RLock", "threading.RLock"),
+];
+
+/// External classes whose names do not follow the CapWords convention.
+const LOWERCASE_EXTERNAL_CLASSES: &[&str] = &[
+    "collections.defaultdict",
+    "collections.deque",
+    "collections.abc",
+    "datetime.datetime",
+    "datetime.date",
+    "datetime.time",
+    "datetime.timedelta",
+    "datetime.timezone",
+    "threading.local",
+    "array.array",
+    "io.open",
+];
+
+/// What calling an external name gives: an instance when the name is a class (a builtin class,
+/// a CapWords name by PEP 8, or a known lowercase class), a known factory's product; else nothing
+/// is known.
+fn external_call_result(external: &str) -> Option<Value> {
+    if let Some(v) = builtin_class_instance(external) {
+        return Some(v);
+    }
+    if let Some((_, product)) = EXTERNAL_FACTORIES.iter().find(|(f, _)| *f == external) {
+        return Some(Value::ExternalInstance(Arc::from(*product)));
+    }
+    if external.starts_with("builtins.") {
+        return None;
+    }
+    let last = external.rsplit('.').next().unwrap_or(external);
+    let capwords = last.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && last.chars().any(|c| c.is_ascii_lowercase());
+    if capwords || LOWERCASE_EXTERNAL_CLASSES.contains(&external) {
+        Some(Value::ExternalInstance(Arc::from(external)))
+    } else {
+        None
+    }
+}
+
 /// What an evaluation at a site touched on the way: variables read, properties invoked.
 #[derive(Default)]
 struct SiteHits {
@@ -151,6 +201,8 @@ struct Resolver<'a> {
     module_names: RefCell<FxHashMap<(Arc<str>, String), Vec<Value>>>,
     local_names: RefCell<FxHashMap<(ScopeId, String), Vec<Value>>>,
     mros: RefCell<FxHashMap<Target, Arc<Vec<MroEntry>>>>,
+    /// Receiver classes seen at calls of this file's methods: method body scope -> classes.
+    receiver_flow: FxHashMap<ScopeId, Vec<Target>>,
 }
 
 /// Resolves one file: its graph, and the module names resolution consulted (its dependencies).
@@ -189,7 +241,16 @@ impl<'a> Resolver<'a> {
                     _ => continue,
                 },
             };
-            scope_units.entry((container, def.name.as_str())).or_insert(id as DefId);
+            match scope_units.entry((container, def.name.as_str())) {
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(id as DefId);
+                }
+                std::collections::hash_map::Entry::Occupied(mut o) => {
+                    if def.kind != DefKind::Variable && !def.is_accessor() {
+                        o.insert(id as DefId);
+                    }
+                }
+            }
         }
         let scope_bindings = syntax
             .scopes
@@ -216,6 +277,7 @@ impl<'a> Resolver<'a> {
             module_names: RefCell::default(),
             local_names: RefCell::default(),
             mros: RefCell::default(),
+            receiver_flow: FxHashMap::default(),
         }
     }
 
@@ -519,8 +581,9 @@ impl<'a> Resolver<'a> {
                 }
                 out
             }
-            Expr::Subscript(base) => self.elements_closed(base, module, self_class, depth + 1),
+            Expr::Subscript(base) | Expr::Item(base, _) => self.elements_closed(base, module, self_class, depth + 1),
             Expr::Container(kind, _) => vec![Value::ExternalInstance(Arc::from(format!("builtins.{}", kind.builtin()).as_str()))],
+            Expr::Keyed(_) => vec![Value::ExternalInstance(Arc::from("builtins.dict"))],
             Expr::Union(items) => {
                 let mut out = Vec::new();
                 for e in items {
@@ -544,6 +607,13 @@ impl<'a> Resolver<'a> {
             Expr::Container(_, items) => {
                 let mut out = Vec::new();
                 for e in items {
+                    extend(&mut out, self.eval_closed(e, module, self_class, depth + 1));
+                }
+                out
+            }
+            Expr::Keyed(items) => {
+                let mut out = Vec::new();
+                for (_, e) in items {
                     extend(&mut out, self.eval_closed(e, module, self_class, depth + 1));
                 }
                 out
@@ -615,7 +685,7 @@ impl<'a> Resolver<'a> {
             }
             Value::Class(t) => self.class_attr(t, attr, None, depth + 1),
             Value::Instance(t) => self.class_attr(t, attr, None, depth + 1),
-            Value::Super(t, _) => self.class_attr(t, attr, Some(t), depth + 1),
+            Value::Super(written_in, self_class) => self.class_attr(self_class, attr, Some(written_in), depth + 1),
             Value::External(x) | Value::ExternalInstance(x) => {
                 vec![Value::External(Arc::from(format!("{x}.{attr}").as_str()))]
             }
@@ -647,7 +717,7 @@ impl<'a> Resolver<'a> {
                 }
                 out
             }
-            Value::External(x) => builtin_class_instance(x).into_iter().collect(),
+            Value::External(x) => external_call_result(x).into_iter().collect(),
             Value::Lambda(scope) => {
                 let mut out = Vec::new();
                 for r in &self.syntax.scope(*scope).returns {
@@ -681,6 +751,17 @@ impl<'a> Resolver<'a> {
         }
     }
 
+    fn head_is_param(&self, expr: &Expr, scope: ScopeId) -> bool {
+        let mut head = expr;
+        while let Expr::Attr(base, _) = head {
+            head = base;
+        }
+        let Expr::Name(name) = head else { return false };
+        let Some(s) = self.binding_scope(name, scope) else { return false };
+        let indices = self.scope_bindings[s as usize].get(name.as_str()).map(Vec::as_slice).unwrap_or(&[]);
+        indices.iter().any(|&i| matches!(self.syntax.scope(s).bindings[i].1, Binding::Param(_)))
+    }
+
     fn enclosing_class(&self, scope: ScopeId) -> Option<(Target, ScopeId)> {
         let mut s = scope;
         loop {
@@ -700,7 +781,12 @@ impl<'a> Resolver<'a> {
     /// The values of a name read in `scope`; raw (may contain `Var`).
     fn name_values(&self, name: &str, scope: ScopeId, depth: u32) -> Vec<Value> {
         let Some(s) = self.binding_scope(name, scope) else {
-            return builtin(name).into_iter().collect();
+            // Not bound by any statement of this file: a star import, else a builtin.
+            let mut values = self.module_member(&self.module, name, depth + 1);
+            if values.is_empty() {
+                values.extend(builtin(name));
+            }
+            return values;
         };
         if s == 0 {
             let mut values = self.module_member(&self.module, name, depth + 1);
@@ -725,7 +811,7 @@ impl<'a> Resolver<'a> {
         self.local_names.borrow_mut().insert(key.clone(), Vec::new());
         let mut values = Vec::new();
         let indices = self.scope_bindings[s as usize].get(name).cloned().unwrap_or_default();
-        for i in indices {
+        for i in self.syntax.live_bindings(s, &indices) {
             let binding = &self.syntax.scope(s).bindings[i].1;
             extend(&mut values, self.binding_values(binding, s, depth + 1));
         }
@@ -742,7 +828,8 @@ impl<'a> Resolver<'a> {
             Binding::Unpack(Expr::Container(_, items), i) => {
                 items.get(*i as usize).map(|e| self.eval_local(e, scope, depth + 1)).unwrap_or_default()
             }
-            Binding::Unpack(e, _) | Binding::Iter(e) => self.elements_local(e, scope, depth + 1),
+            Binding::Unpack(e, i) => self.element_at(e, *i, scope, depth + 1),
+            Binding::Iter(e) => self.elements_local(e, scope, depth + 1),
             Binding::Enter(e) => self.eval_local(e, scope, depth + 1),
             Binding::Exception(e) => self
                 .eval_local(e, scope, depth + 1)
@@ -786,10 +873,18 @@ impl<'a> Resolver<'a> {
                         let class = Target::new(&self.module, &self.syntax.def(class_def).path);
                         let is_meta_new = self.syntax.def(def).name == "__new__"
                             || self.syntax.def(def).name == "__init_subclass__";
+                        // `self`/`cls` is the class, or whatever receivers calls in this file
+                        // were seen to pass (subclass instances calling inherited methods).
+                        let mut classes = vec![class.clone()];
+                        for receiver in self.receiver_flow.get(&scope).map(Vec::as_slice).unwrap_or(&[]) {
+                            if !classes.contains(receiver) {
+                                classes.push(receiver.clone());
+                            }
+                        }
                         if flags.is_class || is_meta_new {
-                            return vec![Value::Class(class)];
+                            return classes.into_iter().map(Value::Class).collect();
                         } else if !flags.is_static {
-                            return vec![Value::Instance(class)];
+                            return classes.into_iter().map(Value::Instance).collect();
                         }
                     }
                 }
@@ -858,7 +953,17 @@ impl<'a> Resolver<'a> {
             Expr::Call(callee) => {
                 if let Expr::Name(n) = callee.as_ref() {
                     if n == "super" && self.binding_scope("super", scope).is_none() {
-                        return self.enclosing_class(scope).map(|(c, _)| vec![Value::Super(c, true)]).unwrap_or_default();
+                        let Some((class, method_scope)) = self.enclosing_class(scope) else { return Vec::new() };
+                        let mut out = Vec::new();
+                        for v in self.param_values(method_scope, 0, depth + 1) {
+                            if let Value::Instance(k) | Value::Class(k) = v {
+                                push(&mut out, Value::Super(class.clone(), k));
+                            }
+                        }
+                        if out.is_empty() {
+                            out.push(Value::Super(class.clone(), class));
+                        }
+                        return out;
                     }
                 }
                 let mut out = Vec::new();
@@ -868,7 +973,9 @@ impl<'a> Resolver<'a> {
                 out
             }
             Expr::Subscript(base) => self.elements_local(base, scope, depth + 1),
+            Expr::Item(base, key) => self.item_local(base, key, scope, depth + 1),
             Expr::Container(kind, _) => vec![Value::ExternalInstance(Arc::from(format!("builtins.{}", kind.builtin()).as_str()))],
+            Expr::Keyed(_) => vec![Value::ExternalInstance(Arc::from("builtins.dict"))],
             Expr::Lambda(l) => vec![Value::Lambda(*l)],
             Expr::Union(items) => {
                 let mut out = Vec::new();
@@ -890,12 +997,80 @@ impl<'a> Resolver<'a> {
         self.deref(raw, depth)
     }
 
+    /// Element `index` of `expr` when it is (bound to) a literal tuple or list of the right
+    /// shape; otherwise any of its elements.
+    fn element_at(&self, expr: &Expr, index: u32, scope: ScopeId, depth: u32) -> Vec<Value> {
+        if depth > MAX_DEPTH {
+            return Vec::new();
+        }
+        match expr {
+            Expr::Container(ContainerKind::Tuple | ContainerKind::List, items) => {
+                items.get(index as usize).map(|e| self.eval_local(e, scope, depth + 1)).unwrap_or_default()
+            }
+            Expr::Name(n) => {
+                let Some(s) = self.binding_scope(n, scope) else { return Vec::new() };
+                let indices = self.scope_bindings[s as usize].get(n.as_str()).cloned().unwrap_or_default();
+                let mut out = Vec::new();
+                for i in indices {
+                    match &self.syntax.scope(s).bindings[i].1 {
+                        Binding::Value(e) => extend(&mut out, self.element_at(e, index, s, depth + 1)),
+                        _ => extend(&mut out, self.elements_local(expr, scope, depth + 1)),
+                    }
+                }
+                out
+            }
+            _ => self.elements_local(expr, scope, depth + 1),
+        }
+    }
+
     /// What iterating over (or subscripting) `expr` yields.
+    /// `base["key"]`: the value under that key when `base` is (bound to) dicts with constant
+    /// keys; any element otherwise.
+    fn item_local(&self, base: &Expr, key: &str, scope: ScopeId, depth: u32) -> Vec<Value> {
+        if depth > MAX_DEPTH {
+            return Vec::new();
+        }
+        match base {
+            Expr::Keyed(items) => {
+                let mut out = Vec::new();
+                for (k, e) in items {
+                    if k == key {
+                        extend(&mut out, self.eval_local(e, scope, depth + 1));
+                    }
+                }
+                out
+            }
+            Expr::Name(n) => {
+                let Some(s) = self.binding_scope(n, scope) else { return Vec::new() };
+                let indices = self.scope_bindings[s as usize].get(n.as_str()).cloned().unwrap_or_default();
+                let all_keyed = indices.iter().all(|&i| matches!(&self.syntax.scope(s).bindings[i].1, Binding::Value(Expr::Keyed(_))));
+                if !all_keyed {
+                    return self.elements_local(base, scope, depth + 1);
+                }
+                let mut out = Vec::new();
+                for i in indices {
+                    if let Binding::Value(e) = &self.syntax.scope(s).bindings[i].1 {
+                        extend(&mut out, self.item_local(e, key, s, depth + 1));
+                    }
+                }
+                out
+            }
+            _ => self.elements_local(base, scope, depth + 1),
+        }
+    }
+
     fn elements_local(&self, expr: &Expr, scope: ScopeId, depth: u32) -> Vec<Value> {
         if depth > MAX_DEPTH {
             return Vec::new();
         }
         match expr {
+            Expr::Keyed(items) => {
+                let mut out = Vec::new();
+                for (_, e) in items {
+                    extend(&mut out, self.eval_local(e, scope, depth + 1));
+                }
+                out
+            }
             Expr::Container(_, items) => {
                 let mut out = Vec::new();
                 for e in items {
@@ -1047,6 +1222,34 @@ impl<'a> Resolver<'a> {
     /// Records argument flow into this file's functions; returns whether anything new flowed.
     fn flow_arguments(&mut self, call: &CallSite, scope: ScopeId, values: &[Value]) -> bool {
         let mut changed = false;
+        // The receiver of a method call flows into the method's `self`/`cls`.
+        if let Expr::Attr(base, _) = &call.callee {
+            let receivers: Vec<Target> = self
+                .eval_local(base, scope, 0)
+                .into_iter()
+                .filter_map(|v| match v {
+                    Value::Instance(k) | Value::Class(k) => Some(k),
+                    Value::Super(_, k) => Some(k),
+                    _ => None,
+                })
+                .collect();
+            for v in values {
+                let Value::Function(t) = v else { continue };
+                if *t.module != *self.module {
+                    continue;
+                }
+                let Some(body) = self.syntax.defs.iter().find(|d| *d.path == *t.path).and_then(|d| d.body) else {
+                    continue;
+                };
+                for k in &receivers {
+                    let entry = self.receiver_flow.entry(body).or_default();
+                    if entry.len() < 16 && !entry.contains(k) {
+                        entry.push(k.clone());
+                        changed = true;
+                    }
+                }
+            }
+        }
         for v in values {
             let (target, bound) = match v {
                 Value::Function(t) => (t.clone(), matches!(call.callee, Expr::Attr(..))),
@@ -1100,9 +1303,9 @@ impl<'a> Resolver<'a> {
     }
 
     fn run(&mut self, path: String, revision: fresco_graph::Revision) -> FileGraph {
-        // Argument flow: one propagation round is enough for callbacks passed directly; a
-        // second catches callbacks passed on once more.
-        for _ in 0..2 {
+        // Argument and receiver flow into this file's functions, to a small fixpoint: each round
+        // follows values one call further.
+        for _ in 0..3 {
             let mut changed = false;
             for scope in 0..self.syntax.scopes.len() as ScopeId {
                 for call in &self.syntax.scope(scope).calls {
@@ -1237,7 +1440,9 @@ impl<'a> Resolver<'a> {
                 let mut hits = SiteHits::default();
                 let values = self.eval_site(&access.expr, scope_id, Some(&mut hits), 0);
                 self.add_hits(&mut edges, &mut add, &unit, &hits, access.line);
-                if !access.write {
+                // A class or function *named* here is referenced; one that merely flowed in
+                // through a parameter is not named by this code.
+                if !access.write && !self.head_is_param(&access.expr, scope_id) {
                     for v in values {
                         match v {
                             Value::Class(t) | Value::Function(t) => {
@@ -1333,7 +1538,8 @@ fn member_value(class: &Target, member: &Member) -> Vec<Value> {
 /// (what can carry a callable or an instance); not literals.
 fn is_flow_worthy(arg: &Expr) -> bool {
     match arg {
-        Expr::Name(_) | Expr::Attr(..) | Expr::Lambda(_) | Expr::Call(_) | Expr::Subscript(_) => true,
+        Expr::Name(_) | Expr::Attr(..) | Expr::Lambda(_) | Expr::Call(_) | Expr::Subscript(_) | Expr::Item(..) => true,
+        Expr::Keyed(items) => items.iter().any(|(_, e)| is_flow_worthy(e)),
         Expr::Container(_, items) | Expr::Union(items) => items.iter().any(is_flow_worthy),
         _ => false,
     }

@@ -167,6 +167,11 @@ impl Summariser<'_> {
             Expr::Container(kind, items) => {
                 Expr::Container(*kind, items.iter().map(|e| self.close(e, scope, depth)).collect())
             }
+            Expr::Keyed(items) => Expr::Keyed(items.iter().map(|(k, e)| (k.clone(), self.close(e, scope, depth))).collect()),
+            Expr::Item(base, key) => match self.close(base, scope, depth) {
+                Expr::Unknown => Expr::Unknown,
+                b => Expr::Item(Box::new(b), key.clone()),
+            },
             Expr::Union(items) => simplify_union(items.iter().map(|e| self.close(e, scope, depth)).collect()),
             // Lambdas are identified by scope numbers that shift with body edits: not visible.
             Expr::Lambda(_) => Expr::Unknown,
@@ -302,11 +307,19 @@ pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<Mod
         }
     }
     let module_scope = syntax.scope(0);
-    for (name, binding) in &module_scope.bindings {
-        let b = s.binding(binding);
-        let list = names.entry(name.clone()).or_default();
-        if !list.contains(&b) {
-            list.push(b);
+    let mut by_name: FxHashMap<&str, Vec<usize>> = FxHashMap::default();
+    for (i, (name, _)) in module_scope.bindings.iter().enumerate() {
+        by_name.entry(name.as_str()).or_default().push(i);
+    }
+    let mut ordered: Vec<(&str, Vec<usize>)> = by_name.into_iter().collect();
+    ordered.sort_unstable();
+    for (name, indices) in ordered {
+        for i in syntax.live_bindings(0, &indices) {
+            let b = s.binding(&module_scope.bindings[i].1);
+            let list = names.entry(name.to_string()).or_default();
+            if !list.contains(&b) {
+                list.push(b);
+            }
         }
     }
     // Module-level names written from functions through `global`.
@@ -377,6 +390,11 @@ fn class_summary(s: &Summariser, class: DefId, body: ScopeId) -> ClassSummary {
             flags: MethodFlags::default(),
             values: Vec::new(),
         });
+        // A later method definition replaces an earlier one; property setters never do.
+        if entry.path.as_deref() != Some(def.path.as_str()) && def.kind != DefKind::Variable && !def.is_accessor() {
+            entry.path = Some(def.path.clone());
+            entry.kind = def.kind;
+        }
         if matches!(def.kind, DefKind::Method) {
             let flags = method_flags(&def.decorators);
             entry.flags.is_static |= flags.is_static;

@@ -38,6 +38,16 @@ pub struct Def {
     pub signature: Option<String>,
     pub docstring: Option<String>,
     pub decorators: Vec<Expr>,
+    /// Defined inside an `if`, `try`, loop, `with` or `match` of its scope: it may or may not
+    /// be the definition in force.
+    pub conditional: bool,
+}
+
+impl Def {
+    /// `@x.setter` / `@x.deleter`: the same name as the getter, not what reading it gives.
+    pub fn is_accessor(&self) -> bool {
+        self.decorators.iter().any(|d| matches!(d, Expr::Attr(_, a) if a == "setter" || a == "deleter"))
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -69,6 +79,10 @@ pub enum Expr {
     Subscript(Box<Expr>),
     /// Literal containers: their elements (for dicts, the values).
     Container(ContainerKind, Vec<Expr>),
+    /// A dict literal whose keys are all constant strings.
+    Keyed(Vec<(String, Expr)>),
+    /// `value["key"]`: the item under a constant string key.
+    Item(Box<Expr>, String),
     /// A lambda: the scope of its body.
     Lambda(ScopeId),
     /// `a if c else b`, `a or b`: any of these.
@@ -239,6 +253,32 @@ pub struct FileSyntax {
 }
 
 impl FileSyntax {
+    /// Of the bindings `indices` of one name in one scope, those that can be in force when the
+    /// name is used after the scope ran: an unconditional `def`/`class` replaces every earlier
+    /// unconditional one, and property setters/deleters never stand for the property.
+    pub fn live_bindings(&self, scope: ScopeId, indices: &[usize]) -> Vec<usize> {
+        let sc = self.scope(scope);
+        let def_of = |i: usize| match &sc.bindings[i].1 {
+            Binding::Def(d) => Some(self.def(*d)),
+            _ => None,
+        };
+        let has_plain_def = indices.iter().any(|&i| def_of(i).is_some_and(|d| !d.is_accessor()));
+        let last_unconditional = indices
+            .iter()
+            .rev()
+            .find(|&&i| def_of(i).is_some_and(|d| !d.conditional && !d.is_accessor()))
+            .copied();
+        indices
+            .iter()
+            .copied()
+            .filter(|&i| match def_of(i) {
+                Some(d) if d.is_accessor() && has_plain_def => false,
+                Some(d) if !d.conditional && !d.is_accessor() => Some(i) == last_unconditional,
+                _ => true,
+            })
+            .collect()
+    }
+
     pub fn scope(&self, id: ScopeId) -> &Scope {
         &self.scopes[id as usize]
     }
