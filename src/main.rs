@@ -1,6 +1,7 @@
 //! The `fresco` command line: index, export, query, status, serve, stop.
 
 mod export;
+mod render;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -45,6 +46,26 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Ask the graph a question (see docs/query-language.md).
+    Query {
+        /// `[PATH] QUERY`: the repository root (default: the current directory) and the query.
+        #[arg(num_args = 1..=2, required = true, value_names = ["PATH", "QUERY"])]
+        words: Vec<String>,
+        #[arg(long)]
+        db: Option<PathBuf>,
+        /// Print JSON (same as --format json).
+        #[arg(long)]
+        json: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+        /// The most results any step may produce.
+        #[arg(long, default_value_t = 2000)]
+        limit: usize,
+        /// Give up (and report `truncated`) after this many milliseconds.
+        #[arg(long, default_value_t = 10_000)]
+        timeout_ms: u64,
+    },
     /// Write the graph as nodes.jsonl and edges.jsonl.
     Export {
         #[command(flatten)]
@@ -54,6 +75,18 @@ enum Command {
         out: PathBuf,
     },
 }
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    Table,
+    Json,
+    Dot,
+    Mermaid,
+}
+
+/// Exit codes (documented in the README): 0 success, 1 query error, 2 usage error, 3 stale,
+/// 4 daemon unavailable where one was required.
+const EXIT_QUERY_ERROR: u8 = 1;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -74,6 +107,34 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let elapsed = started.elapsed();
             print_index_summary(&indexer, elapsed, json);
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Query { words, db, json, format, limit, timeout_ms } => {
+            let (path, text) = match words.as_slice() {
+                [q] => (None, q.clone()),
+                [p, q] => (Some(PathBuf::from(p)), q.clone()),
+                _ => unreachable!("clap enforces one or two words"),
+            };
+            let args = IndexArgs { path, db, threads: None, no_gitignore: false, max_file_size: None };
+            let indexer = open_index(&args)?;
+            let mut ctx = fresco_query::Context::new(indexer.snapshot());
+            ctx.limits = fresco_query::Limits { max_results: limit, timeout: std::time::Duration::from_millis(timeout_ms) };
+            let format = if json { Format::Json } else { format };
+            match fresco_query::run(&ctx, &text) {
+                Ok(output) => {
+                    let rendered = match format {
+                        Format::Json => format!("{}\n", render::to_json(&output, &[])),
+                        Format::Table => render::table(&output, &[]),
+                        Format::Dot => render::dot(&output),
+                        Format::Mermaid => render::mermaid(&output),
+                    };
+                    print!("{rendered}");
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(err) => {
+                    report_query_error(&text, &err, format == Format::Json);
+                    Ok(ExitCode::from(EXIT_QUERY_ERROR))
+                }
+            }
         }
         Command::Export { args, out } => {
             let indexer = open_index(&args)?;
@@ -166,4 +227,22 @@ fn print_index_summary(indexer: &Indexer, elapsed: std::time::Duration, json: bo
         println!("  {path}: {why}");
     }
     println!("time               {:.3} s", elapsed.as_secs_f64());
+}
+
+fn report_query_error(text: &str, err: &fresco_query::QueryError, json: bool) {
+    if json {
+        let mut value = serde_json::json!({"error": {"code": err.code(), "message": err.to_string()}});
+        if let fresco_query::QueryError::Parse(p) = err {
+            value["error"]["position"] = serde_json::json!(p.position);
+        }
+        if let fresco_query::QueryError::UnknownSymbol { suggestions, .. } = err {
+            value["error"]["suggestions"] = serde_json::json!(suggestions);
+        }
+        println!("{value}");
+        return;
+    }
+    match err {
+        fresco_query::QueryError::Parse(p) => eprintln!("fresco: query error\n{}", p.render(text)),
+        other => eprintln!("fresco: {other}"),
+    }
 }
