@@ -177,9 +177,12 @@ fn machine_info() -> String {
     let rustc = cmd_out("rustc", &["--version"]);
     let python = cmd_out("python3", &["--version"]);
     let commit = cmd_out("git", &["rev-parse", "--short", "HEAD"]);
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load = load.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
     format!(
         "- date: {date}\n- CPU: {cpu}, nproc = {nproc}, memory {mem}\n- kernel {kernel}; {rustc}; {python}\n\
-         - fresco commit {commit} (release build; the machine is shared, so expect a few % of noise)\n"
+         - fresco commit {commit} (release build, working tree as of the run)\n\
+         - load average when the report was written: {load} (the 2 cores are shared with other work, so single runs are noisy: read the medians)\n"
     )
 }
 
@@ -730,7 +733,14 @@ fn run_incremental(args: Args) -> Result<()> {
             let text = std::fs::read_to_string(copy.join(path)).ok()?;
             let targets = find_targets(&text);
             // Prefer a top-level function.
-            let target = targets.iter().find(|t| t.body_indent.len() == 4 && !text.lines().nth(t.def_line).unwrap().starts_with(' ')).or(targets.first())?.clone();
+            // Prefer a public top-level function (part of the module's interface), then any.
+            let top = |t: &&Target| !text.lines().nth(t.def_line).unwrap().starts_with(' ');
+            let target = targets
+                .iter()
+                .find(|t| top(t) && !t.name.starts_with('_'))
+                .or(targets.iter().find(top))
+                .or(targets.first())?
+                .clone();
             Some((path.to_string(), text, target))
         };
         let chosen = match &args.file {

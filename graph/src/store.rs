@@ -18,10 +18,11 @@ use crate::model::{FileGraph, FileStamp, IndexDeps};
 use crate::snapshot::{FileChange, FileEntry, Snapshot};
 
 /// Bump whenever the record layout or the meaning of a field changes.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 const KEY_FORMAT: &[u8] = b"meta/format";
 const KEY_VERSION: &[u8] = b"meta/version";
+const KEY_ANALYSIS: &[u8] = b"meta/analysis";
 const FILE_PREFIX: &[u8] = b"file/";
 
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +33,8 @@ pub enum StoreError {
     Io(#[from] sled::Error),
     #[error("the index was written by an incompatible format (found {found}, expected {expected})")]
     IncompatibleFormat { found: u32, expected: u32 },
+    #[error("the index was built by a different analysis ({found:016x}, this build is {expected:016x})")]
+    DifferentAnalysis { found: u64, expected: u64 },
     #[error("the index is corrupt: {0}")]
     Corrupt(String),
     #[error("cannot serialise a record: {0}")]
@@ -53,7 +56,9 @@ pub struct Store {
 
 impl Store {
     /// Opens (or creates) the store in `dir`. An empty store gets the current format stamp.
-    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+    /// `analysis` fingerprints the code that derived the stored graphs: a store derived by other
+    /// code is reported as [`StoreError::DifferentAnalysis`] rather than served.
+    pub fn open(dir: &Path, analysis: u64) -> Result<Store, StoreError> {
         let db = sled::Config::new()
             .path(dir)
             .cache_capacity(32 * 1024 * 1024)
@@ -74,13 +79,27 @@ impl Store {
                 }
             }
         }
+        match store.tree.get(KEY_ANALYSIS)? {
+            None => {
+                store.tree.insert(KEY_ANALYSIS, &analysis.to_le_bytes())?;
+            }
+            Some(bytes) => {
+                let found = u64::from_le_bytes(
+                    bytes.as_ref().try_into().map_err(|_| StoreError::Corrupt("analysis stamp".into()))?,
+                );
+                if found != analysis {
+                    return Err(StoreError::DifferentAnalysis { found, expected: analysis });
+                }
+            }
+        }
         Ok(store)
     }
 
     /// Removes every record (used before a rebuild of an incompatible or corrupt store).
-    pub fn clear(&self) -> Result<(), StoreError> {
+    pub fn clear(&self, analysis: u64) -> Result<(), StoreError> {
         self.tree.clear()?;
         self.tree.insert(KEY_FORMAT, &FORMAT_VERSION.to_le_bytes())?;
+        self.tree.insert(KEY_ANALYSIS, &analysis.to_le_bytes())?;
         self.db.flush()?;
         Ok(())
     }
@@ -223,11 +242,11 @@ mod tests {
     fn round_trips_and_detects_corruption() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let store = Store::open(dir.path()).unwrap();
+            let store = Store::open(dir.path(), 1).unwrap();
             store.commit(3, &[entry("a.py", "x = 1\n"), entry("b.py", "")], &[]).unwrap();
             store.commit(4, &[], &["b.py".to_string()]).unwrap();
         }
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), 1).unwrap();
         let snap = store.load().unwrap();
         assert_eq!(snap.version(), 4);
         assert_eq!(snap.file_count(), 1);
@@ -245,10 +264,10 @@ mod tests {
     fn refuses_an_incompatible_format() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let store = Store::open(dir.path()).unwrap();
+            let store = Store::open(dir.path(), 1).unwrap();
             store.tree.insert(KEY_FORMAT, &999u32.to_le_bytes()).unwrap();
             store.db.flush().unwrap();
         }
-        assert!(matches!(Store::open(dir.path()), Err(StoreError::IncompatibleFormat { found: 999, .. })));
+        assert!(matches!(Store::open(dir.path(), 1), Err(StoreError::IncompatibleFormat { found: 999, .. })));
     }
 }

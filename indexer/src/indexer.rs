@@ -109,22 +109,21 @@ impl Indexer {
             return Err(IndexError::NotADirectory { path: root.display().to_string() });
         }
         let mut indexer = Indexer::in_memory(root, options);
-        let (store, loaded) = match Store::open(db_dir) {
+        let analysis = crate::ANALYSIS_FINGERPRINT;
+        let (store, loaded) = match Store::open(db_dir, analysis) {
             Ok(store) => match store.load() {
                 Ok(snapshot) => (store, Some(snapshot)),
                 Err(StoreError::Corrupt(why)) => {
                     indexer.rebuilt_store = Some(format!("the index was corrupt ({why}); rebuilt from the files"));
-                    store.clear()?;
+                    store.clear(analysis)?;
                     (store, None)
                 }
                 Err(e) => return Err(e.into()),
             },
-            Err(StoreError::IncompatibleFormat { found, expected }) => {
-                indexer.rebuilt_store = Some(format!(
-                    "the index was written in format {found}, this fresco reads format {expected}; rebuilt from the files"
-                ));
+            Err(e @ (StoreError::IncompatibleFormat { .. } | StoreError::DifferentAnalysis { .. } | StoreError::Corrupt(_))) => {
+                indexer.rebuilt_store = Some(format!("{e}; rebuilt from the files"));
                 std::fs::remove_dir_all(db_dir).ok();
-                (Store::open(db_dir)?, None)
+                (Store::open(db_dir, analysis)?, None)
             }
             Err(e) => return Err(e.into()),
         };

@@ -19,3 +19,17 @@ pub mod walk;
 
 pub use indexer::{BatchReport, FileEvent, IndexError, Indexer, IndexerOptions};
 pub use walk::{WalkIssue, WalkOptions};
+
+/// A fingerprint of the code that derives graphs from files. A stored index derived by different
+/// code is rebuilt rather than served, so a new fresco never answers from an old analysis.
+pub const ANALYSIS_FINGERPRINT: u64 = xxhash_rust::const_xxh3::xxh3_64(
+    concat!(
+        include_str!("lower.rs"),
+        include_str!("syntax.rs"),
+        include_str!("summary.rs"),
+        include_str!("modules.rs"),
+        include_str!("resolve.rs"),
+        include_str!("walk.rs"),
+    )
+    .as_bytes(),
+);

@@ -203,6 +203,9 @@ struct Resolver<'a> {
     mros: RefCell<FxHashMap<Target, Arc<Vec<MroEntry>>>>,
     /// Receiver classes seen at calls of this file's methods: method body scope -> classes.
     receiver_flow: FxHashMap<ScopeId, Vec<Target>>,
+    /// How many evaluations were cut short by the depth bound. A memoised result computed while
+    /// this moved is partial and is not cached.
+    cuts: std::cell::Cell<u64>,
 }
 
 /// Resolves one file: its graph, and the module names resolution consulted (its dependencies).
@@ -278,6 +281,16 @@ impl<'a> Resolver<'a> {
             local_names: RefCell::default(),
             mros: RefCell::default(),
             receiver_flow: FxHashMap::default(),
+            cuts: std::cell::Cell::new(0),
+        }
+    }
+
+    fn too_deep(&self, depth: u32) -> bool {
+        if depth > MAX_DEPTH {
+            self.cuts.set(self.cuts.get() + 1);
+            true
+        } else {
+            false
         }
     }
 
@@ -339,7 +352,7 @@ impl<'a> Resolver<'a> {
 
     /// A module-level name of a repository module; raw (may contain `Var`).
     fn module_member(&self, module: &Arc<str>, name: &str, depth: u32) -> Vec<Value> {
-        if depth > MAX_DEPTH {
+        if self.too_deep(depth) {
             return Vec::new();
         }
         let key = (module.clone(), name.to_string());
@@ -348,6 +361,7 @@ impl<'a> Resolver<'a> {
         }
         // In-progress marker: an import cycle evaluates to nothing rather than looping.
         self.module_names.borrow_mut().insert(key.clone(), Vec::new());
+        let cuts_before = self.cuts.get();
         let mut values = Vec::new();
         if let Some(summary) = self.summary(module) {
             if let Some(bindings) = summary.name(name) {
@@ -378,7 +392,11 @@ impl<'a> Resolver<'a> {
                 }
             }
         }
-        self.module_names.borrow_mut().insert(key, values.clone());
+        if self.cuts.get() == cuts_before {
+            self.module_names.borrow_mut().insert(key, values.clone());
+        } else {
+            self.module_names.borrow_mut().remove(&key);
+        }
         values
     }
 
@@ -402,10 +420,11 @@ impl<'a> Resolver<'a> {
             return hit.clone();
         }
         self.mros.borrow_mut().insert(class.clone(), Arc::new(vec![MroEntry::Class(class.clone())]));
+        let cuts_before = self.cuts.get();
         let bases = self.with_class(class, |c| c.bases.clone()).unwrap_or_default();
         let mut base_lists: Vec<Vec<MroEntry>> = Vec::new();
         let mut direct: Vec<MroEntry> = Vec::new();
-        if depth < MAX_DEPTH {
+        if !self.too_deep(depth + 1) {
             for base in &bases {
                 for v in self.eval_closed(base, &class.module, None, depth + 1) {
                     match v {
@@ -459,7 +478,11 @@ impl<'a> Resolver<'a> {
             result.push(candidate);
         }
         let result = Arc::new(result);
-        self.mros.borrow_mut().insert(class.clone(), result.clone());
+        if self.cuts.get() == cuts_before {
+            self.mros.borrow_mut().insert(class.clone(), result.clone());
+        } else {
+            self.mros.borrow_mut().remove(class);
+        }
         result
     }
 
@@ -531,7 +554,7 @@ impl<'a> Resolver<'a> {
     }
 
     fn var_values(&self, var: &Target, depth: u32) -> Vec<Value> {
-        if depth > MAX_DEPTH {
+        if self.too_deep(depth) {
             return Vec::new();
         }
         let self_class = if self.summary(&var.module).is_some_and(|s| s.name(&var.path).is_some()) {
@@ -548,7 +571,7 @@ impl<'a> Resolver<'a> {
 
     /// Evaluates a summary expression (closed over module scope) in `module`.
     fn eval_closed(&self, expr: &Expr, module: &Arc<str>, self_class: Option<&Target>, depth: u32) -> Vec<Value> {
-        if depth > MAX_DEPTH {
+        if self.too_deep(depth) {
             return Vec::new();
         }
         let raw = match expr {
@@ -600,7 +623,7 @@ impl<'a> Resolver<'a> {
     }
 
     fn elements_closed(&self, expr: &Expr, module: &Arc<str>, self_class: Option<&Target>, depth: u32) -> Vec<Value> {
-        if depth > MAX_DEPTH {
+        if self.too_deep(depth) {
             return Vec::new();
         }
         match expr {
@@ -669,7 +692,7 @@ impl<'a> Resolver<'a> {
 
     /// `value.attr`; raw (may contain `Var`).
     fn attr_of(&self, value: &Value, attr: &str, depth: u32) -> Vec<Value> {
-        if depth > MAX_DEPTH {
+        if self.too_deep(depth) {
             return Vec::new();
         }
         match value {
@@ -695,7 +718,7 @@ impl<'a> Resolver<'a> {
 
     /// The values a call of `callee` returns.
     fn call_result(&self, callee: &Value, depth: u32) -> Vec<Value> {
-        if depth > MAX_DEPTH {
+        if self.too_deep(depth) {
             return Vec::new();
         }
         match callee {
@@ -809,18 +832,23 @@ impl<'a> Resolver<'a> {
             return hit.clone();
         }
         self.local_names.borrow_mut().insert(key.clone(), Vec::new());
+        let cuts_before = self.cuts.get();
         let mut values = Vec::new();
         let indices = self.scope_bindings[s as usize].get(name).cloned().unwrap_or_default();
         for i in self.syntax.live_bindings(s, &indices) {
             let binding = &self.syntax.scope(s).bindings[i].1;
             extend(&mut values, self.binding_values(binding, s, depth + 1));
         }
-        self.local_names.borrow_mut().insert(key, values.clone());
+        if self.cuts.get() == cuts_before {
+            self.local_names.borrow_mut().insert(key, values.clone());
+        } else {
+            self.local_names.borrow_mut().remove(&key);
+        }
         values
     }
 
     fn binding_values(&self, binding: &Binding, scope: ScopeId, depth: u32) -> Vec<Value> {
-        if depth > MAX_DEPTH {
+        if self.too_deep(depth) {
             return Vec::new();
         }
         match binding {
@@ -926,7 +954,7 @@ impl<'a> Resolver<'a> {
     /// Evaluates an expression; when `hits` is given, records the variables and properties the
     /// name/attribute chain passes through (the site's references).
     fn eval_site(&self, expr: &Expr, scope: ScopeId, mut hits: Option<&mut SiteHits>, depth: u32) -> Vec<Value> {
-        if depth > MAX_DEPTH {
+        if self.too_deep(depth) {
             return Vec::new();
         }
         let raw = match expr {
@@ -1000,7 +1028,7 @@ impl<'a> Resolver<'a> {
     /// Element `index` of `expr` when it is (bound to) a literal tuple or list of the right
     /// shape; otherwise any of its elements.
     fn element_at(&self, expr: &Expr, index: u32, scope: ScopeId, depth: u32) -> Vec<Value> {
-        if depth > MAX_DEPTH {
+        if self.too_deep(depth) {
             return Vec::new();
         }
         match expr {
@@ -1027,7 +1055,7 @@ impl<'a> Resolver<'a> {
     /// `base["key"]`: the value under that key when `base` is (bound to) dicts with constant
     /// keys; any element otherwise.
     fn item_local(&self, base: &Expr, key: &str, scope: ScopeId, depth: u32) -> Vec<Value> {
-        if depth > MAX_DEPTH {
+        if self.too_deep(depth) {
             return Vec::new();
         }
         match base {
@@ -1060,7 +1088,7 @@ impl<'a> Resolver<'a> {
     }
 
     fn elements_local(&self, expr: &Expr, scope: ScopeId, depth: u32) -> Vec<Value> {
-        if depth > MAX_DEPTH {
+        if self.too_deep(depth) {
             return Vec::new();
         }
         match expr {
