@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! fresco-bench index       [--runs N] [--threads T] [--report NAME] ROOT...
-//! fresco-bench incremental [--runs N] [--threads T] [--report NAME] [--file REL] ROOT...
+//! fresco-bench incremental [--runs N] [--threads T] [--report NAME] [--file REL]... ROOT...
 //! ```
 //! Every figure is a median (and min) over N runs, shown beside the alternative measured in the
 //! same invocation (CPython's `ast.parse`, or the cold index). Each cold configuration runs in a
@@ -44,7 +44,7 @@ fn main() -> Result<()> {
 fn usage() {
     eprintln!(
         "usage:\n  fresco-bench index       [--runs N] [--threads T] [--report NAME] ROOT...\n  \
-         fresco-bench incremental [--runs N] [--threads T] [--report NAME] [--file REL] ROOT..."
+         fresco-bench incremental [--runs N] [--threads T] [--report NAME] [--file REL]... ROOT..."
     );
 }
 
@@ -52,7 +52,7 @@ struct Args {
     runs: usize,
     threads: usize,
     report: Option<String>,
-    file: Option<String>,
+    files: Vec<String>,
     roots: Vec<PathBuf>,
 }
 
@@ -62,7 +62,7 @@ impl Args {
             runs: 5,
             threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             report: None,
-            file: None,
+            files: Vec::new(),
             roots: Vec::new(),
         };
         let mut it = args.iter();
@@ -72,7 +72,7 @@ impl Args {
                 "--runs" => out.runs = value("--runs")?.parse()?,
                 "--threads" => out.threads = value("--threads")?.parse()?,
                 "--report" => out.report = Some(value("--report")?),
-                "--file" => out.file = Some(value("--file")?),
+                "--file" => out.files.push(value("--file")?),
                 s if s.starts_with("--") => bail!("unknown option {s}"),
                 root => out.roots.push(PathBuf::from(root).canonicalize().with_context(|| format!("root {root}"))?),
             }
@@ -687,6 +687,18 @@ impl Measure {
     }
 }
 
+struct Edited {
+    path: String,
+    module: String,
+    n_dependents: usize,
+    target: Target,
+    lines: usize,
+    body_m: Measure,
+    sig_m: Measure,
+    interface_changed: Vec<bool>,
+    lower_secs: Stat,
+}
+
 fn sorted_counts(indexer: &Indexer) -> std::collections::BTreeMap<String, u64> {
     indexer.take_execution_counts().into_iter().collect()
 }
@@ -695,7 +707,7 @@ fn run_incremental(args: Args) -> Result<()> {
     let t = args.threads;
     let mut body = String::new();
     let mut summary = String::from(
-        "## Summary\n\n| corpus | operation | median | cold persisted index (median) | ratio | target | verdict |\n|---|---|---:|---:|---:|---:|---|\n",
+        "## Summary\n\n| corpus | operation | median | cold persisted index (median) | ratio to cold | target | verdict |\n|---|---|---:|---:|---:|---:|---|\n",
     );
     for root in &args.roots {
         let name = root.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
@@ -743,66 +755,86 @@ fn run_incremental(args: Args) -> Result<()> {
                 .clone();
             Some((path.to_string(), text, target))
         };
-        let chosen = match &args.file {
-            Some(f) => pick(f).with_context(|| format!("no editable function in {f}"))?,
-            None => candidates.iter().filter(|(_, p)| !p.contains("test")).find_map(|(_, p)| pick(p)).context("no editable file")?,
+        let chosen: Vec<(String, String, Target)> = if args.files.is_empty() {
+            vec![candidates.iter().filter(|(_, p)| !p.contains("test")).find_map(|(_, p)| pick(p)).context("no editable file")?]
+        } else {
+            args.files.iter().map(|f| pick(f).with_context(|| format!("no editable function in {f}"))).collect::<Result<_>>()?
         };
-        let (path, original, target) = chosen;
-        let module = snap.file(&path).map(|f| f.graph.module.clone()).unwrap_or_default();
-        let n_dependents = dependents.get(module.as_str()).copied().unwrap_or(0);
-        eprintln!("  target {path} ({module}, consulted by {n_dependents} files), function {}", target.name);
-        let file_abs = copy.join(&path);
+        let mut edited: Vec<Edited> = Vec::new();
+        for (path, original, target) in chosen {
+            let module = snap.file(&path).map(|f| f.graph.module.clone()).unwrap_or_default();
+            let n_dependents = dependents.get(module.as_str()).copied().unwrap_or(0);
+            eprintln!("  target {path} ({module}, consulted by {n_dependents} files), function {}", target.name);
+            let file_abs = copy.join(&path);
+            let check = |indexer: &Indexer, what: &str| -> Result<()> {
+                let errors = indexer.snapshot().file(&path).map(|f| f.graph.parse_errors).unwrap_or(0);
+                if errors > 0 {
+                    bail!("the {what} edit of {path} introduced a parse error");
+                }
+                Ok(())
+            };
+            let restore = |indexer: &mut Indexer| -> Result<()> {
+                std::fs::write(&file_abs, &original)?;
+                indexer.apply(vec![FileEvent::Changed(path.clone())])?;
+                Ok(())
+            };
+            let interface = |indexer: &Indexer| indexer.snapshot().file(&path).map(|f| f.deps.interface);
 
-        let check = |indexer: &Indexer, what: &str| -> Result<()> {
-            let errors = indexer.snapshot().file(&path).map(|f| f.graph.parse_errors).unwrap_or(0);
-            if errors > 0 {
-                bail!("the {what} edit of {path} introduced a parse error");
+            // (a) body edit
+            let mut body_m = Measure::default();
+            for k in 0..args.runs {
+                eprint!("\r  body edit run {}/{}   ", k + 1, args.runs);
+                let new = body_edit(&original, &target, k);
+                indexer.take_execution_counts();
+                let start = Instant::now();
+                std::fs::write(&file_abs, &new)?;
+                let report = indexer.apply(vec![FileEvent::Changed(path.clone())])?;
+                let secs = start.elapsed().as_secs_f64();
+                body_m.push(secs, &report, sorted_counts(&indexer));
+                check(&indexer, "body")?;
+                if !report.published {
+                    bail!("the body edit published nothing");
+                }
             }
-            Ok(())
-        };
-        let restore = |indexer: &mut Indexer| -> Result<()> {
-            std::fs::write(&file_abs, &original)?;
-            indexer.apply(vec![FileEvent::Changed(path.clone())])?;
-            Ok(())
-        };
-
-        // (a) body edit
-        let mut body_m = Measure::default();
-        for k in 0..args.runs {
-            eprint!("\r  body edit run {}/{}   ", k + 1, args.runs);
-            let new = body_edit(&original, &target, k);
-            indexer.take_execution_counts();
-            let start = Instant::now();
-            std::fs::write(&file_abs, &new)?;
-            let report = indexer.apply(vec![FileEvent::Changed(path.clone())])?;
-            let secs = start.elapsed().as_secs_f64();
-            body_m.push(secs, &report, sorted_counts(&indexer));
-            check(&indexer, "body")?;
-            if !report.published {
-                bail!("the body edit published nothing");
-            }
-        }
-        eprintln!();
-        restore(&mut indexer)?;
-
-        // (b) signature edit
-        let mut sig_m = Measure::default();
-        for k in 0..args.runs {
-            eprint!("\r  signature edit run {}/{}   ", k + 1, args.runs);
-            let new = signature_edit(&original, &target, k);
-            indexer.take_execution_counts();
-            let start = Instant::now();
-            std::fs::write(&file_abs, &new)?;
-            let report = indexer.apply(vec![FileEvent::Changed(path.clone())])?;
-            let secs = start.elapsed().as_secs_f64();
-            sig_m.push(secs, &report, sorted_counts(&indexer));
-            check(&indexer, "signature")?;
-            // Put the original back between runs so that every run is the same edit size.
+            eprintln!();
             restore(&mut indexer)?;
+
+            // (b) signature edit
+            let mut sig_m = Measure::default();
+            let mut interface_changed = Vec::new();
+            for k in 0..args.runs {
+                eprint!("\r  signature edit run {}/{}   ", k + 1, args.runs);
+                let new = signature_edit(&original, &target, k);
+                let before = interface(&indexer);
+                indexer.take_execution_counts();
+                let start = Instant::now();
+                std::fs::write(&file_abs, &new)?;
+                let report = indexer.apply(vec![FileEvent::Changed(path.clone())])?;
+                let secs = start.elapsed().as_secs_f64();
+                sig_m.push(secs, &report, sorted_counts(&indexer));
+                interface_changed.push(interface(&indexer) != before);
+                check(&indexer, "signature")?;
+                // Put the original back between runs so that every run is the same edit size.
+                restore(&mut indexer)?;
+            }
+            eprintln!();
+
+            // For scale: lowering the edited file alone, in this process.
+            let lower_secs = Stat::of(
+                (0..args.runs)
+                    .map(|_| {
+                        let start = Instant::now();
+                        std::hint::black_box(fresco_indexer::lower::lower(&original));
+                        start.elapsed().as_secs_f64()
+                    })
+                    .collect(),
+            );
+            let lines = original.lines().count();
+            edited.push(Edited { path, module, n_dependents, target, lines, body_m, sig_m, interface_changed, lower_secs });
         }
-        eprintln!();
 
         // (c) add a new file, then delete it
+        let path = edited[0].path.clone();
         let new_rel = match path.rsplit_once('/') {
             Some((dir, _)) => format!("{dir}/_fresco_bench_new.py"),
             None => "_fresco_bench_new.py".to_string(),
@@ -846,17 +878,34 @@ fn run_incremental(args: Args) -> Result<()> {
         writeln!(body, "## {name}\n\n`{}` (copied to a temporary directory; store in a temporary directory)\n", root.display())?;
         writeln!(
             body,
-            "{} files, {} of Python source; {} units, {} edges, {} unresolved call sites.\n\
-             Edited file: `{path}` (module `{module}`, consulted by {n_dependents} files' resolution — \
-             the most-consulted non-test module with an editable function), function `{}` (line {}).\n",
+            "{} files, {} of Python source; {} units, {} edges, {} unresolved call sites.\n",
             final_totals.files,
             bytes_h(source_bytes),
             final_totals.units,
             final_totals.edges,
             final_totals.unresolved,
-            target.name,
-            target.def_line + 1
         )?;
+        for e in &edited {
+            writeln!(
+                body,
+                "- Edited `{}` ({} lines; module `{}`, consulted by {} files' resolution), function `{}` (line {}). \
+                 The signature edit changed the file's interface hash in {}/{} runs. \
+                 `lower::lower` of this file alone takes {} (median, in-process).",
+                e.path,
+                e.lines,
+                e.module,
+                e.n_dependents,
+                e.target.name,
+                e.target.def_line + 1,
+                e.interface_changed.iter().filter(|&&c| c).count(),
+                e.interface_changed.len(),
+                ms(e.lower_secs.median()),
+            )?;
+        }
+        if args.files.is_empty() {
+            writeln!(body, "\n(The file is the most-consulted non-test module with an editable function, picked automatically.)")?;
+        }
+        writeln!(body)?;
         writeln!(
             body,
             "Cold persisted index (fresh process and store, {t} threads): median {}, min {}, max {} over {} runs.\n",
@@ -901,8 +950,12 @@ fn run_incremental(args: Args) -> Result<()> {
             }
             Ok(())
         };
-        row("(a) body edit (write → published version)", &body_m, Some(1.0 / 200.0))?;
-        row("(b) signature edit: new parameter with a default", &sig_m, Some(1.0 / 20.0))?;
+        for e in &edited {
+            row(&format!("(a) body edit in `{}` (write → published version)", e.path), &e.body_m, Some(1.0 / 200.0))?;
+        }
+        for e in &edited {
+            row(&format!("(b) signature edit in `{}`: new parameter with a default", e.path), &e.sig_m, Some(1.0 / 20.0))?;
+        }
         row("(c) add a new file", &add_m, None)?;
         row("(c) delete that file", &del_m, None)?;
         let mut reopen_m = Measure::default();
@@ -935,11 +988,20 @@ fn run_incremental(args: Args) -> Result<()> {
         )?;
         writeln!(
             summary,
-            "| {name} | (e) store size on disk | {} | source {} | {:.2}x | < 3x | {} |",
+            "| {name} | (e) store size on disk after the edits | {} | source {} | {:.2}x | < 3x | {} |",
             bytes_h(store_apparent),
             bytes_h(source_bytes),
             ratio_e,
             verdict(ratio_e < 3.0)
+        )?;
+        let ratio_cold = cold_store / source_bytes as f64;
+        writeln!(
+            summary,
+            "| {name} | (e) store size on disk right after a cold index | {} | source {} | {:.2}x | < 3x | {} |",
+            bytes_h(cold_store as u64),
+            bytes_h(source_bytes),
+            ratio_cold,
+            verdict(ratio_cold < 3.0)
         )?;
     }
     let line = format!("fresco-bench incremental --runs {} --threads {} {}", args.runs, t, roots_line(&args.roots));
