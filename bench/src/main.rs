@@ -177,6 +177,13 @@ fn machine_info() -> String {
     let rustc = cmd_out("rustc", &["--version"]);
     let python = cmd_out("python3", &["--version"]);
     let commit = cmd_out("git", &["rev-parse", "--short", "HEAD"]);
+    let dirty = cmd_out("git", &["status", "--porcelain", "--untracked-files=no"]);
+    let dirty: Vec<&str> = dirty.lines().map(|l| l[3..].trim()).filter(|p| !p.starts_with("bench/")).collect();
+    let commit = if dirty.is_empty() {
+        commit
+    } else {
+        format!("{commit} plus uncommitted changes to {} (work in progress by another engineer, built into this run)", dirty.join(", "))
+    };
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let load = load.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
     format!(
@@ -755,11 +762,14 @@ fn run_incremental(args: Args) -> Result<()> {
                 .clone();
             Some((path.to_string(), text, target))
         };
-        let chosen: Vec<(String, String, Target)> = if args.files.is_empty() {
-            vec![candidates.iter().filter(|(_, p)| !p.contains("test")).find_map(|(_, p)| pick(p)).context("no editable file")?]
-        } else {
-            args.files.iter().map(|f| pick(f).with_context(|| format!("no editable function in {f}"))).collect::<Result<_>>()?
-        };
+        // The automatic pick, then every --file present under this root.
+        let mut chosen: Vec<(String, String, Target)> =
+            vec![candidates.iter().filter(|(_, p)| !p.contains("test")).find_map(|(_, p)| pick(p)).context("no editable file")?];
+        for f in &args.files {
+            if copy.join(f).is_file() && !chosen.iter().any(|c| c.0 == *f) {
+                chosen.push(pick(f).with_context(|| format!("no editable function in {f}"))?);
+            }
+        }
         let mut edited: Vec<Edited> = Vec::new();
         for (path, original, target) in chosen {
             let module = snap.file(&path).map(|f| f.graph.module.clone()).unwrap_or_default();
@@ -902,9 +912,7 @@ fn run_incremental(args: Args) -> Result<()> {
                 ms(e.lower_secs.median()),
             )?;
         }
-        if args.files.is_empty() {
-            writeln!(body, "\n(The file is the most-consulted non-test module with an editable function, picked automatically.)")?;
-        }
+        writeln!(body, "\n(The first file is the most-consulted non-test module with an editable function, picked automatically; others were named with `--file`.)")?;
         writeln!(body)?;
         writeln!(
             body,
