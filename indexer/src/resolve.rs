@@ -323,17 +323,26 @@ impl<'a> Resolver<'a> {
         summary
     }
 
-    fn module_value(&self, name: &str) -> Value {
+    /// Whether a missing module would be inside the repository (its top-level package is
+    /// here): then it is unresolved, not external.
+    fn is_internal_path(&self, name: &str) -> bool {
+        let top = name.split('.').next().unwrap_or(name);
+        top != name && self.lookup(top).0 != ModuleLookup::Missing
+    }
+
+    fn module_value(&self, name: &str) -> Option<Value> {
         match self.lookup(name) {
-            (ModuleLookup::Missing, _) => Value::External(Arc::from(name)),
-            (_, Some(canonical)) => Value::Module(canonical),
-            (_, None) => Value::Module(Arc::from(name)),
+            (ModuleLookup::Missing, _) if self.is_internal_path(name) => None,
+            (ModuleLookup::Missing, _) => Some(Value::External(Arc::from(name))),
+            (_, Some(canonical)) => Some(Value::Module(canonical)),
+            (_, None) => Some(Value::Module(Arc::from(name))),
         }
     }
 
     /// `from module import name`, following re-exports; raw (may contain `Var`).
     fn import_name(&self, module: &str, name: &str, depth: u32) -> Vec<Value> {
         match self.lookup(module) {
+            (ModuleLookup::Missing, _) if self.is_internal_path(module) => Vec::new(),
             (ModuleLookup::Missing, _) => vec![Value::External(Arc::from(format!("{module}.{name}").as_str()))],
             (lookup, canonical) => {
                 let canonical = canonical.unwrap_or_else(|| Arc::from(module));
@@ -342,7 +351,7 @@ impl<'a> Resolver<'a> {
                 if values.is_empty() {
                     let sub = format!("{canonical}.{name}");
                     if self.lookup(&sub).0 != ModuleLookup::Missing {
-                        values.push(self.module_value(&sub));
+                        values.extend(self.module_value(&sub));
                     }
                 }
                 values
@@ -369,7 +378,7 @@ impl<'a> Resolver<'a> {
                 for b in bindings {
                     match b {
                         SumBinding::Def { path, kind } => push(&mut values, def_value(module, path, *kind)),
-                        SumBinding::ImportModule(m) => push(&mut values, self.module_value(m)),
+                        SumBinding::ImportModule(m) => values.extend(self.module_value(m)),
                         SumBinding::ImportName { module: m, name: n } => {
                             extend(&mut values, self.import_name(m, n, depth + 1))
                         }
@@ -701,7 +710,7 @@ impl<'a> Resolver<'a> {
                 if v.is_empty() {
                     let sub = format!("{m}.{attr}");
                     if self.lookup(&sub).0 != ModuleLookup::Missing {
-                        v.push(self.module_value(&sub));
+                        v.extend(self.module_value(&sub));
                     }
                 }
                 v
@@ -874,7 +883,7 @@ impl<'a> Resolver<'a> {
             }
             Binding::Import(Import::Module { module }) => {
                 match absolute_module(module, &self.module, self.is_package) {
-                    Some(m) => vec![self.module_value(&m)],
+                    Some(m) => self.module_value(&m).into_iter().collect(),
                     None => Vec::new(),
                 }
             }
@@ -1386,11 +1395,16 @@ impl<'a> Resolver<'a> {
                 let line = Some(import.line);
                 if !import.is_from || import.names.iter().any(|n| n == "*") {
                     match self.module_value(&module) {
-                        Value::Module(m) if matches!(self.lookup(&m).0, ModuleLookup::File(_)) => {
+                        Some(Value::Module(m)) if matches!(self.lookup(&m).0, ModuleLookup::File(_)) => {
                             add(&mut edges, &module_id, m.to_string(), EdgeKind::Imports, line)
                         }
-                        Value::External(x) => add(&mut edges, &module_id, x.to_string(), EdgeKind::Imports, line),
-                        _ => {}
+                        Some(Value::External(x)) => add(&mut edges, &module_id, x.to_string(), EdgeKind::Imports, line),
+                        Some(_) => {}
+                        None => unresolved.push(Unresolved {
+                            caller: module_id.clone(),
+                            callee: format!("import {module}"),
+                            line: import.line,
+                        }),
                     }
                 }
                 for name in import.names.iter().filter(|n| *n != "*") {
