@@ -176,19 +176,18 @@ fn machine_info() -> String {
     let kernel = cmd_out("uname", &["-r"]);
     let rustc = cmd_out("rustc", &["--version"]);
     let python = cmd_out("python3", &["--version"]);
-    let commit = cmd_out("git", &["rev-parse", "--short", "HEAD"]);
-    let dirty = cmd_out("git", &["status", "--porcelain", "--untracked-files=no"]);
-    let dirty: Vec<&str> = dirty.lines().map(|l| l[3..].trim()).filter(|p| !p.starts_with("bench/")).collect();
+    let commit = env!("FRESCO_BENCH_COMMIT");
+    let dirty = env!("FRESCO_BENCH_DIRTY");
     let commit = if dirty.is_empty() {
-        commit
+        commit.to_string()
     } else {
-        format!("{commit} plus uncommitted changes to {} (work in progress by another engineer, built into this run)", dirty.join(", "))
+        format!("{commit} plus uncommitted changes to {dirty} (work in progress by another engineer, built into this binary)")
     };
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let load = load.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
     format!(
         "- date: {date}\n- CPU: {cpu}, nproc = {nproc}, memory {mem}\n- kernel {kernel}; {rustc}; {python}\n\
-         - fresco commit {commit} (release build, working tree as of the run)\n\
+         - fresco commit {commit} (release build; the sources the binary was built from)\n\
          - load average when the report was written: {load} (the 2 cores are shared with other work, so single runs are noisy: read the medians)\n"
     )
 }
@@ -1012,6 +1011,7 @@ fn run_incremental(args: Args) -> Result<()> {
             verdict(ratio_cold < 3.0)
         )?;
     }
-    let line = format!("fresco-bench incremental --runs {} --threads {} {}", args.runs, t, roots_line(&args.roots));
+    let files: String = args.files.iter().map(|f| format!("--file {f} ")).collect();
+    let line = format!("fresco-bench incremental --runs {} --threads {} {files}{}", args.runs, t, roots_line(&args.roots));
     emit(args.report.as_deref(), "fresco-bench incremental", &line, &format!("{summary}\n{body}"))
 }
