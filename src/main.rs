@@ -1,15 +1,28 @@
 //! The `fresco` command line: index, export, query, status, serve, stop.
+//!
+//! `query`, `status` and `export` talk to the daemon serving the root when there is one, and
+//! otherwise open the on-disk index in-process and answer the same way, in the same JSON.
 
+mod client;
+mod daemon;
 mod export;
+mod paths;
+mod protocol;
 mod render;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use fresco_indexer::{Indexer, IndexerOptions};
+use serde_json::{Value, json};
+
+/// Exit codes (documented in the README).
+const EXIT_QUERY_ERROR: u8 = 1;
+const EXIT_STALE: u8 = 3;
+const EXIT_NO_DAEMON: u8 = 4;
 
 #[derive(Parser)]
 #[command(name = "fresco", version, about = "A fresh, versioned code property graph of a Python repository")]
@@ -18,7 +31,7 @@ struct Cli {
     command: Command,
 }
 
-#[derive(clap::Args, Clone)]
+#[derive(clap::Args, Clone, Default)]
 struct IndexArgs {
     /// The repository root (default: the current directory).
     path: Option<PathBuf>,
@@ -31,9 +44,19 @@ struct IndexArgs {
     /// Do not apply .gitignore rules.
     #[arg(long)]
     no_gitignore: bool,
-    /// Skip files larger than this many bytes.
+    /// Skip files larger than this many bytes (default 10 MiB).
     #[arg(long)]
     max_file_size: Option<u64>,
+}
+
+#[derive(clap::Args, Clone, Default)]
+struct ClientArgs {
+    /// Only talk to a running daemon; exit 4 if none serves the root.
+    #[arg(long, conflicts_with = "no_daemon")]
+    daemon: bool,
+    /// Never talk to a daemon; open the index in-process.
+    #[arg(long)]
+    no_daemon: bool,
 }
 
 #[derive(Subcommand)]
@@ -59,12 +82,28 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
+        /// How fresh the answer must be: wait for the index to catch up with the disk, fail
+        /// if it has not (strict), or answer at once marking stale items (allow).
+        #[arg(long, value_enum, default_value_t = FreshnessArg::Wait)]
+        freshness: FreshnessArg,
         /// The most results any step may produce.
-        #[arg(long, default_value_t = 2000)]
+        #[arg(long, default_value_t = protocol::DEFAULT_LIMIT)]
         limit: usize,
         /// Give up (and report `truncated`) after this many milliseconds.
-        #[arg(long, default_value_t = 10_000)]
+        #[arg(long, default_value_t = protocol::DEFAULT_TIMEOUT_MS)]
         timeout_ms: u64,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Show the state of the index (and of the daemon, if one serves the root).
+    Status {
+        path: Option<PathBuf>,
+        #[arg(long)]
+        db: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        client: ClientArgs,
     },
     /// Write the graph as nodes.jsonl and edges.jsonl.
     Export {
@@ -73,7 +112,19 @@ enum Command {
         /// The directory to write into.
         #[arg(long)]
         out: PathBuf,
+        #[command(flatten)]
+        client: ClientArgs,
     },
+    /// Index, then keep the graph fresh by watching the tree, and answer over a Unix socket.
+    Serve {
+        #[command(flatten)]
+        args: IndexArgs,
+        /// Milliseconds of quiet before a burst of changes is applied.
+        #[arg(long, default_value_t = 15)]
+        debounce_ms: u64,
+    },
+    /// Stop the daemon serving the root.
+    Stop { path: Option<PathBuf> },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -84,9 +135,22 @@ enum Format {
     Mermaid,
 }
 
-/// Exit codes (documented in the README): 0 success, 1 query error, 2 usage error, 3 stale,
-/// 4 daemon unavailable where one was required.
-const EXIT_QUERY_ERROR: u8 = 1;
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum FreshnessArg {
+    Wait,
+    Strict,
+    Allow,
+}
+
+impl FreshnessArg {
+    fn as_str(self) -> &'static str {
+        match self {
+            FreshnessArg::Wait => "wait",
+            FreshnessArg::Strict => "strict",
+            FreshnessArg::Allow => "allow",
+        }
+    }
+}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -104,51 +168,173 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Index { args, json } => {
             let started = Instant::now();
             let indexer = open_index(&args)?;
-            let elapsed = started.elapsed();
-            print_index_summary(&indexer, elapsed, json);
+            print_index_summary(&indexer, started.elapsed(), json);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Query { words, db, json, format, limit, timeout_ms } => {
+        Command::Query { words, db, json, format, freshness, limit, timeout_ms, client } => {
             let (path, text) = match words.as_slice() {
                 [q] => (None, q.clone()),
                 [p, q] => (Some(PathBuf::from(p)), q.clone()),
                 _ => unreachable!("clap enforces one or two words"),
             };
-            let args = IndexArgs { path, db, threads: None, no_gitignore: false, max_file_size: None };
-            let indexer = open_index(&args)?;
-            let mut ctx = fresco_query::Context::new(indexer.snapshot());
-            ctx.limits = fresco_query::Limits { max_results: limit, timeout: std::time::Duration::from_millis(timeout_ms) };
             let format = if json { Format::Json } else { format };
-            match fresco_query::run(&ctx, &text) {
-                Ok(output) => {
+            let params = json!({
+                "query": text,
+                "freshness": freshness.as_str(),
+                "limit": limit,
+                "timeout_ms": timeout_ms,
+            });
+            let root = root_of(&path)?;
+            let response = match connect(&root, &client)? {
+                Some(mut c) => c.call("query", params, Duration::from_millis(timeout_ms + 30_000))?,
+                None => {
+                    let args = IndexArgs { path, db, ..IndexArgs::default() };
+                    let indexer = open_index(&args)?;
+                    let params = protocol::query_params(&params).map_err(|e| anyhow::anyhow!(e.message))?;
+                    // In-process, the index has just been brought up to date with the disk.
+                    match protocol::run_query(indexer.snapshot(), None, &params, None, &|_| false, &[]) {
+                        Ok((_, value)) => Ok(value),
+                        Err(e) => Err(e.to_json()),
+                    }
+                }
+            };
+            match response {
+                Ok(value) => {
                     let rendered = match format {
-                        Format::Json => format!("{}\n", render::to_json(&output, &[])),
-                        Format::Table => render::table(&output, &[]),
-                        Format::Dot => render::dot(&output),
-                        Format::Mermaid => render::mermaid(&output),
+                        Format::Json => format!("{value}\n"),
+                        Format::Table => render::table(&value),
+                        Format::Dot => render::dot(&value),
+                        Format::Mermaid => render::mermaid(&value),
                     };
                     print!("{rendered}");
                     Ok(ExitCode::SUCCESS)
                 }
-                Err(err) => {
-                    report_query_error(&text, &err, format == Format::Json);
-                    Ok(ExitCode::from(EXIT_QUERY_ERROR))
-                }
+                Err(error) => Ok(report_error(&text, &error, format == Format::Json)),
             }
         }
-        Command::Export { args, out } => {
-            let indexer = open_index(&args)?;
-            let counts = export::write(indexer.snapshot(), &out)?;
-            eprintln!(
-                "exported version {}: {} nodes, {} edges to {}",
-                indexer.snapshot().version(),
-                counts.nodes,
-                counts.edges,
-                out.display()
-            );
+        Command::Status { path, db, json, client } => {
+            let root = root_of(&path)?;
+            let value = match connect(&root, &client)? {
+                Some(mut c) => match c.call("status", json!({}), Duration::from_secs(30))? {
+                    Ok(v) => v,
+                    Err(e) => return Ok(report_error("", &e, json)),
+                },
+                None => {
+                    let indexer = open_index(&IndexArgs { path, db, ..IndexArgs::default() })?;
+                    protocol::status(protocol::StatusInfo {
+                        root: &root,
+                        snapshot: indexer.snapshot(),
+                        daemon: false,
+                        pending: Vec::new(),
+                        uptime: None,
+                        watcher: None,
+                        last_error: None,
+                    })
+                }
+            };
+            if json {
+                println!("{value}");
+            } else {
+                print_status(&value);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Export { args, out, client } => {
+            let root = root_of(&args.path)?;
+            let out_abs = if out.is_absolute() { out.clone() } else { std::env::current_dir()?.join(&out) };
+            match connect(&root, &client)? {
+                Some(mut c) => {
+                    let params = json!({"out": out_abs.display().to_string()});
+                    match c.call("export", params, Duration::from_secs(600))? {
+                        Ok(v) => eprintln!("exported version {}: {} nodes, {} edges to {}", v["version"], v["nodes"], v["edges"], out.display()),
+                        Err(e) => return Ok(report_error("", &e, false)),
+                    }
+                }
+                None => {
+                    let indexer = open_index(&args)?;
+                    let counts = export::write(indexer.snapshot(), &out_abs)?;
+                    eprintln!(
+                        "exported version {}: {} nodes, {} edges to {}",
+                        indexer.snapshot().version(),
+                        counts.nodes,
+                        counts.edges,
+                        out.display()
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Serve { args, debounce_ms } => {
+            let root = root_of(&args.path)?;
+            let debounce = fresco_indexer::watch::Debounce {
+                quiet: Duration::from_millis(debounce_ms),
+                ..fresco_indexer::watch::Debounce::default()
+            };
+            daemon::serve(daemon::ServeOptions {
+                db: db_dir(&root, &args.db),
+                indexer: indexer_options(&args),
+                root,
+                debounce,
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Stop { path } => {
+            let root = root_of(&path)?;
+            let Some(mut c) = client::Client::connect(&root) else {
+                eprintln!("fresco: no daemon serves {}", root.display());
+                return Ok(ExitCode::from(EXIT_NO_DAEMON));
+            };
+            let _ = c.call("shutdown", json!({}), Duration::from_secs(10))?;
+            // Wait until the socket is gone, so that a following `serve` can start at once.
+            let socket = paths::daemon_paths(&root)?.socket;
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while socket.exists() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            eprintln!("fresco: stopped the daemon serving {}", root.display());
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// The daemon connection to use, per the client flags.
+fn connect(root: &Path, client: &ClientArgs) -> Result<Option<client::Client>> {
+    if client.no_daemon {
+        return Ok(None);
+    }
+    match client::Client::connect(root) {
+        Some(c) => Ok(Some(c)),
+        None if client.daemon => {
+            eprintln!("fresco: no daemon serves {} (start one with `fresco serve`)", root.display());
+            std::process::exit(EXIT_NO_DAEMON as i32);
+        }
+        None => Ok(None),
+    }
+}
+
+fn report_error(text: &str, error: &Value, json: bool) -> ExitCode {
+    let code = error["code"].as_str().unwrap_or("ERROR");
+    let exit = if code == "STALE" { EXIT_STALE } else { EXIT_QUERY_ERROR };
+    if json {
+        println!("{}", json!({ "error": error }));
+        return ExitCode::from(exit);
+    }
+    let message = error["message"].as_str().unwrap_or("error");
+    match (code, error["position"].as_u64()) {
+        ("PARSE_ERROR", Some(position)) => {
+            let err = fresco_query::ParseError { position: position as usize, message: message.to_string() };
+            let rendered = err.render(text);
+            // The message already names the column; show the caret picture.
+            eprintln!("fresco: query error\n{}", rendered.replace(&format!("at column {}: ", position + 1), ""));
+        }
+        _ => eprintln!("fresco: {message}"),
+    }
+    if let Some(files) = error["files"].as_array() {
+        for f in files.iter().take(50) {
+            eprintln!("  stale: {}", f.as_str().unwrap_or(""));
+        }
+    }
+    ExitCode::from(exit)
 }
 
 fn root_of(path: &Option<PathBuf>) -> Result<PathBuf> {
@@ -187,27 +373,51 @@ fn open_index(args: &IndexArgs) -> Result<Indexer> {
     Ok(indexer)
 }
 
-fn print_index_summary(indexer: &Indexer, elapsed: std::time::Duration, json: bool) {
+fn print_status(v: &Value) {
+    let field = |k: &str| match &v[k] {
+        Value::Null => "-".to_string(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    println!("root               {}", field("root"));
+    println!("daemon             {}", if v["daemon"].as_bool() == Some(true) { format!("running (pid {})", field("pid")) } else { "not running (in-process)".into() });
+    println!("version            {}", field("version"));
+    println!("files              {}", field("files"));
+    println!("units              {}", field("units"));
+    println!("edges              {}", field("edges"));
+    println!("unresolved calls   {}", field("unresolved_calls"));
+    println!("pending changes    {}", field("pending_changes"));
+    if let Some(bytes) = v["memory_bytes"].as_u64() {
+        println!("memory             {:.1} MiB", bytes as f64 / (1024.0 * 1024.0));
+    }
+    if let Some(up) = v["uptime_s"].as_f64() {
+        println!("uptime             {up:.0} s");
+    }
+    if let Some(lanes) = v["lanes"].as_object() {
+        for (name, lane) in lanes {
+            println!("lane {name:<13} {}", lane["status"].as_str().unwrap_or("?"));
+        }
+    }
+}
+
+fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
     let snap = indexer.snapshot();
     let t = snap.totals();
     let skipped: Vec<(String, String)> = snap
         .files()
         .filter_map(|f| f.graph.skipped.as_ref().map(|r| (f.graph.path.clone(), r.to_string())))
         .collect();
-    let parse_errors: Vec<(String, u32)> = snap
-        .files()
-        .filter(|f| f.graph.parse_errors > 0)
-        .map(|f| (f.graph.path.clone(), f.graph.parse_errors))
-        .collect();
+    let parse_errors: Vec<(String, u32)> =
+        snap.files().filter(|f| f.graph.parse_errors > 0).map(|f| (f.graph.path.clone(), f.graph.parse_errors)).collect();
     if json {
-        let value = serde_json::json!({
+        let value = json!({
             "version": snap.version(),
             "files": t.files,
             "units": t.units,
             "edges": t.edges,
             "unresolved_calls": t.unresolved,
-            "parse_error_files": parse_errors.iter().map(|(p, n)| serde_json::json!({"file": p, "parse_errors": n})).collect::<Vec<_>>(),
-            "skipped_files": skipped.iter().map(|(p, r)| serde_json::json!({"file": p, "reason": r})).collect::<Vec<_>>(),
+            "parse_error_files": parse_errors.iter().map(|(p, n)| json!({"file": p, "parse_errors": n})).collect::<Vec<_>>(),
+            "skipped_files": skipped.iter().map(|(p, r)| json!({"file": p, "reason": r})).collect::<Vec<_>>(),
             "seconds": elapsed.as_secs_f64(),
         });
         println!("{value}");
@@ -227,22 +437,4 @@ fn print_index_summary(indexer: &Indexer, elapsed: std::time::Duration, json: bo
         println!("  {path}: {why}");
     }
     println!("time               {:.3} s", elapsed.as_secs_f64());
-}
-
-fn report_query_error(text: &str, err: &fresco_query::QueryError, json: bool) {
-    if json {
-        let mut value = serde_json::json!({"error": {"code": err.code(), "message": err.to_string()}});
-        if let fresco_query::QueryError::Parse(p) = err {
-            value["error"]["position"] = serde_json::json!(p.position);
-        }
-        if let fresco_query::QueryError::UnknownSymbol { suggestions, .. } = err {
-            value["error"]["suggestions"] = serde_json::json!(suggestions);
-        }
-        println!("{value}");
-        return;
-    }
-    match err {
-        fresco_query::QueryError::Parse(p) => eprintln!("fresco: query error\n{}", p.render(text)),
-        other => eprintln!("fresco: {other}"),
-    }
 }

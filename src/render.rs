@@ -3,7 +3,7 @@
 
 use std::io::IsTerminal;
 
-use fresco_query::{Item, Output};
+use fresco_query::Output;
 use serde_json::{Value, json};
 
 /// The stable JSON shape of a query response (see docs/query-language.md).
@@ -33,72 +33,49 @@ impl Style {
     }
 }
 
-/// An aligned table; colours only when stdout is a terminal (and NO_COLOR is unset).
-pub fn table(output: &Output, stale: &[String]) -> String {
+/// An aligned table of a query response (the JSON of [`to_json`]); colours only when stdout is a
+/// terminal (and NO_COLOR is unset).
+pub fn table(response: &Value) -> String {
     let style = Style { on: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() };
+    let empty = Vec::new();
+    let results = response["results"].as_array().unwrap_or(&empty);
+    let text = |v: &Value| -> String {
+        match v {
+            Value::Null => String::new(),
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }
+    };
     let mut out = String::new();
-    if let Some(count) = output.count {
+    if let Some(count) = response.get("count").and_then(Value::as_u64) {
         out.push_str(&format!("{count}\n"));
-    } else if output.results.is_empty() {
+    } else if results.is_empty() {
         out.push_str("(no results)\n");
     } else {
-        let has = |f: fn(&Item) -> bool| output.results.iter().any(f);
+        let optional = [
+            ("group", "#"),
+            ("depth", "DEPTH"),
+            ("via", "VIA"),
+            ("from", "FROM"),
+            ("line", "AT LINE"),
+            ("callee", "CALLEE"),
+            ("change", "CHANGE"),
+        ];
+        let shown: Vec<(&str, &str)> =
+            optional.iter().copied().filter(|(k, _)| results.iter().any(|r| r.get(*k).is_some_and(|v| !v.is_null()))).collect();
         let mut headers = vec!["NAME", "KIND", "LOCATION"];
-        let show_depth = has(|i| i.depth.is_some());
-        let show_via = has(|i| i.via.is_some());
-        let show_line = has(|i| i.line.is_some());
-        let show_group = has(|i| i.group.is_some());
-        let show_callee = has(|i| i.callee.is_some());
-        let show_change = has(|i| i.change.is_some());
-        if show_group {
-            headers.insert(0, "#");
-        }
-        if show_depth {
-            headers.push("DEPTH");
-        }
-        if show_via {
-            headers.push("VIA");
-        }
-        if show_line {
-            headers.push("AT LINE");
-        }
-        if show_callee {
-            headers.push("CALLEE");
-        }
-        if show_change {
-            headers.push("CHANGE");
-        }
-        let rows: Vec<Vec<String>> = output
-            .results
+        headers.extend(shown.iter().map(|(_, h)| *h));
+        let rows: Vec<Vec<String>> = results
             .iter()
-            .map(|i| {
-                let location = match (&i.file, i.start_line, i.end_line) {
-                    (Some(f), Some(s), Some(e)) => format!("{f}:{s}-{e}"),
+            .map(|r| {
+                let location = match (r["file"].as_str(), r["start_line"].as_u64(), r["end_line"].as_u64()) {
+                    (Some(f), Some(a), Some(b)) => format!("{f}:{a}-{b}"),
                     _ => "-".to_string(),
                 };
-                let mut row = vec![
-                    if i.stale { format!("{} (stale)", i.name) } else { i.name.clone() },
-                    i.kind.to_string(),
-                    location,
-                ];
-                if show_group {
-                    row.insert(0, i.group.map(|g| g.to_string()).unwrap_or_default());
-                }
-                if show_depth {
-                    row.push(i.depth.map(|d| d.to_string()).unwrap_or_default());
-                }
-                if show_via {
-                    row.push(i.via.unwrap_or("").to_string());
-                }
-                if show_line {
-                    row.push(i.line.map(|d| d.to_string()).unwrap_or_default());
-                }
-                if show_callee {
-                    row.push(i.callee.clone().unwrap_or_default());
-                }
-                if show_change {
-                    row.push(i.change.unwrap_or("").to_string());
-                }
+                let stale = r["stale"].as_bool().unwrap_or(false);
+                let name = text(&r["name"]);
+                let mut row = vec![if stale { format!("{name} (stale)") } else { name }, text(&r["kind"]), location];
+                row.extend(shown.iter().map(|(k, _)| text(&r[*k])));
                 row
             })
             .collect();
@@ -119,72 +96,80 @@ pub fn table(output: &Output, stale: &[String]) -> String {
         };
         out.push_str(&style.paint("1", &line(headers.iter().map(|h| h.to_string()).collect())));
         out.push('\n');
-        for (row, item) in rows.into_iter().zip(&output.results) {
-            let text = line(row);
-            out.push_str(&if item.stale { style.paint("33", &text) } else { text });
+        for (row, r) in rows.into_iter().zip(results) {
+            let l = line(row);
+            out.push_str(&if r["stale"].as_bool().unwrap_or(false) { style.paint("33", &l) } else { l });
             out.push('\n');
         }
-        for item in &output.results {
-            if let Some(source) = &item.source {
-                out.push_str(&format!("\n{}\n{source}\n", style.paint("1", &item.name)));
+        for r in results {
+            if let Some(source) = r["source"].as_str() {
+                out.push_str(&format!("\n{}\n{source}\n", style.paint("1", &text(&r["name"]))));
             }
         }
     }
-    for note in &output.notes {
-        out.push_str(&style.paint("2", &format!("note: {note}")));
+    for note in response["notes"].as_array().unwrap_or(&empty) {
+        out.push_str(&style.paint("2", &format!("note: {}", text(note))));
         out.push('\n');
     }
-    if output.truncated {
+    if response["truncated"].as_bool().unwrap_or(false) {
         out.push_str(&style.paint("33", "note: results truncated at the limit"));
         out.push('\n');
     }
+    let stale = response["stale"].as_array().unwrap_or(&empty);
     if !stale.is_empty() {
-        out.push_str(&style.paint("33", &format!("stale files: {}", stale.join(", "))));
+        let files: Vec<String> = stale.iter().map(text).collect();
+        out.push_str(&style.paint("33", &format!("stale files: {}", files.join(", "))));
         out.push('\n');
     }
-    out.push_str(&style.paint("2", &format!("version {}", output.version)));
+    out.push_str(&style.paint("2", &format!("version {}", text(&response["version"]))));
     out.push('\n');
     out
 }
 
-/// The subgraph a result describes: every row reached from another row (or the query's start)
-/// contributes the edge it was reached by.
-fn edges(output: &Output) -> Vec<(String, String, String)> {
-    output
-        .results
+/// The subgraph a result describes: every row reached from another row contributes the edge it
+/// was reached by.
+fn edges(response: &Value) -> Vec<(String, String, String)> {
+    let empty = Vec::new();
+    response["results"]
+        .as_array()
+        .unwrap_or(&empty)
         .iter()
-        .filter_map(|i| Some((i.from.clone()?, i.name.clone(), i.via.unwrap_or("").to_string())))
+        .filter_map(|r| {
+            Some((r["from"].as_str()?.to_string(), r["name"].as_str()?.to_string(), r["via"].as_str().unwrap_or("").to_string()))
+        })
         .collect()
 }
 
-fn nodes(output: &Output) -> Vec<String> {
-    let mut all: Vec<String> = output.results.iter().map(|i| i.name.clone()).collect();
-    all.extend(output.results.iter().filter_map(|i| i.from.clone()));
+fn nodes(response: &Value) -> Vec<String> {
+    let empty = Vec::new();
+    let results = response["results"].as_array().unwrap_or(&empty);
+    let mut all: Vec<String> = results.iter().filter_map(|r| r["name"].as_str().map(str::to_string)).collect();
+    all.extend(results.iter().filter_map(|r| r["from"].as_str().map(str::to_string)));
     all.sort();
     all.dedup();
     all
 }
 
-pub fn dot(output: &Output) -> String {
+pub fn dot(response: &Value) -> String {
     let mut out = String::from("digraph fresco {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n");
-    for n in nodes(output) {
+    for n in nodes(response) {
         out.push_str(&format!("  {:?};\n", n));
     }
-    for (a, b, via) in edges(output) {
+    for (a, b, via) in edges(response) {
         out.push_str(&format!("  {:?} -> {:?} [label={:?}];\n", a, b, via));
     }
     out.push_str("}\n");
     out
 }
 
-pub fn mermaid(output: &Output) -> String {
-    let names = nodes(output);
+pub fn mermaid(response: &Value) -> String {
+    let names = nodes(response);
     let id = |n: &str| names.iter().position(|x| x == n).map(|i| format!("n{i}")).unwrap_or_default();
     let mut out = String::from("flowchart LR\n");
     for n in &names {
         out.push_str(&format!("  {}[\"{}\"]\n", id(n), n.replace('"', "'")));
     }
-    for (a, b, via) in edges(output) {
+    for (a, b, via) in edges(response) {
         out.push_str(&format!("  {} -->|{}| {}\n", id(&a), via, id(&b)));
     }
     out

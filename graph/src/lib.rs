@@ -3,6 +3,7 @@
 //! This crate knows nothing of tree-sitter, salsa, sockets or JSON: it is the vocabulary the
 //! indexer produces and the query engine consumes.
 
+pub mod history;
 pub mod model;
 pub mod snapshot;
 pub mod store;
@@ -10,3 +11,4 @@ pub mod store;
 pub use model::{Edge, EdgeKind, FileGraph, FileStamp, IndexDeps, Revision, SkipReason, Unit, UnitKind, Unresolved};
 pub use snapshot::{FileChange, FileEntry, Snapshot, Totals, UnitRef};
 pub use store::{Store, StoreError, FORMAT_VERSION};
+pub use history::{Change, HistoryExpired, NetChange, VersionDiff, VersionLog};

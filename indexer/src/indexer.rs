@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use fresco_graph::{FileChange, FileEntry, FileStamp, IndexDeps, Snapshot, Store, StoreError};
+use fresco_graph::{FileChange, FileEntry, FileStamp, IndexDeps, Snapshot, Store, StoreError, VersionDiff};
 use rustc_hash::{FxHashMap, FxHashSet};
 use salsa::Setter;
 
@@ -60,6 +60,8 @@ pub struct BatchReport {
     pub resolved_files: usize,
     /// A new version was published (false when the batch changed nothing).
     pub published: bool,
+    /// What the published version changed (empty when nothing was published).
+    pub diff: Arc<VersionDiff>,
 }
 
 pub struct Indexer {
@@ -73,6 +75,7 @@ pub struct Indexer {
     dependents: FxHashMap<String, FxHashSet<String>>,
     snapshot: Snapshot,
     store: Option<Store>,
+    db_dir: Option<PathBuf>,
     log: Arc<ExecutionLog>,
     walk_issues: Vec<WalkIssue>,
     /// Why the store was rebuilt on open, if it was.
@@ -95,6 +98,7 @@ impl Indexer {
             dependents: FxHashMap::default(),
             snapshot: Snapshot::empty(),
             store: None,
+            db_dir: None,
             log,
             walk_issues: Vec::new(),
             rebuilt_store: None,
@@ -128,6 +132,7 @@ impl Indexer {
             Err(e) => return Err(e.into()),
         };
         indexer.store = Some(store);
+        indexer.db_dir = Some(db_dir.to_path_buf());
         if let Some(snapshot) = loaded {
             indexer.seed_from(snapshot);
         }
@@ -378,6 +383,18 @@ impl Indexer {
             changes.push(FileChange::Remove(path.clone()));
         }
         let published = !changed_files.is_empty() || !removed.is_empty();
+        let mut diff = VersionDiff::default();
+        if published {
+            for change in &changes {
+                let (path, new) = match change {
+                    FileChange::Upsert(e) => (e.graph.path.as_str(), Some((&*e.graph, &*e.text))),
+                    FileChange::Remove(p) => (p.as_str(), None),
+                };
+                let old = self.snapshot.file(path).map(|e| (&*e.graph, &*e.text));
+                VersionDiff::of_file(old, new, &mut diff);
+            }
+        }
+        self.ensure_store()?;
         let metadata_only = !published && !upserts.is_empty();
         if published || metadata_only {
             let version = if published { self.snapshot.version() + 1 } else { self.snapshot.version() };
@@ -395,7 +412,45 @@ impl Indexer {
             removed_files: removed,
             resolved_files: affected.len(),
             published,
+            diff: Arc::new(diff),
         })
+    }
+
+    /// Applies a watcher batch: file paths are re-read, directories (`dir/`) re-examined as a
+    /// whole subtree, and a lost-events batch rescans everything.
+    pub fn apply_batch(&mut self, batch: &crate::watch::Batch) -> Result<BatchReport, IndexError> {
+        if batch.rescan.is_some() {
+            return self.refresh();
+        }
+        let mut events = Vec::new();
+        for (path, _) in &batch.paths {
+            if let Some(dir) = path.strip_suffix('/') {
+                let prefix = format!("{dir}/");
+                events.extend(self.inputs.keys().filter(|p| p.starts_with(&prefix)).map(|p| FileEvent::Changed(p.clone())));
+                let (found, issues) = walk::discover_under(&self.root, dir, &self.options.walk);
+                self.walk_issues.extend(issues);
+                events.extend(found.into_iter().map(FileEvent::Changed));
+            } else if self.is_candidate(path) {
+                events.push(FileEvent::Changed(path.clone()));
+            }
+        }
+        self.apply(events)
+    }
+
+    /// If the store directory was deleted under us, recreate it and write the whole current
+    /// version, so that a restart still finds a complete index.
+    fn ensure_store(&mut self) -> Result<(), IndexError> {
+        let (Some(dir), Some(_)) = (&self.db_dir, &self.store) else { return Ok(()) };
+        if dir.exists() {
+            return Ok(());
+        }
+        self.rebuilt_store = Some(format!("the index directory {} disappeared; rewritten", dir.display()));
+        self.store = None;
+        let store = Store::open(dir, crate::ANALYSIS_FINGERPRINT)?;
+        let entries: Vec<Arc<FileEntry>> = self.snapshot.files().cloned().collect();
+        store.commit(self.snapshot.version(), &entries, &[])?;
+        self.store = Some(store);
+        Ok(())
     }
 
     fn read_all(&self, events: Vec<FileEvent>) -> Vec<(String, Option<SourceRead>)> {

@@ -16,6 +16,7 @@ pub mod resolve;
 pub mod summary;
 pub mod syntax;
 pub mod walk;
+pub mod watch;
 
 pub use indexer::{BatchReport, FileEvent, IndexError, Indexer, IndexerOptions};
 pub use walk::{WalkIssue, WalkOptions};

@@ -115,6 +115,21 @@ pub fn discover(root: &Path, options: &WalkOptions) -> (Vec<String>, Vec<WalkIss
     (files, issues)
 }
 
+/// Lists the `.py` files under the directory `rel_dir` (relative to `root`), as paths relative
+/// to `root`, applying the same rules as [`discover`] (including parent gitignores).
+pub fn discover_under(root: &Path, rel_dir: &str, options: &WalkOptions) -> (Vec<String>, Vec<WalkIssue>) {
+    let dir = root.join(rel_dir);
+    if !dir.is_dir() || !is_candidate(&format!("{rel_dir}/x.py"), options) {
+        return (Vec::new(), Vec::new());
+    }
+    let name = rel_dir.rsplit('/').next().unwrap_or(rel_dir);
+    if options.excluded_dirs.iter().any(|e| e == name) || is_virtualenv(&dir) {
+        return (Vec::new(), Vec::new());
+    }
+    let (files, issues) = discover(&dir, options);
+    (files.into_iter().map(|f| format!("{rel_dir}/{f}")).collect(), issues)
+}
+
 /// A file as read from disk.
 #[derive(Clone, Debug)]
 pub struct SourceRead {

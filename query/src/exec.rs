@@ -128,18 +128,12 @@ impl Row {
     }
 }
 
-/// What `changes since V` reads; the daemon keeps this history, an in-process query has none.
-pub trait History {
-    /// The ids of units added, removed or changed since `since`, with the change kind, or an
-    /// error when `since` is older than the history kept.
-    fn changes_since(&self, since: u64) -> Result<Vec<(String, &'static str)>, QueryError>;
-}
-
 pub struct Context<'a> {
     pub snapshot: &'a Snapshot,
     pub limits: Limits,
     pub cancel: Option<Arc<AtomicBool>>,
-    pub history: Option<&'a dyn History>,
+    /// The daemon's version history, for `changes since V` (absent in-process).
+    pub history: Option<&'a fresco_graph::VersionLog>,
 }
 
 impl<'a> Context<'a> {
@@ -327,8 +321,26 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                         .into(),
                 ));
             };
-            let changes = history.changes_since(*since)?;
-            Ok(changes.into_iter().map(|(id, change)| Row { change: Some(change), ..Row::unit(id) }).collect())
+            let changes = history
+                .changes_since(*since)
+                .map_err(|e| QueryError::HistoryExpired { since: e.since, oldest: e.oldest })?;
+            let mut rows = Vec::new();
+            for change in changes {
+                rows.push(match change {
+                    fresco_graph::NetChange::Unit(id, c) => Row { change: Some(unit_change(c)), ..Row::unit(id) },
+                    fresco_graph::NetChange::Edge(e, c) => Row {
+                        from: Some(e.src),
+                        via: Some(e.kind),
+                        line: e.line,
+                        change: Some(edge_change(c)),
+                        ..Row::unit(e.dst)
+                    },
+                });
+                if exec.full(&rows) {
+                    break;
+                }
+            }
+            Ok(rows)
         }
         Stage::Where(conditions) => {
             let snapshot = exec.snapshot();
@@ -349,6 +361,18 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             Ok(rows)
         }
         Stage::Count => Ok(input),
+    }
+}
+
+fn unit_change(c: fresco_graph::Change) -> &'static str {
+    c.as_str()
+}
+
+fn edge_change(c: fresco_graph::Change) -> &'static str {
+    match c {
+        fresco_graph::Change::Added => "edge_added",
+        fresco_graph::Change::Removed => "edge_removed",
+        fresco_graph::Change::Changed => "edge_changed",
     }
 }
 

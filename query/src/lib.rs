@@ -8,5 +8,5 @@ pub mod exec;
 pub mod glob;
 pub mod parse;
 
-pub use exec::{Context, History, Item, Limits, Output, QueryError, execute, resolve_symbol, run};
+pub use exec::{Context, Item, Limits, Output, QueryError, execute, resolve_symbol, run};
 pub use parse::{ParseError, parse};

@@ -1,0 +1,208 @@
+//! Version history: what each published version changed, so that a client that cached context at
+//! version V can ask what to refresh.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use crate::model::{Edge, EdgeKind, FileGraph, Unit};
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
+pub enum Change {
+    Added,
+    Removed,
+    Changed,
+}
+
+impl Change {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Change::Added => "added",
+            Change::Removed => "removed",
+            Change::Changed => "changed",
+        }
+    }
+}
+
+/// What one version changed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VersionDiff {
+    pub units: Vec<(String, Change)>,
+    pub edges_added: Vec<Edge>,
+    pub edges_removed: Vec<Edge>,
+}
+
+impl VersionDiff {
+    /// The difference between a file's old and new graph (either may be absent), comparing
+    /// units by id and content (kind, span, signature, docstring, source text).
+    pub fn of_file(old: Option<(&FileGraph, &str)>, new: Option<(&FileGraph, &str)>, into: &mut VersionDiff) {
+        let units = |g: Option<(&FileGraph, &str)>| -> FxHashMap<String, (Unit, String)> {
+            g.map(|(graph, text)| {
+                graph
+                    .units
+                    .iter()
+                    .map(|u| {
+                        let source = text.get(u.start_byte as usize..u.end_byte as usize).unwrap_or("").to_string();
+                        (u.id.clone(), (u.clone(), source))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+        };
+        let (before, after) = (units(old), units(new));
+        let mut ids: Vec<&String> = before.keys().chain(after.keys()).collect();
+        ids.sort();
+        ids.dedup();
+        for id in ids {
+            match (before.get(id), after.get(id)) {
+                (None, Some(_)) => into.units.push((id.clone(), Change::Added)),
+                (Some(_), None) => into.units.push((id.clone(), Change::Removed)),
+                (Some((a, sa)), Some((b, sb))) => {
+                    let same = a.kind == b.kind
+                        && a.signature == b.signature
+                        && a.docstring == b.docstring
+                        && a.start_line == b.start_line
+                        && a.end_line == b.end_line
+                        && sa == sb;
+                    if !same {
+                        into.units.push((id.clone(), Change::Changed));
+                    }
+                }
+                (None, None) => {}
+            }
+        }
+        let edges = |g: Option<(&FileGraph, &str)>| -> std::collections::HashSet<Edge> {
+            g.map(|(graph, _)| graph.edges.iter().cloned().collect()).unwrap_or_default()
+        };
+        let (eb, ea) = (edges(old), edges(new));
+        into.edges_added.extend(ea.difference(&eb).cloned());
+        into.edges_removed.extend(eb.difference(&ea).cloned());
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.units.is_empty() && self.edges_added.is_empty() && self.edges_removed.is_empty()
+    }
+}
+
+/// The net change of a unit or an edge since some version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NetChange {
+    Unit(String, Change),
+    Edge(Edge, Change),
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("version {since} is older than the history kept (oldest: {oldest}); a full refresh is needed")]
+pub struct HistoryExpired {
+    pub since: u64,
+    pub oldest: u64,
+}
+
+/// The diffs of the last `capacity` versions.
+#[derive(Clone)]
+pub struct VersionLog {
+    entries: VecDeque<(u64, Arc<VersionDiff>)>,
+    capacity: usize,
+    /// The version the log starts after: changes since any version >= this are known.
+    base: u64,
+}
+
+impl VersionLog {
+    pub fn new(base: u64, capacity: usize) -> VersionLog {
+        VersionLog { entries: VecDeque::new(), capacity: capacity.max(1), base }
+    }
+
+    pub fn push(&mut self, version: u64, diff: Arc<VersionDiff>) {
+        self.entries.push_back((version, diff));
+        while self.entries.len() > self.capacity {
+            if let Some((v, _)) = self.entries.pop_front() {
+                self.base = v;
+            }
+        }
+    }
+
+    pub fn oldest(&self) -> u64 {
+        self.base
+    }
+
+    /// Net changes after `since` up to the newest version, units first then edges, sorted.
+    pub fn changes_since(&self, since: u64) -> Result<Vec<NetChange>, HistoryExpired> {
+        if since < self.base {
+            return Err(HistoryExpired { since, oldest: self.base });
+        }
+        let mut units: FxHashMap<String, Change> = FxHashMap::default();
+        let mut edges: FxHashMap<Edge, i32> = FxHashMap::default();
+        for (_, diff) in self.entries.iter().filter(|(v, _)| *v > since) {
+            for (id, change) in &diff.units {
+                let next = match (units.get(id).copied(), *change) {
+                    (None, c) => Some(c),
+                    (Some(Change::Removed), Change::Added) => Some(Change::Changed),
+                    (Some(Change::Added), Change::Removed) => None,
+                    (Some(Change::Added), _) => Some(Change::Added),
+                    (Some(_), Change::Removed) => Some(Change::Removed),
+                    (Some(prev), _) => Some(prev),
+                };
+                match next {
+                    Some(c) => {
+                        units.insert(id.clone(), c);
+                    }
+                    None => {
+                        units.remove(id);
+                    }
+                }
+            }
+            for e in &diff.edges_added {
+                *edges.entry(e.clone()).or_default() += 1;
+            }
+            for e in &diff.edges_removed {
+                *edges.entry(e.clone()).or_default() -= 1;
+            }
+        }
+        let mut out: Vec<NetChange> = units.into_iter().map(|(id, c)| NetChange::Unit(id, c)).collect();
+        out.sort_by(|a, b| match (a, b) {
+            (NetChange::Unit(x, _), NetChange::Unit(y, _)) => x.cmp(y),
+            _ => std::cmp::Ordering::Equal,
+        });
+        let mut edge_changes: Vec<(Edge, Change)> = edges
+            .into_iter()
+            .filter(|(_, n)| *n != 0)
+            .map(|(e, n)| (e, if n > 0 { Change::Added } else { Change::Removed }))
+            .collect();
+        edge_changes.sort_by(|(a, _), (b, _)| (&a.src, &a.dst, kind_order(a.kind), a.line).cmp(&(&b.src, &b.dst, kind_order(b.kind), b.line)));
+        out.extend(edge_changes.into_iter().map(|(e, c)| NetChange::Edge(e, c)));
+        Ok(out)
+    }
+}
+
+fn kind_order(k: EdgeKind) -> u8 {
+    k as u8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folds_changes_and_expires_old_versions() {
+        let mut log = VersionLog::new(0, 3);
+        let diff = |units: Vec<(&str, Change)>| {
+            Arc::new(VersionDiff {
+                units: units.into_iter().map(|(i, c)| (i.to_string(), c)).collect(),
+                ..VersionDiff::default()
+            })
+        };
+        log.push(1, diff(vec![("a", Change::Added), ("b", Change::Changed)]));
+        log.push(2, diff(vec![("a", Change::Removed), ("c", Change::Removed)]));
+        log.push(3, diff(vec![("c", Change::Added)]));
+        let net = log.changes_since(0).unwrap();
+        assert_eq!(
+            net,
+            vec![NetChange::Unit("b".into(), Change::Changed), NetChange::Unit("c".into(), Change::Changed)]
+        );
+        assert_eq!(log.changes_since(2).unwrap(), vec![NetChange::Unit("c".into(), Change::Added)]);
+        log.push(4, diff(vec![("d", Change::Added)]));
+        assert_eq!(log.changes_since(0), Err(HistoryExpired { since: 0, oldest: 1 }));
+        assert!(log.changes_since(1).is_ok());
+    }
+}

@@ -1,0 +1,379 @@
+//! Watching the tree: notify events to debounced batches for the indexer, and the bookkeeping
+//! that lets a query know exactly what the index does not reflect yet.
+//!
+//! Every relevant event is registered in the [`Tracker`] the moment it arrives (so a query that
+//! synchronises with the file system sees it as pending), and handed to the indexer in debounced
+//! batches: a burst such as a branch switch becomes one batch and one version. Cookie files
+//! (watchman's trick) let a query wait until every write that happened before it has been seen:
+//! the query writes a uniquely named file, and once the watcher reports it, all earlier events
+//! have been registered.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam::channel::{Receiver, Sender, select};
+use notify::{EventKind, RecursiveMode, Watcher as _};
+
+use crate::walk::{self, WalkOptions};
+
+/// The prefix of cookie file names (never indexed: not `.py`).
+pub const COOKIE_PREFIX: &str = ".fresco-cookie-";
+
+/// How long the debouncer waits for quiet before dispatching a batch, and the longest it holds
+/// a batch during a continuous burst.
+#[derive(Clone, Copy, Debug)]
+pub struct Debounce {
+    pub quiet: Duration,
+    pub max_hold: Duration,
+}
+
+impl Default for Debounce {
+    fn default() -> Self {
+        Debounce { quiet: Duration::from_millis(15), max_hold: Duration::from_millis(1000) }
+    }
+}
+
+/// A batch for the indexer: relative paths (a trailing `/` marks a directory whose whole
+/// subtree must be re-examined) with the sequence number each was registered under.
+#[derive(Clone, Debug, Default)]
+pub struct Batch {
+    pub paths: Vec<(String, u64)>,
+    /// Events were lost (queue overflow, watcher error, ignore rules changed): rescan all.
+    pub rescan: Option<u64>,
+}
+
+#[derive(Default)]
+struct TrackerState {
+    /// Paths changed on disk and not yet reflected by a published version, with the sequence
+    /// number of their latest change.
+    pending: BTreeMap<String, u64>,
+    next_seq: u64,
+    /// A rescan is pending (sequence number).
+    rescan: Option<u64>,
+    cookies: HashSet<String>,
+    events: u64,
+    rescans: u64,
+}
+
+/// What the index does not reflect yet; shared by the watcher, the indexer and the queries.
+#[derive(Default)]
+pub struct Tracker {
+    state: Mutex<TrackerState>,
+    changed: Condvar,
+}
+
+impl Tracker {
+    fn lock(&self) -> std::sync::MutexGuard<'_, TrackerState> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn note_path(&self, rel: String) -> u64 {
+        let mut s = self.lock();
+        s.next_seq += 1;
+        s.events += 1;
+        let seq = s.next_seq;
+        s.pending.insert(rel, seq);
+        seq
+    }
+
+    pub fn note_rescan(&self) -> u64 {
+        let mut s = self.lock();
+        s.next_seq += 1;
+        s.rescans += 1;
+        let seq = s.next_seq;
+        s.rescan = Some(seq);
+        seq
+    }
+
+    fn note_cookie(&self, name: String) {
+        let mut s = self.lock();
+        s.cookies.insert(name);
+        self.changed.notify_all();
+    }
+
+    /// Waits until the watcher has reported the cookie `name`.
+    pub fn wait_cookie(&self, name: &str, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut s = self.lock();
+        loop {
+            if s.cookies.remove(name) {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            s = match self.changed.wait_timeout(s, deadline - now) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+    }
+
+    /// Marks a batch as reflected by a published version (entries changed again since keep
+    /// their newer sequence number and stay pending).
+    pub fn applied(&self, batch: &Batch) {
+        let mut s = self.lock();
+        for (path, seq) in &batch.paths {
+            if s.pending.get(path) == Some(seq) {
+                s.pending.remove(path);
+            }
+        }
+        if batch.rescan.is_some() && s.rescan == batch.rescan {
+            s.rescan = None;
+        }
+        self.changed.notify_all();
+    }
+
+    /// What is pending: paths (directories end with `/`) and whether a full rescan is.
+    pub fn pending(&self) -> (Vec<String>, bool) {
+        let s = self.lock();
+        (s.pending.keys().cloned().collect(), s.rescan.is_some())
+    }
+
+    /// Whether `file` (relative) may have changed since the current version.
+    pub fn is_stale(&self, file: &str) -> bool {
+        let s = self.lock();
+        s.rescan.is_some()
+            || s.pending.contains_key(file)
+            || s.pending.keys().any(|p| p.ends_with('/') && file.starts_with(p.as_str()))
+    }
+
+    /// Waits until nothing is pending. Returns what is still pending at the deadline.
+    pub fn wait_idle(&self, timeout: Duration) -> Result<(), Vec<String>> {
+        let deadline = Instant::now() + timeout;
+        let mut s = self.lock();
+        loop {
+            if s.pending.is_empty() && s.rescan.is_none() {
+                return Ok(());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                let mut left: Vec<String> = s.pending.keys().cloned().collect();
+                if s.rescan.is_some() {
+                    left.push("(full rescan)".into());
+                }
+                return Err(left);
+            }
+            s = match self.changed.wait_timeout(s, deadline - now) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+    }
+
+    /// (events seen, rescans) since start.
+    pub fn counters(&self) -> (u64, u64) {
+        let s = self.lock();
+        (s.events, s.rescans)
+    }
+}
+
+/// The repository's gitignore rules, for single paths reported by the watcher.
+pub struct IgnoreRules {
+    matchers: Vec<ignore::gitignore::Gitignore>,
+    enabled: bool,
+}
+
+impl IgnoreRules {
+    pub fn load(root: &Path, options: &WalkOptions) -> IgnoreRules {
+        let mut matchers = Vec::new();
+        if options.gitignore {
+            let excluded = options.excluded_dirs.clone();
+            let walker = ignore::WalkBuilder::new(root)
+                .hidden(false)
+                .git_ignore(false)
+                .git_global(false)
+                .git_exclude(false)
+                .ignore(false)
+                .parents(false)
+                .filter_entry(move |e| {
+                    let name = e.file_name().to_string_lossy();
+                    let is_dir = e.file_type().is_some_and(|t| t.is_dir());
+                    !is_dir || e.depth() == 0 || !(excluded.iter().any(|x| *x == name) || name.starts_with('.'))
+                })
+                .build();
+            for entry in walker.flatten() {
+                if entry.file_name() == ".gitignore" || entry.file_name() == ".ignore" {
+                    let (matcher, _) = ignore::gitignore::Gitignore::new(entry.path());
+                    matchers.push(matcher);
+                }
+            }
+        }
+        IgnoreRules { matchers, enabled: options.gitignore }
+    }
+
+    pub fn is_ignored(&self, abs: &Path, is_dir: bool) -> bool {
+        self.enabled
+            && self.matchers.iter().any(|m| {
+                abs.starts_with(m.path()) && m.matched_path_or_any_parents(abs, is_dir).is_ignore()
+            })
+    }
+}
+
+/// The running watcher. Dropping it stops watching.
+pub struct Watcher {
+    _notify: notify::RecommendedWatcher,
+    _thread: JoinHandle<()>,
+}
+
+enum Raw {
+    Event(notify::Event),
+    Error,
+}
+
+/// Starts watching `root`. Relevant changes are registered in `tracker` at once and sent to
+/// `out` in debounced batches; a message on `flush` dispatches the current batch immediately
+/// (a query is waiting for it).
+pub fn start(
+    root: PathBuf,
+    options: WalkOptions,
+    debounce: Debounce,
+    tracker: Arc<Tracker>,
+    out: Sender<Batch>,
+    flush: Receiver<()>,
+) -> Result<Watcher, notify::Error> {
+    let (raw_tx, raw_rx) = crossbeam::channel::unbounded::<Raw>();
+    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        let _ = raw_tx.send(match res {
+            Ok(event) => Raw::Event(event),
+            Err(_) => Raw::Error,
+        });
+    })?;
+    watcher.watch(&root, RecursiveMode::Recursive)?;
+    let thread = std::thread::Builder::new()
+        .name("fresco-watch".into())
+        .spawn(move || debounce_loop(root, options, debounce, tracker, raw_rx, out, flush))
+        .map_err(|e| notify::Error::generic(&e.to_string()))?;
+    Ok(Watcher { _notify: watcher, _thread: thread })
+}
+
+fn debounce_loop(
+    root: PathBuf,
+    options: WalkOptions,
+    debounce: Debounce,
+    tracker: Arc<Tracker>,
+    raw: Receiver<Raw>,
+    out: Sender<Batch>,
+    flush: Receiver<()>,
+) {
+    let mut rules = IgnoreRules::load(&root, &options);
+    let mut batch = Batch::default();
+    let mut batch_started: Option<Instant> = None;
+    let mut last_event = Instant::now();
+    loop {
+        let timeout = match batch_started {
+            None => Duration::from_secs(3600),
+            Some(started) => {
+                let quiet_end = last_event + debounce.quiet;
+                let hold_end = started + debounce.max_hold;
+                quiet_end.min(hold_end).saturating_duration_since(Instant::now())
+            }
+        };
+        let mut dispatch = false;
+        select! {
+            recv(raw) -> msg => match msg {
+                Ok(Raw::Event(event)) => {
+                    if classify(&root, &options, &mut rules, &tracker, &event, &mut batch) {
+                        batch_started.get_or_insert_with(Instant::now);
+                        last_event = Instant::now();
+                    }
+                }
+                Ok(Raw::Error) => {
+                    batch.rescan = Some(tracker.note_rescan());
+                    batch_started.get_or_insert_with(Instant::now);
+                    last_event = Instant::now();
+                }
+                Err(_) => return,
+            },
+            recv(flush) -> msg => {
+                if msg.is_err() {
+                    return;
+                }
+                dispatch = batch_started.is_some();
+            },
+            default(timeout) => dispatch = batch_started.is_some(),
+        }
+        if dispatch {
+            if out.send(std::mem::take(&mut batch)).is_err() {
+                return;
+            }
+            batch_started = None;
+        }
+    }
+}
+
+/// Registers one notify event; returns whether it added anything to the batch.
+fn classify(
+    root: &Path,
+    options: &WalkOptions,
+    rules: &mut IgnoreRules,
+    tracker: &Tracker,
+    event: &notify::Event,
+    batch: &mut Batch,
+) -> bool {
+    if event.need_rescan() {
+        batch.rescan = Some(tracker.note_rescan());
+        return true;
+    }
+    if matches!(event.kind, EventKind::Access(_)) {
+        return false;
+    }
+    let mut added = false;
+    for abs in &event.paths {
+        let Some(rel) = walk::relative(root, abs) else { continue };
+        let name = rel.rsplit('/').next().unwrap_or(&rel);
+        if name.starts_with(COOKIE_PREFIX) {
+            if matches!(event.kind, EventKind::Create(_) | EventKind::Modify(_)) {
+                tracker.note_cookie(name.to_string());
+            }
+            continue;
+        }
+        if in_excluded_dir(&rel, options) {
+            continue;
+        }
+        if name == ".gitignore" || name == ".ignore" {
+            // New rules can hide or reveal any file: reload them and rescan.
+            *rules = IgnoreRules::load(root, options);
+            batch.rescan = Some(tracker.note_rescan());
+            added = true;
+            continue;
+        }
+        if rel.ends_with(".py") {
+            if rules.is_ignored(abs, false) {
+                continue;
+            }
+            let seq = tracker.note_path(rel.clone());
+            batch.paths.push((rel, seq));
+            added = true;
+            continue;
+        }
+        // A directory created, removed or moved (or something we cannot tell): re-examine the
+        // subtree. Plain files that are not Python are irrelevant.
+        let is_dir_event = matches!(
+            event.kind,
+            EventKind::Create(notify::event::CreateKind::Folder)
+                | EventKind::Remove(notify::event::RemoveKind::Folder)
+                | EventKind::Modify(notify::event::ModifyKind::Name(_))
+                | EventKind::Remove(notify::event::RemoveKind::Any)
+                | EventKind::Create(notify::event::CreateKind::Any)
+        );
+        let is_dir_now = abs.is_dir();
+        if (is_dir_now || (is_dir_event && !abs.is_file())) && !rules.is_ignored(abs, true) {
+            let key = format!("{rel}/");
+            let seq = tracker.note_path(key.clone());
+            batch.paths.push((key, seq));
+            added = true;
+        }
+    }
+    added
+}
+
+fn in_excluded_dir(rel: &str, options: &WalkOptions) -> bool {
+    let mut parts: Vec<&str> = rel.split('/').collect();
+    parts.pop();
+    parts.iter().any(|p| options.excluded_dirs.iter().any(|e| e == p) || (p.starts_with('.') && !p.is_empty()))
+}

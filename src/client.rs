@@ -1,0 +1,51 @@
+//! The client side of the socket protocol, used by the CLI when a daemon serves the root.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use crate::paths::daemon_paths;
+
+pub struct Client {
+    stream: UnixStream,
+    reader: BufReader<UnixStream>,
+    next_id: u64,
+}
+
+impl Client {
+    /// Connects to the daemon serving `root`, if one does.
+    pub fn connect(root: &Path) -> Option<Client> {
+        let paths = daemon_paths(root).ok()?;
+        let stream = UnixStream::connect(&paths.socket).ok()?;
+        let reader = BufReader::new(stream.try_clone().ok()?);
+        Some(Client { stream, reader, next_id: 1 })
+    }
+
+    /// Sends one request and waits for its response: `Ok(Ok(result))` or `Ok(Err(error))`.
+    pub fn call(&mut self, method: &str, params: Value, timeout: Duration) -> Result<Result<Value, Value>> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let request = json!({"id": id, "method": method, "params": params});
+        self.stream.set_read_timeout(Some(timeout))?;
+        writeln!(self.stream, "{request}").context("cannot send to the daemon")?;
+        loop {
+            let mut line = String::new();
+            let n = self.reader.read_line(&mut line).context("no answer from the daemon")?;
+            if n == 0 {
+                bail!("the daemon closed the connection");
+            }
+            let response: Value = serde_json::from_str(line.trim()).context("the daemon sent invalid JSON")?;
+            if response.get("id") != Some(&json!(id)) {
+                continue;
+            }
+            if let Some(err) = response.get("error") {
+                return Ok(Err(err.clone()));
+            }
+            return Ok(Ok(response.get("result").cloned().unwrap_or(Value::Null)));
+        }
+    }
+}

@@ -1,0 +1,450 @@
+//! `fresco serve`: the daemon.
+//!
+//! Threads: the watcher (notify, debounced, in the indexer crate) sends batches over a crossbeam
+//! channel to the single indexer thread, which applies them and publishes each new version by
+//! swapping an `Arc` (readers clone it and never hold a lock while they work); the main thread
+//! accepts connections; each connection reads requests on its own thread and runs queries on
+//! worker threads so that a `cancel` can arrive while a query runs.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use crossbeam::channel::{Receiver, Sender};
+use fresco_graph::{Snapshot, VersionLog};
+use fresco_indexer::watch::{self, Batch, Debounce, Tracker};
+use fresco_indexer::{Indexer, IndexerOptions};
+use serde_json::{Value, json};
+
+use crate::paths::daemon_paths;
+use crate::protocol::{self, Freshness, ProtoError};
+
+/// Versions of history kept for `changes since`.
+const HISTORY_VERSIONS: usize = 10_000;
+const MAX_CONNECTIONS: usize = 64;
+const MAX_QUERIES_PER_CONNECTION: usize = 8;
+const IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+const COOKIE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// One published version, as readers see it.
+struct Published {
+    snapshot: Snapshot,
+    history: Arc<VersionLog>,
+}
+
+struct Shared {
+    root: PathBuf,
+    current: Mutex<Arc<Published>>,
+    tracker: Arc<Tracker>,
+    flush: Sender<()>,
+    started: Instant,
+    shutdown: AtomicBool,
+    connections: AtomicUsize,
+    cookie_counter: AtomicU64,
+    last_error: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn current(&self) -> Arc<Published> {
+        self.current.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn publish(&self, published: Published) {
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(published);
+    }
+
+    /// Synchronises with the file system: when this returns, every change made before the call
+    /// has been registered as pending by the watcher.
+    fn sync_with_disk(&self) -> Result<(), ProtoError> {
+        let n = self.cookie_counter.fetch_add(1, Ordering::Relaxed);
+        let name = format!("{}{}-{n}", watch::COOKIE_PREFIX, std::process::id());
+        let path = self.root.join(&name);
+        fs::write(&path, b"")
+            .map_err(|e| ProtoError::new("SYNC_FAILED", format!("cannot write a cookie file in {}: {e}", self.root.display())))?;
+        let seen = self.tracker.wait_cookie(&name, COOKIE_TIMEOUT);
+        let _ = fs::remove_file(&path);
+        if seen {
+            Ok(())
+        } else {
+            Err(ProtoError::new("SYNC_FAILED", "the file watcher did not report a cookie file in time; freshness cannot be guaranteed"))
+        }
+    }
+
+    /// The freshness gate: the snapshot to answer from and the files to mark stale.
+    fn gate(&self, mode: Freshness, wait: Duration) -> Result<(Arc<Published>, Vec<String>), ProtoError> {
+        match mode {
+            Freshness::Allow => {
+                let published = self.current();
+                let (pending, rescan) = self.tracker.pending();
+                let mut stale = pending;
+                if rescan {
+                    stale.push("(full rescan)".into());
+                }
+                Ok((published, stale))
+            }
+            Freshness::Strict => {
+                self.sync_with_disk()?;
+                let (pending, rescan) = self.tracker.pending();
+                if !pending.is_empty() || rescan {
+                    let mut files = pending;
+                    if rescan {
+                        files.push("(full rescan)".into());
+                    }
+                    return Err(ProtoError::stale(files));
+                }
+                Ok((self.current(), Vec::new()))
+            }
+            Freshness::Wait => {
+                self.sync_with_disk()?;
+                let _ = self.flush.try_send(());
+                match self.tracker.wait_idle(wait) {
+                    Ok(()) => Ok((self.current(), Vec::new())),
+                    Err(files) => Err(ProtoError::stale(files)),
+                }
+            }
+        }
+    }
+}
+
+pub struct ServeOptions {
+    pub root: PathBuf,
+    pub db: PathBuf,
+    pub indexer: IndexerOptions,
+    pub debounce: Debounce,
+}
+
+pub fn serve(options: ServeOptions) -> Result<()> {
+    let root = options.root.clone();
+    let paths = daemon_paths(&root)?;
+
+    // One daemon per root: an advisory lock the OS releases if we die, so a crash never leaves
+    // a lock that blocks the next start.
+    let lock = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&paths.lock)
+        .with_context(|| format!("cannot open {}", paths.lock.display()))?;
+    if lock.try_lock().is_err() {
+        let pid = fs::read_to_string(&paths.lock).unwrap_or_default();
+        bail!("a daemon already serves {} (pid {})", root.display(), pid.trim());
+    }
+    {
+        let mut l = &lock;
+        let _ = l.set_len(0);
+        let _ = write!(l, "{}", std::process::id());
+    }
+    if paths.socket.exists() {
+        // Left by a daemon that died: we hold the lock, so nobody serves it.
+        fs::remove_file(&paths.socket).with_context(|| format!("cannot remove stale {}", paths.socket.display()))?;
+    }
+
+    // Watch before indexing, so that nothing written during the initial index is missed.
+    let tracker = Arc::new(Tracker::default());
+    let (batch_tx, batch_rx) = crossbeam::channel::unbounded::<Batch>();
+    let (flush_tx, flush_rx) = crossbeam::channel::bounded::<()>(1);
+    let _watcher = watch::start(
+        root.clone(),
+        options.indexer.walk.clone(),
+        options.debounce,
+        tracker.clone(),
+        batch_tx,
+        flush_rx,
+    )
+    .context("cannot watch the tree (inotify limits? see `sysctl fs.inotify`)")?;
+
+    let started = Instant::now();
+    let interactive = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    if interactive {
+        eprintln!("fresco: indexing {} ...", root.display());
+    }
+    let mut indexer = Indexer::open(&root, &options.db, options.indexer.clone())?;
+    if let Some(why) = indexer.rebuilt_store.take() {
+        eprintln!("fresco: warning: {why}");
+    }
+    for issue in indexer.walk_issues() {
+        eprintln!("fresco: warning: {} {}", issue.path, issue.message);
+    }
+    let t = indexer.snapshot().totals();
+    eprintln!(
+        "fresco: serving {} (version {}, {} files, {} units, {} edges) on {} after {:.2} s",
+        root.display(),
+        indexer.snapshot().version(),
+        t.files,
+        t.units,
+        t.edges,
+        paths.socket.display(),
+        started.elapsed().as_secs_f64()
+    );
+
+    let shared = Arc::new(Shared {
+        root: root.clone(),
+        current: Mutex::new(Arc::new(Published {
+            snapshot: indexer.snapshot().clone(),
+            history: Arc::new(VersionLog::new(indexer.snapshot().version(), HISTORY_VERSIONS)),
+        })),
+        tracker: tracker.clone(),
+        flush: flush_tx,
+        started,
+        shutdown: AtomicBool::new(false),
+        connections: AtomicUsize::new(0),
+        cookie_counter: AtomicU64::new(0),
+        last_error: Mutex::new(None),
+    });
+
+    let indexer_thread = {
+        let shared = shared.clone();
+        std::thread::Builder::new().name("fresco-indexer".into()).spawn(move || indexer_loop(indexer, batch_rx, shared))?
+    };
+
+    let listener = UnixListener::bind(&paths.socket).with_context(|| format!("cannot bind {}", paths.socket.display()))?;
+    fs::set_permissions(&paths.socket, fs::Permissions::from_mode(0o600))?;
+    listener.set_nonblocking(true)?;
+    while !shared.shutdown.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                let _ = stream.set_nonblocking(false);
+                if shared.connections.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
+                    let mut s = stream;
+                    let err = ProtoError::new("BUSY", format!("too many connections (limit {MAX_CONNECTIONS})"));
+                    let _ = writeln!(s, "{}", protocol::response_err(&Value::Null, &err));
+                    continue;
+                }
+                shared.connections.fetch_add(1, Ordering::Relaxed);
+                let shared = shared.clone();
+                let _ = std::thread::Builder::new().name("fresco-conn".into()).spawn(move || {
+                    handle_connection(stream, &shared);
+                    shared.connections.fetch_sub(1, Ordering::Relaxed);
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => eprintln!("fresco: accept failed: {e}"),
+        }
+    }
+    let _ = fs::remove_file(&paths.socket);
+    drop(indexer_thread);
+    Ok(())
+}
+
+fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shared>) {
+    while let Ok(first) = batches.recv() {
+        // Coalesce whatever else is already queued into the same version.
+        let mut batch = first;
+        while let Ok(more) = batches.try_recv() {
+            batch.paths.extend(more.paths);
+            if more.rescan.is_some() {
+                batch.rescan = more.rescan;
+            }
+        }
+        match indexer.apply_batch(&batch) {
+            Ok(report) => {
+                if report.published {
+                    let previous = shared.current();
+                    let mut history = (*previous.history).clone();
+                    history.push(report.version, report.diff.clone());
+                    shared.publish(Published { snapshot: indexer.snapshot().clone(), history: Arc::new(history) });
+                }
+                if let Some(why) = indexer.rebuilt_store.take() {
+                    eprintln!("fresco: warning: {why}");
+                }
+                // Published first, then marked applied: a waiting query that wakes up finds
+                // the new version.
+                shared.tracker.applied(&batch);
+            }
+            Err(e) => {
+                eprintln!("fresco: error applying changes: {e}");
+                *shared.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+            }
+        }
+        if shared.shutdown.load(Ordering::Relaxed) {
+            return;
+        }
+    }
+}
+
+/// Reads one line of at most `MAX_REQUEST_BYTES`. `Ok(None)` at end of stream.
+fn read_line(reader: &mut BufReader<UnixStream>, buf: &mut Vec<u8>) -> std::io::Result<Option<bool>> {
+    buf.clear();
+    let n = reader.by_ref().take(protocol::MAX_REQUEST_BYTES as u64 + 1).read_until(b'\n', buf)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    let complete = buf.last() == Some(&b'\n');
+    Ok(Some(complete || buf.len() <= protocol::MAX_REQUEST_BYTES))
+}
+
+fn send(writer: &Mutex<UnixStream>, value: &Value) -> bool {
+    let mut text = value.to_string();
+    if text.len() > protocol::MAX_RESPONSE_BYTES {
+        let id = value.get("id").cloned().unwrap_or(Value::Null);
+        let err = ProtoError::new(
+            "RESULT_TOO_LARGE",
+            format!("the result is {} bytes, over the {} byte limit; lower `limit`", text.len(), protocol::MAX_RESPONSE_BYTES),
+        );
+        text = protocol::response_err(&id, &err).to_string();
+    }
+    text.push('\n');
+    let mut stream = writer.lock().unwrap_or_else(|p| p.into_inner());
+    stream.write_all(text.as_bytes()).and_then(|_| stream.flush()).is_ok()
+}
+
+fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
+    let _ = stream.set_read_timeout(Some(IDLE_TIMEOUT));
+    let Ok(write_half) = stream.try_clone() else { return };
+    let writer = Arc::new(Mutex::new(write_half));
+    let mut reader = BufReader::new(stream);
+    let cancels: Arc<Mutex<HashMap<String, Arc<AtomicBool>>>> = Arc::default();
+    let running = Arc::new(AtomicUsize::new(0));
+    let mut buf = Vec::new();
+    loop {
+        let line = match read_line(&mut reader, &mut buf) {
+            Ok(None) | Err(_) => return,
+            Ok(Some(false)) => {
+                let err = ProtoError::new(
+                    "REQUEST_TOO_LARGE",
+                    format!("a request line may be at most {} bytes; closing the connection", protocol::MAX_REQUEST_BYTES),
+                );
+                send(&writer, &protocol::response_err(&Value::Null, &err));
+                return;
+            }
+            Ok(Some(true)) => &buf,
+        };
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim();
+        if text.is_empty() {
+            continue;
+        }
+        let request: Value = match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) => {
+                let err = ProtoError::new("INVALID_JSON", format!("the request is not valid JSON: {e}"));
+                if !send(&writer, &protocol::response_err(&Value::Null, &err)) {
+                    return;
+                }
+                continue;
+            }
+        };
+        let id = request.get("id").cloned().unwrap_or(Value::Null);
+        let Some(method) = request.get("method").and_then(Value::as_str) else {
+            let err = ProtoError::new("INVALID_REQUEST", "a request is an object with \"id\", \"method\" and \"params\"");
+            if !send(&writer, &protocol::response_err(&id, &err)) {
+                return;
+            }
+            continue;
+        };
+        let params = request.get("params").cloned().unwrap_or(json!({}));
+        match method {
+            "query" => {
+                if running.load(Ordering::Relaxed) >= MAX_QUERIES_PER_CONNECTION {
+                    let err = ProtoError::new("BUSY", format!("at most {MAX_QUERIES_PER_CONNECTION} queries at once per connection"));
+                    send(&writer, &protocol::response_err(&id, &err));
+                    continue;
+                }
+                let flag = Arc::new(AtomicBool::new(false));
+                let key = id.to_string();
+                cancels.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), flag.clone());
+                running.fetch_add(1, Ordering::Relaxed);
+                let (shared, worker_writer, cancels, running) =
+                    (shared.clone(), writer.clone(), cancels.clone(), running.clone());
+                let spawned = std::thread::Builder::new().name("fresco-query".into()).spawn(move || {
+                    let response = match handle_query(&shared, &params, flag) {
+                        Ok(result) => protocol::response_ok(&id, result),
+                        Err(err) => protocol::response_err(&id, &err),
+                    };
+                    cancels.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+                    running.fetch_sub(1, Ordering::Relaxed);
+                    send(&worker_writer, &response);
+                });
+                if spawned.is_err() {
+                    let err = ProtoError::new("BUSY", "cannot start a query thread");
+                    send(&writer, &protocol::response_err(&Value::Null, &err));
+                }
+            }
+            "cancel" => {
+                let target = params.get("id").map(|v| v.to_string()).unwrap_or_default();
+                let found = cancels.lock().unwrap_or_else(|p| p.into_inner()).get(&target).cloned();
+                let result = match found {
+                    Some(flag) => {
+                        flag.store(true, Ordering::Relaxed);
+                        json!({"cancelled": true})
+                    }
+                    None => json!({"cancelled": false}),
+                };
+                if !send(&writer, &protocol::response_ok(&id, result)) {
+                    return;
+                }
+            }
+            "status" => {
+                let published = shared.current();
+                let (pending, rescan) = shared.tracker.pending();
+                let mut pending = pending;
+                if rescan {
+                    pending.push("(full rescan)".into());
+                }
+                let result = protocol::status(protocol::StatusInfo {
+                    root: &shared.root,
+                    snapshot: &published.snapshot,
+                    daemon: true,
+                    pending,
+                    uptime: Some(shared.started.elapsed()),
+                    watcher: Some(shared.tracker.counters()),
+                    last_error: shared.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+                });
+                if !send(&writer, &protocol::response_ok(&id, result)) {
+                    return;
+                }
+            }
+            "export" => {
+                let response = match handle_export(shared, &params) {
+                    Ok(result) => protocol::response_ok(&id, result),
+                    Err(err) => protocol::response_err(&id, &err),
+                };
+                if !send(&writer, &response) {
+                    return;
+                }
+            }
+            "shutdown" => {
+                send(&writer, &protocol::response_ok(&id, json!({"stopping": true})));
+                shared.shutdown.store(true, Ordering::Relaxed);
+                return;
+            }
+            other => {
+                let err = ProtoError::new("UNKNOWN_METHOD", format!("unknown method '{other}' (status, query, export, cancel, shutdown)"));
+                if !send(&writer, &protocol::response_err(&id, &err)) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn handle_query(shared: &Shared, params: &Value, cancel: Arc<AtomicBool>) -> Result<Value, ProtoError> {
+    let params = protocol::query_params(params)?;
+    let (published, stale) = shared.gate(params.freshness, params.wait)?;
+    let tracker = shared.tracker.clone();
+    let allow = params.freshness == Freshness::Allow;
+    let is_stale = move |file: &str| allow && tracker.is_stale(file);
+    let (_, value) =
+        protocol::run_query(&published.snapshot, Some(&published.history), &params, Some(cancel), &is_stale, &stale)?;
+    Ok(value)
+}
+
+fn handle_export(shared: &Shared, params: &Value) -> Result<Value, ProtoError> {
+    let out = params
+        .get("out")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ProtoError::new("INVALID_REQUEST", "params.out (a directory) is required"))?;
+    let freshness = params.get("freshness").and_then(Value::as_str).and_then(Freshness::parse).unwrap_or(Freshness::Wait);
+    let (published, _) = shared.gate(freshness, Duration::from_millis(protocol::DEFAULT_WAIT_MS))?;
+    let counts = crate::export::write(&published.snapshot, Path::new(out))
+        .map_err(|e| ProtoError::new("EXPORT_FAILED", format!("{e:#}")))?;
+    Ok(json!({"version": published.snapshot.version(), "nodes": counts.nodes, "edges": counts.edges, "out": out}))
+}

@@ -1,0 +1,217 @@
+//! The wire format (newline-delimited JSON) and the request handlers shared by the daemon and
+//! the in-process CLI, so both give the same results in the same JSON.
+//! docs/protocol.md documents it for clients.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use fresco_graph::{Snapshot, VersionLog};
+use serde_json::{Value, json};
+
+/// The largest request line accepted.
+pub const MAX_REQUEST_BYTES: usize = 1 << 20;
+/// The largest response line sent; larger results fail with RESULT_TOO_LARGE.
+pub const MAX_RESPONSE_BYTES: usize = 64 << 20;
+/// Default and maximum result limits and query time.
+pub const DEFAULT_LIMIT: usize = 2000;
+pub const MAX_LIMIT: usize = 100_000;
+pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+pub const MAX_TIMEOUT_MS: u64 = 120_000;
+/// How long `wait` waits for the index to catch up before answering STALE.
+pub const DEFAULT_WAIT_MS: u64 = 2_000;
+
+/// An error with a stable code (see docs/protocol.md).
+#[derive(Debug, Clone)]
+pub struct ProtoError {
+    pub code: &'static str,
+    pub message: String,
+    pub data: Value,
+}
+
+impl ProtoError {
+    pub fn new(code: &'static str, message: impl Into<String>) -> ProtoError {
+        ProtoError { code, message: message.into(), data: Value::Null }
+    }
+
+    pub fn with(mut self, key: &str, value: Value) -> ProtoError {
+        if !self.data.is_object() {
+            self.data = json!({});
+        }
+        self.data[key] = value;
+        self
+    }
+
+    pub fn to_json(&self) -> Value {
+        let mut err = json!({"code": self.code, "message": self.message});
+        if let Value::Object(map) = &self.data {
+            for (k, v) in map {
+                err[k] = v.clone();
+            }
+        }
+        err
+    }
+
+    pub fn stale(files: Vec<String>) -> ProtoError {
+        let shown: Vec<&String> = files.iter().take(20).collect();
+        let more = files.len().saturating_sub(shown.len());
+        let list = shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ");
+        ProtoError::new(
+            "STALE",
+            format!(
+                "the index has not caught up with {} changed file(s): {list}{}",
+                files.len(),
+                if more > 0 { format!(" and {more} more") } else { String::new() }
+            ),
+        )
+        .with("files", json!(files))
+    }
+}
+
+pub fn response_ok(id: &Value, result: Value) -> Value {
+    json!({"id": id, "result": result})
+}
+
+pub fn response_err(id: &Value, err: &ProtoError) -> Value {
+    json!({"id": id, "error": err.to_json()})
+}
+
+/// How fresh an answer must be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Freshness {
+    Wait,
+    Strict,
+    Allow,
+}
+
+impl Freshness {
+    pub fn parse(text: &str) -> Option<Freshness> {
+        match text {
+            "wait" => Some(Freshness::Wait),
+            "strict" => Some(Freshness::Strict),
+            "allow" => Some(Freshness::Allow),
+            _ => None,
+        }
+    }
+}
+
+/// The parameters of a `query` request, validated.
+pub struct QueryParams {
+    pub text: String,
+    pub freshness: Freshness,
+    pub limits: fresco_query::Limits,
+    pub wait: Duration,
+}
+
+pub fn query_params(params: &Value) -> Result<QueryParams, ProtoError> {
+    let text = params
+        .get("query")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ProtoError::new("INVALID_REQUEST", "params.query (a string) is required"))?
+        .to_string();
+    let freshness = match params.get("freshness") {
+        None | Some(Value::Null) => Freshness::Wait,
+        Some(Value::String(s)) => Freshness::parse(s)
+            .ok_or_else(|| ProtoError::new("INVALID_REQUEST", "params.freshness must be wait, strict or allow"))?,
+        Some(_) => return Err(ProtoError::new("INVALID_REQUEST", "params.freshness must be a string")),
+    };
+    let number = |key: &str, default: u64, max: u64| -> Result<u64, ProtoError> {
+        match params.get(key) {
+            None | Some(Value::Null) => Ok(default),
+            Some(v) => match v.as_u64() {
+                Some(n) if n >= 1 && n <= max => Ok(n),
+                _ => Err(ProtoError::new("INVALID_REQUEST", format!("params.{key} must be an integer from 1 to {max}"))),
+            },
+        }
+    };
+    let limit = number("limit", DEFAULT_LIMIT as u64, MAX_LIMIT as u64)? as usize;
+    let timeout = number("timeout_ms", DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)?;
+    let wait = number("wait_ms", DEFAULT_WAIT_MS, MAX_TIMEOUT_MS)?;
+    Ok(QueryParams {
+        text,
+        freshness,
+        limits: fresco_query::Limits { max_results: limit, timeout: Duration::from_millis(timeout) },
+        wait: Duration::from_millis(wait),
+    })
+}
+
+pub fn query_error(err: &fresco_query::QueryError) -> ProtoError {
+    let mut e = ProtoError::new(err.code(), err.to_string());
+    match err {
+        fresco_query::QueryError::Parse(p) => {
+            e = e.with("position", json!(p.position));
+        }
+        fresco_query::QueryError::UnknownSymbol { suggestions, .. } => {
+            e = e.with("suggestions", json!(suggestions));
+        }
+        _ => {}
+    }
+    e
+}
+
+/// Runs a query over one snapshot. `is_stale` marks items whose file changed on disk after the
+/// snapshot (allow mode); `stale` lists those files for the response.
+pub fn run_query(
+    snapshot: &Snapshot,
+    history: Option<&VersionLog>,
+    params: &QueryParams,
+    cancel: Option<Arc<AtomicBool>>,
+    is_stale: &dyn Fn(&str) -> bool,
+    stale: &[String],
+) -> Result<(fresco_query::Output, Value), ProtoError> {
+    let ctx = fresco_query::Context { snapshot, limits: params.limits.clone(), cancel, history };
+    let mut output = fresco_query::run(&ctx, &params.text).map_err(|e| query_error(&e))?;
+    for item in &mut output.results {
+        if let Some(file) = &item.file {
+            item.stale = is_stale(file);
+        }
+    }
+    let value = crate::render::to_json(&output, stale);
+    Ok((output, value))
+}
+
+fn rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// The `status` result.
+pub struct StatusInfo<'a> {
+    pub root: &'a Path,
+    pub snapshot: &'a Snapshot,
+    pub daemon: bool,
+    pub pending: Vec<String>,
+    pub uptime: Option<Duration>,
+    pub watcher: Option<(u64, u64)>,
+    pub last_error: Option<String>,
+}
+
+pub fn status(info: StatusInfo) -> Value {
+    let t = info.snapshot.totals();
+    json!({
+        "daemon": info.daemon,
+        "pid": std::process::id(),
+        "root": info.root.display().to_string(),
+        "version": info.snapshot.version(),
+        "files": t.files,
+        "units": t.units,
+        "edges": t.edges,
+        "unresolved_calls": t.unresolved,
+        "parse_error_files": t.parse_error_files,
+        "skipped_files": t.skipped_files,
+        "pending_changes": info.pending.len(),
+        "pending": info.pending.iter().take(50).collect::<Vec<_>>(),
+        "memory_bytes": rss_bytes(),
+        "uptime_s": info.uptime.map(|u| u.as_secs_f64()),
+        "watcher": info.watcher.map(|(events, rescans)| json!({"events": events, "rescans": rescans})),
+        "lanes": {
+            "graph": {"status": "ready"},
+            "bm25": {"status": "unavailable", "reason": "the lexical lane is not built yet (see issue: hybrid retrieval)"},
+            "dense": {"status": "unavailable", "reason": "the dense lane is not built yet (see issue: hybrid retrieval)"},
+        },
+        "last_error": info.last_error,
+    })
+}
