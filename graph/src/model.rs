@@ -9,7 +9,17 @@ use std::fmt;
 
 /// The content hash of a file: the revision every unit and edge from that file is stamped with.
 #[derive(
-    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Default,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
 )]
 pub struct Revision(pub u64);
 
@@ -32,7 +42,17 @@ impl fmt::Debug for Revision {
 }
 
 #[derive(
-    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Debug,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
 )]
 #[rkyv(derive(PartialEq, Eq, Debug))]
 pub enum UnitKind {
@@ -75,7 +95,17 @@ impl UnitKind {
 }
 
 #[derive(
-    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Debug,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
 )]
 #[rkyv(derive(PartialEq, Eq, Debug))]
 pub enum EdgeKind {
@@ -166,7 +196,9 @@ impl fmt::Display for SkipReason {
         match self {
             SkipReason::Binary => write!(f, "binary file (contains NUL bytes)"),
             SkipReason::NotUtf8 => write!(f, "not valid UTF-8"),
-            SkipReason::TooLarge { size, limit } => write!(f, "too large ({size} bytes > limit {limit})"),
+            SkipReason::TooLarge { size, limit } => {
+                write!(f, "too large ({size} bytes > limit {limit})")
+            }
             SkipReason::Unreadable { error } => write!(f, "unreadable: {error}"),
         }
     }
@@ -191,7 +223,12 @@ pub struct FileGraph {
 
 impl FileGraph {
     /// The graph of a file that was discovered but could not be indexed.
-    pub fn skipped(path: String, module: String, revision: Revision, reason: SkipReason) -> FileGraph {
+    pub fn skipped(
+        path: String,
+        module: String,
+        revision: Revision,
+        reason: SkipReason,
+    ) -> FileGraph {
         FileGraph {
             path,
             revision,
@@ -206,7 +243,9 @@ impl FileGraph {
 }
 
 /// A file's identity on disk, to tell cheaply whether it changed while nobody watched.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[derive(
+    Clone, Copy, PartialEq, Eq, Debug, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
 pub struct FileStamp {
     pub size: u64,
     pub mtime_ns: i128,
@@ -214,7 +253,9 @@ pub struct FileStamp {
 
 /// Opaque bookkeeping the indexer keeps per file so that it can update incrementally after a
 /// restart without re-deriving unchanged files.
-#[derive(Clone, PartialEq, Eq, Debug, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[derive(
+    Clone, PartialEq, Eq, Debug, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
 pub struct IndexDeps {
     /// Module names whose interface this file's resolution consulted (found or not).
     pub modules: Vec<String>,

@@ -22,9 +22,11 @@ pub struct FileEntry {
     /// What the indexer needs to update this file incrementally after a restart: the modules
     /// its resolution consulted and a hash of the interface it exposes to other files.
     pub deps: IndexDeps,
-    unit_index: FxHashMap<String, u32>,
-    edges_by_src: FxHashMap<String, Vec<u32>>,
-    edges_by_dst: FxHashMap<String, Vec<u32>>,
+    /// Positions of units sorted by id, and of edges sorted by source and by target: lookups by
+    /// binary search, without copying any id.
+    units_by_id: Vec<u32>,
+    edges_by_src: Vec<u32>,
+    edges_by_dst: Vec<u32>,
 }
 
 impl PartialEq for FileEntry {
@@ -34,41 +36,86 @@ impl PartialEq for FileEntry {
 }
 
 impl FileEntry {
-    pub fn new(graph: Arc<FileGraph>, text: Arc<str>, stamp: FileStamp, deps: IndexDeps) -> FileEntry {
-        let mut unit_index = FxHashMap::default();
-        for (i, unit) in graph.units.iter().enumerate() {
-            unit_index.insert(unit.id.clone(), i as u32);
+    pub fn new(
+        graph: Arc<FileGraph>,
+        text: Arc<str>,
+        stamp: FileStamp,
+        deps: IndexDeps,
+    ) -> FileEntry {
+        let mut units_by_id: Vec<u32> = (0..graph.units.len() as u32).collect();
+        units_by_id.sort_by(|&a, &b| graph.units[a as usize].id.cmp(&graph.units[b as usize].id));
+        let mut edges_by_src: Vec<u32> = (0..graph.edges.len() as u32).collect();
+        edges_by_src.sort_by(|&a, &b| {
+            graph.edges[a as usize]
+                .src
+                .cmp(&graph.edges[b as usize].src)
+        });
+        let mut edges_by_dst: Vec<u32> = (0..graph.edges.len() as u32).collect();
+        edges_by_dst.sort_by(|&a, &b| {
+            graph.edges[a as usize]
+                .dst
+                .cmp(&graph.edges[b as usize].dst)
+        });
+        FileEntry {
+            graph,
+            text,
+            stamp,
+            deps,
+            units_by_id,
+            edges_by_src,
+            edges_by_dst,
         }
-        let mut edges_by_src: FxHashMap<String, Vec<u32>> = FxHashMap::default();
-        let mut edges_by_dst: FxHashMap<String, Vec<u32>> = FxHashMap::default();
-        for (i, edge) in graph.edges.iter().enumerate() {
-            edges_by_src.entry(edge.src.clone()).or_default().push(i as u32);
-            edges_by_dst.entry(edge.dst.clone()).or_default().push(i as u32);
-        }
-        FileEntry { graph, text, stamp, deps, unit_index, edges_by_src, edges_by_dst }
     }
 
     pub fn unit(&self, id: &str) -> Option<&Unit> {
-        self.unit_index.get(id).map(|&i| &self.graph.units[i as usize])
+        let units = &self.graph.units;
+        let i = self
+            .units_by_id
+            .binary_search_by(|&i| units[i as usize].id.as_str().cmp(id))
+            .ok()?;
+        Some(&units[self.units_by_id[i] as usize])
+    }
+
+    fn edge_range<'a>(
+        &'a self,
+        order: &'a [u32],
+        key: &str,
+        field: fn(&Edge) -> &str,
+    ) -> impl Iterator<Item = &'a Edge> + use<'a> {
+        let edges = &self.graph.edges;
+        let start = order.partition_point(|&i| field(&edges[i as usize]) < key);
+        let end = start + order[start..].partition_point(|&i| field(&edges[i as usize]) == key);
+        order[start..end].iter().map(move |&i| &edges[i as usize])
     }
 
     /// The full source text of a unit of this file, exactly as indexed.
     pub fn source_of(&self, unit: &Unit) -> &str {
-        self.text.get(unit.start_byte as usize..unit.end_byte as usize).unwrap_or("")
+        self.text
+            .get(unit.start_byte as usize..unit.end_byte as usize)
+            .unwrap_or("")
     }
 
-    pub fn edges_from<'a>(&'a self, id: &str) -> impl Iterator<Item = &'a Edge> + 'a {
-        let indices = self.edges_by_src.get(id).map(Vec::as_slice).unwrap_or(&[]);
-        indices.iter().map(|&i| &self.graph.edges[i as usize])
+    pub fn edges_from<'a>(&'a self, id: &str) -> impl Iterator<Item = &'a Edge> + use<'a> {
+        self.edge_range(&self.edges_by_src, id, |e| e.src.as_str())
     }
 
-    pub fn edges_to<'a>(&'a self, id: &str) -> impl Iterator<Item = &'a Edge> + 'a {
-        let indices = self.edges_by_dst.get(id).map(Vec::as_slice).unwrap_or(&[]);
-        indices.iter().map(|&i| &self.graph.edges[i as usize])
+    pub fn edges_to<'a>(&'a self, id: &str) -> impl Iterator<Item = &'a Edge> + use<'a> {
+        self.edge_range(&self.edges_by_dst, id, |e| e.dst.as_str())
     }
 
-    fn distinct_targets(&self) -> impl Iterator<Item = (&String, usize)> {
-        self.edges_by_dst.iter().map(|(dst, v)| (dst, v.len()))
+    /// The distinct edge targets of this file.
+    fn distinct_targets(&self) -> impl Iterator<Item = &String> {
+        let edges = &self.graph.edges;
+        let mut last: Option<&String> = None;
+        self.edges_by_dst.iter().filter_map(move |&i| {
+            let dst = &edges[i as usize].dst;
+            if last == Some(dst) {
+                None
+            } else {
+                last = Some(dst);
+                Some(dst)
+            }
+        })
     }
 }
 
@@ -154,7 +201,11 @@ impl Snapshot {
 
     /// Derives a snapshot with an explicit version number (used when reopening a store).
     /// Costs O(changed files + the index entries they mention).
-    pub fn apply_as(&self, version: u64, changes: impl IntoIterator<Item = FileChange>) -> Snapshot {
+    pub fn apply_as(
+        &self,
+        version: u64,
+        changes: impl IntoIterator<Item = FileChange>,
+    ) -> Snapshot {
         let mut next = self.clone();
         next.version = version;
         let mut added: Vec<(Path, Arc<FileEntry>)> = Vec::new();
@@ -167,7 +218,11 @@ impl Snapshot {
             };
             if let Some(old) = next.files.remove(&path) {
                 next.totals.add(&old.graph, -1);
-                if next.modules.get(old.graph.module.as_str()).is_some_and(|p| *p == path) {
+                if next
+                    .modules
+                    .get(old.graph.module.as_str())
+                    .is_some_and(|p| *p == path)
+                {
                     next.modules.remove(old.graph.module.as_str());
                 }
                 if let Some(keys) = next.registered.remove(&path) {
@@ -185,13 +240,14 @@ impl Snapshot {
         // batch find each other.
         for (path, entry) in &added {
             if entry.graph.skipped.is_none() || !entry.graph.module.is_empty() {
-                next.modules.insert(Arc::from(entry.graph.module.as_str()), path.clone());
+                next.modules
+                    .insert(Arc::from(entry.graph.module.as_str()), path.clone());
             }
         }
         for (path, entry) in added {
             next.totals.add(&entry.graph, 1);
             let mut keys: Vec<Arc<str>> = Vec::new();
-            for (dst, _) in entry.distinct_targets() {
+            for dst in entry.distinct_targets() {
                 let key: Arc<str> = match next.module_of(dst) {
                     Some((module, _)) => module,
                     None => Arc::from(dst.as_str()),
@@ -207,7 +263,11 @@ impl Snapshot {
             next.files.insert(path, entry);
         }
         for (key, (add, remove)) in delta {
-            let mut paths: Vec<Path> = next.incoming.get(&key).map(|p| p.to_vec()).unwrap_or_default();
+            let mut paths: Vec<Path> = next
+                .incoming
+                .get(&key)
+                .map(|p| p.to_vec())
+                .unwrap_or_default();
             paths.retain(|p| !remove.contains(p) || add.contains(p));
             for p in add {
                 if let Err(i) = paths.binary_search(&p) {
@@ -279,19 +339,30 @@ impl Snapshot {
 
     /// Every unit of every file, in path order and source order within a file.
     pub fn units(&self) -> impl Iterator<Item = UnitRef<'_>> {
-        self.files.values().flat_map(|file| file.graph.units.iter().map(move |unit| UnitRef { unit, file: &**file }))
+        self.files.values().flat_map(|file| {
+            file.graph.units.iter().map(move |unit| UnitRef {
+                unit,
+                file: &**file,
+            })
+        })
     }
 
     /// The ids of external targets (stdlib, third party) referenced by some edge, sorted.
     pub fn externals(&self) -> Vec<&str> {
-        let mut out: Vec<&str> =
-            self.incoming.keys().filter(|k| !self.modules.contains_key(&**k) && !self.contains_unit(k)).map(|k| &**k).collect();
+        let mut out: Vec<&str> = self
+            .incoming
+            .keys()
+            .filter(|k| !self.modules.contains_key(&**k) && !self.contains_unit(k))
+            .map(|k| &**k)
+            .collect();
         out.sort_unstable();
         out
     }
 
     pub fn edges_from<'a>(&'a self, id: &str) -> Vec<(&'a Edge, &'a FileEntry)> {
-        let Some(u) = self.unit(id) else { return Vec::new() };
+        let Some(u) = self.unit(id) else {
+            return Vec::new();
+        };
         u.file.edges_from(id).map(|e| (e, u.file)).collect()
     }
 
@@ -301,7 +372,9 @@ impl Snapshot {
             Some((module, _)) => module,
             None => Arc::from(id),
         };
-        let Some(sources) = self.incoming.get(&key) else { return Vec::new() };
+        let Some(sources) = self.incoming.get(&key) else {
+            return Vec::new();
+        };
         let mut out = Vec::new();
         for path in sources.iter() {
             if let Some(file) = self.files.get(path) {
@@ -313,7 +386,9 @@ impl Snapshot {
 
     /// All edges of the snapshot, file by file.
     pub fn edges(&self) -> impl Iterator<Item = (&Edge, &FileEntry)> {
-        self.files.values().flat_map(|file| file.graph.edges.iter().map(move |e| (e, &**file)))
+        self.files
+            .values()
+            .flat_map(|file| file.graph.edges.iter().map(move |e| (e, &**file)))
     }
 
     /// The kind of the node `id` names: a unit's kind, `External` for an external target.
@@ -328,7 +403,10 @@ impl Snapshot {
 
 impl std::fmt::Debug for Snapshot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Snapshot").field("version", &self.version).field("totals", &self.totals).finish()
+        f.debug_struct("Snapshot")
+            .field("version", &self.version)
+            .field("totals", &self.totals)
+            .finish()
     }
 }
 
@@ -363,18 +441,33 @@ mod tests {
             units: all,
             edges: edges
                 .iter()
-                .map(|(s, d)| Edge { src: s.to_string(), dst: d.to_string(), kind: EdgeKind::Calls, line: Some(1) })
+                .map(|(s, d)| Edge {
+                    src: s.to_string(),
+                    dst: d.to_string(),
+                    kind: EdgeKind::Calls,
+                    line: Some(1),
+                })
                 .collect(),
             unresolved: vec![],
         };
-        Arc::new(FileEntry::new(Arc::new(graph), Arc::from(""), FileStamp::default(), IndexDeps::default()))
+        Arc::new(FileEntry::new(
+            Arc::new(graph),
+            Arc::from(""),
+            FileStamp::default(),
+            IndexDeps::default(),
+        ))
     }
 
     #[test]
     fn versions_are_independent_and_indexes_follow_changes() {
         let v0 = Snapshot::empty();
         let v1 = v0.apply([
-            FileChange::Upsert(file("a.py", "a", &["a.f"], &[("a.f", "b.g"), ("a.f", "os.path.join")])),
+            FileChange::Upsert(file(
+                "a.py",
+                "a",
+                &["a.f"],
+                &[("a.f", "b.g"), ("a.f", "os.path.join")],
+            )),
             FileChange::Upsert(file("b.py", "b", &["b.g"], &[])),
         ]);
         assert_eq!(v1.version(), 1);

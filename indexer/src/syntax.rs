@@ -46,7 +46,9 @@ pub struct Def {
 impl Def {
     /// `@x.setter` / `@x.deleter`: the same name as the getter, not what reading it gives.
     pub fn is_accessor(&self) -> bool {
-        self.decorators.iter().any(|d| matches!(d, Expr::Attr(_, a) if a == "setter" || a == "deleter"))
+        self.decorators
+            .iter()
+            .any(|d| matches!(d, Expr::Attr(_, a) if a == "setter" || a == "deleter"))
     }
 }
 
@@ -167,8 +169,8 @@ pub struct ImportStmt {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct CallSite {
     pub callee: Expr,
-    /// The callee as written, shortened (for unresolved reports).
-    pub text: String,
+    /// The byte range of the callee as written (for unresolved reports; see [`callee_text`]).
+    pub callee_span: (u32, u32),
     pub line: u32,
     pub args: Vec<Expr>,
     pub keywords: Vec<(String, Expr)>,
@@ -262,7 +264,9 @@ impl FileSyntax {
             Binding::Def(d) => Some(self.def(*d)),
             _ => None,
         };
-        let has_plain_def = indices.iter().any(|&i| def_of(i).is_some_and(|d| !d.is_accessor()));
+        let has_plain_def = indices
+            .iter()
+            .any(|&i| def_of(i).is_some_and(|d| !d.is_accessor()));
         let last_unconditional = indices
             .iter()
             .rev()
@@ -289,3 +293,25 @@ impl FileSyntax {
 }
 
 pub type SharedSyntax = Arc<FileSyntax>;
+
+const MAX_CALLEE_TEXT: usize = 120;
+
+/// The callee of a call site as written, with whitespace runs folded and long text shortened.
+pub fn callee_text(source: &str, span: (u32, u32)) -> String {
+    let raw = source.get(span.0 as usize..span.1 as usize).unwrap_or("");
+    let mut out = String::with_capacity(raw.len().min(MAX_CALLEE_TEXT));
+    let mut last_space = false;
+    for ch in raw.chars() {
+        let ch = if ch.is_whitespace() { ' ' } else { ch };
+        if ch == ' ' && last_space {
+            continue;
+        }
+        last_space = ch == ' ';
+        out.push(ch);
+        if out.len() >= MAX_CALLEE_TEXT {
+            out.push('…');
+            break;
+        }
+    }
+    out
+}

@@ -32,7 +32,10 @@ pub struct Debounce {
 
 impl Default for Debounce {
     fn default() -> Self {
-        Debounce { quiet: Duration::from_millis(15), max_hold: Duration::from_millis(1000) }
+        Debounce {
+            quiet: Duration::from_millis(15),
+            max_hold: Duration::from_millis(1000),
+        }
     }
 }
 
@@ -67,7 +70,9 @@ pub struct Tracker {
 
 impl Tracker {
     fn lock(&self) -> std::sync::MutexGuard<'_, TrackerState> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     pub fn note_path(&self, rel: String) -> u64 {
@@ -139,7 +144,9 @@ impl Tracker {
         let s = self.lock();
         s.rescan.is_some()
             || s.pending.contains_key(file)
-            || s.pending.keys().any(|p| p.ends_with('/') && file.starts_with(p.as_str()))
+            || s.pending
+                .keys()
+                .any(|p| p.ends_with('/') && file.starts_with(p.as_str()))
     }
 
     /// Waits until nothing is pending. Returns what is still pending at the deadline.
@@ -193,7 +200,9 @@ impl IgnoreRules {
                 .filter_entry(move |e| {
                     let name = e.file_name().to_string_lossy();
                     let is_dir = e.file_type().is_some_and(|t| t.is_dir());
-                    !is_dir || e.depth() == 0 || !(excluded.iter().any(|x| *x == name) || name.starts_with('.'))
+                    !is_dir
+                        || e.depth() == 0
+                        || !(excluded.iter().any(|x| *x == name) || name.starts_with('.'))
                 })
                 .build();
             for entry in walker.flatten() {
@@ -203,7 +212,10 @@ impl IgnoreRules {
                 }
             }
         }
-        IgnoreRules { matchers, enabled: options.gitignore }
+        IgnoreRules {
+            matchers,
+            enabled: options.gitignore,
+        }
     }
 
     pub fn is_ignored(&self, abs: &Path, is_dir: bool) -> bool {
@@ -248,7 +260,10 @@ pub fn start(
         .name("fresco-watch".into())
         .spawn(move || debounce_loop(root, options, debounce, tracker, raw_rx, out, flush))
         .map_err(|e| notify::Error::generic(&e.to_string()))?;
-    Ok(Watcher { _notify: watcher, _thread: thread })
+    Ok(Watcher {
+        _notify: watcher,
+        _thread: thread,
+    })
 }
 
 fn debounce_loop(
@@ -270,7 +285,9 @@ fn debounce_loop(
             Some(started) => {
                 let quiet_end = last_event + debounce.quiet;
                 let hold_end = started + debounce.max_hold;
-                quiet_end.min(hold_end).saturating_duration_since(Instant::now())
+                quiet_end
+                    .min(hold_end)
+                    .saturating_duration_since(Instant::now())
             }
         };
         let mut dispatch = false;
@@ -324,7 +341,9 @@ fn classify(
     }
     let mut added = false;
     for abs in &event.paths {
-        let Some(rel) = walk::relative(root, abs) else { continue };
+        let Some(rel) = walk::relative(root, abs) else {
+            continue;
+        };
         let name = rel.rsplit('/').next().unwrap_or(&rel);
         if name.starts_with(COOKIE_PREFIX) {
             if matches!(event.kind, EventKind::Create(_) | EventKind::Modify(_)) {
@@ -375,5 +394,7 @@ fn classify(
 fn in_excluded_dir(rel: &str, options: &WalkOptions) -> bool {
     let mut parts: Vec<&str> = rel.split('/').collect();
     parts.pop();
-    parts.iter().any(|p| options.excluded_dirs.iter().any(|e| e == p) || (p.starts_with('.') && !p.is_empty()))
+    parts.iter().any(|p| {
+        options.excluded_dirs.iter().any(|e| e == p) || (p.starts_with('.') && !p.is_empty())
+    })
 }

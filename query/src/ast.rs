@@ -80,22 +80,45 @@ impl Traversal {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Stage {
     /// `callers X [depth N]` etc. Without a symbol, applies to every unit of the input.
-    Traverse { traversal: Traversal, symbol: Option<Symbol>, depth: Option<Depth> },
+    Traverse {
+        traversal: Traversal,
+        symbol: Option<Symbol>,
+        depth: Option<Depth>,
+    },
     /// `path A -> B [via kinds]`.
-    Path { from: Symbol, to: Symbol, via: Vec<EdgeKind> },
+    Path {
+        from: Symbol,
+        to: Symbol,
+        via: Vec<EdgeKind>,
+    },
     /// `find ["glob"] [kind K] [in "file glob"]`; as a later stage, filters its input.
-    Find { pattern: Option<String>, kind: Option<UnitKind>, file: Option<String> },
+    Find {
+        pattern: Option<String>,
+        kind: Option<UnitKind>,
+        file: Option<String>,
+    },
     /// `unresolved [in X]`.
-    Unresolved { scope: Option<Symbol> },
+    Unresolved {
+        scope: Option<Symbol>,
+    },
     /// `cycles imports|calls`.
-    Cycles { kind: EdgeKind },
+    Cycles {
+        kind: EdgeKind,
+    },
     /// `changes since V`.
-    Changes { since: u64 },
+    Changes {
+        since: u64,
+    },
     /// `show X`: the unit itself, with its source.
-    Show { symbol: Symbol },
+    Show {
+        symbol: Symbol,
+    },
     Where(Vec<Condition>),
     Limit(usize),
-    OrderBy { field: Field, descending: bool },
+    OrderBy {
+        field: Field,
+        descending: bool,
+    },
     Count,
 }
 

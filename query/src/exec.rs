@@ -26,7 +26,10 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_results: 2000, timeout: Duration::from_secs(10) }
+        Limits {
+            max_results: 2000,
+            timeout: Duration::from_secs(10),
+        }
     }
 }
 
@@ -35,12 +38,17 @@ pub enum QueryError {
     #[error("{0}")]
     Parse(#[from] ParseError),
     #[error("no unit named '{name}'{}", suggestion_text(.suggestions))]
-    UnknownSymbol { name: String, suggestions: Vec<String> },
+    UnknownSymbol {
+        name: String,
+        suggestions: Vec<String>,
+    },
     #[error("{0}")]
     Invalid(String),
     #[error("the query was cancelled")]
     Cancelled,
-    #[error("version {since} is no longer in the history (oldest kept: {oldest}); a full refresh is needed")]
+    #[error(
+        "version {since} is no longer in the history (oldest kept: {oldest}); a full refresh is needed"
+    )]
     HistoryExpired { since: u64, oldest: u64 },
 }
 
@@ -58,7 +66,11 @@ impl QueryError {
 }
 
 fn suggestion_text(s: &[String]) -> String {
-    if s.is_empty() { String::new() } else { format!("; did you mean: {}?", s.join(", ")) }
+    if s.is_empty() {
+        String::new()
+    } else {
+        format!("; did you mean: {}?", s.join(", "))
+    }
 }
 
 /// One result row.
@@ -124,7 +136,10 @@ struct Row {
 
 impl Row {
     fn unit(id: impl Into<String>) -> Row {
-        Row { id: id.into(), ..Row::default() }
+        Row {
+            id: id.into(),
+            ..Row::default()
+        }
     }
 }
 
@@ -138,7 +153,12 @@ pub struct Context<'a> {
 
 impl<'a> Context<'a> {
     pub fn new(snapshot: &'a Snapshot) -> Context<'a> {
-        Context { snapshot, limits: Limits::default(), cancel: None, history: None }
+        Context {
+            snapshot,
+            limits: Limits::default(),
+            cancel: None,
+            history: None,
+        }
     }
 }
 
@@ -166,13 +186,21 @@ impl Exec<'_, '_> {
         if self.ticks % 256 != 0 {
             return Ok(true);
         }
-        if self.ctx.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+        if self
+            .ctx
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+        {
             return Err(QueryError::Cancelled);
         }
         if self.started.elapsed() > self.ctx.limits.timeout {
             self.truncated = true;
             if !self.notes.iter().any(|n| n.starts_with("time limit")) {
-                self.notes.push(format!("time limit of {:?} reached", self.ctx.limits.timeout));
+                self.notes.push(format!(
+                    "time limit of {:?} reached",
+                    self.ctx.limits.timeout
+                ));
             }
             return Ok(false);
         }
@@ -190,7 +218,13 @@ impl Exec<'_, '_> {
 }
 
 pub fn execute(ctx: &Context, query: &Query) -> Result<Output, QueryError> {
-    let mut exec = Exec { ctx, started: Instant::now(), truncated: false, notes: Vec::new(), ticks: 0 };
+    let mut exec = Exec {
+        ctx,
+        started: Instant::now(),
+        truncated: false,
+        notes: Vec::new(),
+        ticks: 0,
+    };
     let mut rows: Vec<Row> = Vec::new();
     let mut count = None;
     for (i, stage) in query.stages.iter().enumerate() {
@@ -203,8 +237,18 @@ pub fn execute(ctx: &Context, query: &Query) -> Result<Output, QueryError> {
         }
     }
     let snapshot = ctx.snapshot;
-    let results = if count.is_some() { Vec::new() } else { rows.iter().map(|r| item(snapshot, r)).collect() };
-    Ok(Output { version: snapshot.version(), results, truncated: exec.truncated, count, notes: exec.notes })
+    let results = if count.is_some() {
+        Vec::new()
+    } else {
+        rows.iter().map(|r| item(snapshot, r)).collect()
+    };
+    Ok(Output {
+        version: snapshot.version(),
+        results,
+        truncated: exec.truncated,
+        count,
+        notes: exec.notes,
+    })
 }
 
 fn item(snapshot: &Snapshot, row: &Row) -> Item {
@@ -229,15 +273,28 @@ fn item(snapshot: &Snapshot, row: &Row) -> Item {
             item.revision = Some(u.file.graph.revision.to_string());
         }
         None => {
-            item.kind = if snapshot.is_external(&row.id) { "external" } else { "removed" };
+            item.kind = if snapshot.is_external(&row.id) {
+                "external"
+            } else {
+                "removed"
+            };
         }
     }
     item
 }
 
-fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Result<Vec<Row>, QueryError> {
+fn run_stage(
+    exec: &mut Exec,
+    stage: &Stage,
+    input: Vec<Row>,
+    first: bool,
+) -> Result<Vec<Row>, QueryError> {
     match stage {
-        Stage::Traverse { traversal, symbol, depth } => {
+        Stage::Traverse {
+            traversal,
+            symbol,
+            depth,
+        } => {
             let starts = match symbol {
                 Some(s) => resolve_symbol(exec.snapshot(), s)?,
                 None => input.iter().map(|r| r.id.clone()).collect(),
@@ -252,10 +309,18 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
         Stage::Path { from, to, via } => {
             let from = resolve_symbol(exec.snapshot(), from)?;
             let to = resolve_symbol(exec.snapshot(), to)?;
-            let kinds = if via.is_empty() { vec![EdgeKind::Calls] } else { via.clone() };
+            let kinds = if via.is_empty() {
+                vec![EdgeKind::Calls]
+            } else {
+                via.clone()
+            };
             shortest_paths(exec, &from, &to, &kinds)
         }
-        Stage::Find { pattern, kind, file } => {
+        Stage::Find {
+            pattern,
+            kind,
+            file,
+        } => {
             let keep = |exec: &Exec, id: &str| -> bool {
                 let snapshot = exec.snapshot();
                 let unit = snapshot.unit(id);
@@ -273,7 +338,8 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 if let Some(p) = pattern {
                     let name = unit.map(|u| u.unit.name.as_str()).unwrap_or(id);
                     let simple = name.rsplit('.').next().unwrap_or(name);
-                    if !(glob::matches(p, name) || glob::matches(p, simple) || glob::matches(p, id)) {
+                    if !(glob::matches(p, name) || glob::matches(p, simple) || glob::matches(p, id))
+                    {
                         return false;
                     }
                 }
@@ -282,7 +348,11 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             let mut rows = Vec::new();
             if first {
                 let ids: Vec<String> = if *kind == Some(UnitKind::External) {
-                    exec.snapshot().externals().into_iter().map(str::to_string).collect()
+                    exec.snapshot()
+                        .externals()
+                        .into_iter()
+                        .map(str::to_string)
+                        .collect()
                 } else {
                     exec.snapshot().units().map(|u| u.unit.id.clone()).collect()
                 };
@@ -307,8 +377,14 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             Ok(ids
                 .into_iter()
                 .map(|id| {
-                    let source = exec.snapshot().unit(&id).map(|u| u.file.source_of(u.unit).to_string());
-                    Row { source, ..Row::unit(id) }
+                    let source = exec
+                        .snapshot()
+                        .unit(&id)
+                        .map(|u| u.file.source_of(u.unit).to_string());
+                    Row {
+                        source,
+                        ..Row::unit(id)
+                    }
                 })
                 .collect())
         }
@@ -321,13 +397,20 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                         .into(),
                 ));
             };
-            let changes = history
-                .changes_since(*since)
-                .map_err(|e| QueryError::HistoryExpired { since: e.since, oldest: e.oldest })?;
+            let changes =
+                history
+                    .changes_since(*since)
+                    .map_err(|e| QueryError::HistoryExpired {
+                        since: e.since,
+                        oldest: e.oldest,
+                    })?;
             let mut rows = Vec::new();
             for change in changes {
                 rows.push(match change {
-                    fresco_graph::NetChange::Unit(id, c) => Row { change: Some(unit_change(c)), ..Row::unit(id) },
+                    fresco_graph::NetChange::Unit(id, c) => Row {
+                        change: Some(unit_change(c)),
+                        ..Row::unit(id)
+                    },
                     fresco_graph::NetChange::Edge(e, c) => Row {
                         from: Some(e.src),
                         via: Some(e.kind),
@@ -344,7 +427,10 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
         }
         Stage::Where(conditions) => {
             let snapshot = exec.snapshot();
-            Ok(input.into_iter().filter(|r| conditions.iter().all(|c| condition_holds(snapshot, r, c))).collect())
+            Ok(input
+                .into_iter()
+                .filter(|r| conditions.iter().all(|c| condition_holds(snapshot, r, c)))
+                .collect())
         }
         Stage::Limit(n) => {
             let mut rows = input;
@@ -383,7 +469,10 @@ fn compare_rows(snapshot: &Snapshot, a: &Row, b: &Row, field: Field) -> std::cmp
         Field::Kind => snapshot.kind_of(&a.id).cmp(&snapshot.kind_of(&b.id)),
         Field::File | Field::Line => {
             let key = |r: &Row| {
-                snapshot.unit(&r.id).map(|u| (u.file.graph.path.clone(), u.unit.start_line)).unwrap_or_default()
+                snapshot
+                    .unit(&r.id)
+                    .map(|u| (u.file.graph.path.clone(), u.unit.start_line))
+                    .unwrap_or_default()
             };
             key(a).cmp(&key(b))
         }
@@ -400,8 +489,12 @@ fn condition_holds(snapshot: &Snapshot, row: &Row, condition: &Condition) -> boo
             let simple = row.id.rsplit('.').next().unwrap_or(&row.id);
             glob::matches(p, &row.id) || glob::matches(p, simple)
         }
-        Condition::NameRegex(p) => regex::Regex::new(p).map(|re| re.is_match(&row.id)).unwrap_or(false),
-        Condition::FileGlob(p) => snapshot.unit(&row.id).is_some_and(|u| glob::matches(p, &u.file.graph.path)),
+        Condition::NameRegex(p) => regex::Regex::new(p)
+            .map(|re| re.is_match(&row.id))
+            .unwrap_or(false),
+        Condition::FileGlob(p) => snapshot
+            .unit(&row.id)
+            .is_some_and(|u| glob::matches(p, &u.file.graph.path)),
         Condition::Depth(op, n) => {
             let d = row.depth.unwrap_or(0);
             match op {
@@ -423,33 +516,58 @@ pub fn resolve_symbol(snapshot: &Snapshot, symbol: &Symbol) -> Result<Vec<String
             if snapshot.contains_unit(name) || snapshot.is_external(name) {
                 return Ok(vec![name.clone()]);
             }
-            let by_name: Vec<String> =
-                snapshot.units().filter(|u| u.unit.name == *name).map(|u| u.unit.id.clone()).collect();
+            let by_name: Vec<String> = snapshot
+                .units()
+                .filter(|u| u.unit.name == *name)
+                .map(|u| u.unit.id.clone())
+                .collect();
             if !by_name.is_empty() {
                 return Ok(by_name);
             }
-            Err(QueryError::UnknownSymbol { name: name.clone(), suggestions: suggestions(snapshot, name) })
+            Err(QueryError::UnknownSymbol {
+                name: name.clone(),
+                suggestions: suggestions(snapshot, name),
+            })
         }
         Symbol::Glob(pattern) => {
             let ids: Vec<String> = snapshot
                 .units()
                 .filter(|u| glob::matches(pattern, &u.unit.id))
                 .map(|u| u.unit.id.clone())
-                .chain(snapshot.externals().into_iter().filter(|x| glob::matches(pattern, x)).map(str::to_string))
+                .chain(
+                    snapshot
+                        .externals()
+                        .into_iter()
+                        .filter(|x| glob::matches(pattern, x))
+                        .map(str::to_string),
+                )
                 .collect();
             if ids.is_empty() {
-                return Err(QueryError::UnknownSymbol { name: pattern.clone(), suggestions: Vec::new() });
+                return Err(QueryError::UnknownSymbol {
+                    name: pattern.clone(),
+                    suggestions: Vec::new(),
+                });
             }
             Ok(ids)
         }
         Symbol::Location { file, line } => {
             let entry = snapshot.file(file).cloned().or_else(|| {
                 let suffix = format!("/{file}");
-                let matches: Vec<_> = snapshot.files().filter(|f| f.graph.path.ends_with(&suffix)).cloned().collect();
-                if matches.len() == 1 { matches.into_iter().next() } else { None }
+                let matches: Vec<_> = snapshot
+                    .files()
+                    .filter(|f| f.graph.path.ends_with(&suffix))
+                    .cloned()
+                    .collect();
+                if matches.len() == 1 {
+                    matches.into_iter().next()
+                } else {
+                    None
+                }
             });
             let Some(entry) = entry else {
-                return Err(QueryError::Invalid(format!("no indexed file '{file}' (or the name is ambiguous)")));
+                return Err(QueryError::Invalid(format!(
+                    "no indexed file '{file}' (or the name is ambiguous)"
+                )));
             };
             let innermost = entry
                 .graph
@@ -459,7 +577,9 @@ pub fn resolve_symbol(snapshot: &Snapshot, symbol: &Symbol) -> Result<Vec<String
                 .min_by_key(|u| (u.end_line - u.start_line, std::cmp::Reverse(u.start_line)));
             match innermost {
                 Some(u) => Ok(vec![u.id.clone()]),
-                None => Err(QueryError::Invalid(format!("{file} has no unit at line {line}"))),
+                None => Err(QueryError::Invalid(format!(
+                    "{file} has no unit at line {line}"
+                ))),
             }
         }
     }
@@ -487,7 +607,9 @@ fn suggestions(snapshot: &Snapshot, name: &str) -> Vec<String> {
     for u in snapshot.units() {
         let id = &u.unit.id;
         let simple = id.rsplit('.').next().unwrap_or(id).to_ascii_lowercase();
-        let close_simple = simple == last || (last.len() > 3 && simple.contains(&last)) || edit_distance(&simple, &last) <= 2;
+        let close_simple = simple == last
+            || (last.len() > 3 && simple.contains(&last))
+            || edit_distance(&simple, &last) <= 2;
         if close_simple || (id.len().abs_diff(name.len()) <= 3 && edit_distance(id, name) <= 3) {
             scored.push((edit_distance(id, name), id.clone()));
         }
@@ -497,7 +619,11 @@ fn suggestions(snapshot: &Snapshot, name: &str) -> Vec<String> {
     scored.into_iter().take(5).map(|(_, id)| id).collect()
 }
 
-fn neighbours<'s>(snapshot: &'s Snapshot, id: &str, traversal: Traversal) -> Vec<(String, EdgeKind, Option<u32>)> {
+fn neighbours<'s>(
+    snapshot: &'s Snapshot,
+    id: &str,
+    traversal: Traversal,
+) -> Vec<(String, EdgeKind, Option<u32>)> {
     let (kinds, backward) = traversal.edges();
     let mut out = Vec::new();
     if backward {
@@ -527,7 +653,12 @@ fn neighbours<'s>(snapshot: &'s Snapshot, id: &str, traversal: Traversal) -> Vec
     out
 }
 
-fn traverse(exec: &mut Exec, starts: &[String], traversal: Traversal, depth: &Depth) -> Result<Vec<Row>, QueryError> {
+fn traverse(
+    exec: &mut Exec,
+    starts: &[String],
+    traversal: Traversal,
+    depth: &Depth,
+) -> Result<Vec<Row>, QueryError> {
     let max_depth = match depth {
         Depth::Limited(n) => *n,
         Depth::Unbounded => u32::MAX,
@@ -567,9 +698,13 @@ fn traverse(exec: &mut Exec, starts: &[String], traversal: Traversal, depth: &De
 /// unit (callers), or when the unit itself has unresolved call sites (callees).
 fn completeness_notes(exec: &mut Exec, id: &str, traversal: Traversal) {
     let snapshot = exec.ctx.snapshot;
-    let Some(unit) = snapshot.unit(id) else { return };
+    let Some(unit) = snapshot.unit(id) else {
+        return;
+    };
     match traversal {
-        Traversal::Callers | Traversal::Impact if unit.unit.kind.is_callable() || unit.unit.kind == UnitKind::Class => {
+        Traversal::Callers | Traversal::Impact
+            if unit.unit.kind.is_callable() || unit.unit.kind == UnitKind::Class =>
+        {
             let simple = unit.unit.name.rsplit('.').next().unwrap_or("");
             let mut count = 0;
             for file in snapshot.files() {
@@ -587,10 +722,19 @@ fn completeness_notes(exec: &mut Exec, id: &str, traversal: Traversal) {
             }
         }
         Traversal::Callees | Traversal::Deps => {
-            let own: Vec<&fresco_graph::Unresolved> =
-                unit.file.graph.unresolved.iter().filter(|u| u.caller == id).collect();
+            let own: Vec<&fresco_graph::Unresolved> = unit
+                .file
+                .graph
+                .unresolved
+                .iter()
+                .filter(|u| u.caller == id)
+                .collect();
             if !own.is_empty() {
-                let sample: Vec<String> = own.iter().take(5).map(|u| format!("{} (line {})", u.callee, u.line)).collect();
+                let sample: Vec<String> = own
+                    .iter()
+                    .take(5)
+                    .map(|u| format!("{} (line {})", u.callee, u.line))
+                    .collect();
                 exec.notes.push(format!(
                     "{id} has {} unresolved call site(s): {}{}",
                     own.len(),
@@ -615,14 +759,20 @@ fn unresolved(exec: &mut Exec, scope: Option<&Symbol>) -> Result<Vec<Row>, Query
             let wanted = match &ids {
                 None => true,
                 Some(ids) => ids.iter().any(|id| {
-                    u.caller == *id || u.caller.starts_with(&format!("{id}.")) || file.graph.module == *id
+                    u.caller == *id
+                        || u.caller.starts_with(&format!("{id}."))
+                        || file.graph.module == *id
                 }),
             };
             if wanted {
                 if exec.full(&rows) {
                     return Ok(rows);
                 }
-                rows.push(Row { callee: Some(u.callee.clone()), line: Some(u.line), ..Row::unit(u.caller.clone()) });
+                rows.push(Row {
+                    callee: Some(u.callee.clone()),
+                    line: Some(u.line),
+                    ..Row::unit(u.caller.clone())
+                });
             }
         }
     }
@@ -634,7 +784,9 @@ fn cycles(exec: &mut Exec, kind: EdgeKind) -> Result<Vec<Row>, QueryError> {
     let mut graph: petgraph::graph::DiGraph<String, ()> = petgraph::graph::DiGraph::new();
     let mut index: FxHashMap<String, petgraph::graph::NodeIndex> = FxHashMap::default();
     let mut node = |g: &mut petgraph::graph::DiGraph<String, ()>, id: &str| {
-        *index.entry(id.to_string()).or_insert_with(|| g.add_node(id.to_string()))
+        *index
+            .entry(id.to_string())
+            .or_insert_with(|| g.add_node(id.to_string()))
     };
     for (edge, file) in snapshot.edges() {
         if edge.kind != kind {
@@ -675,14 +827,22 @@ fn cycles(exec: &mut Exec, kind: EdgeKind) -> Result<Vec<Row>, QueryError> {
             if exec.full(&rows) {
                 return Ok(rows);
             }
-            rows.push(Row { group: Some(i), ..Row::unit(id) });
+            rows.push(Row {
+                group: Some(i),
+                ..Row::unit(id)
+            });
         }
     }
     Ok(rows)
 }
 
 /// All shortest paths (up to a bound) from any of `from` to any of `to` over `kinds`.
-fn shortest_paths(exec: &mut Exec, from: &[String], to: &[String], kinds: &[EdgeKind]) -> Result<Vec<Row>, QueryError> {
+fn shortest_paths(
+    exec: &mut Exec,
+    from: &[String],
+    to: &[String],
+    kinds: &[EdgeKind],
+) -> Result<Vec<Row>, QueryError> {
     const MAX_PATHS: usize = 10;
     let snapshot = exec.ctx.snapshot;
     let targets: FxHashSet<&str> = to.iter().map(String::as_str).collect();
@@ -690,7 +850,11 @@ fn shortest_paths(exec: &mut Exec, from: &[String], to: &[String], kinds: &[Edge
     // Parents at the previous distance, with the edge used.
     let mut parents: FxHashMap<String, Vec<(String, EdgeKind, Option<u32>)>> = FxHashMap::default();
     let mut frontier: Vec<String> = from.to_vec();
-    let mut found: Vec<String> = from.iter().filter(|f| targets.contains(f.as_str())).cloned().collect();
+    let mut found: Vec<String> = from
+        .iter()
+        .filter(|f| targets.contains(f.as_str()))
+        .cloned()
+        .collect();
     let mut d = 0;
     while found.is_empty() && !frontier.is_empty() {
         d += 1;
@@ -756,7 +920,9 @@ fn shortest_paths(exec: &mut Exec, from: &[String], to: &[String], kinds: &[Edge
     }
     if paths.len() >= MAX_PATHS {
         exec.truncated = true;
-        exec.notes.push(format!("more than {MAX_PATHS} shortest paths; showing {MAX_PATHS}"));
+        exec.notes.push(format!(
+            "more than {MAX_PATHS} shortest paths; showing {MAX_PATHS}"
+        ));
     }
     let mut rows = Vec::new();
     for (i, path) in paths.into_iter().enumerate() {
@@ -765,7 +931,15 @@ fn shortest_paths(exec: &mut Exec, from: &[String], to: &[String], kinds: &[Edge
                 Some((k, l, f)) => (Some(k), l, Some(f)),
                 None => (None, None, None),
             };
-            rows.push(Row { id, depth: Some(step as u32), via, line, from, group: Some(i), ..Row::default() });
+            rows.push(Row {
+                id,
+                depth: Some(step as u32),
+                via,
+                line,
+                from,
+                group: Some(i),
+                ..Row::default()
+            });
         }
     }
     Ok(rows)

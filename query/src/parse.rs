@@ -102,7 +102,10 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
                     i += ch.len_utf8();
                 }
                 if !closed {
-                    return Err(ParseError { position: start, message: "unterminated string: expected a closing quote".into() });
+                    return Err(ParseError {
+                        position: start,
+                        message: "unterminated string: expected a closing quote".into(),
+                    });
                 }
                 out.push((Tok::Str(value), start));
             }
@@ -121,7 +124,11 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
                 out.push((Tok::Op(op), start));
             }
             b'=' => {
-                i += if bytes.get(i + 1) == Some(&b'=') { 2 } else { 1 };
+                i += if bytes.get(i + 1) == Some(&b'=') {
+                    2
+                } else {
+                    1
+                };
                 out.push((Tok::Op("="), start));
             }
             b'~' => {
@@ -131,7 +138,12 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
             _ => {
                 while i < bytes.len() {
                     let b = bytes[i];
-                    if b.is_ascii_whitespace() || matches!(b, b'|' | b',' | b'"' | b'\'' | b'=' | b'<' | b'>' | b'!' | b'~') {
+                    if b.is_ascii_whitespace()
+                        || matches!(
+                            b,
+                            b'|' | b',' | b'"' | b'\'' | b'=' | b'<' | b'>' | b'!' | b'~'
+                        )
+                    {
                         break;
                     }
                     if b == b'-' && bytes.get(i + 1) == Some(&b'>') {
@@ -140,7 +152,10 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
                     i += 1;
                 }
                 if i == start {
-                    return Err(ParseError { position: start, message: format!("unexpected character '{}'", c as char) });
+                    return Err(ParseError {
+                        position: start,
+                        message: format!("unexpected character '{}'", c as char),
+                    });
                 }
                 out.push((Tok::Word(text[start..i].to_string()), start));
             }
@@ -173,7 +188,10 @@ impl Parser {
         t
     }
     fn error<T>(&self, message: String) -> Result<T, ParseError> {
-        Err(ParseError { position: self.at(), message })
+        Err(ParseError {
+            position: self.at(),
+            message,
+        })
     }
     fn expected<T>(&self, what: &str) -> Result<T, ParseError> {
         self.error(format!("expected {what}, found {}", self.peek().describe()))
@@ -235,8 +253,16 @@ impl Parser {
             } else {
                 Some(self.symbol()?)
             };
-            let depth = if self.eat_word("depth") { Some(self.depth()?) } else { None };
-            return Ok(Stage::Traverse { traversal, symbol, depth });
+            let depth = if self.eat_word("depth") {
+                Some(self.depth()?)
+            } else {
+                None
+            };
+            return Ok(Stage::Traverse {
+                traversal,
+                symbol,
+                depth,
+            });
         }
         match keyword.as_str() {
             "path" => {
@@ -291,22 +317,40 @@ impl Parser {
                         _ => break,
                     }
                 }
-                Ok(Stage::Find { pattern, kind, file })
+                Ok(Stage::Find {
+                    pattern,
+                    kind,
+                    file,
+                })
             }
             "show" => {
                 self.bump();
-                Ok(Stage::Show { symbol: self.symbol()? })
+                Ok(Stage::Show {
+                    symbol: self.symbol()?,
+                })
             }
             "unresolved" => {
                 self.bump();
-                let scope = if self.eat_word("in") { Some(self.symbol()?) } else { None };
+                let scope = if self.eat_word("in") {
+                    Some(self.symbol()?)
+                } else {
+                    None
+                };
                 Ok(Stage::Unresolved { scope })
             }
             "cycles" => {
                 self.bump();
-                let kind = if self.at_stage_end() { EdgeKind::Imports } else { self.edge_kind()? };
-                if !matches!(kind, EdgeKind::Imports | EdgeKind::Calls | EdgeKind::Inherits) {
-                    return self.error("cycles are computed over imports, calls or inherits".into());
+                let kind = if self.at_stage_end() {
+                    EdgeKind::Imports
+                } else {
+                    self.edge_kind()?
+                };
+                if !matches!(
+                    kind,
+                    EdgeKind::Imports | EdgeKind::Calls | EdgeKind::Inherits
+                ) {
+                    return self
+                        .error("cycles are computed over imports, calls or inherits".into());
                 }
                 Ok(Stage::Cycles { kind })
             }
@@ -341,9 +385,14 @@ impl Parser {
                             self.bump();
                             f
                         }
-                        None => return self.expected("a field to order by (name, kind, file, line, depth)"),
+                        None => {
+                            return self
+                                .expected("a field to order by (name, kind, file, line, depth)");
+                        }
                     },
-                    _ => return self.expected("a field to order by (name, kind, file, line, depth)"),
+                    _ => {
+                        return self.expected("a field to order by (name, kind, file, line, depth)");
+                    }
                 };
                 let descending = if self.eat_word("desc") {
                     true
@@ -357,7 +406,9 @@ impl Parser {
                 self.bump();
                 Ok(Stage::Count)
             }
-            _ => self.error(format!("unknown query step '{word}': expected one of {STAGE_KEYWORDS}")),
+            _ => self.error(format!(
+                "unknown query step '{word}': expected one of {STAGE_KEYWORDS}"
+            )),
         }
     }
 
@@ -370,7 +421,10 @@ impl Parser {
         self.bump();
         if let Some((file, line)) = text.rsplit_once(':') {
             if let Ok(line) = line.parse::<u32>() {
-                return Ok(Symbol::Location { file: file.to_string(), line });
+                return Ok(Symbol::Location {
+                    file: file.to_string(),
+                    line,
+                });
             }
         }
         if text.contains(['*', '?', '[']) {
@@ -507,7 +561,9 @@ impl Parser {
             }
             other => {
                 self.pos -= 1;
-                self.error(format!("unknown condition '{other}': expected kind, name, file or depth"))
+                self.error(format!(
+                    "unknown condition '{other}': expected kind, name, file or depth"
+                ))
             }
         }
     }
@@ -569,13 +625,20 @@ mod tests {
         let q = parse("path a.b -> c.d").unwrap();
         assert_eq!(
             q.stages,
-            vec![Stage::Path { from: Symbol::Name("a.b".into()), to: Symbol::Name("c.d".into()), via: vec![] }]
+            vec![Stage::Path {
+                from: Symbol::Name("a.b".into()),
+                to: Symbol::Name("c.d".into()),
+                via: vec![]
+            }]
         );
         assert_eq!(
             parse("callers src/x.py:12").unwrap().stages[0],
             Stage::Traverse {
                 traversal: Traversal::Callers,
-                symbol: Some(Symbol::Location { file: "src/x.py".into(), line: 12 }),
+                symbol: Some(Symbol::Location {
+                    file: "src/x.py".into(),
+                    line: 12
+                }),
                 depth: None
             }
         );
@@ -587,7 +650,10 @@ mod tests {
         let err = parse(q).unwrap_err();
         assert_eq!(err.position, 31);
         assert!(err.message.contains("expected a depth"));
-        assert_eq!(err.render(q).lines().nth(1), Some(&*format!("{}^", " ".repeat(31))));
+        assert_eq!(
+            err.render(q).lines().nth(1),
+            Some(&*format!("{}^", " ".repeat(31)))
+        );
 
         let err = parse("callerz foo").unwrap_err();
         assert_eq!(err.position, 0);
@@ -595,7 +661,12 @@ mod tests {
 
         let err = parse("path a ->").unwrap_err();
         assert!(err.message.contains("expected a unit"), "{}", err.message);
-        assert!(parse("find \"abc").unwrap_err().message.contains("unterminated"));
+        assert!(
+            parse("find \"abc")
+                .unwrap_err()
+                .message
+                .contains("unterminated")
+        );
         assert!(parse("").is_err());
         assert!(parse("callers").unwrap_err().message.contains("unit name"));
     }

@@ -1,0 +1,983 @@
+//! End-to-end tests of the daemon: the real `fresco serve` binary on temporary repositories,
+//! driven over its socket and through the CLI.
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+
+/// A temporary workspace: the repository, the index directory and the runtime directory (socket
+/// and lock), all under one temporary directory.
+struct Env {
+    tmp: tempfile::TempDir,
+    root: PathBuf,
+    db: PathBuf,
+    rt: PathBuf,
+}
+
+impl Env {
+    fn empty() -> Env {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().join("repo");
+        std::fs::create_dir_all(&root).expect("mkdir");
+        let root = root.canonicalize().expect("canonical");
+        let db = tmp.path().join("db");
+        let rt = tmp.path().join("rt");
+        Env { tmp, root, db, rt }
+    }
+
+    /// A copy of the requests project.
+    fn requests() -> Env {
+        let env = Env::empty();
+        copy_source_tree(&corpus("requests"), &env.root);
+        env
+    }
+
+    fn generated(files: &[(String, String)]) -> Env {
+        let env = Env::empty();
+        for (path, content) in files {
+            env.write(path, content);
+        }
+        env
+    }
+
+    fn root_s(&self) -> &str {
+        self.root.to_str().expect("utf8")
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel)).expect("read")
+    }
+
+    fn write(&self, rel: &str, content: &str) {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, content).expect("write");
+    }
+
+    /// Replaces `from` by `to` in a file (which must contain it).
+    fn edit(&self, rel: &str, from: &str, to: &str) {
+        let text = self.read(rel);
+        assert!(text.contains(from), "{rel} does not contain {from:?}");
+        self.write(rel, &text.replacen(from, to, 1));
+    }
+
+    fn start(&self) -> Daemon {
+        Daemon::start(&self.root, &self.db, &self.rt)
+    }
+}
+
+fn error_code(response: &Value) -> &str {
+    response["error"]["code"].as_str().unwrap_or("")
+}
+
+fn version(result: &Value) -> u64 {
+    result["version"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no version in {result}"))
+}
+
+const API: &str = "src/requests/api.py";
+
+// ---------------------------------------------------------------------------------------------
+// Edits on a real project are visible to the very next `wait` query.
+
+#[test]
+fn edited_body_is_visible_to_the_next_wait_query() {
+    let env = Env::requests();
+    let d = env.start();
+    let mut c = d.conn();
+    let before = c.ok("callees requests.api.head", "wait");
+    assert_eq!(names(&before), vec!["requests.api.request"], "{before}");
+
+    // Add a call to another function inside the body, then ask at once.
+    env.edit(API, "    kwargs.setdefault(\"allow_redirects\", False)\n    return request(\"head\"", "    kwargs.setdefault(\"allow_redirects\", False)\n    options(url)\n    return request(\"head\"");
+    let after = c.ok("callees requests.api.head", "wait");
+    let mut got = names(&after);
+    got.sort();
+    assert_eq!(
+        got,
+        vec!["requests.api.options", "requests.api.request"],
+        "{after}"
+    );
+    assert!(version(&after) > version(&before));
+    assert_eq!(after["stale"], json!([]));
+
+    // The reverse edge too, and through the CLI.
+    let callers = c.ok("callers requests.api.options", "wait");
+    assert!(
+        names(&callers).contains(&"requests.api.head".to_string()),
+        "{callers}"
+    );
+
+    env.edit(API, "    options(url)\n", "    post(url)\n");
+    let out = d.cli(&[
+        "query",
+        env.root_s(),
+        "callees requests.api.head",
+        "--json",
+        "--daemon",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mut got = names(&json(&out));
+    got.sort();
+    assert_eq!(got, vec!["requests.api.post", "requests.api.request"]);
+}
+
+#[test]
+fn added_and_deleted_functions_are_visible_at_once() {
+    let env = Env::requests();
+    let d = env.start();
+    let mut c = d.conn();
+    assert_eq!(
+        error_code(&c.query("show requests.api.fresco_added", "wait")),
+        "UNKNOWN_SYMBOL"
+    );
+    let callers = names(&c.ok("callers requests.api.request", "wait"));
+    assert!(
+        callers.contains(&"requests.api.patch".to_string()),
+        "{callers:?}"
+    );
+
+    // Add a function.
+    let text = env.read(API);
+    env.write(
+        API,
+        &format!("{text}\n\ndef fresco_added(url):\n    return get(url)\n"),
+    );
+    let r = c.ok("callees requests.api.fresco_added", "wait");
+    assert_eq!(names(&r), vec!["requests.api.get"], "{r}");
+    assert!(
+        names(&c.ok("callers requests.api.get", "wait"))
+            .contains(&"requests.api.fresco_added".to_string())
+    );
+
+    // Delete a function (the whole `def patch` block).
+    let text = env.read(API);
+    let start = text.find("def patch(").expect("def patch");
+    let end = start
+        + text[start..]
+            .find("def delete(")
+            .expect("def delete after patch");
+    env.write(API, &format!("{}{}", &text[..start], &text[end..]));
+    let r = c.query("show requests.api.patch", "wait");
+    assert_eq!(error_code(&r), "UNKNOWN_SYMBOL", "{r}");
+    let callers = names(&c.ok("callers requests.api.request", "wait"));
+    assert!(
+        !callers.contains(&"requests.api.patch".to_string()),
+        "{callers:?}"
+    );
+    assert!(
+        callers.contains(&"requests.api.post".to_string()),
+        "{callers:?}"
+    );
+    // Other modules that called it (none in requests) would now have it unresolved; the
+    // module itself still has its other functions.
+    let found = names(&c.ok(
+        "find \"*\" kind function in \"src/requests/api.py\"",
+        "wait",
+    ));
+    assert!(
+        found.contains(&"requests.api.fresco_added".to_string())
+            && !found.contains(&"requests.api.patch".to_string()),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn renamed_module_replaces_its_units() {
+    let env = Env::requests();
+    let d = env.start();
+    let mut c = d.conn();
+    let old_units = c.ok("find \"*\" in \"src/requests/help.py\" | count", "wait")["count"]
+        .as_u64()
+        .expect("count");
+    assert!(old_units >= 3, "help.py has units");
+    assert!(
+        c.ok("show requests.help.main", "wait")["results"][0]["file"] == "src/requests/help.py"
+    );
+
+    std::fs::rename(
+        env.path("src/requests/help.py"),
+        env.path("src/requests/assist.py"),
+    )
+    .expect("mv");
+    let r = c.query("show requests.help.main", "wait");
+    assert_eq!(error_code(&r), "UNKNOWN_SYMBOL", "old unit gone: {r}");
+    assert_eq!(
+        c.ok("find \"*\" in \"src/requests/help.py\" | count", "wait")["count"],
+        0
+    );
+    let r = c.ok("show requests.assist.main", "wait");
+    assert_eq!(r["results"][0]["file"], "src/requests/assist.py", "{r}");
+    assert_eq!(
+        c.ok("find \"*\" in \"src/requests/assist.py\" | count", "wait")["count"],
+        old_units
+    );
+    assert!(
+        names(&c.ok("callees requests.assist.main", "wait"))
+            .contains(&"requests.assist.info".to_string())
+    );
+    assert_eq!(c.status()["files"], 34);
+
+    // And a whole package directory renamed at once.
+    std::fs::rename(env.path("src/requests"), env.path("src/requests2")).expect("mv dir");
+    let r = c.ok("find \"*\" in \"src/requests/*\" | count", "wait");
+    assert_eq!(r["count"], 0, "{r}");
+    let r = c.ok("callees requests2.api.get", "wait");
+    assert_eq!(names(&r), vec!["requests2.api.request"], "{r}");
+    assert_eq!(c.status()["files"], 34);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A branch switch of 1,000 files is coalesced into a few versions.
+
+/// `n` modules in packages of 100 (plus their `__init__.py`), each calling into the next.
+fn tree(tag: &str, n: usize) -> Vec<(String, String)> {
+    let inits = std::iter::once("gen/__init__.py".to_string())
+        .chain((0..n.div_ceil(100)).map(|p| format!("gen/pkg_{p}/__init__.py")))
+        .map(|path| (path, format!("# {tag}\n")));
+    inits.chain((0..n)
+        .map(|i| {
+            let path = format!("gen/pkg_{}/m_{i}.py", i / 100);
+            let next = (i + 1) % n;
+            let content = format!(
+                "from gen.pkg_{}.m_{next} import {tag}_{next}\n\n\ndef {tag}_{i}():\n    return {i}\n\n\ndef {tag}_{i}_caller():\n    return {tag}_{next}()\n",
+                next / 100
+            );
+            (path, content)
+        }))
+        .collect()
+}
+
+#[test]
+fn branch_switch_of_1000_files_is_coalesced_into_few_versions() {
+    const N: usize = 1000;
+    let env = Env::generated(&tree("alpha", N));
+    let other = env.tmp.path().join("other-branch");
+    for (path, content) in tree("beta", N) {
+        let p = other.join(&path);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, content).expect("write");
+    }
+    let parked = env.tmp.path().join("parked");
+    let d = env.start();
+    let mut c = d.conn();
+    let s = c.status();
+    let files = s["files"].as_u64().expect("files");
+    assert_eq!(files, N as u64 + 11, "{s}");
+    let v0 = s["version"].as_u64().expect("version");
+    assert_eq!(
+        c.ok("find \"alpha_*\" kind function | count", "wait")["count"],
+        2 * N as u64
+    );
+
+    // Switch by swapping the directory (what a checkout of a moved tree looks like).
+    let t = Instant::now();
+    std::fs::rename(env.path("gen"), &parked).expect("park alpha");
+    std::fs::rename(other.join("gen"), env.path("gen")).expect("beta in");
+    let r = c.ok("find \"beta_*\" kind function | count", "wait");
+    let v1 = version(&r);
+    eprintln!("directory swap: version {v0} -> {v1} in {:?}", t.elapsed());
+    assert_eq!(r["count"], 2 * N as u64, "{r}");
+    assert_eq!(c.ok("find \"alpha_*\" | count", "wait")["count"], 0);
+    assert!(
+        v1 > v0 && v1 - v0 <= 5,
+        "1,000 files should make a few versions, not {}",
+        v1 - v0
+    );
+    let r = c.ok("callees gen.pkg_9.m_999.beta_999_caller", "wait");
+    assert_eq!(names(&r), vec!["gen.pkg_0.m_0.beta_0"], "{r}");
+
+    // The new directories are watched: a single edit inside them is seen.
+    env.edit(
+        "gen/pkg_3/m_307.py",
+        "return beta_308()",
+        "return beta_307()",
+    );
+    let r = c.ok("callees gen.pkg_3.m_307.beta_307_caller", "wait");
+    assert_eq!(names(&r), vec!["gen.pkg_3.m_307.beta_307"], "{r}");
+    let v1 = version(&r);
+
+    // Switch back by rewriting all 1,000 files in place (what `git checkout` does).
+    let alpha = tree("alpha", N);
+    let t = Instant::now();
+    for (path, content) in &alpha {
+        std::fs::write(env.path(path), content).expect("rewrite");
+    }
+    let written = t.elapsed();
+    let r = c.ok("find \"alpha_*\" kind function | count", "wait");
+    let v2 = version(&r);
+    eprintln!(
+        "rewrite of {N} files ({written:?}): version {v1} -> {v2} in {:?}",
+        t.elapsed()
+    );
+    assert_eq!(r["count"], 2 * N as u64, "{r}");
+    assert_eq!(c.ok("find \"beta_*\" | count", "wait")["count"], 0);
+    assert!(
+        v2 > v1 && v2 - v1 <= 5,
+        "1,000 rewritten files should make a few versions, not {}",
+        v2 - v1
+    );
+    let s = c.status();
+    assert_eq!(s["files"], files);
+    assert_eq!(s["pending_changes"], 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Losing the index directory, stopping, crashing.
+
+#[test]
+fn deleted_index_directory_is_rewritten_and_a_restart_serves_the_full_graph() {
+    let mut env = Env::requests();
+    // The default place, inside the watched tree.
+    env.db = env.root.join(".fresco");
+    let mut d = env.start();
+    let mut c = d.conn();
+    let before = c.status();
+
+    std::fs::remove_dir_all(&env.db).expect("delete the index directory");
+    env.edit(
+        API,
+        "    return request(\"get\", url, params=params, **kwargs)",
+        "    head(url)\n    return request(\"get\", url, params=params, **kwargs)",
+    );
+    let r = c.ok("callees requests.api.get", "wait");
+    let mut got = names(&r);
+    got.sort();
+    assert_eq!(
+        got,
+        vec!["requests.api.head", "requests.api.request"],
+        "{r}"
+    );
+    let during = c.status();
+    assert_eq!(during["files"], before["files"]);
+    assert_eq!(during["units"], before["units"]);
+    assert!(env.db.exists(), "the index directory was written again");
+
+    // Stop through the CLI; the socket goes away and the process exits.
+    let out = d.cli(&["stop", env.root_s()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let status = d
+        .wait_exit(Duration::from_secs(20))
+        .expect("the daemon exits after stop");
+    assert!(status.success(), "{status:?}: {}", d.log());
+    assert!(d.socket().is_none(), "the socket is removed");
+    let out = d.cli(&["status", env.root_s(), "--daemon", "--json"]);
+    assert_eq!(out.status.code(), Some(4), "no daemon: exit 4");
+
+    // Restart: everything is served, including the edit, and nothing was lost.
+    let d2 = env.start();
+    let mut c = d2.conn();
+    let after = c.status();
+    for key in ["files", "units", "edges", "unresolved_calls"] {
+        assert_eq!(after[key], during[key], "{key}: {after} vs {during}");
+    }
+    let r = c.ok("callees requests.api.get", "wait");
+    let mut got = names(&r);
+    got.sort();
+    assert_eq!(
+        got,
+        vec!["requests.api.head", "requests.api.request"],
+        "{r}"
+    );
+    assert!(
+        !d2.log().contains("rebuilt"),
+        "the rewritten index was complete: {}",
+        d2.log()
+    );
+
+    // The same as a clean index of the same files, built in-process elsewhere.
+    let clean = env.tmp.path().join("clean-db");
+    let out = run(&[
+        "index",
+        env.root_s(),
+        "--db",
+        clean.to_str().expect("utf8"),
+        "--json",
+    ]);
+    let clean = json(&out);
+    for key in ["files", "units", "edges", "unresolved_calls"] {
+        assert_eq!(
+            after[key], clean[key],
+            "{key}: daemon {after} vs clean {clean}"
+        );
+    }
+}
+
+#[test]
+fn kill_9_leaves_nothing_that_blocks_a_restart_and_edits_made_meanwhile_are_seen() {
+    let env = Env::requests();
+    let mut d = env.start();
+    assert_eq!(
+        names(&d.conn().ok("callees requests.api.delete", "wait")),
+        vec!["requests.api.request"]
+    );
+
+    // A second daemon on the same root is refused while the first runs.
+    let mut second = Daemon::spawn(&env.root, &env.tmp.path().join("db2"), &env.rt);
+    let status = second
+        .wait_exit(Duration::from_secs(30))
+        .expect("the second daemon gives up");
+    assert!(!status.success());
+    assert!(second.log().contains("already serves"), "{}", second.log());
+    drop(second);
+    d.conn().status();
+
+    d.kill9();
+    let socket = d.socket().expect("kill -9 leaves the socket file behind");
+    assert!(
+        std::os::unix::net::UnixStream::connect(&socket).is_err(),
+        "nobody listens"
+    );
+    let out = d.cli(&[
+        "query",
+        env.root_s(),
+        "callees requests.api.delete",
+        "--json",
+        "--daemon",
+    ]);
+    assert_eq!(out.status.code(), Some(4), "no daemon: exit 4");
+
+    // Edit while nobody watches.
+    env.edit(
+        API,
+        "    return request(\"delete\", url, **kwargs)",
+        "    options(url)\n    return request(\"delete\", url, **kwargs)",
+    );
+
+    // The stale socket and lock do not block the restart.
+    let d2 = env.start();
+    let r = d2.conn().ok("callees requests.api.delete", "wait");
+    let mut got = names(&r);
+    got.sort();
+    assert_eq!(
+        got,
+        vec!["requests.api.options", "requests.api.request"],
+        "{r}"
+    );
+    let out = d2.cli(&["status", env.root_s(), "--daemon", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json(&out)["pid"], d2.pid());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The protocol.
+
+#[test]
+fn garbage_on_the_socket_gets_errors_and_the_daemon_keeps_serving() {
+    let env = Env::requests();
+    let d = env.start();
+    let socket = d.socket().expect("socket");
+
+    // Binary bytes, invalid JSON, valid JSON that is not a request, unknown methods: errors
+    // with stable codes, and the connection stays usable.
+    let mut c = d.conn();
+    c.send_raw(b"\x00\x01\xff\xfe\x80garbage\n").expect("send");
+    let r = c.read().expect("a response");
+    assert_eq!(error_code(&r), "INVALID_JSON", "{r}");
+    assert_eq!(r["id"], Value::Null);
+    c.send_raw(b"{\"id\": 1, \"method\": \n").expect("send");
+    assert_eq!(error_code(&c.read().expect("a response")), "INVALID_JSON");
+    c.send_raw(b"\n   \n[1, 2, 3]\n").expect("send");
+    assert_eq!(
+        error_code(&c.read().expect("a response")),
+        "INVALID_REQUEST",
+        "blank lines are skipped"
+    );
+    c.send_raw(b"{\"id\": 7}\n").expect("send");
+    let r = c.read().expect("a response");
+    assert_eq!(
+        (error_code(&r), &r["id"]),
+        ("INVALID_REQUEST", &json!(7)),
+        "{r}"
+    );
+    c.send_raw(b"{\"id\": 8, \"method\": 42}\n").expect("send");
+    assert_eq!(
+        error_code(&c.read().expect("a response")),
+        "INVALID_REQUEST"
+    );
+    let r = c.call("frobnicate", json!({}));
+    assert_eq!(error_code(&r), "UNKNOWN_METHOD", "{r}");
+    for params in [
+        json!({}),
+        json!({"query": 5}),
+        json!({"query": "callees requests.api.get", "freshness": "sometimes"}),
+        json!({"query": "callees requests.api.get", "limit": 0}),
+        json!({"query": "callees requests.api.get", "timeout_ms": -1}),
+        json!({"query": "callees requests.api.get", "wait_ms": "soon"}),
+    ] {
+        let r = c.call("query", params.clone());
+        assert_eq!(error_code(&r), "INVALID_REQUEST", "{params} -> {r}");
+    }
+    let r = c.call(
+        "query",
+        json!({"query": "callees requests.api.get depth x"}),
+    );
+    assert_eq!(error_code(&r), "PARSE_ERROR", "{r}");
+    assert!(r["error"]["position"].as_u64().is_some());
+    // String ids are echoed as they are.
+    c.send_raw(b"{\"id\": \"abc\", \"method\": \"status\"}\n")
+        .expect("send");
+    let r = c.read().expect("a response");
+    assert_eq!(r["id"], "abc");
+    assert!(r["result"]["version"].as_u64().is_some());
+    assert_eq!(
+        names(&c.ok("callees requests.api.get", "wait")),
+        vec!["requests.api.request"]
+    );
+
+    // A line over 1 MiB: REQUEST_TOO_LARGE, then the connection is closed.
+    let mut big = Conn::connect(&socket).expect("connect");
+    let mut line = b"{\"id\": 1, \"method\": \"status\", \"params\": {\"pad\": \"".to_vec();
+    line.resize(line.len() + (1 << 20) + 4096, b'x');
+    line.extend_from_slice(b"\"}}\n");
+    let writer = {
+        let mut stream = big.stream.try_clone().expect("clone");
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = stream.write_all(&line); // the daemon may close before reading it all
+        })
+    };
+    let r = big.read().expect("an error before the close");
+    assert_eq!(error_code(&r), "REQUEST_TOO_LARGE", "{r}");
+    assert!(big.read().is_none(), "the connection is closed");
+    writer.join().expect("writer");
+
+    // A partial line, then the client goes away.
+    {
+        let mut partial = Conn::connect(&socket).expect("connect");
+        partial
+            .send_raw(b"{\"id\": 1, \"method\": \"sta")
+            .expect("send");
+        partial
+            .stream
+            .shutdown(std::net::Shutdown::Write)
+            .expect("shutdown");
+        let r = partial.read();
+        assert!(
+            r.is_none() || error_code(r.as_ref().expect("r")) == "INVALID_JSON",
+            "{r:?}"
+        );
+    }
+    {
+        let mut gone = Conn::connect(&socket).expect("connect");
+        gone.send_raw(
+            b"{\"id\": 1, \"method\": \"query\", \"params\": {\"query\": \"find \\\"*\\\"",
+        )
+        .expect("send");
+    } // dropped mid-line
+    {
+        // A query whose client leaves before the answer.
+        let mut gone = Conn::connect(&socket).expect("connect");
+        gone.send("query", json!({"query": "find \"*\""}));
+    }
+
+    // The daemon still answers, on the old connection and on new ones.
+    assert_eq!(
+        names(&c.ok("callees requests.api.get", "wait")),
+        vec!["requests.api.request"]
+    );
+    let mut fresh = Conn::connect(&socket).expect("connect");
+    assert_eq!(fresh.status()["files"], 34);
+    let out = d.cli(&[
+        "query",
+        env.root_s(),
+        "callees requests.api.get",
+        "--json",
+        "--daemon",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn many_clients_at_once_all_get_correct_answers() {
+    let env = Env::requests();
+    let d = env.start();
+    let queries = [
+        "callees requests.api.get",
+        "callers requests.api.request",
+        "callees requests.sessions.Session.request",
+        "find \"*\" kind class in \"src/requests/exceptions.py\" | count",
+        "path requests.api.get -> requests.sessions.Session.send",
+    ];
+    let mut c = d.conn();
+    let expected: Vec<Value> = queries.iter().map(|q| c.ok(q, "wait")).collect();
+    assert!(
+        expected
+            .iter()
+            .all(|e| !e["truncated"].as_bool().unwrap_or(true))
+    );
+
+    let socket = d.socket().expect("socket");
+    let threads: Vec<_> = (0..16)
+        .map(|t| {
+            let socket = socket.clone();
+            let expected = expected.clone();
+            std::thread::spawn(move || {
+                let mut c = Conn::connect(&socket).expect("connect");
+                let modes = ["wait", "strict", "allow"];
+                for i in 0..15 {
+                    let k = (t + i) % queries.len();
+                    let mode = modes[(t + i) % 3];
+                    let r = c.ok(queries[k], mode);
+                    assert_eq!(
+                        r, expected[k],
+                        "thread {t}, query {:?} ({mode})",
+                        queries[k]
+                    );
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("a client thread failed");
+    }
+
+    // Several queries in flight on one connection: answers are matched by id.
+    let ids: Vec<(u64, usize)> = (0..8)
+        .map(|i| {
+            (
+                c.send("query", json!({"query": queries[i % queries.len()]})),
+                i % queries.len(),
+            )
+        })
+        .collect();
+    let mut answers = std::collections::HashMap::new();
+    while answers.len() < ids.len() {
+        let r = c.read().expect("an answer");
+        answers.insert(r["id"].as_u64().expect("id"), r["result"].clone());
+    }
+    for (id, k) in ids {
+        assert_eq!(answers[&id], expected[k], "query {id}");
+    }
+}
+
+#[test]
+fn status_reports_every_documented_field() {
+    let env = Env::requests();
+    let d = env.start();
+    let s = d.conn().status();
+    for key in [
+        "version",
+        "files",
+        "units",
+        "edges",
+        "unresolved_calls",
+        "pending_changes",
+        "memory_bytes",
+    ] {
+        assert!(s[key].as_u64().is_some(), "{key} is a number: {s}");
+    }
+    assert!(s["uptime_s"].as_f64().is_some_and(|u| u >= 0.0), "{s}");
+    assert_eq!(s["daemon"], true);
+    assert_eq!(s["pid"], d.pid());
+    assert_eq!(s["files"], 34);
+    assert!(s["units"].as_u64().unwrap_or(0) > 500);
+    assert!(s["memory_bytes"].as_u64().unwrap_or(0) > 1 << 20);
+    assert_eq!(s["pending_changes"], 0);
+    assert_eq!(s["lanes"]["graph"]["status"], "ready");
+    assert!(
+        s["lanes"]
+            .as_object()
+            .is_some_and(|l| l.contains_key("bm25") && l.contains_key("dense")),
+        "{s}"
+    );
+    assert_eq!(s["root"], env.root_s());
+
+    // The CLI shows the same, in JSON and as text.
+    let out = d.cli(&["status", env.root_s(), "--json"]);
+    let v = json(&out);
+    assert_eq!(
+        (
+            v["daemon"].clone(),
+            v["version"].clone(),
+            v["units"].clone()
+        ),
+        (json!(true), s["version"].clone(), s["units"].clone())
+    );
+    let out = d.cli(&["status", env.root_s()]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("running (pid")
+            && text.contains("pending changes")
+            && text.contains("lane graph"),
+        "{text}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Freshness modes right after a write.
+
+#[test]
+fn strict_right_after_a_write_answers_fresh_or_fails_stale_naming_the_file() {
+    let env = Env::requests();
+    let d = env.start();
+    let mut c = d.conn();
+    let (mut fresh, mut stale) = (0, 0);
+    for i in 0..6 {
+        // Alternate the callee so that every round has a different right answer.
+        let callee = if i % 2 == 0 { "post" } else { "put" };
+        let text = env.read(API);
+        let start = text.find("def head(").expect("head");
+        let at = start
+            + text[start..]
+                .find("    return request(\"head\"")
+                .expect("return in head");
+        let body_start = start
+            + text[start..]
+                .find("    kwargs.setdefault")
+                .expect("setdefault in head");
+        env.write(
+            API,
+            &format!(
+                "{}    kwargs.setdefault(\"allow_redirects\", False)\n    {callee}(url)\n{}",
+                &text[..body_start],
+                &text[at..]
+            ),
+        );
+        let expected = format!("requests.api.{callee}");
+
+        let r = if i % 3 == 2 {
+            // Through the CLI: exit 3 and the file named.
+            let out = d.cli(&[
+                "query",
+                env.root_s(),
+                "callees requests.api.head",
+                "--json",
+                "--daemon",
+                "--freshness",
+                "strict",
+            ]);
+            let v = json(&out);
+            match out.status.code() {
+                Some(0) => json!({"result": v}),
+                Some(3) => {
+                    assert_eq!(v["error"]["code"], "STALE", "{v}");
+                    v
+                }
+                other => panic!("unexpected exit {other:?}: {v}"),
+            }
+        } else {
+            c.query("callees requests.api.head", "strict")
+        };
+        if let Some(result) = r.get("result") {
+            assert!(
+                names(result).contains(&expected),
+                "a strict answer is fresh: {result} (wanted {expected})"
+            );
+            assert_eq!(result["stale"], json!([]));
+            fresh += 1;
+        } else {
+            assert_eq!(error_code(&r), "STALE", "{r}");
+            let files = r["error"]["files"].as_array().expect("files");
+            assert!(files.iter().any(|f| f == API), "STALE names the file: {r}");
+            assert!(r["error"]["message"].as_str().unwrap_or("").contains(API));
+            stale += 1;
+        }
+        // Let it settle, then strict is fresh.
+        let r = c.ok("callees requests.api.head", "wait");
+        assert!(names(&r).contains(&expected));
+        let r = c.ok("callees requests.api.head", "strict");
+        assert!(names(&r).contains(&expected));
+    }
+    eprintln!("strict right after a write: {fresh} fresh, {stale} STALE");
+    assert!(
+        stale > 0,
+        "a write is not indexed within microseconds; strict should have refused at least once"
+    );
+}
+
+#[test]
+fn allow_right_after_a_write_marks_items_of_pending_files_stale() {
+    let env = Env::requests();
+    let d = env.start();
+    let mut c = d.conn();
+    let mut marked = 0;
+    // Each round adds a call to a function head did not call yet, so an answer that has it is
+    // fresh and one that has not is older.
+    for callee in ["post", "put", "patch", "delete", "options", "get"] {
+        let before = c.ok("callees requests.api.head", "wait");
+        assert!(!names(&before).contains(&format!("requests.api.{callee}")));
+        env.edit(
+            API,
+            "    return request(\"head\"",
+            &format!("    {callee}(url)\n    return request(\"head\""),
+        );
+        let expected = format!("requests.api.{callee}");
+        let r = c.ok("callees requests.api.head", "allow");
+        let fresh = names(&r).contains(&expected);
+        let items = r["results"].as_array().expect("results");
+        if !fresh {
+            // An old answer: every item from the changed file is marked, and the file is listed.
+            assert_eq!(version(&r), version(&before), "{r}");
+            assert!(
+                items
+                    .iter()
+                    .all(|it| it["file"] != API || it["stale"] == true),
+                "unmarked stale item: {r}"
+            );
+            assert!(
+                r["stale"]
+                    .as_array()
+                    .expect("stale")
+                    .iter()
+                    .any(|f| f == API),
+                "{r}"
+            );
+            marked += 1;
+        }
+        // Other files' items are not marked.
+        let other = c.ok("callees requests.sessions.Session.request", "allow");
+        assert!(
+            other["results"]
+                .as_array()
+                .expect("results")
+                .iter()
+                .all(|it| it.get("stale").is_none_or(|s| s == false) || it["file"] == API),
+            "{other}"
+        );
+        c.ok("callees requests.api.head", "wait");
+    }
+    eprintln!("allow right after a write: {marked} of 6 answers were older and marked stale");
+    // Settled: nothing is marked.
+    let r = c.ok("callees requests.api.head", "allow");
+    assert_eq!(r["stale"], json!([]));
+    assert!(
+        r["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .all(|it| it.get("stale").is_none()),
+        "{r}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Same answers through the daemon and in-process.
+
+#[test]
+fn daemon_and_in_process_answer_the_same() {
+    let env = Env::requests();
+    let d = env.start();
+    let other_db = env.tmp.path().join("in-process-db");
+    for q in [
+        "callers requests.api.request depth 2",
+        "callees requests.sessions.Session.request",
+        "find \"*\" kind class in \"src/requests/models.py\"",
+        "path requests.api.get -> requests.sessions.Session.send",
+        "impact requests.utils.to_key_val_list depth 3",
+        "find \"get*\" | count",
+        "callees requests.api.nope",
+    ] {
+        let a = d.cli(&["query", env.root_s(), q, "--json", "--daemon"]);
+        let b = d.cli(&[
+            "query",
+            env.root_s(),
+            q,
+            "--json",
+            "--no-daemon",
+            "--db",
+            other_db.to_str().expect("utf8"),
+        ]);
+        assert_eq!(
+            a.status.code(),
+            b.status.code(),
+            "{q}: {} vs {}",
+            stderr(&a),
+            stderr(&b)
+        );
+        let (mut a, mut b) = (json(&a), json(&b));
+        if let (Some(a), Some(b)) = (a.as_object_mut(), b.as_object_mut()) {
+            a.remove("version");
+            b.remove("version");
+        }
+        assert_eq!(a, b, "{q}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cancellation and time limits.
+
+/// Units with long names, and a glob that makes matching each of them slow: a query that runs
+/// for seconds in a debug build.
+fn slow_repo() -> (Env, String) {
+    let files: Vec<(String, String)> = (0..80)
+        .map(|i| {
+            let body: Vec<String> = (0..100)
+                .map(|k| format!("def f{i}_{k}_{}():\n    return 0\n", "a".repeat(250)))
+                .collect();
+            (format!("m{i}.py"), body.join("\n"))
+        })
+        .collect();
+    let pattern = format!("*{}b", "a".repeat(100));
+    (
+        Env::generated(&files),
+        format!("find \"{pattern}\" | count"),
+    )
+}
+
+#[test]
+fn cancel_stops_a_long_query_and_time_limits_truncate() {
+    let (env, slow) = slow_repo();
+    let d = env.start();
+    let mut c = d.conn();
+
+    // Unknown ids: nothing to cancel.
+    let r = c.call("cancel", json!({"id": 12345}));
+    assert_eq!(r["result"], json!({"cancelled": false}), "{r}");
+    let r = c.call("cancel", json!({}));
+    assert_eq!(r["result"], json!({"cancelled": false}), "{r}");
+
+    // A 1 ms time limit on the heavy query: a truncated answer, not an error.
+    let t = Instant::now();
+    let r = c.call("query", json!({"query": slow, "timeout_ms": 1}));
+    assert_eq!(r["result"]["truncated"], true, "{r}");
+    assert!(
+        r["result"]["notes"].to_string().contains("time limit"),
+        "{r}"
+    );
+    eprintln!("timeout_ms 1: answered in {:?}", t.elapsed());
+
+    // Cancel the heavy query while it runs.
+    let t = Instant::now();
+    let id = c.send("query", json!({"query": slow, "timeout_ms": 60000}));
+    std::thread::sleep(Duration::from_millis(200));
+    // Meanwhile other requests are answered at once.
+    let mut other = d.conn();
+    let t_status = Instant::now();
+    assert!(other.status()["version"].as_u64().is_some());
+    assert!(t_status.elapsed() < Duration::from_secs(5));
+    let cancel_id = c.send("cancel", json!({"id": id}));
+    let (mut cancel, mut query) = (None, None);
+    while cancel.is_none() || query.is_none() {
+        let r = c.read().expect("answers");
+        if r["id"] == json!(cancel_id) {
+            cancel = Some(r);
+        } else if r["id"] == json!(id) {
+            query = Some(r);
+        }
+    }
+    let (cancel, query) = (cancel.expect("cancel"), query.expect("query"));
+    let elapsed = t.elapsed();
+    eprintln!("cancelled after {elapsed:?}: {cancel} / {query}");
+    assert_eq!(cancel["result"], json!({"cancelled": true}), "{cancel}");
+    assert_eq!(error_code(&query), "CANCELLED", "{query}");
+    assert!(
+        elapsed < Duration::from_secs(20),
+        "cancel took effect: {elapsed:?}"
+    );
+    // Once finished, its id is unknown.
+    assert_eq!(
+        c.call("cancel", json!({"id": id}))["result"],
+        json!({"cancelled": false})
+    );
+    assert_eq!(c.ok("find \"f1_1_*\" | count", "wait")["count"], 1);
+}
