@@ -11,15 +11,9 @@ fn git(args: &[&str]) -> String {
 }
 
 fn main() {
-    for dir in [
-        "../graph/src",
-        "../indexer/src",
-        "../query/src",
-        "../src",
-        "../.git/HEAD",
-        "../.git/refs",
-        "../.git/index",
-    ] {
+    for dir in
+        ["../graph/src", "../indexer/src", "../query/src", "../src", "../.git/HEAD", "../.git/refs", "../.git/index"]
+    {
         println!("cargo:rerun-if-changed={dir}");
     }
     let commit = git(&["rev-parse", "--short", "HEAD"]);

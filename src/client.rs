@@ -22,20 +22,11 @@ impl Client {
         let paths = daemon_paths(root).ok()?;
         let stream = UnixStream::connect(&paths.socket).ok()?;
         let reader = BufReader::new(stream.try_clone().ok()?);
-        Some(Client {
-            stream,
-            reader,
-            next_id: 1,
-        })
+        Some(Client { stream, reader, next_id: 1 })
     }
 
     /// Sends one request and waits for its response: `Ok(Ok(result))` or `Ok(Err(error))`.
-    pub fn call(
-        &mut self,
-        method: &str,
-        params: Value,
-        timeout: Duration,
-    ) -> Result<Result<Value, Value>> {
+    pub fn call(&mut self, method: &str, params: Value, timeout: Duration) -> Result<Result<Value, Value>> {
         let id = self.next_id;
         self.next_id += 1;
         let request = json!({"id": id, "method": method, "params": params});
@@ -43,15 +34,11 @@ impl Client {
         writeln!(self.stream, "{request}").context("cannot send to the daemon")?;
         loop {
             let mut line = String::new();
-            let n = self
-                .reader
-                .read_line(&mut line)
-                .context("no answer from the daemon")?;
+            let n = self.reader.read_line(&mut line).context("no answer from the daemon")?;
             if n == 0 {
                 bail!("the daemon closed the connection");
             }
-            let response: Value =
-                serde_json::from_str(line.trim()).context("the daemon sent invalid JSON")?;
+            let response: Value = serde_json::from_str(line.trim()).context("the daemon sent invalid JSON")?;
             if response.get("id") != Some(&json!(id)) {
                 continue;
             }

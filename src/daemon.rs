@@ -53,10 +53,7 @@ struct Shared {
 
 impl Shared {
     fn current(&self) -> Arc<Published> {
-        self.current
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.current.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     fn publish(&self, published: Published) {
@@ -70,10 +67,7 @@ impl Shared {
         let name = format!("{}{}-{n}", watch::COOKIE_PREFIX, std::process::id());
         let path = self.root.join(&name);
         fs::write(&path, b"").map_err(|e| {
-            ProtoError::new(
-                "SYNC_FAILED",
-                format!("cannot write a cookie file in {}: {e}", self.root.display()),
-            )
+            ProtoError::new("SYNC_FAILED", format!("cannot write a cookie file in {}: {e}", self.root.display()))
         })?;
         let seen = self.tracker.wait_cookie(&name, COOKIE_TIMEOUT);
         let _ = fs::remove_file(&path);
@@ -88,15 +82,16 @@ impl Shared {
     }
 
     /// The freshness gate: the snapshot to answer from and the files to mark stale.
-    fn gate(
-        &self,
-        mode: Freshness,
-        wait: Duration,
-    ) -> Result<(Arc<Published>, Vec<String>), ProtoError> {
+    fn gate(&self, mode: Freshness, wait: Duration) -> Result<(Arc<Published>, Vec<String>), ProtoError> {
         match mode {
             Freshness::Allow => {
-                let published = self.current();
+                // Synchronise first, or a write made just before the query may not be
+                // registered yet and its file's items would be served old and unmarked. Then
+                // take what is pending BEFORE the version: a change applied in between is in
+                // that version; one still pending is listed (and its items marked).
+                self.sync_with_disk()?;
                 let (pending, rescan) = self.tracker.pending();
+                let published = self.current();
                 let mut stale = pending;
                 if rescan {
                     stale.push("(full rescan)".into());
@@ -105,7 +100,9 @@ impl Shared {
             }
             Freshness::Strict => {
                 self.sync_with_disk()?;
-                let (pending, rescan) = self.tracker.pending();
+                // Only changes made before the query count; later ones may stay pending.
+                let upto = self.tracker.watermark();
+                let (pending, rescan) = self.tracker.pending_upto(upto);
                 if !pending.is_empty() || rescan {
                     let mut files = pending;
                     if rescan {
@@ -117,8 +114,11 @@ impl Shared {
             }
             Freshness::Wait => {
                 self.sync_with_disk()?;
+                // Wait for the changes made before the query, not for the tree to go quiet
+                // (which, under continuous writes, it never does).
+                let upto = self.tracker.watermark();
                 let _ = self.flush.try_send(());
-                match self.tracker.wait_idle(wait) {
+                match self.tracker.wait_applied(upto, wait) {
                     Ok(()) => Ok((self.current(), Vec::new())),
                     Err(files) => Err(ProtoError::stale(files)),
                 }
@@ -149,11 +149,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         .with_context(|| format!("cannot open {}", paths.lock.display()))?;
     if lock.try_lock().is_err() {
         let pid = fs::read_to_string(&paths.lock).unwrap_or_default();
-        bail!(
-            "a daemon already serves {} (pid {})",
-            root.display(),
-            pid.trim()
-        );
+        bail!("a daemon already serves {} (pid {})", root.display(), pid.trim());
     }
     {
         let mut l = &lock;
@@ -162,23 +158,16 @@ pub fn serve(options: ServeOptions) -> Result<()> {
     }
     if paths.socket.exists() {
         // Left by a daemon that died: we hold the lock, so nobody serves it.
-        fs::remove_file(&paths.socket)
-            .with_context(|| format!("cannot remove stale {}", paths.socket.display()))?;
+        fs::remove_file(&paths.socket).with_context(|| format!("cannot remove stale {}", paths.socket.display()))?;
     }
 
     // Watch before indexing, so that nothing written during the initial index is missed.
     let tracker = Arc::new(Tracker::default());
     let (batch_tx, batch_rx) = crossbeam::channel::unbounded::<Batch>();
     let (flush_tx, flush_rx) = crossbeam::channel::bounded::<()>(1);
-    let _watcher = watch::start(
-        root.clone(),
-        options.indexer.walk.clone(),
-        options.debounce,
-        tracker.clone(),
-        batch_tx,
-        flush_rx,
-    )
-    .context("cannot watch the tree (inotify limits? see `sysctl fs.inotify`)")?;
+    let _watcher =
+        watch::start(root.clone(), options.indexer.walk.clone(), options.debounce, tracker.clone(), batch_tx, flush_rx)
+            .context("cannot watch the tree (inotify limits? see `sysctl fs.inotify`)")?;
 
     let started = Instant::now();
     let interactive = std::io::IsTerminal::is_terminal(&std::io::stderr());
@@ -208,10 +197,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         root: root.clone(),
         current: Mutex::new(Arc::new(Published {
             snapshot: indexer.snapshot().clone(),
-            history: Arc::new(VersionLog::new(
-                indexer.snapshot().version(),
-                HISTORY_VERSIONS,
-            )),
+            history: Arc::new(VersionLog::new(indexer.snapshot().version(), HISTORY_VERSIONS)),
         })),
         tracker: tracker.clone(),
         flush: flush_tx,
@@ -229,8 +215,8 @@ pub fn serve(options: ServeOptions) -> Result<()> {
             .spawn(move || indexer_loop(indexer, batch_rx, shared))?
     };
 
-    let listener = UnixListener::bind(&paths.socket)
-        .with_context(|| format!("cannot bind {}", paths.socket.display()))?;
+    let listener =
+        UnixListener::bind(&paths.socket).with_context(|| format!("cannot bind {}", paths.socket.display()))?;
     fs::set_permissions(&paths.socket, fs::Permissions::from_mode(0o600))?;
     listener.set_nonblocking(true)?;
     while !shared.shutdown.load(Ordering::Relaxed) {
@@ -239,25 +225,18 @@ pub fn serve(options: ServeOptions) -> Result<()> {
                 let _ = stream.set_nonblocking(false);
                 if shared.connections.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
                     let mut s = stream;
-                    let err = ProtoError::new(
-                        "BUSY",
-                        format!("too many connections (limit {MAX_CONNECTIONS})"),
-                    );
+                    let err = ProtoError::new("BUSY", format!("too many connections (limit {MAX_CONNECTIONS})"));
                     let _ = writeln!(s, "{}", protocol::response_err(&Value::Null, &err));
                     continue;
                 }
                 shared.connections.fetch_add(1, Ordering::Relaxed);
                 let shared = shared.clone();
-                let _ = std::thread::Builder::new()
-                    .name("fresco-conn".into())
-                    .spawn(move || {
-                        handle_connection(stream, &shared);
-                        shared.connections.fetch_sub(1, Ordering::Relaxed);
-                    });
+                let _ = std::thread::Builder::new().name("fresco-conn".into()).spawn(move || {
+                    handle_connection(stream, &shared);
+                    shared.connections.fetch_sub(1, Ordering::Relaxed);
+                });
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(5))
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(5)),
             Err(e) => eprintln!("fresco: accept failed: {e}"),
         }
     }
@@ -282,10 +261,7 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
                     let previous = shared.current();
                     let mut history = (*previous.history).clone();
                     history.push(report.version, report.diff.clone());
-                    shared.publish(Published {
-                        snapshot: indexer.snapshot().clone(),
-                        history: Arc::new(history),
-                    });
+                    shared.publish(Published { snapshot: indexer.snapshot().clone(), history: Arc::new(history) });
                 }
                 if let Some(why) = indexer.rebuilt_store.take() {
                     eprintln!("fresco: warning: {why}");
@@ -306,15 +282,9 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
 }
 
 /// Reads one line of at most `MAX_REQUEST_BYTES`. `Ok(None)` at end of stream.
-fn read_line(
-    reader: &mut BufReader<UnixStream>,
-    buf: &mut Vec<u8>,
-) -> std::io::Result<Option<bool>> {
+fn read_line(reader: &mut BufReader<UnixStream>, buf: &mut Vec<u8>) -> std::io::Result<Option<bool>> {
     buf.clear();
-    let n = reader
-        .by_ref()
-        .take(protocol::MAX_REQUEST_BYTES as u64 + 1)
-        .read_until(b'\n', buf)?;
+    let n = reader.by_ref().take(protocol::MAX_REQUEST_BYTES as u64 + 1).read_until(b'\n', buf)?;
     if n == 0 {
         return Ok(None);
     }
@@ -338,10 +308,7 @@ fn send(writer: &Mutex<UnixStream>, value: &Value) -> bool {
     }
     text.push('\n');
     let mut stream = writer.lock().unwrap_or_else(|p| p.into_inner());
-    stream
-        .write_all(text.as_bytes())
-        .and_then(|_| stream.flush())
-        .is_ok()
+    stream.write_all(text.as_bytes()).and_then(|_| stream.flush()).is_ok()
 }
 
 fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
@@ -378,10 +345,7 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
         let request: Value = match serde_json::from_str(text) {
             Ok(v) => v,
             Err(e) => {
-                let err = ProtoError::new(
-                    "INVALID_JSON",
-                    format!("the request is not valid JSON: {e}"),
-                );
+                let err = ProtoError::new("INVALID_JSON", format!("the request is not valid JSON: {e}"));
                 if !send(&writer, &protocol::response_err(&Value::Null, &err)) {
                     return;
                 }
@@ -390,10 +354,8 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
         };
         let id = request.get("id").cloned().unwrap_or(Value::Null);
         let Some(method) = request.get("method").and_then(Value::as_str) else {
-            let err = ProtoError::new(
-                "INVALID_REQUEST",
-                "a request is an object with \"id\", \"method\" and \"params\"",
-            );
+            let err =
+                ProtoError::new("INVALID_REQUEST", "a request is an object with \"id\", \"method\" and \"params\"");
             if !send(&writer, &protocol::response_err(&id, &err)) {
                 return;
             }
@@ -405,40 +367,26 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
                 if running.load(Ordering::Relaxed) >= MAX_QUERIES_PER_CONNECTION {
                     let err = ProtoError::new(
                         "BUSY",
-                        format!(
-                            "at most {MAX_QUERIES_PER_CONNECTION} queries at once per connection"
-                        ),
+                        format!("at most {MAX_QUERIES_PER_CONNECTION} queries at once per connection"),
                     );
                     send(&writer, &protocol::response_err(&id, &err));
                     continue;
                 }
                 let flag = Arc::new(AtomicBool::new(false));
                 let key = id.to_string();
-                cancels
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(key.clone(), flag.clone());
+                cancels.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), flag.clone());
                 running.fetch_add(1, Ordering::Relaxed);
-                let (shared, worker_writer, cancels, running) = (
-                    shared.clone(),
-                    writer.clone(),
-                    cancels.clone(),
-                    running.clone(),
-                );
-                let spawned = std::thread::Builder::new()
-                    .name("fresco-query".into())
-                    .spawn(move || {
-                        let response = match handle_query(&shared, &params, flag) {
-                            Ok(result) => protocol::response_ok(&id, result),
-                            Err(err) => protocol::response_err(&id, &err),
-                        };
-                        cancels
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .remove(&key);
-                        running.fetch_sub(1, Ordering::Relaxed);
-                        send(&worker_writer, &response);
-                    });
+                let (shared, worker_writer, cancels, running) =
+                    (shared.clone(), writer.clone(), cancels.clone(), running.clone());
+                let spawned = std::thread::Builder::new().name("fresco-query".into()).spawn(move || {
+                    let response = match handle_query(&shared, &params, flag) {
+                        Ok(result) => protocol::response_ok(&id, result),
+                        Err(err) => protocol::response_err(&id, &err),
+                    };
+                    cancels.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+                    running.fetch_sub(1, Ordering::Relaxed);
+                    send(&worker_writer, &response);
+                });
                 if spawned.is_err() {
                     let err = ProtoError::new("BUSY", "cannot start a query thread");
                     send(&writer, &protocol::response_err(&Value::Null, &err));
@@ -446,11 +394,7 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
             }
             "cancel" => {
                 let target = params.get("id").map(|v| v.to_string()).unwrap_or_default();
-                let found = cancels
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .get(&target)
-                    .cloned();
+                let found = cancels.lock().unwrap_or_else(|p| p.into_inner()).get(&target).cloned();
                 let result = match found {
                     Some(flag) => {
                         flag.store(true, Ordering::Relaxed);
@@ -476,11 +420,7 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
                     pending,
                     uptime: Some(shared.started.elapsed()),
                     watcher: Some(shared.tracker.counters()),
-                    last_error: shared
-                        .last_error
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .clone(),
+                    last_error: shared.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
                 });
                 if !send(&writer, &protocol::response_ok(&id, result)) {
                     return;
@@ -496,10 +436,7 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
                 }
             }
             "shutdown" => {
-                send(
-                    &writer,
-                    &protocol::response_ok(&id, json!({"stopping": true})),
-                );
+                send(&writer, &protocol::response_ok(&id, json!({"stopping": true})));
                 shared.shutdown.store(true, Ordering::Relaxed);
                 return;
             }
@@ -516,21 +453,27 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
     }
 }
 
-fn handle_query(
-    shared: &Shared,
-    params: &Value,
-    cancel: Arc<AtomicBool>,
-) -> Result<Value, ProtoError> {
+fn handle_query(shared: &Shared, params: &Value, cancel: Arc<AtomicBool>) -> Result<Value, ProtoError> {
     let params = protocol::query_params(params)?;
     let (published, stale) = shared.gate(params.freshness, params.wait)?;
     let tracker = shared.tracker.clone();
     let allow = params.freshness == Freshness::Allow;
-    let is_stale = move |file: &str| allow && tracker.is_stale(file);
+    // Pending when the version was taken (it may have been applied since, in a later version
+    // than the one answering), or changed since.
+    let pending_at_gate = stale.clone();
+    let is_stale = move |file: &str| {
+        allow
+            && (pending_at_gate
+                .iter()
+                .any(|p| p == file || p == "(full rescan)" || (p.ends_with('/') && file.starts_with(p.as_str())))
+                || tracker.is_stale(file))
+    };
     let (_, value) = protocol::run_query(
         &published.snapshot,
         Some(&published.history),
         &params,
         Some(cancel),
+        None,
         &is_stale,
         &stale,
     )?;
@@ -538,19 +481,14 @@ fn handle_query(
 }
 
 fn handle_export(shared: &Shared, params: &Value) -> Result<Value, ProtoError> {
-    let out = params.get("out").and_then(Value::as_str).ok_or_else(|| {
-        ProtoError::new("INVALID_REQUEST", "params.out (a directory) is required")
-    })?;
-    let freshness = params
-        .get("freshness")
+    let out = params
+        .get("out")
         .and_then(Value::as_str)
-        .and_then(Freshness::parse)
-        .unwrap_or(Freshness::Wait);
-    let (published, _) =
-        shared.gate(freshness, Duration::from_millis(protocol::DEFAULT_WAIT_MS))?;
+        .ok_or_else(|| ProtoError::new("INVALID_REQUEST", "params.out (a directory) is required"))?;
+    let freshness =
+        params.get("freshness").and_then(Value::as_str).and_then(Freshness::parse).unwrap_or(Freshness::Wait);
+    let (published, _) = shared.gate(freshness, Duration::from_millis(protocol::DEFAULT_WAIT_MS))?;
     let counts = crate::export::write(&published.snapshot, Path::new(out))
         .map_err(|e| ProtoError::new("EXPORT_FAILED", format!("{e:#}")))?;
-    Ok(
-        json!({"version": published.snapshot.version(), "nodes": counts.nodes, "edges": counts.edges, "out": out}),
-    )
+    Ok(json!({"version": published.snapshot.version(), "nodes": counts.nodes, "edges": counts.edges, "out": out}))
 }

@@ -22,8 +22,7 @@ pub fn write(snapshot: &Snapshot, out_dir: &Path) -> Result<ExportCounts> {
     let nodes_path = out_dir.join("nodes.jsonl");
     let edges_path = out_dir.join("edges.jsonl");
     let mut nodes = BufWriter::new(
-        fs::File::create(&nodes_path)
-            .with_context(|| format!("cannot write {}", nodes_path.display()))?,
+        fs::File::create(&nodes_path).with_context(|| format!("cannot write {}", nodes_path.display()))?,
     );
     let mut node_count = 0;
     for u in snapshot.units() {
@@ -54,8 +53,7 @@ pub fn write(snapshot: &Snapshot, out_dir: &Path) -> Result<ExportCounts> {
     }
     nodes.flush()?;
     let mut edges = BufWriter::new(
-        fs::File::create(&edges_path)
-            .with_context(|| format!("cannot write {}", edges_path.display()))?,
+        fs::File::create(&edges_path).with_context(|| format!("cannot write {}", edges_path.display()))?,
     );
     let mut edge_count = 0;
     for (e, _) in snapshot.edges() {
@@ -64,8 +62,5 @@ pub fn write(snapshot: &Snapshot, out_dir: &Path) -> Result<ExportCounts> {
         edge_count += 1;
     }
     edges.flush()?;
-    Ok(ExportCounts {
-        nodes: node_count,
-        edges: edge_count,
-    })
+    Ok(ExportCounts { nodes: node_count, edges: edge_count })
 }

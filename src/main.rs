@@ -25,11 +25,7 @@ const EXIT_STALE: u8 = 3;
 const EXIT_NO_DAEMON: u8 = 4;
 
 #[derive(Parser)]
-#[command(
-    name = "fresco",
-    version,
-    about = "A fresh, versioned code property graph of a Python repository"
-)]
+#[command(name = "fresco", version, about = "A fresh, versioned code property graph of a Python repository")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -175,16 +171,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             print_index_summary(&indexer, started.elapsed(), json);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Query {
-            words,
-            db,
-            json,
-            format,
-            freshness,
-            limit,
-            timeout_ms,
-            client,
-        } => {
+        Command::Query { words, db, json, format, freshness, limit, timeout_ms, client } => {
             let (path, text) = match words.as_slice() {
                 [q] => (None, q.clone()),
                 [p, q] => (Some(PathBuf::from(p)), q.clone()),
@@ -199,27 +186,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             });
             let root = root_of(&path)?;
             let response = match connect(&root, &client)? {
-                Some(mut c) => {
-                    c.call("query", params, Duration::from_millis(timeout_ms + 30_000))?
-                }
+                Some(mut c) => c.call("query", params, Duration::from_millis(timeout_ms + 30_000))?,
                 None => {
-                    let args = IndexArgs {
-                        path,
-                        db,
-                        ..IndexArgs::default()
-                    };
+                    let args = IndexArgs { path, db, ..IndexArgs::default() };
                     let indexer = open_index(&args)?;
-                    let params =
-                        protocol::query_params(&params).map_err(|e| anyhow::anyhow!(e.message))?;
+                    let params = protocol::query_params(&params).map_err(|e| anyhow::anyhow!(e.message))?;
                     // In-process, the index has just been brought up to date with the disk.
-                    match protocol::run_query(
-                        indexer.snapshot(),
-                        None,
-                        &params,
-                        None,
-                        &|_| false,
-                        &[],
-                    ) {
+                    match protocol::run_query(indexer.snapshot(), None, &params, None, None, &|_| false, &[]) {
                         Ok((_, value)) => Ok(value),
                         Err(e) => Err(e.to_json()),
                     }
@@ -239,12 +212,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 Err(error) => Ok(report_error(&text, &error, format == Format::Json)),
             }
         }
-        Command::Status {
-            path,
-            db,
-            json,
-            client,
-        } => {
+        Command::Status { path, db, json, client } => {
             let root = root_of(&path)?;
             let value = match connect(&root, &client)? {
                 Some(mut c) => match c.call("status", json!({}), Duration::from_secs(30))? {
@@ -252,11 +220,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     Err(e) => return Ok(report_error("", &e, json)),
                 },
                 None => {
-                    let indexer = open_index(&IndexArgs {
-                        path,
-                        db,
-                        ..IndexArgs::default()
-                    })?;
+                    let indexer = open_index(&IndexArgs { path, db, ..IndexArgs::default() })?;
                     protocol::status(protocol::StatusInfo {
                         root: &root,
                         snapshot: indexer.snapshot(),
@@ -277,11 +241,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Export { args, out, client } => {
             let root = root_of(&args.path)?;
-            let out_abs = if out.is_absolute() {
-                out.clone()
-            } else {
-                std::env::current_dir()?.join(&out)
-            };
+            let out_abs = if out.is_absolute() { out.clone() } else { std::env::current_dir()?.join(&out) };
             match connect(&root, &client)? {
                 Some(mut c) => {
                     let params = json!({"out": out_abs.display().to_string()});
@@ -351,10 +311,7 @@ fn connect(root: &Path, client: &ClientArgs) -> Result<Option<client::Client>> {
     match client::Client::connect(root) {
         Some(c) => Ok(Some(c)),
         None if client.daemon => {
-            eprintln!(
-                "fresco: no daemon serves {} (start one with `fresco serve`)",
-                root.display()
-            );
+            eprintln!("fresco: no daemon serves {} (start one with `fresco serve`)", root.display());
             std::process::exit(EXIT_NO_DAEMON as i32);
         }
         None => Ok(None),
@@ -363,11 +320,7 @@ fn connect(root: &Path, client: &ClientArgs) -> Result<Option<client::Client>> {
 
 fn report_error(text: &str, error: &Value, json: bool) -> ExitCode {
     let code = error["code"].as_str().unwrap_or("ERROR");
-    let exit = if code == "STALE" {
-        EXIT_STALE
-    } else {
-        EXIT_QUERY_ERROR
-    };
+    let exit = if code == "STALE" { EXIT_STALE } else { EXIT_QUERY_ERROR };
     if json {
         println!("{}", json!({ "error": error }));
         return ExitCode::from(exit);
@@ -375,16 +328,10 @@ fn report_error(text: &str, error: &Value, json: bool) -> ExitCode {
     let message = error["message"].as_str().unwrap_or("error");
     match (code, error["position"].as_u64()) {
         ("PARSE_ERROR", Some(position)) => {
-            let err = fresco_query::ParseError {
-                position: position as usize,
-                message: message.to_string(),
-            };
+            let err = fresco_query::ParseError { position: position as usize, message: message.to_string() };
             let rendered = err.render(text);
             // The message already names the column; show the caret picture.
-            eprintln!(
-                "fresco: query error\n{}",
-                rendered.replace(&format!("at column {}: ", position + 1), "")
-            );
+            eprintln!("fresco: query error\n{}", rendered.replace(&format!("at column {}: ", position + 1), ""));
         }
         _ => eprintln!("fresco: {message}"),
     }
@@ -398,8 +345,7 @@ fn report_error(text: &str, error: &Value, json: bool) -> ExitCode {
 
 fn root_of(path: &Option<PathBuf>) -> Result<PathBuf> {
     let root = path.clone().unwrap_or_else(|| PathBuf::from("."));
-    root.canonicalize()
-        .with_context(|| format!("cannot open {}", root.display()))
+    root.canonicalize().with_context(|| format!("cannot open {}", root.display()))
 }
 
 fn db_dir(root: &Path, db: &Option<PathBuf>) -> PathBuf {
@@ -455,10 +401,7 @@ fn print_status(v: &Value) {
     println!("unresolved calls   {}", field("unresolved_calls"));
     println!("pending changes    {}", field("pending_changes"));
     if let Some(bytes) = v["memory_bytes"].as_u64() {
-        println!(
-            "memory             {:.1} MiB",
-            bytes as f64 / (1024.0 * 1024.0)
-        );
+        println!("memory             {:.1} MiB", bytes as f64 / (1024.0 * 1024.0));
     }
     if let Some(up) = v["uptime_s"].as_f64() {
         println!("uptime             {up:.0} s");
@@ -473,15 +416,8 @@ fn print_status(v: &Value) {
 fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
     let snap = indexer.snapshot();
     let t = snap.totals();
-    let skipped: Vec<(String, String)> = snap
-        .files()
-        .filter_map(|f| {
-            f.graph
-                .skipped
-                .as_ref()
-                .map(|r| (f.graph.path.clone(), r.to_string()))
-        })
-        .collect();
+    let skipped: Vec<(String, String)> =
+        snap.files().filter_map(|f| f.graph.skipped.as_ref().map(|r| (f.graph.path.clone(), r.to_string()))).collect();
     let parse_errors: Vec<(String, u32)> = snap
         .files()
         .filter(|f| f.graph.parse_errors > 0)

@@ -11,9 +11,7 @@ fn uid() -> u32 {
     fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
+            s.lines().find(|l| l.starts_with("Uid:")).and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
         })
         .and_then(|u| u.parse().ok())
         .unwrap_or(0)
@@ -38,10 +36,7 @@ pub fn runtime_dir() -> Result<PathBuf> {
     }
     let meta = fs::metadata(&dir).with_context(|| format!("cannot stat {}", dir.display()))?;
     if meta.uid() != uid() {
-        bail!(
-            "{} belongs to another user; refusing to put a socket there",
-            dir.display()
-        );
+        bail!("{} belongs to another user; refusing to put a socket there", dir.display());
     }
     if meta.permissions().mode() & 0o077 != 0 {
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))
@@ -59,8 +54,5 @@ pub struct DaemonPaths {
 pub fn daemon_paths(root: &Path) -> Result<DaemonPaths> {
     let dir = runtime_dir()?;
     let key = xxhash_rust::xxh3::xxh3_64(root.as_os_str().as_encoded_bytes());
-    Ok(DaemonPaths {
-        socket: dir.join(format!("{key:016x}.sock")),
-        lock: dir.join(format!("{key:016x}.lock")),
-    })
+    Ok(DaemonPaths { socket: dir.join(format!("{key:016x}.sock")), lock: dir.join(format!("{key:016x}.lock")) })
 }

@@ -32,11 +32,7 @@ pub struct ProtoError {
 
 impl ProtoError {
     pub fn new(code: &'static str, message: impl Into<String>) -> ProtoError {
-        ProtoError {
-            code,
-            message: message.into(),
-            data: Value::Null,
-        }
+        ProtoError { code, message: message.into(), data: Value::Null }
     }
 
     pub fn with(mut self, key: &str, value: Value) -> ProtoError {
@@ -60,21 +56,13 @@ impl ProtoError {
     pub fn stale(files: Vec<String>) -> ProtoError {
         let shown: Vec<&String> = files.iter().take(20).collect();
         let more = files.len().saturating_sub(shown.len());
-        let list = shown
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join(", ");
+        let list = shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ");
         ProtoError::new(
             "STALE",
             format!(
                 "the index has not caught up with {} changed file(s): {list}{}",
                 files.len(),
-                if more > 0 {
-                    format!(" and {more} more")
-                } else {
-                    String::new()
-                }
+                if more > 0 { format!(" and {more} more") } else { String::new() }
             ),
         )
         .with("files", json!(files))
@@ -124,17 +112,10 @@ pub fn query_params(params: &Value) -> Result<QueryParams, ProtoError> {
         .to_string();
     let freshness = match params.get("freshness") {
         None | Some(Value::Null) => Freshness::Wait,
-        Some(Value::String(s)) => Freshness::parse(s).ok_or_else(|| {
-            ProtoError::new(
-                "INVALID_REQUEST",
-                "params.freshness must be wait, strict or allow",
-            )
-        })?,
+        Some(Value::String(s)) => Freshness::parse(s)
+            .ok_or_else(|| ProtoError::new("INVALID_REQUEST", "params.freshness must be wait, strict or allow"))?,
         Some(_) => {
-            return Err(ProtoError::new(
-                "INVALID_REQUEST",
-                "params.freshness must be a string",
-            ));
+            return Err(ProtoError::new("INVALID_REQUEST", "params.freshness must be a string"));
         }
     };
     let number = |key: &str, default: u64, max: u64| -> Result<u64, ProtoError> {
@@ -142,10 +123,9 @@ pub fn query_params(params: &Value) -> Result<QueryParams, ProtoError> {
             None | Some(Value::Null) => Ok(default),
             Some(v) => match v.as_u64() {
                 Some(n) if n >= 1 && n <= max => Ok(n),
-                _ => Err(ProtoError::new(
-                    "INVALID_REQUEST",
-                    format!("params.{key} must be an integer from 1 to {max}"),
-                )),
+                _ => {
+                    Err(ProtoError::new("INVALID_REQUEST", format!("params.{key} must be an integer from 1 to {max}")))
+                }
             },
         }
     };
@@ -155,10 +135,7 @@ pub fn query_params(params: &Value) -> Result<QueryParams, ProtoError> {
     Ok(QueryParams {
         text,
         freshness,
-        limits: fresco_query::Limits {
-            max_results: limit,
-            timeout: Duration::from_millis(timeout),
-        },
+        limits: fresco_query::Limits { max_results: limit, timeout: Duration::from_millis(timeout) },
         wait: Duration::from_millis(wait),
     })
 }
@@ -184,15 +161,11 @@ pub fn run_query(
     history: Option<&VersionLog>,
     params: &QueryParams,
     cancel: Option<Arc<AtomicBool>>,
+    lanes: Option<&dyn fresco_query::Lanes>,
     is_stale: &dyn Fn(&str) -> bool,
     stale: &[String],
 ) -> Result<(fresco_query::Output, Value), ProtoError> {
-    let ctx = fresco_query::Context {
-        snapshot,
-        limits: params.limits.clone(),
-        cancel,
-        history,
-    };
+    let ctx = fresco_query::Context { snapshot, limits: params.limits.clone(), cancel, history, lanes };
     let mut output = fresco_query::run(&ctx, &params.text).map_err(|e| query_error(&e))?;
     for item in &mut output.results {
         if let Some(file) = &item.file {

@@ -20,6 +20,12 @@ pub fn to_json(output: &Output, stale: &[String]) -> Value {
     if !output.notes.is_empty() {
         value["notes"] = json!(output.notes);
     }
+    if let Some(lanes) = &output.lanes {
+        value["lanes"] = json!(lanes);
+    }
+    if let Some(context) = &output.context {
+        value["context"] = json!(context);
+    }
     value
 }
 
@@ -29,20 +35,14 @@ struct Style {
 
 impl Style {
     fn paint(&self, code: &str, text: &str) -> String {
-        if self.on {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_string()
-        }
+        if self.on { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_string() }
     }
 }
 
 /// An aligned table of a query response (the JSON of [`to_json`]); colours only when stdout is a
 /// terminal (and NO_COLOR is unset).
 pub fn table(response: &Value) -> String {
-    let style = Style {
-        on: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
-    };
+    let style = Style { on: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() };
     let empty = Vec::new();
     let results = response["results"].as_array().unwrap_or(&empty);
     let text = |v: &Value| -> String {
@@ -70,36 +70,20 @@ pub fn table(response: &Value) -> String {
         let shown: Vec<(&str, &str)> = optional
             .iter()
             .copied()
-            .filter(|(k, _)| {
-                results
-                    .iter()
-                    .any(|r| r.get(*k).is_some_and(|v| !v.is_null()))
-            })
+            .filter(|(k, _)| results.iter().any(|r| r.get(*k).is_some_and(|v| !v.is_null())))
             .collect();
         let mut headers = vec!["NAME", "KIND", "LOCATION"];
         headers.extend(shown.iter().map(|(_, h)| *h));
         let rows: Vec<Vec<String>> = results
             .iter()
             .map(|r| {
-                let location = match (
-                    r["file"].as_str(),
-                    r["start_line"].as_u64(),
-                    r["end_line"].as_u64(),
-                ) {
+                let location = match (r["file"].as_str(), r["start_line"].as_u64(), r["end_line"].as_u64()) {
                     (Some(f), Some(a), Some(b)) => format!("{f}:{a}-{b}"),
                     _ => "-".to_string(),
                 };
                 let stale = r["stale"].as_bool().unwrap_or(false);
                 let name = text(&r["name"]);
-                let mut row = vec![
-                    if stale {
-                        format!("{name} (stale)")
-                    } else {
-                        name
-                    },
-                    text(&r["kind"]),
-                    location,
-                ];
+                let mut row = vec![if stale { format!("{name} (stale)") } else { name }, text(&r["kind"]), location];
                 row.extend(shown.iter().map(|(k, _)| text(&r[*k])));
                 row
             })
@@ -115,13 +99,7 @@ pub fn table(response: &Value) -> String {
             cells
                 .into_iter()
                 .enumerate()
-                .map(|(i, c)| {
-                    if i == last {
-                        c
-                    } else {
-                        format!("{c:<width$}", width = widths[i])
-                    }
-                })
+                .map(|(i, c)| if i == last { c } else { format!("{c:<width$}", width = widths[i]) })
                 .collect::<Vec<_>>()
                 .join("  ")
         };
@@ -129,19 +107,12 @@ pub fn table(response: &Value) -> String {
         out.push('\n');
         for (row, r) in rows.into_iter().zip(results) {
             let l = line(row);
-            out.push_str(&if r["stale"].as_bool().unwrap_or(false) {
-                style.paint("33", &l)
-            } else {
-                l
-            });
+            out.push_str(&if r["stale"].as_bool().unwrap_or(false) { style.paint("33", &l) } else { l });
             out.push('\n');
         }
         for r in results {
             if let Some(source) = r["source"].as_str() {
-                out.push_str(&format!(
-                    "\n{}\n{source}\n",
-                    style.paint("1", &text(&r["name"]))
-                ));
+                out.push_str(&format!("\n{}\n{source}\n", style.paint("1", &text(&r["name"]))));
             }
         }
     }
@@ -185,24 +156,15 @@ fn edges(response: &Value) -> Vec<(String, String, String)> {
 fn nodes(response: &Value) -> Vec<String> {
     let empty = Vec::new();
     let results = response["results"].as_array().unwrap_or(&empty);
-    let mut all: Vec<String> = results
-        .iter()
-        .filter_map(|r| r["name"].as_str().map(str::to_string))
-        .collect();
-    all.extend(
-        results
-            .iter()
-            .filter_map(|r| r["from"].as_str().map(str::to_string)),
-    );
+    let mut all: Vec<String> = results.iter().filter_map(|r| r["name"].as_str().map(str::to_string)).collect();
+    all.extend(results.iter().filter_map(|r| r["from"].as_str().map(str::to_string)));
     all.sort();
     all.dedup();
     all
 }
 
 pub fn dot(response: &Value) -> String {
-    let mut out = String::from(
-        "digraph fresco {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n",
-    );
+    let mut out = String::from("digraph fresco {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n");
     for n in nodes(response) {
         out.push_str(&format!("  {:?};\n", n));
     }
@@ -215,13 +177,7 @@ pub fn dot(response: &Value) -> String {
 
 pub fn mermaid(response: &Value) -> String {
     let names = nodes(response);
-    let id = |n: &str| {
-        names
-            .iter()
-            .position(|x| x == n)
-            .map(|i| format!("n{i}"))
-            .unwrap_or_default()
-    };
+    let id = |n: &str| names.iter().position(|x| x == n).map(|i| format!("n{i}")).unwrap_or_default();
     let mut out = String::from("flowchart LR\n");
     for n in &names {
         out.push_str(&format!("  {}[\"{}\"]\n", id(n), n.replace('"', "'")));

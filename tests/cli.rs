@@ -41,88 +41,32 @@ fn indexes_and_exports_requests_with_known_edges() {
     let edges = edges_of(&export);
     for (src, dst, kind) in [
         ("requests.api.get", "requests.api.request", "calls"),
-        (
-            "requests.api.request",
-            "requests.sessions.Session.request",
-            "calls",
-        ),
+        ("requests.api.request", "requests.sessions.Session.request", "calls"),
         ("requests.api.request", "requests.sessions.Session", "calls"),
-        (
-            "requests.sessions.Session.request",
-            "requests.sessions.Session.send",
-            "calls",
-        ),
-        (
-            "requests.sessions.Session.request",
-            "requests.sessions.Session.prepare_request",
-            "calls",
-        ),
-        (
-            "requests.sessions.Session",
-            "requests.sessions.SessionRedirectMixin",
-            "inherits",
-        ),
-        (
-            "requests.adapters.HTTPAdapter",
-            "requests.adapters.BaseAdapter",
-            "inherits",
-        ),
+        ("requests.sessions.Session.request", "requests.sessions.Session.send", "calls"),
+        ("requests.sessions.Session.request", "requests.sessions.Session.prepare_request", "calls"),
+        ("requests.sessions.Session", "requests.sessions.SessionRedirectMixin", "inherits"),
+        ("requests.adapters.HTTPAdapter", "requests.adapters.BaseAdapter", "inherits"),
         ("requests.sessions", "requests.sessions.Session", "contains"),
-        (
-            "requests.sessions.Session",
-            "requests.sessions.Session.request",
-            "contains",
-        ),
+        ("requests.sessions.Session", "requests.sessions.Session.request", "contains"),
         ("requests", "requests.api.get", "imports"),
-        (
-            "requests.utils.get_netrc_auth",
-            "os.path.expanduser",
-            "calls",
-        ),
+        ("requests.utils.get_netrc_auth", "os.path.expanduser", "calls"),
     ] {
-        assert!(
-            edges.contains(&(src.into(), dst.into(), kind.into())),
-            "missing {kind} edge {src} -> {dst}"
-        );
+        assert!(edges.contains(&(src.into(), dst.into(), kind.into())), "missing {kind} edge {src} -> {dst}");
     }
 
     // The node format is exactly the documented one.
     let nodes = std::fs::read_to_string(export.join("nodes.jsonl")).expect("nodes.jsonl");
-    let first: serde_json::Value =
-        serde_json::from_str(nodes.lines().next().expect("a node")).expect("JSON");
-    let mut keys: Vec<&str> = first
-        .as_object()
-        .expect("object")
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let first: serde_json::Value = serde_json::from_str(nodes.lines().next().expect("a node")).expect("JSON");
+    let mut keys: Vec<&str> = first.as_object().expect("object").keys().map(String::as_str).collect();
     keys.sort();
-    assert_eq!(
-        keys,
-        vec![
-            "end_line",
-            "file",
-            "id",
-            "kind",
-            "name",
-            "revision",
-            "start_line"
-        ]
-    );
+    assert_eq!(keys, vec!["end_line", "file", "id", "kind", "name", "revision", "start_line"]);
     let session_timeout = nodes
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON"))
         .find(|v| v["id"] == "requests.sessions.Session.timeout");
-    assert!(
-        session_timeout.is_none()
-            || session_timeout
-                .as_ref()
-                .is_some_and(|v| v["kind"] == "variable")
-    );
-    assert!(
-        nodes.contains("\"id\":\"requests.sessions.Session.adapters\""),
-        "instance attribute unit"
-    );
+    assert!(session_timeout.is_none() || session_timeout.as_ref().is_some_and(|v| v["kind"] == "variable"));
+    assert!(nodes.contains("\"id\":\"requests.sessions.Session.adapters\""), "instance attribute unit");
     assert!(nodes.contains("\"kind\":\"external\""));
 }
 
@@ -130,7 +74,10 @@ fn indexes_and_exports_requests_with_known_edges() {
 fn queries_answer_in_json_and_tables_with_stable_errors() {
     let repo = repo(&[
         ("pkg/__init__.py", b"from .core import run\n"),
-        ("pkg/core.py", b"def helper():\n    return 1\n\n\ndef run():\n    return helper()\n\n\ndef main():\n    run()\n"),
+        (
+            "pkg/core.py",
+            b"def helper():\n    return 1\n\n\ndef run():\n    return helper()\n\n\ndef main():\n    run()\n",
+        ),
     ]);
     let root = repo.path().to_str().expect("utf8");
 
@@ -144,12 +91,7 @@ fn queries_answer_in_json_and_tables_with_stable_errors() {
         .as_array()
         .expect("results")
         .iter()
-        .map(|r| {
-            (
-                r["name"].as_str().expect("name"),
-                r["depth"].as_u64().expect("depth"),
-            )
-        })
+        .map(|r| (r["name"].as_str().expect("name"), r["depth"].as_u64().expect("depth")))
         .collect();
     assert_eq!(names, vec![("pkg.core.run", 1), ("pkg.core.main", 2)]);
     let first = &v["results"][0];
@@ -163,22 +105,13 @@ fn queries_answer_in_json_and_tables_with_stable_errors() {
     assert_eq!(out.status.code(), Some(1));
     let v = json(&out);
     assert_eq!(v["error"]["code"], "UNKNOWN_SYMBOL");
-    assert!(
-        v["error"]["suggestions"]
-            .as_array()
-            .expect("suggestions")
-            .iter()
-            .any(|s| s == "pkg.core.helper")
-    );
+    assert!(v["error"]["suggestions"].as_array().expect("suggestions").iter().any(|s| s == "pkg.core.helper"));
 
     // Parse errors point at the position.
     let out = run(&["query", root, "callers pkg.core.helper depth x"]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
-    assert!(
-        err.contains("callers pkg.core.helper depth x\n                              ^"),
-        "{err}"
-    );
+    assert!(err.contains("callers pkg.core.helper depth x\n                              ^"), "{err}");
 
     // Usage errors exit 2.
     let out = run(&["query"]);
@@ -189,26 +122,10 @@ fn queries_answer_in_json_and_tables_with_stable_errors() {
     assert_eq!(json(&out)["count"], 3);
 
     // A subgraph renders as DOT and Mermaid.
-    let out = run(&[
-        "query",
-        root,
-        "callees pkg.core.main depth 2",
-        "--format",
-        "dot",
-    ]);
+    let out = run(&["query", root, "callees pkg.core.main depth 2", "--format", "dot"]);
     let dot = stdout(&out);
-    assert!(
-        dot.starts_with("digraph fresco {")
-            && dot.contains("\"pkg.core.run\" -> \"pkg.core.helper\""),
-        "{dot}"
-    );
-    let out = run(&[
-        "query",
-        root,
-        "callees pkg.core.main depth 2",
-        "--format",
-        "mermaid",
-    ]);
+    assert!(dot.starts_with("digraph fresco {") && dot.contains("\"pkg.core.run\" -> \"pkg.core.helper\""), "{dot}");
+    let out = run(&["query", root, "callees pkg.core.main depth 2", "--format", "mermaid"]);
     assert!(stdout(&out).starts_with("flowchart LR"));
 
     // file.py:LINE names the innermost unit there.
@@ -234,39 +151,15 @@ fn bad_files_are_skipped_with_reasons_and_broken_python_is_indexed_as_far_as_it_
         .as_array()
         .expect("skipped")
         .iter()
-        .map(|s| {
-            (
-                s["file"].as_str().unwrap_or("").to_string(),
-                s["reason"].as_str().unwrap_or("").to_string(),
-            )
-        })
+        .map(|s| (s["file"].as_str().unwrap_or("").to_string(), s["reason"].as_str().unwrap_or("").to_string()))
         .collect();
-    assert!(
-        skipped
-            .iter()
-            .any(|(f, r)| f == "binary.py" && r.contains("binary")),
-        "{skipped:?}"
-    );
-    assert!(
-        skipped
-            .iter()
-            .any(|(f, r)| f == "latin1.py" && r.contains("UTF-8")),
-        "{skipped:?}"
-    );
-    assert!(
-        skipped
-            .iter()
-            .any(|(f, r)| f == "big.py" && r.contains("too large")),
-        "{skipped:?}"
-    );
+    assert!(skipped.iter().any(|(f, r)| f == "binary.py" && r.contains("binary")), "{skipped:?}");
+    assert!(skipped.iter().any(|(f, r)| f == "latin1.py" && r.contains("UTF-8")), "{skipped:?}");
+    assert!(skipped.iter().any(|(f, r)| f == "big.py" && r.contains("too large")), "{skipped:?}");
     let errors = v["parse_error_files"].as_array().expect("parse errors");
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0]["file"], "broken.py");
 
     let out = run(&["query", root, "callees broken.Later.m", "--json"]);
-    assert_eq!(
-        json(&out)["results"][0]["name"],
-        "broken.good",
-        "units after the error are still resolved"
-    );
+    assert_eq!(json(&out)["results"][0]["name"], "broken.good", "units after the error are still resolved");
 }

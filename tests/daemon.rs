@@ -79,9 +79,7 @@ fn error_code(response: &Value) -> &str {
 }
 
 fn version(result: &Value) -> u64 {
-    result["version"]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no version in {result}"))
+    result["version"].as_u64().unwrap_or_else(|| panic!("no version in {result}"))
 }
 
 const API: &str = "src/requests/api.py";
@@ -98,33 +96,24 @@ fn edited_body_is_visible_to_the_next_wait_query() {
     assert_eq!(names(&before), vec!["requests.api.request"], "{before}");
 
     // Add a call to another function inside the body, then ask at once.
-    env.edit(API, "    kwargs.setdefault(\"allow_redirects\", False)\n    return request(\"head\"", "    kwargs.setdefault(\"allow_redirects\", False)\n    options(url)\n    return request(\"head\"");
+    env.edit(
+        API,
+        "    kwargs.setdefault(\"allow_redirects\", False)\n    return request(\"head\"",
+        "    kwargs.setdefault(\"allow_redirects\", False)\n    options(url)\n    return request(\"head\"",
+    );
     let after = c.ok("callees requests.api.head", "wait");
     let mut got = names(&after);
     got.sort();
-    assert_eq!(
-        got,
-        vec!["requests.api.options", "requests.api.request"],
-        "{after}"
-    );
+    assert_eq!(got, vec!["requests.api.options", "requests.api.request"], "{after}");
     assert!(version(&after) > version(&before));
     assert_eq!(after["stale"], json!([]));
 
     // The reverse edge too, and through the CLI.
     let callers = c.ok("callers requests.api.options", "wait");
-    assert!(
-        names(&callers).contains(&"requests.api.head".to_string()),
-        "{callers}"
-    );
+    assert!(names(&callers).contains(&"requests.api.head".to_string()), "{callers}");
 
     env.edit(API, "    options(url)\n", "    post(url)\n");
-    let out = d.cli(&[
-        "query",
-        env.root_s(),
-        "callees requests.api.head",
-        "--json",
-        "--daemon",
-    ]);
+    let out = d.cli(&["query", env.root_s(), "callees requests.api.head", "--json", "--daemon"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let mut got = names(&json(&out));
     got.sort();
@@ -136,57 +125,32 @@ fn added_and_deleted_functions_are_visible_at_once() {
     let env = Env::requests();
     let d = env.start();
     let mut c = d.conn();
-    assert_eq!(
-        error_code(&c.query("show requests.api.fresco_added", "wait")),
-        "UNKNOWN_SYMBOL"
-    );
+    assert_eq!(error_code(&c.query("show requests.api.fresco_added", "wait")), "UNKNOWN_SYMBOL");
     let callers = names(&c.ok("callers requests.api.request", "wait"));
-    assert!(
-        callers.contains(&"requests.api.patch".to_string()),
-        "{callers:?}"
-    );
+    assert!(callers.contains(&"requests.api.patch".to_string()), "{callers:?}");
 
     // Add a function.
     let text = env.read(API);
-    env.write(
-        API,
-        &format!("{text}\n\ndef fresco_added(url):\n    return get(url)\n"),
-    );
+    env.write(API, &format!("{text}\n\ndef fresco_added(url):\n    return get(url)\n"));
     let r = c.ok("callees requests.api.fresco_added", "wait");
     assert_eq!(names(&r), vec!["requests.api.get"], "{r}");
-    assert!(
-        names(&c.ok("callers requests.api.get", "wait"))
-            .contains(&"requests.api.fresco_added".to_string())
-    );
+    assert!(names(&c.ok("callers requests.api.get", "wait")).contains(&"requests.api.fresco_added".to_string()));
 
     // Delete a function (the whole `def patch` block).
     let text = env.read(API);
     let start = text.find("def patch(").expect("def patch");
-    let end = start
-        + text[start..]
-            .find("def delete(")
-            .expect("def delete after patch");
+    let end = start + text[start..].find("def delete(").expect("def delete after patch");
     env.write(API, &format!("{}{}", &text[..start], &text[end..]));
     let r = c.query("show requests.api.patch", "wait");
     assert_eq!(error_code(&r), "UNKNOWN_SYMBOL", "{r}");
     let callers = names(&c.ok("callers requests.api.request", "wait"));
-    assert!(
-        !callers.contains(&"requests.api.patch".to_string()),
-        "{callers:?}"
-    );
-    assert!(
-        callers.contains(&"requests.api.post".to_string()),
-        "{callers:?}"
-    );
+    assert!(!callers.contains(&"requests.api.patch".to_string()), "{callers:?}");
+    assert!(callers.contains(&"requests.api.post".to_string()), "{callers:?}");
     // Other modules that called it (none in requests) would now have it unresolved; the
     // module itself still has its other functions.
-    let found = names(&c.ok(
-        "find \"*\" kind function in \"src/requests/api.py\"",
-        "wait",
-    ));
+    let found = names(&c.ok("find \"*\" kind function in \"src/requests/api.py\"", "wait"));
     assert!(
-        found.contains(&"requests.api.fresco_added".to_string())
-            && !found.contains(&"requests.api.patch".to_string()),
+        found.contains(&"requests.api.fresco_added".to_string()) && !found.contains(&"requests.api.patch".to_string()),
         "{found:?}"
     );
 }
@@ -196,35 +160,18 @@ fn renamed_module_replaces_its_units() {
     let env = Env::requests();
     let d = env.start();
     let mut c = d.conn();
-    let old_units = c.ok("find \"*\" in \"src/requests/help.py\" | count", "wait")["count"]
-        .as_u64()
-        .expect("count");
+    let old_units = c.ok("find \"*\" in \"src/requests/help.py\" | count", "wait")["count"].as_u64().expect("count");
     assert!(old_units >= 3, "help.py has units");
-    assert!(
-        c.ok("show requests.help.main", "wait")["results"][0]["file"] == "src/requests/help.py"
-    );
+    assert!(c.ok("show requests.help.main", "wait")["results"][0]["file"] == "src/requests/help.py");
 
-    std::fs::rename(
-        env.path("src/requests/help.py"),
-        env.path("src/requests/assist.py"),
-    )
-    .expect("mv");
+    std::fs::rename(env.path("src/requests/help.py"), env.path("src/requests/assist.py")).expect("mv");
     let r = c.query("show requests.help.main", "wait");
     assert_eq!(error_code(&r), "UNKNOWN_SYMBOL", "old unit gone: {r}");
-    assert_eq!(
-        c.ok("find \"*\" in \"src/requests/help.py\" | count", "wait")["count"],
-        0
-    );
+    assert_eq!(c.ok("find \"*\" in \"src/requests/help.py\" | count", "wait")["count"], 0);
     let r = c.ok("show requests.assist.main", "wait");
     assert_eq!(r["results"][0]["file"], "src/requests/assist.py", "{r}");
-    assert_eq!(
-        c.ok("find \"*\" in \"src/requests/assist.py\" | count", "wait")["count"],
-        old_units
-    );
-    assert!(
-        names(&c.ok("callees requests.assist.main", "wait"))
-            .contains(&"requests.assist.info".to_string())
-    );
+    assert_eq!(c.ok("find \"*\" in \"src/requests/assist.py\" | count", "wait")["count"], old_units);
+    assert!(names(&c.ok("callees requests.assist.main", "wait")).contains(&"requests.assist.info".to_string()));
     assert_eq!(c.status()["files"], 34);
 
     // And a whole package directory renamed at once.
@@ -274,10 +221,7 @@ fn branch_switch_of_1000_files_is_coalesced_into_few_versions() {
     let files = s["files"].as_u64().expect("files");
     assert_eq!(files, N as u64 + 11, "{s}");
     let v0 = s["version"].as_u64().expect("version");
-    assert_eq!(
-        c.ok("find \"alpha_*\" kind function | count", "wait")["count"],
-        2 * N as u64
-    );
+    assert_eq!(c.ok("find \"alpha_*\" kind function | count", "wait")["count"], 2 * N as u64);
 
     // Switch by swapping the directory (what a checkout of a moved tree looks like).
     let t = Instant::now();
@@ -288,20 +232,12 @@ fn branch_switch_of_1000_files_is_coalesced_into_few_versions() {
     eprintln!("directory swap: version {v0} -> {v1} in {:?}", t.elapsed());
     assert_eq!(r["count"], 2 * N as u64, "{r}");
     assert_eq!(c.ok("find \"alpha_*\" | count", "wait")["count"], 0);
-    assert!(
-        v1 > v0 && v1 - v0 <= 5,
-        "1,000 files should make a few versions, not {}",
-        v1 - v0
-    );
+    assert!(v1 > v0 && v1 - v0 <= 5, "1,000 files should make a few versions, not {}", v1 - v0);
     let r = c.ok("callees gen.pkg_9.m_999.beta_999_caller", "wait");
     assert_eq!(names(&r), vec!["gen.pkg_0.m_0.beta_0"], "{r}");
 
     // The new directories are watched: a single edit inside them is seen.
-    env.edit(
-        "gen/pkg_3/m_307.py",
-        "return beta_308()",
-        "return beta_307()",
-    );
+    env.edit("gen/pkg_3/m_307.py", "return beta_308()", "return beta_307()");
     let r = c.ok("callees gen.pkg_3.m_307.beta_307_caller", "wait");
     assert_eq!(names(&r), vec!["gen.pkg_3.m_307.beta_307"], "{r}");
     let v1 = version(&r);
@@ -315,17 +251,10 @@ fn branch_switch_of_1000_files_is_coalesced_into_few_versions() {
     let written = t.elapsed();
     let r = c.ok("find \"alpha_*\" kind function | count", "wait");
     let v2 = version(&r);
-    eprintln!(
-        "rewrite of {N} files ({written:?}): version {v1} -> {v2} in {:?}",
-        t.elapsed()
-    );
+    eprintln!("rewrite of {N} files ({written:?}): version {v1} -> {v2} in {:?}", t.elapsed());
     assert_eq!(r["count"], 2 * N as u64, "{r}");
     assert_eq!(c.ok("find \"beta_*\" | count", "wait")["count"], 0);
-    assert!(
-        v2 > v1 && v2 - v1 <= 5,
-        "1,000 rewritten files should make a few versions, not {}",
-        v2 - v1
-    );
+    assert!(v2 > v1 && v2 - v1 <= 5, "1,000 rewritten files should make a few versions, not {}", v2 - v1);
     let s = c.status();
     assert_eq!(s["files"], files);
     assert_eq!(s["pending_changes"], 0);
@@ -352,11 +281,7 @@ fn deleted_index_directory_is_rewritten_and_a_restart_serves_the_full_graph() {
     let r = c.ok("callees requests.api.get", "wait");
     let mut got = names(&r);
     got.sort();
-    assert_eq!(
-        got,
-        vec!["requests.api.head", "requests.api.request"],
-        "{r}"
-    );
+    assert_eq!(got, vec!["requests.api.head", "requests.api.request"], "{r}");
     let during = c.status();
     assert_eq!(during["files"], before["files"]);
     assert_eq!(during["units"], before["units"]);
@@ -365,9 +290,7 @@ fn deleted_index_directory_is_rewritten_and_a_restart_serves_the_full_graph() {
     // Stop through the CLI; the socket goes away and the process exits.
     let out = d.cli(&["stop", env.root_s()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let status = d
-        .wait_exit(Duration::from_secs(20))
-        .expect("the daemon exits after stop");
+    let status = d.wait_exit(Duration::from_secs(20)).expect("the daemon exits after stop");
     assert!(status.success(), "{status:?}: {}", d.log());
     assert!(d.socket().is_none(), "the socket is removed");
     let out = d.cli(&["status", env.root_s(), "--daemon", "--json"]);
@@ -383,32 +306,15 @@ fn deleted_index_directory_is_rewritten_and_a_restart_serves_the_full_graph() {
     let r = c.ok("callees requests.api.get", "wait");
     let mut got = names(&r);
     got.sort();
-    assert_eq!(
-        got,
-        vec!["requests.api.head", "requests.api.request"],
-        "{r}"
-    );
-    assert!(
-        !d2.log().contains("rebuilt"),
-        "the rewritten index was complete: {}",
-        d2.log()
-    );
+    assert_eq!(got, vec!["requests.api.head", "requests.api.request"], "{r}");
+    assert!(!d2.log().contains("rebuilt"), "the rewritten index was complete: {}", d2.log());
 
     // The same as a clean index of the same files, built in-process elsewhere.
     let clean = env.tmp.path().join("clean-db");
-    let out = run(&[
-        "index",
-        env.root_s(),
-        "--db",
-        clean.to_str().expect("utf8"),
-        "--json",
-    ]);
+    let out = run(&["index", env.root_s(), "--db", clean.to_str().expect("utf8"), "--json"]);
     let clean = json(&out);
     for key in ["files", "units", "edges", "unresolved_calls"] {
-        assert_eq!(
-            after[key], clean[key],
-            "{key}: daemon {after} vs clean {clean}"
-        );
+        assert_eq!(after[key], clean[key], "{key}: daemon {after} vs clean {clean}");
     }
 }
 
@@ -416,16 +322,11 @@ fn deleted_index_directory_is_rewritten_and_a_restart_serves_the_full_graph() {
 fn kill_9_leaves_nothing_that_blocks_a_restart_and_edits_made_meanwhile_are_seen() {
     let env = Env::requests();
     let mut d = env.start();
-    assert_eq!(
-        names(&d.conn().ok("callees requests.api.delete", "wait")),
-        vec!["requests.api.request"]
-    );
+    assert_eq!(names(&d.conn().ok("callees requests.api.delete", "wait")), vec!["requests.api.request"]);
 
     // A second daemon on the same root is refused while the first runs.
     let mut second = Daemon::spawn(&env.root, &env.tmp.path().join("db2"), &env.rt);
-    let status = second
-        .wait_exit(Duration::from_secs(30))
-        .expect("the second daemon gives up");
+    let status = second.wait_exit(Duration::from_secs(30)).expect("the second daemon gives up");
     assert!(!status.success());
     assert!(second.log().contains("already serves"), "{}", second.log());
     drop(second);
@@ -433,17 +334,8 @@ fn kill_9_leaves_nothing_that_blocks_a_restart_and_edits_made_meanwhile_are_seen
 
     d.kill9();
     let socket = d.socket().expect("kill -9 leaves the socket file behind");
-    assert!(
-        std::os::unix::net::UnixStream::connect(&socket).is_err(),
-        "nobody listens"
-    );
-    let out = d.cli(&[
-        "query",
-        env.root_s(),
-        "callees requests.api.delete",
-        "--json",
-        "--daemon",
-    ]);
+    assert!(std::os::unix::net::UnixStream::connect(&socket).is_err(), "nobody listens");
+    let out = d.cli(&["query", env.root_s(), "callees requests.api.delete", "--json", "--daemon"]);
     assert_eq!(out.status.code(), Some(4), "no daemon: exit 4");
 
     // Edit while nobody watches.
@@ -458,11 +350,7 @@ fn kill_9_leaves_nothing_that_blocks_a_restart_and_edits_made_meanwhile_are_seen
     let r = d2.conn().ok("callees requests.api.delete", "wait");
     let mut got = names(&r);
     got.sort();
-    assert_eq!(
-        got,
-        vec!["requests.api.options", "requests.api.request"],
-        "{r}"
-    );
+    assert_eq!(got, vec!["requests.api.options", "requests.api.request"], "{r}");
     let out = d2.cli(&["status", env.root_s(), "--daemon", "--json"]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(json(&out)["pid"], d2.pid());
@@ -487,23 +375,12 @@ fn garbage_on_the_socket_gets_errors_and_the_daemon_keeps_serving() {
     c.send_raw(b"{\"id\": 1, \"method\": \n").expect("send");
     assert_eq!(error_code(&c.read().expect("a response")), "INVALID_JSON");
     c.send_raw(b"\n   \n[1, 2, 3]\n").expect("send");
-    assert_eq!(
-        error_code(&c.read().expect("a response")),
-        "INVALID_REQUEST",
-        "blank lines are skipped"
-    );
+    assert_eq!(error_code(&c.read().expect("a response")), "INVALID_REQUEST", "blank lines are skipped");
     c.send_raw(b"{\"id\": 7}\n").expect("send");
     let r = c.read().expect("a response");
-    assert_eq!(
-        (error_code(&r), &r["id"]),
-        ("INVALID_REQUEST", &json!(7)),
-        "{r}"
-    );
+    assert_eq!((error_code(&r), &r["id"]), ("INVALID_REQUEST", &json!(7)), "{r}");
     c.send_raw(b"{\"id\": 8, \"method\": 42}\n").expect("send");
-    assert_eq!(
-        error_code(&c.read().expect("a response")),
-        "INVALID_REQUEST"
-    );
+    assert_eq!(error_code(&c.read().expect("a response")), "INVALID_REQUEST");
     let r = c.call("frobnicate", json!({}));
     assert_eq!(error_code(&r), "UNKNOWN_METHOD", "{r}");
     for params in [
@@ -517,22 +394,15 @@ fn garbage_on_the_socket_gets_errors_and_the_daemon_keeps_serving() {
         let r = c.call("query", params.clone());
         assert_eq!(error_code(&r), "INVALID_REQUEST", "{params} -> {r}");
     }
-    let r = c.call(
-        "query",
-        json!({"query": "callees requests.api.get depth x"}),
-    );
+    let r = c.call("query", json!({"query": "callees requests.api.get depth x"}));
     assert_eq!(error_code(&r), "PARSE_ERROR", "{r}");
     assert!(r["error"]["position"].as_u64().is_some());
     // String ids are echoed as they are.
-    c.send_raw(b"{\"id\": \"abc\", \"method\": \"status\"}\n")
-        .expect("send");
+    c.send_raw(b"{\"id\": \"abc\", \"method\": \"status\"}\n").expect("send");
     let r = c.read().expect("a response");
     assert_eq!(r["id"], "abc");
     assert!(r["result"]["version"].as_u64().is_some());
-    assert_eq!(
-        names(&c.ok("callees requests.api.get", "wait")),
-        vec!["requests.api.request"]
-    );
+    assert_eq!(names(&c.ok("callees requests.api.get", "wait")), vec!["requests.api.request"]);
 
     // A line over 1 MiB: REQUEST_TOO_LARGE, then the connection is closed.
     let mut big = Conn::connect(&socket).expect("connect");
@@ -554,25 +424,14 @@ fn garbage_on_the_socket_gets_errors_and_the_daemon_keeps_serving() {
     // A partial line, then the client goes away.
     {
         let mut partial = Conn::connect(&socket).expect("connect");
-        partial
-            .send_raw(b"{\"id\": 1, \"method\": \"sta")
-            .expect("send");
-        partial
-            .stream
-            .shutdown(std::net::Shutdown::Write)
-            .expect("shutdown");
+        partial.send_raw(b"{\"id\": 1, \"method\": \"sta").expect("send");
+        partial.stream.shutdown(std::net::Shutdown::Write).expect("shutdown");
         let r = partial.read();
-        assert!(
-            r.is_none() || error_code(r.as_ref().expect("r")) == "INVALID_JSON",
-            "{r:?}"
-        );
+        assert!(r.is_none() || error_code(r.as_ref().expect("r")) == "INVALID_JSON", "{r:?}");
     }
     {
         let mut gone = Conn::connect(&socket).expect("connect");
-        gone.send_raw(
-            b"{\"id\": 1, \"method\": \"query\", \"params\": {\"query\": \"find \\\"*\\\"",
-        )
-        .expect("send");
+        gone.send_raw(b"{\"id\": 1, \"method\": \"query\", \"params\": {\"query\": \"find \\\"*\\\"").expect("send");
     } // dropped mid-line
     {
         // A query whose client leaves before the answer.
@@ -581,19 +440,10 @@ fn garbage_on_the_socket_gets_errors_and_the_daemon_keeps_serving() {
     }
 
     // The daemon still answers, on the old connection and on new ones.
-    assert_eq!(
-        names(&c.ok("callees requests.api.get", "wait")),
-        vec!["requests.api.request"]
-    );
+    assert_eq!(names(&c.ok("callees requests.api.get", "wait")), vec!["requests.api.request"]);
     let mut fresh = Conn::connect(&socket).expect("connect");
     assert_eq!(fresh.status()["files"], 34);
-    let out = d.cli(&[
-        "query",
-        env.root_s(),
-        "callees requests.api.get",
-        "--json",
-        "--daemon",
-    ]);
+    let out = d.cli(&["query", env.root_s(), "callees requests.api.get", "--json", "--daemon"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
@@ -610,11 +460,7 @@ fn many_clients_at_once_all_get_correct_answers() {
     ];
     let mut c = d.conn();
     let expected: Vec<Value> = queries.iter().map(|q| c.ok(q, "wait")).collect();
-    assert!(
-        expected
-            .iter()
-            .all(|e| !e["truncated"].as_bool().unwrap_or(true))
-    );
+    assert!(expected.iter().all(|e| !e["truncated"].as_bool().unwrap_or(true)));
 
     let socket = d.socket().expect("socket");
     let threads: Vec<_> = (0..16)
@@ -628,11 +474,7 @@ fn many_clients_at_once_all_get_correct_answers() {
                     let k = (t + i) % queries.len();
                     let mode = modes[(t + i) % 3];
                     let r = c.ok(queries[k], mode);
-                    assert_eq!(
-                        r, expected[k],
-                        "thread {t}, query {:?} ({mode})",
-                        queries[k]
-                    );
+                    assert_eq!(r, expected[k], "thread {t}, query {:?} ({mode})", queries[k]);
                 }
             })
         })
@@ -642,14 +484,8 @@ fn many_clients_at_once_all_get_correct_answers() {
     }
 
     // Several queries in flight on one connection: answers are matched by id.
-    let ids: Vec<(u64, usize)> = (0..8)
-        .map(|i| {
-            (
-                c.send("query", json!({"query": queries[i % queries.len()]})),
-                i % queries.len(),
-            )
-        })
-        .collect();
+    let ids: Vec<(u64, usize)> =
+        (0..8).map(|i| (c.send("query", json!({"query": queries[i % queries.len()]})), i % queries.len())).collect();
     let mut answers = std::collections::HashMap::new();
     while answers.len() < ids.len() {
         let r = c.read().expect("an answer");
@@ -665,15 +501,7 @@ fn status_reports_every_documented_field() {
     let env = Env::requests();
     let d = env.start();
     let s = d.conn().status();
-    for key in [
-        "version",
-        "files",
-        "units",
-        "edges",
-        "unresolved_calls",
-        "pending_changes",
-        "memory_bytes",
-    ] {
+    for key in ["version", "files", "units", "edges", "unresolved_calls", "pending_changes", "memory_bytes"] {
         assert!(s[key].as_u64().is_some(), "{key} is a number: {s}");
     }
     assert!(s["uptime_s"].as_f64().is_some_and(|u| u >= 0.0), "{s}");
@@ -684,33 +512,19 @@ fn status_reports_every_documented_field() {
     assert!(s["memory_bytes"].as_u64().unwrap_or(0) > 1 << 20);
     assert_eq!(s["pending_changes"], 0);
     assert_eq!(s["lanes"]["graph"]["status"], "ready");
-    assert!(
-        s["lanes"]
-            .as_object()
-            .is_some_and(|l| l.contains_key("bm25") && l.contains_key("dense")),
-        "{s}"
-    );
+    assert!(s["lanes"].as_object().is_some_and(|l| l.contains_key("bm25") && l.contains_key("dense")), "{s}");
     assert_eq!(s["root"], env.root_s());
 
     // The CLI shows the same, in JSON and as text.
     let out = d.cli(&["status", env.root_s(), "--json"]);
     let v = json(&out);
     assert_eq!(
-        (
-            v["daemon"].clone(),
-            v["version"].clone(),
-            v["units"].clone()
-        ),
+        (v["daemon"].clone(), v["version"].clone(), v["units"].clone()),
         (json!(true), s["version"].clone(), s["units"].clone())
     );
     let out = d.cli(&["status", env.root_s()]);
     let text = stdout(&out);
-    assert!(
-        text.contains("running (pid")
-            && text.contains("pending changes")
-            && text.contains("lane graph"),
-        "{text}"
-    );
+    assert!(text.contains("running (pid") && text.contains("pending changes") && text.contains("lane graph"), "{text}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -727,14 +541,8 @@ fn strict_right_after_a_write_answers_fresh_or_fails_stale_naming_the_file() {
         let callee = if i % 2 == 0 { "post" } else { "put" };
         let text = env.read(API);
         let start = text.find("def head(").expect("head");
-        let at = start
-            + text[start..]
-                .find("    return request(\"head\"")
-                .expect("return in head");
-        let body_start = start
-            + text[start..]
-                .find("    kwargs.setdefault")
-                .expect("setdefault in head");
+        let at = start + text[start..].find("    return request(\"head\"").expect("return in head");
+        let body_start = start + text[start..].find("    kwargs.setdefault").expect("setdefault in head");
         env.write(
             API,
             &format!(
@@ -769,10 +577,7 @@ fn strict_right_after_a_write_answers_fresh_or_fails_stale_naming_the_file() {
             c.query("callees requests.api.head", "strict")
         };
         if let Some(result) = r.get("result") {
-            assert!(
-                names(result).contains(&expected),
-                "a strict answer is fresh: {result} (wanted {expected})"
-            );
+            assert!(names(result).contains(&expected), "a strict answer is fresh: {result} (wanted {expected})");
             assert_eq!(result["stale"], json!([]));
             fresh += 1;
         } else {
@@ -789,10 +594,7 @@ fn strict_right_after_a_write_answers_fresh_or_fails_stale_naming_the_file() {
         assert!(names(&r).contains(&expected));
     }
     eprintln!("strict right after a write: {fresh} fresh, {stale} STALE");
-    assert!(
-        stale > 0,
-        "a write is not indexed within microseconds; strict should have refused at least once"
-    );
+    assert!(stale > 0, "a write is not indexed within microseconds; strict should have refused at least once");
 }
 
 #[test]
@@ -806,11 +608,7 @@ fn allow_right_after_a_write_marks_items_of_pending_files_stale() {
     for callee in ["post", "put", "patch", "delete", "options", "get"] {
         let before = c.ok("callees requests.api.head", "wait");
         assert!(!names(&before).contains(&format!("requests.api.{callee}")));
-        env.edit(
-            API,
-            "    return request(\"head\"",
-            &format!("    {callee}(url)\n    return request(\"head\""),
-        );
+        env.edit(API, "    return request(\"head\"", &format!("    {callee}(url)\n    return request(\"head\""));
         let expected = format!("requests.api.{callee}");
         let r = c.ok("callees requests.api.head", "allow");
         let fresh = names(&r).contains(&expected);
@@ -818,20 +616,8 @@ fn allow_right_after_a_write_marks_items_of_pending_files_stale() {
         if !fresh {
             // An old answer: every item from the changed file is marked, and the file is listed.
             assert_eq!(version(&r), version(&before), "{r}");
-            assert!(
-                items
-                    .iter()
-                    .all(|it| it["file"] != API || it["stale"] == true),
-                "unmarked stale item: {r}"
-            );
-            assert!(
-                r["stale"]
-                    .as_array()
-                    .expect("stale")
-                    .iter()
-                    .any(|f| f == API),
-                "{r}"
-            );
+            assert!(items.iter().all(|it| it["file"] != API || it["stale"] == true), "unmarked stale item: {r}");
+            assert!(r["stale"].as_array().expect("stale").iter().any(|f| f == API), "{r}");
             marked += 1;
         }
         // Other files' items are not marked.
@@ -850,14 +636,7 @@ fn allow_right_after_a_write_marks_items_of_pending_files_stale() {
     // Settled: nothing is marked.
     let r = c.ok("callees requests.api.head", "allow");
     assert_eq!(r["stale"], json!([]));
-    assert!(
-        r["results"]
-            .as_array()
-            .expect("results")
-            .iter()
-            .all(|it| it.get("stale").is_none()),
-        "{r}"
-    );
+    assert!(r["results"].as_array().expect("results").iter().all(|it| it.get("stale").is_none()), "{r}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -878,22 +657,8 @@ fn daemon_and_in_process_answer_the_same() {
         "callees requests.api.nope",
     ] {
         let a = d.cli(&["query", env.root_s(), q, "--json", "--daemon"]);
-        let b = d.cli(&[
-            "query",
-            env.root_s(),
-            q,
-            "--json",
-            "--no-daemon",
-            "--db",
-            other_db.to_str().expect("utf8"),
-        ]);
-        assert_eq!(
-            a.status.code(),
-            b.status.code(),
-            "{q}: {} vs {}",
-            stderr(&a),
-            stderr(&b)
-        );
+        let b = d.cli(&["query", env.root_s(), q, "--json", "--no-daemon", "--db", other_db.to_str().expect("utf8")]);
+        assert_eq!(a.status.code(), b.status.code(), "{q}: {} vs {}", stderr(&a), stderr(&b));
         let (mut a, mut b) = (json(&a), json(&b));
         if let (Some(a), Some(b)) = (a.as_object_mut(), b.as_object_mut()) {
             a.remove("version");
@@ -911,17 +676,13 @@ fn daemon_and_in_process_answer_the_same() {
 fn slow_repo() -> (Env, String) {
     let files: Vec<(String, String)> = (0..80)
         .map(|i| {
-            let body: Vec<String> = (0..100)
-                .map(|k| format!("def f{i}_{k}_{}():\n    return 0\n", "a".repeat(250)))
-                .collect();
+            let body: Vec<String> =
+                (0..100).map(|k| format!("def f{i}_{k}_{}():\n    return 0\n", "a".repeat(250))).collect();
             (format!("m{i}.py"), body.join("\n"))
         })
         .collect();
     let pattern = format!("*{}b", "a".repeat(100));
-    (
-        Env::generated(&files),
-        format!("find \"{pattern}\" | count"),
-    )
+    (Env::generated(&files), format!("find \"{pattern}\" | count"))
 }
 
 #[test]
@@ -940,10 +701,7 @@ fn cancel_stops_a_long_query_and_time_limits_truncate() {
     let t = Instant::now();
     let r = c.call("query", json!({"query": slow, "timeout_ms": 1}));
     assert_eq!(r["result"]["truncated"], true, "{r}");
-    assert!(
-        r["result"]["notes"].to_string().contains("time limit"),
-        "{r}"
-    );
+    assert!(r["result"]["notes"].to_string().contains("time limit"), "{r}");
     eprintln!("timeout_ms 1: answered in {:?}", t.elapsed());
 
     // Cancel the heavy query while it runs.
@@ -970,14 +728,8 @@ fn cancel_stops_a_long_query_and_time_limits_truncate() {
     eprintln!("cancelled after {elapsed:?}: {cancel} / {query}");
     assert_eq!(cancel["result"], json!({"cancelled": true}), "{cancel}");
     assert_eq!(error_code(&query), "CANCELLED", "{query}");
-    assert!(
-        elapsed < Duration::from_secs(20),
-        "cancel took effect: {elapsed:?}"
-    );
+    assert!(elapsed < Duration::from_secs(20), "cancel took effect: {elapsed:?}");
     // Once finished, its id is unknown.
-    assert_eq!(
-        c.call("cancel", json!({"id": id}))["result"],
-        json!({"cancelled": false})
-    );
+    assert_eq!(c.call("cancel", json!({"id": id}))["result"], json!({"cancelled": false}));
     assert_eq!(c.ok("find \"f1_1_*\" | count", "wait")["count"], 1);
 }

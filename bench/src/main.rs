@@ -60,31 +60,21 @@ impl Args {
     fn parse(args: &[String]) -> Result<Args> {
         let mut out = Args {
             runs: 5,
-            threads: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1),
+            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             report: None,
             files: Vec::new(),
             roots: Vec::new(),
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
-            let mut value = |name: &str| {
-                it.next()
-                    .cloned()
-                    .with_context(|| format!("{name} needs a value"))
-            };
+            let mut value = |name: &str| it.next().cloned().with_context(|| format!("{name} needs a value"));
             match a.as_str() {
                 "--runs" => out.runs = value("--runs")?.parse()?,
                 "--threads" => out.threads = value("--threads")?.parse()?,
                 "--report" => out.report = Some(value("--report")?),
                 "--file" => out.files.push(value("--file")?),
                 s if s.starts_with("--") => bail!("unknown option {s}"),
-                root => out.roots.push(
-                    PathBuf::from(root)
-                        .canonicalize()
-                        .with_context(|| format!("root {root}"))?,
-                ),
+                root => out.roots.push(PathBuf::from(root).canonicalize().with_context(|| format!("root {root}"))?),
             }
         }
         if out.roots.is_empty() {
@@ -116,11 +106,7 @@ impl Stat {
             return f64::NAN;
         }
         let n = v.len();
-        if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        }
+        if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
     }
     fn min(&self) -> f64 {
         self.values.first().copied().unwrap_or(f64::NAN)
@@ -147,11 +133,7 @@ fn mib(kb: f64) -> String {
 
 fn bytes_h(b: u64) -> String {
     let b = b as f64;
-    if b >= 1024.0 * 1024.0 {
-        format!("{:.1} MiB", b / 1048576.0)
-    } else {
-        format!("{:.1} KiB", b / 1024.0)
-    }
+    if b >= 1024.0 * 1024.0 { format!("{:.1} MiB", b / 1048576.0) } else { format!("{:.1} KiB", b / 1024.0) }
 }
 
 fn si(x: f64) -> String {
@@ -182,22 +164,14 @@ fn machine_info() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|c| {
-            c.lines().find_map(|l| {
-                l.strip_prefix("model name")
-                    .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
-            })
+            c.lines()
+                .find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_string()))
         })
         .unwrap_or_else(|| "unknown".into());
-    let nproc = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
+    let nproc = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let mem = std::fs::read_to_string("/proc/meminfo")
         .ok()
-        .and_then(|m| {
-            m.lines()
-                .next()
-                .map(|l| l.split_whitespace().nth(1).unwrap_or("0").to_string())
-        })
+        .and_then(|m| m.lines().next().map(|l| l.split_whitespace().nth(1).unwrap_or("0").to_string()))
         .and_then(|kb| kb.parse::<f64>().ok())
         .map(|kb| format!("{:.1} GiB", kb / 1048576.0))
         .unwrap_or_default();
@@ -215,11 +189,7 @@ fn machine_info() -> String {
         )
     };
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let load = load
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ");
+    let load = load.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
     format!(
         "- date: {date}\n- CPU: {cpu}, nproc = {nproc}, memory {mem}\n- kernel {kernel}; {rustc}; {python}\n\
          - fresco commit {commit} (release build; the sources the binary was built from)\n\
@@ -250,10 +220,7 @@ fn emit(report: Option<&str>, title: &str, args_line: &str, body: &str) -> Resul
 }
 
 fn options(threads: usize) -> IndexerOptions {
-    IndexerOptions {
-        threads,
-        ..IndexerOptions::default()
-    }
+    IndexerOptions { threads, ..IndexerOptions::default() }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -261,9 +228,7 @@ fn options(threads: usize) -> IndexerOptions {
 
 /// `__child KIND THREADS ROOT [DB_DIR]`: runs one measurement and prints one JSON line.
 fn child(args: &[String]) -> Result<()> {
-    let [kind, threads, root, rest @ ..] = args else {
-        bail!("__child KIND THREADS ROOT [DB]")
-    };
+    let [kind, threads, root, rest @ ..] = args else { bail!("__child KIND THREADS ROOT [DB]") };
     let threads: usize = threads.parse()?;
     let root = Path::new(root);
     let out = match kind.as_str() {
@@ -281,11 +246,7 @@ fn child(args: &[String]) -> Result<()> {
             let secs = start.elapsed().as_secs_f64();
             let mut v = index_json(&indexer, secs);
             let counts = indexer.take_execution_counts();
-            v["executions"] = json!(
-                counts
-                    .into_iter()
-                    .collect::<std::collections::BTreeMap<_, _>>()
-            );
+            v["executions"] = json!(counts.into_iter().collect::<std::collections::BTreeMap<_, _>>());
             v["rebuilt"] = json!(indexer.rebuilt_store);
             drop(indexer);
             v["store_bytes"] = json!(dir_size(db));
@@ -365,24 +326,16 @@ fn parallel_for<T: Sync>(items: &[T], threads: usize, f: impl Fn(&T) + Sync) {
 fn spawn_child(kind: &str, threads: usize, root: &Path, db: Option<&Path>) -> Result<Value> {
     let exe = std::env::current_exe()?;
     let mut cmd = Command::new(exe);
-    cmd.arg("__child")
-        .arg(kind)
-        .arg(threads.to_string())
-        .arg(root);
+    cmd.arg("__child").arg(kind).arg(threads.to_string()).arg(root);
     if let Some(db) = db {
         cmd.arg(db);
     }
     let out = cmd.output()?;
     if !out.status.success() {
-        bail!(
-            "child {kind} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        bail!("child {kind} failed: {}", String::from_utf8_lossy(&out.stderr));
     }
     let text = String::from_utf8(out.stdout)?;
-    Ok(serde_json::from_str(
-        text.lines().last().context("no child output")?,
-    )?)
+    Ok(serde_json::from_str(text.lines().last().context("no child output")?)?)
 }
 
 /// N cold runs of one configuration, each in a fresh process (and a fresh store directory).
@@ -403,11 +356,7 @@ fn cold_runs(kind: &str, threads: usize, root: &Path, runs: usize) -> Result<Vec
 }
 
 fn stat(runs: &[Value], key: &str) -> Stat {
-    Stat::of(
-        runs.iter()
-            .map(|v| v[key].as_f64().unwrap_or(f64::NAN))
-            .collect(),
-    )
+    Stat::of(runs.iter().map(|v| v[key].as_f64().unwrap_or(f64::NAN)).collect())
 }
 
 fn du(path: &Path) -> (u64, u64) {
@@ -467,12 +416,7 @@ print(json.dumps({"files": len(paths), "bytes": nbytes, "lines": lines, "errors"
 
 fn python_baseline(root: &Path, runs: usize) -> Result<Value> {
     eprintln!("  python3 ast.parse x{runs}");
-    let out = Command::new("python3")
-        .arg("-c")
-        .arg(PY_BASELINE)
-        .arg(root)
-        .arg(runs.to_string())
-        .output()?;
+    let out = Command::new("python3").arg("-c").arg(PY_BASELINE).arg(root).arg(runs.to_string()).output()?;
     if !out.status.success() {
         bail!("python3 failed: {}", String::from_utf8_lossy(&out.stderr));
     }
@@ -491,42 +435,23 @@ fn run_index(args: Args) -> Result<()> {
         "## Summary\n\n| corpus | files | lines | cold in-memory, {t} thr | cold persisted, {t} thr | CPython read+ast.parse | fresco {t} thr / ast.parse | fresco 1 thr / ast.parse | peak RSS (in-memory, {t} thr) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|"
     )?;
     for root in &args.roots {
-        let name = root
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_default();
+        let name = root.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
         eprintln!("{name}:");
         let py = python_baseline(root, args.runs)?;
-        let py_times = Stat::of(
-            py["times"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter_map(|v| v.as_f64())
-                .collect(),
-        );
+        let py_times = Stat::of(py["times"].as_array().unwrap().iter().filter_map(|v| v.as_f64()).collect());
         let mut configs: Vec<(String, Vec<Value>)> = Vec::new();
         let mut thread_set = vec![1];
         if t > 1 {
             thread_set.push(t);
         }
         for &th in thread_set.iter().rev() {
-            configs.push((
-                format!("cold in-memory index, {th} thr"),
-                cold_runs("memory", th, root, args.runs)?,
-            ));
+            configs.push((format!("cold in-memory index, {th} thr"), cold_runs("memory", th, root, args.runs)?));
         }
-        configs.push((
-            format!("cold persisted index, {t} thr"),
-            cold_runs("persisted", t, root, args.runs)?,
-        ));
+        configs.push((format!("cold persisted index, {t} thr"), cold_runs("persisted", t, root, args.runs)?));
         let mut phases: Vec<(String, Vec<Value>)> = Vec::new();
         for kind in ["parse", "lower"] {
             for &th in &thread_set {
-                phases.push((
-                    format!("{kind}, {th} thr"),
-                    cold_runs(kind, th, root, args.runs)?,
-                ));
+                phases.push((format!("{kind}, {th} thr"), cold_runs(kind, th, root, args.runs)?));
             }
         }
 
@@ -581,10 +506,7 @@ fn run_index(args: Args) -> Result<()> {
                 m / pym,
             )?;
         }
-        if let Some(p) = configs
-            .iter()
-            .find(|(l, _)| l.starts_with("cold persisted"))
-        {
+        if let Some(p) = configs.iter().find(|(l, _)| l.starts_with("cold persisted")) {
             let store = stat(&p.1, "store_bytes").median();
             writeln!(
                 body,
@@ -603,11 +525,7 @@ fn run_index(args: Args) -> Result<()> {
                 .map(|(_, r)| stat(r, "secs").median())
                 .unwrap_or(f64::NAN)
         };
-        let (p1, l1, i1) = (
-            med("parse, 1 thr"),
-            med("lower, 1 thr"),
-            med("cold in-memory index, 1 thr"),
-        );
+        let (p1, l1, i1) = (med("parse, 1 thr"), med("lower, 1 thr"), med("cold in-memory index, 1 thr"));
         writeln!(
             body,
             "\nPhase breakdown (1 thread, medians, files already in memory for parse/lower): tree-sitter parse {} \
@@ -660,26 +578,12 @@ fn run_index(args: Args) -> Result<()> {
         summary,
         "\nRatios are fresco's median wall time divided by CPython's median read+`ast.parse` time over the same tree, measured in the same invocation (below 1 = fresco is faster). The fresco cold index includes the walk, reading, parsing, lowering, summaries, name resolution and building the snapshot (plus store writes when persisted); CPython's figure is read + parse only, walk excluded.\n"
     )?;
-    let line = format!(
-        "fresco-bench index --runs {} --threads {} {}",
-        args.runs,
-        t,
-        roots_line(&args.roots)
-    );
-    emit(
-        args.report.as_deref(),
-        "fresco-bench index",
-        &line,
-        &format!("{summary}\n{body}"),
-    )
+    let line = format!("fresco-bench index --runs {} --threads {} {}", args.runs, t, roots_line(&args.roots));
+    emit(args.report.as_deref(), "fresco-bench index", &line, &format!("{summary}\n{body}"))
 }
 
 fn roots_line(roots: &[PathBuf]) -> String {
-    roots
-        .iter()
-        .map(|r| r.display().to_string())
-        .collect::<Vec<_>>()
-        .join(" ")
+    roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(" ")
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -728,11 +632,7 @@ fn find_targets(text: &str) -> Vec<Target> {
             continue;
         };
         let params = &trimmed[open + 1..trimmed.len() - 2];
-        if params.contains('*')
-            || params.contains('/')
-            || params.trim_end().ends_with(',')
-            || params.contains('(')
-        {
+        if params.contains('*') || params.contains('/') || params.trim_end().ends_with(',') || params.contains('(') {
             continue;
         }
         let def_indent = indent_of(line);
@@ -763,22 +663,14 @@ fn find_targets(text: &str) -> Vec<Target> {
             continue;
         }
         let name = trimmed[4..open].to_string();
-        out.push(Target {
-            def_line: i,
-            last_body_line: last,
-            body_indent,
-            name,
-        });
+        out.push(Target { def_line: i, last_body_line: last, body_indent, name });
     }
     out
 }
 
 fn body_edit(text: &str, t: &Target, k: usize) -> String {
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
-    lines.insert(
-        t.last_body_line + 1,
-        format!("{}_fresco_bench_local = {k}", t.body_indent),
-    );
+    lines.insert(t.last_body_line + 1, format!("{}_fresco_bench_local = {k}", t.body_indent));
     lines.join("\n") + "\n"
 }
 
@@ -800,16 +692,10 @@ struct Measure {
 }
 
 impl Measure {
-    fn push(
-        &mut self,
-        secs: f64,
-        report: &fresco_indexer::BatchReport,
-        ex: std::collections::BTreeMap<String, u64>,
-    ) {
+    fn push(&mut self, secs: f64, report: &fresco_indexer::BatchReport, ex: std::collections::BTreeMap<String, u64>) {
         self.secs.push(secs);
         self.resolved.push(report.resolved_files);
-        self.changed
-            .push(report.changed_files.len() + report.removed_files.len());
+        self.changed.push(report.changed_files.len() + report.removed_files.len());
         self.executions.push(ex);
     }
     fn stat(&self) -> Stat {
@@ -826,18 +712,9 @@ impl Measure {
         names
             .iter()
             .map(|n| {
-                let s = Stat::of(
-                    self.executions
-                        .iter()
-                        .map(|m| *m.get(*n).unwrap_or(&0) as f64)
-                        .collect(),
-                );
+                let s = Stat::of(self.executions.iter().map(|m| *m.get(*n).unwrap_or(&0) as f64).collect());
                 let (lo, hi) = (s.min(), s.max());
-                if lo == hi {
-                    format!("{n} {lo}")
-                } else {
-                    format!("{n} {} ({lo}–{hi})", s.median())
-                }
+                if lo == hi { format!("{n} {lo}") } else { format!("{n} {} ({lo}–{hi})", s.median()) }
             })
             .collect::<Vec<_>>()
             .join(", ")
@@ -847,11 +724,7 @@ impl Measure {
             return "–".into();
         }
         let s = Stat::of(v.iter().map(|&x| x as f64).collect());
-        if s.min() == s.max() {
-            format!("{}", s.min())
-        } else {
-            format!("{} ({}–{})", s.median(), s.min(), s.max())
-        }
+        if s.min() == s.max() { format!("{}", s.min()) } else { format!("{} ({}–{})", s.median(), s.min(), s.max()) }
     }
 }
 
@@ -878,10 +751,7 @@ fn run_incremental(args: Args) -> Result<()> {
         "## Summary\n\n| corpus | operation | median | cold persisted index (median) | ratio to cold | target | verdict |\n|---|---|---:|---:|---:|---:|---|\n",
     );
     for root in &args.roots {
-        let name = root
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_default();
+        let name = root.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
         eprintln!("{name}:");
         let tmp = tempfile::tempdir()?;
         let copy = tmp.path().join(&name);
@@ -909,12 +779,7 @@ fn run_incremental(args: Args) -> Result<()> {
         }
         let mut candidates: Vec<(usize, String)> = snap
             .files()
-            .map(|f| {
-                (
-                    *dependents.get(f.graph.module.as_str()).unwrap_or(&0),
-                    f.graph.path.clone(),
-                )
-            })
+            .map(|f| (*dependents.get(f.graph.module.as_str()).unwrap_or(&0), f.graph.path.clone()))
             .collect();
         candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         let pick = |path: &str| -> Option<(String, String, Target)> {
@@ -946,22 +811,12 @@ fn run_incremental(args: Args) -> Result<()> {
         }
         let mut edited: Vec<Edited> = Vec::new();
         for (path, original, target) in chosen {
-            let module = snap
-                .file(&path)
-                .map(|f| f.graph.module.clone())
-                .unwrap_or_default();
+            let module = snap.file(&path).map(|f| f.graph.module.clone()).unwrap_or_default();
             let n_dependents = dependents.get(module.as_str()).copied().unwrap_or(0);
-            eprintln!(
-                "  target {path} ({module}, consulted by {n_dependents} files), function {}",
-                target.name
-            );
+            eprintln!("  target {path} ({module}, consulted by {n_dependents} files), function {}", target.name);
             let file_abs = copy.join(&path);
             let check = |indexer: &Indexer, what: &str| -> Result<()> {
-                let errors = indexer
-                    .snapshot()
-                    .file(&path)
-                    .map(|f| f.graph.parse_errors)
-                    .unwrap_or(0);
+                let errors = indexer.snapshot().file(&path).map(|f| f.graph.parse_errors).unwrap_or(0);
                 if errors > 0 {
                     bail!("the {what} edit of {path} introduced a parse error");
                 }
@@ -972,8 +827,7 @@ fn run_incremental(args: Args) -> Result<()> {
                 indexer.apply(vec![FileEvent::Changed(path.clone())])?;
                 Ok(())
             };
-            let interface =
-                |indexer: &Indexer| indexer.snapshot().file(&path).map(|f| f.deps.interface);
+            let interface = |indexer: &Indexer| indexer.snapshot().file(&path).map(|f| f.deps.interface);
 
             // (a) body edit
             let mut body_m = Measure::default();
@@ -1056,20 +910,12 @@ fn run_incremental(args: Args) -> Result<()> {
             let start = Instant::now();
             std::fs::write(&new_abs, &text)?;
             let report = indexer.apply(vec![FileEvent::Changed(new_rel.clone())])?;
-            add_m.push(
-                start.elapsed().as_secs_f64(),
-                &report,
-                sorted_counts(&indexer),
-            );
+            add_m.push(start.elapsed().as_secs_f64(), &report, sorted_counts(&indexer));
             indexer.take_execution_counts();
             let start = Instant::now();
             std::fs::remove_file(&new_abs)?;
             let report = indexer.apply(vec![FileEvent::Removed(new_rel.clone())])?;
-            del_m.push(
-                start.elapsed().as_secs_f64(),
-                &report,
-                sorted_counts(&indexer),
-            );
+            del_m.push(start.elapsed().as_secs_f64(), &report, sorted_counts(&indexer));
         }
         eprintln!();
         let final_totals = indexer.snapshot().totals();
@@ -1140,10 +986,7 @@ fn run_incremental(args: Args) -> Result<()> {
             let s = m.stat();
             let ratio = s.median() / cold_m;
             let (target_s, verdict_s) = match target {
-                Some(tg) => (
-                    format!("< 1/{:.0}", 1.0 / tg),
-                    verdict(ratio < tg).to_string(),
-                ),
+                Some(tg) => (format!("< 1/{:.0}", 1.0 / tg), verdict(ratio < tg).to_string()),
                 None => ("–".into(), "–".into()),
             };
             writeln!(
@@ -1172,18 +1015,11 @@ fn run_incremental(args: Args) -> Result<()> {
             Ok(())
         };
         for e in &edited {
-            row(
-                &format!("(a) body edit in `{}` (write → published version)", e.path),
-                &e.body_m,
-                Some(1.0 / 200.0),
-            )?;
+            row(&format!("(a) body edit in `{}` (write → published version)", e.path), &e.body_m, Some(1.0 / 200.0))?;
         }
         for e in &edited {
             row(
-                &format!(
-                    "(b) signature edit in `{}`: new parameter with a default",
-                    e.path
-                ),
+                &format!("(b) signature edit in `{}`: new parameter with a default", e.path),
                 &e.sig_m,
                 Some(1.0 / 20.0),
             )?;
@@ -1193,20 +1029,10 @@ fn run_incremental(args: Args) -> Result<()> {
         let mut reopen_m = Measure::default();
         for r in &reopen {
             reopen_m.secs.push(r["secs"].as_f64().unwrap_or(f64::NAN));
-            reopen_m
-                .executions
-                .push(serde_json::from_value(r["executions"].clone()).unwrap_or_default());
+            reopen_m.executions.push(serde_json::from_value(r["executions"].clone()).unwrap_or_default());
         }
-        row(
-            "(d) reopen the unchanged index (fresh process)",
-            &reopen_m,
-            Some(1.0 / 5.0),
-        )?;
-        let rebuilt: Vec<&Value> = reopen
-            .iter()
-            .map(|r| &r["rebuilt"])
-            .filter(|v| !v.is_null())
-            .collect();
+        row("(d) reopen the unchanged index (fresh process)", &reopen_m, Some(1.0 / 5.0))?;
+        let rebuilt: Vec<&Value> = reopen.iter().map(|r| &r["rebuilt"]).filter(|v| !v.is_null()).collect();
         if !rebuilt.is_empty() {
             writeln!(body, "\nWARNING: a reopen rebuilt the store: {rebuilt:?}")?;
         }
@@ -1247,16 +1073,7 @@ fn run_incremental(args: Args) -> Result<()> {
         )?;
     }
     let files: String = args.files.iter().map(|f| format!("--file {f} ")).collect();
-    let line = format!(
-        "fresco-bench incremental --runs {} --threads {} {files}{}",
-        args.runs,
-        t,
-        roots_line(&args.roots)
-    );
-    emit(
-        args.report.as_deref(),
-        "fresco-bench incremental",
-        &line,
-        &format!("{summary}\n{body}"),
-    )
+    let line =
+        format!("fresco-bench incremental --runs {} --threads {} {files}{}", args.runs, t, roots_line(&args.roots));
+    emit(args.report.as_deref(), "fresco-bench incremental", &line, &format!("{summary}\n{body}"))
 }

@@ -36,24 +36,15 @@ pub struct VersionDiff {
 impl VersionDiff {
     /// The difference between a file's old and new graph (either may be absent), comparing
     /// units by id and content (kind, span, signature, docstring, source text).
-    pub fn of_file(
-        old: Option<(&FileGraph, &str)>,
-        new: Option<(&FileGraph, &str)>,
-        into: &mut VersionDiff,
-    ) {
+    pub fn of_file(old: Option<(&FileGraph, &str)>, new: Option<(&FileGraph, &str)>, into: &mut VersionDiff) {
         let units = |g: Option<(&'_ FileGraph, &'_ str)>| -> FxHashMap<String, (Unit, u64)> {
             g.map(|(graph, text)| {
                 graph
                     .units
                     .iter()
                     .map(|u| {
-                        let source = text
-                            .get(u.start_byte as usize..u.end_byte as usize)
-                            .unwrap_or("");
-                        (
-                            u.id.clone(),
-                            (u.clone(), xxhash_rust::xxh3::xxh3_64(source.as_bytes())),
-                        )
+                        let source = text.get(u.start_byte as usize..u.end_byte as usize).unwrap_or("");
+                        (u.id.clone(), (u.clone(), xxhash_rust::xxh3::xxh3_64(source.as_bytes())))
                     })
                     .collect()
             })
@@ -82,8 +73,7 @@ impl VersionDiff {
             }
         }
         let edges = |g: Option<(&FileGraph, &str)>| -> std::collections::HashSet<Edge> {
-            g.map(|(graph, _)| graph.edges.iter().cloned().collect())
-                .unwrap_or_default()
+            g.map(|(graph, _)| graph.edges.iter().cloned().collect()).unwrap_or_default()
         };
         let (eb, ea) = (edges(old), edges(new));
         into.edges_added.extend(ea.difference(&eb).cloned());
@@ -103,9 +93,7 @@ pub enum NetChange {
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error(
-    "version {since} is older than the history kept (oldest: {oldest}); a full refresh is needed"
-)]
+#[error("version {since} is older than the history kept (oldest: {oldest}); a full refresh is needed")]
 pub struct HistoryExpired {
     pub since: u64,
     pub oldest: u64,
@@ -122,11 +110,7 @@ pub struct VersionLog {
 
 impl VersionLog {
     pub fn new(base: u64, capacity: usize) -> VersionLog {
-        VersionLog {
-            entries: VecDeque::new(),
-            capacity: capacity.max(1),
-            base,
-        }
+        VersionLog { entries: VecDeque::new(), capacity: capacity.max(1), base }
     }
 
     pub fn push(&mut self, version: u64, diff: Arc<VersionDiff>) {
@@ -145,10 +129,7 @@ impl VersionLog {
     /// Net changes after `since` up to the newest version, units first then edges, sorted.
     pub fn changes_since(&self, since: u64) -> Result<Vec<NetChange>, HistoryExpired> {
         if since < self.base {
-            return Err(HistoryExpired {
-                since,
-                oldest: self.base,
-            });
+            return Err(HistoryExpired { since, oldest: self.base });
         }
         let mut units: FxHashMap<String, Change> = FxHashMap::default();
         let mut edges: FxHashMap<Edge, i32> = FxHashMap::default();
@@ -178,10 +159,7 @@ impl VersionLog {
                 *edges.entry(e.clone()).or_default() -= 1;
             }
         }
-        let mut out: Vec<NetChange> = units
-            .into_iter()
-            .map(|(id, c)| NetChange::Unit(id, c))
-            .collect();
+        let mut out: Vec<NetChange> = units.into_iter().map(|(id, c)| NetChange::Unit(id, c)).collect();
         out.sort_by(|a, b| match (a, b) {
             (NetChange::Unit(x, _), NetChange::Unit(y, _)) => x.cmp(y),
             _ => std::cmp::Ordering::Equal,
@@ -189,24 +167,10 @@ impl VersionLog {
         let mut edge_changes: Vec<(Edge, Change)> = edges
             .into_iter()
             .filter(|(_, n)| *n != 0)
-            .map(|(e, n)| {
-                (
-                    e,
-                    if n > 0 {
-                        Change::Added
-                    } else {
-                        Change::Removed
-                    },
-                )
-            })
+            .map(|(e, n)| (e, if n > 0 { Change::Added } else { Change::Removed }))
             .collect();
         edge_changes.sort_by(|(a, _), (b, _)| {
-            (&a.src, &a.dst, kind_order(a.kind), a.line).cmp(&(
-                &b.src,
-                &b.dst,
-                kind_order(b.kind),
-                b.line,
-            ))
+            (&a.src, &a.dst, kind_order(a.kind), a.line).cmp(&(&b.src, &b.dst, kind_order(b.kind), b.line))
         });
         out.extend(edge_changes.into_iter().map(|(e, c)| NetChange::Edge(e, c)));
         Ok(out)
@@ -231,31 +195,16 @@ mod tests {
             })
         };
         log.push(1, diff(vec![("a", Change::Added), ("b", Change::Changed)]));
-        log.push(
-            2,
-            diff(vec![("a", Change::Removed), ("c", Change::Removed)]),
-        );
+        log.push(2, diff(vec![("a", Change::Removed), ("c", Change::Removed)]));
         log.push(3, diff(vec![("c", Change::Added)]));
         let net = log.changes_since(0).unwrap();
         assert_eq!(
             net,
-            vec![
-                NetChange::Unit("b".into(), Change::Changed),
-                NetChange::Unit("c".into(), Change::Changed)
-            ]
+            vec![NetChange::Unit("b".into(), Change::Changed), NetChange::Unit("c".into(), Change::Changed)]
         );
-        assert_eq!(
-            log.changes_since(2).unwrap(),
-            vec![NetChange::Unit("c".into(), Change::Added)]
-        );
+        assert_eq!(log.changes_since(2).unwrap(), vec![NetChange::Unit("c".into(), Change::Added)]);
         log.push(4, diff(vec![("d", Change::Added)]));
-        assert_eq!(
-            log.changes_since(0),
-            Err(HistoryExpired {
-                since: 0,
-                oldest: 1
-            })
-        );
+        assert_eq!(log.changes_since(0), Err(HistoryExpired { since: 0, oldest: 1 }));
         assert!(log.changes_since(1).is_ok());
     }
 }

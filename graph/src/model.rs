@@ -9,17 +9,7 @@ use std::fmt;
 
 /// The content hash of a file: the revision every unit and edge from that file is stamped with.
 #[derive(
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Default,
-    rkyv::Archive,
-    rkyv::Serialize,
-    rkyv::Deserialize,
+    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
 )]
 pub struct Revision(pub u64);
 
@@ -42,17 +32,7 @@ impl fmt::Debug for Revision {
 }
 
 #[derive(
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Debug,
-    rkyv::Archive,
-    rkyv::Serialize,
-    rkyv::Deserialize,
+    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
 )]
 #[rkyv(derive(PartialEq, Eq, Debug))]
 pub enum UnitKind {
@@ -95,17 +75,7 @@ impl UnitKind {
 }
 
 #[derive(
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Debug,
-    rkyv::Archive,
-    rkyv::Serialize,
-    rkyv::Deserialize,
+    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
 )]
 #[rkyv(derive(PartialEq, Eq, Debug))]
 pub enum EdgeKind {
@@ -117,13 +87,8 @@ pub enum EdgeKind {
 }
 
 impl EdgeKind {
-    pub const ALL: [EdgeKind; 5] = [
-        EdgeKind::Contains,
-        EdgeKind::Imports,
-        EdgeKind::Inherits,
-        EdgeKind::Calls,
-        EdgeKind::References,
-    ];
+    pub const ALL: [EdgeKind; 5] =
+        [EdgeKind::Contains, EdgeKind::Imports, EdgeKind::Inherits, EdgeKind::Calls, EdgeKind::References];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -223,12 +188,7 @@ pub struct FileGraph {
 
 impl FileGraph {
     /// The graph of a file that was discovered but could not be indexed.
-    pub fn skipped(
-        path: String,
-        module: String,
-        revision: Revision,
-        reason: SkipReason,
-    ) -> FileGraph {
+    pub fn skipped(path: String, module: String, revision: Revision, reason: SkipReason) -> FileGraph {
         FileGraph {
             path,
             revision,
@@ -243,9 +203,7 @@ impl FileGraph {
 }
 
 /// A file's identity on disk, to tell cheaply whether it changed while nobody watched.
-#[derive(
-    Clone, Copy, PartialEq, Eq, Debug, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
-)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct FileStamp {
     pub size: u64,
     pub mtime_ns: i128,
@@ -253,9 +211,7 @@ pub struct FileStamp {
 
 /// Opaque bookkeeping the indexer keeps per file so that it can update incrementally after a
 /// restart without re-deriving unchanged files.
-#[derive(
-    Clone, PartialEq, Eq, Debug, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
-)]
+#[derive(Clone, PartialEq, Eq, Debug, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct IndexDeps {
     /// Module names whose interface this file's resolution consulted (found or not).
     pub modules: Vec<String>,

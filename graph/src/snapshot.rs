@@ -36,43 +36,19 @@ impl PartialEq for FileEntry {
 }
 
 impl FileEntry {
-    pub fn new(
-        graph: Arc<FileGraph>,
-        text: Arc<str>,
-        stamp: FileStamp,
-        deps: IndexDeps,
-    ) -> FileEntry {
+    pub fn new(graph: Arc<FileGraph>, text: Arc<str>, stamp: FileStamp, deps: IndexDeps) -> FileEntry {
         let mut units_by_id: Vec<u32> = (0..graph.units.len() as u32).collect();
         units_by_id.sort_by(|&a, &b| graph.units[a as usize].id.cmp(&graph.units[b as usize].id));
         let mut edges_by_src: Vec<u32> = (0..graph.edges.len() as u32).collect();
-        edges_by_src.sort_by(|&a, &b| {
-            graph.edges[a as usize]
-                .src
-                .cmp(&graph.edges[b as usize].src)
-        });
+        edges_by_src.sort_by(|&a, &b| graph.edges[a as usize].src.cmp(&graph.edges[b as usize].src));
         let mut edges_by_dst: Vec<u32> = (0..graph.edges.len() as u32).collect();
-        edges_by_dst.sort_by(|&a, &b| {
-            graph.edges[a as usize]
-                .dst
-                .cmp(&graph.edges[b as usize].dst)
-        });
-        FileEntry {
-            graph,
-            text,
-            stamp,
-            deps,
-            units_by_id,
-            edges_by_src,
-            edges_by_dst,
-        }
+        edges_by_dst.sort_by(|&a, &b| graph.edges[a as usize].dst.cmp(&graph.edges[b as usize].dst));
+        FileEntry { graph, text, stamp, deps, units_by_id, edges_by_src, edges_by_dst }
     }
 
     pub fn unit(&self, id: &str) -> Option<&Unit> {
         let units = &self.graph.units;
-        let i = self
-            .units_by_id
-            .binary_search_by(|&i| units[i as usize].id.as_str().cmp(id))
-            .ok()?;
+        let i = self.units_by_id.binary_search_by(|&i| units[i as usize].id.as_str().cmp(id)).ok()?;
         Some(&units[self.units_by_id[i] as usize])
     }
 
@@ -90,9 +66,7 @@ impl FileEntry {
 
     /// The full source text of a unit of this file, exactly as indexed.
     pub fn source_of(&self, unit: &Unit) -> &str {
-        self.text
-            .get(unit.start_byte as usize..unit.end_byte as usize)
-            .unwrap_or("")
+        self.text.get(unit.start_byte as usize..unit.end_byte as usize).unwrap_or("")
     }
 
     pub fn edges_from<'a>(&'a self, id: &str) -> impl Iterator<Item = &'a Edge> + use<'a> {
@@ -201,11 +175,7 @@ impl Snapshot {
 
     /// Derives a snapshot with an explicit version number (used when reopening a store).
     /// Costs O(changed files + the index entries they mention).
-    pub fn apply_as(
-        &self,
-        version: u64,
-        changes: impl IntoIterator<Item = FileChange>,
-    ) -> Snapshot {
+    pub fn apply_as(&self, version: u64, changes: impl IntoIterator<Item = FileChange>) -> Snapshot {
         let mut next = self.clone();
         next.version = version;
         let mut added: Vec<(Path, Arc<FileEntry>)> = Vec::new();
@@ -218,11 +188,7 @@ impl Snapshot {
             };
             if let Some(old) = next.files.remove(&path) {
                 next.totals.add(&old.graph, -1);
-                if next
-                    .modules
-                    .get(old.graph.module.as_str())
-                    .is_some_and(|p| *p == path)
-                {
+                if next.modules.get(old.graph.module.as_str()).is_some_and(|p| *p == path) {
                     next.modules.remove(old.graph.module.as_str());
                 }
                 if let Some(keys) = next.registered.remove(&path) {
@@ -240,8 +206,7 @@ impl Snapshot {
         // batch find each other.
         for (path, entry) in &added {
             if entry.graph.skipped.is_none() || !entry.graph.module.is_empty() {
-                next.modules
-                    .insert(Arc::from(entry.graph.module.as_str()), path.clone());
+                next.modules.insert(Arc::from(entry.graph.module.as_str()), path.clone());
             }
         }
         for (path, entry) in added {
@@ -263,11 +228,7 @@ impl Snapshot {
             next.files.insert(path, entry);
         }
         for (key, (add, remove)) in delta {
-            let mut paths: Vec<Path> = next
-                .incoming
-                .get(&key)
-                .map(|p| p.to_vec())
-                .unwrap_or_default();
+            let mut paths: Vec<Path> = next.incoming.get(&key).map(|p| p.to_vec()).unwrap_or_default();
             paths.retain(|p| !remove.contains(p) || add.contains(p));
             for p in add {
                 if let Err(i) = paths.binary_search(&p) {
@@ -339,12 +300,7 @@ impl Snapshot {
 
     /// Every unit of every file, in path order and source order within a file.
     pub fn units(&self) -> impl Iterator<Item = UnitRef<'_>> {
-        self.files.values().flat_map(|file| {
-            file.graph.units.iter().map(move |unit| UnitRef {
-                unit,
-                file: &**file,
-            })
-        })
+        self.files.values().flat_map(|file| file.graph.units.iter().map(move |unit| UnitRef { unit, file: &**file }))
     }
 
     /// The ids of external targets (stdlib, third party) referenced by some edge, sorted.
@@ -386,9 +342,7 @@ impl Snapshot {
 
     /// All edges of the snapshot, file by file.
     pub fn edges(&self) -> impl Iterator<Item = (&Edge, &FileEntry)> {
-        self.files
-            .values()
-            .flat_map(|file| file.graph.edges.iter().map(move |e| (e, &**file)))
+        self.files.values().flat_map(|file| file.graph.edges.iter().map(move |e| (e, &**file)))
     }
 
     /// The kind of the node `id` names: a unit's kind, `External` for an external target.
@@ -403,10 +357,7 @@ impl Snapshot {
 
 impl std::fmt::Debug for Snapshot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Snapshot")
-            .field("version", &self.version)
-            .field("totals", &self.totals)
-            .finish()
+        f.debug_struct("Snapshot").field("version", &self.version).field("totals", &self.totals).finish()
     }
 }
 
@@ -441,33 +392,18 @@ mod tests {
             units: all,
             edges: edges
                 .iter()
-                .map(|(s, d)| Edge {
-                    src: s.to_string(),
-                    dst: d.to_string(),
-                    kind: EdgeKind::Calls,
-                    line: Some(1),
-                })
+                .map(|(s, d)| Edge { src: s.to_string(), dst: d.to_string(), kind: EdgeKind::Calls, line: Some(1) })
                 .collect(),
             unresolved: vec![],
         };
-        Arc::new(FileEntry::new(
-            Arc::new(graph),
-            Arc::from(""),
-            FileStamp::default(),
-            IndexDeps::default(),
-        ))
+        Arc::new(FileEntry::new(Arc::new(graph), Arc::from(""), FileStamp::default(), IndexDeps::default()))
     }
 
     #[test]
     fn versions_are_independent_and_indexes_follow_changes() {
         let v0 = Snapshot::empty();
         let v1 = v0.apply([
-            FileChange::Upsert(file(
-                "a.py",
-                "a",
-                &["a.f"],
-                &[("a.f", "b.g"), ("a.f", "os.path.join")],
-            )),
+            FileChange::Upsert(file("a.py", "a", &["a.f"], &[("a.f", "b.g"), ("a.f", "os.path.join")])),
             FileChange::Upsert(file("b.py", "b", &["b.g"], &[])),
         ]);
         assert_eq!(v1.version(), 1);

@@ -33,9 +33,7 @@ pub enum StoreError {
     Io(#[from] sled::Error),
     #[error("the index was written by an incompatible format (found {found}, expected {expected})")]
     IncompatibleFormat { found: u32, expected: u32 },
-    #[error(
-        "the index was built by a different analysis ({found:016x}, this build is {expected:016x})"
-    )]
+    #[error("the index was built by a different analysis ({found:016x}, this build is {expected:016x})")]
     DifferentAnalysis { found: u64, expected: u64 },
     #[error("the index is corrupt: {0}")]
     Corrupt(String),
@@ -65,30 +63,19 @@ impl Store {
             .path(dir)
             .cache_capacity(32 * 1024 * 1024)
             .open()
-            .map_err(|source| StoreError::Open {
-                path: dir.display().to_string(),
-                source,
-            })?;
+            .map_err(|source| StoreError::Open { path: dir.display().to_string(), source })?;
         let tree = db.open_tree("fresco")?;
         let store = Store { db, tree };
         match store.tree.get(KEY_FORMAT)? {
             None => {
-                store
-                    .tree
-                    .insert(KEY_FORMAT, &FORMAT_VERSION.to_le_bytes())?;
+                store.tree.insert(KEY_FORMAT, &FORMAT_VERSION.to_le_bytes())?;
             }
             Some(bytes) => {
                 let found = u32::from_le_bytes(
-                    bytes
-                        .as_ref()
-                        .try_into()
-                        .map_err(|_| StoreError::Corrupt("format stamp".into()))?,
+                    bytes.as_ref().try_into().map_err(|_| StoreError::Corrupt("format stamp".into()))?,
                 );
                 if found != FORMAT_VERSION {
-                    return Err(StoreError::IncompatibleFormat {
-                        found,
-                        expected: FORMAT_VERSION,
-                    });
+                    return Err(StoreError::IncompatibleFormat { found, expected: FORMAT_VERSION });
                 }
             }
         }
@@ -98,16 +85,10 @@ impl Store {
             }
             Some(bytes) => {
                 let found = u64::from_le_bytes(
-                    bytes
-                        .as_ref()
-                        .try_into()
-                        .map_err(|_| StoreError::Corrupt("analysis stamp".into()))?,
+                    bytes.as_ref().try_into().map_err(|_| StoreError::Corrupt("analysis stamp".into()))?,
                 );
                 if found != analysis {
-                    return Err(StoreError::DifferentAnalysis {
-                        found,
-                        expected: analysis,
-                    });
+                    return Err(StoreError::DifferentAnalysis { found, expected: analysis });
                 }
             }
         }
@@ -117,8 +98,7 @@ impl Store {
     /// Removes every record (used before a rebuild of an incompatible or corrupt store).
     pub fn clear(&self, analysis: u64) -> Result<(), StoreError> {
         self.tree.clear()?;
-        self.tree
-            .insert(KEY_FORMAT, &FORMAT_VERSION.to_le_bytes())?;
+        self.tree.insert(KEY_FORMAT, &FORMAT_VERSION.to_le_bytes())?;
         self.tree.insert(KEY_ANALYSIS, &analysis.to_le_bytes())?;
         self.db.flush()?;
         Ok(())
@@ -127,11 +107,9 @@ impl Store {
     pub fn version(&self) -> Result<u64, StoreError> {
         match self.tree.get(KEY_VERSION)? {
             None => Ok(0),
-            Some(bytes) => {
-                Ok(u64::from_le_bytes(bytes.as_ref().try_into().map_err(
-                    |_| StoreError::Corrupt("version number".into()),
-                )?))
-            }
+            Some(bytes) => Ok(u64::from_le_bytes(
+                bytes.as_ref().try_into().map_err(|_| StoreError::Corrupt("version number".into()))?,
+            )),
         }
     }
 
@@ -142,17 +120,9 @@ impl Store {
         for item in self.tree.scan_prefix(FILE_PREFIX) {
             let (key, value) = item?;
             let record = decode(&value).map_err(|why| {
-                StoreError::Corrupt(format!(
-                    "record {}: {why}",
-                    String::from_utf8_lossy(&key[FILE_PREFIX.len()..])
-                ))
+                StoreError::Corrupt(format!("record {}: {why}", String::from_utf8_lossy(&key[FILE_PREFIX.len()..])))
             })?;
-            let entry = FileEntry::new(
-                Arc::new(record.graph),
-                Arc::from(record.text),
-                record.stamp,
-                record.deps,
-            );
+            let entry = FileEntry::new(Arc::new(record.graph), Arc::from(record.text), record.stamp, record.deps);
             changes.push(FileChange::Upsert(Arc::new(entry)));
         }
         Ok(Snapshot::empty().apply_as(version, changes))
@@ -160,12 +130,7 @@ impl Store {
 
     /// Atomically commits `version`: the given files are written or removed together with the
     /// version number, then flushed to disk.
-    pub fn commit(
-        &self,
-        version: u64,
-        upserts: &[Arc<FileEntry>],
-        removals: &[String],
-    ) -> Result<(), StoreError> {
+    pub fn commit(&self, version: u64, upserts: &[Arc<FileEntry>], removals: &[String]) -> Result<(), StoreError> {
         let mut batch = sled::Batch::default();
         for (entry, record) in upserts.iter().zip(encode_all(upserts)) {
             batch.insert(file_key(&entry.graph.path), record?);
@@ -217,8 +182,7 @@ fn encode(entry: &FileEntry) -> Result<Vec<u8>, StoreError> {
         stamp: entry.stamp,
         deps: entry.deps.clone(),
     };
-    let payload = rkyv::to_bytes::<rkyv::rancor::Error>(&record)
-        .map_err(|e| StoreError::Serialise(e.to_string()))?;
+    let payload = rkyv::to_bytes::<rkyv::rancor::Error>(&record).map_err(|e| StoreError::Serialise(e.to_string()))?;
     let compressed = lz4_flex::compress_prepend_size(&payload);
     let mut out = Vec::with_capacity(compressed.len() + 8);
     out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&compressed).to_le_bytes());
@@ -268,14 +232,8 @@ mod tests {
         Arc::new(FileEntry::new(
             Arc::new(graph),
             Arc::from(text),
-            FileStamp {
-                size: text.len() as u64,
-                mtime_ns: 7,
-            },
-            IndexDeps {
-                modules: vec!["os".into()],
-                interface: 9,
-            },
+            FileStamp { size: text.len() as u64, mtime_ns: 7 },
+            IndexDeps { modules: vec!["os".into()], interface: 9 },
         ))
     }
 
@@ -284,9 +242,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         {
             let store = Store::open(dir.path(), 1).unwrap();
-            store
-                .commit(3, &[entry("a.py", "x = 1\n"), entry("b.py", "")], &[])
-                .unwrap();
+            store.commit(3, &[entry("a.py", "x = 1\n"), entry("b.py", "")], &[]).unwrap();
             store.commit(4, &[], &["b.py".to_string()]).unwrap();
         }
         let store = Store::open(dir.path(), 1).unwrap();
@@ -308,15 +264,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         {
             let store = Store::open(dir.path(), 1).unwrap();
-            store
-                .tree
-                .insert(KEY_FORMAT, &999u32.to_le_bytes())
-                .unwrap();
+            store.tree.insert(KEY_FORMAT, &999u32.to_le_bytes()).unwrap();
             store.db.flush().unwrap();
         }
-        assert!(matches!(
-            Store::open(dir.path(), 1),
-            Err(StoreError::IncompatibleFormat { found: 999, .. })
-        ));
+        assert!(matches!(Store::open(dir.path(), 1), Err(StoreError::IncompatibleFormat { found: 999, .. })));
     }
 }

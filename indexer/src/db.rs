@@ -58,24 +58,13 @@ pub fn module_table(db: &dyn salsa::Database, ws: Workspace) -> Modules {
     let paths: Vec<&str> = files.iter().map(|f| f.path(db).as_str()).collect();
     let table = ModuleTable::build(&paths);
     let index_of = files.iter().enumerate().map(|(i, f)| (*f, i)).collect();
-    Modules {
-        table,
-        files,
-        index_of,
-    }
+    Modules { table, files, index_of }
 }
 
 #[salsa::tracked(returns(clone))]
-pub fn module_info(
-    db: &dyn salsa::Database,
-    ws: Workspace,
-    file: SourceFile,
-) -> Option<ModuleInfo> {
+pub fn module_info(db: &dyn salsa::Database, ws: Workspace, file: SourceFile) -> Option<ModuleInfo> {
     let modules = module_table(db, ws);
-    modules
-        .index_of
-        .get(&file)
-        .map(|&i| modules.table.modules[i].clone())
+    modules.index_of.get(&file).map(|&i| modules.table.modules[i].clone())
 }
 
 #[salsa::tracked(returns(copy))]
@@ -98,11 +87,7 @@ pub fn file_syntax(db: &dyn salsa::Database, file: SourceFile) -> Arc<FileSyntax
 }
 
 #[salsa::tracked(returns(clone))]
-pub fn file_summary(
-    db: &dyn salsa::Database,
-    ws: Workspace,
-    file: SourceFile,
-) -> Arc<ModuleSummary> {
+pub fn file_summary(db: &dyn salsa::Database, ws: Workspace, file: SourceFile) -> Arc<ModuleSummary> {
     let Some(info) = module_info(db, ws, file) else {
         return Arc::new(ModuleSummary::default());
     };
@@ -120,10 +105,7 @@ pub struct ResolvedFile {
 #[salsa::tracked(returns(clone))]
 pub fn file_graph(db: &dyn salsa::Database, ws: Workspace, file: SourceFile) -> Arc<ResolvedFile> {
     let (graph, deps) = crate::resolve::resolve_file(db, ws, file);
-    Arc::new(ResolvedFile {
-        graph: Arc::new(graph),
-        deps,
-    })
+    Arc::new(ResolvedFile { graph: Arc::new(graph), deps })
 }
 
 /// A hash of what a file exposes to other files: its module name and its summary. Two equal
@@ -153,10 +135,7 @@ impl ExecutionLog {
 
     /// Executions per query name since the last call, and resets the counts.
     pub fn take(&self) -> FxHashMap<String, u64> {
-        self.counts
-            .lock()
-            .map(|mut c| std::mem::take(&mut *c))
-            .unwrap_or_default()
+        self.counts.lock().map(|mut c| std::mem::take(&mut *c)).unwrap_or_default()
     }
 }
 
@@ -180,9 +159,7 @@ impl Database {
                 }
             }) as Box<dyn Fn(salsa::Event) + Send + Sync + 'static>
         });
-        Database {
-            storage: salsa::Storage::new(callback),
-        }
+        Database { storage: salsa::Storage::new(callback) }
     }
 }
 

@@ -10,15 +10,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use fresco_graph::{
-    FileChange, FileEntry, FileStamp, IndexDeps, Snapshot, Store, StoreError, VersionDiff,
-};
+use fresco_graph::{FileChange, FileEntry, FileStamp, IndexDeps, Snapshot, Store, StoreError, VersionDiff};
 use rustc_hash::{FxHashMap, FxHashSet};
 use salsa::Setter;
 
-use crate::db::{
-    Database, ExecutionLog, SourceFile, Workspace, file_graph, file_interface, module_info,
-};
+use crate::db::{Database, ExecutionLog, SourceFile, Workspace, file_graph, file_interface, module_info};
 use crate::walk::{self, SourceRead, WalkIssue, WalkOptions};
 
 #[derive(Clone, Debug)]
@@ -32,10 +28,7 @@ impl Default for IndexerOptions {
     fn default() -> Self {
         IndexerOptions {
             walk: WalkOptions::default(),
-            threads: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-                .min(8),
+            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8),
         }
     }
 }
@@ -115,15 +108,9 @@ impl Indexer {
     /// Opens the index of `root` stored in `db_dir`: loads the last committed version, reuses
     /// every file whose size, mtime and content did not change, and applies what changed while
     /// nobody watched. An incompatible or corrupt store is rebuilt from the files.
-    pub fn open(
-        root: &Path,
-        db_dir: &Path,
-        options: IndexerOptions,
-    ) -> Result<Indexer, IndexError> {
+    pub fn open(root: &Path, db_dir: &Path, options: IndexerOptions) -> Result<Indexer, IndexError> {
         if !root.is_dir() {
-            return Err(IndexError::NotADirectory {
-                path: root.display().to_string(),
-            });
+            return Err(IndexError::NotADirectory { path: root.display().to_string() });
         }
         let mut indexer = Indexer::in_memory(root, options);
         let analysis = crate::ANALYSIS_FINGERPRINT;
@@ -131,9 +118,7 @@ impl Indexer {
             Ok(store) => match store.load() {
                 Ok(snapshot) => (store, Some(snapshot)),
                 Err(StoreError::Corrupt(why)) => {
-                    indexer.rebuilt_store = Some(format!(
-                        "the index was corrupt ({why}); rebuilt from the files"
-                    ));
+                    indexer.rebuilt_store = Some(format!("the index was corrupt ({why}); rebuilt from the files"));
                     store.clear(analysis)?;
                     (store, None)
                 }
@@ -173,10 +158,7 @@ impl Indexer {
             self.inputs.insert(path.clone(), file);
             self.stamps.insert(path.clone(), entry.stamp);
             for module in &entry.deps.modules {
-                self.dependents
-                    .entry(module.clone())
-                    .or_default()
-                    .insert(path.clone());
+                self.dependents.entry(module.clone()).or_default().insert(path.clone());
             }
         }
         let files: Vec<SourceFile> = self.inputs.values().copied().collect();
@@ -213,9 +195,7 @@ impl Indexer {
         let on_disk: FxHashSet<&String> = files.iter().collect();
         let mut events = Vec::new();
         for path in &files {
-            let stamp = std::fs::metadata(self.root.join(path))
-                .ok()
-                .map(|m| walk::stamp_of(&m));
+            let stamp = std::fs::metadata(self.root.join(path)).ok().map(|m| walk::stamp_of(&m));
             if stamp.is_none() || self.stamps.get(path) != stamp.as_ref() {
                 events.push(FileEvent::Changed(path.clone()));
             }
@@ -258,9 +238,7 @@ impl Indexer {
                 match read {
                     Some(read) => {
                         self.stamps.insert(path.clone(), read.stamp);
-                        if file.revision(&self.db) == read.revision
-                            && file.skipped(&self.db) == &read.skipped
-                        {
+                        if file.revision(&self.db) == read.revision && file.skipped(&self.db) == &read.skipped {
                             continue;
                         }
                         file.set_text(&mut self.db).to(read.text.clone());
@@ -276,13 +254,8 @@ impl Indexer {
                     }
                 }
             } else if let Some(read) = read {
-                let file = SourceFile::new(
-                    &self.db,
-                    path.clone(),
-                    read.text.clone(),
-                    read.revision,
-                    read.skipped.clone(),
-                );
+                let file =
+                    SourceFile::new(&self.db, path.clone(), read.text.clone(), read.revision, read.skipped.clone());
                 self.inputs.insert(path.clone(), file);
                 self.stamps.insert(path.clone(), read.stamp);
                 touched.push(path.clone());
@@ -305,15 +278,11 @@ impl Indexer {
         let mut renamed_any = false;
         // Parsing happens here (the interface needs the summary): in parallel.
         let interfaces = self.par_query(&touched, |db, ws, file| {
-            (
-                module_info(db, ws, file).map(|i| i.name),
-                file_interface(db, ws, file),
-            )
+            (module_info(db, ws, file).map(|i| i.name), file_interface(db, ws, file))
         });
         for (path, (new_name, interface)) in touched.iter().zip(interfaces) {
             match old_interfaces.get(path) {
-                Some((old_name, old_interface))
-                    if *old_name == new_name && *old_interface == interface => {}
+                Some((old_name, old_interface)) if *old_name == new_name && *old_interface == interface => {}
                 _ => {
                     if let Some(name) = new_name {
                         changed_modules.insert(name);
@@ -325,9 +294,7 @@ impl Indexer {
             // Adding or removing a file can rename others (name collisions): compare every name.
             for (path, &file) in &self.inputs {
                 if let Some(entry) = self.snapshot.file(path) {
-                    let name = module_info(&self.db, self.ws, file)
-                        .map(|i| i.name)
-                        .unwrap_or_default();
+                    let name = module_info(&self.db, self.ws, file).map(|i| i.name).unwrap_or_default();
                     if name != entry.graph.module {
                         renamed_any = true;
                         affected.insert(path.clone());
@@ -348,10 +315,7 @@ impl Indexer {
                             name = prefix;
                         }
                     }
-                    let dotted = path
-                        .trim_end_matches(".py")
-                        .trim_end_matches("/__init__")
-                        .replace('/', ".");
+                    let dotted = path.trim_end_matches(".py").trim_end_matches("/__init__").replace('/', ".");
                     changed_modules.insert(dotted.trim_start_matches("src.").to_string());
                     changed_modules.insert(dotted);
                 }
@@ -380,10 +344,7 @@ impl Indexer {
             let file = self.inputs[&path];
             let old = self.snapshot.file(&path);
             let stamp = self.stamps.get(&path).copied().unwrap_or_default();
-            let deps = IndexDeps {
-                modules: resolved.deps.clone(),
-                interface,
-            };
+            let deps = IndexDeps { modules: resolved.deps.clone(), interface };
             if let Some(old) = old {
                 if *old.graph == *resolved.graph && old.deps == deps && old.stamp == stamp {
                     continue;
@@ -395,17 +356,9 @@ impl Indexer {
                 }
             }
             for m in &deps.modules {
-                self.dependents
-                    .entry(m.clone())
-                    .or_default()
-                    .insert(path.clone());
+                self.dependents.entry(m.clone()).or_default().insert(path.clone());
             }
-            let entry = Arc::new(FileEntry::new(
-                resolved.graph.clone(),
-                file.text(&self.db).clone(),
-                stamp,
-                deps,
-            ));
+            let entry = Arc::new(FileEntry::new(resolved.graph.clone(), file.text(&self.db).clone(), stamp, deps));
             upserts.push(entry.clone());
             changes.push(FileChange::Upsert(entry));
             changed_files.push(path);
@@ -417,12 +370,7 @@ impl Indexer {
             }
             if let (Some(old), Some(stamp)) = (self.snapshot.file(path), self.stamps.get(path)) {
                 if old.stamp != *stamp {
-                    let entry = Arc::new(FileEntry::new(
-                        old.graph.clone(),
-                        old.text.clone(),
-                        *stamp,
-                        old.deps.clone(),
-                    ));
+                    let entry = Arc::new(FileEntry::new(old.graph.clone(), old.text.clone(), *stamp, old.deps.clone()));
                     upserts.push(entry.clone());
                     changes.push(FileChange::Upsert(entry));
                 }
@@ -454,11 +402,7 @@ impl Indexer {
         self.ensure_store()?;
         let metadata_only = !published && !upserts.is_empty();
         if published || metadata_only {
-            let version = if published {
-                self.snapshot.version() + 1
-            } else {
-                self.snapshot.version()
-            };
+            let version = if published { self.snapshot.version() + 1 } else { self.snapshot.version() };
             trace.mark("diff");
             if let Some(store) = &self.store {
                 store.commit(version, &upserts, &removed)?;
@@ -493,10 +437,7 @@ impl Indexer {
             if let Some(dir) = path.strip_suffix('/') {
                 let prefix = format!("{dir}/");
                 events.extend(
-                    self.inputs
-                        .keys()
-                        .filter(|p| p.starts_with(&prefix))
-                        .map(|p| FileEvent::Changed(p.clone())),
+                    self.inputs.keys().filter(|p| p.starts_with(&prefix)).map(|p| FileEvent::Changed(p.clone())),
                 );
                 let (found, issues) = walk::discover_under(&self.root, dir, &self.options.walk);
                 self.walk_issues.extend(issues);
@@ -517,10 +458,7 @@ impl Indexer {
         if dir.exists() {
             return Ok(());
         }
-        self.rebuilt_store = Some(format!(
-            "the index directory {} disappeared; rewritten",
-            dir.display()
-        ));
+        self.rebuilt_store = Some(format!("the index directory {} disappeared; rewritten", dir.display()));
         self.store = None;
         let store = Store::open(dir, crate::ANALYSIS_FINGERPRINT)?;
         let entries: Vec<Arc<FileEntry>> = self.snapshot.files().cloned().collect();
@@ -541,11 +479,7 @@ impl Indexer {
         let max = self.options.walk.max_file_size;
         let root = &self.root;
         let read = |(path, exists): &(String, bool)| {
-            let read = if *exists {
-                walk::read_source(root, path, max)
-            } else {
-                None
-            };
+            let read = if *exists { walk::read_source(root, path, max) } else { None };
             (path.clone(), read)
         };
         parallel_map(&jobs, self.options.threads, read)
@@ -553,15 +487,8 @@ impl Indexer {
 
     /// Resolves `paths`, in parallel over database handles when there are enough of them.
     fn resolve_many(&self, paths: &[String]) -> Vec<(String, Arc<crate::db::ResolvedFile>, u64)> {
-        let results = self.par_query(paths, |db, ws, file| {
-            (file_graph(db, ws, file), file_interface(db, ws, file))
-        });
-        paths
-            .iter()
-            .cloned()
-            .zip(results)
-            .map(|(p, (r, h))| (p, r, h))
-            .collect()
+        let results = self.par_query(paths, |db, ws, file| (file_graph(db, ws, file), file_interface(db, ws, file)));
+        paths.iter().cloned().zip(results).map(|(p, (r, h))| (p, r, h)).collect()
     }
 
     /// Runs a query for each path, on several database handles when there are enough paths.
@@ -572,11 +499,7 @@ impl Indexer {
     ) -> Vec<R> {
         let files: Vec<SourceFile> = paths.iter().map(|p| self.inputs[p]).collect();
         let ws = self.ws;
-        let threads = if files.len() < 16 {
-            1
-        } else {
-            self.options.threads.max(1)
-        };
+        let threads = if files.len() < 16 { 1 } else { self.options.threads.max(1) };
         if threads == 1 {
             return files.iter().map(|f| query(&self.db, ws, *f)).collect();
         }
@@ -611,11 +534,7 @@ impl Indexer {
 }
 
 /// Maps `f` over `items` on up to `threads` threads, keeping the order.
-fn parallel_map<T: Sync, R: Send>(
-    items: &[T],
-    threads: usize,
-    f: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
+fn parallel_map<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     if threads <= 1 || items.len() < 32 {
         return items.iter().map(&f).collect();
     }
@@ -672,10 +591,7 @@ impl Trace {
                         .map(|l| l.trim_start_matches("VmRSS:").trim().to_string())
                 })
                 .unwrap_or_default();
-            eprintln!(
-                "fresco: {phase}: {:.1} ms (rss {rss})",
-                (now - self.last.get()).as_secs_f64() * 1000.0
-            );
+            eprintln!("fresco: {phase}: {:.1} ms (rss {rss})", (now - self.last.get()).as_secs_f64() * 1000.0);
             self.last.set(now);
         }
     }

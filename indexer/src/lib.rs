@@ -9,12 +9,14 @@
 //! - [`indexer`]: the single writer that applies file changes and publishes versions.
 
 pub mod db;
+pub mod embed;
 pub mod indexer;
 pub mod lower;
 pub mod modules;
 pub mod resolve;
 pub mod summary;
 pub mod syntax;
+pub mod text_index;
 pub mod walk;
 pub mod watch;
 

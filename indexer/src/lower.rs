@@ -22,9 +22,7 @@ pub fn parse(text: &str) -> Option<Tree> {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
             let mut parser = Parser::new();
-            parser
-                .set_language(&tree_sitter_python::LANGUAGE.into())
-                .ok()?;
+            parser.set_language(&tree_sitter_python::LANGUAGE.into()).ok()?;
             *slot = Some(parser);
         }
         slot.as_mut()?.parse(text, None)
@@ -177,11 +175,7 @@ impl<'a> Lowerer<'a> {
         };
         let count = self.path_counts.entry(base.clone()).or_insert(0);
         *count += 1;
-        if *count == 1 {
-            base
-        } else {
-            format!("{base}#{count}")
-        }
+        if *count == 1 { base } else { format!("{base}#{count}") }
     }
 
     /// Start line and byte of a definition including the comment lines directly above it.
@@ -191,11 +185,7 @@ impl<'a> Lowerer<'a> {
         while row > 0 {
             let prev = row - 1;
             let start = self.line_starts[prev] as usize;
-            let end = self
-                .line_starts
-                .get(prev + 1)
-                .map(|&e| e as usize)
-                .unwrap_or(self.src.len());
+            let end = self.line_starts.get(prev + 1).map(|&e| e as usize).unwrap_or(self.src.len());
             let line = std::str::from_utf8(&self.src[start..end]).unwrap_or("");
             let trimmed = line.trim_start();
             let this_indent = line.len() - trimmed.len();
@@ -263,9 +253,7 @@ impl<'a> Lowerer<'a> {
             let locals: rustc_hash::FxHashSet<&str> = scope
                 .bindings
                 .iter()
-                .filter(|(n, b)| {
-                    !matches!(b, Binding::Import(_) | Binding::Def(_)) && !scope.globals.contains(n)
-                })
+                .filter(|(n, b)| !matches!(b, Binding::Import(_) | Binding::Def(_)) && !scope.globals.contains(n))
                 .map(|(n, _)| n.as_str())
                 .collect();
             if locals.is_empty() {
@@ -355,10 +343,7 @@ impl<'a> Lowerer<'a> {
             "future_import_statement" => {}
             "global_statement" | "nonlocal_statement" => {
                 let mut cursor = node.walk();
-                let names: Vec<String> = node
-                    .named_children(&mut cursor)
-                    .map(|n| self.text(n).to_string())
-                    .collect();
+                let names: Vec<String> = node.named_children(&mut cursor).map(|n| self.text(n).to_string()).collect();
                 if node.kind() == "global_statement" {
                     self.scope(scope).globals.extend(names);
                 } else {
@@ -483,11 +468,7 @@ impl<'a> Lowerer<'a> {
         }
         if let Some(alias) = alias {
             let target = alias.named_child(0).unwrap_or(alias);
-            let binding = if exception {
-                Binding::Exception(value)
-            } else {
-                Binding::Enter(value)
-            };
+            let binding = if exception { Binding::Exception(value) } else { Binding::Enter(value) };
             self.bind_target(target, binding, scope, None);
         }
     }
@@ -545,11 +526,7 @@ impl<'a> Lowerer<'a> {
         let end = body.map(|b| b.start_byte()).unwrap_or(outer.end_byte());
         let raw = std::str::from_utf8(&self.src[outer.start_byte()..end]).unwrap_or("");
         let trimmed = raw.trim_end();
-        trimmed
-            .strip_suffix(':')
-            .unwrap_or(trimmed)
-            .trim_end()
-            .to_string()
+        trimmed.strip_suffix(':').unwrap_or(trimmed).trim_end().to_string()
     }
 
     fn function(&mut self, node: Node, outer: Node, scope: ScopeId, decorators: Vec<Expr>) {
@@ -558,19 +535,13 @@ impl<'a> Lowerer<'a> {
         };
         let name = self.text(name_node).to_string();
         let body = node.child_by_field_name("body");
-        let kind = if self.scopes[scope as usize].kind == ScopeKind::Class {
-            DefKind::Method
-        } else {
-            DefKind::Function
-        };
+        let kind =
+            if self.scopes[scope as usize].kind == ScopeKind::Class { DefKind::Method } else { DefKind::Function };
         let signature = Some(self.header_text(outer, body));
         let docstring = body.and_then(|b| self.docstring(b));
         let def = self.push_def(scope, kind, &name, outer, signature, docstring, decorators);
         self.bind(scope, &name, Binding::Def(def));
-        if matches!(
-            self.scopes[scope as usize].kind,
-            ScopeKind::Module | ScopeKind::Class
-        ) {
+        if matches!(self.scopes[scope as usize].kind, ScopeKind::Module | ScopeKind::Class) {
             self.module_variables.insert((scope, name.clone()), def);
         }
         let inner = self.new_scope(ScopeKind::Function, scope, Some(def));
@@ -593,12 +564,7 @@ impl<'a> Lowerer<'a> {
         for p in children {
             let (name_node, default, annotation, variadic) = match p.kind() {
                 "identifier" => (Some(p), None, None, false),
-                "default_parameter" => (
-                    p.child_by_field_name("name"),
-                    p.child_by_field_name("value"),
-                    None,
-                    false,
-                ),
+                "default_parameter" => (p.child_by_field_name("name"), p.child_by_field_name("value"), None, false),
                 "typed_default_parameter" => (
                     p.child_by_field_name("name"),
                     p.child_by_field_name("value"),
@@ -608,18 +574,10 @@ impl<'a> Lowerer<'a> {
                 "typed_parameter" => {
                     let first = p.named_child(0);
                     let variadic = first.is_some_and(|f| f.kind() != "identifier");
-                    let name = first.map(|f| {
-                        if f.kind() == "identifier" {
-                            f
-                        } else {
-                            f.named_child(0).unwrap_or(f)
-                        }
-                    });
+                    let name = first.map(|f| if f.kind() == "identifier" { f } else { f.named_child(0).unwrap_or(f) });
                     (name, None, p.child_by_field_name("type"), variadic)
                 }
-                "list_splat_pattern" | "dictionary_splat_pattern" => {
-                    (p.named_child(0), None, None, true)
-                }
+                "list_splat_pattern" | "dictionary_splat_pattern" => (p.named_child(0), None, None, true),
                 _ => continue,
             };
             let Some(name_node) = name_node else { continue };
@@ -630,12 +588,7 @@ impl<'a> Lowerer<'a> {
             let annotation = annotation.map(|a| self.annotation(a, inner));
             let name = self.text(name_node).to_string();
             let index = self.scopes[inner as usize].params.len() as u32;
-            self.scope(inner).params.push(Param {
-                name: name.clone(),
-                default,
-                annotation,
-                variadic,
-            });
+            self.scope(inner).params.push(Param { name: name.clone(), default, annotation, variadic });
             self.bind(inner, &name, Binding::Param(index));
         }
     }
@@ -668,15 +621,7 @@ impl<'a> Lowerer<'a> {
         let body = node.child_by_field_name("body");
         let signature = Some(self.header_text(outer, body));
         let docstring = body.and_then(|b| self.docstring(b));
-        let def = self.push_def(
-            scope,
-            DefKind::Class,
-            &name,
-            outer,
-            signature,
-            docstring,
-            decorators,
-        );
+        let def = self.push_def(scope, DefKind::Class, &name, outer, signature, docstring, decorators);
         let inner = self.new_scope(ScopeKind::Class, scope, Some(def));
         self.defs[def as usize].body = Some(inner);
         if let Some(args) = node.child_by_field_name("superclasses") {
@@ -698,10 +643,7 @@ impl<'a> Lowerer<'a> {
             }
         }
         self.bind(scope, &name, Binding::Def(def));
-        if matches!(
-            self.scopes[scope as usize].kind,
-            ScopeKind::Module | ScopeKind::Class
-        ) {
+        if matches!(self.scopes[scope as usize].kind, ScopeKind::Module | ScopeKind::Class) {
             self.module_variables.insert((scope, name.clone()), def);
         }
         if let Some(body) = body {
@@ -720,11 +662,7 @@ impl<'a> Lowerer<'a> {
             })
             .collect();
         for ms in method_scopes {
-            let Some(self_name) = self.scopes[ms as usize]
-                .params
-                .first()
-                .map(|p| p.name.clone())
-            else {
+            let Some(self_name) = self.scopes[ms as usize].params.first().map(|p| p.name.clone()) else {
                 continue;
             };
             let stores: Vec<AttrStore> = self.scopes[ms as usize]
@@ -763,9 +701,7 @@ impl<'a> Lowerer<'a> {
 
     fn docstring(&self, body: Node) -> Option<String> {
         let mut cursor = body.walk();
-        let first = body
-            .named_children(&mut cursor)
-            .find(|n| n.kind() != "comment")?;
+        let first = body.named_children(&mut cursor).find(|n| n.kind() != "comment")?;
         if first.kind() != "expression_statement" {
             return None;
         }
@@ -800,21 +736,14 @@ impl<'a> Lowerer<'a> {
                 self.dunder_all = Some(string_list(self, node.child_by_field_name("right")));
             }
             let annotated_only = node.child_by_field_name("right").is_none();
-            let binding = if annotated_only {
-                Binding::Value(Expr::Unknown)
-            } else {
-                Binding::Value(value.clone())
-            };
+            let binding = if annotated_only { Binding::Value(Expr::Unknown) } else { Binding::Value(value.clone()) };
             self.bind_target(left, binding, scope, Some(stmt));
         }
         value
     }
 
     fn augmented(&mut self, node: Node, stmt: Node, scope: ScopeId) {
-        let value = node
-            .child_by_field_name("right")
-            .map(|r| self.expr(r, scope))
-            .unwrap_or(Expr::Unknown);
+        let value = node.child_by_field_name("right").map(|r| self.expr(r, scope)).unwrap_or(Expr::Unknown);
         if let Some(left) = node.child_by_field_name("left") {
             if scope == 0 && self.text(left) == "__all__" {
                 let extra = string_list(self, node.child_by_field_name("right"));
@@ -841,8 +770,7 @@ impl<'a> Lowerer<'a> {
                     self.access(scope, Expr::Name(name), line(target), true);
                 }
             }
-            "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list"
-            | "expression_list" => {
+            "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" | "expression_list" => {
                 let mut cursor = target.walk();
                 let children: Vec<Node> = target.named_children(&mut cursor).collect();
                 for (i, child) in children.into_iter().enumerate() {
@@ -855,11 +783,7 @@ impl<'a> Lowerer<'a> {
             }
             "list_splat_pattern" | "parenthesized_expression" => {
                 if let Some(inner) = target.named_child(0) {
-                    let b = if target.kind() == "list_splat_pattern" {
-                        Binding::Value(Expr::Unknown)
-                    } else {
-                        binding
-                    };
+                    let b = if target.kind() == "list_splat_pattern" { Binding::Value(Expr::Unknown) } else { binding };
                     self.bind_target(inner, b, scope, stmt);
                 }
             }
@@ -893,9 +817,7 @@ impl<'a> Lowerer<'a> {
             "subscript" => {
                 // `registry[key] = func` makes `func` an element of `registry`.
                 let object = target.child_by_field_name("value");
-                let key = target
-                    .child_by_field_name("subscript")
-                    .and_then(|k| self.constant_string(k));
+                let key = target.child_by_field_name("subscript").and_then(|k| self.constant_string(k));
                 if let Some(index) = target.child_by_field_name("subscript") {
                     self.expr(index, scope);
                 }
@@ -927,9 +849,7 @@ impl<'a> Lowerer<'a> {
             if sc.globals.iter().any(|g| g == name) {
                 return 0;
             }
-            if (s == scope || sc.kind != ScopeKind::Class)
-                && sc.bindings.iter().any(|(n, _)| n == name)
-            {
+            if (s == scope || sc.kind != ScopeKind::Class) && sc.bindings.iter().any(|(n, _)| n == name) {
                 return s;
             }
             match sc.parent {
@@ -942,10 +862,7 @@ impl<'a> Lowerer<'a> {
     /// Module-level and class-level assignments define variable units (once per name).
     fn define_variable(&mut self, scope: ScopeId, name: &str, stmt: Option<Node>) {
         let Some(stmt) = stmt else { return };
-        if !matches!(
-            self.scopes[scope as usize].kind,
-            ScopeKind::Module | ScopeKind::Class
-        ) {
+        if !matches!(self.scopes[scope as usize].kind, ScopeKind::Module | ScopeKind::Class) {
             return;
         }
         let key = (scope, name.to_string());
@@ -964,9 +881,7 @@ impl<'a> Lowerer<'a> {
         for n in names {
             let (module, alias) = match n.kind() {
                 "aliased_import" => (
-                    n.child_by_field_name("name")
-                        .map(|x| self.text(x))
-                        .unwrap_or(""),
+                    n.child_by_field_name("name").map(|x| self.text(x)).unwrap_or(""),
                     n.child_by_field_name("alias").map(|x| self.text(x)),
                 ),
                 _ => (self.text(n), None),
@@ -979,33 +894,20 @@ impl<'a> Lowerer<'a> {
                 Some(alias) => self.bind(
                     scope,
                     alias,
-                    Binding::Import(Import::Module {
-                        module: ModuleRef {
-                            level: 0,
-                            name: module.clone(),
-                        },
-                    }),
+                    Binding::Import(Import::Module { module: ModuleRef { level: 0, name: module.clone() } }),
                 ),
                 None => {
                     let first = module.split('.').next().unwrap_or(&module).to_string();
                     self.bind(
                         scope,
                         &first,
-                        Binding::Import(Import::Module {
-                            module: ModuleRef {
-                                level: 0,
-                                name: first.clone(),
-                            },
-                        }),
+                        Binding::Import(Import::Module { module: ModuleRef { level: 0, name: first.clone() } }),
                     );
                 }
             }
             self.scope(scope).imports.push(ImportStmt {
                 line: line(node),
-                module: ModuleRef {
-                    level: 0,
-                    name: module,
-                },
+                module: ModuleRef { level: 0, name: module },
                 names: Vec::new(),
                 is_from: false,
             });
@@ -1022,19 +924,14 @@ impl<'a> Lowerer<'a> {
             let mut cursor = module_node.walk();
             for child in module_node.named_children(&mut cursor) {
                 match child.kind() {
-                    "import_prefix" => {
-                        level = self.text(child).chars().filter(|&c| c == '.').count() as u32
-                    }
+                    "import_prefix" => level = self.text(child).chars().filter(|&c| c == '.').count() as u32,
                     "dotted_name" => name = normalise_dotted(self.text(child)),
                     _ => {}
                 }
             }
             ModuleRef { level, name }
         } else {
-            ModuleRef {
-                level: 0,
-                name: normalise_dotted(self.text(module_node)),
-            }
+            ModuleRef { level: 0, name: normalise_dotted(self.text(module_node)) }
         };
         let mut names = Vec::new();
         let mut cursor = node.walk();
@@ -1042,9 +939,7 @@ impl<'a> Lowerer<'a> {
         for n in name_nodes {
             let (name, alias) = match n.kind() {
                 "aliased_import" => (
-                    n.child_by_field_name("name")
-                        .map(|x| self.text(x))
-                        .unwrap_or(""),
+                    n.child_by_field_name("name").map(|x| self.text(x)).unwrap_or(""),
                     n.child_by_field_name("alias").map(|x| self.text(x)),
                 ),
                 _ => (self.text(n), None),
@@ -1054,37 +949,20 @@ impl<'a> Lowerer<'a> {
                 continue;
             }
             let local = alias.map(str::to_string).unwrap_or_else(|| name.clone());
-            self.bind(
-                scope,
-                &local,
-                Binding::Import(Import::Name {
-                    module: module.clone(),
-                    name: name.clone(),
-                }),
-            );
+            self.bind(scope, &local, Binding::Import(Import::Name { module: module.clone(), name: name.clone() }));
             names.push(name);
         }
         let mut cursor = node.walk();
-        if node
-            .named_children(&mut cursor)
-            .any(|c| c.kind() == "wildcard_import")
-        {
+        if node.named_children(&mut cursor).any(|c| c.kind() == "wildcard_import") {
             names.push("*".to_string());
         }
-        self.scope(scope).imports.push(ImportStmt {
-            line: line(node),
-            module,
-            names,
-            is_from: true,
-        });
+        self.scope(scope).imports.push(ImportStmt { line: line(node), module, names, is_from: true });
     }
 
     // ---- expressions -----------------------------------------------------------------------
 
     fn access(&mut self, scope: ScopeId, expr: Expr, line: u32, write: bool) {
-        self.scope(scope)
-            .accesses
-            .push(Access { expr, line, write });
+        self.scope(scope).accesses.push(Access { expr, line, write });
     }
 
     /// Lowers an expression that is read: names and attribute chains are recorded as accesses.
@@ -1106,13 +984,9 @@ impl<'a> Lowerer<'a> {
             "identifier" => Expr::Name(self.text(node).to_string()),
             "attribute" => {
                 let object = node.child_by_field_name("object");
-                let attr = node
-                    .child_by_field_name("attribute")
-                    .map(|a| self.text(a).to_string());
+                let attr = node.child_by_field_name("attribute").map(|a| self.text(a).to_string());
                 match (object, attr) {
-                    (Some(object), Some(attr)) => {
-                        Expr::Attr(Box::new(self.chain(object, scope)), attr)
-                    }
+                    (Some(object), Some(attr)) => Expr::Attr(Box::new(self.chain(object, scope)), attr),
                     _ => Expr::Unknown,
                 }
             }
@@ -1130,10 +1004,7 @@ impl<'a> Lowerer<'a> {
             return None;
         }
         let mut cursor = node.walk();
-        if node
-            .named_children(&mut cursor)
-            .any(|c| c.kind() == "interpolation" || c.kind() == "escape_sequence")
-        {
+        if node.named_children(&mut cursor).any(|c| c.kind() == "interpolation" || c.kind() == "escape_sequence") {
             return None;
         }
         let text = self.text(node);
@@ -1149,9 +1020,7 @@ impl<'a> Lowerer<'a> {
             "identifier" | "attribute" => self.expr(node, scope),
             "call" => {
                 let callee_node = node.child_by_field_name("function");
-                let callee = callee_node
-                    .map(|f| self.chain(f, scope))
-                    .unwrap_or(Expr::Unknown);
+                let callee = callee_node.map(|f| self.chain(f, scope)).unwrap_or(Expr::Unknown);
                 let callee_span = callee_node.map(span).unwrap_or((0, 0));
                 let mut args = Vec::new();
                 let mut keywords = Vec::new();
@@ -1164,12 +1033,8 @@ impl<'a> Lowerer<'a> {
                         for arg in children {
                             match arg.kind() {
                                 "keyword_argument" => {
-                                    let name = arg
-                                        .child_by_field_name("name")
-                                        .map(|n| self.text(n).to_string());
-                                    let value = arg
-                                        .child_by_field_name("value")
-                                        .map(|v| self.expr(v, scope));
+                                    let name = arg.child_by_field_name("name").map(|n| self.text(n).to_string());
+                                    let value = arg.child_by_field_name("value").map(|v| self.expr(v, scope));
                                     if let (Some(name), Some(value)) = (name, value) {
                                         keywords.push((name, value));
                                     }
@@ -1190,18 +1055,10 @@ impl<'a> Lowerer<'a> {
                 Expr::Call(Box::new(callee))
             }
             "subscript" => {
-                let value = node
-                    .child_by_field_name("value")
-                    .map(|v| self.expr(v, scope));
+                let value = node.child_by_field_name("value").map(|v| self.expr(v, scope));
                 let mut cursor = node.walk();
-                let subs: Vec<Node> = node
-                    .children_by_field_name("subscript", &mut cursor)
-                    .collect();
-                let key = if subs.len() == 1 {
-                    self.constant_string(subs[0])
-                } else {
-                    None
-                };
+                let subs: Vec<Node> = node.children_by_field_name("subscript", &mut cursor).collect();
+                let key = if subs.len() == 1 { self.constant_string(subs[0]) } else { None };
                 for s in subs {
                     self.expr(s, scope);
                 }
@@ -1223,11 +1080,8 @@ impl<'a> Lowerer<'a> {
                 };
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
-                let elements = children
-                    .into_iter()
-                    .filter(|c| c.kind() != "comment")
-                    .map(|c| self.expr(c, scope))
-                    .collect();
+                let elements =
+                    children.into_iter().filter(|c| c.kind() != "comment").map(|c| self.expr(c, scope)).collect();
                 Expr::Container(kind, elements)
             }
             "dictionary" => {
@@ -1238,9 +1092,7 @@ impl<'a> Lowerer<'a> {
                 let mut all_constant = true;
                 for child in children {
                     if child.kind() == "pair" {
-                        let key = child
-                            .child_by_field_name("key")
-                            .and_then(|k| self.constant_string(k));
+                        let key = child.child_by_field_name("key").and_then(|k| self.constant_string(k));
                         if let Some(k) = child.child_by_field_name("key") {
                             self.expr(k, scope);
                         }
@@ -1287,14 +1139,8 @@ impl<'a> Lowerer<'a> {
                 Expr::Union(options)
             }
             "boolean_operator" => {
-                let left = node
-                    .child_by_field_name("left")
-                    .map(|n| self.expr(n, scope))
-                    .unwrap_or(Expr::Unknown);
-                let right = node
-                    .child_by_field_name("right")
-                    .map(|n| self.expr(n, scope))
-                    .unwrap_or(Expr::Unknown);
+                let left = node.child_by_field_name("left").map(|n| self.expr(n, scope)).unwrap_or(Expr::Unknown);
+                let right = node.child_by_field_name("right").map(|n| self.expr(n, scope)).unwrap_or(Expr::Unknown);
                 Expr::Union(vec![left, right])
             }
             "await" => match node.named_child(0) {
@@ -1304,29 +1150,18 @@ impl<'a> Lowerer<'a> {
             "string" | "concatenated_string" => {
                 self.walk_children(node, scope);
                 let text = self.text(node);
-                let prefix: String = text
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphabetic())
-                    .collect();
-                if prefix.contains(['b', 'B']) {
-                    Expr::Literal("bytes")
-                } else {
-                    Expr::Literal("str")
-                }
+                let prefix: String = text.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+                if prefix.contains(['b', 'B']) { Expr::Literal("bytes") } else { Expr::Literal("str") }
             }
             "integer" => Expr::Literal("int"),
             "float" => Expr::Literal("float"),
             "true" | "false" => Expr::Literal("bool"),
             "none" => Expr::Literal("NoneType"),
-            "list_comprehension"
-            | "set_comprehension"
-            | "dictionary_comprehension"
-            | "generator_expression" => self.comprehension(node, scope),
+            "list_comprehension" | "set_comprehension" | "dictionary_comprehension" | "generator_expression" => {
+                self.comprehension(node, scope)
+            }
             "named_expression" => {
-                let value = node
-                    .child_by_field_name("value")
-                    .map(|v| self.expr(v, scope))
-                    .unwrap_or(Expr::Unknown);
+                let value = node.child_by_field_name("value").map(|v| self.expr(v, scope)).unwrap_or(Expr::Unknown);
                 if let Some(name) = node.child_by_field_name("name") {
                     let name = self.text(name).to_string();
                     self.bind(scope, &name, Binding::Value(value.clone()));
@@ -1340,11 +1175,7 @@ impl<'a> Lowerer<'a> {
                     node.children(&mut cursor).any(|c| c.kind() == "from")
                 };
                 for v in values {
-                    let v = if is_from {
-                        Expr::Subscript(Box::new(v))
-                    } else {
-                        v
-                    };
+                    let v = if is_from { Expr::Subscript(Box::new(v)) } else { v };
                     self.scope(scope).yields.push(v);
                 }
                 Expr::Unknown
@@ -1365,8 +1196,7 @@ impl<'a> Lowerer<'a> {
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
         for child in children {
             match child.kind() {
-                "comment" | "string_start" | "string_content" | "string_end"
-                | "escape_sequence" => {}
+                "comment" | "string_start" | "string_content" | "string_end" | "escape_sequence" => {}
                 kind if is_statement_like(kind) => self.statement(child, scope),
                 _ => {
                     self.expr(child, scope);
@@ -1387,8 +1217,7 @@ impl<'a> Lowerer<'a> {
                     let eval_scope = if first_clause { scope } else { inner };
                     first_clause = false;
                     let mut c2 = child.walk();
-                    let rights: Vec<Node> =
-                        child.children_by_field_name("right", &mut c2).collect();
+                    let rights: Vec<Node> = child.children_by_field_name("right", &mut c2).collect();
                     let mut iter = Expr::Unknown;
                     for r in rights {
                         iter = self.expr(r, eval_scope);
@@ -1413,9 +1242,7 @@ impl<'a> Lowerer<'a> {
                 if let Some(k) = b.child_by_field_name("key") {
                     self.expr(k, inner);
                 }
-                b.child_by_field_name("value")
-                    .map(|v| self.expr(v, inner))
-                    .unwrap_or(Expr::Unknown)
+                b.child_by_field_name("value").map(|v| self.expr(v, inner)).unwrap_or(Expr::Unknown)
             }
             Some(b) => self.expr(b, inner),
             None => Expr::Unknown,
@@ -1432,18 +1259,11 @@ impl<'a> Lowerer<'a> {
 fn is_statement_like(kind: &str) -> bool {
     kind.ends_with("_statement")
         || kind.ends_with("_clause") && kind != "for_in_clause" && kind != "if_clause"
-        || matches!(
-            kind,
-            "block" | "function_definition" | "class_definition" | "decorated_definition"
-        )
+        || matches!(kind, "block" | "function_definition" | "class_definition" | "decorated_definition")
 }
 
 fn normalise_dotted(text: &str) -> String {
-    text.split('.')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect::<Vec<_>>()
-        .join(".")
+    text.split('.').map(str::trim).filter(|s| !s.is_empty()).collect::<Vec<_>>().join(".")
 }
 
 /// The strings of a literal list or tuple (for `__all__`).
@@ -1472,17 +1292,10 @@ pub fn clean_docstring(literal: &str) -> String {
     let mut lines = body.lines();
     let first = lines.next().unwrap_or("").trim().to_string();
     let rest: Vec<&str> = lines.collect();
-    let indent = rest
-        .iter()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.len() - l.trim_start().len())
-        .min()
-        .unwrap_or(0);
+    let indent =
+        rest.iter().filter(|l| !l.trim().is_empty()).map(|l| l.len() - l.trim_start().len()).min().unwrap_or(0);
     let mut out = vec![first];
-    out.extend(
-        rest.iter()
-            .map(|l| l.get(indent..).unwrap_or("").trim_end().to_string()),
-    );
+    out.extend(rest.iter().map(|l| l.get(indent..).unwrap_or("").trim_end().to_string()));
     while out.last().is_some_and(|l| l.is_empty()) {
         out.pop();
     }
@@ -1502,8 +1315,7 @@ mod tests {
         let syn = lower(src);
         assert_eq!(syn.parse_errors, 0);
         assert_eq!(syn.docstring.as_deref(), Some("Mod doc."));
-        let paths: Vec<(&str, DefKind)> =
-            syn.defs.iter().map(|d| (d.path.as_str(), d.kind)).collect();
+        let paths: Vec<(&str, DefKind)> = syn.defs.iter().map(|d| (d.path.as_str(), d.kind)).collect();
         assert_eq!(
             paths,
             vec![
@@ -1520,11 +1332,7 @@ mod tests {
         assert_eq!(f.signature.as_deref(), Some("@dec\ndef f(a, b=g())"));
         assert_eq!(f.docstring.as_deref(), Some("Doc."));
         // `g()` in the default is called by the module; `dec` too.
-        let module_calls: Vec<String> = syn.scopes[0]
-            .calls
-            .iter()
-            .map(|c| callee_text(src, c.callee_span))
-            .collect();
+        let module_calls: Vec<String> = syn.scopes[0].calls.iter().map(|c| callee_text(src, c.callee_span)).collect();
         assert_eq!(module_calls, vec!["dec", "g"]);
     }
 

@@ -43,10 +43,7 @@ impl ModuleTable {
     pub fn build(paths: &[&str]) -> ModuleTable {
         let dirs_with_init: FxHashSet<&str> = paths
             .iter()
-            .filter_map(|p| {
-                p.strip_suffix("/__init__.py")
-                    .or(if *p == "__init__.py" { Some("") } else { None })
-            })
+            .filter_map(|p| p.strip_suffix("/__init__.py").or(if *p == "__init__.py" { Some("") } else { None }))
             .collect();
 
         let mut proposed: Vec<(String, bool, String)> = Vec::with_capacity(paths.len());
@@ -67,21 +64,13 @@ impl ModuleTable {
             let package = &dirs[first_in_package..];
             let is_package = stem == "__init__";
             let name = if is_package {
-                if package.is_empty() {
-                    "__init__".to_string()
-                } else {
-                    dotted(package)
-                }
+                if package.is_empty() { "__init__".to_string() } else { dotted(package) }
             } else {
                 let mut all = package.to_vec();
                 all.push(stem);
                 dotted(&all)
             };
-            let full = if is_package {
-                dotted(dirs)
-            } else {
-                dotted(&parts)
-            };
+            let full = if is_package { dotted(dirs) } else { dotted(&parts) };
             proposed.push((name, is_package, full));
         }
 
@@ -108,10 +97,7 @@ impl ModuleTable {
         let mut aliases = FxHashMap::default();
         let mut packages = FxHashSet::default();
         for (i, (_, _, full)) in proposed.iter().enumerate() {
-            for alias in [Some(full.as_str()), full.strip_prefix("src.")]
-                .into_iter()
-                .flatten()
-            {
+            for alias in [Some(full.as_str()), full.strip_prefix("src.")].into_iter().flatten() {
                 if !alias.is_empty() && !canonical.contains_key(alias) {
                     aliases.entry(alias.to_string()).or_insert(i);
                 }
@@ -131,12 +117,7 @@ impl ModuleTable {
             .zip(proposed)
             .map(|(name, (_, is_package, _))| ModuleInfo { name, is_package })
             .collect();
-        ModuleTable {
-            modules,
-            canonical,
-            aliases,
-            packages,
-        }
+        ModuleTable { modules, canonical, aliases, packages }
     }
 
     pub fn lookup(&self, name: &str) -> Lookup {
@@ -188,11 +169,7 @@ mod tests {
         );
         assert!(t.modules[0].is_package);
         assert_eq!(t.lookup("requests.api"), Lookup::File(1));
-        assert_eq!(
-            t.lookup("ns.plugin"),
-            Lookup::File(7),
-            "namespace package path"
-        );
+        assert_eq!(t.lookup("ns.plugin"), Lookup::File(7), "namespace package path");
         assert_eq!(t.lookup("ns"), Lookup::Namespace);
         assert_eq!(t.lookup("json"), Lookup::Missing);
     }

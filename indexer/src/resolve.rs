@@ -19,12 +19,8 @@ use std::sync::Arc;
 use fresco_graph::{Edge, EdgeKind, FileGraph, Unit, UnitKind, Unresolved};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::db::{
-    ModuleLookup, SourceFile, Workspace, file_summary, file_syntax, lookup_module, module_info,
-};
-use crate::summary::{
-    ClassSummary, Member, MethodFlags, ModuleSummary, SumBinding, absolute_module, method_flags,
-};
+use crate::db::{ModuleLookup, SourceFile, Workspace, file_summary, file_syntax, lookup_module, module_info};
+use crate::summary::{ClassSummary, Member, MethodFlags, ModuleSummary, SumBinding, absolute_module, method_flags};
 use crate::syntax::*;
 
 /// A unit of some module: the module's name and the unit's path within it.
@@ -36,10 +32,7 @@ pub struct Target {
 
 impl Target {
     fn new(module: &str, path: &str) -> Target {
-        Target {
-            module: Arc::from(module),
-            path: Arc::from(path),
-        }
+        Target { module: Arc::from(module), path: Arc::from(path) }
     }
     pub fn id(&self) -> String {
         format!("{}.{}", self.module, self.path)
@@ -270,9 +263,7 @@ const BUILTIN_FUNCTIONS: &[&str] = &[
 
 fn builtin(name: &str) -> Option<Value> {
     if BUILTIN_CLASSES.contains(&name) || BUILTIN_FUNCTIONS.contains(&name) {
-        Some(Value::External(Arc::from(
-            format!("builtins.{name}").as_str(),
-        )))
+        Some(Value::External(Arc::from(format!("builtins.{name}").as_str())))
     } else {
         None
     }
@@ -280,9 +271,7 @@ fn builtin(name: &str) -> Option<Value> {
 
 fn builtin_class_instance(external: &str) -> Option<Value> {
     let name = external.strip_prefix("builtins.")?;
-    if BUILTIN_CLASSES.contains(&name)
-        && !matches!(name, "super" | "property" | "staticmethod" | "classmethod")
-    {
+    if BUILTIN_CLASSES.contains(&name) && !matches!(name, "super" | "property" | "staticmethod" | "classmethod") {
         Some(Value::ExternalInstance(Arc::from(external)))
     } else {
         None
@@ -329,8 +318,8 @@ fn external_call_result(external: &str) -> Option<Value> {
         return None;
     }
     let last = external.rsplit('.').next().unwrap_or(external);
-    let capwords = last.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-        && last.chars().any(|c| c.is_ascii_lowercase());
+    let capwords =
+        last.chars().next().is_some_and(|c| c.is_ascii_uppercase()) && last.chars().any(|c| c.is_ascii_lowercase());
     if capwords || LOWERCASE_EXTERNAL_CLASSES.contains(&external) {
         Some(Value::ExternalInstance(Arc::from(external)))
     } else {
@@ -372,37 +361,18 @@ struct Resolver<'a> {
 }
 
 /// Resolves one file: its graph, and the module names resolution consulted (its dependencies).
-pub fn resolve_file(
-    db: &dyn salsa::Database,
-    ws: Workspace,
-    file: SourceFile,
-) -> (FileGraph, Vec<String>) {
+pub fn resolve_file(db: &dyn salsa::Database, ws: Workspace, file: SourceFile) -> (FileGraph, Vec<String>) {
     let path = file.path(db).clone();
     let revision = file.revision(db);
     let Some(info) = module_info(db, ws, file) else {
-        let reason = fresco_graph::SkipReason::Unreadable {
-            error: "not part of the workspace".into(),
-        };
-        return (
-            FileGraph::skipped(path, String::new(), revision, reason),
-            Vec::new(),
-        );
+        let reason = fresco_graph::SkipReason::Unreadable { error: "not part of the workspace".into() };
+        return (FileGraph::skipped(path, String::new(), revision, reason), Vec::new());
     };
     if let Some(reason) = file.skipped(db) {
-        return (
-            FileGraph::skipped(path, info.name, revision, reason.clone()),
-            Vec::new(),
-        );
+        return (FileGraph::skipped(path, info.name, revision, reason.clone()), Vec::new());
     }
     let syntax = file_syntax(db, file);
-    let mut resolver = Resolver::new(
-        db,
-        ws,
-        &info.name,
-        info.is_package,
-        &syntax,
-        file.text(db).clone(),
-    );
+    let mut resolver = Resolver::new(db, ws, &info.name, info.is_package, &syntax, file.text(db).clone());
     let graph = resolver.run(path, revision);
     let mut deps: Vec<String> = resolver.lookups.borrow().keys().cloned().collect();
     deps.sort_unstable();
@@ -487,15 +457,11 @@ impl<'a> Resolver<'a> {
         }
         let found = lookup_module(self.db, self.ws, name.to_string());
         let canonical = match found {
-            ModuleLookup::File(f) => {
-                module_info(self.db, self.ws, f).map(|i| Arc::from(i.name.as_str()))
-            }
+            ModuleLookup::File(f) => module_info(self.db, self.ws, f).map(|i| Arc::from(i.name.as_str())),
             ModuleLookup::Namespace => Some(Arc::from(name)),
             ModuleLookup::Missing => None,
         };
-        self.lookups
-            .borrow_mut()
-            .insert(name.to_string(), (found, canonical.clone()));
+        self.lookups.borrow_mut().insert(name.to_string(), (found, canonical.clone()));
         (found, canonical)
     }
 
@@ -507,9 +473,7 @@ impl<'a> Resolver<'a> {
             ModuleLookup::File(f) => Some(file_summary(self.db, self.ws, f)),
             _ => None,
         };
-        self.summaries
-            .borrow_mut()
-            .insert(Arc::from(module), summary.clone());
+        self.summaries.borrow_mut().insert(Arc::from(module), summary.clone());
         summary
     }
 
@@ -533,9 +497,7 @@ impl<'a> Resolver<'a> {
     fn import_name(&self, module: &str, name: &str, depth: u32) -> Vec<Value> {
         match self.lookup(module) {
             (ModuleLookup::Missing, _) if self.is_internal_path(module) => Vec::new(),
-            (ModuleLookup::Missing, _) => vec![Value::External(Arc::from(
-                format!("{module}.{name}").as_str(),
-            ))],
+            (ModuleLookup::Missing, _) => vec![Value::External(Arc::from(format!("{module}.{name}").as_str()))],
             (lookup, canonical) => {
                 let canonical = canonical.unwrap_or_else(|| Arc::from(module));
                 let mut values = if lookup == ModuleLookup::Namespace {
@@ -564,27 +526,15 @@ impl<'a> Resolver<'a> {
             return hit.clone();
         }
         // In-progress marker: an import cycle evaluates to nothing rather than looping.
-        self.module_names
-            .borrow_mut()
-            .insert(key.clone(), Vec::new());
+        self.module_names.borrow_mut().insert(key.clone(), Vec::new());
         let cuts_before = self.cuts.get();
         let mut values = Vec::new();
         if let Some(summary) = self.summary(module) {
             if let Some(bindings) = summary.name(name) {
-                let has_unit = bindings.iter().any(|b| {
-                    matches!(
-                        b,
-                        SumBinding::Def {
-                            kind: DefKind::Variable,
-                            ..
-                        }
-                    )
-                });
+                let has_unit = bindings.iter().any(|b| matches!(b, SumBinding::Def { kind: DefKind::Variable, .. }));
                 for b in bindings {
                     match b {
-                        SumBinding::Def { path, kind } => {
-                            push(&mut values, def_value(module, path, *kind))
-                        }
+                        SumBinding::Def { path, kind } => push(&mut values, def_value(module, path, *kind)),
                         SumBinding::ImportModule(m) => values.extend(self.module_value(m)),
                         SumBinding::ImportName { module: m, name: n } => {
                             extend(&mut values, self.import_name(m, n, depth + 1))
@@ -622,10 +572,7 @@ impl<'a> Resolver<'a> {
 
     fn class_summary(&self, class: &Target) -> Option<(Arc<ModuleSummary>, usize)> {
         let summary = self.summary(&class.module)?;
-        let index = summary
-            .classes
-            .binary_search_by(|(p, _)| p.as_str().cmp(&class.path))
-            .ok()?;
+        let index = summary.classes.binary_search_by(|(p, _)| p.as_str().cmp(&class.path)).ok()?;
         Some((summary, index))
     }
 
@@ -640,14 +587,9 @@ impl<'a> Resolver<'a> {
         if let Some(hit) = self.mros.borrow().get(class) {
             return hit.clone();
         }
-        self.mros.borrow_mut().insert(
-            class.clone(),
-            Arc::new(vec![MroEntry::Class(class.clone())]),
-        );
+        self.mros.borrow_mut().insert(class.clone(), Arc::new(vec![MroEntry::Class(class.clone())]));
         let cuts_before = self.cuts.get();
-        let bases = self
-            .with_class(class, |c| c.bases.clone())
-            .unwrap_or_default();
+        let bases = self.with_class(class, |c| c.bases.clone()).unwrap_or_default();
         let mut base_lists: Vec<Vec<MroEntry>> = Vec::new();
         let mut direct: Vec<MroEntry> = Vec::new();
         if !self.too_deep(depth + 1) {
@@ -713,13 +655,7 @@ impl<'a> Resolver<'a> {
     }
 
     /// Looks `attr` up on a class through its MRO, skipping entries up to and including `after`.
-    fn class_attr(
-        &self,
-        class: &Target,
-        attr: &str,
-        after: Option<&Target>,
-        depth: u32,
-    ) -> Vec<Value> {
+    fn class_attr(&self, class: &Target, attr: &str, after: Option<&Target>, depth: u32) -> Vec<Value> {
         let mro = self.mro(class, depth + 1);
         let mut skipping = after.is_some();
         for entry in mro.iter() {
@@ -751,10 +687,7 @@ impl<'a> Resolver<'a> {
         let Some(summary) = self.summary(&method.module) else {
             return MethodFlags::default();
         };
-        summary
-            .function(&method.path)
-            .map(|f| f.flags)
-            .unwrap_or_default()
+        summary.function(&method.path).map(|f| f.flags).unwrap_or_default()
     }
 
     // ---- values --------------------------------------------------------------------------
@@ -791,42 +724,24 @@ impl<'a> Resolver<'a> {
             return Vec::new();
         };
         let attr = var.path.rsplit('.').next().unwrap_or("");
-        self.with_class(&owner, |c| {
-            c.member(attr).map(|m| m.values.clone()).unwrap_or_default()
-        })
-        .unwrap_or_default()
+        self.with_class(&owner, |c| c.member(attr).map(|m| m.values.clone()).unwrap_or_default()).unwrap_or_default()
     }
 
     fn var_values(&self, var: &Target, depth: u32) -> Vec<Value> {
         if self.too_deep(depth) {
             return Vec::new();
         }
-        let self_class = if self
-            .summary(&var.module)
-            .is_some_and(|s| s.name(&var.path).is_some())
-        {
-            None
-        } else {
-            var.owner()
-        };
+        let self_class =
+            if self.summary(&var.module).is_some_and(|s| s.name(&var.path).is_some()) { None } else { var.owner() };
         let mut out = Vec::new();
         for e in self.var_exprs(var) {
-            extend(
-                &mut out,
-                self.eval_closed(&e, &var.module, self_class.as_ref(), depth + 1),
-            );
+            extend(&mut out, self.eval_closed(&e, &var.module, self_class.as_ref(), depth + 1));
         }
         out
     }
 
     /// Evaluates a summary expression (closed over module scope) in `module`.
-    fn eval_closed(
-        &self,
-        expr: &Expr,
-        module: &Arc<str>,
-        self_class: Option<&Target>,
-        depth: u32,
-    ) -> Vec<Value> {
+    fn eval_closed(&self, expr: &Expr, module: &Arc<str>, self_class: Option<&Target>, depth: u32) -> Vec<Value> {
         if self.too_deep(depth) {
             return Vec::new();
         }
@@ -862,12 +777,10 @@ impl<'a> Resolver<'a> {
                 }
                 out
             }
-            Expr::Subscript(base) | Expr::Item(base, _) => {
-                self.elements_closed(base, module, self_class, depth + 1)
+            Expr::Subscript(base) | Expr::Item(base, _) => self.elements_closed(base, module, self_class, depth + 1),
+            Expr::Container(kind, _) => {
+                vec![Value::ExternalInstance(Arc::from(format!("builtins.{}", kind.builtin()).as_str()))]
             }
-            Expr::Container(kind, _) => vec![Value::ExternalInstance(Arc::from(
-                format!("builtins.{}", kind.builtin()).as_str(),
-            ))],
             Expr::Keyed(_) => vec![Value::ExternalInstance(Arc::from("builtins.dict"))],
             Expr::Union(items) => {
                 let mut out = Vec::new();
@@ -876,27 +789,15 @@ impl<'a> Resolver<'a> {
                 }
                 out
             }
-            Expr::Literal(t) => vec![Value::ExternalInstance(Arc::from(
-                format!("builtins.{t}").as_str(),
-            ))],
-            Expr::SelfRef => self_class
-                .map(|c| vec![Value::Instance(c.clone())])
-                .unwrap_or_default(),
-            Expr::ClsRef => self_class
-                .map(|c| vec![Value::Class(c.clone())])
-                .unwrap_or_default(),
+            Expr::Literal(t) => vec![Value::ExternalInstance(Arc::from(format!("builtins.{t}").as_str()))],
+            Expr::SelfRef => self_class.map(|c| vec![Value::Instance(c.clone())]).unwrap_or_default(),
+            Expr::ClsRef => self_class.map(|c| vec![Value::Class(c.clone())]).unwrap_or_default(),
             Expr::Lambda(_) | Expr::Unknown => Vec::new(),
         };
         self.deref(raw, depth)
     }
 
-    fn elements_closed(
-        &self,
-        expr: &Expr,
-        module: &Arc<str>,
-        self_class: Option<&Target>,
-        depth: u32,
-    ) -> Vec<Value> {
+    fn elements_closed(&self, expr: &Expr, module: &Arc<str>, self_class: Option<&Target>, depth: u32) -> Vec<Value> {
         if self.too_deep(depth) {
             return Vec::new();
         }
@@ -931,10 +832,7 @@ impl<'a> Resolver<'a> {
                 for v in raw {
                     if let Value::Var(t) = v {
                         for e in self.var_exprs(&t) {
-                            extend(
-                                &mut out,
-                                self.elements_closed(&e, &t.module, t.owner().as_ref(), depth + 1),
-                            );
+                            extend(&mut out, self.elements_closed(&e, &t.module, t.owner().as_ref(), depth + 1));
                         }
                     }
                 }
@@ -965,16 +863,10 @@ impl<'a> Resolver<'a> {
         let owner = t.owner();
         let mut out = Vec::new();
         for y in &f.yields {
-            extend(
-                &mut out,
-                self.eval_closed(y, &t.module, owner.as_ref(), depth + 1),
-            );
+            extend(&mut out, self.eval_closed(y, &t.module, owner.as_ref(), depth + 1));
         }
         for r in &f.returns {
-            extend(
-                &mut out,
-                self.elements_closed(r, &t.module, owner.as_ref(), depth + 1),
-            );
+            extend(&mut out, self.elements_closed(r, &t.module, owner.as_ref(), depth + 1));
         }
         out
     }
@@ -997,9 +889,7 @@ impl<'a> Resolver<'a> {
             }
             Value::Class(t) => self.class_attr(t, attr, None, depth + 1),
             Value::Instance(t) => self.class_attr(t, attr, None, depth + 1),
-            Value::Super(written_in, self_class) => {
-                self.class_attr(self_class, attr, Some(written_in), depth + 1)
-            }
+            Value::Super(written_in, self_class) => self.class_attr(self_class, attr, Some(written_in), depth + 1),
             Value::External(x) | Value::ExternalInstance(x) => {
                 vec![Value::External(Arc::from(format!("{x}.{attr}").as_str()))]
             }
@@ -1024,10 +914,7 @@ impl<'a> Resolver<'a> {
                 let owner = t.owner();
                 let mut out = Vec::new();
                 for r in &f.returns {
-                    extend(
-                        &mut out,
-                        self.eval_closed(r, &t.module, owner.as_ref(), depth + 1),
-                    );
+                    extend(&mut out, self.eval_closed(r, &t.module, owner.as_ref(), depth + 1));
                 }
                 out
             }
@@ -1081,13 +968,8 @@ impl<'a> Resolver<'a> {
         let Some(s) = self.binding_scope(name, scope) else {
             return false;
         };
-        let indices = self.scope_bindings[s as usize]
-            .get(name.as_str())
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
-        indices
-            .iter()
-            .any(|&i| matches!(self.syntax.scope(s).bindings[i].1, Binding::Param(_)))
+        let indices = self.scope_bindings[s as usize].get(name.as_str()).map(Vec::as_slice).unwrap_or(&[]);
+        indices.iter().any(|&i| matches!(self.syntax.scope(s).bindings[i].1, Binding::Param(_)))
     }
 
     fn enclosing_class(&self, scope: ScopeId) -> Option<(Target, ScopeId)> {
@@ -1119,11 +1001,7 @@ impl<'a> Resolver<'a> {
         if s == 0 {
             let mut values = self.module_member(&self.module, name, depth + 1);
             // Lambdas at module level are not in the summary (their identity is positional).
-            for &i in self.scope_bindings[0]
-                .get(name)
-                .map(Vec::as_slice)
-                .unwrap_or(&[])
-            {
+            for &i in self.scope_bindings[0].get(name).map(Vec::as_slice).unwrap_or(&[]) {
                 if let (_, Binding::Value(Expr::Lambda(l))) = &self.syntax.scope(0).bindings[i] {
                     push(&mut values, Value::Lambda(*l));
                 }
@@ -1140,15 +1018,10 @@ impl<'a> Resolver<'a> {
         if let Some(hit) = self.local_names.borrow().get(&key) {
             return hit.clone();
         }
-        self.local_names
-            .borrow_mut()
-            .insert(key.clone(), Vec::new());
+        self.local_names.borrow_mut().insert(key.clone(), Vec::new());
         let cuts_before = self.cuts.get();
         let mut values = Vec::new();
-        let indices = self.scope_bindings[s as usize]
-            .get(name)
-            .cloned()
-            .unwrap_or_default();
+        let indices = self.scope_bindings[s as usize].get(name).cloned().unwrap_or_default();
         for i in self.syntax.live_bindings(s, &indices) {
             let binding = &self.syntax.scope(s).bindings[i].1;
             extend(&mut values, self.binding_values(binding, s, depth + 1));
@@ -1167,10 +1040,9 @@ impl<'a> Resolver<'a> {
         }
         match binding {
             Binding::Value(e) => self.eval_local(e, scope, depth + 1),
-            Binding::Unpack(Expr::Container(_, items), i) => items
-                .get(*i as usize)
-                .map(|e| self.eval_local(e, scope, depth + 1))
-                .unwrap_or_default(),
+            Binding::Unpack(Expr::Container(_, items), i) => {
+                items.get(*i as usize).map(|e| self.eval_local(e, scope, depth + 1)).unwrap_or_default()
+            }
             Binding::Unpack(e, i) => self.element_at(e, *i, scope, depth + 1),
             Binding::Iter(e) => self.elements_local(e, scope, depth + 1),
             Binding::Enter(e) => self.eval_local(e, scope, depth + 1),
@@ -1216,17 +1088,12 @@ impl<'a> Resolver<'a> {
                     if let (Some(class_def), Some(def)) = (ps.def, sc.def) {
                         let flags = method_flags(&self.syntax.def(def).decorators);
                         let class = Target::new(&self.module, &self.syntax.def(class_def).path);
-                        let is_meta_new = self.syntax.def(def).name == "__new__"
-                            || self.syntax.def(def).name == "__init_subclass__";
+                        let is_meta_new =
+                            self.syntax.def(def).name == "__new__" || self.syntax.def(def).name == "__init_subclass__";
                         // `self`/`cls` is the class, or whatever receivers calls in this file
                         // were seen to pass (subclass instances calling inherited methods).
                         let mut classes = vec![class.clone()];
-                        for receiver in self
-                            .receiver_flow
-                            .get(&scope)
-                            .map(Vec::as_slice)
-                            .unwrap_or(&[])
-                        {
+                        for receiver in self.receiver_flow.get(&scope).map(Vec::as_slice).unwrap_or(&[]) {
                             if !classes.contains(receiver) {
                                 classes.push(receiver.clone());
                             }
@@ -1275,13 +1142,7 @@ impl<'a> Resolver<'a> {
 
     /// Evaluates an expression; when `hits` is given, records the variables and properties the
     /// name/attribute chain passes through (the site's references).
-    fn eval_site(
-        &self,
-        expr: &Expr,
-        scope: ScopeId,
-        mut hits: Option<&mut SiteHits>,
-        depth: u32,
-    ) -> Vec<Value> {
+    fn eval_site(&self, expr: &Expr, scope: ScopeId, mut hits: Option<&mut SiteHits>, depth: u32) -> Vec<Value> {
         if self.too_deep(depth) {
             return Vec::new();
         }
@@ -1332,9 +1193,9 @@ impl<'a> Resolver<'a> {
             }
             Expr::Subscript(base) => self.elements_local(base, scope, depth + 1),
             Expr::Item(base, key) => self.item_local(base, key, scope, depth + 1),
-            Expr::Container(kind, _) => vec![Value::ExternalInstance(Arc::from(
-                format!("builtins.{}", kind.builtin()).as_str(),
-            ))],
+            Expr::Container(kind, _) => {
+                vec![Value::ExternalInstance(Arc::from(format!("builtins.{}", kind.builtin()).as_str()))]
+            }
             Expr::Keyed(_) => vec![Value::ExternalInstance(Arc::from("builtins.dict"))],
             Expr::Lambda(l) => vec![Value::Lambda(*l)],
             Expr::Union(items) => {
@@ -1344,9 +1205,7 @@ impl<'a> Resolver<'a> {
                 }
                 out
             }
-            Expr::Literal(t) => vec![Value::ExternalInstance(Arc::from(
-                format!("builtins.{t}").as_str(),
-            ))],
+            Expr::Literal(t) => vec![Value::ExternalInstance(Arc::from(format!("builtins.{t}").as_str()))],
             Expr::SelfRef | Expr::ClsRef | Expr::DefPath(_) | Expr::Unknown => Vec::new(),
         };
         if let Some(h) = hits {
@@ -1366,24 +1225,18 @@ impl<'a> Resolver<'a> {
             return Vec::new();
         }
         match expr {
-            Expr::Container(ContainerKind::Tuple | ContainerKind::List, items) => items
-                .get(index as usize)
-                .map(|e| self.eval_local(e, scope, depth + 1))
-                .unwrap_or_default(),
+            Expr::Container(ContainerKind::Tuple | ContainerKind::List, items) => {
+                items.get(index as usize).map(|e| self.eval_local(e, scope, depth + 1)).unwrap_or_default()
+            }
             Expr::Name(n) => {
                 let Some(s) = self.binding_scope(n, scope) else {
                     return Vec::new();
                 };
-                let indices = self.scope_bindings[s as usize]
-                    .get(n.as_str())
-                    .cloned()
-                    .unwrap_or_default();
+                let indices = self.scope_bindings[s as usize].get(n.as_str()).cloned().unwrap_or_default();
                 let mut out = Vec::new();
                 for i in indices {
                     match &self.syntax.scope(s).bindings[i].1 {
-                        Binding::Value(e) => {
-                            extend(&mut out, self.element_at(e, index, s, depth + 1))
-                        }
+                        Binding::Value(e) => extend(&mut out, self.element_at(e, index, s, depth + 1)),
                         _ => extend(&mut out, self.elements_local(expr, scope, depth + 1)),
                     }
                 }
@@ -1414,16 +1267,10 @@ impl<'a> Resolver<'a> {
                 let Some(s) = self.binding_scope(n, scope) else {
                     return Vec::new();
                 };
-                let indices = self.scope_bindings[s as usize]
-                    .get(n.as_str())
-                    .cloned()
-                    .unwrap_or_default();
-                let all_keyed = indices.iter().all(|&i| {
-                    matches!(
-                        &self.syntax.scope(s).bindings[i].1,
-                        Binding::Value(Expr::Keyed(_))
-                    )
-                });
+                let indices = self.scope_bindings[s as usize].get(n.as_str()).cloned().unwrap_or_default();
+                let all_keyed = indices
+                    .iter()
+                    .all(|&i| matches!(&self.syntax.scope(s).bindings[i].1, Binding::Value(Expr::Keyed(_))));
                 if !all_keyed {
                     return self.elements_local(base, scope, depth + 1);
                 }
@@ -1463,10 +1310,7 @@ impl<'a> Resolver<'a> {
                     return Vec::new();
                 };
                 let mut out = Vec::new();
-                let indices = self.scope_bindings[s as usize]
-                    .get(n.as_str())
-                    .cloned()
-                    .unwrap_or_default();
+                let indices = self.scope_bindings[s as usize].get(n.as_str()).cloned().unwrap_or_default();
                 for i in indices {
                     match &self.syntax.scope(s).bindings[i].1 {
                         Binding::Value(e) => extend(&mut out, self.elements_local(e, s, depth + 1)),
@@ -1478,11 +1322,7 @@ impl<'a> Resolver<'a> {
                             }
                         }
                         Binding::Import(_) => {
-                            for v in self.binding_values(
-                                &self.syntax.scope(s).bindings[i].1,
-                                s,
-                                depth + 1,
-                            ) {
+                            for v in self.binding_values(&self.syntax.scope(s).bindings[i].1, s, depth + 1) {
                                 let _ = v;
                             }
                         }
@@ -1493,10 +1333,7 @@ impl<'a> Resolver<'a> {
                     for v in self.module_member(&self.module, n, depth + 1) {
                         if let Value::Var(t) = v {
                             for e in self.var_exprs(&t) {
-                                extend(
-                                    &mut out,
-                                    self.elements_closed(&e, &t.module, None, depth + 1),
-                                );
+                                extend(&mut out, self.elements_closed(&e, &t.module, None, depth + 1));
                             }
                         }
                     }
@@ -1509,15 +1346,7 @@ impl<'a> Resolver<'a> {
                     for v in self.attr_of(&b, attr, depth + 1) {
                         if let Value::Var(t) = v {
                             for e in self.var_exprs(&t) {
-                                extend(
-                                    &mut out,
-                                    self.elements_closed(
-                                        &e,
-                                        &t.module,
-                                        t.owner().as_ref(),
-                                        depth + 1,
-                                    ),
-                                );
+                                extend(&mut out, self.elements_closed(&e, &t.module, t.owner().as_ref(), depth + 1));
                             }
                         }
                     }
@@ -1613,10 +1442,7 @@ impl<'a> Resolver<'a> {
                     targets.push(x.to_string());
                 }
                 Value::Lambda(_) => resolved = true,
-                Value::ExternalInstance(_)
-                | Value::Module(_)
-                | Value::Var(_)
-                | Value::Super(..) => {}
+                Value::ExternalInstance(_) | Value::Module(_) | Value::Var(_) | Value::Super(..) => {}
             }
         }
         (targets, resolved)
@@ -1641,13 +1467,7 @@ impl<'a> Resolver<'a> {
                 if *t.module != *self.module {
                     continue;
                 }
-                let Some(body) = self
-                    .syntax
-                    .defs
-                    .iter()
-                    .find(|d| *d.path == *t.path)
-                    .and_then(|d| d.body)
-                else {
+                let Some(body) = self.syntax.defs.iter().find(|d| *d.path == *t.path).and_then(|d| d.body) else {
                     continue;
                 };
                 for k in &receivers {
@@ -1666,13 +1486,7 @@ impl<'a> Resolver<'a> {
                     let init = self
                         .deref(self.class_attr(t, "__init__", None, 0), 0)
                         .into_iter()
-                        .find_map(|i| {
-                            if let Value::Function(f) = i {
-                                Some(f)
-                            } else {
-                                None
-                            }
-                        });
+                        .find_map(|i| if let Value::Function(f) = i { Some(f) } else { None });
                     match init {
                         Some(f) => (f, true),
                         None => continue,
@@ -1683,12 +1497,7 @@ impl<'a> Resolver<'a> {
             if *target.module != *self.module {
                 continue;
             }
-            let Some(def) = self
-                .syntax
-                .defs
-                .iter()
-                .position(|d| *d.path == *target.path)
-            else {
+            let Some(def) = self.syntax.defs.iter().position(|d| *d.path == *target.path) else {
                 continue;
             };
             let def = &self.syntax.defs[def];
@@ -1743,20 +1552,14 @@ impl<'a> Resolver<'a> {
 
         let mut edges: Vec<Edge> = Vec::new();
         let mut seen: FxHashSet<(String, String, EdgeKind, Option<u32>)> = FxHashSet::default();
-        let mut add =
-            |edges: &mut Vec<Edge>, src: &str, dst: String, kind: EdgeKind, line: Option<u32>| {
-                if src == dst && kind != EdgeKind::Calls {
-                    return;
-                }
-                if seen.insert((src.to_string(), dst.clone(), kind, line)) {
-                    edges.push(Edge {
-                        src: src.to_string(),
-                        dst,
-                        kind,
-                        line,
-                    });
-                }
-            };
+        let mut add = |edges: &mut Vec<Edge>, src: &str, dst: String, kind: EdgeKind, line: Option<u32>| {
+            if src == dst && kind != EdgeKind::Calls {
+                return;
+            }
+            if seen.insert((src.to_string(), dst.clone(), kind, line)) {
+                edges.push(Edge { src: src.to_string(), dst, kind, line });
+            }
+        };
         let mut unresolved = Vec::new();
         let module_id = self.module.to_string();
 
@@ -1766,13 +1569,7 @@ impl<'a> Resolver<'a> {
                 Some(p) => format!("{}.{}", self.module, self.syntax.def(p).path),
                 None => module_id.clone(),
             };
-            add(
-                &mut edges,
-                &parent,
-                format!("{}.{}", self.module, def.path),
-                EdgeKind::Contains,
-                None,
-            );
+            add(&mut edges, &parent, format!("{}.{}", self.module, def.path), EdgeKind::Contains, None);
         }
 
         for scope_id in 0..self.syntax.scopes.len() as ScopeId {
@@ -1781,15 +1578,10 @@ impl<'a> Resolver<'a> {
 
             // imports
             for import in &scope.imports {
-                let Some(module) = absolute_module(&import.module, &self.module, self.is_package)
-                else {
+                let Some(module) = absolute_module(&import.module, &self.module, self.is_package) else {
                     unresolved.push(Unresolved {
                         caller: module_id.clone(),
-                        callee: format!(
-                            "import {}{}",
-                            ".".repeat(import.module.level as usize),
-                            import.module.name
-                        ),
+                        callee: format!("import {}{}", ".".repeat(import.module.level as usize), import.module.name),
                         line: import.line,
                     });
                     continue;
@@ -1797,24 +1589,10 @@ impl<'a> Resolver<'a> {
                 let line = Some(import.line);
                 if !import.is_from || import.names.iter().any(|n| n == "*") {
                     match self.module_value(&module) {
-                        Some(Value::Module(m))
-                            if matches!(self.lookup(&m).0, ModuleLookup::File(_)) =>
-                        {
-                            add(
-                                &mut edges,
-                                &module_id,
-                                m.to_string(),
-                                EdgeKind::Imports,
-                                line,
-                            )
+                        Some(Value::Module(m)) if matches!(self.lookup(&m).0, ModuleLookup::File(_)) => {
+                            add(&mut edges, &module_id, m.to_string(), EdgeKind::Imports, line)
                         }
-                        Some(Value::External(x)) => add(
-                            &mut edges,
-                            &module_id,
-                            x.to_string(),
-                            EdgeKind::Imports,
-                            line,
-                        ),
+                        Some(Value::External(x)) => add(&mut edges, &module_id, x.to_string(), EdgeKind::Imports, line),
                         Some(_) => {}
                         None => unresolved.push(Unresolved {
                             caller: module_id.clone(),
@@ -1858,16 +1636,10 @@ impl<'a> Resolver<'a> {
                 for (base, line) in &scope.bases {
                     for v in self.eval_local(base, parent, 0) {
                         match v {
-                            Value::Class(t) => {
-                                add(&mut edges, &unit, t.id(), EdgeKind::Inherits, Some(*line))
+                            Value::Class(t) => add(&mut edges, &unit, t.id(), EdgeKind::Inherits, Some(*line)),
+                            Value::External(x) => {
+                                add(&mut edges, &unit, x.to_string(), EdgeKind::Inherits, Some(*line))
                             }
-                            Value::External(x) => add(
-                                &mut edges,
-                                &unit,
-                                x.to_string(),
-                                EdgeKind::Inherits,
-                                Some(*line),
-                            ),
                             _ => {}
                         }
                     }
@@ -1898,10 +1670,7 @@ impl<'a> Resolver<'a> {
                     continue;
                 }
                 let values = self.eval_local(expr, scope_id, 0);
-                let classes: Vec<Value> = values
-                    .into_iter()
-                    .filter(|v| matches!(v, Value::Class(_)))
-                    .collect();
+                let classes: Vec<Value> = values.into_iter().filter(|v| matches!(v, Value::Class(_))).collect();
                 let (targets, _) = self.call_targets(&classes);
                 for t in targets {
                     add(&mut edges, &unit, t, EdgeKind::Calls, Some(*line));
@@ -1918,13 +1687,9 @@ impl<'a> Resolver<'a> {
                 if !access.write && !self.head_is_param(&access.expr, scope_id) {
                     for v in values {
                         match v {
-                            Value::Class(t) | Value::Function(t) => add(
-                                &mut edges,
-                                &unit,
-                                t.id(),
-                                EdgeKind::References,
-                                Some(access.line),
-                            ),
+                            Value::Class(t) | Value::Function(t) => {
+                                add(&mut edges, &unit, t.id(), EdgeKind::References, Some(access.line))
+                            }
                             _ => {}
                         }
                     }
@@ -2015,12 +1780,7 @@ fn member_value(class: &Target, member: &Member) -> Vec<Value> {
 /// (what can carry a callable or an instance); not literals.
 fn is_flow_worthy(arg: &Expr) -> bool {
     match arg {
-        Expr::Name(_)
-        | Expr::Attr(..)
-        | Expr::Lambda(_)
-        | Expr::Call(_)
-        | Expr::Subscript(_)
-        | Expr::Item(..) => true,
+        Expr::Name(_) | Expr::Attr(..) | Expr::Lambda(_) | Expr::Call(_) | Expr::Subscript(_) | Expr::Item(..) => true,
         Expr::Keyed(items) => items.iter().any(|(_, e)| is_flow_worthy(e)),
         Expr::Container(_, items) | Expr::Union(items) => items.iter().any(is_flow_worthy),
         _ => false,
@@ -2032,8 +1792,5 @@ fn strip_suffixes(path: &str) -> String {
     if !path.contains('#') {
         return path.to_string();
     }
-    path.split('.')
-        .map(|part| part.split('#').next().unwrap_or(part))
-        .collect::<Vec<_>>()
-        .join(".")
+    path.split('.').map(|part| part.split('#').next().unwrap_or(part)).collect::<Vec<_>>().join(".")
 }

@@ -52,10 +52,7 @@ pub struct ClassSummary {
 
 impl ClassSummary {
     pub fn member(&self, name: &str) -> Option<&Member> {
-        self.members
-            .binary_search_by(|(n, _)| n.as_str().cmp(name))
-            .ok()
-            .map(|i| &self.members[i].1)
+        self.members.binary_search_by(|(n, _)| n.as_str().cmp(name)).ok().map(|i| &self.members[i].1)
     }
 }
 
@@ -79,10 +76,7 @@ pub struct ModuleSummary {
 }
 
 fn find<'a, T>(items: &'a [(String, T)], key: &str) -> Option<&'a T> {
-    items
-        .binary_search_by(|(n, _)| n.as_str().cmp(key))
-        .ok()
-        .map(|i| &items[i].1)
+    items.binary_search_by(|(n, _)| n.as_str().cmp(key)).ok().map(|i| &items[i].1)
 }
 
 impl ModuleSummary {
@@ -99,22 +93,13 @@ impl ModuleSummary {
     pub fn public_names(&self) -> Vec<String> {
         match &self.dunder_all {
             Some(all) => all.clone(),
-            None => self
-                .names
-                .iter()
-                .map(|(n, _)| n.clone())
-                .filter(|n| !n.starts_with('_'))
-                .collect(),
+            None => self.names.iter().map(|(n, _)| n.clone()).filter(|n| !n.starts_with('_')).collect(),
         }
     }
 }
 
 /// Turns a relative import into an absolute module name, given the importing module.
-pub fn absolute_module(
-    module: &ModuleRef,
-    importer: &str,
-    importer_is_package: bool,
-) -> Option<String> {
+pub fn absolute_module(module: &ModuleRef, importer: &str, importer_is_package: bool) -> Option<String> {
     if module.level == 0 {
         return Some(module.name.clone());
     }
@@ -141,9 +126,7 @@ pub fn method_flags(decorators: &[Expr]) -> MethodFlags {
             Expr::Name(n) if n == "staticmethod" => flags.is_static = true,
             Expr::Name(n) if n == "classmethod" => flags.is_class = true,
             Expr::Name(n) if n == "property" || n == "cached_property" => flags.is_property = true,
-            Expr::Attr(_, n)
-                if n == "cached_property" || n == "setter" || n == "getter" || n == "deleter" =>
-            {
+            Expr::Attr(_, n) if n == "cached_property" || n == "setter" || n == "getter" || n == "deleter" => {
                 flags.is_property = true
             }
             _ => {}
@@ -181,28 +164,20 @@ impl Summariser<'_> {
                 Expr::Unknown => Expr::Unknown,
                 b => Expr::Subscript(Box::new(b)),
             },
-            Expr::Container(kind, items) => Expr::Container(
-                *kind,
-                items.iter().map(|e| self.close(e, scope, depth)).collect(),
-            ),
-            Expr::Keyed(items) => Expr::Keyed(
-                items
-                    .iter()
-                    .map(|(k, e)| (k.clone(), self.close(e, scope, depth)))
-                    .collect(),
-            ),
+            Expr::Container(kind, items) => {
+                Expr::Container(*kind, items.iter().map(|e| self.close(e, scope, depth)).collect())
+            }
+            Expr::Keyed(items) => {
+                Expr::Keyed(items.iter().map(|(k, e)| (k.clone(), self.close(e, scope, depth))).collect())
+            }
             Expr::Item(base, key) => match self.close(base, scope, depth) {
                 Expr::Unknown => Expr::Unknown,
                 b => Expr::Item(Box::new(b), key.clone()),
             },
-            Expr::Union(items) => {
-                simplify_union(items.iter().map(|e| self.close(e, scope, depth)).collect())
-            }
+            Expr::Union(items) => simplify_union(items.iter().map(|e| self.close(e, scope, depth)).collect()),
             // Lambdas are identified by scope numbers that shift with body edits: not visible.
             Expr::Lambda(_) => Expr::Unknown,
-            Expr::Literal(_) | Expr::SelfRef | Expr::ClsRef | Expr::DefPath(_) | Expr::Unknown => {
-                expr.clone()
-            }
+            Expr::Literal(_) | Expr::SelfRef | Expr::ClsRef | Expr::DefPath(_) | Expr::Unknown => expr.clone(),
         }
     }
 
@@ -216,17 +191,10 @@ impl Summariser<'_> {
             }
             let skip = sc.kind == ScopeKind::Class && s != origin;
             if !skip {
-                let bindings: Vec<&Binding> = sc
-                    .bindings
-                    .iter()
-                    .filter(|(n, _)| n == name)
-                    .map(|(_, b)| b)
-                    .collect();
+                let bindings: Vec<&Binding> = sc.bindings.iter().filter(|(n, _)| n == name).map(|(_, b)| b).collect();
                 if !bindings.is_empty() {
-                    let options: Vec<Expr> = bindings
-                        .into_iter()
-                        .map(|b| self.close_binding(b, s, depth + 1))
-                        .collect();
+                    let options: Vec<Expr> =
+                        bindings.into_iter().map(|b| self.close_binding(b, s, depth + 1)).collect();
                     return simplify_union(options);
                 }
             }
@@ -241,15 +209,11 @@ impl Summariser<'_> {
         let sc = self.syntax.scope(scope);
         match binding {
             Binding::Value(e) => self.close(e, scope, depth),
-            Binding::Unpack(Expr::Container(_, items), i) => items
-                .get(*i as usize)
-                .map(|e| self.close(e, scope, depth))
-                .unwrap_or(Expr::Unknown),
+            Binding::Unpack(Expr::Container(_, items), i) => {
+                items.get(*i as usize).map(|e| self.close(e, scope, depth)).unwrap_or(Expr::Unknown)
+            }
             Binding::Param(0) if self.is_method_scope(scope) => {
-                let flags = sc
-                    .def
-                    .map(|d| method_flags(&self.syntax.def(d).decorators))
-                    .unwrap_or_default();
+                let flags = sc.def.map(|d| method_flags(&self.syntax.def(d).decorators)).unwrap_or_default();
                 if flags.is_static {
                     Expr::Unknown
                 } else if flags.is_class || self.is_metaclass_method(scope) {
@@ -280,10 +244,7 @@ impl Summariser<'_> {
 
     fn is_method_scope(&self, scope: ScopeId) -> bool {
         let sc = self.syntax.scope(scope);
-        sc.kind == ScopeKind::Function
-            && sc
-                .parent
-                .is_some_and(|p| self.syntax.scope(p).kind == ScopeKind::Class)
+        sc.kind == ScopeKind::Function && sc.parent.is_some_and(|p| self.syntax.scope(p).kind == ScopeKind::Class)
     }
 
     fn is_metaclass_method(&self, scope: ScopeId) -> bool {
@@ -291,37 +252,23 @@ impl Summariser<'_> {
             return false;
         };
         let sc = self.syntax.scope(class_scope);
-        sc.bases
-            .iter()
-            .any(|(b, _)| matches!(b, Expr::Name(n) if n == "type"))
-            && self
-                .syntax
-                .scope(scope)
-                .def
-                .is_some_and(|d| self.syntax.def(d).name == "__new__")
+        sc.bases.iter().any(|(b, _)| matches!(b, Expr::Name(n) if n == "type"))
+            && self.syntax.scope(scope).def.is_some_and(|d| self.syntax.def(d).name == "__new__")
     }
 
     fn binding(&self, binding: &Binding) -> SumBinding {
         match binding {
             Binding::Def(d) => {
                 let def = self.syntax.def(*d);
-                SumBinding::Def {
-                    path: def.path.clone(),
-                    kind: def.kind,
-                }
+                SumBinding::Def { path: def.path.clone(), kind: def.kind }
             }
-            Binding::Import(Import::Module { module }) => {
-                match absolute_module(module, self.module, self.is_package) {
-                    Some(m) => SumBinding::ImportModule(m),
-                    None => SumBinding::Value(Expr::Unknown),
-                }
-            }
+            Binding::Import(Import::Module { module }) => match absolute_module(module, self.module, self.is_package) {
+                Some(m) => SumBinding::ImportModule(m),
+                None => SumBinding::Value(Expr::Unknown),
+            },
             Binding::Import(Import::Name { module, name }) => {
                 match absolute_module(module, self.module, self.is_package) {
-                    Some(m) => SumBinding::ImportName {
-                        module: m,
-                        name: name.clone(),
-                    },
+                    Some(m) => SumBinding::ImportName { module: m, name: name.clone() },
                     None => SumBinding::Value(Expr::Unknown),
                 }
             }
@@ -355,22 +302,12 @@ pub fn simplify_union(items: Vec<Expr>) -> Expr {
 
 /// Builds the summary of a module from its syntax.
 pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<ModuleSummary> {
-    let s = Summariser {
-        syntax,
-        module,
-        is_package,
-    };
+    let s = Summariser { syntax, module, is_package };
     let mut names: FxHashMap<String, Vec<SumBinding>> = FxHashMap::default();
     // Module-level variables are units: a name bound to one resolves to the unit first.
     for def in &syntax.defs {
         if def.parent.is_none() && def.kind == DefKind::Variable {
-            names
-                .entry(def.name.clone())
-                .or_default()
-                .push(SumBinding::Def {
-                    path: def.path.clone(),
-                    kind: def.kind,
-                });
+            names.entry(def.name.clone()).or_default().push(SumBinding::Def { path: def.path.clone(), kind: def.kind });
         }
     }
     let module_scope = syntax.scope(0);
@@ -417,9 +354,7 @@ pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<Mod
     for (id, def) in syntax.defs.iter().enumerate() {
         let Some(body) = def.body else { continue };
         match def.kind {
-            DefKind::Class => {
-                classes.push((def.path.clone(), class_summary(&s, id as DefId, body)))
-            }
+            DefKind::Class => classes.push((def.path.clone(), class_summary(&s, id as DefId, body))),
             DefKind::Function | DefKind::Method => {
                 let sc = syntax.scope(body);
                 functions.push((
@@ -431,12 +366,7 @@ pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<Mod
                             .map(|e| s.close(e, body, 0))
                             .filter(|e| *e != Expr::Unknown)
                             .collect(),
-                        yields: sc
-                            .yields
-                            .iter()
-                            .map(|e| s.close(e, body, 0))
-                            .filter(|e| *e != Expr::Unknown)
-                            .collect(),
+                        yields: sc.yields.iter().map(|e| s.close(e, body, 0)).filter(|e| *e != Expr::Unknown).collect(),
                         flags: method_flags(&def.decorators),
                     },
                 ));
@@ -448,24 +378,14 @@ pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<Mod
     names.sort_by(|a, b| a.0.cmp(&b.0));
     classes.sort_by(|a, b| a.0.cmp(&b.0));
     functions.sort_by(|a, b| a.0.cmp(&b.0));
-    Arc::new(ModuleSummary {
-        names,
-        star_imports,
-        dunder_all: syntax.dunder_all.clone(),
-        classes,
-        functions,
-    })
+    Arc::new(ModuleSummary { names, star_imports, dunder_all: syntax.dunder_all.clone(), classes, functions })
 }
 
 fn class_summary(s: &Summariser, class: DefId, body: ScopeId) -> ClassSummary {
     let syntax = s.syntax;
     let scope = syntax.scope(body);
     let parent = scope.parent.unwrap_or(0);
-    let bases = scope
-        .bases
-        .iter()
-        .map(|(b, _)| s.close(b, parent, 0))
-        .collect();
+    let bases = scope.bases.iter().map(|(b, _)| s.close(b, parent, 0)).collect();
     let mut members: FxHashMap<String, Member> = FxHashMap::default();
     // Units that live directly in the class: methods, nested classes, class attributes and the
     // instance attributes the frontend derived from `self.x = ...`.
@@ -480,10 +400,7 @@ fn class_summary(s: &Summariser, class: DefId, body: ScopeId) -> ClassSummary {
             values: Vec::new(),
         });
         // A later method definition replaces an earlier one; property setters never do.
-        if entry.path.as_deref() != Some(def.path.as_str())
-            && def.kind != DefKind::Variable
-            && !def.is_accessor()
-        {
+        if entry.path.as_deref() != Some(def.path.as_str()) && def.kind != DefKind::Variable && !def.is_accessor() {
             entry.path = Some(def.path.clone());
             entry.kind = def.kind;
         }
@@ -537,22 +454,10 @@ mod tests {
 
     #[test]
     fn relative_imports_become_absolute() {
-        let m = |level, name: &str| ModuleRef {
-            level,
-            name: name.into(),
-        };
-        assert_eq!(
-            absolute_module(&m(1, "models"), "requests.api", false).as_deref(),
-            Some("requests.models")
-        );
-        assert_eq!(
-            absolute_module(&m(1, "models"), "requests", true).as_deref(),
-            Some("requests.models")
-        );
-        assert_eq!(
-            absolute_module(&m(2, ""), "a.b.c", false).as_deref(),
-            Some("a")
-        );
+        let m = |level, name: &str| ModuleRef { level, name: name.into() };
+        assert_eq!(absolute_module(&m(1, "models"), "requests.api", false).as_deref(), Some("requests.models"));
+        assert_eq!(absolute_module(&m(1, "models"), "requests", true).as_deref(), Some("requests.models"));
+        assert_eq!(absolute_module(&m(2, ""), "a.b.c", false).as_deref(), Some("a"));
         assert_eq!(absolute_module(&m(3, "x"), "a.b", false), None);
     }
 
@@ -564,17 +469,11 @@ mod tests {
         let after = lower(
             "import os\nclass A:\n    def __init__(self):\n        print('hi')\n        self.x = B()\n    def m(self):\n        y = 2\n        return 1\n",
         );
-        assert_eq!(
-            summarise(&before, "m", false),
-            summarise(&after, "m", false)
-        );
+        assert_eq!(summarise(&before, "m", false), summarise(&after, "m", false));
         let changed = lower(
             "import os\nclass A:\n    def __init__(self):\n        self.x = C()\n    def m(self):\n        return 1\n",
         );
-        assert_ne!(
-            summarise(&before, "m", false),
-            summarise(&changed, "m", false)
-        );
+        assert_ne!(summarise(&before, "m", false), summarise(&changed, "m", false));
     }
 
     #[test]
@@ -585,9 +484,6 @@ mod tests {
         let sum = summarise(&syn, "m", false);
         let class = sum.class("S").unwrap();
         let member = class.member("adapter").unwrap();
-        assert_eq!(
-            member.values,
-            vec![Expr::Call(Box::new(Expr::Name("HTTPAdapter".into())))]
-        );
+        assert_eq!(member.values, vec![Expr::Call(Box::new(Expr::Name("HTTPAdapter".into())))]);
     }
 }

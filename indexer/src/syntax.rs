@@ -46,9 +46,7 @@ pub struct Def {
 impl Def {
     /// `@x.setter` / `@x.deleter`: the same name as the getter, not what reading it gives.
     pub fn is_accessor(&self) -> bool {
-        self.decorators
-            .iter()
-            .any(|d| matches!(d, Expr::Attr(_, a) if a == "setter" || a == "deleter"))
+        self.decorators.iter().any(|d| matches!(d, Expr::Attr(_, a) if a == "setter" || a == "deleter"))
     }
 }
 
@@ -264,14 +262,9 @@ impl FileSyntax {
             Binding::Def(d) => Some(self.def(*d)),
             _ => None,
         };
-        let has_plain_def = indices
-            .iter()
-            .any(|&i| def_of(i).is_some_and(|d| !d.is_accessor()));
-        let last_unconditional = indices
-            .iter()
-            .rev()
-            .find(|&&i| def_of(i).is_some_and(|d| !d.conditional && !d.is_accessor()))
-            .copied();
+        let has_plain_def = indices.iter().any(|&i| def_of(i).is_some_and(|d| !d.is_accessor()));
+        let last_unconditional =
+            indices.iter().rev().find(|&&i| def_of(i).is_some_and(|d| !d.conditional && !d.is_accessor())).copied();
         indices
             .iter()
             .copied()

@@ -44,10 +44,7 @@ pub struct WalkOptions {
 impl Default for WalkOptions {
     fn default() -> Self {
         WalkOptions {
-            excluded_dirs: DEFAULT_EXCLUDED_DIRS
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+            excluded_dirs: DEFAULT_EXCLUDED_DIRS.iter().map(|s| s.to_string()).collect(),
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             gitignore: true,
         }
@@ -69,10 +66,7 @@ fn is_virtualenv(dir: &Path) -> bool {
 /// The relative, `/`-separated path of `path` under `root`.
 pub fn relative(root: &Path, path: &Path) -> Option<String> {
     let rel = path.strip_prefix(root).ok()?;
-    let parts: Vec<&str> = rel
-        .components()
-        .map(|c| c.as_os_str().to_str())
-        .collect::<Option<_>>()?;
+    let parts: Vec<&str> = rel.components().map(|c| c.as_os_str().to_str()).collect::<Option<_>>()?;
     Some(parts.join("/"))
 }
 
@@ -84,9 +78,7 @@ pub fn is_candidate(rel: &str, options: &WalkOptions) -> bool {
     }
     let mut parts: Vec<&str> = rel.split('/').collect();
     parts.pop();
-    !parts
-        .iter()
-        .any(|p| options.excluded_dirs.iter().any(|e| e == p) || p.starts_with('.'))
+    !parts.iter().any(|p| options.excluded_dirs.iter().any(|e| e == p) || p.starts_with('.'))
 }
 
 /// Lists the `.py` files under `root`, sorted, with the problems met on the way.
@@ -129,10 +121,7 @@ pub fn discover(root: &Path, options: &WalkOptions) -> (Vec<String>, Vec<WalkIss
                     files.push(rel);
                 }
             }
-            Err(err) => issues.push(WalkIssue {
-                path: String::new(),
-                message: err.to_string(),
-            }),
+            Err(err) => issues.push(WalkIssue { path: String::new(), message: err.to_string() }),
         }
     }
     files.sort();
@@ -142,11 +131,7 @@ pub fn discover(root: &Path, options: &WalkOptions) -> (Vec<String>, Vec<WalkIss
 
 /// Lists the `.py` files under the directory `rel_dir` (relative to `root`), as paths relative
 /// to `root`, applying the same rules as [`discover`] (including parent gitignores).
-pub fn discover_under(
-    root: &Path,
-    rel_dir: &str,
-    options: &WalkOptions,
-) -> (Vec<String>, Vec<WalkIssue>) {
+pub fn discover_under(root: &Path, rel_dir: &str, options: &WalkOptions) -> (Vec<String>, Vec<WalkIssue>) {
     let dir = root.join(rel_dir);
     if !dir.is_dir() || !is_candidate(&format!("{rel_dir}/x.py"), options) {
         return (Vec::new(), Vec::new());
@@ -156,13 +141,7 @@ pub fn discover_under(
         return (Vec::new(), Vec::new());
     }
     let (files, issues) = discover(&dir, options);
-    (
-        files
-            .into_iter()
-            .map(|f| format!("{rel_dir}/{f}"))
-            .collect(),
-        issues,
-    )
+    (files.into_iter().map(|f| format!("{rel_dir}/{f}")).collect(), issues)
 }
 
 /// A file as read from disk.
@@ -181,10 +160,7 @@ pub fn stamp_of(meta: &fs::Metadata) -> FileStamp {
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| d.as_nanos() as i128)
         .unwrap_or(0);
-    FileStamp {
-        size: meta.len(),
-        mtime_ns,
-    }
+    FileStamp { size: meta.len(), mtime_ns }
 }
 
 /// Reads a file for indexing. `Ok(None)` means the file no longer exists (deleted between being
@@ -195,13 +171,7 @@ pub fn read_source(root: &Path, rel: &str, max_size: u64) -> Option<SourceRead> 
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
         Err(e) => {
-            return Some(skipped(
-                SkipReason::Unreadable {
-                    error: e.to_string(),
-                },
-                FileStamp::default(),
-                &[],
-            ));
+            return Some(skipped(SkipReason::Unreadable { error: e.to_string() }, FileStamp::default(), &[]));
         }
     };
     if !meta.is_file() {
@@ -209,61 +179,31 @@ pub fn read_source(root: &Path, rel: &str, max_size: u64) -> Option<SourceRead> 
     }
     let stamp = stamp_of(&meta);
     if meta.len() > max_size {
-        return Some(skipped(
-            SkipReason::TooLarge {
-                size: meta.len(),
-                limit: max_size,
-            },
-            stamp,
-            &[],
-        ));
+        return Some(skipped(SkipReason::TooLarge { size: meta.len(), limit: max_size }, stamp, &[]));
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     match fs::File::open(&path).and_then(|mut f| f.read_to_end(&mut bytes)) {
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
         Err(e) => {
-            return Some(skipped(
-                SkipReason::Unreadable {
-                    error: e.to_string(),
-                },
-                stamp,
-                &[],
-            ));
+            return Some(skipped(SkipReason::Unreadable { error: e.to_string() }, stamp, &[]));
         }
     }
     if bytes.len() as u64 > max_size {
-        return Some(skipped(
-            SkipReason::TooLarge {
-                size: bytes.len() as u64,
-                limit: max_size,
-            },
-            stamp,
-            &bytes,
-        ));
+        return Some(skipped(SkipReason::TooLarge { size: bytes.len() as u64, limit: max_size }, stamp, &bytes));
     }
     if bytes.iter().take(8192).any(|&b| b == 0) {
         return Some(skipped(SkipReason::Binary, stamp, &bytes));
     }
     let revision = Revision::of(&bytes);
     match String::from_utf8(bytes) {
-        Ok(text) => Some(SourceRead {
-            text: Arc::from(text),
-            revision,
-            stamp,
-            skipped: None,
-        }),
+        Ok(text) => Some(SourceRead { text: Arc::from(text), revision, stamp, skipped: None }),
         Err(e) => Some(skipped(SkipReason::NotUtf8, stamp, e.as_bytes())),
     }
 }
 
 fn skipped(reason: SkipReason, stamp: FileStamp, bytes: &[u8]) -> SourceRead {
-    SourceRead {
-        text: Arc::from(""),
-        revision: Revision::of(bytes),
-        stamp,
-        skipped: Some(reason),
-    }
+    SourceRead { text: Arc::from(""), revision: Revision::of(bytes), stamp, skipped: Some(reason) }
 }
 
 #[cfg(test)]
@@ -274,15 +214,7 @@ mod tests {
     fn discovers_python_files_and_skips_what_it_should() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        for f in [
-            "a.py",
-            "pkg/__init__.py",
-            "pkg/b.py",
-            "build/x.py",
-            "venv2/lib/y.py",
-            "ignored/z.py",
-            "notes.txt",
-        ] {
+        for f in ["a.py", "pkg/__init__.py", "pkg/b.py", "build/x.py", "venv2/lib/y.py", "ignored/z.py", "notes.txt"] {
             let p = root.join(f);
             fs::create_dir_all(p.parent().unwrap()).unwrap();
             fs::write(&p, "x = 1\n").unwrap();
@@ -302,18 +234,9 @@ mod tests {
         fs::write(root.join("latin1.py"), b"s = '\xe9'\n").unwrap();
         fs::write(root.join("big.py"), "x = 1\n".repeat(100)).unwrap();
         fs::write(root.join("ok.py"), "x = 1\n").unwrap();
-        assert_eq!(
-            read_source(root, "bin.py", 1000).unwrap().skipped,
-            Some(SkipReason::Binary)
-        );
-        assert_eq!(
-            read_source(root, "latin1.py", 1000).unwrap().skipped,
-            Some(SkipReason::NotUtf8)
-        );
-        assert!(matches!(
-            read_source(root, "big.py", 100).unwrap().skipped,
-            Some(SkipReason::TooLarge { .. })
-        ));
+        assert_eq!(read_source(root, "bin.py", 1000).unwrap().skipped, Some(SkipReason::Binary));
+        assert_eq!(read_source(root, "latin1.py", 1000).unwrap().skipped, Some(SkipReason::NotUtf8));
+        assert!(matches!(read_source(root, "big.py", 100).unwrap().skipped, Some(SkipReason::TooLarge { .. })));
         assert!(read_source(root, "ok.py", 1000).unwrap().skipped.is_none());
         assert!(read_source(root, "gone.py", 1000).is_none());
     }
@@ -328,9 +251,6 @@ mod tests {
         std::os::unix::fs::symlink(root.join("a"), root.join("a/loop")).unwrap();
         let (files, issues) = discover(root, &WalkOptions::default());
         assert_eq!(files, vec!["a/m.py"]);
-        assert!(
-            issues.iter().any(|i| i.message.contains("loop")),
-            "{issues:?}"
-        );
+        assert!(issues.iter().any(|i| i.message.contains("loop")), "{issues:?}");
     }
 }

@@ -8,7 +8,7 @@
 //! the query writes a uniquely named file, and once the watcher reports it, all earlier events
 //! have been registered.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -32,10 +32,7 @@ pub struct Debounce {
 
 impl Default for Debounce {
     fn default() -> Self {
-        Debounce {
-            quiet: Duration::from_millis(15),
-            max_hold: Duration::from_millis(1000),
-        }
+        Debounce { quiet: Duration::from_millis(15), max_hold: Duration::from_millis(1000) }
     }
 }
 
@@ -53,6 +50,9 @@ struct TrackerState {
     /// Paths changed on disk and not yet reflected by a published version, with the sequence
     /// number of their latest change.
     pending: BTreeMap<String, u64>,
+    /// Every change (sequence number, path) not yet reflected by a published version, oldest
+    /// first: a query waits for the changes made before it, not for the tree to go quiet.
+    unapplied: BTreeSet<(u64, String)>,
     next_seq: u64,
     /// A rescan is pending (sequence number).
     rescan: Option<u64>,
@@ -70,9 +70,7 @@ pub struct Tracker {
 
 impl Tracker {
     fn lock(&self) -> std::sync::MutexGuard<'_, TrackerState> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     pub fn note_path(&self, rel: String) -> u64 {
@@ -80,6 +78,7 @@ impl Tracker {
         s.next_seq += 1;
         s.events += 1;
         let seq = s.next_seq;
+        s.unapplied.insert((seq, rel.clone()));
         s.pending.insert(rel, seq);
         seq
     }
@@ -126,6 +125,7 @@ impl Tracker {
             if s.pending.get(path) == Some(seq) {
                 s.pending.remove(path);
             }
+            s.unapplied.remove(&(*seq, path.clone()));
         }
         if batch.rescan.is_some() && s.rescan == batch.rescan {
             s.rescan = None;
@@ -144,9 +144,50 @@ impl Tracker {
         let s = self.lock();
         s.rescan.is_some()
             || s.pending.contains_key(file)
-            || s.pending
-                .keys()
-                .any(|p| p.ends_with('/') && file.starts_with(p.as_str()))
+            || s.pending.keys().any(|p| p.ends_with('/') && file.starts_with(p.as_str()))
+    }
+
+    /// The sequence number of the latest change registered so far.
+    pub fn watermark(&self) -> u64 {
+        self.lock().next_seq
+    }
+
+    /// The paths with a change numbered `upto` or earlier that no published version reflects
+    /// yet, and whether such a rescan is pending.
+    pub fn pending_upto(&self, upto: u64) -> (Vec<String>, bool) {
+        let s = self.lock();
+        Self::left_upto(&s, upto)
+    }
+
+    fn left_upto(s: &TrackerState, upto: u64) -> (Vec<String>, bool) {
+        let paths: BTreeSet<&String> = s.unapplied.iter().take_while(|(seq, _)| *seq <= upto).map(|(_, p)| p).collect();
+        (paths.into_iter().cloned().collect(), s.rescan.is_some_and(|r| r <= upto))
+    }
+
+    /// Waits until every change numbered `upto` or earlier is reflected by a published version
+    /// (later changes may still be pending: under a continuous stream of writes the tree never
+    /// goes quiet, but the changes a query must see do get applied). Returns what is still
+    /// missing at the deadline.
+    pub fn wait_applied(&self, upto: u64, timeout: Duration) -> Result<(), Vec<String>> {
+        let deadline = Instant::now() + timeout;
+        let mut s = self.lock();
+        loop {
+            let (mut left, rescan) = Self::left_upto(&s, upto);
+            if left.is_empty() && !rescan {
+                return Ok(());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                if rescan {
+                    left.push("(full rescan)".into());
+                }
+                return Err(left);
+            }
+            s = match self.changed.wait_timeout(s, deadline - now) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
     }
 
     /// Waits until nothing is pending. Returns what is still pending at the deadline.
@@ -200,9 +241,7 @@ impl IgnoreRules {
                 .filter_entry(move |e| {
                     let name = e.file_name().to_string_lossy();
                     let is_dir = e.file_type().is_some_and(|t| t.is_dir());
-                    !is_dir
-                        || e.depth() == 0
-                        || !(excluded.iter().any(|x| *x == name) || name.starts_with('.'))
+                    !is_dir || e.depth() == 0 || !(excluded.iter().any(|x| *x == name) || name.starts_with('.'))
                 })
                 .build();
             for entry in walker.flatten() {
@@ -212,17 +251,15 @@ impl IgnoreRules {
                 }
             }
         }
-        IgnoreRules {
-            matchers,
-            enabled: options.gitignore,
-        }
+        IgnoreRules { matchers, enabled: options.gitignore }
     }
 
     pub fn is_ignored(&self, abs: &Path, is_dir: bool) -> bool {
         self.enabled
-            && self.matchers.iter().any(|m| {
-                abs.starts_with(m.path()) && m.matched_path_or_any_parents(abs, is_dir).is_ignore()
-            })
+            && self
+                .matchers
+                .iter()
+                .any(|m| abs.starts_with(m.path()) && m.matched_path_or_any_parents(abs, is_dir).is_ignore())
     }
 }
 
@@ -260,10 +297,7 @@ pub fn start(
         .name("fresco-watch".into())
         .spawn(move || debounce_loop(root, options, debounce, tracker, raw_rx, out, flush))
         .map_err(|e| notify::Error::generic(&e.to_string()))?;
-    Ok(Watcher {
-        _notify: watcher,
-        _thread: thread,
-    })
+    Ok(Watcher { _notify: watcher, _thread: thread })
 }
 
 fn debounce_loop(
@@ -285,9 +319,7 @@ fn debounce_loop(
             Some(started) => {
                 let quiet_end = last_event + debounce.quiet;
                 let hold_end = started + debounce.max_hold;
-                quiet_end
-                    .min(hold_end)
-                    .saturating_duration_since(Instant::now())
+                quiet_end.min(hold_end).saturating_duration_since(Instant::now())
             }
         };
         let mut dispatch = false;
@@ -394,7 +426,5 @@ fn classify(
 fn in_excluded_dir(rel: &str, options: &WalkOptions) -> bool {
     let mut parts: Vec<&str> = rel.split('/').collect();
     parts.pop();
-    parts.iter().any(|p| {
-        options.excluded_dirs.iter().any(|e| e == p) || (p.starts_with('.') && !p.is_empty())
-    })
+    parts.iter().any(|p| options.excluded_dirs.iter().any(|e| e == p) || (p.starts_with('.') && !p.is_empty()))
 }

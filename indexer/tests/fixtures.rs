@@ -24,23 +24,13 @@ use std::path::{Path, PathBuf};
 use fresco_indexer::{Indexer, IndexerOptions};
 
 fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
-        .join("fixtures")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("fixtures")
 }
 
 /// Indexes `root` in memory and renders the snapshot as sorted lines.
 fn render(root: &Path) -> Vec<String> {
-    let mut indexer = Indexer::in_memory(
-        root,
-        IndexerOptions {
-            threads: 1,
-            ..IndexerOptions::default()
-        },
-    );
-    indexer
-        .refresh()
-        .unwrap_or_else(|e| panic!("indexing {} failed: {e}", root.display()));
+    let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().unwrap_or_else(|e| panic!("indexing {} failed: {e}", root.display()));
     let snapshot = indexer.snapshot();
     let mut lines: Vec<String> = Vec::new();
     for (edge, _file) in snapshot.edges() {
@@ -52,13 +42,7 @@ fn render(root: &Path) -> Vec<String> {
     }
     for unit in snapshot.units() {
         let u = unit.unit;
-        lines.push(format!(
-            "unit {} {} {}-{}",
-            u.kind.as_str(),
-            u.id,
-            u.start_line,
-            u.end_line
-        ));
+        lines.push(format!("unit {} {} {}-{}", u.kind.as_str(), u.id, u.start_line, u.end_line));
     }
     for external in snapshot.externals() {
         lines.push(format!("external {external}"));
@@ -86,11 +70,7 @@ fn render(root: &Path) -> Vec<String> {
 /// Reads an expected file: its non-empty lines, ignoring `#` comments.
 fn read_expected(path: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
-    text.lines()
-        .map(str::trim_end)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(str::to_string)
-        .collect()
+    text.lines().map(str::trim_end).filter(|l| !l.is_empty() && !l.starts_with('#')).map(str::to_string).collect()
 }
 
 /// The header comment lines of an existing expected file, kept when it is rewritten.
@@ -120,13 +100,7 @@ fn diff(expected: &[String], actual: &[String]) -> Option<String> {
     for line in &extra {
         writeln!(out, "  + {line}").unwrap();
     }
-    writeln!(
-        out,
-        "  ({} missing `-`, {} unexpected `+`)",
-        missing.len(),
-        extra.len()
-    )
-    .unwrap();
+    writeln!(out, "  ({} missing `-`, {} unexpected `+`)", missing.len(), extra.len()).unwrap();
     Some(out)
 }
 
@@ -139,10 +113,7 @@ fn fixtures() {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.join("input").is_dir())
         .filter(|p| {
-            filter.as_ref().is_none_or(|f| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().contains(f.as_str()))
-            })
+            filter.as_ref().is_none_or(|f| p.file_name().is_some_and(|n| n.to_string_lossy().contains(f.as_str())))
         })
         .collect();
     cases.sort();
@@ -166,9 +137,7 @@ fn fixtures() {
         let expected = read_expected(&expected_path);
         match diff(&expected, &actual) {
             None => passed.push(name),
-            Some(d) => failures.push(format!(
-                "fixture `{name}` (- expected, missing; + actual, unexpected):\n{d}"
-            )),
+            Some(d) => failures.push(format!("fixture `{name}` (- expected, missing; + actual, unexpected):\n{d}")),
         }
     }
     if update {

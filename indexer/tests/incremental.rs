@@ -13,11 +13,7 @@ fn write(root: &Path, path: &str, text: &str) {
 }
 
 fn executions(indexer: &Indexer, query: &str) -> u64 {
-    indexer
-        .take_execution_counts()
-        .get(query)
-        .copied()
-        .unwrap_or(0)
+    indexer.take_execution_counts().get(query).copied().unwrap_or(0)
 }
 
 fn counts(indexer: &Indexer) -> std::collections::HashMap<String, u64> {
@@ -44,13 +40,7 @@ fn star_repo(root: &Path, n: usize) {
 }
 
 fn fresh(root: &Path) -> Indexer {
-    let mut indexer = Indexer::in_memory(
-        root,
-        IndexerOptions {
-            threads: 1,
-            ..IndexerOptions::default()
-        },
-    );
+    let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
     indexer.refresh().expect("index");
     indexer.take_execution_counts();
     indexer
@@ -68,24 +58,17 @@ fn a_body_edit_re_derives_only_its_own_file() {
         "app/core.py",
         "def helper(x):\n    y = x * 2\n    print(y)\n    return x + 1\n\n\nclass Engine:\n    def start(self):\n        return helper(1)\n",
     );
-    let report = indexer
-        .apply(vec![FileEvent::Changed("app/core.py".into())])
-        .expect("apply");
+    let report = indexer.apply(vec![FileEvent::Changed("app/core.py".into())]).expect("apply");
     let c = counts(&indexer);
     assert_eq!(c.get("file_syntax").copied(), Some(1), "{c:?}");
-    assert_eq!(
-        c.get("file_graph").copied(),
-        Some(1),
-        "only app/core.py is re-resolved: {c:?}"
-    );
+    assert_eq!(c.get("file_graph").copied(), Some(1), "only app/core.py is re-resolved: {c:?}");
     assert_eq!(report.resolved_files, 1);
     assert_eq!(report.changed_files, vec!["app/core.py".to_string()]);
     assert_eq!(indexer.snapshot().version(), before + 1);
     // Another file's edge into the edited one still resolves.
     let callers = indexer.snapshot().edges_to("app.core.helper");
-    let calls = callers
-        .iter()
-        .filter(|(e, _)| e.src.starts_with("app.user") && e.kind == fresco_graph::EdgeKind::Calls);
+    let calls =
+        callers.iter().filter(|(e, _)| e.src.starts_with("app.user") && e.kind == fresco_graph::EdgeKind::Calls);
     assert_eq!(calls.count(), 20);
 }
 
@@ -93,11 +76,7 @@ fn a_body_edit_re_derives_only_its_own_file() {
 fn an_interface_change_re_resolves_exactly_the_importers() {
     let dir = tempfile::tempdir().expect("tempdir");
     star_repo(dir.path(), 20);
-    write(
-        dir.path(),
-        "app/unrelated.py",
-        "def alone():\n    return 0\n",
-    );
+    write(dir.path(), "app/unrelated.py", "def alone():\n    return 0\n");
     let mut indexer = fresh(dir.path());
 
     // Renaming a definition changes what other files can see.
@@ -106,105 +85,46 @@ fn an_interface_change_re_resolves_exactly_the_importers() {
         "app/core.py",
         "def helper2(x):\n    return x + 1\n\nhelper = helper2\n\n\nclass Engine:\n    def start(self):\n        return helper(1)\n",
     );
-    let report = indexer
-        .apply(vec![FileEvent::Changed("app/core.py".into())])
-        .expect("apply");
+    let report = indexer.apply(vec![FileEvent::Changed("app/core.py".into())]).expect("apply");
     let c = counts(&indexer);
-    assert_eq!(
-        c.get("file_graph").copied(),
-        Some(21),
-        "core and its 20 importers, not unrelated.py: {c:?}"
-    );
-    assert_eq!(
-        c.get("file_syntax").copied(),
-        Some(1),
-        "importers are re-resolved, not re-parsed: {c:?}"
-    );
+    assert_eq!(c.get("file_graph").copied(), Some(21), "core and its 20 importers, not unrelated.py: {c:?}");
+    assert_eq!(c.get("file_syntax").copied(), Some(1), "importers are re-resolved, not re-parsed: {c:?}");
     assert_eq!(report.resolved_files, 21);
     // Importers now reach the new function through the alias.
-    assert!(
-        indexer
-            .snapshot()
-            .edges_to("app.core.helper2")
-            .iter()
-            .any(|(e, _)| e.src == "app.user3.use3")
-    );
+    assert!(indexer.snapshot().edges_to("app.core.helper2").iter().any(|(e, _)| e.src == "app.user3.use3"));
 }
 
 #[test]
 fn adding_deleting_and_renaming_files() {
     let dir = tempfile::tempdir().expect("tempdir");
     star_repo(dir.path(), 5);
-    write(
-        dir.path(),
-        "app/late.py",
-        "from app.extra import thing\n\n\ndef f():\n    return thing()\n",
-    );
+    write(dir.path(), "app/late.py", "from app.extra import thing\n\n\ndef f():\n    return thing()\n");
     let mut indexer = fresh(dir.path());
-    assert!(
-        indexer
-            .snapshot()
-            .file("app/late.py")
-            .expect("late")
-            .graph
-            .unresolved
-            .iter()
-            .any(|u| u.callee == "thing")
-    );
+    assert!(indexer.snapshot().file("app/late.py").expect("late").graph.unresolved.iter().any(|u| u.callee == "thing"));
 
     // A new module: itself and the file that was looking for it are resolved.
     write(dir.path(), "app/extra.py", "def thing():\n    return 1\n");
-    let report = indexer
-        .apply(vec![FileEvent::Changed("app/extra.py".into())])
-        .expect("apply");
+    let report = indexer.apply(vec![FileEvent::Changed("app/extra.py".into())]).expect("apply");
     let c = counts(&indexer);
     assert_eq!(c.get("file_graph").copied(), Some(2), "{c:?}");
     assert_eq!(report.resolved_files, 2);
-    assert!(
-        indexer
-            .snapshot()
-            .edges_to("app.extra.thing")
-            .iter()
-            .any(|(e, _)| e.src == "app.late.f")
-    );
+    assert!(indexer.snapshot().edges_to("app.extra.thing").iter().any(|(e, _)| e.src == "app.late.f"));
 
     // Deleting it: the importer goes back to unresolved.
     std::fs::remove_file(dir.path().join("app/extra.py")).expect("rm");
-    indexer
-        .apply(vec![FileEvent::Removed("app/extra.py".into())])
-        .expect("apply");
+    indexer.apply(vec![FileEvent::Removed("app/extra.py".into())]).expect("apply");
     let c = counts(&indexer);
     assert_eq!(c.get("file_graph").copied(), Some(1), "{c:?}");
     assert!(indexer.snapshot().unit("app.extra.thing").is_none());
-    assert!(
-        indexer
-            .snapshot()
-            .file("app/late.py")
-            .expect("late")
-            .graph
-            .unresolved
-            .iter()
-            .any(|u| u.callee == "thing")
-    );
+    assert!(indexer.snapshot().file("app/late.py").expect("late").graph.unresolved.iter().any(|u| u.callee == "thing"));
 
     // Renaming core.py to engine.py: the importers now miss it.
-    std::fs::rename(
-        dir.path().join("app/core.py"),
-        dir.path().join("app/engine.py"),
-    )
-    .expect("mv");
+    std::fs::rename(dir.path().join("app/core.py"), dir.path().join("app/engine.py")).expect("mv");
     indexer
-        .apply(vec![
-            FileEvent::Removed("app/core.py".into()),
-            FileEvent::Changed("app/engine.py".into()),
-        ])
+        .apply(vec![FileEvent::Removed("app/core.py".into()), FileEvent::Changed("app/engine.py".into())])
         .expect("apply");
     let c = counts(&indexer);
-    assert_eq!(
-        c.get("file_graph").copied(),
-        Some(6),
-        "engine.py and the 5 importers of app.core: {c:?}"
-    );
+    assert_eq!(c.get("file_graph").copied(), Some(6), "engine.py and the 5 importers of app.core: {c:?}");
     assert!(indexer.snapshot().unit("app.engine.helper").is_some());
     assert!(indexer.snapshot().unit("app.core.helper").is_none());
 }
@@ -212,39 +132,13 @@ fn adding_deleting_and_renaming_files() {
 #[test]
 fn import_cycles_are_fine_and_body_edits_stay_local() {
     let dir = tempfile::tempdir().expect("tempdir");
-    write(
-        dir.path(),
-        "a.py",
-        "import b\n\n\ndef fa():\n    return b.fb()\n",
-    );
-    write(
-        dir.path(),
-        "b.py",
-        "import a\nfrom a import *\n\n\ndef fb():\n    return a.fa()\n",
-    );
+    write(dir.path(), "a.py", "import b\n\n\ndef fa():\n    return b.fb()\n");
+    write(dir.path(), "b.py", "import a\nfrom a import *\n\n\ndef fb():\n    return a.fa()\n");
     let mut indexer = fresh(dir.path());
-    assert!(
-        indexer
-            .snapshot()
-            .edges_to("b.fb")
-            .iter()
-            .any(|(e, _)| e.src == "a.fa")
-    );
-    assert!(
-        indexer
-            .snapshot()
-            .edges_to("a.fa")
-            .iter()
-            .any(|(e, _)| e.src == "b.fb")
-    );
-    write(
-        dir.path(),
-        "a.py",
-        "import b\n\n\ndef fa():\n    x = 1\n    return b.fb()\n",
-    );
-    indexer
-        .apply(vec![FileEvent::Changed("a.py".into())])
-        .expect("apply");
+    assert!(indexer.snapshot().edges_to("b.fb").iter().any(|(e, _)| e.src == "a.fa"));
+    assert!(indexer.snapshot().edges_to("a.fa").iter().any(|(e, _)| e.src == "b.fb"));
+    write(dir.path(), "a.py", "import b\n\n\ndef fa():\n    x = 1\n    return b.fb()\n");
+    indexer.apply(vec![FileEvent::Changed("a.py".into())]).expect("apply");
     assert_eq!(executions(&indexer, "file_graph"), 1);
 }
 
@@ -256,9 +150,7 @@ fn a_touch_without_a_change_publishes_nothing() {
     let version = indexer.snapshot().version();
     let text = std::fs::read_to_string(dir.path().join("app/core.py")).expect("read");
     write(dir.path(), "app/core.py", &text);
-    let report = indexer
-        .apply(vec![FileEvent::Changed("app/core.py".into())])
-        .expect("apply");
+    let report = indexer.apply(vec![FileEvent::Changed("app/core.py".into())]).expect("apply");
     assert!(!report.published);
     assert_eq!(indexer.snapshot().version(), version);
     assert_eq!(executions(&indexer, "file_graph"), 0);
@@ -283,21 +175,12 @@ fn render(indexer: &Indexer) -> BTreeSet<String> {
     let snap = indexer.snapshot();
     let mut out = BTreeSet::new();
     for f in snap.files() {
-        out.insert(format!(
-            "file {} {} {}",
-            f.graph.path, f.graph.module, f.graph.revision
-        ));
+        out.insert(format!("file {} {} {}", f.graph.path, f.graph.module, f.graph.revision));
         for u in &f.graph.units {
-            out.insert(format!(
-                "unit {} {:?} {}-{} {:?}",
-                u.id, u.kind, u.start_line, u.end_line, u.signature
-            ));
+            out.insert(format!("unit {} {:?} {}-{} {:?}", u.id, u.kind, u.start_line, u.end_line, u.signature));
         }
         for e in &f.graph.edges {
-            out.insert(format!(
-                "edge {} {} {:?} {:?}",
-                e.src, e.dst, e.kind, e.line
-            ));
+            out.insert(format!("edge {} {} {:?} {:?}", e.src, e.dst, e.kind, e.line));
         }
         for u in &f.graph.unresolved {
             out.insert(format!("unresolved {} {} {}", u.caller, u.callee, u.line));
@@ -329,7 +212,9 @@ fn random_module(rng: &mut Rng, names: &[&str], me: usize) -> String {
         }
     }
     if rng.below(2) == 0 {
-        text.push_str("\n\nclass C0:\n    def m(self):\n        return self.n()\n\n    def n(self):\n        return f0()\n");
+        text.push_str(
+            "\n\nclass C0:\n    def m(self):\n        return self.n()\n\n    def n(self):\n        return f0()\n",
+        );
     }
     text
 }
@@ -344,20 +229,10 @@ fn any_edit_sequence_ends_where_a_clean_index_does() {
         write(root, "pkg/__init__.py", "");
         let mut present = vec![false; names.len()];
         for (i, name) in names.iter().enumerate().take(4) {
-            write(
-                root,
-                &format!("pkg/{name}.py"),
-                &random_module(&mut rng, &names, i),
-            );
+            write(root, &format!("pkg/{name}.py"), &random_module(&mut rng, &names, i));
             present[i] = true;
         }
-        let mut indexer = Indexer::in_memory(
-            root,
-            IndexerOptions {
-                threads: 1,
-                ..IndexerOptions::default()
-            },
-        );
+        let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
         indexer.refresh().expect("index");
         for step in 0..25 {
             let i = rng.below(names.len());
@@ -372,13 +247,7 @@ fn any_edit_sequence_ends_where_a_clean_index_does() {
                 FileEvent::Changed(path)
             };
             indexer.apply(vec![event]).expect("apply");
-            let mut clean = Indexer::in_memory(
-                root,
-                IndexerOptions {
-                    threads: 1,
-                    ..IndexerOptions::default()
-                },
-            );
+            let mut clean = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
             clean.refresh().expect("clean index");
             let (got, want) = (render(&indexer), render(&clean));
             if got != want {

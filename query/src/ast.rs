@@ -113,6 +113,19 @@ pub enum Stage {
     Show {
         symbol: Symbol,
     },
+    /// `search "text" [k N] [lanes a,b]`: hybrid retrieval over units.
+    Search {
+        text: String,
+        k: usize,
+        lanes: Vec<Lane>,
+    },
+    /// `context X budget N` / `context for "signature and docstring" in FILE budget N`.
+    Context {
+        target: ContextTarget,
+        budget: usize,
+        k: usize,
+        lanes: Vec<Lane>,
+    },
     Where(Vec<Condition>),
     Limit(usize),
     OrderBy {
@@ -161,4 +174,37 @@ pub enum Condition {
     NameRegex(String),
     FileGlob(String),
     Depth(Comparison, u32),
+}
+
+/// A retrieval lane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Lane {
+    Bm25,
+    Dense,
+    Graph,
+}
+
+impl Lane {
+    pub const ALL: [Lane; 3] = [Lane::Bm25, Lane::Dense, Lane::Graph];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lane::Bm25 => "bm25",
+            Lane::Dense => "dense",
+            Lane::Graph => "graph",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Lane> {
+        Lane::ALL.into_iter().find(|l| l.as_str() == text)
+    }
+}
+
+/// What `context` assembles context for.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ContextTarget {
+    /// An existing unit (possibly a stub whose body is still to be written).
+    Unit(Symbol),
+    /// A function not written yet: its signature and docstring, and the file it will live in.
+    New { text: String, file: String },
 }

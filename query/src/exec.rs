@@ -26,10 +26,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            max_results: 2000,
-            timeout: Duration::from_secs(10),
-        }
+        Limits { max_results: 2000, timeout: Duration::from_secs(10) }
     }
 }
 
@@ -38,17 +35,12 @@ pub enum QueryError {
     #[error("{0}")]
     Parse(#[from] ParseError),
     #[error("no unit named '{name}'{}", suggestion_text(.suggestions))]
-    UnknownSymbol {
-        name: String,
-        suggestions: Vec<String>,
-    },
+    UnknownSymbol { name: String, suggestions: Vec<String> },
     #[error("{0}")]
     Invalid(String),
     #[error("the query was cancelled")]
     Cancelled,
-    #[error(
-        "version {since} is no longer in the history (oldest kept: {oldest}); a full refresh is needed"
-    )]
+    #[error("version {since} is no longer in the history (oldest kept: {oldest}); a full refresh is needed")]
     HistoryExpired { since: u64, oldest: u64 },
 }
 
@@ -66,11 +58,7 @@ impl QueryError {
 }
 
 fn suggestion_text(s: &[String]) -> String {
-    if s.is_empty() {
-        String::new()
-    } else {
-        format!("; did you mean: {}?", s.join(", "))
-    }
+    if s.is_empty() { String::new() } else { format!("; did you mean: {}?", s.join(", ")) }
 }
 
 /// One result row.
@@ -104,6 +92,14 @@ pub struct Item {
     pub source: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub change: Option<&'static str>,
+    /// Retrieval: the fused score and the rank of the unit in each lane that found it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lanes: Option<std::collections::BTreeMap<&'static str, usize>>,
+    /// Context: `dependency` or `example`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<&'static str>,
     /// Set by the daemon when the item's file changed on disk after the snapshot was taken.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub stale: bool,
@@ -119,6 +115,12 @@ pub struct Output {
     /// Caveats: where "none" may mean "unknown" (unresolved call sites that could reach a unit).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Retrieval: the health of every lane asked (never silently absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lanes: Option<std::collections::BTreeMap<&'static str, crate::retrieve::LaneReport>>,
+    /// `context`: the assembled context.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<crate::retrieve::ContextBlock>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -132,14 +134,14 @@ struct Row {
     callee: Option<String>,
     source: Option<String>,
     change: Option<&'static str>,
+    score: Option<f64>,
+    ranks: Option<std::collections::BTreeMap<&'static str, usize>>,
+    role: Option<&'static str>,
 }
 
 impl Row {
     fn unit(id: impl Into<String>) -> Row {
-        Row {
-            id: id.into(),
-            ..Row::default()
-        }
+        Row { id: id.into(), ..Row::default() }
     }
 }
 
@@ -149,16 +151,13 @@ pub struct Context<'a> {
     pub cancel: Option<Arc<AtomicBool>>,
     /// The daemon's version history, for `changes since V` (absent in-process).
     pub history: Option<&'a fresco_graph::VersionLog>,
+    /// The lexical and dense retrieval lanes, when loaded.
+    pub lanes: Option<&'a dyn crate::retrieve::Lanes>,
 }
 
 impl<'a> Context<'a> {
     pub fn new(snapshot: &'a Snapshot) -> Context<'a> {
-        Context {
-            snapshot,
-            limits: Limits::default(),
-            cancel: None,
-            history: None,
-        }
+        Context { snapshot, limits: Limits::default(), cancel: None, history: None, lanes: None }
     }
 }
 
@@ -173,6 +172,8 @@ struct Exec<'c, 'a> {
     truncated: bool,
     notes: Vec<String>,
     ticks: u32,
+    lanes: Option<std::collections::BTreeMap<&'static str, crate::retrieve::LaneReport>>,
+    context: Option<crate::retrieve::ContextBlock>,
 }
 
 impl Exec<'_, '_> {
@@ -186,21 +187,13 @@ impl Exec<'_, '_> {
         if self.ticks % 256 != 0 {
             return Ok(true);
         }
-        if self
-            .ctx
-            .cancel
-            .as_ref()
-            .is_some_and(|c| c.load(Ordering::Relaxed))
-        {
+        if self.ctx.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
             return Err(QueryError::Cancelled);
         }
         if self.started.elapsed() > self.ctx.limits.timeout {
             self.truncated = true;
             if !self.notes.iter().any(|n| n.starts_with("time limit")) {
-                self.notes.push(format!(
-                    "time limit of {:?} reached",
-                    self.ctx.limits.timeout
-                ));
+                self.notes.push(format!("time limit of {:?} reached", self.ctx.limits.timeout));
             }
             return Ok(false);
         }
@@ -224,6 +217,8 @@ pub fn execute(ctx: &Context, query: &Query) -> Result<Output, QueryError> {
         truncated: false,
         notes: Vec::new(),
         ticks: 0,
+        lanes: None,
+        context: None,
     };
     let mut rows: Vec<Row> = Vec::new();
     let mut count = None;
@@ -237,17 +232,15 @@ pub fn execute(ctx: &Context, query: &Query) -> Result<Output, QueryError> {
         }
     }
     let snapshot = ctx.snapshot;
-    let results = if count.is_some() {
-        Vec::new()
-    } else {
-        rows.iter().map(|r| item(snapshot, r)).collect()
-    };
+    let results = if count.is_some() { Vec::new() } else { rows.iter().map(|r| item(snapshot, r)).collect() };
     Ok(Output {
         version: snapshot.version(),
         results,
         truncated: exec.truncated,
         count,
         notes: exec.notes,
+        lanes: exec.lanes,
+        context: exec.context,
     })
 }
 
@@ -262,6 +255,9 @@ fn item(snapshot: &Snapshot, row: &Row) -> Item {
         callee: row.callee.clone(),
         source: row.source.clone(),
         change: row.change,
+        score: row.score,
+        lanes: row.ranks.clone(),
+        role: row.role,
         ..Item::default()
     };
     match snapshot.unit(&row.id) {
@@ -273,28 +269,15 @@ fn item(snapshot: &Snapshot, row: &Row) -> Item {
             item.revision = Some(u.file.graph.revision.to_string());
         }
         None => {
-            item.kind = if snapshot.is_external(&row.id) {
-                "external"
-            } else {
-                "removed"
-            };
+            item.kind = if snapshot.is_external(&row.id) { "external" } else { "removed" };
         }
     }
     item
 }
 
-fn run_stage(
-    exec: &mut Exec,
-    stage: &Stage,
-    input: Vec<Row>,
-    first: bool,
-) -> Result<Vec<Row>, QueryError> {
+fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Result<Vec<Row>, QueryError> {
     match stage {
-        Stage::Traverse {
-            traversal,
-            symbol,
-            depth,
-        } => {
+        Stage::Traverse { traversal, symbol, depth } => {
             let starts = match symbol {
                 Some(s) => resolve_symbol(exec.snapshot(), s)?,
                 None => input.iter().map(|r| r.id.clone()).collect(),
@@ -309,18 +292,10 @@ fn run_stage(
         Stage::Path { from, to, via } => {
             let from = resolve_symbol(exec.snapshot(), from)?;
             let to = resolve_symbol(exec.snapshot(), to)?;
-            let kinds = if via.is_empty() {
-                vec![EdgeKind::Calls]
-            } else {
-                via.clone()
-            };
+            let kinds = if via.is_empty() { vec![EdgeKind::Calls] } else { via.clone() };
             shortest_paths(exec, &from, &to, &kinds)
         }
-        Stage::Find {
-            pattern,
-            kind,
-            file,
-        } => {
+        Stage::Find { pattern, kind, file } => {
             let keep = |exec: &Exec, id: &str| -> bool {
                 let snapshot = exec.snapshot();
                 let unit = snapshot.unit(id);
@@ -338,8 +313,7 @@ fn run_stage(
                 if let Some(p) = pattern {
                     let name = unit.map(|u| u.unit.name.as_str()).unwrap_or(id);
                     let simple = name.rsplit('.').next().unwrap_or(name);
-                    if !(glob::matches(p, name) || glob::matches(p, simple) || glob::matches(p, id))
-                    {
+                    if !(glob::matches(p, name) || glob::matches(p, simple) || glob::matches(p, id)) {
                         return false;
                     }
                 }
@@ -348,11 +322,7 @@ fn run_stage(
             let mut rows = Vec::new();
             if first {
                 let ids: Vec<String> = if *kind == Some(UnitKind::External) {
-                    exec.snapshot()
-                        .externals()
-                        .into_iter()
-                        .map(str::to_string)
-                        .collect()
+                    exec.snapshot().externals().into_iter().map(str::to_string).collect()
                 } else {
                     exec.snapshot().units().map(|u| u.unit.id.clone()).collect()
                 };
@@ -377,14 +347,8 @@ fn run_stage(
             Ok(ids
                 .into_iter()
                 .map(|id| {
-                    let source = exec
-                        .snapshot()
-                        .unit(&id)
-                        .map(|u| u.file.source_of(u.unit).to_string());
-                    Row {
-                        source,
-                        ..Row::unit(id)
-                    }
+                    let source = exec.snapshot().unit(&id).map(|u| u.file.source_of(u.unit).to_string());
+                    Row { source, ..Row::unit(id) }
                 })
                 .collect())
         }
@@ -397,20 +361,13 @@ fn run_stage(
                         .into(),
                 ));
             };
-            let changes =
-                history
-                    .changes_since(*since)
-                    .map_err(|e| QueryError::HistoryExpired {
-                        since: e.since,
-                        oldest: e.oldest,
-                    })?;
+            let changes = history
+                .changes_since(*since)
+                .map_err(|e| QueryError::HistoryExpired { since: e.since, oldest: e.oldest })?;
             let mut rows = Vec::new();
             for change in changes {
                 rows.push(match change {
-                    fresco_graph::NetChange::Unit(id, c) => Row {
-                        change: Some(unit_change(c)),
-                        ..Row::unit(id)
-                    },
+                    fresco_graph::NetChange::Unit(id, c) => Row { change: Some(unit_change(c)), ..Row::unit(id) },
                     fresco_graph::NetChange::Edge(e, c) => Row {
                         from: Some(e.src),
                         via: Some(e.kind),
@@ -427,10 +384,7 @@ fn run_stage(
         }
         Stage::Where(conditions) => {
             let snapshot = exec.snapshot();
-            Ok(input
-                .into_iter()
-                .filter(|r| conditions.iter().all(|c| condition_holds(snapshot, r, c)))
-                .collect())
+            Ok(input.into_iter().filter(|r| conditions.iter().all(|c| condition_holds(snapshot, r, c))).collect())
         }
         Stage::Limit(n) => {
             let mut rows = input;
@@ -447,6 +401,72 @@ fn run_stage(
             Ok(rows)
         }
         Stage::Count => Ok(input),
+        Stage::Search { text, k, lanes } => {
+            use crate::retrieve::*;
+            let wanted: Vec<Lane> = if lanes.is_empty() { vec![Lane::Bm25, Lane::Dense] } else { lanes.clone() };
+            let mut health = std::collections::BTreeMap::new();
+            let mut ranked = run_text_lanes(exec.snapshot(), exec.ctx.lanes, &wanted, text, *k, &mut health);
+            if wanted.contains(&Lane::Graph) {
+                health.insert(
+                    "graph",
+                    LaneReport {
+                        status: "unavailable",
+                        version: Some(exec.snapshot().version()),
+                        lag: None,
+                        reason: Some("the graph lane needs a target: use `context`".into()),
+                        hits: 0,
+                    },
+                );
+            }
+            ranked.retain(|(_, ids)| !ids.is_empty());
+            let fused = fuse(&ranked);
+            exec.lanes = Some(health);
+            Ok(fused
+                .into_iter()
+                .take(*k)
+                .map(|f| Row { score: Some(f.score), ranks: Some(f.ranks), ..Row::unit(f.id) })
+                .collect())
+        }
+        Stage::Context { target, budget, k, lanes } => {
+            use crate::retrieve::*;
+            let snapshot = exec.snapshot();
+            let target = resolve_target(snapshot, target)?;
+            let wanted: Vec<Lane> = if lanes.is_empty() { Lane::ALL.to_vec() } else { lanes.clone() };
+            let mut health = std::collections::BTreeMap::new();
+            let mut ranked = run_text_lanes(snapshot, exec.ctx.lanes, &wanted, &target.text, *k, &mut health);
+            let graph = graph_lane(snapshot, &target, exec.ctx.lanes, *k);
+            if wanted.contains(&Lane::Graph) {
+                health.insert(
+                    "graph",
+                    LaneReport {
+                        status: "ready",
+                        version: Some(snapshot.version()),
+                        lag: Some(0),
+                        reason: None,
+                        hits: graph.len(),
+                    },
+                );
+                ranked.insert(0, (Lane::Graph, graph.clone()));
+            }
+            for (_, ids) in ranked.iter_mut() {
+                if let Some(id) = &target.id {
+                    ids.retain(|x| x != id);
+                }
+            }
+            let fused = fuse(&ranked);
+            let deps = dependency_set(snapshot, &target, &graph);
+            let block = assemble(snapshot, exec.ctx.lanes, &target, &fused, &deps, *budget);
+            exec.lanes = Some(health);
+            exec.context = Some(block);
+            Ok(fused
+                .into_iter()
+                .take(*k)
+                .map(|f| {
+                    let role = if deps.contains(&f.id) { "dependency" } else { "example" };
+                    Row { score: Some(f.score), ranks: Some(f.ranks), role: Some(role), ..Row::unit(f.id) }
+                })
+                .collect())
+        }
     }
 }
 
@@ -469,10 +489,7 @@ fn compare_rows(snapshot: &Snapshot, a: &Row, b: &Row, field: Field) -> std::cmp
         Field::Kind => snapshot.kind_of(&a.id).cmp(&snapshot.kind_of(&b.id)),
         Field::File | Field::Line => {
             let key = |r: &Row| {
-                snapshot
-                    .unit(&r.id)
-                    .map(|u| (u.file.graph.path.clone(), u.unit.start_line))
-                    .unwrap_or_default()
+                snapshot.unit(&r.id).map(|u| (u.file.graph.path.clone(), u.unit.start_line)).unwrap_or_default()
             };
             key(a).cmp(&key(b))
         }
@@ -489,12 +506,8 @@ fn condition_holds(snapshot: &Snapshot, row: &Row, condition: &Condition) -> boo
             let simple = row.id.rsplit('.').next().unwrap_or(&row.id);
             glob::matches(p, &row.id) || glob::matches(p, simple)
         }
-        Condition::NameRegex(p) => regex::Regex::new(p)
-            .map(|re| re.is_match(&row.id))
-            .unwrap_or(false),
-        Condition::FileGlob(p) => snapshot
-            .unit(&row.id)
-            .is_some_and(|u| glob::matches(p, &u.file.graph.path)),
+        Condition::NameRegex(p) => regex::Regex::new(p).map(|re| re.is_match(&row.id)).unwrap_or(false),
+        Condition::FileGlob(p) => snapshot.unit(&row.id).is_some_and(|u| glob::matches(p, &u.file.graph.path)),
         Condition::Depth(op, n) => {
             let d = row.depth.unwrap_or(0);
             match op {
@@ -516,58 +529,33 @@ pub fn resolve_symbol(snapshot: &Snapshot, symbol: &Symbol) -> Result<Vec<String
             if snapshot.contains_unit(name) || snapshot.is_external(name) {
                 return Ok(vec![name.clone()]);
             }
-            let by_name: Vec<String> = snapshot
-                .units()
-                .filter(|u| u.unit.name == *name)
-                .map(|u| u.unit.id.clone())
-                .collect();
+            let by_name: Vec<String> =
+                snapshot.units().filter(|u| u.unit.name == *name).map(|u| u.unit.id.clone()).collect();
             if !by_name.is_empty() {
                 return Ok(by_name);
             }
-            Err(QueryError::UnknownSymbol {
-                name: name.clone(),
-                suggestions: suggestions(snapshot, name),
-            })
+            Err(QueryError::UnknownSymbol { name: name.clone(), suggestions: suggestions(snapshot, name) })
         }
         Symbol::Glob(pattern) => {
             let ids: Vec<String> = snapshot
                 .units()
                 .filter(|u| glob::matches(pattern, &u.unit.id))
                 .map(|u| u.unit.id.clone())
-                .chain(
-                    snapshot
-                        .externals()
-                        .into_iter()
-                        .filter(|x| glob::matches(pattern, x))
-                        .map(str::to_string),
-                )
+                .chain(snapshot.externals().into_iter().filter(|x| glob::matches(pattern, x)).map(str::to_string))
                 .collect();
             if ids.is_empty() {
-                return Err(QueryError::UnknownSymbol {
-                    name: pattern.clone(),
-                    suggestions: Vec::new(),
-                });
+                return Err(QueryError::UnknownSymbol { name: pattern.clone(), suggestions: Vec::new() });
             }
             Ok(ids)
         }
         Symbol::Location { file, line } => {
             let entry = snapshot.file(file).cloned().or_else(|| {
                 let suffix = format!("/{file}");
-                let matches: Vec<_> = snapshot
-                    .files()
-                    .filter(|f| f.graph.path.ends_with(&suffix))
-                    .cloned()
-                    .collect();
-                if matches.len() == 1 {
-                    matches.into_iter().next()
-                } else {
-                    None
-                }
+                let matches: Vec<_> = snapshot.files().filter(|f| f.graph.path.ends_with(&suffix)).cloned().collect();
+                if matches.len() == 1 { matches.into_iter().next() } else { None }
             });
             let Some(entry) = entry else {
-                return Err(QueryError::Invalid(format!(
-                    "no indexed file '{file}' (or the name is ambiguous)"
-                )));
+                return Err(QueryError::Invalid(format!("no indexed file '{file}' (or the name is ambiguous)")));
             };
             let innermost = entry
                 .graph
@@ -577,9 +565,7 @@ pub fn resolve_symbol(snapshot: &Snapshot, symbol: &Symbol) -> Result<Vec<String
                 .min_by_key(|u| (u.end_line - u.start_line, std::cmp::Reverse(u.start_line)));
             match innermost {
                 Some(u) => Ok(vec![u.id.clone()]),
-                None => Err(QueryError::Invalid(format!(
-                    "{file} has no unit at line {line}"
-                ))),
+                None => Err(QueryError::Invalid(format!("{file} has no unit at line {line}"))),
             }
         }
     }
@@ -607,9 +593,8 @@ fn suggestions(snapshot: &Snapshot, name: &str) -> Vec<String> {
     for u in snapshot.units() {
         let id = &u.unit.id;
         let simple = id.rsplit('.').next().unwrap_or(id).to_ascii_lowercase();
-        let close_simple = simple == last
-            || (last.len() > 3 && simple.contains(&last))
-            || edit_distance(&simple, &last) <= 2;
+        let close_simple =
+            simple == last || (last.len() > 3 && simple.contains(&last)) || edit_distance(&simple, &last) <= 2;
         if close_simple || (id.len().abs_diff(name.len()) <= 3 && edit_distance(id, name) <= 3) {
             scored.push((edit_distance(id, name), id.clone()));
         }
@@ -619,11 +604,7 @@ fn suggestions(snapshot: &Snapshot, name: &str) -> Vec<String> {
     scored.into_iter().take(5).map(|(_, id)| id).collect()
 }
 
-fn neighbours<'s>(
-    snapshot: &'s Snapshot,
-    id: &str,
-    traversal: Traversal,
-) -> Vec<(String, EdgeKind, Option<u32>)> {
+fn neighbours<'s>(snapshot: &'s Snapshot, id: &str, traversal: Traversal) -> Vec<(String, EdgeKind, Option<u32>)> {
     let (kinds, backward) = traversal.edges();
     let mut out = Vec::new();
     if backward {
@@ -653,12 +634,7 @@ fn neighbours<'s>(
     out
 }
 
-fn traverse(
-    exec: &mut Exec,
-    starts: &[String],
-    traversal: Traversal,
-    depth: &Depth,
-) -> Result<Vec<Row>, QueryError> {
+fn traverse(exec: &mut Exec, starts: &[String], traversal: Traversal, depth: &Depth) -> Result<Vec<Row>, QueryError> {
     let max_depth = match depth {
         Depth::Limited(n) => *n,
         Depth::Unbounded => u32::MAX,
@@ -702,9 +678,7 @@ fn completeness_notes(exec: &mut Exec, id: &str, traversal: Traversal) {
         return;
     };
     match traversal {
-        Traversal::Callers | Traversal::Impact
-            if unit.unit.kind.is_callable() || unit.unit.kind == UnitKind::Class =>
-        {
+        Traversal::Callers | Traversal::Impact if unit.unit.kind.is_callable() || unit.unit.kind == UnitKind::Class => {
             let simple = unit.unit.name.rsplit('.').next().unwrap_or("");
             let mut count = 0;
             for file in snapshot.files() {
@@ -722,19 +696,11 @@ fn completeness_notes(exec: &mut Exec, id: &str, traversal: Traversal) {
             }
         }
         Traversal::Callees | Traversal::Deps => {
-            let own: Vec<&fresco_graph::Unresolved> = unit
-                .file
-                .graph
-                .unresolved
-                .iter()
-                .filter(|u| u.caller == id)
-                .collect();
+            let own: Vec<&fresco_graph::Unresolved> =
+                unit.file.graph.unresolved.iter().filter(|u| u.caller == id).collect();
             if !own.is_empty() {
-                let sample: Vec<String> = own
-                    .iter()
-                    .take(5)
-                    .map(|u| format!("{} (line {})", u.callee, u.line))
-                    .collect();
+                let sample: Vec<String> =
+                    own.iter().take(5).map(|u| format!("{} (line {})", u.callee, u.line)).collect();
                 exec.notes.push(format!(
                     "{id} has {} unresolved call site(s): {}{}",
                     own.len(),
@@ -758,21 +724,15 @@ fn unresolved(exec: &mut Exec, scope: Option<&Symbol>) -> Result<Vec<Row>, Query
         for u in &file.graph.unresolved {
             let wanted = match &ids {
                 None => true,
-                Some(ids) => ids.iter().any(|id| {
-                    u.caller == *id
-                        || u.caller.starts_with(&format!("{id}."))
-                        || file.graph.module == *id
-                }),
+                Some(ids) => ids
+                    .iter()
+                    .any(|id| u.caller == *id || u.caller.starts_with(&format!("{id}.")) || file.graph.module == *id),
             };
             if wanted {
                 if exec.full(&rows) {
                     return Ok(rows);
                 }
-                rows.push(Row {
-                    callee: Some(u.callee.clone()),
-                    line: Some(u.line),
-                    ..Row::unit(u.caller.clone())
-                });
+                rows.push(Row { callee: Some(u.callee.clone()), line: Some(u.line), ..Row::unit(u.caller.clone()) });
             }
         }
     }
@@ -784,9 +744,7 @@ fn cycles(exec: &mut Exec, kind: EdgeKind) -> Result<Vec<Row>, QueryError> {
     let mut graph: petgraph::graph::DiGraph<String, ()> = petgraph::graph::DiGraph::new();
     let mut index: FxHashMap<String, petgraph::graph::NodeIndex> = FxHashMap::default();
     let mut node = |g: &mut petgraph::graph::DiGraph<String, ()>, id: &str| {
-        *index
-            .entry(id.to_string())
-            .or_insert_with(|| g.add_node(id.to_string()))
+        *index.entry(id.to_string()).or_insert_with(|| g.add_node(id.to_string()))
     };
     for (edge, file) in snapshot.edges() {
         if edge.kind != kind {
@@ -827,22 +785,14 @@ fn cycles(exec: &mut Exec, kind: EdgeKind) -> Result<Vec<Row>, QueryError> {
             if exec.full(&rows) {
                 return Ok(rows);
             }
-            rows.push(Row {
-                group: Some(i),
-                ..Row::unit(id)
-            });
+            rows.push(Row { group: Some(i), ..Row::unit(id) });
         }
     }
     Ok(rows)
 }
 
 /// All shortest paths (up to a bound) from any of `from` to any of `to` over `kinds`.
-fn shortest_paths(
-    exec: &mut Exec,
-    from: &[String],
-    to: &[String],
-    kinds: &[EdgeKind],
-) -> Result<Vec<Row>, QueryError> {
+fn shortest_paths(exec: &mut Exec, from: &[String], to: &[String], kinds: &[EdgeKind]) -> Result<Vec<Row>, QueryError> {
     const MAX_PATHS: usize = 10;
     let snapshot = exec.ctx.snapshot;
     let targets: FxHashSet<&str> = to.iter().map(String::as_str).collect();
@@ -850,11 +800,7 @@ fn shortest_paths(
     // Parents at the previous distance, with the edge used.
     let mut parents: FxHashMap<String, Vec<(String, EdgeKind, Option<u32>)>> = FxHashMap::default();
     let mut frontier: Vec<String> = from.to_vec();
-    let mut found: Vec<String> = from
-        .iter()
-        .filter(|f| targets.contains(f.as_str()))
-        .cloned()
-        .collect();
+    let mut found: Vec<String> = from.iter().filter(|f| targets.contains(f.as_str())).cloned().collect();
     let mut d = 0;
     while found.is_empty() && !frontier.is_empty() {
         d += 1;
@@ -920,9 +866,7 @@ fn shortest_paths(
     }
     if paths.len() >= MAX_PATHS {
         exec.truncated = true;
-        exec.notes.push(format!(
-            "more than {MAX_PATHS} shortest paths; showing {MAX_PATHS}"
-        ));
+        exec.notes.push(format!("more than {MAX_PATHS} shortest paths; showing {MAX_PATHS}"));
     }
     let mut rows = Vec::new();
     for (i, path) in paths.into_iter().enumerate() {
@@ -931,15 +875,7 @@ fn shortest_paths(
                 Some((k, l, f)) => (Some(k), l, Some(f)),
                 None => (None, None, None),
             };
-            rows.push(Row {
-                id,
-                depth: Some(step as u32),
-                via,
-                line,
-                from,
-                group: Some(i),
-                ..Row::default()
-            });
+            rows.push(Row { id, depth: Some(step as u32), via, line, from, group: Some(i), ..Row::default() });
         }
     }
     Ok(rows)

@@ -7,6 +7,8 @@ pub mod ast;
 pub mod exec;
 pub mod glob;
 pub mod parse;
+pub mod retrieve;
 
 pub use exec::{Context, Item, Limits, Output, QueryError, execute, resolve_symbol, run};
 pub use parse::{ParseError, parse};
+pub use retrieve::{LaneDown, LaneHits, Lanes};

@@ -124,11 +124,7 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
                 out.push((Tok::Op(op), start));
             }
             b'=' => {
-                i += if bytes.get(i + 1) == Some(&b'=') {
-                    2
-                } else {
-                    1
-                };
+                i += if bytes.get(i + 1) == Some(&b'=') { 2 } else { 1 };
                 out.push((Tok::Op("="), start));
             }
             b'~' => {
@@ -139,10 +135,7 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
                 while i < bytes.len() {
                     let b = bytes[i];
                     if b.is_ascii_whitespace()
-                        || matches!(
-                            b,
-                            b'|' | b',' | b'"' | b'\'' | b'=' | b'<' | b'>' | b'!' | b'~'
-                        )
+                        || matches!(b, b'|' | b',' | b'"' | b'\'' | b'=' | b'<' | b'>' | b'!' | b'~')
                     {
                         break;
                     }
@@ -171,7 +164,7 @@ struct Parser {
 }
 
 const STAGE_KEYWORDS: &str = "callers, callees, deps, impact, path, imports, importers, supers, subs, members, find, \
-show, unresolved, cycles, changes, where, limit, order by, count";
+show, search, context, unresolved, cycles, changes, where, limit, order by, count";
 
 impl Parser {
     fn peek(&self) -> &Tok {
@@ -188,10 +181,7 @@ impl Parser {
         t
     }
     fn error<T>(&self, message: String) -> Result<T, ParseError> {
-        Err(ParseError {
-            position: self.at(),
-            message,
-        })
+        Err(ParseError { position: self.at(), message })
     }
     fn expected<T>(&self, what: &str) -> Result<T, ParseError> {
         self.error(format!("expected {what}, found {}", self.peek().describe()))
@@ -253,16 +243,8 @@ impl Parser {
             } else {
                 Some(self.symbol()?)
             };
-            let depth = if self.eat_word("depth") {
-                Some(self.depth()?)
-            } else {
-                None
-            };
-            return Ok(Stage::Traverse {
-                traversal,
-                symbol,
-                depth,
-            });
+            let depth = if self.eat_word("depth") { Some(self.depth()?) } else { None };
+            return Ok(Stage::Traverse { traversal, symbol, depth });
         }
         match keyword.as_str() {
             "path" => {
@@ -317,40 +299,61 @@ impl Parser {
                         _ => break,
                     }
                 }
-                Ok(Stage::Find {
-                    pattern,
-                    kind,
-                    file,
-                })
+                Ok(Stage::Find { pattern, kind, file })
             }
             "show" => {
                 self.bump();
-                Ok(Stage::Show {
-                    symbol: self.symbol()?,
-                })
+                Ok(Stage::Show { symbol: self.symbol()? })
+            }
+            "search" => {
+                self.bump();
+                let text = match self.peek().clone() {
+                    Tok::Str(s) => {
+                        self.bump();
+                        s
+                    }
+                    _ => return self.expected("the text to search for, in quotes"),
+                };
+                let (k, _, lanes) = self.retrieval_options(false)?;
+                Ok(Stage::Search { text, k: k.unwrap_or(10), lanes })
+            }
+            "context" => {
+                self.bump();
+                let target = if self.eat_word("for") {
+                    let text = match self.peek().clone() {
+                        Tok::Str(s) => {
+                            self.bump();
+                            s
+                        }
+                        _ => return self.expected("the signature and docstring of the new function, in quotes"),
+                    };
+                    if !self.eat_word("in") {
+                        return self.expected("'in FILE' after the new function's text");
+                    }
+                    let file = match self.bump() {
+                        Tok::Str(s) | Tok::Word(s) => s,
+                        _ => {
+                            self.pos -= 1;
+                            return self.expected("the file the new function will live in");
+                        }
+                    };
+                    ContextTarget::New { text, file }
+                } else {
+                    ContextTarget::Unit(self.symbol()?)
+                };
+                let (k, budget, lanes) = self.retrieval_options(true)?;
+                Ok(Stage::Context { target, budget: budget.unwrap_or(2000), k: k.unwrap_or(50), lanes })
             }
             "unresolved" => {
                 self.bump();
-                let scope = if self.eat_word("in") {
-                    Some(self.symbol()?)
-                } else {
-                    None
-                };
+                let scope = if self.eat_word("in") { Some(self.symbol()?) } else { None };
                 Ok(Stage::Unresolved { scope })
             }
             "cycles" => {
                 self.bump();
-                let kind = if self.at_stage_end() {
-                    EdgeKind::Imports
-                } else {
-                    self.edge_kind()?
-                };
-                if !matches!(
-                    kind,
-                    EdgeKind::Imports | EdgeKind::Calls | EdgeKind::Inherits
-                ) {
-                    return self
-                        .error("cycles are computed over imports, calls or inherits".into());
+                let kind = if self.at_stage_end() { EdgeKind::Imports } else { self.edge_kind()? };
+                if !matches!(kind, EdgeKind::Imports | EdgeKind::Calls | EdgeKind::Inherits) {
+                    return self.error("cycles are computed over imports, calls or inherits".into());
                 }
                 Ok(Stage::Cycles { kind })
             }
@@ -386,8 +389,7 @@ impl Parser {
                             f
                         }
                         None => {
-                            return self
-                                .expected("a field to order by (name, kind, file, line, depth)");
+                            return self.expected("a field to order by (name, kind, file, line, depth)");
                         }
                     },
                     _ => {
@@ -406,10 +408,46 @@ impl Parser {
                 self.bump();
                 Ok(Stage::Count)
             }
-            _ => self.error(format!(
-                "unknown query step '{word}': expected one of {STAGE_KEYWORDS}"
-            )),
+            _ => self.error(format!("unknown query step '{word}': expected one of {STAGE_KEYWORDS}")),
         }
+    }
+
+    /// `[k N] [budget N] [lanes a,b,...]` in any order.
+    fn retrieval_options(
+        &mut self,
+        allow_budget: bool,
+    ) -> Result<(Option<usize>, Option<usize>, Vec<Lane>), ParseError> {
+        let (mut k, mut budget, mut lanes) = (None, None, Vec::new());
+        loop {
+            if self.eat_word("k") {
+                let n = self.number()?;
+                if n == 0 {
+                    return self.error("k must be at least 1".into());
+                }
+                k = Some(n);
+            } else if allow_budget && self.eat_word("budget") {
+                budget = Some(self.number()?);
+            } else if self.eat_word("lanes") {
+                loop {
+                    let lane = match self.peek().clone() {
+                        Tok::Word(w) => Lane::parse(&w.to_ascii_lowercase()),
+                        _ => None,
+                    };
+                    let Some(lane) = lane else { return self.expected("a lane (bm25, dense, graph)") };
+                    self.bump();
+                    if !lanes.contains(&lane) {
+                        lanes.push(lane);
+                    }
+                    if !matches!(self.peek(), Tok::Comma) {
+                        break;
+                    }
+                    self.bump();
+                }
+            } else {
+                break;
+            }
+        }
+        Ok((k, budget, lanes))
     }
 
     fn symbol(&mut self) -> Result<Symbol, ParseError> {
@@ -421,10 +459,7 @@ impl Parser {
         self.bump();
         if let Some((file, line)) = text.rsplit_once(':') {
             if let Ok(line) = line.parse::<u32>() {
-                return Ok(Symbol::Location {
-                    file: file.to_string(),
-                    line,
-                });
+                return Ok(Symbol::Location { file: file.to_string(), line });
             }
         }
         if text.contains(['*', '?', '[']) {
@@ -561,9 +596,7 @@ impl Parser {
             }
             other => {
                 self.pos -= 1;
-                self.error(format!(
-                    "unknown condition '{other}': expected kind, name, file or depth"
-                ))
+                self.error(format!("unknown condition '{other}': expected kind, name, file or depth"))
             }
         }
     }
@@ -582,7 +615,7 @@ impl Parser {
 fn is_keyword(word: &str) -> bool {
     matches!(
         word.to_ascii_lowercase().as_str(),
-        "depth" | "kind" | "in" | "via" | "where" | "and" | "limit" | "order" | "by" | "count"
+        "depth" | "kind" | "in" | "via" | "where" | "and" | "limit" | "order" | "by" | "count" | "budget" | "lanes"
     )
 }
 
@@ -617,6 +650,10 @@ mod tests {
             "unresolved in requests.sessions",
             "cycles imports",
             "changes since 42",
+            "search \"retry a failed connection\" k 10",
+            "search \"retry a failed connection\" k 10 lanes bm25,dense",
+            "context requests.sessions.Session.request budget 2000",
+            r#"context for "def parse_link_header(value):\n    \"\"\"Return the links of a Link header as dicts.\"\"\"" in src/requests/utils.py budget 4000"#,
             "find kind class in \"django/db/*\" | subs depth * | count",
             "callers x | where kind = method and name ~ \"^a.*\" | order by name desc | limit 5",
         ] {
@@ -625,20 +662,13 @@ mod tests {
         let q = parse("path a.b -> c.d").unwrap();
         assert_eq!(
             q.stages,
-            vec![Stage::Path {
-                from: Symbol::Name("a.b".into()),
-                to: Symbol::Name("c.d".into()),
-                via: vec![]
-            }]
+            vec![Stage::Path { from: Symbol::Name("a.b".into()), to: Symbol::Name("c.d".into()), via: vec![] }]
         );
         assert_eq!(
             parse("callers src/x.py:12").unwrap().stages[0],
             Stage::Traverse {
                 traversal: Traversal::Callers,
-                symbol: Some(Symbol::Location {
-                    file: "src/x.py".into(),
-                    line: 12
-                }),
+                symbol: Some(Symbol::Location { file: "src/x.py".into(), line: 12 }),
                 depth: None
             }
         );
@@ -650,10 +680,7 @@ mod tests {
         let err = parse(q).unwrap_err();
         assert_eq!(err.position, 31);
         assert!(err.message.contains("expected a depth"));
-        assert_eq!(
-            err.render(q).lines().nth(1),
-            Some(&*format!("{}^", " ".repeat(31)))
-        );
+        assert_eq!(err.render(q).lines().nth(1), Some(&*format!("{}^", " ".repeat(31))));
 
         let err = parse("callerz foo").unwrap_err();
         assert_eq!(err.position, 0);
@@ -661,12 +688,7 @@ mod tests {
 
         let err = parse("path a ->").unwrap_err();
         assert!(err.message.contains("expected a unit"), "{}", err.message);
-        assert!(
-            parse("find \"abc")
-                .unwrap_err()
-                .message
-                .contains("unterminated")
-        );
+        assert!(parse("find \"abc").unwrap_err().message.contains("unterminated"));
         assert!(parse("").is_err());
         assert!(parse("callers").unwrap_err().message.contains("unit name"));
     }

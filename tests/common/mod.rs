@@ -24,24 +24,11 @@ pub fn stderr(out: &Output) -> String {
 /// A pinned real project from the shared corpus (downloaded on first use by the corpus script).
 pub fn corpus(name: &str) -> PathBuf {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/fetch");
-    let out = Command::new("bash")
-        .arg(&script)
-        .arg(name)
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("cannot run {}: {e}", script.display());
-        });
-    assert!(
-        out.status.success(),
-        "corpus fetch failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let root = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .unwrap_or("")
-        .trim()
-        .to_string();
+    let out = Command::new("bash").arg(&script).arg(name).output().unwrap_or_else(|e| {
+        panic!("cannot run {}: {e}", script.display());
+    });
+    assert!(out.status.success(), "corpus fetch failed: {}", String::from_utf8_lossy(&out.stderr));
+    let root = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or("").trim().to_string();
     assert!(!root.is_empty(), "corpus fetch printed no path");
     PathBuf::from(root)
 }
@@ -123,10 +110,7 @@ impl Daemon {
         let root = root.canonicalize().expect("canonical root");
         let log = runtime.with_extension(format!(
             "log-{}",
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0)
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
         ));
         let log_file = std::fs::File::create(&log).expect("log file");
         let child = fresco()
@@ -140,13 +124,7 @@ impl Daemon {
             .stderr(log_file)
             .spawn()
             .expect("spawn fresco serve");
-        Daemon {
-            child: Some(child),
-            root,
-            db: db.to_path_buf(),
-            runtime: runtime.to_path_buf(),
-            log,
-        }
+        Daemon { child: Some(child), root, db: db.to_path_buf(), runtime: runtime.to_path_buf(), log }
     }
 
     pub fn pid(&self) -> u32 {
@@ -170,17 +148,12 @@ impl Daemon {
         loop {
             if let Some(sock) = self.socket()
                 && let Ok(mut c) = Conn::connect(&sock)
-                && c.call("status", serde_json::json!({}))
-                    .get("result")
-                    .is_some()
+                && c.call("status", serde_json::json!({})).get("result").is_some()
             {
                 return;
             }
             if std::time::Instant::now() > deadline {
-                panic!(
-                    "the daemon did not come up in {DAEMON_START_TIMEOUT:?}; log:\n{}",
-                    self.log()
-                );
+                panic!("the daemon did not come up in {DAEMON_START_TIMEOUT:?}; log:\n{}", self.log());
             }
             std::thread::sleep(pause);
             pause = (pause * 2).min(std::time::Duration::from_millis(100));
@@ -193,11 +166,7 @@ impl Daemon {
 
     /// Runs the CLI against this daemon's runtime directory.
     pub fn cli(&self, args: &[&str]) -> Output {
-        fresco()
-            .args(args)
-            .env("FRESCO_RUNTIME_DIR", &self.runtime)
-            .output()
-            .expect("run fresco")
+        fresco().args(args).env("FRESCO_RUNTIME_DIR", &self.runtime).output().expect("run fresco")
     }
 
     /// `kill -9`.
@@ -234,11 +203,7 @@ impl Drop for Daemon {
 
 /// The only `*.sock` file in `dir`, if any.
 pub fn socket_in(dir: &Path) -> Option<PathBuf> {
-    std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|x| x == "sock"))
+    std::fs::read_dir(dir).ok()?.flatten().map(|e| e.path()).find(|p| p.extension().is_some_and(|x| x == "sock"))
 }
 
 /// A raw protocol connection: newline-delimited JSON.
@@ -253,11 +218,7 @@ impl Conn {
         let stream = std::os::unix::net::UnixStream::connect(socket)?;
         stream.set_read_timeout(Some(std::time::Duration::from_secs(60)))?;
         let reader = std::io::BufReader::new(stream.try_clone()?);
-        Ok(Conn {
-            stream,
-            reader,
-            next_id: 1,
-        })
+        Ok(Conn { stream, reader, next_id: 1 })
     }
 
     /// Sends raw bytes.
@@ -273,10 +234,9 @@ impl Conn {
         let mut line = String::new();
         match self.reader.read_line(&mut line) {
             Ok(0) | Err(_) => None,
-            Ok(_) => Some(
-                serde_json::from_str(line.trim())
-                    .unwrap_or_else(|e| panic!("response is not JSON ({e}): {line}")),
-            ),
+            Ok(_) => {
+                Some(serde_json::from_str(line.trim()).unwrap_or_else(|e| panic!("response is not JSON ({e}): {line}")))
+            }
         }
     }
 
@@ -284,10 +244,7 @@ impl Conn {
     pub fn send(&mut self, method: &str, params: serde_json::Value) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        let line = format!(
-            "{}\n",
-            serde_json::json!({"id": id, "method": method, "params": params})
-        );
+        let line = format!("{}\n", serde_json::json!({"id": id, "method": method, "params": params}));
         self.send_raw(line.as_bytes()).expect("send request");
         id
     }
@@ -305,19 +262,13 @@ impl Conn {
 
     /// A query; returns the response object.
     pub fn query(&mut self, text: &str, freshness: &str) -> serde_json::Value {
-        self.call(
-            "query",
-            serde_json::json!({"query": text, "freshness": freshness}),
-        )
+        self.call("query", serde_json::json!({"query": text, "freshness": freshness}))
     }
 
     /// A query that must succeed; returns its result.
     pub fn ok(&mut self, text: &str, freshness: &str) -> serde_json::Value {
         let r = self.query(text, freshness);
-        assert!(
-            r.get("result").is_some(),
-            "query {text:?} ({freshness}) failed: {r}"
-        );
+        assert!(r.get("result").is_some(), "query {text:?} ({freshness}) failed: {r}");
         r["result"].clone()
     }
 
@@ -331,11 +282,7 @@ impl Conn {
 pub fn names(result: &serde_json::Value) -> Vec<String> {
     result["results"]
         .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|r| r["name"].as_str().map(str::to_string))
-                .collect()
-        })
+        .map(|a| a.iter().filter_map(|r| r["name"].as_str().map(str::to_string)).collect())
         .unwrap_or_default()
 }
 

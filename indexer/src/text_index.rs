@@ -1,0 +1,526 @@
+//! The lexical retrieval lane: BM25 over the units of a snapshot, with a code-aware tokenizer.
+//!
+//! A [`TextIndex`] is an in-RAM tantivy index with one document per unit (module, class,
+//! function, method, variable). It is derived data: built from a [`Snapshot`] on start
+//! ([`TextIndex::build`]) and kept equal to later versions by re-indexing the files a batch
+//! changed ([`TextIndex::update`]). What a unit contributes:
+//!
+//! | unit kind            | `name`         | `signature` | `docstring` | `body`                     |
+//! |----------------------|----------------|-------------|-------------|----------------------------|
+//! | function, method     | qualified name | header      | docstring   | full source                |
+//! | class                | qualified name | header      | docstring   | member names               |
+//! | module               | qualified name | -           | docstring   | -                          |
+//! | variable             | qualified name | -           | -           | the assignment statement   |
+//!
+//! Every text field is tokenized by [`CodeTokenizer`] (see [`code_tokens`]): identifiers are
+//! split on `_`, `.` and camelCase/PascalCase boundaries, lowercased, and also kept whole, so
+//! `retry connection`, `retry_failed_connection` and `HTTPAdapter.send` all find what they should.
+//!
+//! Queries never go through tantivy's query language: the query text is tokenized with the same
+//! tokenizer into a disjunction of term queries over the four fields, boosted
+//! name 3, signature 2, docstring 1.5, body 1. Any text is a valid query.
+//!
+//! Concurrency: one writer (behind a mutex) and any number of searchers. A search takes the
+//! current searcher and version under a short read lock and runs without locks, so searches
+//! proceed while an update indexes, and each search sees exactly one version.
+
+use std::sync::{Mutex, RwLock};
+
+use fresco_graph::{EdgeKind, FileEntry, Snapshot, Unit, UnitKind};
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::schema::{Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value};
+use tantivy::tokenizer::{TextAnalyzer, Token, TokenStream, Tokenizer};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
+
+/// The name the code tokenizer is registered under in the index's tokenizer manager.
+pub const TOKENIZER_NAME: &str = "fresco_code";
+
+/// Field boosts used by [`TextIndex::search`].
+pub const BOOST_NAME: f32 = 3.0;
+pub const BOOST_SIGNATURE: f32 = 2.0;
+pub const BOOST_DOCSTRING: f32 = 1.5;
+pub const BOOST_BODY: f32 = 1.0;
+
+/// Tokens longer than this (in bytes) are dropped: long literals and generated names only bloat
+/// the dictionary.
+const MAX_TOKEN_BYTES: usize = 96;
+/// At most this many distinct query tokens are used (the first ones).
+const MAX_QUERY_TOKENS: usize = 48;
+/// The indexing memory budget per writer thread (tantivy needs at least 15 MB).
+const WRITER_BUDGET_PER_THREAD: usize = 48 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TextIndexError {
+    #[error("text index: {0}")]
+    Tantivy(#[from] tantivy::TantivyError),
+    #[error("text index: a lock was poisoned by a panicking thread")]
+    Poisoned,
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tokenizer
+// ---------------------------------------------------------------------------------------------
+
+/// A tokenizer for source code and the prose around it.
+///
+/// A *word* is a maximal run of identifier characters (Unicode alphanumerics and `_`); words
+/// joined by single dots form a dotted name (`os.path.join`). For each dotted name it emits:
+///
+/// - the whole dotted name, lowercased, if it has more than one part (`os.path.join`);
+/// - for each part, the part as written, lowercased, if it splits into more than one subword or
+///   differs from its only subword (`to_key_val_list`, `httpadapter`, `__init__`);
+/// - the subwords of each part, lowercased: split on `_` and at case changes, with acronyms kept
+///   together (`HTTPAdapter` is `http`, `adapter`; `parseJSON2Dict` is `parse`, `json2`,
+///   `dict`). Digits stay with the letters before them (`base64`, `utf8`, `sha256`).
+///
+/// Subwords get consecutive positions; a whole part or dotted name is a synonym at the position
+/// of its first subword, spanning its subwords (`position_length`). Offsets are byte offsets of
+/// the source text.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CodeTokenizer;
+
+/// The token stream of [`CodeTokenizer`]: the tokens of a text, computed up front.
+pub struct CodeTokenStream {
+    tokens: Vec<Token>,
+    next: usize,
+}
+
+impl Tokenizer for CodeTokenizer {
+    type TokenStream<'a> = CodeTokenStream;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> CodeTokenStream {
+        let mut tokens = Vec::new();
+        tokenize(text, &mut tokens);
+        CodeTokenStream { tokens, next: 0 }
+    }
+}
+
+impl TokenStream for CodeTokenStream {
+    fn advance(&mut self) -> bool {
+        if self.next < self.tokens.len() {
+            self.next += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn token(&self) -> &Token {
+        &self.tokens[self.next - 1]
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.tokens[self.next - 1]
+    }
+}
+
+/// The token texts [`CodeTokenizer`] produces for `text`, in stream order.
+pub fn code_tokens(text: &str) -> Vec<String> {
+    let mut tokens = Vec::new();
+    tokenize(text, &mut tokens);
+    tokens.into_iter().map(|t| t.text).collect()
+}
+
+/// The tokens [`CodeTokenizer`] produces for `text`, with positions and offsets.
+pub fn code_token_details(text: &str) -> Vec<Token> {
+    let mut tokens = Vec::new();
+    tokenize(text, &mut tokens);
+    tokens
+}
+
+fn is_ident_char(c: char) -> bool {
+    c == '_' || c.is_alphanumeric()
+}
+
+fn tokenize(text: &str, out: &mut Vec<Token>) {
+    let mut position = 0usize;
+    let mut parts: Vec<(usize, usize)> = Vec::new();
+    let mut subwords: Vec<Vec<(usize, usize)>> = Vec::new();
+    let mut chars = text.char_indices().peekable();
+    while let Some(&(start, c)) = chars.peek() {
+        if !is_ident_char(c) {
+            chars.next();
+            continue;
+        }
+        // One dotted name: word ('.' word)*.
+        parts.clear();
+        let mut part_start = start;
+        let mut end;
+        loop {
+            end = part_start;
+            while let Some(&(i, c)) = chars.peek() {
+                if is_ident_char(c) {
+                    end = i + c.len_utf8();
+                    chars.next();
+                } else {
+                    break;
+                }
+            }
+            parts.push((part_start, end));
+            // A dot continues the name only when an identifier character follows it.
+            if text.as_bytes().get(end) == Some(&b'.') && text[end + 1..].chars().next().is_some_and(is_ident_char) {
+                chars.next(); // the dot
+                part_start = end + 1;
+            } else {
+                break;
+            }
+        }
+        subwords.clear();
+        for &(s, e) in &parts {
+            subwords.push(split_identifier(text, s, e));
+        }
+        let total: usize = subwords.iter().map(Vec::len).sum();
+        if total == 0 {
+            continue; // only underscores
+        }
+        if parts.len() > 1 {
+            push(out, &text[start..end], start, end, position, total);
+        }
+        for (&(s, e), words) in parts.iter().zip(&subwords) {
+            if words.is_empty() {
+                continue;
+            }
+            // The part itself, unless it is its only subword (`foo`, `Session`).
+            if words.len() > 1 || words[0] != (s, e) {
+                push(out, &text[s..e], s, e, position, words.len());
+            }
+            for &(ws, we) in words {
+                push(out, &text[ws..we], ws, we, position, 1);
+                position += 1;
+            }
+        }
+    }
+}
+
+fn push(out: &mut Vec<Token>, raw: &str, from: usize, to: usize, position: usize, len: usize) {
+    if raw.len() > MAX_TOKEN_BYTES {
+        return;
+    }
+    out.push(Token {
+        offset_from: from,
+        offset_to: to,
+        position,
+        text: raw.to_lowercase(),
+        position_length: len.max(1),
+    });
+}
+
+/// The subwords of the identifier `text[start..end]`, as byte ranges: split on `_`, then at
+/// lower-to-upper changes (`fooBar`), before the last capital of an acronym followed by a
+/// lowercase letter (`HTTPAdapter`) and at digit-to-upper changes (`Py3Lexer`).
+fn split_identifier(text: &str, start: usize, end: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let ident = &text[start..end];
+    let mut offset = start;
+    for piece in ident.split('_') {
+        let piece_start = offset;
+        offset += piece.len() + 1;
+        if piece.is_empty() {
+            continue;
+        }
+        let chars: Vec<(usize, char)> = piece.char_indices().collect();
+        let mut word_start = 0usize; // byte offset within piece
+        for i in 1..chars.len() {
+            let (at, c) = chars[i];
+            let p = chars[i - 1].1;
+            let next_lower = chars.get(i + 1).is_some_and(|&(_, n)| n.is_lowercase());
+            let boundary = (p.is_lowercase() && c.is_uppercase())
+                || (p.is_uppercase() && c.is_uppercase() && next_lower)
+                || (p.is_numeric() && c.is_uppercase());
+            if boundary {
+                out.push((piece_start + word_start, piece_start + at));
+                word_start = at;
+            }
+        }
+        out.push((piece_start + word_start, piece_start + piece.len()));
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// The index
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy)]
+struct Fields {
+    id: Field,
+    path: Field,
+    name: Field,
+    signature: Field,
+    docstring: Field,
+    body: Field,
+}
+
+impl Fields {
+    fn schema() -> (Schema, Fields) {
+        let mut builder = Schema::builder();
+        let text = TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer(TOKENIZER_NAME)
+                // BM25 needs term frequencies and field norms; no query here uses positions.
+                .set_index_option(IndexRecordOption::WithFreqs),
+        );
+        let fields = Fields {
+            id: builder.add_text_field("id", STRING | STORED),
+            path: builder.add_text_field("path", STRING),
+            name: builder.add_text_field("name", text.clone()),
+            signature: builder.add_text_field("signature", text.clone()),
+            docstring: builder.add_text_field("docstring", text.clone()),
+            body: builder.add_text_field("body", text),
+        };
+        (builder.build(), fields)
+    }
+
+    fn boosted(&self) -> [(Field, f32); 4] {
+        [
+            (self.name, BOOST_NAME),
+            (self.signature, BOOST_SIGNATURE),
+            (self.docstring, BOOST_DOCSTRING),
+            (self.body, BOOST_BODY),
+        ]
+    }
+}
+
+/// What a search sees: one reader generation and the snapshot version it reflects.
+struct Current {
+    searcher: Searcher,
+    version: u64,
+}
+
+/// Sizes of a text index.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TextIndexStats {
+    pub version: u64,
+    /// Live documents (units).
+    pub docs: u64,
+    pub segments: usize,
+    /// Bytes of the index data (postings, dictionaries, field norms, stored ids), as tantivy
+    /// accounts them.
+    pub bytes: u64,
+}
+
+/// An in-RAM BM25 index over the units of a snapshot. `Send + Sync`: share it in an `Arc`,
+/// search from any thread, update from one.
+pub struct TextIndex {
+    fields: Fields,
+    // Kept so the index (directory, tokenizers) lives as long as the reader and writer.
+    _index: Index,
+    reader: IndexReader,
+    writer: Mutex<IndexWriter<TantivyDocument>>,
+    current: RwLock<Current>,
+}
+
+impl std::fmt::Debug for TextIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TextIndex").field("version", &self.version()).finish_non_exhaustive()
+    }
+}
+
+impl TextIndex {
+    /// Indexes every unit of `snapshot` with `threads` indexing threads (at least one).
+    pub fn build(snapshot: &Snapshot, threads: usize) -> Result<TextIndex, TextIndexError> {
+        let (schema, fields) = Fields::schema();
+        let index = Index::create_in_ram(schema);
+        index.tokenizers().register(TOKENIZER_NAME, TextAnalyzer::from(CodeTokenizer));
+        let threads = threads.clamp(1, 8);
+        let mut writer: IndexWriter<TantivyDocument> =
+            index.writer_with_num_threads(threads, threads * WRITER_BUDGET_PER_THREAD)?;
+        for file in snapshot.files() {
+            add_file(&writer, &fields, file)?;
+        }
+        writer.commit()?;
+        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        let searcher = reader.searcher();
+        Ok(TextIndex {
+            fields,
+            _index: index,
+            reader,
+            writer: Mutex::new(writer),
+            current: RwLock::new(Current { searcher, version: snapshot.version() }),
+        })
+    }
+
+    /// Brings the index to `snapshot`: drops every document of `changed_paths` and
+    /// `removed_paths`, indexes the units the changed files have in `snapshot`, commits and
+    /// publishes the new reader generation. Afterwards [`version`](Self::version) is
+    /// `snapshot.version()`. Searches running meanwhile see the previous version.
+    ///
+    /// On error the uncommitted changes are rolled back and the index stays at its previous
+    /// version (rebuilding is the safe recovery).
+    pub fn update(
+        &self,
+        snapshot: &Snapshot,
+        changed_paths: &[String],
+        removed_paths: &[String],
+    ) -> Result<(), TextIndexError> {
+        let mut writer = self.writer.lock().map_err(|_| TextIndexError::Poisoned)?;
+        let result = (|| {
+            for path in removed_paths.iter().chain(changed_paths) {
+                writer.delete_term(Term::from_field_text(self.fields.path, path));
+            }
+            for path in changed_paths {
+                if let Some(file) = snapshot.file(path) {
+                    add_file(&writer, &self.fields, file)?;
+                }
+            }
+            writer.commit()?;
+            Ok::<(), TextIndexError>(())
+        })();
+        if let Err(e) = result {
+            let _ = writer.rollback();
+            return Err(e);
+        }
+        self.reader.reload()?;
+        let searcher = self.reader.searcher();
+        let mut current = self.current.write().map_err(|_| TextIndexError::Poisoned)?;
+        *current = Current { searcher, version: snapshot.version() };
+        Ok(())
+    }
+
+    /// The snapshot version the index reflects.
+    pub fn version(&self) -> u64 {
+        self.current.read().map(|c| c.version).unwrap_or(0)
+    }
+
+    /// The `k` best units for `query` by BM25, best first: (unit id, score).
+    pub fn search(&self, query: &str, k: usize) -> Result<Vec<(String, f32)>, TextIndexError> {
+        Ok(self.search_versioned(query, k)?.1)
+    }
+
+    /// Like [`search`](Self::search), also returning the snapshot version the hits come from.
+    pub fn search_versioned(&self, query: &str, k: usize) -> Result<(u64, Vec<(String, f32)>), TextIndexError> {
+        let (searcher, version) = {
+            let current = self.current.read().map_err(|_| TextIndexError::Poisoned)?;
+            (current.searcher.clone(), current.version)
+        };
+        let Some(query) = self.query(query) else {
+            return Ok((version, Vec::new()));
+        };
+        if k == 0 {
+            return Ok((version, Vec::new()));
+        }
+        let top = searcher.search(&query, &TopDocs::with_limit(k).order_by_score())?;
+        let mut hits = Vec::with_capacity(top.len());
+        for (score, address) in top {
+            let doc: TantivyDocument = searcher.doc(address)?;
+            if let Some(id) = doc.get_first(self.fields.id).and_then(|v| v.as_str()) {
+                hits.push((id.to_string(), score));
+            }
+        }
+        Ok((version, hits))
+    }
+
+    /// The query for `text`: every distinct code token, in every field, as a should-clause.
+    fn query(&self, text: &str) -> Option<BooleanQuery> {
+        let mut tokens: Vec<String> = Vec::new();
+        for t in code_tokens(text) {
+            if !tokens.contains(&t) {
+                tokens.push(t);
+                if tokens.len() == MAX_QUERY_TOKENS {
+                    break;
+                }
+            }
+        }
+        if tokens.is_empty() {
+            return None;
+        }
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for token in &tokens {
+            for (field, boost) in self.fields.boosted() {
+                let term = TermQuery::new(Term::from_field_text(field, token), IndexRecordOption::WithFreqs);
+                clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(term), boost))));
+            }
+        }
+        Some(BooleanQuery::new(clauses))
+    }
+
+    /// Document count, segments and bytes of the current generation.
+    pub fn stats(&self) -> Result<TextIndexStats, TextIndexError> {
+        let (searcher, version) = {
+            let current = self.current.read().map_err(|_| TextIndexError::Poisoned)?;
+            (current.searcher.clone(), current.version)
+        };
+        let bytes = searcher.space_usage().map(|u| u.total().get_bytes()).unwrap_or(0);
+        Ok(TextIndexStats { version, docs: searcher.num_docs(), segments: searcher.segment_readers().len(), bytes })
+    }
+}
+
+/// Adds one document per indexable unit of `file`.
+fn add_file(writer: &IndexWriter<TantivyDocument>, fields: &Fields, file: &FileEntry) -> Result<(), TextIndexError> {
+    let path = file.graph.path.as_str();
+    for unit in &file.graph.units {
+        if let Some(doc) = unit_document(fields, path, file, unit) {
+            writer.add_document(doc)?;
+        }
+    }
+    Ok(())
+}
+
+fn unit_document(fields: &Fields, path: &str, file: &FileEntry, unit: &Unit) -> Option<TantivyDocument> {
+    let mut doc = TantivyDocument::default();
+    doc.add_text(fields.id, &unit.id);
+    doc.add_text(fields.path, path);
+    doc.add_text(fields.name, &unit.name);
+    match unit.kind {
+        UnitKind::External => return None,
+        UnitKind::Function | UnitKind::Method => {
+            add_header(&mut doc, fields, unit);
+            doc.add_text(fields.body, file.source_of(unit));
+        }
+        UnitKind::Class => {
+            add_header(&mut doc, fields, unit);
+            let mut members = String::new();
+            for edge in file.edges_from(&unit.id) {
+                if edge.kind != EdgeKind::Contains {
+                    continue;
+                }
+                let name = file.unit(&edge.dst).map(|m| m.name.as_str()).unwrap_or(edge.dst.as_str());
+                let short = name.rsplit('.').next().unwrap_or(name);
+                members.push_str(short);
+                members.push('\n');
+            }
+            if !members.is_empty() {
+                doc.add_text(fields.body, &members);
+            }
+        }
+        UnitKind::Module => {
+            if let Some(docstring) = &unit.docstring {
+                doc.add_text(fields.docstring, docstring);
+            }
+        }
+        UnitKind::Variable => {
+            doc.add_text(fields.body, file.source_of(unit));
+        }
+    }
+    Some(doc)
+}
+
+fn add_header(doc: &mut TantivyDocument, fields: &Fields, unit: &Unit) {
+    if let Some(signature) = &unit.signature {
+        doc.add_text(fields.signature, signature);
+    }
+    if let Some(docstring) = &unit.docstring {
+        doc.add_text(fields.docstring, docstring);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn text_index_is_send_and_sync() {
+        assert_send_sync::<TextIndex>();
+    }
+
+    #[test]
+    fn positions_never_decrease_in_stream_order() {
+        let tokens = code_token_details("x = requests.adapters.HTTPAdapter(max_retries=3)");
+        for pair in tokens.windows(2) {
+            assert!(pair[0].position <= pair[1].position, "{tokens:?}");
+        }
+    }
+}

@@ -1,0 +1,574 @@
+//! The lexical (BM25) lane: the code tokenizer, ranking on a small repo, incremental updates,
+//! a real project (requests), and an ignored measurement on django.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fresco_indexer::text_index::{TextIndex, code_token_details, code_tokens};
+use fresco_indexer::{FileEvent, Indexer};
+
+fn toks(text: &str) -> Vec<String> {
+    code_tokens(text)
+}
+
+#[test]
+fn tokenizer_splits_snake_case_and_keeps_the_whole_identifier() {
+    assert_eq!(
+        toks("to_key_val_list"),
+        ["to_key_val_list", "to", "key", "val", "list"]
+    );
+    assert_eq!(
+        toks("parse_link_header(value)"),
+        ["parse_link_header", "parse", "link", "header", "value"]
+    );
+    assert_eq!(toks("__init__"), ["__init__", "init"]);
+    assert_eq!(toks("_private"), ["_private", "private"]);
+    // A plain word is emitted once, lowercased.
+    assert_eq!(toks("Session session"), ["session", "session"]);
+    // Only underscores: nothing.
+    assert!(toks("_ __ ___").is_empty());
+}
+
+#[test]
+fn tokenizer_splits_camel_and_pascal_case_with_acronyms() {
+    assert_eq!(toks("HTTPAdapter"), ["httpadapter", "http", "adapter"]);
+    assert_eq!(
+        toks("getHTTPResponseCode"),
+        ["gethttpresponsecode", "get", "http", "response", "code"]
+    );
+    assert_eq!(toks("parseURL"), ["parseurl", "parse", "url"]);
+    assert_eq!(toks("camelCase"), ["camelcase", "camel", "case"]);
+    assert_eq!(toks("URL"), ["url"]);
+    assert_eq!(
+        toks("XMLHttpRequest_factory"),
+        ["xmlhttprequest_factory", "xml", "http", "request", "factory"]
+    );
+}
+
+#[test]
+fn tokenizer_handles_dotted_names() {
+    assert_eq!(
+        toks("requests.adapters.HTTPAdapter"),
+        [
+            "requests.adapters.httpadapter",
+            "requests",
+            "adapters",
+            "httpadapter",
+            "http",
+            "adapter"
+        ]
+    );
+    assert_eq!(
+        toks("os.path.join(a, b)"),
+        ["os.path.join", "os", "path", "join", "a", "b"]
+    );
+    // A dot not followed by an identifier does not join; punctuation never becomes a token.
+    assert_eq!(toks("end. Next"), ["end", "next"]);
+    assert_eq!(toks("a..b"), ["a", "b"]);
+    assert_eq!(toks(".x."), ["x"]);
+    assert_eq!(
+        toks("name: \"quoted\" AND (x) OR -y"),
+        ["name", "quoted", "and", "x", "or", "y"]
+    );
+}
+
+#[test]
+fn tokenizer_keeps_digits_with_their_letters() {
+    assert_eq!(
+        toks("base64_encode"),
+        ["base64_encode", "base64", "encode"]
+    );
+    assert_eq!(toks("utf8"), ["utf8"]);
+    assert_eq!(toks("Py3Lexer"), ["py3lexer", "py3", "lexer"]);
+    assert_eq!(toks("HTTP2Adapter"), ["http2adapter", "http2", "adapter"]);
+    assert_eq!(toks("x = 42"), ["x", "42"]);
+    assert_eq!(toks("3.14"), ["3.14", "3", "14"]);
+}
+
+#[test]
+fn tokenizer_positions_and_offsets_are_sensible() {
+    let text = "def retry_failed_connection(conn): return self.pool.getConn()";
+    let tokens = code_token_details(text);
+    let mut last = 0;
+    for t in &tokens {
+        assert!(t.position >= last, "positions decrease: {tokens:?}");
+        last = t.position;
+        assert!(t.offset_from < t.offset_to && t.offset_to <= text.len());
+        assert_eq!(
+            text[t.offset_from..t.offset_to].to_lowercase(),
+            t.text,
+            "{t:?}"
+        );
+        assert!(t.position_length >= 1);
+    }
+    let find = |s: &str| tokens.iter().find(|t| t.text == s).expect(s).clone();
+    // Subwords are consecutive; the whole identifier sits on its first subword and spans them.
+    assert_eq!(find("def").position, 0);
+    assert_eq!(find("retry_failed_connection").position, 1);
+    assert_eq!(find("retry_failed_connection").position_length, 3);
+    assert_eq!(find("retry").position, 1);
+    assert_eq!(find("failed").position, 2);
+    assert_eq!(find("connection").position, 3);
+    assert_eq!(find("conn").position, 4);
+    assert_eq!(find("self.pool.getconn").position, 6);
+    assert_eq!(find("self.pool.getconn").position_length, 4);
+    assert_eq!(find("getconn").position, 8);
+    assert_eq!(find("get").position, 8);
+}
+
+#[test]
+fn tokenizer_survives_unicode() {
+    let samples = [
+        "größe_Überprüfen = 1",
+        "変数名 = 関数()",
+        "naïveBayes",
+        "ǅemal ǈubljana",
+        "İstanbulİİ",
+        "ΣΊΣΥΦΟΣ.σίσυφος",
+        "e\u{301}tat_e\u{301}",
+        "emoji 🦀_crab 🎉",
+        "\u{0}\u{FFFD}\u{200B}zero\u{200D}width",
+        "a.\u{1F600}.b",
+        "ﬁle_ﬂow",
+        "x\u{0661}\u{0662}y",
+    ];
+    for s in samples {
+        let tokens = code_token_details(s);
+        for t in &tokens {
+            assert!(s.is_char_boundary(t.offset_from) && s.is_char_boundary(t.offset_to));
+            assert!(!t.text.is_empty());
+        }
+    }
+    assert_eq!(
+        toks("größe_Überprüfen"),
+        ["größe_überprüfen", "größe", "überprüfen"]
+    );
+    assert_eq!(toks("naïveBayes"), ["naïvebayes", "naïve", "bayes"]);
+    assert_eq!(toks("変数名"), ["変数名"]);
+}
+
+fn write(root: &Path, path: &str, text: &str) {
+    let p = root.join(path);
+    std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+    std::fs::write(p, text).expect("write");
+}
+
+const NET: &str = r#""""Networking helpers."""
+
+import socket
+
+
+def retry_failed_connection(conn, attempts=3):
+    """Open the connection again after it dropped."""
+    for _ in range(attempts):
+        if conn.open():
+            return True
+    return False
+
+
+def close_socket(sock):
+    sock.close()
+
+
+class ConnectionPool:
+    """A pool of open connections."""
+
+    max_size = 10
+
+    def acquire(self):
+        return socket.socket()
+
+    def release(self, conn):
+        conn.close()
+"#;
+
+const OTHER: &str = r#"""Unrelated things that mention a connection and retrying in passing."""
+
+RETRY_LIMIT = 5
+
+
+def connection_string(host):
+    return "db://" + host
+
+
+def failed(items):
+    return [i for i in items if not i]
+
+
+def backoff_delay(n):
+    """Seconds to wait before attempt n."""
+    return 2 ** n
+"#;
+
+fn ids(hits: &[(String, f32)]) -> Vec<&str> {
+    hits.iter().map(|(id, _)| id.as_str()).collect()
+}
+
+fn small_repo() -> (tempfile::TempDir, Indexer) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    write(dir.path(), "pkg/net.py", NET);
+    write(dir.path(), "pkg/other.py", OTHER);
+    let mut indexer = Indexer::in_memory(dir.path(), Default::default());
+    indexer.refresh().expect("refresh");
+    (dir, indexer)
+}
+
+#[test]
+fn ranks_the_matching_function_first() {
+    let (_dir, indexer) = small_repo();
+    let index = TextIndex::build(indexer.snapshot(), 1).expect("build");
+    assert_eq!(index.version(), indexer.snapshot().version());
+
+    let hits = index.search("retry connection", 10).expect("search");
+    assert_eq!(
+        hits.first().map(|h| h.0.as_str()),
+        Some("pkg.net.retry_failed_connection"),
+        "{hits:?}"
+    );
+    // Scores are sorted, best first.
+    assert!(hits.windows(2).all(|w| w[0].1 >= w[1].1), "{hits:?}");
+
+    // The exact identifier, a camel-cased spelling and a dotted name find it too.
+    for q in [
+        "retry_failed_connection",
+        "retryFailedConnection",
+        "net.retry_failed_connection",
+    ] {
+        let hits = index.search(q, 3).expect("search");
+        assert_eq!(
+            hits.first().map(|h| h.0.as_str()),
+            Some("pkg.net.retry_failed_connection"),
+            "{q}: {hits:?}"
+        );
+    }
+
+    // Kinds: a class by a member name, a variable by its value, a module by its docstring.
+    let hits = index.search("acquire release pool", 3).expect("search");
+    assert_eq!(hits[0].0, "pkg.net.ConnectionPool", "{hits:?}");
+    let hits = index.search("RETRY_LIMIT", 3).expect("search");
+    assert_eq!(hits[0].0, "pkg.other.RETRY_LIMIT", "{hits:?}");
+    let hits = index.search("networking helpers", 3).expect("search");
+    assert_eq!(hits[0].0, "pkg.net", "{hits:?}");
+
+    // k bounds the result; queries with no known token or no token at all find nothing.
+    assert_eq!(index.search("connection", 2).expect("search").len(), 2);
+    assert!(index.search("connection", 0).expect("search").is_empty());
+    assert!(index.search("zebra", 10).expect("search").is_empty());
+    assert!(index.search("", 10).expect("search").is_empty());
+    assert!(index.search("  ?! ", 10).expect("search").is_empty());
+    // Query syntax of any kind is just text.
+    for q in [
+        "name:\"retry",
+        "body:(x OR",
+        "retry AND -connection^3 ~2 [a TO b] *",
+        "\\",
+        "{}",
+    ] {
+        index.search(q, 5).expect(q);
+    }
+}
+
+#[test]
+fn updates_follow_edits_and_removals() {
+    let (dir, mut indexer) = small_repo();
+    let index = TextIndex::build(indexer.snapshot(), 2).expect("build");
+    let before = index.stats().expect("stats");
+    assert!(before.docs > 0);
+    eprintln!("DBG before {before:?} {:?}", index.search("backoff_delay", 5));
+
+    // Replace the function by another one.
+    write(
+        dir.path(),
+        "pkg/net.py",
+        &NET.replace(
+            "def retry_failed_connection(conn, attempts=3):\n    \"\"\"Open the connection again after it dropped.\"\"\"",
+            "def reconnect_with_jitter(conn, attempts=3):\n    \"\"\"Open it again, waiting a randomised interval.\"\"\"",
+        ),
+    );
+    let report = indexer
+        .apply(vec![FileEvent::Changed("pkg/net.py".into())])
+        .expect("apply");
+    assert!(report.published);
+    eprintln!("DBG report {:?} {:?}", report.changed_files, report.removed_files);
+    index
+        .update(
+            indexer.snapshot(),
+            &report.changed_files,
+            &report.removed_files,
+        )
+        .expect("update");
+    assert_eq!(index.version(), indexer.snapshot().version());
+
+    let hits = index.search("jitter randomised", 5).expect("search");
+    assert_eq!(
+        hits.first().map(|h| h.0.as_str()),
+        Some("pkg.net.reconnect_with_jitter"),
+        "{hits:?}"
+    );
+    let hits = index.search("retry_failed_connection", 50).expect("search");
+    assert!(
+        !ids(&hits).contains(&"pkg.net.retry_failed_connection"),
+        "{hits:?}"
+    );
+    // The unchanged file is still there, exactly once.
+    let hits = index.search("backoff_delay", 50).expect("search");
+    assert_eq!(
+        ids(&hits)
+            .iter()
+            .filter(|id| **id == "pkg.other.backoff_delay")
+            .count(),
+        1,
+        "{hits:?}"
+    );
+    // Every unit of the new snapshot is a document; nothing stale is left.
+    let units = indexer.snapshot().units().count() as u64;
+    assert_eq!(index.stats().expect("stats").docs, units);
+
+    // Remove a file.
+    std::fs::remove_file(dir.path().join("pkg/other.py")).expect("rm");
+    let report = indexer
+        .apply(vec![FileEvent::Removed("pkg/other.py".into())])
+        .expect("apply");
+    assert_eq!(report.removed_files, vec!["pkg/other.py".to_string()]);
+    index
+        .update(
+            indexer.snapshot(),
+            &report.changed_files,
+            &report.removed_files,
+        )
+        .expect("update");
+    assert_eq!(index.version(), indexer.snapshot().version());
+    let hits = index.search("backoff delay", 50).expect("search");
+    assert!(
+        ids(&hits).iter().all(|id| !id.starts_with("pkg.other")),
+        "{hits:?}"
+    );
+    assert_eq!(
+        index.stats().expect("stats").docs,
+        indexer.snapshot().units().count() as u64
+    );
+
+    // Add a file.
+    write(
+        dir.path(),
+        "pkg/fresh.py",
+        "def brand_new_helper():\n    return 'zeppelin'\n",
+    );
+    let report = indexer.refresh().expect("refresh");
+    index
+        .update(
+            indexer.snapshot(),
+            &report.changed_files,
+            &report.removed_files,
+        )
+        .expect("update");
+    let (version, hits) = index
+        .search_versioned("zeppelin", 5)
+        .expect("search");
+    assert_eq!(version, indexer.snapshot().version());
+    assert_eq!(ids(&hits), ["pkg.fresh.brand_new_helper"]);
+}
+
+#[test]
+fn searches_run_concurrently_with_updates() {
+    let (dir, mut indexer) = small_repo();
+    let index = Arc::new(TextIndex::build(indexer.snapshot(), 1).expect("build"));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let index = index.clone();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut n = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let (_, hits) = index.search_versioned("connection", 10).expect("search");
+                    assert!(!hits.is_empty());
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    for i in 0..5 {
+        write(
+            dir.path(),
+            "pkg/gen.py",
+            &format!("def generated_{i}(connection):\n    return connection\n"),
+        );
+        let report = indexer.refresh().expect("refresh");
+        index
+            .update(
+                indexer.snapshot(),
+                &report.changed_files,
+                &report.removed_files,
+            )
+            .expect("update");
+        let hits = index.search(&format!("generated_{i}"), 3).expect("search");
+        assert_eq!(hits[0].0, format!("pkg.gen.generated_{i}"));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().expect("reader") > 0);
+    }
+}
+
+/// A pinned real project from the shared corpus (downloaded on first use).
+fn corpus(name: &str) -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/fetch");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(name)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "corpus fetch failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let root = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    assert!(!root.is_empty(), "corpus fetch printed no path");
+    PathBuf::from(root)
+}
+
+#[test]
+fn finds_sensible_units_in_requests() {
+    let root = corpus("requests");
+    let mut indexer = Indexer::in_memory(&root, Default::default());
+    indexer.refresh().expect("refresh");
+    let index = TextIndex::build(indexer.snapshot(), 1).expect("build");
+    assert_eq!(
+        index.stats().expect("stats").docs,
+        indexer.snapshot().units().count() as u64
+    );
+
+    let hits = index.search("retry a failed connection", 10).expect("search");
+    eprintln!("retry a failed connection: {hits:#?}");
+    assert_eq!(hits.len(), 10);
+    assert!(
+        ids(&hits).iter().any(|id| id.starts_with("requests.adapters")),
+        "{hits:?}"
+    );
+
+    let hits = index.search("HTTPAdapter send", 5).expect("search");
+    eprintln!("HTTPAdapter send: {hits:#?}");
+    assert!(
+        ids(&hits).contains(&"requests.adapters.HTTPAdapter.send"),
+        "{hits:?}"
+    );
+
+    let hits = index.search("parse link header", 3).expect("search");
+    assert_eq!(hits[0].0, "requests.utils.parse_header_links", "{hits:?}");
+
+    let hits = index.search("to_key_val_list", 3).expect("search");
+    assert_eq!(hits[0].0, "requests.utils.to_key_val_list", "{hits:?}");
+}
+
+fn rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn median(mut xs: Vec<Duration>) -> Duration {
+    xs.sort();
+    xs[xs.len() / 2]
+}
+
+/// Build time, size and search latency on django. Run in release:
+/// `cargo test --release -p fresco-indexer --test text_index -- --ignored --nocapture`
+/// (`FRESCO_DJANGO` overrides the corpus path).
+#[test]
+#[ignore]
+fn measure_on_django() {
+    let root = std::env::var_os("FRESCO_DJANGO")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").map(PathBuf::from).expect("HOME");
+            home.join(".cache/fresco-corpus/django-5.1.4")
+        });
+    let t = Instant::now();
+    let mut indexer = Indexer::in_memory(&root, Default::default());
+    indexer.refresh().expect("refresh");
+    let snapshot = indexer.snapshot().clone();
+    eprintln!(
+        "graph: {} files, {} units in {:?}",
+        snapshot.file_count(),
+        snapshot.units().count(),
+        t.elapsed()
+    );
+    for threads in [1, 2] {
+        let rss = rss_kb();
+        let t = Instant::now();
+        let index = TextIndex::build(&snapshot, threads).expect("build");
+        let took = t.elapsed();
+        let stats = index.stats().expect("stats");
+        eprintln!(
+            "build threads={threads}: {took:?}; {} docs, {} segments, {:.1} MB index data, RSS +{:.1} MB",
+            stats.docs,
+            stats.segments,
+            stats.bytes as f64 / 1e6,
+            (rss_kb().saturating_sub(rss)) as f64 / 1e3
+        );
+        let queries = [
+            "retry a failed connection",
+            "parse the http accept language header",
+            "QuerySet filter exclude",
+            "migration autodetector rename field",
+            "csrf token cookie",
+            "template render context",
+            "get_object_or_404",
+            "password hasher salt",
+            "timezone aware datetime",
+            "ModelForm clean validation error",
+            "url reverse resolver",
+            "cache backend memcached",
+            "sql compiler as_sql",
+            "signals post_save receiver",
+            "admin changelist search fields",
+            "session middleware",
+            "json serializer",
+            "paginator page range",
+            "select_related prefetch_related",
+            "send_mail email backend smtp",
+        ];
+        for q in &queries[..3] {
+            let hits = index.search(q, 5).expect("search");
+            eprintln!("  {q:?}: {:?}", ids(&hits));
+        }
+        let mut times = Vec::new();
+        for _ in 0..5 {
+            for q in &queries {
+                let t = Instant::now();
+                let hits = index.search(q, 10).expect("search");
+                times.push(t.elapsed());
+                assert!(!hits.is_empty(), "{q}");
+            }
+        }
+        let max = *times.iter().max().expect("times");
+        eprintln!(
+            "  search k=10: median {:?}, max {max:?} over {} searches",
+            median(times.clone()),
+            times.len()
+        );
+        // An update of one file (the biggest body edit path: delete by path, add, commit, reload).
+        let path = "django/db/models/query.py".to_string();
+        let t = Instant::now();
+        index
+            .update(&snapshot, std::slice::from_ref(&path), &[])
+            .expect("update");
+        eprintln!("  update of {path}: {:?}", t.elapsed());
+    }
+}
