@@ -841,7 +841,8 @@ fn shortest_paths(exec: &mut Exec, from: &[String], to: &[String], kinds: &[Edge
         suffix: &mut Vec<(String, Option<(EdgeKind, Option<u32>, String)>)>,
         out: &mut Vec<Vec<(String, Option<(EdgeKind, Option<u32>, String)>)>>,
     ) {
-        if out.len() >= MAX_PATHS {
+        // One more than shown, to tell "exactly MAX_PATHS" from "more".
+        if out.len() > MAX_PATHS {
             return;
         }
         let here = dist.get(node).copied().unwrap_or(0);
@@ -864,7 +865,8 @@ fn shortest_paths(exec: &mut Exec, from: &[String], to: &[String], kinds: &[Edge
     for target in &found {
         walk(target, &parents, &dist, &mut Vec::new(), &mut paths);
     }
-    if paths.len() >= MAX_PATHS {
+    if paths.len() > MAX_PATHS {
+        paths.truncate(MAX_PATHS);
         exec.truncated = true;
         exec.notes.push(format!("more than {MAX_PATHS} shortest paths; showing {MAX_PATHS}"));
     }
