@@ -112,6 +112,10 @@ enum Command {
         /// The directory to write into.
         #[arg(long)]
         out: PathBuf,
+        /// Export the last committed version exactly as stored, without bringing it up to date
+        /// with the disk (in-process only).
+        #[arg(long)]
+        stored: bool,
         #[command(flatten)]
         client: ClientArgs,
     },
@@ -239,9 +243,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Export { args, out, client } => {
+        Command::Export { args, out, stored, client } => {
             let root = root_of(&args.path)?;
             let out_abs = if out.is_absolute() { out.clone() } else { std::env::current_dir()?.join(&out) };
+            let client = if stored { ClientArgs { daemon: false, no_daemon: true } } else { client };
             match connect(&root, &client)? {
                 Some(mut c) => {
                     let params = json!({"out": out_abs.display().to_string()});
@@ -257,7 +262,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     }
                 }
                 None => {
-                    let indexer = open_index(&args)?;
+                    let indexer = if stored {
+                        let root = root_of(&args.path)?;
+                        Indexer::open_stored(&root, &db_dir(&root, &args.db), indexer_options(&args))?
+                    } else {
+                        open_index(&args)?
+                    };
                     let counts = export::write(indexer.snapshot(), &out_abs)?;
                     eprintln!(
                         "exported version {}: {} nodes, {} edges to {}",

@@ -11,4 +11,4 @@ pub mod store;
 pub use history::{Change, HistoryExpired, NetChange, VersionDiff, VersionLog};
 pub use model::{Edge, EdgeKind, FileGraph, FileStamp, IndexDeps, Revision, SkipReason, Unit, UnitKind, Unresolved};
 pub use snapshot::{FileChange, FileEntry, Snapshot, Totals, UnitRef};
-pub use store::{FORMAT_VERSION, Store, StoreError};
+pub use store::{FORMAT_VERSION, Store, StoreError, manifest};

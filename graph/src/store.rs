@@ -23,6 +23,7 @@ pub const FORMAT_VERSION: u32 = 2;
 const KEY_FORMAT: &[u8] = b"meta/format";
 const KEY_VERSION: &[u8] = b"meta/version";
 const KEY_ANALYSIS: &[u8] = b"meta/analysis";
+const KEY_MANIFEST: &[u8] = b"meta/manifest";
 const FILE_PREFIX: &[u8] = b"file/";
 
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +53,9 @@ struct FileRecord {
 pub struct Store {
     db: sled::Db,
     tree: sled::Tree,
+    /// A small file beside sled's recording the last committed version: if sled ever comes back
+    /// with an older one (a damaged log it recovered by dropping data), the loss is detected.
+    version_file: std::path::PathBuf,
 }
 
 impl Store {
@@ -65,7 +69,7 @@ impl Store {
             .open()
             .map_err(|source| StoreError::Open { path: dir.display().to_string(), source })?;
         let tree = db.open_tree("fresco")?;
-        let store = Store { db, tree };
+        let store = Store { db, tree, version_file: dir.join("committed-version") };
         match store.tree.get(KEY_FORMAT)? {
             None => {
                 store.tree.insert(KEY_FORMAT, &FORMAT_VERSION.to_le_bytes())?;
@@ -98,6 +102,7 @@ impl Store {
     /// Removes every record (used before a rebuild of an incompatible or corrupt store).
     pub fn clear(&self, analysis: u64) -> Result<(), StoreError> {
         self.tree.clear()?;
+        let _ = std::fs::remove_file(&self.version_file);
         self.tree.insert(KEY_FORMAT, &FORMAT_VERSION.to_le_bytes())?;
         self.tree.insert(KEY_ANALYSIS, &analysis.to_le_bytes())?;
         self.db.flush()?;
@@ -116,6 +121,14 @@ impl Store {
     /// Reads the last committed version as a snapshot, verifying every record.
     pub fn load(&self) -> Result<Snapshot, StoreError> {
         let version = self.version()?;
+        if let Ok(text) = std::fs::read_to_string(&self.version_file) {
+            let committed: u64 = text.trim().parse().map_err(|_| StoreError::Corrupt("committed-version file".into()))?;
+            if committed > version {
+                return Err(StoreError::Corrupt(format!(
+                    "version {committed} was committed but the store holds version {version}"
+                )));
+            }
+        }
         let mut changes = Vec::new();
         for item in self.tree.scan_prefix(FILE_PREFIX) {
             let (key, value) = item?;
@@ -125,12 +138,32 @@ impl Store {
             let entry = FileEntry::new(Arc::new(record.graph), Arc::from(record.text), record.stamp, record.deps);
             changes.push(FileChange::Upsert(Arc::new(entry)));
         }
-        Ok(Snapshot::empty().apply_as(version, changes))
+        let snapshot = Snapshot::empty().apply_as(version, changes);
+        // A store that lost records (a damaged or truncated log that sled recovered from by
+        // dropping data) still opens; the manifest tells.
+        if let Some(bytes) = self.tree.get(KEY_MANIFEST)? {
+            let expected = decode_manifest(&bytes).ok_or_else(|| StoreError::Corrupt("manifest".into()))?;
+            let found = manifest(&snapshot);
+            if expected != found {
+                return Err(StoreError::Corrupt(format!(
+                    "the store holds {} file records, its manifest says {}",
+                    found.0, expected.0
+                )));
+            }
+        }
+        Ok(snapshot)
     }
 
     /// Atomically commits `version`: the given files are written or removed together with the
-    /// version number, then flushed to disk.
-    pub fn commit(&self, version: u64, upserts: &[Arc<FileEntry>], removals: &[String]) -> Result<(), StoreError> {
+    /// version number and the manifest of the resulting snapshot (see [`manifest`]), then
+    /// flushed to disk.
+    pub fn commit(
+        &self,
+        version: u64,
+        upserts: &[Arc<FileEntry>],
+        removals: &[String],
+        manifest: (u64, u64),
+    ) -> Result<(), StoreError> {
         let mut batch = sled::Batch::default();
         for (entry, record) in upserts.iter().zip(encode_all(upserts)) {
             batch.insert(file_key(&entry.graph.path), record?);
@@ -139,14 +172,39 @@ impl Store {
             batch.remove(file_key(path));
         }
         batch.insert(KEY_VERSION, &version.to_le_bytes());
+        let mut m = manifest.0.to_le_bytes().to_vec();
+        m.extend_from_slice(&manifest.1.to_le_bytes());
+        batch.insert(KEY_MANIFEST, m);
         self.tree.apply_batch(batch)?;
         self.db.flush()?;
+        // After the flush: a crash in between leaves the file behind sled, which is harmless.
+        let tmp = self.version_file.with_extension("tmp");
+        if std::fs::write(&tmp, version.to_string()).is_ok() {
+            let _ = std::fs::rename(&tmp, &self.version_file);
+        }
         Ok(())
     }
 
     pub fn size_on_disk(&self) -> Result<u64, StoreError> {
         Ok(self.db.size_on_disk()?)
     }
+}
+
+/// What a snapshot's files are: their count and an order-independent hash of (path, revision).
+pub fn manifest(snapshot: &Snapshot) -> (u64, u64) {
+    let mut hash = 0u64;
+    for f in snapshot.files() {
+        let mut key = f.graph.path.as_bytes().to_vec();
+        key.extend_from_slice(&f.graph.revision.0.to_le_bytes());
+        hash ^= xxhash_rust::xxh3::xxh3_64(&key);
+    }
+    (snapshot.file_count() as u64, hash)
+}
+
+fn decode_manifest(bytes: &[u8]) -> Option<(u64, u64)> {
+    let count = u64::from_le_bytes(bytes.get(0..8)?.try_into().ok()?);
+    let hash = u64::from_le_bytes(bytes.get(8..16)?.try_into().ok()?);
+    Some((count, hash))
 }
 
 /// Encodes records on two threads when there are many (a cold index writes thousands).
@@ -242,8 +300,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         {
             let store = Store::open(dir.path(), 1).unwrap();
-            store.commit(3, &[entry("a.py", "x = 1\n"), entry("b.py", "")], &[]).unwrap();
-            store.commit(4, &[], &["b.py".to_string()]).unwrap();
+            let (a, b) = (entry("a.py", "x = 1\n"), entry("b.py", ""));
+            let both = Snapshot::empty().apply([FileChange::Upsert(a.clone()), FileChange::Upsert(b.clone())]);
+            store.commit(3, &[a, b], &[], manifest(&both)).unwrap();
+            let one = both.apply([FileChange::Remove("b.py".into())]);
+            store.commit(4, &[], &["b.py".to_string()], manifest(&one)).unwrap();
         }
         let store = Store::open(dir.path(), 1).unwrap();
         let snap = store.load().unwrap();

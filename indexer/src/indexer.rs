@@ -109,6 +109,13 @@ impl Indexer {
     /// every file whose size, mtime and content did not change, and applies what changed while
     /// nobody watched. An incompatible or corrupt store is rebuilt from the files.
     pub fn open(root: &Path, db_dir: &Path, options: IndexerOptions) -> Result<Indexer, IndexError> {
+        let mut indexer = Indexer::open_stored(root, db_dir, options)?;
+        indexer.refresh()?;
+        Ok(indexer)
+    }
+
+    /// Opens the index exactly as last committed, without reconciling it with the disk.
+    pub fn open_stored(root: &Path, db_dir: &Path, options: IndexerOptions) -> Result<Indexer, IndexError> {
         if !root.is_dir() {
             return Err(IndexError::NotADirectory { path: root.display().to_string() });
         }
@@ -140,7 +147,6 @@ impl Indexer {
         if let Some(snapshot) = loaded {
             indexer.seed_from(snapshot);
         }
-        indexer.refresh()?;
         Ok(indexer)
     }
 
@@ -404,11 +410,12 @@ impl Indexer {
         if published || metadata_only {
             let version = if published { self.snapshot.version() + 1 } else { self.snapshot.version() };
             trace.mark("diff");
+            let next = self.snapshot.apply_as(version, changes);
             if let Some(store) = &self.store {
-                store.commit(version, &upserts, &removed)?;
+                store.commit(version, &upserts, &removed, fresco_graph::manifest(&next))?;
             }
             trace.mark("commit");
-            self.snapshot = self.snapshot.apply_as(version, changes);
+            self.snapshot = next;
             trace.mark("publish");
         }
         if affected.len() > crate::db::SYNTAX_CACHE {
@@ -462,7 +469,7 @@ impl Indexer {
         self.store = None;
         let store = Store::open(dir, crate::ANALYSIS_FINGERPRINT)?;
         let entries: Vec<Arc<FileEntry>> = self.snapshot.files().cloned().collect();
-        store.commit(self.snapshot.version(), &entries, &[])?;
+        store.commit(self.snapshot.version(), &entries, &[], fresco_graph::manifest(&self.snapshot))?;
         self.store = Some(store);
         Ok(())
     }
