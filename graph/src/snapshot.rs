@@ -266,6 +266,11 @@ impl Snapshot {
         self.files.values()
     }
 
+    /// Whether any file's path starts with `prefix` (a directory path ending in `/`).
+    pub fn has_file_under(&self, prefix: &str) -> bool {
+        self.files.range::<_, Arc<str>>(Arc::from(prefix)..).next().is_some_and(|(p, _)| p.starts_with(prefix))
+    }
+
     pub fn file_count(&self) -> usize {
         self.files.len()
     }

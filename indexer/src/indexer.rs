@@ -309,21 +309,30 @@ impl Indexer {
                     }
                 }
             }
-            // Files that looked up a module by an alias (namespace paths) or prefix: the module
-            // names of added files and all their package prefixes.
-            for path in &touched {
-                if self.snapshot.file(path).is_none() {
-                    if let Some(info) = module_info(&self.db, self.ws, self.inputs[path]) {
-                        let mut name = info.name.as_str();
-                        changed_modules.insert(name.to_string());
-                        while let Some((prefix, _)) = name.rsplit_once('.') {
-                            changed_modules.insert(prefix.to_string());
-                            name = prefix;
-                        }
+            // Files that looked a module up by another name (a namespace path, with or without
+            // `src.`), and packages that appeared or disappeared with a directory.
+            let added: Vec<&String> = touched.iter().filter(|p| self.snapshot.file(p).is_none()).collect();
+            for path in added.iter().copied().chain(removed.iter()) {
+                let is_added = self.inputs.contains_key(path);
+                if let Some(info) = self.inputs.get(path).and_then(|f| module_info(&self.db, self.ws, *f)) {
+                    changed_modules.insert(info.name);
+                }
+                let dotted = path.trim_end_matches(".py").trim_end_matches("/__init__").replace('/', ".");
+                changed_modules.insert(dotted.trim_start_matches("src.").to_string());
+                changed_modules.insert(dotted);
+                let mut dir = path.as_str();
+                while let Some((parent, _)) = dir.rsplit_once('/') {
+                    let prefix = format!("{parent}/");
+                    let existed_before = self.snapshot.has_file_under(&prefix);
+                    let exists_now = self.inputs.range(prefix.clone()..).next().is_some_and(|(p, _)| p.starts_with(&prefix));
+                    let appeared_or_vanished = if is_added { !existed_before } else { !exists_now };
+                    if !appeared_or_vanished {
+                        break;
                     }
-                    let dotted = path.trim_end_matches(".py").trim_end_matches("/__init__").replace('/', ".");
-                    changed_modules.insert(dotted.trim_start_matches("src.").to_string());
-                    changed_modules.insert(dotted);
+                    let package = parent.replace('/', ".");
+                    changed_modules.insert(package.trim_start_matches("src.").to_string());
+                    changed_modules.insert(package);
+                    dir = parent;
                 }
             }
         }
