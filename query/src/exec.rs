@@ -121,6 +121,9 @@ pub struct Output {
     /// `context`: the assembled context.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context: Option<crate::retrieve::ContextBlock>,
+    /// Retrieval: every lane's own ranked answer before fusion (for the retrieval trace).
+    #[serde(skip)]
+    pub lane_hits: Vec<(&'static str, Vec<String>)>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -174,6 +177,7 @@ struct Exec<'c, 'a> {
     ticks: u32,
     lanes: Option<std::collections::BTreeMap<&'static str, crate::retrieve::LaneReport>>,
     context: Option<crate::retrieve::ContextBlock>,
+    lane_hits: Vec<(&'static str, Vec<String>)>,
 }
 
 impl Exec<'_, '_> {
@@ -219,6 +223,7 @@ pub fn execute(ctx: &Context, query: &Query) -> Result<Output, QueryError> {
         ticks: 0,
         lanes: None,
         context: None,
+        lane_hits: Vec::new(),
     };
     let mut rows: Vec<Row> = Vec::new();
     let mut count = None;
@@ -241,6 +246,7 @@ pub fn execute(ctx: &Context, query: &Query) -> Result<Output, QueryError> {
         notes: exec.notes,
         lanes: exec.lanes,
         context: exec.context,
+        lane_hits: exec.lane_hits,
     })
 }
 
@@ -420,6 +426,7 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             }
             ranked.retain(|(_, ids)| !ids.is_empty());
             let fused = fuse(&ranked);
+            exec.lane_hits = ranked.iter().map(|(l, ids)| (l.as_str(), ids.clone())).collect();
             exec.lanes = Some(health);
             Ok(fused
                 .into_iter()
@@ -429,7 +436,7 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
         }
         Stage::Context { target, budget, k, lanes } => {
             use crate::retrieve::*;
-            let snapshot = exec.snapshot();
+            let snapshot = exec.ctx.snapshot;
             let target = resolve_target(snapshot, target)?;
             let wanted: Vec<Lane> = if lanes.is_empty() { Lane::ALL.to_vec() } else { lanes.clone() };
             let mut health = std::collections::BTreeMap::new();
@@ -454,6 +461,7 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 }
             }
             let fused = fuse(&ranked);
+            exec.lane_hits = ranked.iter().map(|(l, ids)| (l.as_str(), ids.clone())).collect();
             let deps = dependency_set(snapshot, &target, &graph);
             let block = assemble(snapshot, exec.ctx.lanes, &target, &fused, &deps, *budget);
             exec.lanes = Some(health);
