@@ -254,7 +254,9 @@ fn branch_switch_of_1000_files_is_coalesced_into_few_versions() {
     eprintln!("rewrite of {N} files ({written:?}): version {v1} -> {v2} in {:?}", t.elapsed());
     assert_eq!(r["count"], 2 * N as u64, "{r}");
     assert_eq!(c.ok("find \"beta_*\" | count", "wait")["count"], 0);
-    assert!(v2 > v1 && v2 - v1 <= 5, "1,000 rewritten files should make a few versions, not {}", v2 - v1);
+    // Each pause longer than the debounce (15 ms) while writing may start a new batch; on a loaded
+    // machine there can be a few.
+    assert!(v2 > v1 && v2 - v1 <= 8, "1,000 rewritten files should make a few versions, not {}", v2 - v1);
     let s = c.status();
     assert_eq!(s["files"], files);
     assert_eq!(s["pending_changes"], 0);
@@ -637,6 +639,52 @@ fn allow_right_after_a_write_marks_items_of_pending_files_stale() {
     let r = c.ok("callees requests.api.head", "allow");
     assert_eq!(r["stale"], json!([]));
     assert!(r["results"].as_array().expect("results").iter().all(|it| it.get("stale").is_none()), "{r}");
+}
+
+#[test]
+fn while_a_change_is_pending_strict_exits_3_allow_marks_and_wait_answers_fresh() {
+    // A long debounce keeps the change pending long enough to see every mode deterministically.
+    let env = Env::requests();
+    let d = Daemon::start_with(&env.root, &env.db, &env.rt, &["--debounce-ms", "3000"]);
+    let mut c = d.conn();
+    let before = c.ok("callees requests.api.head", "wait");
+    env.edit(API, "    return request(\"head\"", "    patch(url)\n    return request(\"head\"");
+
+    // strict through the CLI: exit 3, the file named, in JSON and in text.
+    let q = "callees requests.api.head";
+    let out = d.cli(&["query", env.root_s(), q, "--json", "--daemon", "--freshness", "strict"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    let v = json(&out);
+    assert_eq!(v["error"]["code"], "STALE", "{v}");
+    assert_eq!(v["error"]["files"], json!([API]), "{v}");
+    let out = d.cli(&["query", env.root_s(), q, "--daemon", "--freshness", "strict"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(stderr(&out).contains(&format!("stale: {API}")), "{}", stderr(&out));
+    assert_eq!(c.status()["pending"], json!([API]));
+
+    // allow: the old answer, every item of the pending file marked, the file listed.
+    let out = d.cli(&["query", env.root_s(), q, "--json", "--daemon", "--freshness", "allow"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v = json(&out);
+    assert_eq!(version(&v), version(&before));
+    assert_eq!(names(&v), names(&before), "allow answers from the current version");
+    assert_eq!(v["stale"], json!([API]));
+    assert!(v["results"].as_array().expect("results").iter().all(|it| it["stale"] == true), "{v}");
+    let out = d.cli(&["query", env.root_s(), q, "--daemon", "--freshness", "allow"]);
+    assert!(stdout(&out).contains("requests.api.request (stale)"), "{}", stdout(&out));
+    // Items of other files are not marked.
+    let r = c.ok("callees requests.sessions.Session.request", "allow");
+    assert!(r["results"].as_array().expect("results").iter().all(|it| it.get("stale").is_none()), "{r}");
+
+    // wait does not wait for the debounce: it asks for the batch at once.
+    let t = Instant::now();
+    let r = c.ok(q, "wait");
+    assert!(names(&r).contains(&"requests.api.patch".to_string()), "{r}");
+    assert!(t.elapsed() < Duration::from_millis(2500), "wait flushed the batch: {:?}", t.elapsed());
+    let r = c.ok(q, "strict");
+    assert!(names(&r).contains(&"requests.api.patch".to_string()), "{r}");
+    let r = c.ok(q, "allow");
+    assert_eq!(r["stale"], json!([]));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -106,6 +106,17 @@ impl Daemon {
 
     /// Starts a daemon without waiting for it.
     pub fn spawn(root: &Path, db: &Path, runtime: &Path) -> Daemon {
+        Daemon::spawn_with(root, db, runtime, &[])
+    }
+
+    /// Starts a daemon with extra `serve` arguments (e.g. `--debounce-ms`) and waits for it.
+    pub fn start_with(root: &Path, db: &Path, runtime: &Path, extra: &[&str]) -> Daemon {
+        let d = Daemon::spawn_with(root, db, runtime, extra);
+        d.wait_ready();
+        d
+    }
+
+    pub fn spawn_with(root: &Path, db: &Path, runtime: &Path, extra: &[&str]) -> Daemon {
         std::fs::create_dir_all(runtime).expect("runtime dir");
         let root = root.canonicalize().expect("canonical root");
         let log = runtime.with_extension(format!(
@@ -118,6 +129,7 @@ impl Daemon {
             .arg(&root)
             .arg("--db")
             .arg(db)
+            .args(extra)
             .env("FRESCO_RUNTIME_DIR", runtime)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
