@@ -246,9 +246,29 @@ pub fn serve(options: ServeOptions) -> Result<()> {
 }
 
 fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shared>) {
-    while let Ok(first) = batches.recv() {
+    // A batch that failed to apply (an I/O error writing the store, say) is retried with the
+    // next one, or after a second: its changes must not stay pending forever.
+    let mut failed: Option<Batch> = None;
+    loop {
+        let first = match &failed {
+            None => match batches.recv() {
+                Ok(b) => b,
+                Err(_) => return,
+            },
+            Some(_) => match batches.recv_timeout(Duration::from_secs(1)) {
+                Ok(b) => b,
+                Err(crossbeam::channel::RecvTimeoutError::Timeout) => Batch::default(),
+                Err(crossbeam::channel::RecvTimeoutError::Disconnected) => return,
+            },
+        };
         // Coalesce whatever else is already queued into the same version.
         let mut batch = first;
+        if let Some(previous) = failed.take() {
+            batch.paths.extend(previous.paths);
+            if batch.rescan.is_none() {
+                batch.rescan = previous.rescan;
+            }
+        }
         while let Ok(more) = batches.try_recv() {
             batch.paths.extend(more.paths);
             if more.rescan.is_some() {
@@ -271,8 +291,9 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
                 shared.tracker.applied(&batch);
             }
             Err(e) => {
-                eprintln!("fresco: error applying changes: {e}");
+                eprintln!("fresco: error applying changes (will retry): {e}");
                 *shared.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                failed = Some(batch);
             }
         }
         if shared.shutdown.load(Ordering::Relaxed) {
