@@ -1,10 +1,9 @@
 //! The lexical (BM25) lane: the code tokenizer, ranking on a small repo, incremental updates,
-//! a real project (requests), and an ignored measurement on django.
+//! a real project (requests). (Build time and search latency on django are measured in bench/.)
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use fresco_indexer::text_index::{TextIndex, code_token_details, code_tokens};
 use fresco_indexer::{FileEvent, Indexer};
@@ -340,89 +339,4 @@ fn finds_sensible_units_in_requests() {
     assert_eq!(hits[0].0, "requests.utils.to_key_val_list", "{hits:?}");
 }
 
-fn rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
-}
 
-fn median(mut xs: Vec<Duration>) -> Duration {
-    xs.sort();
-    xs[xs.len() / 2]
-}
-
-/// Build time, size and search latency on django. Run in release:
-/// `cargo test --release -p fresco-indexer --test text_index -- --ignored --nocapture`
-/// (`FRESCO_DJANGO` overrides the corpus path).
-#[test]
-#[ignore]
-fn measure_on_django() {
-    let root = std::env::var_os("FRESCO_DJANGO").map(PathBuf::from).unwrap_or_else(|| {
-        let home = std::env::var_os("HOME").map(PathBuf::from).expect("HOME");
-        home.join(".cache/fresco-corpus/django-5.1.4")
-    });
-    let t = Instant::now();
-    let mut indexer = Indexer::in_memory(&root, Default::default());
-    indexer.refresh().expect("refresh");
-    let snapshot = indexer.snapshot().clone();
-    eprintln!("graph: {} files, {} units in {:?}", snapshot.file_count(), snapshot.units().count(), t.elapsed());
-    for threads in [1, 2] {
-        let rss = rss_kb();
-        let t = Instant::now();
-        let index = TextIndex::build(&snapshot, threads).expect("build");
-        let took = t.elapsed();
-        let stats = index.stats().expect("stats");
-        eprintln!(
-            "build threads={threads}: {took:?}; {} docs, {} segments, {:.1} MB index data, RSS +{:.1} MB",
-            stats.docs,
-            stats.segments,
-            stats.bytes as f64 / 1e6,
-            (rss_kb().saturating_sub(rss)) as f64 / 1e3
-        );
-        let queries = [
-            "retry a failed connection",
-            "parse the http accept language header",
-            "QuerySet filter exclude",
-            "migration autodetector rename field",
-            "csrf token cookie",
-            "template render context",
-            "get_object_or_404",
-            "password hasher salt",
-            "timezone aware datetime",
-            "ModelForm clean validation error",
-            "url reverse resolver",
-            "cache backend memcached",
-            "sql compiler as_sql",
-            "signals post_save receiver",
-            "admin changelist search fields",
-            "session middleware",
-            "json serializer",
-            "paginator page range",
-            "select_related prefetch_related",
-            "send_mail email backend smtp",
-        ];
-        for q in &queries[..3] {
-            let hits = index.search(q, 5).expect("search");
-            eprintln!("  {q:?}: {:?}", ids(&hits));
-        }
-        let mut times = Vec::new();
-        for _ in 0..5 {
-            for q in &queries {
-                let t = Instant::now();
-                let hits = index.search(q, 10).expect("search");
-                times.push(t.elapsed());
-                assert!(!hits.is_empty(), "{q}");
-            }
-        }
-        let max = *times.iter().max().expect("times");
-        eprintln!("  search k=10: median {:?}, max {max:?} over {} searches", median(times.clone()), times.len());
-        // An update of one file (the biggest body edit path: delete by path, add, commit, reload).
-        let path = "django/db/models/query.py".to_string();
-        let t = Instant::now();
-        index.update(&snapshot, std::slice::from_ref(&path), &[]).expect("update");
-        eprintln!("  update of {path}: {:?}", t.elapsed());
-    }
-}
