@@ -23,6 +23,7 @@ use fresco_indexer::watch::{self, Batch, Debounce, Tracker};
 use fresco_indexer::{Indexer, IndexerOptions};
 use serde_json::{Value, json};
 
+use crate::lanes::{LaneUpdate, RetrievalLanes};
 use crate::paths::daemon_paths;
 use crate::protocol::{self, Freshness, ProtoError};
 
@@ -49,6 +50,7 @@ struct Shared {
     connections: AtomicUsize,
     cookie_counter: AtomicU64,
     last_error: Mutex<Option<String>>,
+    lanes: Arc<RetrievalLanes>,
 }
 
 impl Shared {
@@ -193,7 +195,9 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         started.elapsed().as_secs_f64()
     );
 
+    let (lanes, lane_updates) = RetrievalLanes::start(&options.db, indexer.snapshot().clone());
     let shared = Arc::new(Shared {
+        lanes,
         root: root.clone(),
         current: Mutex::new(Arc::new(Published {
             snapshot: indexer.snapshot().clone(),
@@ -212,7 +216,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         let shared = shared.clone();
         std::thread::Builder::new()
             .name("fresco-indexer".into())
-            .spawn(move || indexer_loop(indexer, batch_rx, shared))?
+            .spawn(move || indexer_loop(indexer, batch_rx, shared, lane_updates))?
     };
 
     let listener =
@@ -245,7 +249,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
     Ok(())
 }
 
-fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shared>) {
+fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shared>, lanes: Sender<LaneUpdate>) {
     // A batch that failed to apply (an I/O error writing the store, say) is retried with the
     // next one, or after a second: its changes must not stay pending forever.
     let mut failed: Option<Batch> = None;
@@ -282,6 +286,11 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
                     let mut history = (*previous.history).clone();
                     history.push(report.version, report.diff.clone());
                     shared.publish(Published { snapshot: indexer.snapshot().clone(), history: Arc::new(history) });
+                    let _ = lanes.send(LaneUpdate {
+                        snapshot: indexer.snapshot().clone(),
+                        changed: report.changed_files.clone(),
+                        removed: report.removed_files.clone(),
+                    });
                 }
                 if let Some(why) = indexer.rebuilt_store.take() {
                     eprintln!("fresco: warning: {why}");
@@ -442,6 +451,7 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
                     uptime: Some(shared.started.elapsed()),
                     watcher: Some(shared.tracker.counters()),
                     last_error: shared.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+                    lanes: Some(shared.lanes.health(published.snapshot.version())),
                 });
                 if !send(&writer, &protocol::response_ok(&id, result)) {
                     return;
@@ -494,7 +504,7 @@ fn handle_query(shared: &Shared, params: &Value, cancel: Arc<AtomicBool>) -> Res
         Some(&published.history),
         &params,
         Some(cancel),
-        None,
+        Some(&*shared.lanes as &dyn fresco_query::Lanes),
         &is_stale,
         &stale,
     )?;

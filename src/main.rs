@@ -6,6 +6,7 @@
 mod client;
 mod daemon;
 mod export;
+mod lanes;
 mod paths;
 mod protocol;
 mod render;
@@ -195,8 +196,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     let args = IndexArgs { path, db, ..IndexArgs::default() };
                     let indexer = open_index(&args)?;
                     let params = protocol::query_params(&params).map_err(|e| anyhow::anyhow!(e.message))?;
+                    // Retrieval needs the lanes: build them for this query (the daemon keeps
+                    // them warm instead).
+                    let lanes = needs_lanes(&params.text).then(|| {
+                        lanes::RetrievalLanes::build_now(
+                            &db_dir(&root, &args.db),
+                            indexer.snapshot(),
+                            Duration::from_secs(IN_PROCESS_DENSE_WAIT_S),
+                        )
+                    });
+                    let lanes_ref = lanes.as_ref().map(|l| l as &dyn fresco_query::Lanes);
                     // In-process, the index has just been brought up to date with the disk.
-                    match protocol::run_query(indexer.snapshot(), None, &params, None, None, &|_| false, &[]) {
+                    match protocol::run_query(indexer.snapshot(), None, &params, None, lanes_ref, &|_| false, &[]) {
                         Ok((_, value)) => Ok(value),
                         Err(e) => Err(e.to_json()),
                     }
@@ -233,6 +244,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         uptime: None,
                         watcher: None,
                         last_error: None,
+                        lanes: None,
                     })
                 }
             };
@@ -311,6 +323,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// How long an in-process retrieval query waits for the dense lane to embed what it lacks.
+const IN_PROCESS_DENSE_WAIT_S: u64 = 10;
+
+/// Whether a query uses the retrieval lanes (`search`, `context` in any step).
+fn needs_lanes(text: &str) -> bool {
+    use fresco_query::ast::Stage;
+    fresco_query::parse(text)
+        .is_ok_and(|q| q.stages.iter().any(|s| matches!(s, Stage::Search { .. } | Stage::Context { .. })))
 }
 
 /// The daemon connection to use, per the client flags.

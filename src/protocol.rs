@@ -192,6 +192,8 @@ pub struct StatusInfo<'a> {
     pub uptime: Option<Duration>,
     pub watcher: Option<(u64, u64)>,
     pub last_error: Option<String>,
+    /// Lane health (see `lanes.rs`); `None` when no lanes are loaded.
+    pub lanes: Option<Value>,
 }
 
 pub fn status(info: StatusInfo) -> Value {
@@ -212,11 +214,7 @@ pub fn status(info: StatusInfo) -> Value {
         "memory_bytes": rss_bytes(),
         "uptime_s": info.uptime.map(|u| u.as_secs_f64()),
         "watcher": info.watcher.map(|(events, rescans)| json!({"events": events, "rescans": rescans})),
-        "lanes": {
-            "graph": {"status": "ready"},
-            "bm25": {"status": "unavailable", "reason": "the lexical lane is not built yet (see issue: hybrid retrieval)"},
-            "dense": {"status": "unavailable", "reason": "the dense lane is not built yet (see issue: hybrid retrieval)"},
-        },
+        "lanes": info.lanes.unwrap_or_else(|| json!({"graph": {"status": "ready", "version": info.snapshot.version()}, "bm25": {"status": "not loaded", "reason": "lanes are built by the daemon or by a search/context query"}, "dense": {"status": "not loaded", "reason": "lanes are built by the daemon or by a search/context query"}})),
         "last_error": info.last_error,
     })
 }

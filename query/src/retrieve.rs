@@ -22,6 +22,8 @@ pub const RRF_K: f64 = 60.0;
 pub struct LaneHits {
     pub ids: Vec<String>,
     pub version: u64,
+    /// Set when the lane's index covers only part of that version (e.g. embedding in progress).
+    pub partial: Option<String>,
 }
 
 /// Why a lane did not answer.
@@ -112,15 +114,16 @@ pub fn run_text_lanes(
             Ok(hits) => {
                 let ids: Vec<String> = hits.ids.into_iter().filter(|id| snapshot.contains_unit(id)).collect();
                 let lag = snapshot.version().saturating_sub(hits.version);
+                let status = if hits.partial.is_some() {
+                    "partial"
+                } else if lag == 0 {
+                    "ready"
+                } else {
+                    "lagging"
+                };
                 health.insert(
                     lane.as_str(),
-                    LaneReport {
-                        status: if lag == 0 { "ready" } else { "lagging" },
-                        version: Some(hits.version),
-                        lag: Some(lag),
-                        reason: None,
-                        hits: ids.len(),
-                    },
+                    LaneReport { status, version: Some(hits.version), lag: Some(lag), reason: hits.partial, hits: ids.len() },
                 );
                 out.push((lane, ids));
             }

@@ -1,0 +1,202 @@
+//! The retrieval lanes of a running fresco: the lexical index (tantivy BM25) and the dense index
+//! (MiniLM embeddings), kept up to date behind the graph on their own thread, and exposed to the
+//! query engine through `fresco_query::Lanes`.
+//!
+//! Lanes are derived and may lag: every answer says which graph version each lane reflects, and
+//! a lane that is building, embedding or unavailable says so (lane health) instead of being
+//! silently absent.
+
+use std::path::Path;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use crossbeam::channel::{Receiver, Sender};
+use fresco_graph::Snapshot;
+use fresco_indexer::embed::{self, EmbedWorker, EmbedWorkerOptions, LaneState, VectorStore};
+use fresco_indexer::text_index::{self, TextIndex};
+use fresco_query::{LaneDown, LaneHits};
+use serde_json::{Value, json};
+
+enum TextLane {
+    Building,
+    Ready(Arc<TextIndex>),
+    Failed(String),
+}
+
+/// An update for the lanes: the new snapshot and which files changed.
+pub struct LaneUpdate {
+    pub snapshot: Snapshot,
+    pub changed: Vec<String>,
+    pub removed: Vec<String>,
+}
+
+pub struct RetrievalLanes {
+    text: RwLock<TextLane>,
+    dense: Option<EmbedWorker>,
+    dense_error: Option<String>,
+    tokenizer: Option<tokenizers::Tokenizer>,
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|p| p.into_inner())
+}
+
+impl RetrievalLanes {
+    /// Lanes for the index stored in `db_dir`: the lexical index starts building, the dense
+    /// worker starts (loading the model if there is one; vectors persist in `db_dir/vectors`).
+    fn new(db_dir: &Path) -> RetrievalLanes {
+        let model_dir = embed::default_model_dir();
+        let tokenizer = embed::locate_model(&model_dir)
+            .ok()
+            .and_then(|files| tokenizers::Tokenizer::from_file(&files.tokenizer).ok());
+        let (dense, dense_error) = match VectorStore::open(&db_dir.join("vectors")) {
+            Ok(store) => (
+                Some(EmbedWorker::start(store, EmbedWorkerOptions { model_dir, ..EmbedWorkerOptions::default() })),
+                None,
+            ),
+            Err(e) => (None, Some(format!("cannot open the vector store: {e}"))),
+        };
+        RetrievalLanes { text: RwLock::new(TextLane::Building), dense, dense_error, tokenizer }
+    }
+
+    /// Starts the lanes' thread for a daemon: it builds the lexical index from `first`, then
+    /// applies every update sent on the returned channel (coalescing bursts).
+    pub fn start(db_dir: &Path, first: Snapshot) -> (Arc<RetrievalLanes>, Sender<LaneUpdate>) {
+        let lanes = Arc::new(RetrievalLanes::new(db_dir));
+        let (tx, rx) = crossbeam::channel::unbounded::<LaneUpdate>();
+        let worker = lanes.clone();
+        let spawned = std::thread::Builder::new().name("fresco-lanes".into()).spawn(move || worker.run(first, rx));
+        if let Err(e) = spawned {
+            *lanes.text.write().unwrap_or_else(|p| p.into_inner()) =
+                TextLane::Failed(format!("cannot start the lanes thread: {e}"));
+        }
+        (lanes, tx)
+    }
+
+    /// Lanes for a one-shot in-process query: built now, waiting up to `dense_wait` for the
+    /// dense lane to catch up (what is not embedded by then is reported, not waited for).
+    pub fn build_now(db_dir: &Path, snapshot: &Snapshot, dense_wait: Duration) -> RetrievalLanes {
+        let lanes = RetrievalLanes::new(db_dir);
+        lanes.rebuild_text(snapshot);
+        if let Some(worker) = &lanes.dense {
+            worker.submit(snapshot.version(), snapshot.clone());
+            worker.wait_ready(snapshot.version(), dense_wait);
+        }
+        lanes
+    }
+
+    fn rebuild_text(&self, snapshot: &Snapshot) {
+        let state = match TextIndex::build(snapshot, 1) {
+            Ok(index) => TextLane::Ready(Arc::new(index)),
+            Err(e) => TextLane::Failed(format!("cannot build the lexical index: {e}")),
+        };
+        *self.text.write().unwrap_or_else(|p| p.into_inner()) = state;
+    }
+
+    fn run(&self, first: Snapshot, updates: Receiver<LaneUpdate>) {
+        if let Some(worker) = &self.dense {
+            worker.submit(first.version(), first.clone());
+        }
+        self.rebuild_text(&first);
+        while let Ok(update) = updates.recv() {
+            let mut update = update;
+            while let Ok(more) = updates.try_recv() {
+                update.changed.extend(more.changed);
+                update.removed.extend(more.removed);
+                update.snapshot = more.snapshot;
+            }
+            if let Some(worker) = &self.dense {
+                worker.submit(update.snapshot.version(), update.snapshot.clone());
+            }
+            let index = match &*read(&self.text) {
+                TextLane::Ready(index) => Some(index.clone()),
+                _ => None,
+            };
+            match index {
+                Some(index) => {
+                    if let Err(e) = index.update(&update.snapshot, &update.changed, &update.removed) {
+                        eprintln!("fresco: lexical index update failed ({e}); rebuilding it");
+                        self.rebuild_text(&update.snapshot);
+                    }
+                }
+                None => self.rebuild_text(&update.snapshot),
+            }
+        }
+    }
+
+    /// Every lane's health, for `status`.
+    pub fn health(&self, graph_version: u64) -> Value {
+        let bm25 = match &*read(&self.text) {
+            TextLane::Building => json!({"status": "building"}),
+            TextLane::Ready(index) => {
+                let version = index.version();
+                let lag = graph_version.saturating_sub(version);
+                json!({"status": if lag == 0 { "ready" } else { "lagging" }, "version": version, "lag": lag})
+            }
+            TextLane::Failed(why) => json!({"status": "unavailable", "reason": why}),
+        };
+        let dense = match (&self.dense, &self.dense_error) {
+            (Some(worker), _) => {
+                let status = worker.status();
+                let indexed = worker.index().map(|(v, index)| (v, index.missing()));
+                let mut v = match &status.state {
+                    LaneState::Loading => json!({"status": "loading"}),
+                    LaneState::Embedding { done, total } => {
+                        json!({"status": "embedding", "progress": {"done": done, "total": total}})
+                    }
+                    LaneState::Ready => json!({"status": "ready"}),
+                    LaneState::Unavailable(reason) => json!({"status": "unavailable", "reason": reason}),
+                };
+                if let Some((version, missing)) = indexed {
+                    v["version"] = json!(version);
+                    v["lag"] = json!(graph_version.saturating_sub(version));
+                    v["missing"] = json!(missing);
+                }
+                v
+            }
+            (None, why) => json!({"status": "unavailable", "reason": why}),
+        };
+        json!({"graph": {"status": "ready", "version": graph_version}, "bm25": bm25, "dense": dense})
+    }
+}
+
+impl fresco_query::Lanes for RetrievalLanes {
+    fn bm25(&self, text: &str, k: usize) -> Result<LaneHits, LaneDown> {
+        let index = match &*read(&self.text) {
+            TextLane::Ready(index) => index.clone(),
+            TextLane::Building => return Err(LaneDown { reason: "the lexical index is still being built".into() }),
+            TextLane::Failed(why) => return Err(LaneDown { reason: why.clone() }),
+        };
+        let (version, hits) = index.search_versioned(text, k).map_err(|e| LaneDown { reason: e.to_string() })?;
+        Ok(LaneHits { ids: hits.into_iter().map(|(id, _)| id).collect(), version, partial: None })
+    }
+
+    fn dense(&self, text: &str, k: usize) -> Result<LaneHits, LaneDown> {
+        let Some(worker) = &self.dense else {
+            return Err(LaneDown { reason: self.dense_error.clone().unwrap_or_else(|| "disabled".into()) });
+        };
+        if let LaneState::Unavailable(reason) = worker.status().state {
+            return Err(LaneDown { reason });
+        }
+        let Some((version, index)) = worker.index() else {
+            let reason = match worker.status().state {
+                LaneState::Embedding { done, total } => format!("embedding the repository ({done}/{total} texts)"),
+                _ => "the embedding model is loading".into(),
+            };
+            return Err(LaneDown { reason });
+        };
+        let query = worker.embed_query(text).map_err(|e| LaneDown { reason: e.to_string() })?;
+        let ids = index.search(&query, k).into_iter().map(|(id, _)| id).collect();
+        let partial = (index.missing() > 0).then(|| format!("{} units not embedded yet", index.missing()));
+        Ok(LaneHits { ids, version, partial })
+    }
+
+    fn tokens(&self, text: &str) -> Vec<String> {
+        text_index::code_tokens(text)
+    }
+
+    fn count_tokens(&self, text: &str) -> Option<usize> {
+        let tokenizer = self.tokenizer.as_ref()?;
+        tokenizer.encode(text, false).ok().map(|e| e.len())
+    }
+}
