@@ -23,9 +23,9 @@ use fresco_indexer::watch::{self, Batch, Debounce, Tracker};
 use fresco_indexer::{Indexer, IndexerOptions};
 use serde_json::{Value, json};
 
-use crate::lanes::{LaneUpdate, RetrievalLanes};
 use crate::paths::daemon_paths;
 use crate::protocol::{self, Freshness, ProtoError};
+use fresco_indexer::lanes::{LaneUpdate, RetrievalLanes};
 
 /// Versions of history kept for `changes since`.
 const HISTORY_VERSIONS: usize = 10_000;
@@ -451,7 +451,7 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
                     uptime: Some(shared.started.elapsed()),
                     watcher: Some(shared.tracker.counters()),
                     last_error: shared.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
-                    lanes: Some(shared.lanes.health(published.snapshot.version())),
+                    lanes: Some(protocol::lanes_json(&shared.lanes.health(published.snapshot.version()))),
                 });
                 if !send(&writer, &protocol::response_ok(&id, result)) {
                     return;

@@ -6,7 +6,6 @@
 mod client;
 mod daemon;
 mod export;
-mod lanes;
 mod paths;
 mod protocol;
 mod render;
@@ -199,7 +198,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     // Retrieval needs the lanes: build them for this query (the daemon keeps
                     // them warm instead).
                     let lanes = needs_lanes(&params.text).then(|| {
-                        lanes::RetrievalLanes::build_now(
+                        fresco_indexer::lanes::RetrievalLanes::build_now(
                             &db_dir(&root, &args.db),
                             indexer.snapshot(),
                             Duration::from_secs(IN_PROCESS_DENSE_WAIT_S),

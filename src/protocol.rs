@@ -218,3 +218,28 @@ pub fn status(info: StatusInfo) -> Value {
         "last_error": info.last_error,
     })
 }
+
+/// Lane health as JSON, keyed by lane.
+pub fn lanes_json(health: &[fresco_indexer::lanes::LaneHealth]) -> Value {
+    let mut out = json!({});
+    for h in health {
+        let mut v = json!({"status": h.status});
+        if let Some(version) = h.version {
+            v["version"] = json!(version);
+        }
+        if let Some(lag) = h.lag {
+            v["lag"] = json!(lag);
+        }
+        if let Some(reason) = &h.reason {
+            v["reason"] = json!(reason);
+        }
+        if let Some((done, total)) = h.progress {
+            v["progress"] = json!({"done": done, "total": total});
+        }
+        if let Some(missing) = h.missing {
+            v["missing"] = json!(missing);
+        }
+        out[h.lane] = v;
+    }
+    out
+}

@@ -11,6 +11,7 @@
 pub mod db;
 pub mod embed;
 pub mod indexer;
+pub mod lanes;
 pub mod lower;
 pub mod modules;
 pub mod resolve;

@@ -1,4 +1,4 @@
-//! The retrieval lanes of a running fresco: the lexical index (tantivy BM25) and the dense index
+//! The retrieval lanes of fresco: the lexical index (tantivy BM25) and the dense index
 //! (MiniLM embeddings), kept up to date behind the graph on their own thread, and exposed to the
 //! query engine through `fresco_query::Lanes`.
 //!
@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use crossbeam::channel::{Receiver, Sender};
 use fresco_graph::Snapshot;
-use fresco_indexer::embed::{self, EmbedWorker, EmbedWorkerOptions, LaneState, VectorStore};
-use fresco_indexer::text_index::{self, TextIndex};
 use fresco_query::{LaneDown, LaneHits};
-use serde_json::{Value, json};
+
+use crate::embed::{self, EmbedWorker, EmbedWorkerOptions, LaneState, VectorStore};
+use crate::text_index::{self, TextIndex};
 
 enum TextLane {
     Building,
@@ -125,38 +125,64 @@ impl RetrievalLanes {
     }
 
     /// Every lane's health, for `status`.
-    pub fn health(&self, graph_version: u64) -> Value {
+    pub fn health(&self, graph_version: u64) -> Vec<LaneHealth> {
         let bm25 = match &*read(&self.text) {
-            TextLane::Building => json!({"status": "building"}),
+            TextLane::Building => LaneHealth::new("bm25", "building"),
             TextLane::Ready(index) => {
                 let version = index.version();
                 let lag = graph_version.saturating_sub(version);
-                json!({"status": if lag == 0 { "ready" } else { "lagging" }, "version": version, "lag": lag})
+                LaneHealth {
+                    version: Some(version),
+                    lag: Some(lag),
+                    ..LaneHealth::new("bm25", if lag == 0 { "ready" } else { "lagging" })
+                }
             }
-            TextLane::Failed(why) => json!({"status": "unavailable", "reason": why}),
+            TextLane::Failed(why) => LaneHealth { reason: Some(why.clone()), ..LaneHealth::new("bm25", "unavailable") },
         };
         let dense = match (&self.dense, &self.dense_error) {
             (Some(worker), _) => {
                 let status = worker.status();
-                let indexed = worker.index().map(|(v, index)| (v, index.missing()));
-                let mut v = match &status.state {
-                    LaneState::Loading => json!({"status": "loading"}),
+                let mut health = match &status.state {
+                    LaneState::Loading => LaneHealth::new("dense", "loading"),
                     LaneState::Embedding { done, total } => {
-                        json!({"status": "embedding", "progress": {"done": done, "total": total}})
+                        LaneHealth { progress: Some((*done, *total)), ..LaneHealth::new("dense", "embedding") }
                     }
-                    LaneState::Ready => json!({"status": "ready"}),
-                    LaneState::Unavailable(reason) => json!({"status": "unavailable", "reason": reason}),
+                    LaneState::Ready => LaneHealth::new("dense", "ready"),
+                    LaneState::Unavailable(reason) => {
+                        LaneHealth { reason: Some(reason.clone()), ..LaneHealth::new("dense", "unavailable") }
+                    }
                 };
-                if let Some((version, missing)) = indexed {
-                    v["version"] = json!(version);
-                    v["lag"] = json!(graph_version.saturating_sub(version));
-                    v["missing"] = json!(missing);
+                if let Some((version, index)) = worker.index() {
+                    health.version = Some(version);
+                    health.lag = Some(graph_version.saturating_sub(version));
+                    health.missing = Some(index.missing());
                 }
-                v
+                health
             }
-            (None, why) => json!({"status": "unavailable", "reason": why}),
+            (None, why) => LaneHealth { reason: why.clone(), ..LaneHealth::new("dense", "unavailable") },
         };
-        json!({"graph": {"status": "ready", "version": graph_version}, "bm25": bm25, "dense": dense})
+        let graph = LaneHealth { version: Some(graph_version), lag: Some(0), ..LaneHealth::new("graph", "ready") };
+        vec![graph, bm25, dense]
+    }
+}
+
+/// One lane's state, as `status` reports it.
+#[derive(Clone, Debug, Default)]
+pub struct LaneHealth {
+    pub lane: &'static str,
+    pub status: &'static str,
+    pub version: Option<u64>,
+    pub lag: Option<u64>,
+    pub reason: Option<String>,
+    /// Embedding progress (done, total).
+    pub progress: Option<(usize, usize)>,
+    /// Units without a vector in the published index.
+    pub missing: Option<usize>,
+}
+
+impl LaneHealth {
+    fn new(lane: &'static str, status: &'static str) -> LaneHealth {
+        LaneHealth { lane, status, ..LaneHealth::default() }
     }
 }
 
