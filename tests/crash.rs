@@ -49,9 +49,7 @@ fn write_repo(root: &Path, n: usize, generation: usize) {
                 (f + 1) % 6
             ));
         }
-        text.push_str(&format!(
-            "class C{i}:\n    def run(self):\n        return f0_{generation}()\n"
-        ));
+        text.push_str(&format!("class C{i}:\n    def run(self):\n        return f0_{generation}()\n"));
         std::fs::write(root.join(format!("pkg/m{i}.py")), text).expect("write");
     }
 }

@@ -122,7 +122,8 @@ impl Store {
     pub fn load(&self) -> Result<Snapshot, StoreError> {
         let version = self.version()?;
         if let Ok(text) = std::fs::read_to_string(&self.version_file) {
-            let committed: u64 = text.trim().parse().map_err(|_| StoreError::Corrupt("committed-version file".into()))?;
+            let committed: u64 =
+                text.trim().parse().map_err(|_| StoreError::Corrupt("committed-version file".into()))?;
             if committed > version {
                 return Err(StoreError::Corrupt(format!(
                     "version {committed} was committed but the store holds version {version}"

@@ -324,7 +324,8 @@ impl Indexer {
                 while let Some((parent, _)) = dir.rsplit_once('/') {
                     let prefix = format!("{parent}/");
                     let existed_before = self.snapshot.has_file_under(&prefix);
-                    let exists_now = self.inputs.range(prefix.clone()..).next().is_some_and(|(p, _)| p.starts_with(&prefix));
+                    let exists_now =
+                        self.inputs.range(prefix.clone()..).next().is_some_and(|(p, _)| p.starts_with(&prefix));
                     let appeared_or_vanished = if is_added { !existed_before } else { !exists_now };
                     if !appeared_or_vanished {
                         break;

@@ -338,5 +338,3 @@ fn finds_sensible_units_in_requests() {
     let hits = index.search("to_key_val_list", 3).expect("search");
     assert_eq!(hits[0].0, "requests.utils.to_key_val_list", "{hits:?}");
 }
-
-

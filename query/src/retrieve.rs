@@ -123,7 +123,13 @@ pub fn run_text_lanes(
                 };
                 health.insert(
                     lane.as_str(),
-                    LaneReport { status, version: Some(hits.version), lag: Some(lag), reason: hits.partial, hits: ids.len() },
+                    LaneReport {
+                        status,
+                        version: Some(hits.version),
+                        lag: Some(lag),
+                        reason: hits.partial,
+                        hits: ids.len(),
+                    },
                 );
                 out.push((lane, ids));
             }
