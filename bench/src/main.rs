@@ -3,6 +3,7 @@
 //! ```text
 //! fresco-bench index       [--runs N] [--threads T] [--report NAME] ROOT...
 //! fresco-bench incremental [--runs N] [--threads T] [--report NAME] [--file REL]... ROOT...
+//! fresco-bench query       [--reps N] [--threads T] [--report NAME] [--fresco PATH] ROOT
 //! ```
 //! Every figure is a median (and min) over N runs, shown beside the alternative measured in the
 //! same invocation (CPython's `ast.parse`, or the cold index). Each cold configuration runs in a
@@ -19,6 +20,8 @@ use anyhow::{Context, Result, bail};
 use fresco_indexer::{FileEvent, Indexer, IndexerOptions, WalkOptions, walk};
 use serde_json::{Value, json};
 
+mod query;
+
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(cmd) = args.first() else {
@@ -29,6 +32,7 @@ fn main() -> Result<()> {
         "__child" => child(&args[1..]),
         "index" => run_index(Args::parse(&args[1..])?),
         "incremental" => run_incremental(Args::parse(&args[1..])?),
+        "query" => query::run_query_bench(query::QueryArgs::parse(&args[1..])?),
         "-h" | "--help" | "help" => {
             usage();
             Ok(())
@@ -44,7 +48,8 @@ fn main() -> Result<()> {
 fn usage() {
     eprintln!(
         "usage:\n  fresco-bench index       [--runs N] [--threads T] [--report NAME] ROOT...\n  \
-         fresco-bench incremental [--runs N] [--threads T] [--report NAME] [--file REL]... ROOT..."
+         fresco-bench incremental [--runs N] [--threads T] [--report NAME] [--file REL]... ROOT...\n  \
+         fresco-bench query       [--reps N] [--threads T] [--report NAME] [--fresco PATH] ROOT"
     );
 }
 
