@@ -126,6 +126,10 @@ enum Command {
         /// Milliseconds of quiet before a burst of changes is applied.
         #[arg(long, default_value_t = 15)]
         debounce_ms: u64,
+        /// Append a JSON line per retrieval query (search, context) to this file: each lane's
+        /// results and ranks, what entered the context, tokens (also FRESCO_RETRIEVAL_TRACE).
+        #[arg(long)]
+        retrieval_trace: Option<PathBuf>,
     },
     /// Stop the daemon serving the root.
     Stop { path: Option<PathBuf> },
@@ -291,8 +295,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Serve { args, debounce_ms } => {
+        Command::Serve { args, debounce_ms, retrieval_trace } => {
             let root = root_of(&args.path)?;
+            protocol::set_retrieval_trace(retrieval_trace.as_deref())
+                .with_context(|| "cannot open the retrieval trace file".to_string())?;
             let debounce = fresco_indexer::watch::Debounce {
                 quiet: Duration::from_millis(debounce_ms),
                 ..fresco_indexer::watch::Debounce::default()

@@ -166,7 +166,11 @@ pub fn run_query(
     stale: &[String],
 ) -> Result<(fresco_query::Output, Value), ProtoError> {
     let ctx = fresco_query::Context { snapshot, limits: params.limits.clone(), cancel, history, lanes };
+    let started = std::time::Instant::now();
     let mut output = fresco_query::run(&ctx, &params.text).map_err(|e| query_error(&e))?;
+    if output.lanes.is_some() {
+        trace_retrieval(&params.text, &output, started.elapsed());
+    }
     for item in &mut output.results {
         if let Some(file) = &item.file {
             item.stale = is_stale(file);
@@ -242,4 +246,56 @@ pub fn lanes_json(health: &[fresco_indexer::lanes::LaneHealth]) -> Value {
         out[h.lane] = v;
     }
     out
+}
+
+/// Where the opt-in retrieval trace goes (`FRESCO_RETRIEVAL_TRACE=FILE` or `serve
+/// --retrieval-trace FILE`): one JSON line per `search`/`context` query, so that a failure can be
+/// attributed to a stage (not in the index, not retrieved by a lane, ranked too low, cut by the
+/// budget).
+static RETRIEVAL_TRACE: std::sync::OnceLock<Option<std::sync::Mutex<std::fs::File>>> = std::sync::OnceLock::new();
+
+pub fn set_retrieval_trace(path: Option<&Path>) -> std::io::Result<()> {
+    let env = std::env::var_os("FRESCO_RETRIEVAL_TRACE").map(std::path::PathBuf::from);
+    let file = match path.map(Path::to_path_buf).or(env) {
+        Some(p) => Some(std::sync::Mutex::new(std::fs::OpenOptions::new().create(true).append(true).open(p)?)),
+        None => None,
+    };
+    let _ = RETRIEVAL_TRACE.set(file);
+    Ok(())
+}
+
+fn trace_retrieval(query: &str, output: &fresco_query::Output, elapsed: Duration) {
+    let trace = RETRIEVAL_TRACE.get_or_init(|| {
+        std::env::var_os("FRESCO_RETRIEVAL_TRACE").and_then(|p| {
+            std::fs::OpenOptions::new().create(true).append(true).open(p).ok().map(std::sync::Mutex::new)
+        })
+    });
+    let Some(file) = trace else { return };
+    let lanes: serde_json::Map<String, Value> = output
+        .lane_hits
+        .iter()
+        .map(|(lane, ids)| {
+            let ranked: Vec<Value> = ids.iter().enumerate().map(|(i, id)| json!({"rank": i + 1, "name": id})).collect();
+            (lane.to_string(), json!(ranked))
+        })
+        .collect();
+    let line = json!({
+        "query": query,
+        "version": output.version,
+        "lanes": output.lanes,
+        "lane_results": lanes,
+        "fused": output.results.iter().map(|r| json!({"name": r.name, "score": r.score, "lanes": r.lanes, "role": r.role})).collect::<Vec<_>>(),
+        "context": output.context.as_ref().map(|c| json!({
+            "units": c.units.iter().map(|u| json!({"name": u.name, "role": u.role, "tokens": u.tokens})).collect::<Vec<_>>(),
+            "cut": c.cut,
+            "tokens": c.tokens,
+            "budget": c.budget,
+            "token_rule": c.token_rule,
+        })),
+        "ms": elapsed.as_secs_f64() * 1000.0,
+    });
+    if let Ok(mut f) = file.lock() {
+        use std::io::Write;
+        let _ = writeln!(f, "{line}");
+    }
 }
