@@ -444,7 +444,11 @@ fn check_impact(label: &str, snapshot: &Snapshot, sample: Option<usize>) -> usiz
                 r.line
             );
             let from_depth = if from == x { 0 } else { want[from] };
-            assert_eq!(from_depth + 1, want[id.as_str()], "{label}: {q}: {id} reached from {from}, not one step closer");
+            assert_eq!(
+                from_depth + 1,
+                want[id.as_str()],
+                "{label}: {q}: {id} reached from {from}, not one step closer"
+            );
         }
         if !got.is_empty() {
             nonempty += 1;
@@ -671,7 +675,8 @@ fn path_bound_is_exact() {
         let dist = graph.distances("fan.a");
         let counts = graph.shortest_path_counts("fan.a", &dist);
         assert_eq!(counts["fan.c"], n as u64, "the fixture should have {n} shortest paths");
-        let mut check = PathCheck { label: "fan", ctx: context(&snapshot), edges: edge_set(&snapshot), found: 0, none: 0 };
+        let mut check =
+            PathCheck { label: "fan", ctx: context(&snapshot), edges: edge_set(&snapshot), found: 0, none: 0 };
         check.check(&graph, "fan.a", "fan.c", &[EdgeKind::Calls], &dist, &counts);
         check.check(&graph, "fan.c", "fan.a", &[EdgeKind::Calls], &graph.distances("fan.c"), &HashMap::new());
         assert_eq!((check.found, check.none), (1, 1));
