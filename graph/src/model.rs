@@ -147,6 +147,14 @@ pub struct Unresolved {
     pub line: u32,
 }
 
+impl Unresolved {
+    /// The last name of the callee as written (`send` for `self.adapter.send`, `x` for
+    /// `from m import x`): what a definition would have to be called to be the target.
+    pub fn last_name(&self) -> &str {
+        self.callee.rsplit(['.', ' ']).next().unwrap_or(&self.callee)
+    }
+}
+
 /// Why a discovered file contributes no units.
 #[derive(Clone, PartialEq, Eq, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub enum SkipReason {

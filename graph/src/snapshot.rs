@@ -132,6 +132,12 @@ impl Totals {
 
 type Path = Arc<str>;
 
+/// The index key of unresolved call sites with callee last name `name` (NUL cannot occur in an
+/// id, so these keys never collide with edge targets).
+fn unresolved_key(name: &str) -> String {
+    format!("\u{0}unresolved:{name}")
+}
+
 #[derive(Clone)]
 pub struct Snapshot {
     version: u64,
@@ -219,6 +225,11 @@ impl Snapshot {
                 };
                 keys.push(key);
             }
+            // Unresolved call sites are indexed by the callee's last name, under keys no unit id
+            // can take, so that "who might also call X" does not scan the whole repository.
+            for u in &entry.graph.unresolved {
+                keys.push(Arc::from(unresolved_key(u.last_name()).as_str()));
+            }
             keys.sort_unstable();
             keys.dedup();
             for key in &keys {
@@ -242,6 +253,18 @@ impl Snapshot {
             }
         }
         next
+    }
+
+    /// Unresolved call sites whose callee's last name is `name`, with their files.
+    pub fn unresolved_named<'a>(&'a self, name: &str) -> Vec<(&'a crate::model::Unresolved, &'a FileEntry)> {
+        let Some(paths) = self.incoming.get(unresolved_key(name).as_str()) else { return Vec::new() };
+        let mut out = Vec::new();
+        for path in paths.iter() {
+            if let Some(file) = self.files.get(path) {
+                out.extend(file.graph.unresolved.iter().filter(|u| u.last_name() == name).map(|u| (u, &**file)));
+            }
+        }
+        out
     }
 
     /// The module holding `id` (the longest dotted prefix of `id` that is a module) and its file.
@@ -313,7 +336,7 @@ impl Snapshot {
         let mut out: Vec<&str> = self
             .incoming
             .keys()
-            .filter(|k| !self.modules.contains_key(&**k) && !self.contains_unit(k))
+            .filter(|k| !k.starts_with('\u{0}') && !self.modules.contains_key(&**k) && !self.contains_unit(k))
             .map(|k| &**k)
             .collect();
         out.sort_unstable();

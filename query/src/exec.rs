@@ -688,15 +688,7 @@ fn completeness_notes(exec: &mut Exec, id: &str, traversal: Traversal) {
     match traversal {
         Traversal::Callers | Traversal::Impact if unit.unit.kind.is_callable() || unit.unit.kind == UnitKind::Class => {
             let simple = unit.unit.name.rsplit('.').next().unwrap_or("");
-            let mut count = 0;
-            for file in snapshot.files() {
-                for u in &file.graph.unresolved {
-                    let callee_last = u.callee.rsplit(['.', ' ']).next().unwrap_or("");
-                    if callee_last == simple {
-                        count += 1;
-                    }
-                }
-            }
+            let count = snapshot.unresolved_named(simple).len();
             if count > 0 {
                 exec.notes.push(format!(
                     "{count} unresolved call site(s) named '{simple}' might also reach {id}: the list may be incomplete (see `unresolved`)"
