@@ -34,7 +34,32 @@ pub struct RetrievalLanes {
     text: RwLock<TextLane>,
     dense: Option<EmbedWorker>,
     dense_error: Option<String>,
-    tokenizer: Option<tokenizers::Tokenizer>,
+    tokenizer: RwLock<Option<tokenizers::Tokenizer>>,
+    model_dir: std::path::PathBuf,
+}
+
+/// Makes sure the embedding model is in `dir`, downloading it on first use when allowed.
+fn obtain_model(dir: &Path) -> Result<(), String> {
+    if embed::locate_model(dir).is_ok() {
+        return Ok(());
+    }
+    if !crate::model_fetch::download_allowed() {
+        return Err("model download disabled by FRESCO_NO_MODEL_DOWNLOAD".into());
+    }
+    eprintln!("fresco: downloading the embedding model {} (about 84 MB) into {} ...", embed::MODEL_NAME, dir.display());
+    let mut shown = 0;
+    crate::model_fetch::fetch_model(dir, |done, total| {
+        if total > 0 && done * 10 / total > shown {
+            shown = done * 10 / total;
+            eprintln!("fresco: model download {}% ({} of {} MB)", shown * 10, done >> 20, total >> 20);
+        }
+    })?;
+    embed::locate_model(dir).map(|_| ()).map_err(|e| e.reason)
+}
+
+fn load_tokenizer(model_dir: &Path) -> Option<tokenizers::Tokenizer> {
+    let files = embed::locate_model(model_dir).ok()?;
+    tokenizers::Tokenizer::from_file(&files.tokenizer).ok()
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -46,17 +71,20 @@ impl RetrievalLanes {
     /// worker starts (loading the model if there is one; vectors persist in `db_dir/vectors`).
     fn new(db_dir: &Path) -> RetrievalLanes {
         let model_dir = embed::default_model_dir();
-        let tokenizer = embed::locate_model(&model_dir)
-            .ok()
-            .and_then(|files| tokenizers::Tokenizer::from_file(&files.tokenizer).ok());
+        let tokenizer = RwLock::new(load_tokenizer(&model_dir));
+        let disabled = std::env::var("FRESCO_DENSE").is_ok_and(|v| v == "off" || v == "0");
         let (dense, dense_error) = match VectorStore::open(&db_dir.join("vectors")) {
+            _ if disabled => (None, Some("disabled by configuration (FRESCO_DENSE=off)".to_string())),
             Ok(store) => (
-                Some(EmbedWorker::start(store, EmbedWorkerOptions { model_dir, ..EmbedWorkerOptions::default() })),
+                Some(EmbedWorker::start(
+                    store,
+                    EmbedWorkerOptions { model_dir: model_dir.clone(), ..EmbedWorkerOptions::default() },
+                )),
                 None,
             ),
             Err(e) => (None, Some(format!("cannot open the vector store: {e}"))),
         };
-        RetrievalLanes { text: RwLock::new(TextLane::Building), dense, dense_error, tokenizer }
+        RetrievalLanes { text: RwLock::new(TextLane::Building), dense, dense_error, tokenizer, model_dir }
     }
 
     /// Starts the lanes' thread for a daemon: it builds the lexical index from `first`, then
@@ -78,6 +106,7 @@ impl RetrievalLanes {
     pub fn build_now(db_dir: &Path, snapshot: &Snapshot, dense_wait: Duration) -> RetrievalLanes {
         let lanes = RetrievalLanes::new(db_dir);
         lanes.rebuild_text(snapshot);
+        lanes.obtain_model();
         if let Some(worker) = &lanes.dense {
             worker.submit(snapshot.version(), snapshot.clone());
             worker.wait_ready(snapshot.version(), dense_wait);
@@ -93,11 +122,25 @@ impl RetrievalLanes {
         *self.text.write().unwrap_or_else(|p| p.into_inner()) = state;
     }
 
+    /// Downloads the model if it is missing (and allowed), then loads the token counter; the
+    /// dense worker picks the model up with the next snapshot it is given.
+    fn obtain_model(&self) {
+        if self.dense.is_none() {
+            return;
+        }
+        if let Err(why) = obtain_model(&self.model_dir) {
+            eprintln!("fresco: the dense lane is unavailable: {why}");
+            return;
+        }
+        *self.tokenizer.write().unwrap_or_else(|p| p.into_inner()) = load_tokenizer(&self.model_dir);
+    }
+
     fn run(&self, first: Snapshot, updates: Receiver<LaneUpdate>) {
+        self.rebuild_text(&first);
+        self.obtain_model();
         if let Some(worker) = &self.dense {
             worker.submit(first.version(), first.clone());
         }
-        self.rebuild_text(&first);
         while let Ok(update) = updates.recv() {
             let mut update = update;
             while let Ok(more) = updates.try_recv() {
@@ -222,7 +265,7 @@ impl fresco_query::Lanes for RetrievalLanes {
     }
 
     fn count_tokens(&self, text: &str) -> Option<usize> {
-        let tokenizer = self.tokenizer.as_ref()?;
-        tokenizer.encode(text, false).ok().map(|e| e.len())
+        let tokenizer = self.tokenizer.read().unwrap_or_else(|p| p.into_inner());
+        tokenizer.as_ref()?.encode(text, false).ok().map(|e| e.len())
     }
 }

@@ -13,6 +13,7 @@ pub mod embed;
 pub mod indexer;
 pub mod lanes;
 pub mod lower;
+pub mod model_fetch;
 pub mod modules;
 pub mod resolve;
 pub mod summary;

@@ -5,8 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The real binary. The dense lane is off and never downloads a model (embedding whole test
+/// repositories would compete with the tests for the two cores); retrieval tests turn it on.
 pub fn fresco() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_fresco"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fresco"));
+    command.env("FRESCO_DENSE", "off").env("FRESCO_NO_MODEL_DOWNLOAD", "1");
+    command
 }
 
 pub fn run(args: &[&str]) -> Output {
