@@ -942,6 +942,12 @@ impl EmbedWorker {
         Ok(embedder.embed(&[text])?.remove(0))
     }
 
+    /// MiniLM tokens of `text` (no special tokens, no truncation); `None` until the model is
+    /// loaded (and while it is unavailable).
+    pub fn count_tokens(&self, text: &str) -> Option<usize> {
+        self.shared.query.read().unwrap().as_ref().map(|e| e.count_tokens(text))
+    }
+
     /// Waits until the index of `version` (or a newer one) is complete, or the lane is
     /// unavailable, or `timeout` passes. Returns the last status.
     pub fn wait_ready(&self, version: u64, timeout: Duration) -> LaneStatus {

@@ -339,6 +339,7 @@ fn worker_embeds_once_and_reuses_the_store() {
 
     let t = Instant::now();
     let q = worker.embed_query("e-mail the receipt to the customer").unwrap();
+    assert_eq!(worker.count_tokens("The cat sits on the mat."), Some(7));
     eprintln!("[embed] embed_query: {:?}", t.elapsed());
     let hits = index.search(&q, 3);
     eprintln!("[embed] 'e-mail the receipt to the customer': {hits:?}");
@@ -398,6 +399,7 @@ fn worker_without_model_is_unavailable_with_a_reason() {
     let status = worker.wait_ready(1, Duration::from_secs(10));
     assert!(matches!(&status.state, LaneState::Unavailable(r) if r.contains("fetch-minilm")), "{status:?}");
     assert!(worker.embed_query("x").is_err());
+    assert_eq!(worker.count_tokens("x"), None);
     assert!(worker.index().is_none());
 }
 
