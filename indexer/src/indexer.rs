@@ -351,6 +351,13 @@ impl Indexer {
         affected.sort();
         let resolved = self.resolve_many(&affected);
         trace.mark("resolve");
+        if affected.len() > crate::db::SYNTAX_CACHE {
+            // A new revision lets salsa evict the lowered syntax beyond its LRU capacity: nothing
+            // below needs it, and committing allocates as much again.
+            salsa::Database::synthetic_write(&mut self.db, salsa::Durability::LOW);
+            release_free_memory();
+            trace.mark("evict");
+        }
 
         // 5. Build the next version from what actually changed.
         let mut changes = Vec::new();
@@ -427,11 +434,6 @@ impl Indexer {
             trace.mark("commit");
             self.snapshot = next;
             trace.mark("publish");
-        }
-        if affected.len() > crate::db::SYNTAX_CACHE {
-            // A new revision lets salsa evict the lowered syntax beyond its LRU capacity.
-            salsa::Database::synthetic_write(&mut self.db, salsa::Durability::LOW);
-            trace.mark("evict");
         }
         Ok(BatchReport {
             version: self.snapshot.version(),
@@ -547,6 +549,22 @@ impl Indexer {
         let mut flat: Vec<(usize, R)> = parts.into_iter().flatten().collect();
         flat.sort_by_key(|(i, _)| *i);
         flat.into_iter().map(|(_, r)| r).collect()
+    }
+}
+
+/// Returns freed heap memory to the system. The lowered syntax of a large batch is allocated and
+/// freed by the worker threads, in their own malloc arenas, which the (main-thread) commit that
+/// follows cannot reuse: without this, the peak holds both.
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        unsafe extern "C" {
+            fn malloc_trim(pad: usize) -> i32;
+        }
+        // SAFETY: glibc's malloc_trim only releases free pages; it is thread-safe.
+        unsafe {
+            malloc_trim(0);
+        }
     }
 }
 

@@ -48,7 +48,7 @@ pub fn lower(text: &str) -> FileSyntax {
     let mut lowerer = Lowerer {
         src: text.as_bytes(),
         line_starts,
-        scopes: vec![Scope::new(ScopeKind::Module, None, None)],
+        scopes: vec![ScopeB::new(ScopeKind::Module, None, None)],
         defs: Vec::new(),
         path_counts: FxHashMap::default(),
         dunder_all: None,
@@ -63,10 +63,83 @@ pub fn lower(text: &str) -> FileSyntax {
         line_count,
         byte_len: text.len() as u32,
         docstring,
-        scopes: lowerer.scopes,
-        defs: lowerer.defs,
+        scopes: finish_scopes(lowerer.scopes),
+        defs: {
+            let mut defs = lowerer.defs;
+            defs.shrink_to_fit();
+            defs
+        },
         dunder_all: lowerer.dunder_all,
     }
+}
+
+/// A [`Scope`] while it is being lowered: growable, frozen into exact-size slices at the end.
+struct ScopeB {
+    kind: ScopeKind,
+    parent: Option<ScopeId>,
+    def: Option<DefId>,
+    params: Vec<Param>,
+    bindings: Vec<(Name, Binding)>,
+    globals: Vec<Name>,
+    nonlocals: Vec<Name>,
+    calls: Vec<CallSite>,
+    accesses: Vec<Access>,
+    attr_stores: Vec<AttrStore>,
+    returns: Vec<Expr>,
+    yields: Vec<Expr>,
+    raises: Vec<(Expr, u32)>,
+    bases: Vec<(Expr, u32)>,
+    imports: Vec<ImportStmt>,
+}
+
+impl ScopeB {
+    fn new(kind: ScopeKind, parent: Option<ScopeId>, def: Option<DefId>) -> ScopeB {
+        ScopeB {
+            kind,
+            parent,
+            def,
+            params: Vec::new(),
+            bindings: Vec::new(),
+            globals: Vec::new(),
+            nonlocals: Vec::new(),
+            calls: Vec::new(),
+            accesses: Vec::new(),
+            attr_stores: Vec::new(),
+            returns: Vec::new(),
+            yields: Vec::new(),
+            raises: Vec::new(),
+            bases: Vec::new(),
+            imports: Vec::new(),
+        }
+    }
+
+    fn finish(self) -> Scope {
+        Scope {
+            kind: self.kind,
+            parent: self.parent,
+            def: self.def,
+            params: self.params.into_boxed_slice(),
+            bindings: self.bindings.into_boxed_slice(),
+            globals: self.globals.into_boxed_slice(),
+            nonlocals: self.nonlocals.into_boxed_slice(),
+            calls: self.calls.into_boxed_slice(),
+            accesses: self.accesses.into_boxed_slice(),
+            attr_stores: self.attr_stores.into_boxed_slice(),
+            returns: self.returns.into_boxed_slice(),
+            yields: self.yields.into_boxed_slice(),
+            raises: self.raises.into_boxed_slice(),
+            bases: self.bases.into_boxed_slice(),
+            imports: self.imports.into_boxed_slice(),
+        }
+    }
+}
+
+/// Freezes the scopes into a vector of exactly their number (a `collect` would reuse the larger
+/// builder allocation).
+fn finish_scopes(scopes: Vec<ScopeB>) -> Vec<Scope> {
+    let mut out = Vec::with_capacity(scopes.len());
+    out.extend(scopes.into_iter().map(ScopeB::finish));
+    out
 }
 
 fn line_starts(text: &str) -> Vec<u32> {
@@ -112,13 +185,13 @@ fn line(node: Node) -> u32 {
 struct Lowerer<'a> {
     src: &'a [u8],
     line_starts: Vec<u32>,
-    scopes: Vec<Scope>,
+    scopes: Vec<ScopeB>,
     defs: Vec<Def>,
     /// How often each unit path was defined so far, to give redefinitions a `#N` suffix.
     path_counts: FxHashMap<String, u32>,
-    dunder_all: Option<Vec<String>>,
+    dunder_all: Option<Vec<Name>>,
     /// For module and class scopes: names that already have a variable or def unit.
-    module_variables: FxHashMap<(ScopeId, String), DefId>,
+    module_variables: FxHashMap<(ScopeId, Name), DefId>,
     /// How many conditional blocks (if/try/loop/with/match) of the current scope enclose us.
     conditional_depth: u32,
 }
@@ -128,17 +201,17 @@ impl<'a> Lowerer<'a> {
         std::str::from_utf8(&self.src[node.start_byte()..node.end_byte()]).unwrap_or("")
     }
 
-    fn scope(&mut self, id: ScopeId) -> &mut Scope {
+    fn scope(&mut self, id: ScopeId) -> &mut ScopeB {
         &mut self.scopes[id as usize]
     }
 
     fn new_scope(&mut self, kind: ScopeKind, parent: ScopeId, def: Option<DefId>) -> ScopeId {
-        self.scopes.push(Scope::new(kind, Some(parent), def));
+        self.scopes.push(ScopeB::new(kind, Some(parent), def));
         (self.scopes.len() - 1) as ScopeId
     }
 
     fn bind(&mut self, scope: ScopeId, name: &str, binding: Binding) {
-        self.scope(scope).bindings.push((name.to_string(), binding));
+        self.scope(scope).bindings.push((Name::new(name), binding));
     }
 
     /// The unit path prefix for definitions made directly in `scope`.
@@ -168,14 +241,14 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn unique_path(&mut self, scope: ScopeId, name: &str) -> String {
+    fn unique_path(&mut self, scope: ScopeId, name: &str) -> Name {
         let base = match self.path_prefix(scope) {
             Some(prefix) => format!("{prefix}.{name}"),
             None => name.to_string(),
         };
         let count = self.path_counts.entry(base.clone()).or_insert(0);
         *count += 1;
-        if *count == 1 { base } else { format!("{base}#{count}") }
+        if *count == 1 { Name::new(&base) } else { Name::new(&format!("{base}#{count}")) }
     }
 
     /// Start line and byte of a definition including the comment lines directly above it.
@@ -209,8 +282,8 @@ impl<'a> Lowerer<'a> {
         kind: DefKind,
         name: &str,
         outer: Node,
-        signature: Option<String>,
-        docstring: Option<String>,
+        header: Option<(u32, u32)>,
+        docstring: Option<(u32, u32)>,
         decorators: Vec<Expr>,
     ) -> DefId {
         let path = self.unique_path(scope, name);
@@ -218,7 +291,7 @@ impl<'a> Lowerer<'a> {
         let parent = self.owner_def(scope);
         self.defs.push(Def {
             kind,
-            name: name.to_string(),
+            name: Name::new(name),
             path,
             parent,
             body: None,
@@ -226,9 +299,9 @@ impl<'a> Lowerer<'a> {
             end_line: outer.end_position().row as u32 + 1,
             start_byte,
             end_byte: outer.end_byte() as u32,
-            signature,
+            header,
             docstring,
-            decorators,
+            decorators: decorators.into_boxed_slice(),
             conditional: self.conditional_depth > 0,
         });
         (self.defs.len() - 1) as DefId
@@ -343,7 +416,7 @@ impl<'a> Lowerer<'a> {
             "future_import_statement" => {}
             "global_statement" | "nonlocal_statement" => {
                 let mut cursor = node.walk();
-                let names: Vec<String> = node.named_children(&mut cursor).map(|n| self.text(n).to_string()).collect();
+                let names: Vec<Name> = node.named_children(&mut cursor).map(|n| Name::new(self.text(n))).collect();
                 if node.kind() == "global_statement" {
                     self.scope(scope).globals.extend(names);
                 } else {
@@ -501,13 +574,13 @@ impl<'a> Lowerer<'a> {
                     let decorated = node
                         .child_by_field_name("definition")
                         .and_then(|d| d.child_by_field_name("name"))
-                        .map(|n| Expr::Name(self.text(n).to_string()));
+                        .map(|n| Expr::Name(Name::new(self.text(n))));
                     self.scope(scope).calls.push(CallSite {
                         callee: e.clone(),
                         callee_span,
                         line: line(*child),
                         args: decorated.into_iter().collect(),
-                        keywords: Vec::new(),
+                        keywords: Box::default(),
                     });
                     decorators.push(e);
                 }
@@ -522,27 +595,29 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn header_text(&self, outer: Node, body: Option<Node>) -> String {
+    /// The byte range of a def's header: from the decorators to the colon, both trimmed.
+    fn header_range(&self, outer: Node, body: Option<Node>) -> (u32, u32) {
         let end = body.map(|b| b.start_byte()).unwrap_or(outer.end_byte());
         let raw = std::str::from_utf8(&self.src[outer.start_byte()..end]).unwrap_or("");
         let trimmed = raw.trim_end();
-        trimmed.strip_suffix(':').unwrap_or(trimmed).trim_end().to_string()
+        let header = trimmed.strip_suffix(':').unwrap_or(trimmed).trim_end();
+        (outer.start_byte() as u32, (outer.start_byte() + header.len()) as u32)
     }
 
     fn function(&mut self, node: Node, outer: Node, scope: ScopeId, decorators: Vec<Expr>) {
         let Some(name_node) = node.child_by_field_name("name") else {
             return;
         };
-        let name = self.text(name_node).to_string();
+        let name = self.text(name_node);
         let body = node.child_by_field_name("body");
         let kind =
             if self.scopes[scope as usize].kind == ScopeKind::Class { DefKind::Method } else { DefKind::Function };
-        let signature = Some(self.header_text(outer, body));
+        let signature = Some(self.header_range(outer, body));
         let docstring = body.and_then(|b| self.docstring(b));
-        let def = self.push_def(scope, kind, &name, outer, signature, docstring, decorators);
-        self.bind(scope, &name, Binding::Def(def));
+        let def = self.push_def(scope, kind, name, outer, signature, docstring, decorators);
+        self.bind(scope, name, Binding::Def(def));
         if matches!(self.scopes[scope as usize].kind, ScopeKind::Module | ScopeKind::Class) {
-            self.module_variables.insert((scope, name.clone()), def);
+            self.module_variables.insert((scope, Name::new(name)), def);
         }
         let inner = self.new_scope(ScopeKind::Function, scope, Some(def));
         self.defs[def as usize].body = Some(inner);
@@ -586,10 +661,10 @@ impl<'a> Lowerer<'a> {
             }
             let default = default.map(|d| self.expr(d, outer));
             let annotation = annotation.map(|a| self.annotation(a, inner));
-            let name = self.text(name_node).to_string();
+            let name = Name::new(self.text(name_node));
             let index = self.scopes[inner as usize].params.len() as u32;
             self.scope(inner).params.push(Param { name: name.clone(), default, annotation, variadic });
-            self.bind(inner, &name, Binding::Param(index));
+            self.scope(inner).bindings.push((name, Binding::Param(index)));
         }
     }
 
@@ -617,11 +692,11 @@ impl<'a> Lowerer<'a> {
         let Some(name_node) = node.child_by_field_name("name") else {
             return;
         };
-        let name = self.text(name_node).to_string();
+        let name = self.text(name_node);
         let body = node.child_by_field_name("body");
-        let signature = Some(self.header_text(outer, body));
+        let signature = Some(self.header_range(outer, body));
         let docstring = body.and_then(|b| self.docstring(b));
-        let def = self.push_def(scope, DefKind::Class, &name, outer, signature, docstring, decorators);
+        let def = self.push_def(scope, DefKind::Class, name, outer, signature, docstring, decorators);
         let inner = self.new_scope(ScopeKind::Class, scope, Some(def));
         self.defs[def as usize].body = Some(inner);
         if let Some(args) = node.child_by_field_name("superclasses") {
@@ -642,9 +717,9 @@ impl<'a> Lowerer<'a> {
                 }
             }
         }
-        self.bind(scope, &name, Binding::Def(def));
+        self.bind(scope, name, Binding::Def(def));
         if matches!(self.scopes[scope as usize].kind, ScopeKind::Module | ScopeKind::Class) {
-            self.module_variables.insert((scope, name.clone()), def);
+            self.module_variables.insert((scope, Name::new(name)), def);
         }
         if let Some(body) = body {
             self.body(body, inner);
@@ -688,9 +763,9 @@ impl<'a> Lowerer<'a> {
                     end_line: store.end_line,
                     start_byte: store.start_byte,
                     end_byte: store.end_byte,
-                    signature: None,
+                    header: None,
                     docstring: None,
-                    decorators: Vec::new(),
+                    decorators: Box::default(),
                     conditional: false,
                 });
                 let id = (self.defs.len() - 1) as DefId;
@@ -699,7 +774,8 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn docstring(&self, body: Node) -> Option<String> {
+    /// The byte range of the docstring literal of a body, if it has one.
+    fn docstring(&self, body: Node) -> Option<(u32, u32)> {
         let mut cursor = body.walk();
         let first = body.named_children(&mut cursor).find(|n| n.kind() != "comment")?;
         if first.kind() != "expression_statement" {
@@ -709,7 +785,7 @@ impl<'a> Lowerer<'a> {
         if string.kind() != "string" || first.named_child_count() != 1 {
             return None;
         }
-        Some(clean_docstring(self.text(string)))
+        Some(span(string))
     }
 
     // ---- assignments -----------------------------------------------------------------------
@@ -763,9 +839,9 @@ impl<'a> Lowerer<'a> {
     fn bind_target(&mut self, target: Node, binding: Binding, scope: ScopeId, stmt: Option<Node>) {
         match target.kind() {
             "identifier" => {
-                let name = self.text(target).to_string();
+                let name = Name::new(self.text(target));
                 self.define_variable(scope, &name, stmt);
-                self.bind(scope, &name, binding);
+                self.scope(scope).bindings.push((name.clone(), binding));
                 if self.scopes[scope as usize].globals.contains(&name) {
                     self.access(scope, Expr::Name(name), line(target), true);
                 }
@@ -795,7 +871,7 @@ impl<'a> Lowerer<'a> {
                     return;
                 };
                 let base = self.chain(object, scope);
-                let attr = self.text(attr).to_string();
+                let attr = Name::new(self.text(attr));
                 let value = match binding {
                     Binding::Value(e) => e,
                     _ => Expr::Unknown,
@@ -865,7 +941,7 @@ impl<'a> Lowerer<'a> {
         if !matches!(self.scopes[scope as usize].kind, ScopeKind::Module | ScopeKind::Class) {
             return;
         }
-        let key = (scope, name.to_string());
+        let key = (scope, Name::new(name));
         if self.module_variables.contains_key(&key) {
             return;
         }
@@ -894,21 +970,20 @@ impl<'a> Lowerer<'a> {
                 Some(alias) => self.bind(
                     scope,
                     alias,
-                    Binding::Import(Import::Module { module: ModuleRef { level: 0, name: module.clone() } }),
+                    Binding::Import(Import::Module { module: ModuleRef { level: 0, name: Name::new(&module) } }),
                 ),
                 None => {
-                    let first = module.split('.').next().unwrap_or(&module).to_string();
-                    self.bind(
-                        scope,
-                        &first,
-                        Binding::Import(Import::Module { module: ModuleRef { level: 0, name: first.clone() } }),
-                    );
+                    let first = Name::new(module.split('.').next().unwrap_or(&module));
+                    self.scope(scope).bindings.push((
+                        first.clone(),
+                        Binding::Import(Import::Module { module: ModuleRef { level: 0, name: first } }),
+                    ));
                 }
             }
             self.scope(scope).imports.push(ImportStmt {
                 line: line(node),
-                module: ModuleRef { level: 0, name: module },
-                names: Vec::new(),
+                module: ModuleRef { level: 0, name: Name::new(&module) },
+                names: Box::default(),
                 is_from: false,
             });
         }
@@ -929,9 +1004,9 @@ impl<'a> Lowerer<'a> {
                     _ => {}
                 }
             }
-            ModuleRef { level, name }
+            ModuleRef { level, name: Name::new(&name) }
         } else {
-            ModuleRef { level: 0, name: normalise_dotted(self.text(module_node)) }
+            ModuleRef { level: 0, name: Name::new(&normalise_dotted(self.text(module_node))) }
         };
         let mut names = Vec::new();
         let mut cursor = node.walk();
@@ -948,14 +1023,18 @@ impl<'a> Lowerer<'a> {
             if name.is_empty() {
                 continue;
             }
-            let local = alias.map(str::to_string).unwrap_or_else(|| name.clone());
-            self.bind(scope, &local, Binding::Import(Import::Name { module: module.clone(), name: name.clone() }));
+            let name = Name::new(&name);
+            let local = alias.map(Name::new).unwrap_or_else(|| name.clone());
+            self.scope(scope)
+                .bindings
+                .push((local, Binding::Import(Import::Name { module: module.clone(), name: name.clone() })));
             names.push(name);
         }
         let mut cursor = node.walk();
         if node.named_children(&mut cursor).any(|c| c.kind() == "wildcard_import") {
-            names.push("*".to_string());
+            names.push(Name::new("*"));
         }
+        let names = names.into_boxed_slice();
         self.scope(scope).imports.push(ImportStmt { line: line(node), module, names, is_from: true });
     }
 
@@ -981,10 +1060,10 @@ impl<'a> Lowerer<'a> {
     /// caller records it as a call, a base class, a store target, ...).
     fn chain(&mut self, node: Node, scope: ScopeId) -> Expr {
         match node.kind() {
-            "identifier" => Expr::Name(self.text(node).to_string()),
+            "identifier" => Expr::Name(Name::new(self.text(node))),
             "attribute" => {
                 let object = node.child_by_field_name("object");
-                let attr = node.child_by_field_name("attribute").map(|a| self.text(a).to_string());
+                let attr = node.child_by_field_name("attribute").map(|a| Name::new(self.text(a)));
                 match (object, attr) {
                     (Some(object), Some(attr)) => Expr::Attr(Box::new(self.chain(object, scope)), attr),
                     _ => Expr::Unknown,
@@ -999,7 +1078,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// The value of a plain string literal (no interpolation, no concatenation).
-    fn constant_string(&self, node: Node) -> Option<String> {
+    fn constant_string(&self, node: Node) -> Option<Name> {
         if node.kind() != "string" {
             return None;
         }
@@ -1012,7 +1091,7 @@ impl<'a> Lowerer<'a> {
         ["\"\"\"", "'''", "\"", "'"]
             .iter()
             .find_map(|q| body.strip_prefix(q).and_then(|b| b.strip_suffix(q)))
-            .map(str::to_string)
+            .map(Name::new)
     }
 
     fn value(&mut self, node: Node, scope: ScopeId) -> Expr {
@@ -1026,31 +1105,42 @@ impl<'a> Lowerer<'a> {
                 let mut keywords = Vec::new();
                 if let Some(arguments) = node.child_by_field_name("arguments") {
                     if arguments.kind() == "generator_expression" {
-                        args.push(self.value(arguments, scope));
+                        args.push(flow_only(self.value(arguments, scope)));
                     } else {
+                        args.reserve_exact(arguments.named_child_count());
                         let mut cursor = arguments.walk();
                         let children: Vec<Node> = arguments.named_children(&mut cursor).collect();
                         for arg in children {
                             match arg.kind() {
                                 "keyword_argument" => {
-                                    let name = arg.child_by_field_name("name").map(|n| self.text(n).to_string());
+                                    let name = arg.child_by_field_name("name").map(|n| Name::new(self.text(n)));
                                     let value = arg.child_by_field_name("value").map(|v| self.expr(v, scope));
                                     if let (Some(name), Some(value)) = (name, value) {
-                                        keywords.push((name, value));
+                                        // Only what can carry a callable or an instance flows.
+                                        if is_flow_worthy(&value) {
+                                            keywords.push((name, value));
+                                        }
                                     }
                                 }
                                 "comment" => {}
-                                _ => args.push(self.expr(arg, scope)),
+                                _ => {
+                                    let value = self.expr(arg, scope);
+                                    args.push(flow_only(value));
+                                }
                             }
                         }
                     }
+                }
+                // Trailing arguments that cannot flow anywhere need no position.
+                while args.last() == Some(&Expr::Unknown) {
+                    args.pop();
                 }
                 self.scope(scope).calls.push(CallSite {
                     callee: callee.clone(),
                     callee_span,
                     line: line(node),
-                    args,
-                    keywords,
+                    args: args.into_boxed_slice(),
+                    keywords: keywords.into_boxed_slice(),
                 });
                 Expr::Call(Box::new(callee))
             }
@@ -1163,8 +1253,8 @@ impl<'a> Lowerer<'a> {
             "named_expression" => {
                 let value = node.child_by_field_name("value").map(|v| self.expr(v, scope)).unwrap_or(Expr::Unknown);
                 if let Some(name) = node.child_by_field_name("name") {
-                    let name = self.text(name).to_string();
-                    self.bind(scope, &name, Binding::Value(value.clone()));
+                    let name = self.text(name);
+                    self.bind(scope, name, Binding::Value(value.clone()));
                 }
                 value
             }
@@ -1262,12 +1352,17 @@ fn is_statement_like(kind: &str) -> bool {
         || matches!(kind, "block" | "function_definition" | "class_definition" | "decorated_definition")
 }
 
+/// A call argument as kept in a [`CallSite`]: only what can flow into a parameter.
+fn flow_only(arg: Expr) -> Expr {
+    if is_flow_worthy(&arg) { arg } else { Expr::Unknown }
+}
+
 fn normalise_dotted(text: &str) -> String {
     text.split('.').map(str::trim).filter(|s| !s.is_empty()).collect::<Vec<_>>().join(".")
 }
 
 /// The strings of a literal list or tuple (for `__all__`).
-fn string_list(lowerer: &Lowerer, node: Option<Node>) -> Vec<String> {
+fn string_list(lowerer: &Lowerer, node: Option<Node>) -> Vec<Name> {
     let Some(node) = node else { return Vec::new() };
     let mut out = Vec::new();
     let mut cursor = node.walk();
@@ -1275,7 +1370,7 @@ fn string_list(lowerer: &Lowerer, node: Option<Node>) -> Vec<String> {
         if child.kind() == "string" {
             let s = clean_docstring(lowerer.text(child));
             if !s.is_empty() {
-                out.push(s);
+                out.push(Name::new(&s));
             }
         }
     }
@@ -1314,7 +1409,7 @@ mod tests {
         let src = "\"\"\"Mod doc.\"\"\"\nimport os\n\n# leading\n@dec\ndef f(a, b=g()):\n    \"\"\"Doc.\"\"\"\n    return a\n\nclass C(Base):\n    x = 1\n    def m(self):\n        self.y = os.path.join()\n";
         let syn = lower(src);
         assert_eq!(syn.parse_errors, 0);
-        assert_eq!(syn.docstring.as_deref(), Some("Mod doc."));
+        assert_eq!(syn.docstring.map(|r| docstring_text(src, r)).as_deref(), Some("Mod doc."));
         let paths: Vec<(&str, DefKind)> = syn.defs.iter().map(|d| (d.path.as_str(), d.kind)).collect();
         assert_eq!(
             paths,
@@ -1329,8 +1424,8 @@ mod tests {
         let f = &syn.defs[0];
         assert_eq!(f.start_line, 4, "leading comment belongs to the unit");
         assert_eq!(f.end_line, 8);
-        assert_eq!(f.signature.as_deref(), Some("@dec\ndef f(a, b=g())"));
-        assert_eq!(f.docstring.as_deref(), Some("Doc."));
+        assert_eq!(f.signature(src).as_deref(), Some("@dec\ndef f(a, b=g())"));
+        assert_eq!(f.docstring(src).as_deref(), Some("Doc."));
         // `g()` in the default is called by the module; `dec` too.
         let module_calls: Vec<String> = syn.scopes[0].calls.iter().map(|c| callee_text(src, c.callee_span)).collect();
         assert_eq!(module_calls, vec!["dec", "g"]);

@@ -548,7 +548,7 @@ impl<'a> Resolver<'a> {
             } else {
                 for star in &summary.star_imports {
                     let public = match self.summary(star) {
-                        Some(s) => s.public_names().iter().any(|n| n == name),
+                        Some(s) => s.is_public(name),
                         None => self.lookup(star).0 == ModuleLookup::Missing,
                     };
                     if public {
@@ -1707,7 +1707,7 @@ impl<'a> Resolver<'a> {
             start_byte: 0,
             end_byte: self.syntax.byte_len,
             signature: None,
-            docstring: self.syntax.docstring.clone(),
+            docstring: self.syntax.docstring.map(|range| docstring_text(&self.source, range)),
         });
         let mut defs: Vec<&Def> = self.syntax.defs.iter().collect();
         defs.sort_by_key(|d| (d.start_byte, std::cmp::Reverse(d.end_byte)));
@@ -1725,8 +1725,8 @@ impl<'a> Resolver<'a> {
                 end_line: def.end_line,
                 start_byte: def.start_byte,
                 end_byte: def.end_byte,
-                signature: def.signature.clone(),
-                docstring: def.docstring.clone(),
+                signature: def.signature(&self.source),
+                docstring: def.docstring(&self.source),
             });
         }
         unresolved.sort_by(|a: &Unresolved, b| (a.line, &a.callee).cmp(&(b.line, &b.callee)));
@@ -1773,17 +1773,6 @@ fn member_value(class: &Target, member: &Member) -> Vec<Value> {
     match &member.path {
         Some(path) => vec![def_value(&class.module, path, member.kind)],
         None => Vec::new(),
-    }
-}
-
-/// Arguments worth tracking into parameters: names, attributes, lambdas and containers of them
-/// (what can carry a callable or an instance); not literals.
-fn is_flow_worthy(arg: &Expr) -> bool {
-    match arg {
-        Expr::Name(_) | Expr::Attr(..) | Expr::Lambda(_) | Expr::Call(_) | Expr::Subscript(_) | Expr::Item(..) => true,
-        Expr::Keyed(items) => items.iter().any(|(_, e)| is_flow_worthy(e)),
-        Expr::Container(_, items) | Expr::Union(items) => items.iter().any(is_flow_worthy),
-        _ => false,
     }
 }
 

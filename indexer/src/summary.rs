@@ -17,11 +17,11 @@ use crate::syntax::*;
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum SumBinding {
     /// A unit of this module: its path (unit id relative to the module) and kind.
-    Def { path: String, kind: DefKind },
+    Def { path: Name, kind: DefKind },
     /// `import a.b as x` binds x to module `a.b` (absolute).
-    ImportModule(String),
+    ImportModule(Name),
     /// `from m import n` (absolute module).
-    ImportName { module: String, name: String },
+    ImportName { module: Name, name: Name },
     /// An assigned value (module-closed expression).
     Value(Expr),
 }
@@ -36,7 +36,7 @@ pub struct MethodFlags {
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Member {
     /// The unit path of the member, when it is a unit (methods, nested classes, attributes).
-    pub path: Option<String>,
+    pub path: Option<Name>,
     pub kind: DefKind,
     pub flags: MethodFlags,
     /// For attributes: the values assigned (in the class body or through `self.x = ...`).
@@ -47,7 +47,7 @@ pub struct Member {
 pub struct ClassSummary {
     pub bases: Vec<Expr>,
     /// Sorted by name.
-    pub members: Vec<(String, Member)>,
+    pub members: Vec<(Name, Member)>,
 }
 
 impl ClassSummary {
@@ -66,16 +66,16 @@ pub struct FunctionSummary {
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
 pub struct ModuleSummary {
     /// Module-level names, sorted by name.
-    pub names: Vec<(String, Vec<SumBinding>)>,
+    pub names: Vec<(Name, Vec<SumBinding>)>,
     /// Absolute modules imported with `*`.
-    pub star_imports: Vec<String>,
-    pub dunder_all: Option<Vec<String>>,
+    pub star_imports: Vec<Name>,
+    pub dunder_all: Option<Vec<Name>>,
     /// By unit path, sorted.
-    pub classes: Vec<(String, ClassSummary)>,
-    pub functions: Vec<(String, FunctionSummary)>,
+    pub classes: Vec<(Name, ClassSummary)>,
+    pub functions: Vec<(Name, FunctionSummary)>,
 }
 
-fn find<'a, T>(items: &'a [(String, T)], key: &str) -> Option<&'a T> {
+fn find<'a, T>(items: &'a [(Name, T)], key: &str) -> Option<&'a T> {
     items.binary_search_by(|(n, _)| n.as_str().cmp(key)).ok().map(|i| &items[i].1)
 }
 
@@ -89,17 +89,17 @@ impl ModuleSummary {
     pub fn function(&self, path: &str) -> Option<&FunctionSummary> {
         find(&self.functions, path)
     }
-    /// The names `from m import *` brings in.
-    pub fn public_names(&self) -> Vec<String> {
+    /// Whether `from m import *` brings in `name`.
+    pub fn is_public(&self, name: &str) -> bool {
         match &self.dunder_all {
-            Some(all) => all.clone(),
-            None => self.names.iter().map(|(n, _)| n.clone()).filter(|n| !n.starts_with('_')).collect(),
+            Some(all) => all.iter().any(|n| n == name),
+            None => !name.starts_with('_') && self.name(name).is_some(),
         }
     }
 }
 
 /// Turns a relative import into an absolute module name, given the importing module.
-pub fn absolute_module(module: &ModuleRef, importer: &str, importer_is_package: bool) -> Option<String> {
+pub fn absolute_module(module: &ModuleRef, importer: &str, importer_is_package: bool) -> Option<Name> {
     if module.level == 0 {
         return Some(module.name.clone());
     }
@@ -116,7 +116,7 @@ pub fn absolute_module(module: &ModuleRef, importer: &str, importer_is_package: 
     if parts.is_empty() {
         return None;
     }
-    Some(parts.join("."))
+    Some(Name::new(&parts.join(".")))
 }
 
 pub fn method_flags(decorators: &[Expr]) -> MethodFlags {
@@ -187,7 +187,7 @@ impl Summariser<'_> {
         loop {
             let sc = self.syntax.scope(s);
             if s == 0 || sc.globals.iter().any(|g| g == name) {
-                return Expr::Name(name.to_string());
+                return Expr::Name(Name::new(name));
             }
             let skip = sc.kind == ScopeKind::Class && s != origin;
             if !skip {
@@ -200,7 +200,7 @@ impl Summariser<'_> {
             }
             match sc.parent {
                 Some(p) => s = p,
-                None => return Expr::Name(name.to_string()),
+                None => return Expr::Name(Name::new(name)),
             }
         }
     }
@@ -303,7 +303,7 @@ pub fn simplify_union(items: Vec<Expr>) -> Expr {
 /// Builds the summary of a module from its syntax.
 pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<ModuleSummary> {
     let s = Summariser { syntax, module, is_package };
-    let mut names: FxHashMap<String, Vec<SumBinding>> = FxHashMap::default();
+    let mut names: FxHashMap<Name, Vec<SumBinding>> = FxHashMap::default();
     // Module-level variables are units: a name bound to one resolves to the unit first.
     for def in &syntax.defs {
         if def.parent.is_none() && def.kind == DefKind::Variable {
@@ -320,7 +320,7 @@ pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<Mod
     for (name, indices) in ordered {
         for i in syntax.live_bindings(0, &indices) {
             let b = s.binding(&module_scope.bindings[i].1);
-            let list = names.entry(name.to_string()).or_default();
+            let list = names.entry(Name::new(name)).or_default();
             if !list.contains(&b) {
                 list.push(b);
             }
@@ -374,7 +374,7 @@ pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<Mod
             DefKind::Variable => {}
         }
     }
-    let mut names: Vec<(String, Vec<SumBinding>)> = names.into_iter().collect();
+    let mut names: Vec<(Name, Vec<SumBinding>)> = names.into_iter().collect();
     names.sort_by(|a, b| a.0.cmp(&b.0));
     classes.sort_by(|a, b| a.0.cmp(&b.0));
     functions.sort_by(|a, b| a.0.cmp(&b.0));
@@ -386,7 +386,7 @@ fn class_summary(s: &Summariser, class: DefId, body: ScopeId) -> ClassSummary {
     let scope = syntax.scope(body);
     let parent = scope.parent.unwrap_or(0);
     let bases = scope.bases.iter().map(|(b, _)| s.close(b, parent, 0)).collect();
-    let mut members: FxHashMap<String, Member> = FxHashMap::default();
+    let mut members: FxHashMap<Name, Member> = FxHashMap::default();
     // Units that live directly in the class: methods, nested classes, class attributes and the
     // instance attributes the frontend derived from `self.x = ...`.
     for def in &syntax.defs {
@@ -414,7 +414,7 @@ fn class_summary(s: &Summariser, class: DefId, body: ScopeId) -> ClassSummary {
     for (name, binding) in &scope.bindings {
         if let Binding::Value(_) | Binding::Unpack(..) = binding {
             let value = s.close_binding(binding, body, 0);
-            if let Some(m) = members.get_mut(name) {
+            if let Some(m) = members.get_mut(name.as_str()) {
                 if value != Expr::Unknown && !m.values.contains(&value) {
                     m.values.push(value);
                 }
@@ -435,14 +435,14 @@ fn class_summary(s: &Summariser, class: DefId, body: ScopeId) -> ClassSummary {
                 continue;
             }
             let value = s.close(&store.value, sc_id, 0);
-            if let Some(m) = members.get_mut(&store.attr) {
+            if let Some(m) = members.get_mut(store.attr.as_str()) {
                 if value != Expr::Unknown && !m.values.contains(&value) {
                     m.values.push(value);
                 }
             }
         }
     }
-    let mut members: Vec<(String, Member)> = members.into_iter().collect();
+    let mut members: Vec<(Name, Member)> = members.into_iter().collect();
     members.sort_by(|a, b| a.0.cmp(&b.0));
     ClassSummary { bases, members }
 }

@@ -7,6 +7,133 @@
 
 use std::sync::Arc;
 
+/// An identifier (or another short string of the IR): up to [`Name::INLINE`] bytes are stored
+/// inline, longer ones share one heap allocation between clones. Compares, orders and hashes
+/// exactly like the `str` it holds, so it can key maps looked up by `&str`.
+#[derive(Clone)]
+pub struct Name(NameRepr);
+
+#[derive(Clone)]
+enum NameRepr {
+    Inline(u8, [u8; Name::INLINE]),
+    Heap(Arc<str>),
+}
+
+impl Name {
+    pub const INLINE: usize = 22;
+
+    pub fn new(text: &str) -> Name {
+        if text.len() <= Name::INLINE {
+            let mut buf = [0u8; Name::INLINE];
+            buf[..text.len()].copy_from_slice(text.as_bytes());
+            Name(NameRepr::Inline(text.len() as u8, buf))
+        } else {
+            Name(NameRepr::Heap(Arc::from(text)))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            // Only ever filled from a `&str` prefix of exactly `len` bytes.
+            NameRepr::Inline(len, buf) => std::str::from_utf8(&buf[..*len as usize]).unwrap_or(""),
+            NameRepr::Heap(s) => s,
+        }
+    }
+}
+
+impl std::ops::Deref for Name {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::borrow::Borrow<str> for Name {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for Name {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl PartialEq for Name {
+    fn eq(&self, other: &Name) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Name {}
+
+impl PartialEq<str> for Name {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Name {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for Name {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl PartialOrd for Name {
+    fn partial_cmp(&self, other: &Name) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Name {
+    fn cmp(&self, other: &Name) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl std::hash::Hash for Name {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state)
+    }
+}
+
+impl std::fmt::Debug for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<&str> for Name {
+    fn from(text: &str) -> Name {
+        Name::new(text)
+    }
+}
+
+impl From<String> for Name {
+    fn from(text: String) -> Name {
+        Name::new(&text)
+    }
+}
+
+impl From<&String> for Name {
+    fn from(text: &String) -> Name {
+        Name::new(text)
+    }
+}
+
 pub type ScopeId = u32;
 pub type DefId = u32;
 
@@ -23,10 +150,10 @@ pub enum DefKind {
 pub struct Def {
     pub kind: DefKind,
     /// The simple name (`request`).
-    pub name: String,
+    pub name: Name,
     /// The unit id relative to the module: the dotted path (`Session.request`), with a `#N`
     /// suffix for the N-th redefinition of the same path in this file.
-    pub path: String,
+    pub path: Name,
     /// The def (or `None` for a top-level def) whose body contains this one.
     pub parent: Option<DefId>,
     /// The scope that is this definition's body (classes and functions).
@@ -35,9 +162,12 @@ pub struct Def {
     pub end_line: u32,
     pub start_byte: u32,
     pub end_byte: u32,
-    pub signature: Option<String>,
-    pub docstring: Option<String>,
-    pub decorators: Vec<Expr>,
+    /// The byte range of the header (decorators through the parameters and return type, without
+    /// the colon): the unit's signature, read from the file text when building units.
+    pub header: Option<(u32, u32)>,
+    /// The byte range of the docstring literal (see [`docstring_text`]).
+    pub docstring: Option<(u32, u32)>,
+    pub decorators: Box<[Expr]>,
     /// Defined inside an `if`, `try`, loop, `with` or `match` of its scope: it may or may not
     /// be the definition in force.
     pub conditional: bool,
@@ -48,6 +178,21 @@ impl Def {
     pub fn is_accessor(&self) -> bool {
         self.decorators.iter().any(|d| matches!(d, Expr::Attr(_, a) if a == "setter" || a == "deleter"))
     }
+
+    /// The signature as written (`@dec\ndef f(a, b=g())`).
+    pub fn signature(&self, source: &str) -> Option<String> {
+        self.header.map(|(start, end)| source.get(start as usize..end as usize).unwrap_or("").to_string())
+    }
+
+    /// The cleaned docstring.
+    pub fn docstring(&self, source: &str) -> Option<String> {
+        self.docstring.map(|range| docstring_text(source, range))
+    }
+}
+
+/// The cleaned text of the docstring literal at `range` of `source`.
+pub fn docstring_text(source: &str, range: (u32, u32)) -> String {
+    crate::lower::clean_docstring(source.get(range.0 as usize..range.1 as usize).unwrap_or(""))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -62,7 +207,7 @@ pub enum ScopeKind {
 
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Param {
-    pub name: String,
+    pub name: Name,
     pub default: Option<Expr>,
     pub annotation: Option<Expr>,
     /// `*args` or `**kwargs`.
@@ -72,17 +217,17 @@ pub struct Param {
 /// A reference to code written in the file, as far as resolution cares.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum Expr {
-    Name(String),
-    Attr(Box<Expr>, String),
+    Name(Name),
+    Attr(Box<Expr>, Name),
     Call(Box<Expr>),
     /// `value[index]`: an element of a container.
     Subscript(Box<Expr>),
     /// Literal containers: their elements (for dicts, the values).
     Container(ContainerKind, Vec<Expr>),
     /// A dict literal whose keys are all constant strings.
-    Keyed(Vec<(String, Expr)>),
+    Keyed(Vec<(Name, Expr)>),
     /// `value["key"]`: the item under a constant string key.
-    Item(Box<Expr>, String),
+    Item(Box<Expr>, Name),
     /// A lambda: the scope of its body.
     Lambda(ScopeId),
     /// `a if c else b`, `a or b`: any of these.
@@ -93,7 +238,7 @@ pub enum Expr {
     SelfRef,
     ClsRef,
     /// A unit of the module, by path (summaries only: a local `def` returned or stored).
-    DefPath(String),
+    DefPath(Name),
     Unknown,
 }
 
@@ -142,7 +287,7 @@ pub enum Import {
     /// `import a.b as x` binds `x` to module `a.b`.
     Module { module: ModuleRef },
     /// `from m import name [as x]`.
-    Name { module: ModuleRef, name: String },
+    Name { module: ModuleRef, name: Name },
 }
 
 /// A module as written in an import: absolute dotted name, or relative with its level.
@@ -151,7 +296,7 @@ pub struct ModuleRef {
     /// Number of leading dots (0 for absolute imports).
     pub level: u32,
     /// The dotted name after the dots (may be empty for `from . import x`).
-    pub name: String,
+    pub name: Name,
 }
 
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -160,7 +305,7 @@ pub struct ImportStmt {
     /// The modules named (`import a.b` names `a.b`, `from m import x` names `m`).
     pub module: ModuleRef,
     /// For `from m import a, b`: the names (`*` for a star import).
-    pub names: Vec<String>,
+    pub names: Box<[Name]>,
     pub is_from: bool,
 }
 
@@ -170,8 +315,11 @@ pub struct CallSite {
     /// The byte range of the callee as written (for unresolved reports; see [`callee_text`]).
     pub callee_span: (u32, u32),
     pub line: u32,
-    pub args: Vec<Expr>,
-    pub keywords: Vec<(String, Expr)>,
+    /// Positional arguments; those that cannot carry a callable or an instance (see
+    /// [`is_flow_worthy`]) are kept as `Unknown`, to keep the positions of the others.
+    pub args: Box<[Expr]>,
+    /// Keyword arguments that can carry a callable or an instance.
+    pub keywords: Box<[(Name, Expr)]>,
 }
 
 /// A name or attribute chain read (or written, for attribute stores) at a line.
@@ -186,7 +334,7 @@ pub struct Access {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct AttrStore {
     pub base: Expr,
-    pub attr: String,
+    pub attr: Name,
     pub value: Expr,
     pub line: u32,
     /// The statement's span, used as the unit span when this store defines an instance attribute.
@@ -202,19 +350,19 @@ pub struct Scope {
     pub parent: Option<ScopeId>,
     /// The def whose body this is (`None` for the module and anonymous scopes).
     pub def: Option<DefId>,
-    pub params: Vec<Param>,
-    pub bindings: Vec<(String, Binding)>,
-    pub globals: Vec<String>,
-    pub nonlocals: Vec<String>,
-    pub calls: Vec<CallSite>,
-    pub accesses: Vec<Access>,
-    pub attr_stores: Vec<AttrStore>,
-    pub returns: Vec<Expr>,
-    pub yields: Vec<Expr>,
-    pub raises: Vec<(Expr, u32)>,
+    pub params: Box<[Param]>,
+    pub bindings: Box<[(Name, Binding)]>,
+    pub globals: Box<[Name]>,
+    pub nonlocals: Box<[Name]>,
+    pub calls: Box<[CallSite]>,
+    pub accesses: Box<[Access]>,
+    pub attr_stores: Box<[AttrStore]>,
+    pub returns: Box<[Expr]>,
+    pub yields: Box<[Expr]>,
+    pub raises: Box<[(Expr, u32)]>,
     /// For classes: the base class expressions (keyword arguments such as `metaclass=` excluded).
-    pub bases: Vec<(Expr, u32)>,
-    pub imports: Vec<ImportStmt>,
+    pub bases: Box<[(Expr, u32)]>,
+    pub imports: Box<[ImportStmt]>,
 }
 
 impl Scope {
@@ -223,18 +371,18 @@ impl Scope {
             kind,
             parent,
             def,
-            params: Vec::new(),
-            bindings: Vec::new(),
-            globals: Vec::new(),
-            nonlocals: Vec::new(),
-            calls: Vec::new(),
-            accesses: Vec::new(),
-            attr_stores: Vec::new(),
-            returns: Vec::new(),
-            yields: Vec::new(),
-            raises: Vec::new(),
-            bases: Vec::new(),
-            imports: Vec::new(),
+            params: Box::default(),
+            bindings: Box::default(),
+            globals: Box::default(),
+            nonlocals: Box::default(),
+            calls: Box::default(),
+            accesses: Box::default(),
+            attr_stores: Box::default(),
+            returns: Box::default(),
+            yields: Box::default(),
+            raises: Box::default(),
+            bases: Box::default(),
+            imports: Box::default(),
         }
     }
 }
@@ -244,12 +392,13 @@ pub struct FileSyntax {
     pub parse_errors: u32,
     pub line_count: u32,
     pub byte_len: u32,
-    pub docstring: Option<String>,
+    /// The byte range of the module docstring literal (see [`docstring_text`]).
+    pub docstring: Option<(u32, u32)>,
     /// Scope 0 is the module.
     pub scopes: Vec<Scope>,
     pub defs: Vec<Def>,
     /// `__all__`, when the module assigns a literal list or tuple of strings to it.
-    pub dunder_all: Option<Vec<String>>,
+    pub dunder_all: Option<Vec<Name>>,
 }
 
 impl FileSyntax {
@@ -282,6 +431,17 @@ impl FileSyntax {
 
     pub fn def(&self, id: DefId) -> &Def {
         &self.defs[id as usize]
+    }
+}
+
+/// Arguments worth tracking into parameters: names, attributes, lambdas and containers of them
+/// (what can carry a callable or an instance); not literals.
+pub fn is_flow_worthy(arg: &Expr) -> bool {
+    match arg {
+        Expr::Name(_) | Expr::Attr(..) | Expr::Lambda(_) | Expr::Call(_) | Expr::Subscript(_) | Expr::Item(..) => true,
+        Expr::Keyed(items) => items.iter().any(|(_, e)| is_flow_worthy(e)),
+        Expr::Container(_, items) | Expr::Union(items) => items.iter().any(is_flow_worthy),
+        _ => false,
     }
 }
 
