@@ -350,8 +350,8 @@ struct Resolver<'a> {
     param_flow: FxHashMap<(ScopeId, u32), Vec<(ScopeId, Expr)>>,
     summaries: RefCell<FxHashMap<Arc<str>, Option<Arc<ModuleSummary>>>>,
     lookups: RefCell<FxHashMap<String, (ModuleLookup, Option<Arc<str>>)>>,
-    module_names: RefCell<FxHashMap<(Arc<str>, String), Vec<Value>>>,
-    local_names: RefCell<FxHashMap<(ScopeId, String), Vec<Value>>>,
+    module_names: RefCell<FxHashMap<(Arc<str>, Name), Vec<Value>>>,
+    local_names: RefCell<FxHashMap<(ScopeId, Name), Vec<Value>>>,
     mros: RefCell<FxHashMap<Target, Arc<Vec<MroEntry>>>>,
     /// Receiver classes seen at calls of this file's methods: method body scope -> classes.
     receiver_flow: FxHashMap<ScopeId, Vec<Target>>,
@@ -521,7 +521,7 @@ impl<'a> Resolver<'a> {
         if self.too_deep(depth) {
             return Vec::new();
         }
-        let key = (module.clone(), name.to_string());
+        let key = (module.clone(), Name::new(name));
         if let Some(hit) = self.module_names.borrow().get(&key) {
             return hit.clone();
         }
@@ -1014,7 +1014,7 @@ impl<'a> Resolver<'a> {
                 return vec![def_value(&self.module, &d.path, d.kind)];
             }
         }
-        let key = (s, name.to_string());
+        let key = (s, Name::new(name));
         if let Some(hit) = self.local_names.borrow().get(&key) {
             return hit.clone();
         }
@@ -1551,14 +1551,27 @@ impl<'a> Resolver<'a> {
         }
 
         let mut edges: Vec<Edge> = Vec::new();
-        let mut seen: FxHashSet<(String, String, EdgeKind, Option<u32>)> = FxHashSet::default();
+        // Edges already added, by hash (indices into `edges`): the first of equal edges is kept.
+        let mut seen: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
         let mut add = |edges: &mut Vec<Edge>, src: &str, dst: String, kind: EdgeKind, line: Option<u32>| {
             if src == dst && kind != EdgeKind::Calls {
                 return;
             }
-            if seen.insert((src.to_string(), dst.clone(), kind, line)) {
-                edges.push(Edge { src: src.to_string(), dst, kind, line });
+            let hash = {
+                use std::hash::{BuildHasher, Hash, Hasher};
+                let mut h = rustc_hash::FxBuildHasher.build_hasher();
+                (src, dst.as_str(), kind, line).hash(&mut h);
+                h.finish()
+            };
+            let same = seen.entry(hash).or_default();
+            if same.iter().any(|&i| {
+                let e = &edges[i as usize];
+                e.src == src && e.dst == dst && e.kind == kind && e.line == line
+            }) {
+                return;
             }
+            same.push(edges.len() as u32);
+            edges.push(Edge { src: src.to_string(), dst, kind, line });
         };
         let mut unresolved = Vec::new();
         let module_id = self.module.to_string();
