@@ -1,0 +1,776 @@
+//! fresco's retrieval benchmark: can the context of a function be retrieved without its body?
+//!
+//! ```text
+//! retrieval [--tasks N] [--budget B] [--trace FILE] [--report NAME]
+//!           [--latency ROOT] [--latency-queries N] [--latency-reps R] [--embed-seconds S] ROOT...
+//! ```
+//! For each ROOT (copied to a temporary directory and indexed into a temporary store), up to N
+//! functions and methods whose original body uses units of the repository become tasks: the
+//! body is blanked (decorators, signature and docstring kept), the change is applied to the
+//! index and fed to the retrieval lanes (`RetrievalLanes`, the daemon's lanes thread), and
+//! `context NAME budget B k 50` is asked. The truth is what the original body used. Each lane's
+//! own ranking, the fused ranking and the assembled context are scored against it; with
+//! `--trace FILE` every query is written as one JSON line. With `--latency ROOT` the latency of
+//! `search` and `context` is measured on that (large) repository. See bench/README.md.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail};
+use fresco_graph::{Snapshot, UnitKind};
+use fresco_indexer::lanes::{LaneUpdate, RetrievalLanes};
+use fresco_indexer::{FileEvent, Indexer, IndexerOptions};
+use fresco_query::ast::{ContextTarget, Lane, Symbol};
+use fresco_query::{Context, Lanes, Limits, retrieve};
+use serde_json::json;
+
+#[path = "../retrieval/latency.rs"]
+mod latency;
+#[path = "../retrieval/metrics.rs"]
+mod metrics;
+#[path = "../retrieval/tasks.rs"]
+mod tasks;
+
+use metrics::{LISTS, Needed, ProjectInfo, TaskResult};
+
+struct Args {
+    tasks: usize,
+    budget: usize,
+    k: usize,
+    trace: Option<PathBuf>,
+    report: Option<String>,
+    latency: Option<PathBuf>,
+    latency_queries: usize,
+    latency_reps: usize,
+    embed_seconds: u64,
+    lane_timeout: u64,
+    roots: Vec<PathBuf>,
+}
+
+impl Args {
+    fn parse() -> Result<Args> {
+        let mut out = Args {
+            tasks: 60,
+            budget: 4000,
+            k: 50,
+            trace: None,
+            report: None,
+            latency: None,
+            latency_queries: 50,
+            latency_reps: 3,
+            embed_seconds: 180,
+            lane_timeout: 900,
+            roots: Vec::new(),
+        };
+        let mut it = std::env::args().skip(1);
+        while let Some(a) = it.next() {
+            let mut value = || it.next().with_context(|| format!("{a} needs a value"));
+            match a.as_str() {
+                "--tasks" => out.tasks = value()?.parse()?,
+                "--budget" => out.budget = value()?.parse()?,
+                "--trace" => out.trace = Some(PathBuf::from(value()?)),
+                "--report" => out.report = Some(value()?),
+                "--latency" => out.latency = Some(PathBuf::from(value()?)),
+                "--latency-queries" => out.latency_queries = value()?.parse()?,
+                "--latency-reps" => out.latency_reps = value()?.parse()?,
+                "--embed-seconds" => out.embed_seconds = value()?.parse()?,
+                "--lane-timeout" => out.lane_timeout = value()?.parse()?,
+                "-h" | "--help" => {
+                    eprintln!(
+                        "usage: retrieval [--tasks N] [--budget B] [--trace FILE] [--report NAME] [--latency ROOT] \
+                         [--latency-queries N] [--latency-reps R] [--embed-seconds S] [--lane-timeout S] ROOT..."
+                    );
+                    std::process::exit(0);
+                }
+                s if s.starts_with("--") => bail!("unknown option {s}"),
+                _ => out.roots.push(PathBuf::from(a)),
+            }
+        }
+        if out.roots.is_empty() && out.latency.is_none() {
+            bail!("give at least one ROOT (or --latency ROOT)");
+        }
+        Ok(out)
+    }
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse()?;
+    let args_line = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
+    let mut trace = match &args.trace {
+        Some(p) => Some(std::io::BufWriter::new(std::fs::File::create(p).with_context(|| p.display().to_string())?)),
+        None => None,
+    };
+    let mut all: Vec<TaskResult> = Vec::new();
+    let mut infos: Vec<ProjectInfo> = Vec::new();
+    for root in &args.roots {
+        let (results, info) = run_project(root, &args, trace.as_mut().map(|t| t as &mut dyn std::io::Write))?;
+        eprintln!(
+            "{}: {} tasks, fused R@10 {:.3}, R@50 {:.3}",
+            info.name,
+            results.len(),
+            metrics::mean_recall(&results, 3, 10),
+            metrics::mean_recall(&results, 3, 50)
+        );
+        all.extend(results);
+        infos.push(info);
+    }
+    if let Some(t) = trace.as_mut() {
+        t.flush()?;
+    }
+    let latency = match &args.latency {
+        Some(root) => Some(latency::run(root, args.latency_queries, args.latency_reps, args.embed_seconds)?),
+        None => None,
+    };
+    let report = render(&args, &args_line, &all, &infos, latency.as_ref());
+    println!("{report}");
+    if let Some(name) = &args.report {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports");
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join(format!("{name}.md")), &report)?;
+        if !all.is_empty() {
+            let projects: Vec<&str> = infos.iter().map(|i| i.name.as_str()).collect();
+            let title = format!("Recall@k per lane, {} tasks ({})", all.len(), projects.join(", "));
+            std::fs::write(dir.join(format!("{name}-recall.svg")), metrics::svg(&all, &title))?;
+        }
+        eprintln!("wrote {}", dir.join(format!("{name}.md")).display());
+    }
+    Ok(())
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let ty = entry.file_type()?;
+        let dst = to.join(entry.file_name());
+        if ty.is_dir() {
+            copy_tree(&entry.path(), &dst)?;
+        } else if ty.is_file() {
+            std::fs::copy(entry.path(), &dst)?;
+        }
+    }
+    Ok(())
+}
+
+/// When the lanes first reflected `version`: (bm25 ready after, dense ready after or its status).
+fn wait_lanes(
+    lanes: &RetrievalLanes,
+    version: u64,
+    timeout: Duration,
+    wait_dense: bool,
+) -> (Option<Duration>, Result<Duration, String>) {
+    let t = Instant::now();
+    let (mut bm25, mut dense): (Option<Duration>, Option<Result<Duration, String>>) =
+        (None, (!wait_dense).then(|| Err("not waited for (it failed to become ready)".to_string())));
+    // A dense lane whose state does not move for a minute is dead (its thread panicked).
+    let mut dense_seen: (String, Option<(usize, usize)>, Instant) = (String::new(), None, Instant::now());
+    loop {
+        for h in lanes.health(version) {
+            match h.lane {
+                "bm25" if bm25.is_none() => {
+                    if h.status == "ready" && h.version == Some(version) {
+                        bm25 = Some(t.elapsed());
+                    } else if h.status == "unavailable" {
+                        bm25 = Some(Duration::MAX);
+                    }
+                }
+                "dense" if dense.is_none() => {
+                    if h.status == "ready" && h.version.is_some_and(|v| v >= version) {
+                        dense = Some(Ok(t.elapsed()));
+                    } else if h.status == "unavailable" {
+                        dense = Some(Err(h.reason.clone().unwrap_or_else(|| "unavailable".into())));
+                    } else if (h.status, h.progress) != (dense_seen.0.as_str(), dense_seen.1) {
+                        dense_seen = (h.status.to_string(), h.progress, Instant::now());
+                    } else if dense_seen.2.elapsed() > Duration::from_secs(60) {
+                        dense = Some(Err(format!(
+                            "stuck at '{}' {:?} for 60 s (the embedding thread died?)",
+                            h.status, h.progress
+                        )));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if (bm25.is_some() && dense.is_some()) || t.elapsed() > timeout {
+            let bm25 = bm25.filter(|d| *d != Duration::MAX);
+            return (bm25, dense.unwrap_or_else(|| Err(format!("not ready after {timeout:?}"))));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// The daemon's lanes, with context tokens counted by the MiniLM tokenizer without truncation.
+///
+/// `RetrievalLanes::count_tokens` loads `tokenizer.json` as shipped, which truncates and pads every
+/// text to 128 tokens: every unit then "costs" 128 + 12 tokens whatever its size, and a 4000-token
+/// budget admits 28 units of any length. The benchmark counts with `Embedder::count_tokens`
+/// (the same tokenizer, truncation off), which is what the budget means.
+struct CountedLanes<'a> {
+    lanes: &'a RetrievalLanes,
+    counter: Option<&'a fresco_indexer::embed::Embedder>,
+}
+
+impl Lanes for CountedLanes<'_> {
+    fn bm25(&self, text: &str, k: usize) -> Result<fresco_query::LaneHits, fresco_query::LaneDown> {
+        self.lanes.bm25(text, k)
+    }
+    fn dense(&self, text: &str, k: usize) -> Result<fresco_query::LaneHits, fresco_query::LaneDown> {
+        self.lanes.dense(text, k)
+    }
+    fn tokens(&self, text: &str) -> Vec<String> {
+        self.lanes.tokens(text)
+    }
+    fn count_tokens(&self, text: &str) -> Option<usize> {
+        match self.counter {
+            Some(c) => Some(c.count_tokens(text)),
+            None => self.lanes.count_tokens(text),
+        }
+    }
+}
+
+fn place_of(snapshot: &Snapshot, target: &str, target_kind: UnitKind, dep: &str) -> &'static str {
+    let target_file = snapshot.unit(target).map(|u| u.file.graph.path.clone());
+    if target_kind == UnitKind::Method {
+        if let Some((class, _)) = target.rsplit_once('.') {
+            if dep == class || dep.strip_prefix(class).is_some_and(|r| r.starts_with('.')) {
+                return "same class";
+            }
+        }
+    }
+    match (snapshot.unit(dep), target_file) {
+        (Some(u), Some(f)) if u.file.graph.path == f => "same file",
+        _ => "other file",
+    }
+}
+
+fn run_project(
+    root: &Path,
+    args: &Args,
+    mut trace: Option<&mut dyn std::io::Write>,
+) -> Result<(Vec<TaskResult>, ProjectInfo)> {
+    let name = root.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "root".into());
+    let tmp = tempfile::tempdir()?;
+    let src = tmp.path().join(&name);
+    copy_tree(root, &src)?;
+    let db = tmp.path().join("db");
+    let t = Instant::now();
+    let mut indexer = Indexer::open(&src, &db, IndexerOptions::default())?;
+    let index_s = t.elapsed().as_secs_f64();
+    let base = indexer.snapshot().clone();
+    let totals = base.totals();
+    let candidates = tasks::candidates(&base);
+    let mut info = ProjectInfo {
+        name: name.clone(),
+        root: root.display().to_string(),
+        files: totals.files,
+        units: totals.units,
+        edges: totals.edges,
+        index_s,
+        candidates: candidates.len(),
+        ..ProjectInfo::default()
+    };
+    eprintln!("{name}: {} units, {} candidate tasks; starting the lanes", totals.units, candidates.len());
+
+    let counter = fresco_indexer::embed::locate_model(&fresco_indexer::embed::default_model_dir())
+        .ok()
+        .and_then(|files| fresco_indexer::embed::Embedder::load(&files, 1).ok());
+    let (lanes, tx) = RetrievalLanes::start(&db, base.clone());
+    let timeout = Duration::from_secs(args.lane_timeout);
+    let (bm25, dense) = wait_lanes(&lanes, base.version(), timeout, true);
+    let dense_alive = dense.is_ok();
+    info.bm25_ready_s = bm25.map_or(f64::NAN, |d| d.as_secs_f64());
+    match &dense {
+        Ok(d) => {
+            info.dense_ready_s = Some(d.as_secs_f64());
+            info.dense_status = "ready".into();
+        }
+        Err(why) => info.dense_status = why.clone(),
+    }
+    eprintln!("{name}: lanes ready (bm25 {:.1} s, dense {:?})", info.bm25_ready_s, info.dense_ready_s);
+
+    let mut results = Vec::new();
+    let mut update_ms = Vec::new();
+    for cand in &candidates {
+        if results.len() >= args.tasks {
+            break;
+        }
+        info.tried += 1;
+        let mut skip = |why: &str| *info.skipped.entry(why.to_string()).or_default() += 1;
+        let unit = base.unit(&cand.id).expect("candidate exists");
+        let abs = src.join(&cand.path);
+        let original = std::fs::read_to_string(&abs)?;
+        let simple = unit.unit.name.rsplit('.').next().unwrap_or(&unit.unit.name).to_string();
+        let blanked = match tasks::blank(&original, unit.unit.start_byte as usize, unit.unit.end_byte as usize, &simple)
+        {
+            Ok(b) => b,
+            Err(why) => {
+                skip(&format!("cannot blank: {why:?}"));
+                continue;
+            }
+        };
+        let used = tasks::uses(&base, &cand.id);
+        std::fs::write(&abs, &blanked)?;
+        let report = indexer.apply(vec![FileEvent::Changed(cand.path.clone())])?;
+        let snap = indexer.snapshot().clone();
+        let same_errors = snap.file(&cand.path).map(|f| f.graph.parse_errors) == Some(0);
+        let kept = tasks::uses(&snap, &cand.id);
+        let mut needed: Vec<String> = used.difference(&kept).filter(|d| snap.contains_unit(d)).cloned().collect();
+        // A constructor call uses the class and its `__init__`: the class brings its `__init__`.
+        let before = needed.len();
+        let classes: BTreeSet<String> = needed.iter().cloned().collect();
+        needed.retain(|d| d.strip_suffix(".__init__").is_none_or(|class| !classes.contains(class)));
+        info.init_folded += before - needed.len();
+        let restore = |indexer: &mut Indexer| -> Result<()> {
+            std::fs::write(&abs, &original)?;
+            let report = indexer.apply(vec![FileEvent::Changed(cand.path.clone())])?;
+            tx.send(LaneUpdate {
+                snapshot: indexer.snapshot().clone(),
+                changed: report.changed_files,
+                removed: report.removed_files,
+            })
+            .ok();
+            Ok(())
+        };
+        if snap.unit(&cand.id).is_none() || !same_errors || !report.published {
+            skip("the blanked unit is not indexed cleanly");
+            restore(&mut indexer)?;
+            continue;
+        }
+        if needed.is_empty() {
+            skip("every use is kept by the signature or decorators");
+            restore(&mut indexer)?;
+            continue;
+        }
+        let t = Instant::now();
+        tx.send(LaneUpdate {
+            snapshot: snap.clone(),
+            changed: report.changed_files.clone(),
+            removed: report.removed_files.clone(),
+        })
+        .ok();
+        let (bm25, dense) = wait_lanes(&lanes, snap.version(), timeout, dense_alive);
+        update_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        if bm25.is_none() {
+            eprintln!("{name}: the lexical lane did not reach version {}", snap.version());
+        }
+        if let (true, Err(why)) = (dense_alive, &dense) {
+            eprintln!("{name}: the dense lane did not reach version {}: {why}", snap.version());
+        }
+
+        let counted = CountedLanes { lanes: &lanes, counter: counter.as_ref() };
+        let result = evaluate(
+            &name,
+            cand,
+            &snap,
+            &counted,
+            &needed,
+            kept.len(),
+            args,
+            trace.as_mut().map(|t| &mut **t as &mut dyn std::io::Write),
+        )?;
+        results.push(result);
+        restore(&mut indexer)?;
+    }
+    info.tasks = results.len();
+    info.lane_update_median_ms = metrics::stats(&update_ms).median;
+    // Let the lanes settle, stop their thread, then drop the store.
+    drop(tx);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Arc::strong_count(&lanes) > 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(lanes);
+    drop(indexer);
+    Ok((results, info))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn evaluate(
+    project: &str,
+    cand: &tasks::Candidate,
+    snap: &Snapshot,
+    lanes: &CountedLanes,
+    needed: &[String],
+    signature_deps: usize,
+    args: &Args,
+    trace: Option<&mut dyn std::io::Write>,
+) -> Result<TaskResult> {
+    let lanes_dyn: &dyn Lanes = lanes;
+    let ctx =
+        Context { snapshot: snap, limits: Limits::default(), cancel: None, history: None, lanes: Some(lanes_dyn) };
+    let query = format!("context \"{}\" budget {} k {}", cand.id, args.budget, args.k);
+    let t = Instant::now();
+    let out = fresco_query::run(&ctx, &query).with_context(|| query.clone())?;
+    let latency_ms = t.elapsed().as_secs_f64() * 1000.0;
+
+    // Each stage alone.
+    let target = retrieve::resolve_target(snap, &ContextTarget::Unit(Symbol::Name(cand.id.clone())))?;
+    let time = |f: &dyn Fn()| {
+        let t = Instant::now();
+        f();
+        t.elapsed().as_secs_f64() * 1000.0
+    };
+    let stage_ms = [
+        time(&|| {
+            let _ = lanes_dyn.bm25(&target.text, args.k);
+        }),
+        time(&|| {
+            let _ = lanes_dyn.dense(&target.text, args.k);
+        }),
+        time(&|| {
+            let _ = retrieve::graph_lane(snap, &target, Some(lanes_dyn), args.k);
+        }),
+    ];
+
+    let lists: BTreeMap<&str, &Vec<String>> = out.lane_hits.iter().map(|(l, ids)| (*l, ids)).collect();
+    let fused = retrieve::fuse(
+        &out.lane_hits.iter().map(|(l, ids)| (Lane::parse(l).expect("a lane name"), ids.clone())).collect::<Vec<_>>(),
+    );
+    let top: Vec<&str> = out.results.iter().map(|r| r.name.as_str()).collect();
+    let recomputed: Vec<&str> = fused.iter().take(top.len()).map(|f| f.id.as_str()).collect();
+    if top != recomputed {
+        eprintln!(
+            "{project}: warning: the fused ranking recomputed from lane_hits differs from the answer for {}",
+            cand.id
+        );
+    }
+    let block = out.context.clone().context("a context block")?;
+    let lane_status: BTreeMap<String, String> =
+        out.lanes.iter().flatten().map(|(l, r)| (l.to_string(), r.status.to_string())).collect();
+    let lanes_complete = lane_status.values().all(|s| s == "ready");
+    let in_block = |id: &str| -> bool {
+        if block.units.iter().any(|u| u.name == id) {
+            return true;
+        }
+        let Some(u) = snap.unit(id) else { return false };
+        block
+            .units
+            .iter()
+            .any(|c| c.file == u.file.graph.path && c.start_line <= u.unit.start_line && u.unit.end_line <= c.end_line)
+    };
+    let cut: BTreeSet<&str> = block.cut.iter().map(String::as_str).collect();
+    let mut needs = Vec::new();
+    for dep in needed {
+        let mut ranks = [None; 4];
+        for (i, lane) in LISTS[..3].iter().enumerate() {
+            ranks[i] = lists.get(lane).and_then(|ids| ids.iter().position(|x| x == dep)).map(|p| p + 1);
+        }
+        ranks[3] = fused.iter().position(|f| &f.id == dep).map(|p| p + 1);
+        let in_context = in_block(dep);
+        let is_cut = cut.contains(dep.as_str());
+        let stage = if in_context {
+            None
+        } else if !snap.contains_unit(dep) || (!lanes_complete && ranks[3].is_none()) {
+            Some("missing from the index")
+        } else if ranks[3].is_none() {
+            Some("not retrieved")
+        } else if ranks[3].is_some_and(|r| r > args.k) {
+            Some("ranked too low")
+        } else if is_cut {
+            Some("cut by the budget")
+        } else {
+            Some("other")
+        };
+        let kind = snap.unit(dep).map_or("external", |u| u.unit.kind.as_str());
+        needs.push(Needed {
+            id: dep.clone(),
+            kind,
+            place: place_of(snap, &cand.id, cand.kind, dep),
+            ranks,
+            in_context,
+            cut: is_cut,
+            stage,
+        });
+    }
+    let result = TaskResult {
+        project: project.to_string(),
+        target: cand.id.clone(),
+        target_kind: cand.kind.as_str(),
+        needed: needs,
+        signature_deps,
+        list_lens: [
+            lists.get("bm25").map_or(0, |l| l.len()),
+            lists.get("dense").map_or(0, |l| l.len()),
+            lists.get("graph").map_or(0, |l| l.len()),
+            fused.len(),
+        ],
+        context_tokens: block.tokens,
+        budget: block.budget,
+        context_units: block.units.len(),
+        context_dependencies: block.units.iter().filter(|u| u.role == "dependency").count(),
+        token_rule: block.token_rule,
+        latency_ms,
+        stage_ms,
+        lane_status,
+    };
+    if let Some(w) = trace {
+        let line = json!({
+            "project": project,
+            "task": cand.id,
+            "query": query,
+            "snapshot_version": out.version,
+            "lanes": serde_json::to_value(&out.lanes)?,
+            "target_text": target.text,
+            "lane_hits": out.lane_hits.iter().map(|(l, ids)| {
+                (l.to_string(), json!(ids.iter().enumerate().map(|(i, id)| json!({"rank": i + 1, "id": id})).collect::<Vec<_>>()))
+            }).collect::<serde_json::Map<_, _>>(),
+            "fused": out.results.iter().enumerate().map(|(i, r)| json!({
+                "rank": i + 1, "id": r.name, "score": r.score, "lanes": r.lanes, "role": r.role,
+            })).collect::<Vec<_>>(),
+            "context": {
+                "budget": block.budget,
+                "tokens": block.tokens,
+                "token_rule": block.token_rule,
+                "units": block.units.iter().map(|u| json!({"id": u.name, "role": u.role, "tokens": u.tokens, "file": u.file})).collect::<Vec<_>>(),
+                "cut": block.cut,
+            },
+            "needed": result.needed.iter().map(|n| json!({
+                "id": n.id, "kind": n.kind, "place": n.place,
+                "ranks": {"bm25": n.ranks[0], "dense": n.ranks[1], "graph": n.ranks[2], "fused": n.ranks[3]},
+                "in_context": n.in_context, "cut": n.cut, "lost_at": n.stage,
+            })).collect::<Vec<_>>(),
+            "signature_deps": signature_deps,
+            "latency_ms": latency_ms,
+        });
+        serde_json::to_writer(&mut *w, &line)?;
+        w.write_all(b"\n")?;
+    }
+    Ok(result)
+}
+
+fn render(
+    args: &Args,
+    args_line: &str,
+    all: &[TaskResult],
+    infos: &[ProjectInfo],
+    latency: Option<&latency::LatencyReport>,
+) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(out, "# Retrieval benchmark\n\n`retrieval {args_line}`\n\n{}", machine_info());
+    let _ = writeln!(
+        out,
+        "## What is measured\n\n\
+         A task is a function or method of a real project (outside test files, defined in a module or a class) whose \
+         original body uses at least one unit of the repository: a `calls`, `references` or `inherits` edge to a \
+         class, function, method or variable of the snapshot. Tasks are taken in a fixed pseudo-random order (xxh3 of \
+         the unit id), at most {} per project. For each task the file is rewritten with the body blanked — decorators, \
+         signature and docstring kept, the rest replaced by `...` — the change is applied to the index \
+         (`Indexer::apply`) and sent to the retrieval lanes (`RetrievalLanes::start`, the daemon's lanes thread: \
+         BM25 updated incrementally, the changed units re-embedded), the benchmark waits until both lanes report the \
+         new version, and runs `context NAME budget {} k {}` in-process (`fresco_query::run`). Then the original file \
+         is restored and applied again.\n\n\
+         The **truth** of a task is the set of units the original body used minus those the blanked unit still uses \
+         (through its signature, annotations or decorators: those are not retrieval). Each lane's own ranked list \
+         (`Output.lane_hits`: bm25 and dense asked for k = {}, the graph lane's list up to 4k), the fused ranking \
+         (reciprocal rank fusion over those lists, recomputed in full from them and checked against `Output.results`) \
+         and the assembled context (`Output.context`: a needed unit counts as in the context when it or a unit \
+         containing it was chosen) are scored against it. This is a proxy for the external benchmark the targets \
+         refer to: it asks whether fresco finds what a body needs from its signature and docstring alone. \
+         Context tokens are counted with the MiniLM tokenizer without truncation (`Embedder::count_tokens`): \
+         `RetrievalLanes::count_tokens` loads `tokenizer.json` as shipped, which truncates and pads every text to 128 \
+         tokens, so every unit would cost 140 tokens whatever its size and a 4000-token budget would admit 28 units \
+         of any length (a bug outside bench/, reported).\n\n\
+         **Where a miss was lost** (a needed unit not in the context): *missing from the index* (not in the snapshot, \
+         or a lane was not complete and no list had it), *not retrieved* (in no lane's list), *ranked too low* (in \
+         some list but beyond fused rank {}), *cut by the budget* (within the fused top {} but listed as cut).\n",
+        args.tasks, args.budget, args.k, args.k, args.k, args.k
+    );
+    let _ = writeln!(out, "## Projects\n");
+    let _ = writeln!(
+        out,
+        "| project | root | files | units | edges | cold index | candidates | tried | tasks | BM25 ready | dense ready (all units) | lanes caught up after an edit (median) |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for i in infos {
+        let dense = match i.dense_ready_s {
+            Some(s) => format!("{s:.1} s ({:.0} units/s)", i.units as f64 / s.max(1e-9)),
+            None => i.dense_status.clone(),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | `{}` | {} | {} | {} | {:.2} s | {} | {} | {} | {:.2} s | {} | {:.0} ms |",
+            i.name,
+            i.root,
+            i.files,
+            i.units,
+            i.edges,
+            i.index_s,
+            i.candidates,
+            i.tried,
+            i.tasks,
+            i.bm25_ready_s,
+            dense,
+            i.lane_update_median_ms
+        );
+    }
+    for i in infos {
+        if !i.skipped.is_empty() {
+            let s: Vec<String> = i.skipped.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+            let _ = writeln!(out, "\n{} candidates skipped: {}.", i.name, s.join("; "));
+        }
+    }
+    let sig: usize = all.iter().map(|t| t.signature_deps).sum();
+    let _ = writeln!(
+        out,
+        "\nUses kept by the blanked signatures (not counted as needed): {sig} over {} tasks. `C.__init__` folded into \
+         its class `C` when both are needed (a constructor call): {}.\n",
+        all.len(),
+        infos.iter().map(|i| i.init_folded).sum::<usize>()
+    );
+    if !all.is_empty() {
+        let _ = writeln!(out, "## Results, all projects\n\n![Recall@k per lane](retrieval-recall.svg)\n");
+        metrics::tables(&mut out, all, true);
+        let _ = writeln!(out, "\n## Targets\n");
+        let r10 = metrics::mean_recall(all, 3, 10);
+        let r50 = metrics::mean_recall(all, 3, 50);
+        let _ = writeln!(out, "| target | measured | |\n|---|---:|---|");
+        let verdict = |ok: bool| if ok { "met" } else { "**MISSED**" };
+        let _ = writeln!(out, "| fused Recall@10 ≥ 0.75 (proxy) | {r10:.3} | {} |", verdict(r10 >= 0.75));
+        let _ = writeln!(out, "| fused Recall@50 ≥ 0.9 (proxy) | {r50:.3} | {} |", verdict(r50 >= 0.9));
+        if let Some(l) = latency {
+            let _ = writeln!(
+                out,
+                "| `search` median < 20 ms (django, dense lane partial: see below) | {:.1} ms | {} |",
+                l.search.median,
+                verdict(l.search.median < 20.0)
+            );
+            let _ = writeln!(
+                out,
+                "| `context` median < 50 ms (django) | {:.1} ms | {} |",
+                l.context.median,
+                verdict(l.context.median < 50.0)
+            );
+        }
+        for info in infos {
+            let tasks: Vec<TaskResult> = all.iter().filter(|t| t.project == info.name).cloned().collect();
+            if tasks.is_empty() {
+                continue;
+            }
+            let _ = writeln!(out, "\n## {}\n", info.name);
+            metrics::tables(&mut out, &tasks, false);
+            let lat = metrics::stats(&tasks.iter().map(|t| t.latency_ms).collect::<Vec<_>>());
+            let _ = writeln!(out, "`context` latency: median {:.1} ms, p95 {:.1} ms.", lat.median, lat.p95);
+        }
+    }
+    if let Some(l) = latency {
+        let _ = writeln!(
+            out,
+            "\n## Latency on {}\n",
+            Path::new(&l.root).file_name().map_or(l.root.clone(), |n| n.to_string_lossy().to_string())
+        );
+        let embed_rate = l.embedded as f64 / l.embed_s.max(1e-9);
+        let _ = writeln!(
+            out,
+            "`{}`: {} files, {} units; cold index {:.1} s; BM25 index built in {:.1} s (1 thread).\n\n\
+             **Dense lane**: every unit's production text (`embed::unit_text`) was embedded with the production \
+             embedder (`Embedder`, 1 thread like the worker's default, batches of {}) in a fixed pseudo-random order for \
+             {:.0} s (model load {:.2} s): {} of {} texts, **{:.1} units/s**, so all units would take about {:.0} min on \
+             this machine. The queries below use that partial index ({} vectors, {} units missing), so the dense lane \
+             answers `partial`; nothing runs in the background while they are measured. The cost of scanning a \
+             full-size index is measured separately on a synthetic index of {} random unit vectors (same int8 \
+             brute-force scan).\n",
+            l.root,
+            l.files,
+            l.units,
+            l.index_s,
+            l.text_build_s,
+            fresco_indexer::embed::BATCH_SIZE,
+            l.embed_s,
+            l.model_load_s,
+            l.embedded,
+            l.to_embed,
+            embed_rate,
+            l.to_embed as f64 / embed_rate.max(1e-9) / 60.0,
+            l.dense_indexed,
+            l.dense_missing,
+            l.units,
+        );
+        if l.text_panics > 0 {
+            let _ = writeln!(
+                out,
+                "**The production embedding worker cannot index this repository**: `embed::unit_text` panics on {} of \
+                 its units (first: `{}`) — `skip_docstring` slices the text at a byte offset inside a multi-byte \
+                 character (`inner[i..]` while stepping bytes) — which kills the `fresco-embed` thread; the lane then \
+                 stays `embedding` forever instead of turning `unavailable`. That is why this measurement embeds in the \
+                 benchmark rather than through `EmbedWorker` (those units are left out).\n",
+                l.text_panics,
+                l.panic_example.as_deref().unwrap_or("none"),
+            );
+        }
+        let _ = writeln!(
+            out,
+            "{} queries of each kind, {} repetitions each, in-process (`fresco_query::run`, end to end including the \
+             query embedding); search texts are the first line of docstrings of functions picked in a fixed \
+             pseudo-random order, context targets are other functions and methods (bodies intact).\n",
+            l.queries, l.reps
+        );
+        let _ = writeln!(out, "| query | median | p95 | max | n |\n|---|---:|---:|---:|---:|");
+        let row = |out: &mut String, name: &str, s: &metrics::Stats| {
+            let _ = writeln!(out, "| {name} | {:.2} ms | {:.2} ms | {:.2} ms | {} |", s.median, s.p95, s.max, s.n);
+        };
+        row(&mut out, "`search \"…\" k 10` (bm25 + dense, partial dense index)", &l.search);
+        row(&mut out, "`search \"…\" k 10 lanes bm25`", &l.search_bm25);
+        row(&mut out, "`context X budget 4000 k 50` (all lanes, partial dense index)", &l.context);
+        row(&mut out, "`context X budget 4000 k 50 lanes bm25,graph`", &l.context_bm25_graph);
+        row(&mut out, "part: embed the query (MiniLM, 1 thread)", &l.embed_query);
+        row(&mut out, "part: BM25 top 10", &l.bm25_alone);
+        row(
+            &mut out,
+            &format!("part: dense scan of the partial index ({} vectors)", l.dense_indexed),
+            &l.dense_partial_scan,
+        );
+        row(
+            &mut out,
+            &format!("part: dense scan of a full-size index ({} vectors, synthetic)", l.units),
+            &l.dense_full_scan,
+        );
+        let full_search = l.search.median + (l.dense_full_scan.median - l.dense_partial_scan.median).max(0.0);
+        let full_context = l.context.median + (l.dense_full_scan.median - l.dense_partial_scan.median).max(0.0);
+        let _ = writeln!(
+            out,
+            "\nWith every unit embedded the dense scan would cost the full-size figure instead of the partial one: \
+             estimated `search` median ≈ {full_search:.1} ms and `context` median ≈ {full_context:.1} ms. \
+             Context tokens used on django: median {:.0} of 4000.",
+            l.context_tokens.median
+        );
+    }
+    out
+}
+
+fn machine_info() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_string()))
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let nproc = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let out = |cmd: &str, args: &[&str]| {
+        std::process::Command::new(cmd)
+            .args(args)
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_else(|| "?".into())
+    };
+    let date = out("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
+    let commit = env!("FRESCO_BENCH_COMMIT");
+    let dirty = env!("FRESCO_BENCH_DIRTY");
+    let commit = if dirty.is_empty() {
+        commit.to_string()
+    } else {
+        format!(
+            "{commit} plus uncommitted changes to {dirty} (other engineers' work in progress, built into this binary)"
+        )
+    };
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load = load.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
+    format!(
+        "- date: {date}\n- CPU: {cpu}, nproc = {nproc}\n- fresco commit {commit} (release build)\n\
+         - load average when the report was written: {load} (2 cores shared with other work: latencies are noisy)\n"
+    )
+}

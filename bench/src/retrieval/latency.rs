@@ -1,0 +1,301 @@
+//! Latency of `search` and `context` on a large repository (django), with the lanes ready.
+//!
+//! Embedding every unit of django takes far longer than a benchmark run (60k texts on one
+//! thread), so the dense lane is measured honestly in parts: the embedding worker runs for a fixed
+//! time (its throughput is reported), the partial index it published is searched for the
+//! queries, and a synthetic index of the full size (random unit vectors, same int8 brute-force
+//! scan) gives the cost of searching all units. Queries run with no embedding in the background.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+use fresco_graph::Snapshot;
+use fresco_indexer::embed::{self, DIMENSIONS, Embedder, Vector, VectorIndex};
+use fresco_indexer::text_index::{self, TextIndex};
+use fresco_indexer::{Indexer, IndexerOptions};
+use fresco_query::{Context, LaneDown, LaneHits, Lanes, Limits};
+
+use crate::metrics::{Stats, stats};
+use crate::tasks;
+
+/// The lanes over a fixed snapshot: the BM25 index, a (possibly partial) vector index and a
+/// query embedder of its own. Same behaviour as `fresco_indexer::lanes::RetrievalLanes`, without
+/// a background thread.
+pub struct FixedLanes {
+    text: TextIndex,
+    /// The index, its version and how many units it lacks.
+    dense: Option<(u64, Arc<VectorIndex>, usize)>,
+    embedder: Embedder,
+}
+
+impl Lanes for FixedLanes {
+    fn bm25(&self, text: &str, k: usize) -> Result<LaneHits, LaneDown> {
+        let (version, hits) = self.text.search_versioned(text, k).map_err(|e| LaneDown { reason: e.to_string() })?;
+        Ok(LaneHits { ids: hits.into_iter().map(|(id, _)| id).collect(), version, partial: None })
+    }
+
+    fn dense(&self, text: &str, k: usize) -> Result<LaneHits, LaneDown> {
+        let Some((version, index, missing)) = &self.dense else {
+            return Err(LaneDown { reason: "no vector index".into() });
+        };
+        let query = self.embedder.embed(&[text]).map_err(|e| LaneDown { reason: e.to_string() })?.remove(0);
+        let ids = index.search(&query, k).into_iter().map(|(id, _)| id).collect();
+        let partial = (*missing > 0).then(|| format!("{missing} units not embedded yet"));
+        Ok(LaneHits { ids, version: *version, partial })
+    }
+
+    fn tokens(&self, text: &str) -> Vec<String> {
+        text_index::code_tokens(text)
+    }
+
+    fn count_tokens(&self, text: &str) -> Option<usize> {
+        Some(self.embedder.count_tokens(text))
+    }
+}
+
+pub struct LatencyReport {
+    pub root: String,
+    pub files: usize,
+    pub units: usize,
+    pub index_s: f64,
+    pub text_build_s: f64,
+    pub model_load_s: f64,
+    /// Seconds spent embedding, texts embedded, texts to embed.
+    pub embed_s: f64,
+    pub embedded: usize,
+    pub to_embed: usize,
+    /// Units whose `embed::unit_text` panics (and so stops the production worker).
+    pub text_panics: usize,
+    pub panic_example: Option<String>,
+    pub dense_indexed: usize,
+    pub dense_missing: usize,
+    pub search: Stats,
+    pub search_bm25: Stats,
+    pub context: Stats,
+    pub context_bm25_graph: Stats,
+    pub embed_query: Stats,
+    pub bm25_alone: Stats,
+    pub dense_partial_scan: Stats,
+    pub dense_full_scan: Stats,
+    pub queries: usize,
+    pub reps: usize,
+    pub context_tokens: Stats,
+}
+
+fn time_ms(f: impl FnOnce()) -> f64 {
+    let t = Instant::now();
+    f();
+    t.elapsed().as_secs_f64() * 1000.0
+}
+
+fn quote(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// The first line of a docstring, as a user would phrase a search.
+fn search_text(doc: &str) -> Option<String> {
+    let line = doc.trim().lines().next()?.trim().trim_end_matches('.');
+    let line: String = line.chars().take(120).collect();
+    (line.split_whitespace().count() >= 3).then_some(line)
+}
+
+/// Deterministic query sets: units of non-test files in xxh3 order.
+fn pick(snapshot: &Snapshot, n: usize) -> (Vec<String>, Vec<String>) {
+    let mut units: Vec<(u64, String, Option<String>)> = snapshot
+        .units()
+        .filter(|u| u.unit.kind.is_callable() && !u.unit.id.contains('#') && !tasks::is_test_path(&u.file.graph.path))
+        .map(|u| (xxhash_rust::xxh3::xxh3_64(u.unit.id.as_bytes()), u.unit.id.clone(), u.unit.docstring.clone()))
+        .collect();
+    units.sort();
+    let searches: Vec<String> =
+        units.iter().filter_map(|(_, _, d)| d.as_deref().and_then(search_text)).take(n).collect();
+    let contexts: Vec<String> = units.iter().rev().map(|(_, id, _)| id.clone()).take(n).collect();
+    (searches, contexts)
+}
+
+/// Pseudo-random unit vectors (xorshift), for the full-size scan.
+fn synthetic(n: usize) -> impl Iterator<Item = (String, Vector)> {
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..n).map(move |i| {
+        let mut v = [0f32; DIMENSIONS];
+        let mut norm = 0f32;
+        for x in v.iter_mut() {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            *x = (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
+            norm += *x * *x;
+        }
+        let norm = norm.sqrt().max(1e-6);
+        v.iter_mut().for_each(|x| *x /= norm);
+        (format!("synthetic.u{i}"), v)
+    })
+}
+
+pub fn run(root: &Path, queries: usize, reps: usize, embed_seconds: u64) -> Result<LatencyReport> {
+    let tmp = tempfile::tempdir()?;
+    let db = tmp.path().join("db");
+    eprintln!("latency: indexing {}", root.display());
+    let t = Instant::now();
+    let indexer = Indexer::open(root, &db, IndexerOptions::default()).context("index the latency root")?;
+    let index_s = t.elapsed().as_secs_f64();
+    let snapshot = indexer.snapshot().clone();
+    drop(indexer);
+    let totals = snapshot.totals();
+
+    eprintln!("latency: building the BM25 index");
+    let t = Instant::now();
+    let text = TextIndex::build(&snapshot, 1)?;
+    let text_build_s = t.elapsed().as_secs_f64();
+
+    // The dense lane: the production text of every unit (`embed::unit_text`) embedded with the
+    // production embedder on 1 thread (the worker's default), in a fixed pseudo-random order, for
+    // a bounded time. (Not the `EmbedWorker` itself: on django its thread panics in
+    // `unit_text`, see `text_panics`, and the lane never becomes ready.)
+    let files = embed::locate_model(&embed::default_model_dir())?;
+    let t = Instant::now();
+    let embedder = Embedder::load(&files, 1)?;
+    let model_load_s = t.elapsed().as_secs_f64();
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut texts: Vec<(u64, String, String)> = Vec::with_capacity(totals.units);
+    let mut text_panics = 0usize;
+    let mut panic_example = None;
+    for u in snapshot.units() {
+        let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            embed::unit_text(u.unit, u.file.source_of(u.unit))
+        }));
+        match made {
+            Ok(text) => texts.push((xxhash_rust::xxh3::xxh3_64(u.unit.id.as_bytes()), u.unit.id.clone(), text)),
+            Err(_) => {
+                text_panics += 1;
+                panic_example.get_or_insert_with(|| u.unit.id.clone());
+            }
+        }
+    }
+    std::panic::set_hook(hook);
+    texts.sort();
+    eprintln!(
+        "latency: {} texts ({text_panics} units whose text panics); embedding for up to {embed_seconds} s",
+        texts.len()
+    );
+    let to_embed = texts.len();
+    let t = Instant::now();
+    let deadline = t + Duration::from_secs(embed_seconds);
+    let mut vectors: Vec<(String, Vector)> = Vec::new();
+    for chunk in texts.chunks(embed::BATCH_SIZE) {
+        if Instant::now() >= deadline {
+            break;
+        }
+        let batch: Vec<&str> = chunk.iter().map(|(_, _, t)| t.as_str()).collect();
+        let v = embedder.embed(&batch)?;
+        vectors.extend(chunk.iter().map(|(_, id, _)| id.clone()).zip(v));
+    }
+    let embed_s = t.elapsed().as_secs_f64();
+    let embedded = vectors.len();
+    let index = VectorIndex::build(vectors);
+    let dense_indexed = index.len();
+    let dense_missing = totals.units - dense_indexed;
+    let dense = Some((snapshot.version(), Arc::new(index), dense_missing));
+    eprintln!("latency: embedded {embedded} of {to_embed} texts in {embed_s:.0} s");
+    let lanes = FixedLanes { text, dense, embedder };
+    let ctx = Context {
+        snapshot: &snapshot,
+        limits: Limits::default(),
+        cancel: None,
+        history: None,
+        lanes: Some(&lanes as &dyn Lanes),
+    };
+
+    let (searches, contexts) = pick(&snapshot, queries);
+    let search_q: Vec<String> = searches.iter().map(|s| format!("search {} k 10", quote(s))).collect();
+    let search_bm25_q: Vec<String> = searches.iter().map(|s| format!("search {} k 10 lanes bm25", quote(s))).collect();
+    let context_q: Vec<String> = contexts.iter().map(|id| format!("context {} budget 4000 k 50", quote(id))).collect();
+    let context_bg_q: Vec<String> =
+        contexts.iter().map(|id| format!("context {} budget 4000 k 50 lanes bm25,graph", quote(id))).collect();
+    // Warm up.
+    for q in search_q.iter().take(3).chain(context_q.iter().take(3)) {
+        fresco_query::run(&ctx, q)?;
+    }
+    let mut s_ms = Vec::new();
+    let mut sb_ms = Vec::new();
+    let mut c_ms = Vec::new();
+    let mut cb_ms = Vec::new();
+    let mut tokens = Vec::new();
+    let mut eq_ms = Vec::new();
+    let mut bm_ms = Vec::new();
+    let mut dp_ms = Vec::new();
+    let mut df_ms = Vec::new();
+    let mut query_vectors: Vec<Vector> = Vec::new();
+    for rep in 0..reps {
+        for i in 0..search_q.len() {
+            s_ms.push(time_ms(|| {
+                fresco_query::run(&ctx, &search_q[i]).expect("search runs");
+            }));
+            sb_ms.push(time_ms(|| {
+                fresco_query::run(&ctx, &search_bm25_q[i]).expect("search runs");
+            }));
+            let mut v = None;
+            eq_ms.push(time_ms(|| v = Some(lanes.embedder.embed(&[searches[i].as_str()]).expect("embeds").remove(0))));
+            let v = v.unwrap();
+            bm_ms.push(time_ms(|| {
+                lanes.text.search(&searches[i], 10).expect("bm25");
+            }));
+            if let Some((_, ix, _)) = &lanes.dense {
+                dp_ms.push(time_ms(|| {
+                    ix.search(&v, 10);
+                }));
+            }
+            if rep == 0 {
+                query_vectors.push(v);
+            }
+        }
+        for i in 0..context_q.len() {
+            let mut out = None;
+            c_ms.push(time_ms(|| out = Some(fresco_query::run(&ctx, &context_q[i]).expect("context runs"))));
+            if rep == 0 {
+                tokens.push(out.and_then(|o| o.context).map_or(0, |c| c.tokens) as f64);
+            }
+            cb_ms.push(time_ms(|| {
+                fresco_query::run(&ctx, &context_bg_q[i]).expect("context runs");
+            }));
+        }
+    }
+    // The full-size scan.
+    let full = VectorIndex::build(synthetic(totals.units));
+    for _ in 0..reps {
+        for v in &query_vectors {
+            df_ms.push(time_ms(|| {
+                full.search(v, 10);
+            }));
+        }
+    }
+    Ok(LatencyReport {
+        root: root.display().to_string(),
+        files: snapshot.file_count(),
+        units: totals.units,
+        index_s,
+        text_build_s,
+        model_load_s,
+        embed_s,
+        embedded,
+        to_embed,
+        text_panics,
+        panic_example,
+        dense_indexed,
+        dense_missing,
+        search: stats(&s_ms),
+        search_bm25: stats(&sb_ms),
+        context: stats(&c_ms),
+        context_bm25_graph: stats(&cb_ms),
+        embed_query: stats(&eq_ms),
+        bm25_alone: stats(&bm_ms),
+        dense_partial_scan: stats(&dp_ms),
+        dense_full_scan: stats(&df_ms),
+        queries: search_q.len().min(context_q.len()),
+        reps,
+        context_tokens: stats(&tokens),
+    })
+}
