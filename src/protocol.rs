@@ -266,9 +266,8 @@ pub fn set_retrieval_trace(path: Option<&Path>) -> std::io::Result<()> {
 
 fn trace_retrieval(query: &str, output: &fresco_query::Output, elapsed: Duration) {
     let trace = RETRIEVAL_TRACE.get_or_init(|| {
-        std::env::var_os("FRESCO_RETRIEVAL_TRACE").and_then(|p| {
-            std::fs::OpenOptions::new().create(true).append(true).open(p).ok().map(std::sync::Mutex::new)
-        })
+        std::env::var_os("FRESCO_RETRIEVAL_TRACE")
+            .and_then(|p| std::fs::OpenOptions::new().create(true).append(true).open(p).ok().map(std::sync::Mutex::new))
     });
     let Some(file) = trace else { return };
     let lanes: serde_json::Map<String, Value> = output

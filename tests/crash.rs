@@ -124,6 +124,41 @@ fn a_kill_at_any_point_leaves_a_complete_version_and_the_next_open_catches_up() 
 }
 
 #[test]
+fn a_kill_during_the_first_index_leaves_no_version_or_the_whole_one() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let root = work.path().join("repo");
+    let out = work.path().join("out");
+    // More files than one chunk of the first commit, which is written in chunks.
+    write_repo(&root, 700, 0);
+    let clean = export(&root, &work.path().join("clean-db"), &out, false);
+    let probe_db = work.path().join("probe-db");
+    let started = Instant::now();
+    assert!(run(&["index", root.to_str().expect("utf8"), "--db", probe_db.to_str().expect("utf8")]).status.success());
+    let full = started.elapsed();
+    let mut empty = 0;
+    for step in 0..8u32 {
+        let db = work.path().join(format!("first-{step}"));
+        let mut child = fresco()
+            .args(["index", root.to_str().expect("utf8"), "--db", db.to_str().expect("utf8")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+        std::thread::sleep(full.mul_f64(0.3 + f64::from(step) / 10.0));
+        let _ = child.kill();
+        let _ = child.wait();
+        let stored = export(&root, &db, &out, true);
+        if stored.is_empty() {
+            empty += 1;
+        } else {
+            assert!(stored == clean, "kill after {step}: the first version on disk is partial");
+        }
+        assert!(export(&root, &db, &out, false) == clean, "reopening did not catch up to a clean index");
+    }
+    eprintln!("first-index kills: {empty} left no version, {} the complete one", 8 - empty);
+}
+
+#[test]
 fn a_corrupt_store_is_rebuilt_with_a_warning() {
     let work = tempfile::tempdir().expect("tempdir");
     let root = work.path().join("repo");

@@ -24,6 +24,8 @@ const KEY_FORMAT: &[u8] = b"meta/format";
 const KEY_VERSION: &[u8] = b"meta/version";
 const KEY_ANALYSIS: &[u8] = b"meta/analysis";
 const KEY_MANIFEST: &[u8] = b"meta/manifest";
+/// Records per write when the first version is written in chunks.
+const FIRST_COMMIT_CHUNK: usize = 256;
 const FILE_PREFIX: &[u8] = b"file/";
 
 #[derive(Debug, thiserror::Error)]
@@ -65,7 +67,7 @@ impl Store {
     pub fn open(dir: &Path, analysis: u64) -> Result<Store, StoreError> {
         let db = sled::Config::new()
             .path(dir)
-            .cache_capacity(32 * 1024 * 1024)
+            .cache_capacity(8 * 1024 * 1024)
             .open()
             .map_err(|source| StoreError::Open { path: dir.display().to_string(), source })?;
         let tree = db.open_tree("fresco")?;
@@ -130,6 +132,14 @@ impl Store {
                 )));
             }
         }
+        if version == 0 {
+            // Nothing was ever committed: records left by an interrupted first index (written
+            // in chunks, see `commit`) are not a version.
+            if self.tree.scan_prefix(FILE_PREFIX).next().is_some() {
+                return Err(StoreError::Corrupt("an interrupted first index left partial records".into()));
+            }
+            return Ok(Snapshot::empty());
+        }
         let mut changes = Vec::new();
         for item in self.tree.scan_prefix(FILE_PREFIX) {
             let (key, value) = item?;
@@ -166,8 +176,25 @@ impl Store {
         manifest: (u64, u64),
     ) -> Result<(), StoreError> {
         let mut batch = sled::Batch::default();
-        for (entry, record) in upserts.iter().zip(encode_all(upserts)) {
-            batch.insert(file_key(&entry.graph.path), record?);
+        if self.version()? == 0 && upserts.len() > FIRST_COMMIT_CHUNK {
+            // The first version of a large repository: write the records in chunks so that the
+            // encoded records of the whole repository are never in memory at once. Until the
+            // final batch below writes the version number, the store still holds "no version"
+            // (and `load` refuses partial records), so atomicity is kept.
+            for chunk in upserts.chunks(FIRST_COMMIT_CHUNK) {
+                let mut part = sled::Batch::default();
+                for (entry, record) in chunk.iter().zip(encode_all(chunk)) {
+                    part.insert(file_key(&entry.graph.path), record?);
+                }
+                self.tree.apply_batch(part)?;
+                // Flushing per chunk lets sled write its buffers out instead of holding the
+                // whole first version in memory.
+                self.db.flush()?;
+            }
+        } else {
+            for (entry, record) in upserts.iter().zip(encode_all(upserts)) {
+                batch.insert(file_key(&entry.graph.path), record?);
+            }
         }
         for path in removals {
             batch.remove(file_key(path));

@@ -121,7 +121,18 @@ impl Indexer {
         }
         let mut indexer = Indexer::in_memory(root, options);
         let analysis = crate::ANALYSIS_FINGERPRINT;
-        let (store, loaded) = match Store::open(db_dir, analysis) {
+        // The index directory holds the graph store (`graph/`) beside derived data that outlives
+        // it (the dense lane's vectors, keyed by text): a rebuild replaces only `graph/`.
+        let graph_dir = db_dir.join("graph");
+        if db_dir.join("db").is_file() && db_dir.join("conf").is_file() {
+            // The layout before `graph/`: a sled database directly in the index directory.
+            for stale in ["db", "conf", "blobs", "snap.*", "committed-version"] {
+                let _ = std::fs::remove_file(db_dir.join(stale));
+            }
+            let _ = std::fs::remove_dir_all(db_dir.join("blobs"));
+            indexer.rebuilt_store = Some("the index used an older layout; rebuilt from the files".into());
+        }
+        let (store, loaded) = match Store::open(&graph_dir, analysis) {
             Ok(store) => match store.load() {
                 Ok(snapshot) => (store, Some(snapshot)),
                 Err(StoreError::Corrupt(why)) => {
@@ -137,8 +148,8 @@ impl Indexer {
                 | StoreError::Corrupt(_)),
             ) => {
                 indexer.rebuilt_store = Some(format!("{e}; rebuilt from the files"));
-                std::fs::remove_dir_all(db_dir).ok();
-                (Store::open(db_dir, analysis)?, None)
+                std::fs::remove_dir_all(&graph_dir).ok();
+                (Store::open(&graph_dir, analysis)?, None)
             }
             Err(e) => return Err(e.into()),
         };
@@ -474,12 +485,12 @@ impl Indexer {
         let (Some(dir), Some(_)) = (&self.db_dir, &self.store) else {
             return Ok(());
         };
-        if dir.exists() {
+        if dir.join("graph").exists() {
             return Ok(());
         }
         self.rebuilt_store = Some(format!("the index directory {} disappeared; rewritten", dir.display()));
         self.store = None;
-        let store = Store::open(dir, crate::ANALYSIS_FINGERPRINT)?;
+        let store = Store::open(&dir.join("graph"), crate::ANALYSIS_FINGERPRINT)?;
         let entries: Vec<Arc<FileEntry>> = self.snapshot.files().cloned().collect();
         store.commit(self.snapshot.version(), &entries, &[], fresco_graph::manifest(&self.snapshot))?;
         self.store = Some(store);
