@@ -770,7 +770,7 @@ impl VectorIndex {
 #[inline(always)]
 fn scan_generic(q: &[i8; DIMENSIONS], data: &[i8], out: &mut [i32]) {
     for (row, o) in data.chunks_exact(DIMENSIONS).zip(out.iter_mut()) {
-        let row: &[i8; DIMENSIONS] = row.try_into().unwrap();
+        let Ok(row) = <&[i8; DIMENSIONS]>::try_from(row) else { continue };
         let mut acc = 0i32;
         for j in 0..DIMENSIONS {
             acc += q[j] as i16 as i32 * row[j] as i16 as i32;
@@ -865,7 +865,7 @@ struct Shared {
 
 impl Shared {
     fn set(&self, state: LaneState, version: u64) {
-        *self.status.lock().unwrap() = LaneStatus { state, version };
+        *self.status.lock().unwrap_or_else(|p| p.into_inner()) = LaneStatus { state, version };
     }
 }
 
@@ -894,15 +894,19 @@ impl EmbedWorker {
         });
         let thread = {
             let shared = shared.clone();
-            std::thread::Builder::new()
-                .name("fresco-embed".into())
-                .spawn(move || {
-                    let mut worker = Worker { shared, store, options, rx, embedder: None, files: HashMap::new() };
-                    worker.run();
-                })
-                .expect("spawn the embedding thread")
+            std::thread::Builder::new().name("fresco-embed".into()).spawn(move || {
+                let mut worker = Worker { shared, store, options, rx, embedder: None, files: HashMap::new() };
+                worker.run();
+            })
         };
-        EmbedWorker { tx: Some(tx), shared, thread: Some(thread) }
+        let thread = match thread {
+            Ok(handle) => Some(handle),
+            Err(e) => {
+                shared.set(LaneState::Unavailable(format!("cannot start the embedding thread: {e}")), 0);
+                None
+            }
+        };
+        EmbedWorker { tx: Some(tx), shared, thread }
     }
 
     /// Queues a snapshot (cheap: snapshots share structure).
@@ -913,13 +917,13 @@ impl EmbedWorker {
     }
 
     pub fn status(&self) -> LaneStatus {
-        self.shared.status.lock().unwrap().clone()
+        self.shared.status.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The newest published index and its version (possibly partial: see
     /// [`VectorIndex::missing`]).
     pub fn index(&self) -> Option<(u64, Arc<VectorIndex>)> {
-        self.shared.index.read().unwrap().clone()
+        self.shared.index.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     pub fn stats(&self) -> WorkerStats {
@@ -932,7 +936,7 @@ impl EmbedWorker {
 
     /// Embeds a query on the query pool (it does not wait for background batches).
     pub fn embed_query(&self, text: &str) -> Result<Vector, EmbedError> {
-        let embedder = self.shared.query.read().unwrap().clone();
+        let embedder = self.shared.query.read().unwrap_or_else(|p| p.into_inner()).clone();
         let Some(embedder) = embedder else {
             return Err(match self.status().state {
                 LaneState::Unavailable(reason) => EmbedError::Unavailable(Unavailable { reason }),
@@ -945,7 +949,7 @@ impl EmbedWorker {
     /// MiniLM tokens of `text` (no special tokens, no truncation); `None` until the model is
     /// loaded (and while it is unavailable).
     pub fn count_tokens(&self, text: &str) -> Option<usize> {
-        self.shared.query.read().unwrap().as_ref().map(|e| e.count_tokens(text))
+        self.shared.query.read().unwrap_or_else(|p| p.into_inner()).as_ref().map(|e| e.count_tokens(text))
     }
 
     /// Waits until the index of `version` (or a newer one) is complete, or the lane is
@@ -1063,7 +1067,7 @@ impl Worker {
             .and_then(|e| Ok((e.with_threads(self.options.query_threads)?, e)));
         match loaded {
             Ok((query, embedder)) => {
-                *self.shared.query.write().unwrap() = Some(Arc::new(query));
+                *self.shared.query.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(query));
                 self.embedder = Some(embedder);
                 true
             }
@@ -1080,7 +1084,7 @@ impl Worker {
 
     fn job(&mut self, version: u64, snapshot: &Snapshot) -> Result<Outcome, EmbedError> {
         // 1. The text key of every unit; texts only for those not stored yet.
-        let previous = self.shared.index.read().unwrap().clone();
+        let previous = self.shared.index.read().unwrap_or_else(|p| p.into_inner()).clone();
         let known: HashMap<u64, u32> = previous
             .as_ref()
             .map(|(_, ix)| ix.keys.iter().enumerate().map(|(i, &k)| (k, i as u32)).collect())
@@ -1152,7 +1156,7 @@ impl Worker {
             self.shared.set(LaneState::Embedding { done, total }, version);
             if done < total && last_publish.elapsed() >= self.options.partial_every {
                 let index = self.build(snapshot, previous.as_ref(), &known, &fresh)?;
-                *self.shared.index.write().unwrap() = Some((version, Arc::new(index)));
+                *self.shared.index.write().unwrap_or_else(|p| p.into_inner()) = Some((version, Arc::new(index)));
                 last_publish = Instant::now();
             }
         }
@@ -1162,7 +1166,7 @@ impl Worker {
 
         // 3. Publish the index of this version.
         let index = self.build(snapshot, previous.as_ref(), &known, &fresh)?;
-        *self.shared.index.write().unwrap() = Some((version, Arc::new(index)));
+        *self.shared.index.write().unwrap_or_else(|p| p.into_inner()) = Some((version, Arc::new(index)));
         self.shared.jobs.fetch_add(1, Ordering::Relaxed);
         self.shared.set(LaneState::Ready, version);
         Ok(Outcome::Done)
