@@ -20,6 +20,7 @@ use anyhow::{Context, Result, bail};
 use fresco_indexer::{FileEvent, Indexer, IndexerOptions, WalkOptions, walk};
 use serde_json::{Value, json};
 
+mod fresh;
 mod query;
 
 fn main() -> Result<()> {
@@ -33,6 +34,7 @@ fn main() -> Result<()> {
         "index" => run_index(Args::parse(&args[1..])?),
         "incremental" => run_incremental(Args::parse(&args[1..])?),
         "query" => query::run_query_bench(query::QueryArgs::parse(&args[1..])?),
+        "fresh" => fresh::run_fresh_bench(fresh::FreshArgs::parse(&args[1..])?),
         "-h" | "--help" | "help" => {
             usage();
             Ok(())
@@ -49,7 +51,8 @@ fn usage() {
     eprintln!(
         "usage:\n  fresco-bench index       [--runs N] [--threads T] [--report NAME] ROOT...\n  \
          fresco-bench incremental [--runs N] [--threads T] [--report NAME] [--file REL]... ROOT...\n  \
-         fresco-bench query       [--reps N] [--threads T] [--report NAME] [--fresco PATH] ROOT"
+         fresco-bench query       [--reps N] [--threads T] [--report NAME] [--fresco PATH] ROOT\n  \
+         fresco-bench fresh       [--reps N] [--report NAME] [--fresco PATH] ROOT"
     );
 }
 
@@ -95,17 +98,17 @@ impl Args {
 // Statistics and formatting
 
 #[derive(Clone, Debug, Default)]
-struct Stat {
-    values: Vec<f64>,
+pub(crate) struct Stat {
+    pub(crate) values: Vec<f64>,
 }
 
 impl Stat {
-    fn of(values: Vec<f64>) -> Stat {
+    pub(crate) fn of(values: Vec<f64>) -> Stat {
         let mut values = values;
         values.sort_by(|a, b| a.partial_cmp(b).unwrap());
         Stat { values }
     }
-    fn median(&self) -> f64 {
+    pub(crate) fn median(&self) -> f64 {
         let v = &self.values;
         if v.is_empty() {
             return f64::NAN;
@@ -113,15 +116,15 @@ impl Stat {
         let n = v.len();
         if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
     }
-    fn min(&self) -> f64 {
+    pub(crate) fn min(&self) -> f64 {
         self.values.first().copied().unwrap_or(f64::NAN)
     }
-    fn max(&self) -> f64 {
+    pub(crate) fn max(&self) -> f64 {
         self.values.last().copied().unwrap_or(f64::NAN)
     }
 }
 
-fn ms(secs: f64) -> String {
+pub(crate) fn ms(secs: f64) -> String {
     let ms = secs * 1000.0;
     if ms >= 100.0 {
         format!("{ms:.0} ms")
@@ -151,7 +154,7 @@ fn si(x: f64) -> String {
     }
 }
 
-fn verdict(ok: bool) -> &'static str {
+pub(crate) fn verdict(ok: bool) -> &'static str {
     if ok { "met" } else { "**MISSED**" }
 }
 
@@ -211,7 +214,7 @@ fn cmd_out(cmd: &str, args: &[&str]) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
-fn emit(report: Option<&str>, title: &str, args_line: &str, body: &str) -> Result<()> {
+pub(crate) fn emit(report: Option<&str>, title: &str, args_line: &str, body: &str) -> Result<()> {
     let text = format!("# {title}\n\n`{args_line}`\n\n{}\n{body}", machine_info());
     println!("{text}");
     if let Some(name) = report {
@@ -594,7 +597,7 @@ fn roots_line(roots: &[PathBuf]) -> String {
 // ---------------------------------------------------------------------------------------------
 // `incremental`
 
-fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     std::fs::create_dir_all(to)?;
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;

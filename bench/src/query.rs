@@ -67,8 +67,8 @@ impl QueryArgs {
 // ---------------------------------------------------------------------------------------------
 // The daemon and a raw protocol connection.
 
-struct Daemon {
-    child: Option<Child>,
+pub(crate) struct Daemon {
+    pub(crate) child: Option<Child>,
     socket: PathBuf,
     log: PathBuf,
 }
@@ -89,12 +89,12 @@ impl Drop for Daemon {
 }
 
 /// The socket of the daemon serving `root`, as `src/paths.rs` names it.
-fn socket_path(runtime: &Path, root: &Path) -> PathBuf {
+pub(crate) fn socket_path(runtime: &Path, root: &Path) -> PathBuf {
     let key = xxhash_rust::xxh3::xxh3_64(root.as_os_str().as_encoded_bytes());
     runtime.join(format!("{key:016x}.sock"))
 }
 
-fn fresco_binary(explicit: Option<&Path>) -> Result<PathBuf> {
+pub(crate) fn fresco_binary(explicit: Option<&Path>) -> Result<PathBuf> {
     let path = match explicit {
         Some(p) => p.to_path_buf(),
         None => std::env::current_exe()?.parent().context("no parent of the bench binary")?.join("fresco"),
@@ -108,7 +108,7 @@ fn fresco_binary(explicit: Option<&Path>) -> Result<PathBuf> {
     Ok(path)
 }
 
-fn start_daemon(fresco: &Path, root: &Path, db: &Path, runtime: &Path, log: &Path) -> Result<Daemon> {
+pub(crate) fn start_daemon(fresco: &Path, root: &Path, db: &Path, runtime: &Path, log: &Path) -> Result<Daemon> {
     std::fs::create_dir_all(runtime)?;
     let log_file = std::fs::File::create(log)?;
     let child = Command::new(fresco)
@@ -117,6 +117,8 @@ fn start_daemon(fresco: &Path, root: &Path, db: &Path, runtime: &Path, log: &Pat
         .arg("--db")
         .arg(db)
         .env("FRESCO_RUNTIME_DIR", runtime)
+        // Graph queries are measured: background embedding would share the two cores.
+        .env("FRESCO_DENSE", "off")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log_file)
@@ -125,7 +127,7 @@ fn start_daemon(fresco: &Path, root: &Path, db: &Path, runtime: &Path, log: &Pat
     Ok(Daemon { child: Some(child), socket: socket_path(runtime, root), log: log.to_path_buf() })
 }
 
-struct Conn {
+pub(crate) struct Conn {
     stream: UnixStream,
     reader: BufReader<UnixStream>,
     next_id: u64,
@@ -133,7 +135,7 @@ struct Conn {
 }
 
 impl Conn {
-    fn connect(socket: &Path) -> std::io::Result<Conn> {
+    pub(crate) fn connect(socket: &Path) -> std::io::Result<Conn> {
         let stream = UnixStream::connect(socket)?;
         stream.set_read_timeout(Some(Duration::from_secs(120)))?;
         let reader = BufReader::new(stream.try_clone()?);
@@ -143,7 +145,7 @@ impl Conn {
     /// One request; returns the time from writing it to having read its whole response line,
     /// and the response line's length. Requests go one at a time, so the next line is the
     /// response (its id is checked by [`Conn::parse_last`]).
-    fn round_trip(&mut self, method: &str, params: &Value) -> Result<(f64, usize)> {
+    pub(crate) fn round_trip(&mut self, method: &str, params: &Value) -> Result<(f64, usize)> {
         let id = self.next_id;
         self.next_id += 1;
         let mut request = serde_json::to_vec(&json!({"id": id, "method": method, "params": params}))?;
@@ -160,7 +162,7 @@ impl Conn {
     }
 
     /// The last response, parsed; fails on an error response or a mismatched id.
-    fn parse_last(&self) -> Result<Value> {
+    pub(crate) fn parse_last(&self) -> Result<Value> {
         let v: Value = serde_json::from_str(self.line.trim()).context("the daemon sent invalid JSON")?;
         if v["id"] != json!(self.next_id - 1) {
             bail!("response to another request: {}", &self.line[..self.line.len().min(300)]);
@@ -171,13 +173,13 @@ impl Conn {
         Ok(v["result"].clone())
     }
 
-    fn call(&mut self, method: &str, params: Value) -> Result<Value> {
+    pub(crate) fn call(&mut self, method: &str, params: Value) -> Result<Value> {
         self.round_trip(method, &params)?;
         self.parse_last()
     }
 }
 
-fn wait_ready(daemon: &mut Daemon, timeout: Duration) -> Result<(Conn, f64)> {
+pub(crate) fn wait_ready(daemon: &mut Daemon, timeout: Duration) -> Result<(Conn, f64)> {
     let start = Instant::now();
     let mut pause = Duration::from_millis(5);
     loop {
@@ -213,7 +215,7 @@ fn cpu_ticks(pid: u32) -> Option<u64> {
 /// Waits until the daemon has used (almost) no CPU for a whole second: background work after
 /// start-up (the watcher registering the tree) would otherwise share the cores with the
 /// measurements. Returns how long that took.
-fn wait_idle(pid: u32, timeout: Duration) -> f64 {
+pub(crate) fn wait_idle(pid: u32, timeout: Duration) -> f64 {
     let start = Instant::now();
     let mut quiet = 0;
     let mut last = cpu_ticks(pid);
