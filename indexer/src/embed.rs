@@ -506,8 +506,10 @@ fn skip_docstring(body: &str) -> &str {
                     i += 2;
                     continue;
                 }
-                if inner[i..].starts_with(quote) {
-                    return &inner[i + quote.len()..];
+                // Compare bytes (quotes are ASCII), so `i` may sit inside a multi-byte
+                // character without slicing the str there.
+                if b[i..].starts_with(quote.as_bytes()) {
+                    return inner.get(i + quote.len()..).unwrap_or("");
                 }
                 i += 1;
             }
@@ -895,8 +897,15 @@ impl EmbedWorker {
         let thread = {
             let shared = shared.clone();
             std::thread::Builder::new().name("fresco-embed".into()).spawn(move || {
-                let mut worker = Worker { shared, store, options, rx, embedder: None, files: HashMap::new() };
-                worker.run();
+                let state = shared.clone();
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+                    let mut worker = Worker { shared, store, options, rx, embedder: None, files: HashMap::new() };
+                    worker.run();
+                }));
+                if outcome.is_err() {
+                    // Never leave the lane saying "embedding" forever: report it down.
+                    state.set(LaneState::Unavailable("the embedding thread failed (a bug); restart fresco".into()), 0);
+                }
             })
         };
         let thread = match thread {

@@ -59,7 +59,12 @@ fn obtain_model(dir: &Path) -> Result<(), String> {
 
 fn load_tokenizer(model_dir: &Path) -> Option<tokenizers::Tokenizer> {
     let files = embed::locate_model(model_dir).ok()?;
-    tokenizers::Tokenizer::from_file(&files.tokenizer).ok()
+    let mut tokenizer = tokenizers::Tokenizer::from_file(&files.tokenizer).ok()?;
+    // The shipped tokenizer.json truncates and pads to 128 tokens (for the model); counting a
+    // context budget needs the real length.
+    tokenizer.with_truncation(None).ok()?;
+    tokenizer.with_padding(None);
+    Some(tokenizer)
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {

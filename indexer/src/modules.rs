@@ -52,15 +52,12 @@ impl ModuleTable {
             let parts: Vec<&str> = without_ext.split('/').collect();
             let (dirs, stem) = parts.split_at(parts.len() - 1);
             let stem = stem[0];
-            let mut first_in_package = dirs.len();
-            while first_in_package > 0 {
-                let dir = dirs[..first_in_package].join("/");
-                if dirs_with_init.contains(dir.as_str()) {
-                    first_in_package -= 1;
-                } else {
-                    break;
-                }
-            }
+            // The package root is above the topmost directory with an `__init__.py`; directories
+            // without one below it are namespace portions of the package (`flask/sansio/app.py`
+            // is `flask.sansio.app`). With no `__init__.py` at all, the file is a top-level module.
+            let first_in_package = (0..dirs.len())
+                .find(|&i| dirs_with_init.contains(dirs[..=i].join("/").as_str()))
+                .unwrap_or(dirs.len());
             let package = &dirs[first_in_package..];
             let is_package = stem == "__init__";
             let name = if is_package {
@@ -151,6 +148,7 @@ mod tests {
             "tests/conftest.py",
             "setup.py",
             "ns/plugin.py",
+            "src/requests/sansio/app.py",
         ];
         let t = ModuleTable::build(&paths);
         let names: Vec<&str> = t.modules.iter().map(|m| m.name.as_str()).collect();
@@ -164,7 +162,8 @@ mod tests {
                 "tests.unit.conftest",
                 "conftest",
                 "setup",
-                "plugin"
+                "plugin",
+                "requests.sansio.app"
             ]
         );
         assert!(t.modules[0].is_package);
