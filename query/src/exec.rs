@@ -441,6 +441,12 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             let wanted: Vec<Lane> = if lanes.is_empty() { Lane::ALL.to_vec() } else { lanes.clone() };
             let mut health = std::collections::BTreeMap::new();
             let mut ranked = run_text_lanes(snapshot, exec.ctx.lanes, &wanted, &target.text, *k, &mut health);
+            // Test code is not what non-test code needs: keep the text lanes to code like the target.
+            if !is_test_path(&target.file) {
+                for (_, ids) in ranked.iter_mut() {
+                    ids.retain(|id| snapshot.unit(id).is_some_and(|u| !is_test_path(&u.file.graph.path)));
+                }
+            }
             let graph = graph_lane(snapshot, &target, exec.ctx.lanes, *k);
             if wanted.contains(&Lane::Graph) {
                 health.insert(

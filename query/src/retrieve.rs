@@ -171,7 +171,10 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
                 UnitKind::Method => id.rsplit_once('.').map(|(c, _)| c.to_string()),
                 _ => None,
             };
-            let mut text = unit.unit.signature.clone().unwrap_or_else(|| unit.unit.name.clone());
+            // Where it lives helps the text lanes: its class and module names, split into words.
+            let mut text = unit.unit.name.rsplit_once('.').map(|(owner, _)| owner.replace(['.', '_'], " ")).unwrap_or_default();
+            text.push('\n');
+            text.push_str(unit.unit.signature.as_deref().unwrap_or(&unit.unit.name));
             if let Some(doc) = &unit.unit.docstring {
                 text.push('\n');
                 text.push_str(doc);
@@ -249,7 +252,7 @@ pub fn graph_lane(snapshot: &Snapshot, target: &Target, lanes: Option<&dyn Lanes
     let target_words: FxHashSet<String> = words(lanes, &target.text).into_iter().collect();
     let mut scored: Vec<(f64, String)> = candidates
         .into_iter()
-        .map(|id| {
+        .map(|(id, tier)| {
             let text = snapshot
                 .unit(&id)
                 .map(|u| {
@@ -269,7 +272,7 @@ pub fn graph_lane(snapshot: &Snapshot, target: &Target, lanes: Option<&dyn Lanes
             let overlap = cand.intersection(&target_words).count() as f64;
             let overlap = if cand.is_empty() { 0.0 } else { overlap / (cand.len() as f64).sqrt() };
             let popularity = (1.0 + snapshot.edges_to(&id).len() as f64).ln();
-            (overlap * 2.0 + popularity * 0.1, id)
+            (tier.weight() + overlap * 2.0 + popularity * 0.1, id)
         })
         .collect();
     scored.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal).then_with(|| a.1.cmp(&b.1)));
@@ -287,12 +290,32 @@ fn words(lanes: Option<&dyn Lanes>, text: &str) -> Vec<String> {
 
 /// Units a target in `target.file` can reach by name: its file's definitions, what the file
 /// imports, its class and its bases' members.
-fn reachable_candidates(snapshot: &Snapshot, target: &Target, exclude: &FxHashSet<String>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+/// How close a reachable unit is to the target: its class (and bases), its file, or imported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tier {
+    Class,
+    File,
+    Imported,
+}
+
+impl Tier {
+    /// Locality dominates the graph lane's order: what a method needs is most often on its own
+    /// class, then in its own file, then among its file's imports.
+    fn weight(self) -> f64 {
+        match self {
+            Tier::Class => 3.0,
+            Tier::File => 1.5,
+            Tier::Imported => 0.0,
+        }
+    }
+}
+
+fn reachable_candidates(snapshot: &Snapshot, target: &Target, exclude: &FxHashSet<String>) -> Vec<(String, Tier)> {
+    let mut out: Vec<(String, Tier)> = Vec::new();
     let mut seen: FxHashSet<String> = exclude.clone();
-    let mut push = |id: &str, out: &mut Vec<String>| {
+    let mut push = |id: &str, tier: Tier, out: &mut Vec<(String, Tier)>| {
         if snapshot.unit(id).is_some_and(|u| is_code_unit(u.unit.kind)) && seen.insert(id.to_string()) {
-            out.push(id.to_string());
+            out.push((id.to_string(), tier));
         }
     };
     let module_members = |module: &str| -> Vec<String> {
@@ -317,13 +340,13 @@ fn reachable_candidates(snapshot: &Snapshot, target: &Target, exclude: &FxHashSe
         }
         for c in &classes {
             for m in module_members(c) {
-                push(&m, &mut out);
+                push(&m, Tier::Class, &mut out);
             }
         }
     }
     // The file's own definitions.
     for m in module_members(&target.module) {
-        push(&m, &mut out);
+        push(&m, Tier::File, &mut out);
     }
     // What the file imports: imported units, and the members of imported modules.
     for (e, _) in snapshot.edges_from(&target.module) {
@@ -333,16 +356,16 @@ fn reachable_candidates(snapshot: &Snapshot, target: &Target, exclude: &FxHashSe
         match snapshot.unit(&e.dst).map(|u| u.unit.kind) {
             Some(UnitKind::Module) => {
                 for m in module_members(&e.dst) {
-                    push(&m, &mut out);
+                    push(&m, Tier::Imported, &mut out);
                 }
             }
             Some(UnitKind::Class) => {
-                push(&e.dst, &mut out);
+                push(&e.dst, Tier::Imported, &mut out);
                 for m in module_members(&e.dst) {
-                    push(&m, &mut out);
+                    push(&m, Tier::Imported, &mut out);
                 }
             }
-            Some(_) => push(&e.dst, &mut out),
+            Some(_) => push(&e.dst, Tier::Imported, &mut out),
             None => {}
         }
     }
@@ -408,6 +431,11 @@ pub fn assemble(
         if !is_code_unit(u.unit.kind) {
             continue;
         }
+        // Once the budget is (nearly) spent, the rest is cut without counting its tokens.
+        if budget.saturating_sub(used) < 24 {
+            cut.push(f.id.clone());
+            continue;
+        }
         // A unit nested in one already chosen is already in the text.
         if chosen
             .iter()
@@ -469,4 +497,11 @@ pub fn dependency_set(snapshot: &Snapshot, target: &Target, graph_ranked: &[Stri
     }
     deps.retain(|id| snapshot.unit(id).is_some());
     deps
+}
+
+/// Whether a path looks like test code (a `test`/`tests` directory or a `test_*.py`/`*_test.py` file).
+pub fn is_test_path(path: &str) -> bool {
+    path.split('/').any(|part| {
+        part == "test" || part == "tests" || part == "testing" || part.starts_with("test_") || part.ends_with("_test.py")
+    })
 }
