@@ -55,9 +55,8 @@ impl ModuleTable {
             // The package root is above the topmost directory with an `__init__.py`; directories
             // without one below it are namespace portions of the package (`flask/sansio/app.py`
             // is `flask.sansio.app`). With no `__init__.py` at all, the file is a top-level module.
-            let first_in_package = (0..dirs.len())
-                .find(|&i| dirs_with_init.contains(dirs[..=i].join("/").as_str()))
-                .unwrap_or(dirs.len());
+            let first_in_package =
+                (0..dirs.len()).find(|&i| dirs_with_init.contains(dirs[..=i].join("/").as_str())).unwrap_or(dirs.len());
             let package = &dirs[first_in_package..];
             let is_package = stem == "__init__";
             let name = if is_package {

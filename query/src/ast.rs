@@ -203,7 +203,7 @@ impl Lane {
 /// What `context` assembles context for.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ContextTarget {
-    /// An existing unit (possibly a stub whose body is still to be written).
+    /// An existing unit (possibly one whose body is still to be written: `pass`, `...`).
     Unit(Symbol),
     /// A function not written yet: its signature and docstring, and the file it will live in.
     New { text: String, file: String },

@@ -172,7 +172,8 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
                 _ => None,
             };
             // Where it lives helps the text lanes: its class and module names, split into words.
-            let mut text = unit.unit.name.rsplit_once('.').map(|(owner, _)| owner.replace(['.', '_'], " ")).unwrap_or_default();
+            let mut text =
+                unit.unit.name.rsplit_once('.').map(|(owner, _)| owner.replace(['.', '_'], " ")).unwrap_or_default();
             text.push('\n');
             text.push_str(unit.unit.signature.as_deref().unwrap_or(&unit.unit.name));
             if let Some(doc) = &unit.unit.docstring {
@@ -502,6 +503,10 @@ pub fn dependency_set(snapshot: &Snapshot, target: &Target, graph_ranked: &[Stri
 /// Whether a path looks like test code (a `test`/`tests` directory or a `test_*.py`/`*_test.py` file).
 pub fn is_test_path(path: &str) -> bool {
     path.split('/').any(|part| {
-        part == "test" || part == "tests" || part == "testing" || part.starts_with("test_") || part.ends_with("_test.py")
+        part == "test"
+            || part == "tests"
+            || part == "testing"
+            || part.starts_with("test_")
+            || part.ends_with("_test.py")
     })
 }
