@@ -221,8 +221,11 @@ pub struct FileStamp {
 /// restart without re-deriving unchanged files.
 #[derive(Clone, PartialEq, Eq, Debug, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct IndexDeps {
-    /// Module names whose interface this file's resolution consulted (found or not).
+    /// What this file's resolution consulted: module names looked up (found or not), and
+    /// `module\u{1}name` keys of the module-level names whose interface it read.
     pub modules: Vec<String>,
     /// A hash of the interface this file exposes to others.
     pub interface: u64,
+    /// The same, per module-level name (and `*` for its star-import surface).
+    pub interface_names: Vec<(String, u64)>,
 }

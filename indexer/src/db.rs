@@ -108,6 +108,12 @@ pub fn file_graph(db: &dyn salsa::Database, ws: Workspace, file: SourceFile) -> 
     Arc::new(ResolvedFile { graph: Arc::new(graph), deps })
 }
 
+/// The per-name hashes of a file's interface (see `summary::name_hashes`).
+#[salsa::tracked(returns(clone))]
+pub fn file_interface_names(db: &dyn salsa::Database, ws: Workspace, file: SourceFile) -> Arc<Vec<(String, u64)>> {
+    Arc::new(crate::summary::name_hashes(&file_summary(db, ws, file)))
+}
+
 /// A hash of what a file exposes to other files: its module name and its summary. Two equal
 /// hashes mean no other file's resolution can differ.
 #[salsa::tracked(returns(copy))]

@@ -14,7 +14,9 @@ use fresco_graph::{FileChange, FileEntry, FileStamp, IndexDeps, Snapshot, Store,
 use rustc_hash::{FxHashMap, FxHashSet};
 use salsa::Setter;
 
-use crate::db::{Database, ExecutionLog, SourceFile, Workspace, file_graph, file_interface, module_info};
+use crate::db::{
+    Database, ExecutionLog, SourceFile, Workspace, file_graph, file_interface, file_interface_names, module_info,
+};
 use crate::walk::{self, SourceRead, WalkIssue, WalkOptions};
 
 #[derive(Clone, Debug)]
@@ -295,11 +297,39 @@ impl Indexer {
         let mut renamed_any = false;
         // Parsing happens here (the interface needs the summary): in parallel.
         let interfaces = self.par_query(&touched, |db, ws, file| {
-            (module_info(db, ws, file).map(|i| i.name), file_interface(db, ws, file))
+            (
+                module_info(db, ws, file).map(|i| i.name),
+                file_interface(db, ws, file),
+                file_interface_names(db, ws, file),
+            )
         });
-        for (path, (new_name, interface)) in touched.iter().zip(interfaces) {
+        for (path, (new_name, interface, names)) in touched.iter().zip(interfaces) {
             match old_interfaces.get(path) {
                 Some((old_name, old_interface)) if *old_name == new_name && *old_interface == interface => {}
+                Some((old_name, _)) if *old_name == new_name && new_name.is_some() => {
+                    // Same module, different interface: only the names whose part of the
+                    // summary changed matter, to the files that looked those names up.
+                    let module = new_name.clone().unwrap_or_default();
+                    let old_names: FxHashMap<&str, u64> = self
+                        .snapshot
+                        .file(path)
+                        .map(|e| e.deps.interface_names.iter().map(|(n, h)| (n.as_str(), *h)).collect())
+                        .unwrap_or_default();
+                    if old_names.is_empty() {
+                        changed_modules.insert(module.clone());
+                    }
+                    let new_names: FxHashMap<&str, u64> = names.iter().map(|(n, h)| (n.as_str(), *h)).collect();
+                    for (name, hash) in &new_names {
+                        if old_names.get(name) != Some(hash) {
+                            changed_modules.insert(crate::summary::name_key(&module, name));
+                        }
+                    }
+                    for name in old_names.keys() {
+                        if !new_names.contains_key(name) {
+                            changed_modules.insert(crate::summary::name_key(&module, name));
+                        }
+                    }
+                }
                 _ => {
                     if let Some(name) = new_name {
                         changed_modules.insert(name);
@@ -374,11 +404,12 @@ impl Indexer {
         let mut changes = Vec::new();
         let mut upserts = Vec::new();
         let mut changed_files = Vec::new();
-        for (path, resolved, interface) in resolved {
+        for (path, resolved, interface, interface_names) in resolved {
             let file = self.inputs[&path];
             let old = self.snapshot.file(&path);
             let stamp = self.stamps.get(&path).copied().unwrap_or_default();
-            let deps = IndexDeps { modules: resolved.deps.clone(), interface };
+            let deps =
+                IndexDeps { modules: resolved.deps.clone(), interface, interface_names: (*interface_names).clone() };
             if let Some(old) = old {
                 if *old.graph == *resolved.graph && old.deps == deps && old.stamp == stamp {
                     continue;
@@ -516,9 +547,15 @@ impl Indexer {
     }
 
     /// Resolves `paths`, in parallel over database handles when there are enough of them.
-    fn resolve_many(&self, paths: &[String]) -> Vec<(String, Arc<crate::db::ResolvedFile>, u64)> {
-        let results = self.par_query(paths, |db, ws, file| (file_graph(db, ws, file), file_interface(db, ws, file)));
-        paths.iter().cloned().zip(results).map(|(p, (r, h))| (p, r, h)).collect()
+    #[allow(clippy::type_complexity)]
+    fn resolve_many(
+        &self,
+        paths: &[String],
+    ) -> Vec<(String, Arc<crate::db::ResolvedFile>, u64, Arc<Vec<(String, u64)>>)> {
+        let results = self.par_query(paths, |db, ws, file| {
+            (file_graph(db, ws, file), file_interface(db, ws, file), file_interface_names(db, ws, file))
+        });
+        paths.iter().cloned().zip(results).map(|(p, (r, h, n))| (p, r, h, n)).collect()
     }
 
     /// Runs a query for each path, on several database handles when there are enough paths.

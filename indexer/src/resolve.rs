@@ -350,6 +350,8 @@ struct Resolver<'a> {
     param_flow: FxHashMap<(ScopeId, u32), Vec<(ScopeId, Expr)>>,
     summaries: RefCell<FxHashMap<Arc<str>, Option<Arc<ModuleSummary>>>>,
     lookups: RefCell<FxHashMap<String, (ModuleLookup, Option<Arc<str>>)>>,
+    /// `module\u{1}name` keys of the module-level names whose summaries this file consulted.
+    names_used: RefCell<FxHashSet<String>>,
     module_names: RefCell<FxHashMap<(Arc<str>, Name), Vec<Value>>>,
     local_names: RefCell<FxHashMap<(ScopeId, Name), Vec<Value>>>,
     mros: RefCell<FxHashMap<Target, Arc<Vec<MroEntry>>>>,
@@ -360,7 +362,8 @@ struct Resolver<'a> {
     cuts: std::cell::Cell<u64>,
 }
 
-/// Resolves one file: its graph, and the module names resolution consulted (its dependencies).
+/// Resolves one file: its graph, and what resolution consulted (its dependencies): module names
+/// looked up, and `module\u{1}name` keys of the module-level names whose summaries were read.
 pub fn resolve_file(db: &dyn salsa::Database, ws: Workspace, file: SourceFile) -> (FileGraph, Vec<String>) {
     let path = file.path(db).clone();
     let revision = file.revision(db);
@@ -375,6 +378,7 @@ pub fn resolve_file(db: &dyn salsa::Database, ws: Workspace, file: SourceFile) -
     let mut resolver = Resolver::new(db, ws, &info.name, info.is_package, &syntax, file.text(db).clone());
     let graph = resolver.run(path, revision);
     let mut deps: Vec<String> = resolver.lookups.borrow().keys().cloned().collect();
+    deps.extend(resolver.names_used.borrow().iter().cloned());
     deps.sort_unstable();
     (graph, deps)
 }
@@ -431,6 +435,7 @@ impl<'a> Resolver<'a> {
             param_flow: FxHashMap::default(),
             summaries: RefCell::default(),
             lookups: RefCell::default(),
+            names_used: RefCell::default(),
             module_names: RefCell::default(),
             local_names: RefCell::default(),
             mros: RefCell::default(),
@@ -463,6 +468,14 @@ impl<'a> Resolver<'a> {
         };
         self.lookups.borrow_mut().insert(name.to_string(), (found, canonical.clone()));
         (found, canonical)
+    }
+
+    /// The summary of `module`, recording that this file's resolution depends on what it says
+    /// about the top-level name `path` starts with (see `IndexDeps::names`).
+    fn summary_for(&self, module: &str, path: &str) -> Option<Arc<ModuleSummary>> {
+        let top = path.split('.').next().unwrap_or(path);
+        self.names_used.borrow_mut().insert(crate::summary::name_key(module, top));
+        self.summary(module)
     }
 
     fn summary(&self, module: &str) -> Option<Arc<ModuleSummary>> {
@@ -529,7 +542,7 @@ impl<'a> Resolver<'a> {
         self.module_names.borrow_mut().insert(key.clone(), Vec::new());
         let cuts_before = self.cuts.get();
         let mut values = Vec::new();
-        if let Some(summary) = self.summary(module) {
+        if let Some(summary) = self.summary_for(module, name) {
             if let Some(bindings) = summary.name(name) {
                 let has_unit = bindings.iter().any(|b| matches!(b, SumBinding::Def { kind: DefKind::Variable, .. }));
                 for b in bindings {
@@ -546,8 +559,9 @@ impl<'a> Resolver<'a> {
                     }
                 }
             } else {
+                self.names_used.borrow_mut().insert(crate::summary::name_key(module, "*"));
                 for star in &summary.star_imports {
-                    let public = match self.summary(star) {
+                    let public = match self.summary_for(star, "*") {
                         Some(s) => s.is_public(name),
                         None => self.lookup(star).0 == ModuleLookup::Missing,
                     };
@@ -571,7 +585,7 @@ impl<'a> Resolver<'a> {
     // ---- classes -------------------------------------------------------------------------
 
     fn class_summary(&self, class: &Target) -> Option<(Arc<ModuleSummary>, usize)> {
-        let summary = self.summary(&class.module)?;
+        let summary = self.summary_for(&class.module, &class.path)?;
         let index = summary.classes.binary_search_by(|(p, _)| p.as_str().cmp(&class.path)).ok()?;
         Some((summary, index))
     }
@@ -684,7 +698,7 @@ impl<'a> Resolver<'a> {
     }
 
     fn method_flags(&self, method: &Target) -> MethodFlags {
-        let Some(summary) = self.summary(&method.module) else {
+        let Some(summary) = self.summary_for(&method.module, &method.path) else {
             return MethodFlags::default();
         };
         summary.function(&method.path).map(|f| f.flags).unwrap_or_default()
@@ -708,7 +722,7 @@ impl<'a> Resolver<'a> {
     }
 
     fn var_exprs(&self, var: &Target) -> Vec<Expr> {
-        let Some(summary) = self.summary(&var.module) else {
+        let Some(summary) = self.summary_for(&var.module, &var.path) else {
             return Vec::new();
         };
         if let Some(bindings) = summary.name(&var.path) {
@@ -731,8 +745,11 @@ impl<'a> Resolver<'a> {
         if self.too_deep(depth) {
             return Vec::new();
         }
-        let self_class =
-            if self.summary(&var.module).is_some_and(|s| s.name(&var.path).is_some()) { None } else { var.owner() };
+        let self_class = if self.summary_for(&var.module, &var.path).is_some_and(|s| s.name(&var.path).is_some()) {
+            None
+        } else {
+            var.owner()
+        };
         let mut out = Vec::new();
         for e in self.var_exprs(var) {
             extend(&mut out, self.eval_closed(&e, &var.module, self_class.as_ref(), depth + 1));
@@ -754,7 +771,7 @@ impl<'a> Resolver<'a> {
                 v
             }
             Expr::DefPath(p) => {
-                let summary = self.summary(module);
+                let summary = self.summary_for(module, p);
                 match summary {
                     Some(s) if s.class(p).is_some() => vec![Value::Class(Target::new(module, p))],
                     Some(s) if s.function(p).is_some() => {
@@ -854,7 +871,7 @@ impl<'a> Resolver<'a> {
         let Value::Function(t) = callee else {
             return Vec::new();
         };
-        let Some(summary) = self.summary(&t.module) else {
+        let Some(summary) = self.summary_for(&t.module, &t.path) else {
             return Vec::new();
         };
         let Some(f) = summary.function(&t.path) else {
@@ -905,7 +922,7 @@ impl<'a> Resolver<'a> {
         match callee {
             Value::Class(t) => vec![Value::Instance(t.clone())],
             Value::Function(t) => {
-                let Some(summary) = self.summary(&t.module) else {
+                let Some(summary) = self.summary_for(&t.module, &t.path) else {
                     return Vec::new();
                 };
                 let Some(f) = summary.function(&t.path) else {

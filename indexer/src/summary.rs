@@ -487,3 +487,51 @@ mod tests {
         assert_eq!(member.values, vec![Expr::Call(Box::new(Expr::Name("HTTPAdapter".into())))]);
     }
 }
+
+/// The dependency key of a module-level name (`*` stands for the module's star-import surface).
+pub fn name_key(module: &str, name: &str) -> String {
+    format!("{module}\u{1}{name}")
+}
+
+/// A hash per module-level name of everything the summary says under it (its bindings, and the
+/// classes and functions whose path starts with it), plus `*` for what a star import of the
+/// module sees. Comparing two versions name by name tells which names changed, so that only the
+/// files that looked those names up are re-resolved.
+pub fn name_hashes(summary: &ModuleSummary) -> Vec<(String, u64)> {
+    use std::hash::{Hash, Hasher};
+    let mut hashers: std::collections::BTreeMap<&str, std::hash::DefaultHasher> = std::collections::BTreeMap::new();
+    let top = |path: &str| path.split('.').next().unwrap_or(path).to_string();
+    let mut tops: Vec<(String, u64)> = Vec::new();
+    for (name, bindings) in &summary.names {
+        let h = hashers.entry(name.as_str()).or_default();
+        bindings.hash(h);
+    }
+    for (path, class) in &summary.classes {
+        let mut h = std::hash::DefaultHasher::new();
+        path.hash(&mut h);
+        class.hash(&mut h);
+        tops.push((top(path), h.finish()));
+    }
+    for (path, function) in &summary.functions {
+        let mut h = std::hash::DefaultHasher::new();
+        path.hash(&mut h);
+        function.hash(&mut h);
+        tops.push((top(path), h.finish()));
+    }
+    let mut out: std::collections::BTreeMap<String, u64> =
+        hashers.into_iter().map(|(name, h)| (name.to_string(), h.finish())).collect();
+    for (name, h) in tops {
+        let entry = out.entry(name).or_insert(0);
+        *entry = entry.rotate_left(5) ^ h;
+    }
+    let mut star = std::hash::DefaultHasher::new();
+    summary.star_imports.hash(&mut star);
+    summary.dunder_all.hash(&mut star);
+    for (name, _) in &summary.names {
+        if summary.is_public(name) {
+            name.hash(&mut star);
+        }
+    }
+    out.insert("*".to_string(), star.finish());
+    out.into_iter().collect()
+}
