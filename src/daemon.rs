@@ -177,6 +177,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         eprintln!("fresco: indexing {} ...", root.display());
     }
     let mut indexer = Indexer::open(&root, &options.db, options.indexer.clone())?;
+    indexer.set_defer_persistence(true);
     if let Some(why) = indexer.rebuilt_store.take() {
         eprintln!("fresco: warning: {why}");
     }
@@ -296,8 +297,12 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
                     eprintln!("fresco: warning: {why}");
                 }
                 // Published first, then marked applied: a waiting query that wakes up finds
-                // the new version.
+                // the new version. Then written to disk, off the path of waiting queries.
                 shared.tracker.applied(&batch);
+                if let Err(e) = indexer.persist() {
+                    eprintln!("fresco: cannot write the index (will retry with the next change): {e}");
+                    *shared.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                }
             }
             Err(e) => {
                 eprintln!("fresco: error applying changes (will retry): {e}");

@@ -82,6 +82,16 @@ pub struct Indexer {
     walk_issues: Vec<WalkIssue>,
     /// Why the store was rebuilt on open, if it was.
     pub rebuilt_store: Option<String>,
+    /// Published versions not yet written to the store (see [`Indexer::persist`]).
+    unpersisted: Option<Unpersisted>,
+    defer_persistence: bool,
+}
+
+/// What published versions changed that the store does not hold yet.
+#[derive(Default)]
+struct Unpersisted {
+    upserts: BTreeMap<String, Arc<FileEntry>>,
+    removed: Vec<String>,
 }
 
 impl Indexer {
@@ -104,6 +114,8 @@ impl Indexer {
             log,
             walk_issues: Vec::new(),
             rebuilt_store: None,
+            unpersisted: None,
+            defer_persistence: false,
         }
     }
 
@@ -470,12 +482,26 @@ impl Indexer {
             let version = if published { self.snapshot.version() + 1 } else { self.snapshot.version() };
             trace.mark("diff");
             let next = self.snapshot.apply_as(version, changes);
-            if let Some(store) = &self.store {
-                store.commit(version, &upserts, &removed, fresco_graph::manifest(&next))?;
-            }
-            trace.mark("commit");
             self.snapshot = next;
             trace.mark("publish");
+            if self.store.is_some() {
+                let pending = self.unpersisted.get_or_insert_with(Unpersisted::default);
+                for entry in upserts {
+                    let path = entry.graph.path.clone();
+                    pending.removed.retain(|p| *p != path);
+                    pending.upserts.insert(path, entry);
+                }
+                for path in &removed {
+                    pending.upserts.remove(path);
+                    if !pending.removed.contains(path) {
+                        pending.removed.push(path.clone());
+                    }
+                }
+            }
+            if !self.defer_persistence {
+                self.persist()?;
+                trace.mark("commit");
+            }
         }
         Ok(BatchReport {
             version: self.snapshot.version(),
@@ -510,6 +536,28 @@ impl Indexer {
         self.apply(events)
     }
 
+    /// With deferred persistence, `apply` publishes a version without writing it; the caller
+    /// (the daemon, which answers queries from the published version first) then calls
+    /// [`Indexer::persist`]. The store still only ever holds complete versions.
+    pub fn set_defer_persistence(&mut self, defer: bool) {
+        self.defer_persistence = defer;
+    }
+
+    /// Writes every published version not yet in the store, atomically, as the current version.
+    /// On failure nothing is lost: the next call writes it all again.
+    pub fn persist(&mut self) -> Result<(), IndexError> {
+        let Some(pending) = self.unpersisted.take() else { return Ok(()) };
+        let Some(store) = &self.store else { return Ok(()) };
+        let upserts: Vec<Arc<FileEntry>> = pending.upserts.values().cloned().collect();
+        let result =
+            store.commit(self.snapshot.version(), &upserts, &pending.removed, fresco_graph::manifest(&self.snapshot));
+        if let Err(e) = result {
+            self.unpersisted = Some(pending);
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
     /// If the store directory was deleted under us, recreate it and write the whole current
     /// version, so that a restart still finds a complete index.
     fn ensure_store(&mut self) -> Result<(), IndexError> {
@@ -525,6 +573,7 @@ impl Indexer {
         let entries: Vec<Arc<FileEntry>> = self.snapshot.files().cloned().collect();
         store.commit(self.snapshot.version(), &entries, &[], fresco_graph::manifest(&self.snapshot))?;
         self.store = Some(store);
+        self.unpersisted = None;
         Ok(())
     }
 
