@@ -561,7 +561,9 @@ impl<'a> Resolver<'a> {
             } else {
                 self.names_used.borrow_mut().insert(crate::summary::name_key(module, "*"));
                 for star in &summary.star_imports {
-                    let public = match self.summary_for(star, "*") {
+                    // Whether `name` comes through depends on `__all__` and on `name` itself.
+                    self.names_used.borrow_mut().insert(crate::summary::name_key(star, name));
+                    let public = match self.summary_for(star, "__all__") {
                         Some(s) => s.is_public(name),
                         None => self.lookup(star).0 == ModuleLookup::Missing,
                     };

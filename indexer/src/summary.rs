@@ -494,8 +494,8 @@ pub fn name_key(module: &str, name: &str) -> String {
 }
 
 /// A hash per module-level name of everything the summary says under it (its bindings, and the
-/// classes and functions whose path starts with it), plus `*` for what a star import of the
-/// module sees. Comparing two versions name by name tells which names changed, so that only the
+/// classes and functions whose path starts with it), plus `*` (the module's star imports) and
+/// `__all__`. Comparing two versions name by name tells which names changed, so that only the
 /// files that looked those names up are re-resolved.
 pub fn name_hashes(summary: &ModuleSummary) -> Vec<(String, u64)> {
     use std::hash::{Hash, Hasher};
@@ -524,14 +524,14 @@ pub fn name_hashes(summary: &ModuleSummary) -> Vec<(String, u64)> {
         let entry = out.entry(name).or_insert(0);
         *entry = entry.rotate_left(5) ^ h;
     }
+    // `*`: the module's own star imports (where names not defined here are looked for);
+    // `__all__`: which of its names a star import of it exports (without `__all__`, that depends
+    // only on the name itself, which its own entry covers).
     let mut star = std::hash::DefaultHasher::new();
     summary.star_imports.hash(&mut star);
-    summary.dunder_all.hash(&mut star);
-    for (name, _) in &summary.names {
-        if summary.is_public(name) {
-            name.hash(&mut star);
-        }
-    }
     out.insert("*".to_string(), star.finish());
+    let mut all = std::hash::DefaultHasher::new();
+    summary.dunder_all.hash(&mut all);
+    out.insert("__all__".to_string(), all.finish());
     out.into_iter().collect()
 }
