@@ -619,33 +619,7 @@ impl Indexer {
         if threads == 1 {
             return files.iter().map(|f| query(&self.db, ws, *f)).collect();
         }
-        let next = AtomicUsize::new(0);
-        let mut parts: Vec<Vec<(usize, R)>> = Vec::new();
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..threads)
-                .map(|_| {
-                    let db = self.db.clone();
-                    let (next, files, query) = (&next, &files, &query);
-                    scope.spawn(move || {
-                        let mut out = Vec::new();
-                        loop {
-                            let i = next.fetch_add(1, Ordering::Relaxed);
-                            let Some(f) = files.get(i) else { break };
-                            out.push((i, query(&db, ws, *f)));
-                        }
-                        out
-                    })
-                })
-                .collect();
-            for h in handles {
-                if let Ok(r) = h.join() {
-                    parts.push(r);
-                }
-            }
-        });
-        let mut flat: Vec<(usize, R)> = parts.into_iter().flatten().collect();
-        flat.sort_by_key(|(i, _)| *i);
-        flat.into_iter().map(|(_, r)| r).collect()
+        parallel_map_with(&files, threads, || self.db.clone(), |db, f| query(db, ws, *f))
     }
 }
 
@@ -667,36 +641,51 @@ fn release_free_memory() {
 
 /// Maps `f` over `items` on up to `threads` threads, keeping the order.
 fn parallel_map<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    if threads <= 1 || items.len() < 32 {
-        return items.iter().map(&f).collect();
+    parallel_map_with(items, threads, || (), |_, item| f(item))
+}
+
+/// Maps `f` over `items` on up to `threads` threads, each with its own state from `init` (a
+/// database handle, say), keeping the order. Items run in parallel only when there are enough.
+fn parallel_map_with<T: Sync, S: Send, R: Send>(
+    items: &[T],
+    threads: usize,
+    mut init: impl FnMut() -> S,
+    f: impl Fn(&S, &T) -> R + Sync,
+) -> Vec<R> {
+    if threads <= 1 || items.len() < 16 {
+        let state = init();
+        return items.iter().map(|item| f(&state, item)).collect();
     }
     let next = AtomicUsize::new(0);
-    let mut parts: Vec<Vec<(usize, R)>> = Vec::new();
+    let mut results: Vec<Option<R>> = std::iter::repeat_with(|| None).take(items.len()).collect();
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|_| {
-                let next = &next;
-                let f = &f;
+                // States are made here, on the calling thread, and moved to the workers.
+                let state = init();
+                let (next, f) = (&next, &f);
                 scope.spawn(move || {
                     let mut out = Vec::new();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(item) = items.get(i) else { break };
-                        out.push((i, f(item)));
+                        out.push((i, f(&state, item)));
                     }
                     out
                 })
             })
             .collect();
         for h in handles {
-            if let Ok(r) = h.join() {
-                parts.push(r);
+            if let Ok(part) = h.join() {
+                for (i, r) in part {
+                    results[i] = Some(r);
+                }
             }
         }
     });
-    let mut flat: Vec<(usize, R)> = parts.into_iter().flatten().collect();
-    flat.sort_by_key(|(i, _)| *i);
-    flat.into_iter().map(|(_, r)| r).collect()
+    // Items a panicked worker took are computed here (a bug would panic again, visibly).
+    let state = init();
+    results.into_iter().zip(items).map(|(r, item)| r.unwrap_or_else(|| f(&state, item))).collect()
 }
 
 /// Phase timings on stderr when `FRESCO_TRACE` is set (for profiling, not for output).
