@@ -1134,7 +1134,10 @@ impl Worker {
 
         // 2. Embed what is missing, shortest first, persisting every batch.
         let total = missing.len();
-        let embedder = self.embedder.as_ref().expect("model loaded");
+        let Some(embedder) = self.embedder.as_ref() else {
+            // `run` loads the model before any job; without one there is nothing to embed with.
+            return Err(EmbedError::Loading);
+        };
         missing.sort_by_key(|(_, t)| t.len());
         let mut fresh: HashMap<u64, Quantized> = HashMap::new();
         let mut done = 0;
