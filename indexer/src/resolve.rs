@@ -848,13 +848,7 @@ impl<'a> Resolver<'a> {
                     }
                     _ => Vec::new(),
                 };
-                for v in raw {
-                    if let Value::Var(t) = v {
-                        for e in self.var_exprs(&t) {
-                            extend(&mut out, self.elements_closed(&e, &t.module, t.owner().as_ref(), depth + 1));
-                        }
-                    }
-                }
+                extend(&mut out, self.variable_elements(raw, depth + 1));
                 out
             }
             Expr::Call(callee) => {
@@ -866,6 +860,19 @@ impl<'a> Resolver<'a> {
             }
             _ => Vec::new(),
         }
+    }
+
+    /// What iterating over the variables among `raw` yields (their assigned containers).
+    fn variable_elements(&self, raw: Vec<Value>, depth: u32) -> Vec<Value> {
+        let mut out = Vec::new();
+        for v in raw {
+            if let Value::Var(t) = v {
+                for e in self.var_exprs(&t) {
+                    extend(&mut out, self.elements_closed(&e, &t.module, t.owner().as_ref(), depth + 1));
+                }
+            }
+        }
+        out
     }
 
     /// What iterating over the result of calling `callee` yields (generators, returned containers).
@@ -1362,13 +1369,7 @@ impl<'a> Resolver<'a> {
             Expr::Attr(base, attr) => {
                 let mut out = Vec::new();
                 for b in self.eval_local(base, scope, depth + 1) {
-                    for v in self.attr_of(&b, attr, depth + 1) {
-                        if let Value::Var(t) = v {
-                            for e in self.var_exprs(&t) {
-                                extend(&mut out, self.elements_closed(&e, &t.module, t.owner().as_ref(), depth + 1));
-                            }
-                        }
-                    }
+                    extend(&mut out, self.variable_elements(self.attr_of(&b, attr, depth + 1), depth + 1));
                 }
                 out
             }
