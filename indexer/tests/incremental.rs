@@ -280,3 +280,78 @@ fn any_edit_sequence_ends_where_a_clean_index_does() {
         }
     }
 }
+
+/// The pinned `requests` from the shared corpus (downloaded on first use by its script).
+fn requests_corpus() -> std::path::PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/fetch");
+    let out = std::process::Command::new("bash").arg(&script).arg("requests").output().expect("run the corpus script");
+    assert!(out.status.success(), "corpus fetch failed: {}", String::from_utf8_lossy(&out.stderr));
+    std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or("").trim())
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir").flatten() {
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+#[test]
+fn edit_sequences_on_requests_end_where_a_clean_index_does() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let root = work.path().join("requests");
+    copy_dir(&requests_corpus(), &root);
+    let _ = std::fs::remove_dir_all(root.join(".fresco"));
+    let files: Vec<String> = {
+        let (all, _) = fresco_indexer::walk::discover(&root, &Default::default());
+        all.into_iter().filter(|f| f.starts_with("src/requests/")).collect()
+    };
+    let originals: Vec<String> = files.iter().map(|f| std::fs::read_to_string(root.join(f)).expect("read")).collect();
+    let mut indexer = Indexer::in_memory(&root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().expect("index");
+    let mut rng = Rng(0x5EED_F00D);
+    let mut deleted: Vec<usize> = Vec::new();
+    for step in 0..16 {
+        let i = rng.below(files.len());
+        let path = files[i].clone();
+        let event = match rng.below(4) {
+            // A new function that calls something of another module.
+            0 | 1 if !deleted.contains(&i) => {
+                let other = &files[rng.below(files.len())];
+                let module = other.trim_start_matches("src/").trim_end_matches(".py").replace('/', ".");
+                let module = module.trim_end_matches(".__init__");
+                let text = std::fs::read_to_string(root.join(&path)).expect("read");
+                let added =
+                    format!("{text}\n\ndef fresco_added_{step}():\n    import {module}\n    return {module}.get()\n");
+                std::fs::write(root.join(&path), added).expect("write");
+                FileEvent::Changed(path)
+            }
+            2 if !deleted.contains(&i) => {
+                std::fs::remove_file(root.join(&path)).expect("rm");
+                deleted.push(i);
+                FileEvent::Removed(path)
+            }
+            _ => {
+                std::fs::write(root.join(&path), &originals[i]).expect("restore");
+                deleted.retain(|d| *d != i);
+                FileEvent::Changed(path)
+            }
+        };
+        indexer.apply(vec![event]).expect("apply");
+        let mut clean = Indexer::in_memory(&root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
+        clean.refresh().expect("clean index");
+        let (got, want) = (render(&indexer), render(&clean));
+        if got != want {
+            let missing: Vec<_> = want.difference(&got).take(10).collect();
+            let extra: Vec<_> = got.difference(&want).take(10).collect();
+            panic!(
+                "requests, step {step}: incremental graph differs from a clean index\nmissing: {missing:#?}\nextra: {extra:#?}"
+            );
+        }
+    }
+}
