@@ -295,7 +295,12 @@ fn words(lanes: Option<&dyn Lanes>, text: &str) -> Vec<String> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Tier {
     Class,
+    /// What the target's class's other methods use (other classes' methods and attributes,
+    /// functions of other modules): a class's methods tend to work with the same things.
+    ClassNeighbourhood,
     File,
+    /// What the other functions of the target's file use.
+    FileNeighbourhood,
     Imported,
 }
 
@@ -305,7 +310,9 @@ impl Tier {
     fn weight(self) -> f64 {
         match self {
             Tier::Class => 3.0,
+            Tier::ClassNeighbourhood => 2.0,
             Tier::File => 1.5,
+            Tier::FileNeighbourhood => 0.75,
             Tier::Imported => 0.0,
         }
     }
@@ -344,10 +351,25 @@ fn reachable_candidates(snapshot: &Snapshot, target: &Target, exclude: &FxHashSe
                 push(&m, Tier::Class, &mut out);
             }
         }
+        for m in module_members(class) {
+            for (e, _) in snapshot.edges_from(&m) {
+                if matches!(e.kind, EdgeKind::Calls | EdgeKind::References) {
+                    push(&e.dst, Tier::ClassNeighbourhood, &mut out);
+                }
+            }
+        }
     }
     // The file's own definitions.
     for m in module_members(&target.module) {
         push(&m, Tier::File, &mut out);
+    }
+    // What the file's other functions use.
+    for m in module_members(&target.module) {
+        for (e, _) in snapshot.edges_from(&m) {
+            if matches!(e.kind, EdgeKind::Calls | EdgeKind::References) {
+                push(&e.dst, Tier::FileNeighbourhood, &mut out);
+            }
+        }
     }
     // What the file imports: imported units, and the members of imported modules.
     for (e, _) in snapshot.edges_from(&target.module) {
