@@ -176,6 +176,11 @@ pub fn run_query(
             item.stale = is_stale(file);
         }
     }
+    if let Some(context) = &mut output.context {
+        for unit in &mut context.units {
+            unit.stale = is_stale(&unit.file);
+        }
+    }
     let value = crate::render::to_json(&output, stale);
     Ok((output, value))
 }

@@ -405,6 +405,10 @@ pub struct ContextUnit {
     pub end_line: u32,
     pub revision: String,
     pub tokens: usize,
+    /// Set by the daemon (freshness `allow`) when the unit's file changed on disk after the
+    /// snapshot the context was assembled from.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stale: bool,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -480,6 +484,7 @@ pub fn assemble(
             end_line: u.unit.end_line,
             revision: u.file.graph.revision.to_string(),
             tokens,
+            stale: false,
         });
     }
     // The text: grouped by file (the target's file last, closest to where the code will go),
