@@ -951,18 +951,24 @@ impl<'a> Lowerer<'a> {
 
     // ---- imports ---------------------------------------------------------------------------
 
+    /// A name clause of an import statement (`a.b` or `a.b as c`): the dotted name, normalised,
+    /// and the alias if any.
+    fn imported_name(&self, n: Node) -> (String, Option<&'a str>) {
+        let (name, alias) = match n.kind() {
+            "aliased_import" => (
+                n.child_by_field_name("name").map(|x| self.text(x)).unwrap_or(""),
+                n.child_by_field_name("alias").map(|x| self.text(x)),
+            ),
+            _ => (self.text(n), None),
+        };
+        (normalise_dotted(name), alias)
+    }
+
     fn import(&mut self, node: Node, scope: ScopeId) {
         let mut cursor = node.walk();
         let names: Vec<Node> = node.children_by_field_name("name", &mut cursor).collect();
         for n in names {
-            let (module, alias) = match n.kind() {
-                "aliased_import" => (
-                    n.child_by_field_name("name").map(|x| self.text(x)).unwrap_or(""),
-                    n.child_by_field_name("alias").map(|x| self.text(x)),
-                ),
-                _ => (self.text(n), None),
-            };
-            let module = normalise_dotted(module);
+            let (module, alias) = self.imported_name(n);
             if module.is_empty() {
                 continue;
             }
@@ -1012,14 +1018,7 @@ impl<'a> Lowerer<'a> {
         let mut cursor = node.walk();
         let name_nodes: Vec<Node> = node.children_by_field_name("name", &mut cursor).collect();
         for n in name_nodes {
-            let (name, alias) = match n.kind() {
-                "aliased_import" => (
-                    n.child_by_field_name("name").map(|x| self.text(x)).unwrap_or(""),
-                    n.child_by_field_name("alias").map(|x| self.text(x)),
-                ),
-                _ => (self.text(n), None),
-            };
-            let name = normalise_dotted(name);
+            let (name, alias) = self.imported_name(n);
             if name.is_empty() {
                 continue;
             }
