@@ -748,6 +748,26 @@ impl VectorIndex {
             + self.data.capacity()
     }
 
+    /// Cosine similarity of `query` to each of `ids` (`None` for an id without a vector). One
+    /// scan over the index, then a lookup per id: for scoring a candidate set, not for top-k.
+    pub fn similarities(&self, query: &Vector, ids: &[&str]) -> Vec<Option<f32>> {
+        if ids.is_empty() || self.is_empty() {
+            return vec![None; ids.len()];
+        }
+        let wanted: rustc_hash::FxHashMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+        let q = Quantized::of(query);
+        let mut out = vec![None; ids.len()];
+        for (row, id) in self.ids.iter().enumerate() {
+            let Some(&slot) = wanted.get(&**id) else { continue };
+            let Some(data) = self.data.get(row * DIMENSIONS..(row + 1) * DIMENSIONS) else { continue };
+            let Ok(data) = <&[i8; DIMENSIONS]>::try_from(data) else { continue };
+            let mut dot = [0i32];
+            scan(&q.q, data, &mut dot);
+            out[slot] = Some(dot[0] as f32 * self.scales[row] * q.scale);
+        }
+        out
+    }
+
     /// The `k` ids most similar to `query` (cosine, best first; ties in index order).
     pub fn search(&self, query: &Vector, k: usize) -> Vec<(String, f32)> {
         let k = k.min(self.len());

@@ -36,6 +36,9 @@ pub struct RetrievalLanes {
     dense_error: Option<String>,
     tokenizer: RwLock<Option<tokenizers::Tokenizer>>,
     model_dir: std::path::PathBuf,
+    /// The last query text and its embedding: `context` asks the dense lane and the graph lane's
+    /// dense affinity with the same text, and embedding it once is most of the cost.
+    last_query: std::sync::Mutex<Option<(String, embed::Vector)>>,
 }
 
 /// Makes sure the embedding model is in `dir`, downloading it on first use when allowed.
@@ -72,6 +75,18 @@ fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 }
 
 impl RetrievalLanes {
+    /// Embeds a query text, reusing the last embedding when the text is the same.
+    fn embed_query(&self, worker: &EmbedWorker, text: &str) -> Result<embed::Vector, embed::EmbedError> {
+        let cached =
+            |guard: &Option<(String, embed::Vector)>| guard.as_ref().filter(|(t, _)| t == text).map(|(_, v)| v.clone());
+        if let Some(v) = cached(&self.last_query.lock().unwrap_or_else(|p| p.into_inner())) {
+            return Ok(v);
+        }
+        let v = worker.embed_query(text)?;
+        *self.last_query.lock().unwrap_or_else(|p| p.into_inner()) = Some((text.to_string(), v.clone()));
+        Ok(v)
+    }
+
     /// Lanes for the index stored in `db_dir`: the lexical index starts building, the dense
     /// worker starts (loading the model if there is one; vectors persist in `db_dir/vectors`).
     fn new(db_dir: &Path) -> RetrievalLanes {
@@ -89,7 +104,14 @@ impl RetrievalLanes {
             ),
             Err(e) => (None, Some(format!("cannot open the vector store: {e}"))),
         };
-        RetrievalLanes { text: RwLock::new(TextLane::Building), dense, dense_error, tokenizer, model_dir }
+        RetrievalLanes {
+            text: RwLock::new(TextLane::Building),
+            dense,
+            dense_error,
+            tokenizer,
+            model_dir,
+            last_query: std::sync::Mutex::new(None),
+        }
     }
 
     /// Starts the lanes' thread for a daemon: it builds the lexical index from `first`, then
@@ -259,7 +281,7 @@ impl fresco_query::Lanes for RetrievalLanes {
             };
             return Err(LaneDown { reason });
         };
-        let query = worker.embed_query(text).map_err(|e| LaneDown { reason: e.to_string() })?;
+        let query = self.embed_query(worker, text).map_err(|e| LaneDown { reason: e.to_string() })?;
         let ids = index.search(&query, k).into_iter().map(|(id, _)| id).collect();
         let partial = (index.missing() > 0).then(|| format!("{} units not embedded yet", index.missing()));
         Ok(LaneHits { ids, version, partial })
@@ -267,6 +289,13 @@ impl fresco_query::Lanes for RetrievalLanes {
 
     fn tokens(&self, text: &str) -> Vec<String> {
         text_index::code_tokens(text)
+    }
+
+    fn dense_similarities(&self, text: &str, ids: &[&str]) -> Option<Vec<Option<f32>>> {
+        let worker = self.dense.as_ref()?;
+        let (_, index) = worker.index()?;
+        let query = self.embed_query(worker, text).ok()?;
+        Some(index.similarities(&query, ids))
     }
 
     fn count_tokens(&self, text: &str) -> Option<usize> {

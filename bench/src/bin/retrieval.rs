@@ -223,6 +223,9 @@ impl Lanes for CountedLanes<'_> {
     fn tokens(&self, text: &str) -> Vec<String> {
         self.lanes.tokens(text)
     }
+    fn dense_similarities(&self, text: &str, ids: &[&str]) -> Option<Vec<Option<f32>>> {
+        self.lanes.dense_similarities(text, ids)
+    }
     fn count_tokens(&self, text: &str) -> Option<usize> {
         match self.counter {
             Some(c) => Some(c.count_tokens(text)),
@@ -426,9 +429,13 @@ fn evaluate(
     ];
 
     let lists: BTreeMap<&str, &Vec<String>> = out.lane_hits.iter().map(|(l, ids)| (*l, ids)).collect();
+    // The context's ranking, recomputed from the lane lists: reciprocal rank fusion, then the
+    // dependencies (the graph lane's first k) before the examples.
     let fused = retrieve::fuse(
         &out.lane_hits.iter().map(|(l, ids)| (Lane::parse(l).expect("a lane name"), ids.clone())).collect::<Vec<_>>(),
     );
+    let graph_list = lists.get("graph").map(|l| l.as_slice()).unwrap_or(&[]);
+    let fused = retrieve::context_order(fused, &retrieve::dependency_set(snap, &target, graph_list, args.k));
     let top: Vec<&str> = out.results.iter().map(|r| r.name.as_str()).collect();
     let recomputed: Vec<&str> = fused.iter().take(top.len()).map(|f| f.id.as_str()).collect();
     if top != recomputed {
@@ -566,14 +573,15 @@ fn render(
          The **truth** of a task is the set of units the original body used minus those the blanked unit still uses \
          (through its signature, annotations or decorators: those are not retrieval). Each lane's own ranked list \
          (`Output.lane_hits`: bm25 and dense asked for k = {}, the graph lane's list up to 4k), the fused ranking \
-         (reciprocal rank fusion over those lists, recomputed in full from them and checked against `Output.results`) \
+         (the ranking `context` returns: reciprocal rank fusion over those lists, then the dependencies — the graph \
+         lane's first k — before the usage examples; recomputed in full from the lists and checked against \
+         `Output.results`) \
          and the assembled context (`Output.context`: a needed unit counts as in the context when it or a unit \
          containing it was chosen) are scored against it. This is a proxy for the external benchmark the targets \
          refer to: it asks whether fresco finds what a body needs from its signature and docstring alone. \
-         Context tokens are counted with the MiniLM tokenizer without truncation (`Embedder::count_tokens`): \
-         `RetrievalLanes::count_tokens` loads `tokenizer.json` as shipped, which truncates and pads every text to 128 \
-         tokens, so every unit would cost 140 tokens whatever its size and a 4000-token budget would admit 28 units \
-         of any length (a bug outside bench/, reported).\n\n\
+         Context tokens are counted with the MiniLM tokenizer without truncation (`Embedder::count_tokens`), \
+         as `RetrievalLanes::count_tokens` does (the shipped `tokenizer.json` truncates and pads to 128 tokens for \
+         the model; both switch that off).\n\n\
          **Where a miss was lost** (a needed unit not in the context): *missing from the index* (not in the snapshot, \
          or a lane was not complete and no list had it), *not retrieved* (in no lane's list), *ranked too low* (in \
          some list but beyond fused rank {}), *cut by the budget* (within the fused top {} but listed as cut).\n",
