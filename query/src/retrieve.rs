@@ -274,7 +274,8 @@ fn is_code_unit(kind: UnitKind) -> bool {
 /// - locality ([`Tier`]): what a method needs is most often on its own class, then in its file;
 /// - usage by neighbours: how many of the class's other methods and the file's other units use
 ///   it (a class's methods work with the same attributes and collaborators);
-/// - an import nothing else in the file uses: the code it was imported for is likely the target;
+/// - an import nothing else in the file uses: the code it was imported for is likely the target,
+///   as likely as a member of its own class;
 /// - word affinity with the target's signature and docstring, words weighted by how rare they
 ///   are among the candidates;
 /// - how much the rest of the repository uses it.
@@ -331,7 +332,7 @@ pub fn graph_lane(snapshot: &Snapshot, target: &Target, lanes: Option<&dyn Lanes
             let score = c.tier.weight()
                 + 0.8 * class_users.ln_1p()
                 + 0.5 * file_users.ln_1p()
-                + if c.unused_import { 1.5 } else { 0.0 }
+                + if c.unused_import { 2.5 } else { 0.0 }
                 + 2.0 * affinity
                 + 0.5 * dense
                 + 0.1 * popularity;
