@@ -311,8 +311,69 @@ pub fn graph_lane(snapshot: &Snapshot, target: &Target, lanes: Option<&dyn Lanes
             }
         }
     }
+    let mut scored: Vec<(f64, String)> = candidate_features(snapshot, target, lanes, &seen)
+        .into_iter()
+        .map(|(id, features)| (features.score(), id))
+        .collect();
+    scored.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal).then_with(|| a.1.cmp(&b.1)));
+    ranked.extend(scored.into_iter().map(|(_, id)| id));
+    ranked.truncate(k.max(1) * 4);
+    ranked
+}
+
+/// What the graph lane knows about one candidate: each value is a feature of the score.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct CandidateFeatures {
+    /// How it is reachable ([`Tier`]), one-hot.
+    pub own_class: f64,
+    pub base_class: f64,
+    pub class_neighbourhood: f64,
+    pub file: f64,
+    pub file_neighbourhood: f64,
+    pub imported_name: f64,
+    pub imported: f64,
+    /// ln(1 + how many of the class's other methods use it).
+    pub class_users: f64,
+    /// ln(1 + how many of the file's other units use it).
+    pub file_users: f64,
+    /// 1 when it is (a member of) an import nothing else in the file uses.
+    pub unused_import: f64,
+    /// Rare-word overlap with the target's signature and docstring.
+    pub word_affinity: f64,
+    /// Dense similarity to the target text, as a z-score over the candidates.
+    pub dense_affinity: f64,
+    /// ln(1 + edges into it from the whole repository).
+    pub popularity: f64,
+}
+
+impl CandidateFeatures {
+    /// The graph lane's score: stated priors, locality first (a member of the target's own
+    /// class, an import only the target can be using), then usage by neighbours, then affinity.
+    pub fn score(&self) -> f64 {
+        3.0 * self.own_class
+            + 3.0 * self.base_class
+            + 2.0 * self.class_neighbourhood
+            + 1.5 * self.file
+            + 0.75 * self.file_neighbourhood
+            + 0.5 * self.imported_name
+            + 0.8 * self.class_users
+            + 0.5 * self.file_users
+            + 2.5 * self.unused_import
+            + 2.0 * self.word_affinity
+            + 0.5 * self.dense_affinity
+            + 0.1 * self.popularity
+    }
+}
+
+/// The candidates the graph lane ranks for `target` (excluding `exclude`) and their features.
+pub fn candidate_features(
+    snapshot: &Snapshot,
+    target: &Target,
+    lanes: Option<&dyn Lanes>,
+    exclude: &FxHashSet<String>,
+) -> Vec<(String, CandidateFeatures)> {
     let usage = NeighbourUsage::of(snapshot, target);
-    let candidates = reachable_candidates(snapshot, target, &usage, &seen);
+    let candidates = reachable_candidates(snapshot, target, &usage, exclude);
     let target_words: FxHashSet<String> = words(lanes, &target.own_text).into_iter().collect();
     let candidate_words: Vec<FxHashSet<String>> = candidates
         .iter()
@@ -320,29 +381,30 @@ pub fn graph_lane(snapshot: &Snapshot, target: &Target, lanes: Option<&dyn Lanes
         .collect();
     let idf = WordRarity::over(&candidate_words);
     let dense = dense_affinity(lanes, &target.text, &candidates);
-    let mut scored: Vec<(f64, &str)> = candidates
-        .iter()
+    candidates
+        .into_iter()
         .zip(&candidate_words)
-        .zip(&dense)
+        .zip(dense)
         .map(|((c, cand_words), dense)| {
-            let affinity = idf.affinity(cand_words, &target_words);
-            let class_users = usage.class_users(&c.id) as f64;
-            let file_users = usage.file_users(&c.id) as f64;
-            let popularity = (1.0 + snapshot.edges_to(&c.id).len() as f64).ln();
-            let score = c.tier.weight()
-                + 0.8 * class_users.ln_1p()
-                + 0.5 * file_users.ln_1p()
-                + if c.unused_import { 2.5 } else { 0.0 }
-                + 2.0 * affinity
-                + 0.5 * dense
-                + 0.1 * popularity;
-            (score, c.id.as_str())
+            let one = |t: Tier| if c.tier == t { 1.0 } else { 0.0 };
+            let features = CandidateFeatures {
+                own_class: one(Tier::Class),
+                base_class: one(Tier::BaseClass),
+                class_neighbourhood: one(Tier::ClassNeighbourhood),
+                file: one(Tier::File),
+                file_neighbourhood: one(Tier::FileNeighbourhood),
+                imported_name: one(Tier::ImportedName),
+                imported: one(Tier::Imported),
+                class_users: (usage.class_users(&c.id) as f64).ln_1p(),
+                file_users: (usage.file_users(&c.id) as f64).ln_1p(),
+                unused_import: if c.unused_import { 1.0 } else { 0.0 },
+                word_affinity: idf.affinity(cand_words, &target_words),
+                dense_affinity: dense,
+                popularity: (1.0 + snapshot.edges_to(&c.id).len() as f64).ln(),
+            };
+            (c.id, features)
         })
-        .collect();
-    scored.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal).then_with(|| a.1.cmp(b.1)));
-    ranked.extend(scored.into_iter().map(|(_, id)| id.to_string()));
-    ranked.truncate(k.max(1) * 4);
-    ranked
+        .collect()
 }
 
 /// Dense affinity of each candidate to the target text, as a z-score over the candidates
@@ -470,6 +532,8 @@ fn words(lanes: Option<&dyn Lanes>, text: &str) -> Vec<String> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Tier {
     Class,
+    /// Members of the target's class's bases.
+    BaseClass,
     /// What the target's class's other methods use (other classes' methods and attributes,
     /// functions of other modules): a class's methods tend to work with the same things.
     ClassNeighbourhood,
@@ -483,20 +547,6 @@ enum Tier {
     Imported,
 }
 
-impl Tier {
-    /// Locality dominates the graph lane's order: what a method needs is most often on its own
-    /// class, then in its own file, then among its file's imports.
-    fn weight(self) -> f64 {
-        match self {
-            Tier::Class => 3.0,
-            Tier::ClassNeighbourhood => 2.0,
-            Tier::File => 1.5,
-            Tier::FileNeighbourhood => 0.75,
-            Tier::ImportedName => 0.5,
-            Tier::Imported => 0.0,
-        }
-    }
-}
 
 /// A unit the target could use, and how it is reachable.
 struct Candidate {
@@ -543,9 +593,10 @@ fn reachable_candidates(
             }
             i += 1;
         }
-        for c in &classes {
+        for (i, c) in classes.iter().enumerate() {
+            let tier = if i == 0 { Tier::Class } else { Tier::BaseClass };
             for m in members(c) {
-                push(&m, Tier::Class, false, &mut out);
+                push(&m, tier, false, &mut out);
             }
         }
         let mut neighbours: Vec<&String> = usage.class_users.keys().collect();

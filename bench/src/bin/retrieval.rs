@@ -24,6 +24,7 @@ use fresco_graph::{Snapshot, UnitKind};
 use fresco_indexer::lanes::{LaneUpdate, RetrievalLanes};
 use fresco_indexer::{FileEvent, Indexer, IndexerOptions};
 use fresco_query::ast::{ContextTarget, Lane, Symbol};
+use rustc_hash::FxHashSet;
 use fresco_query::{Context, Lanes, Limits, retrieve};
 use serde_json::json;
 
@@ -514,7 +515,11 @@ fn evaluate(
         lane_status,
     };
     if let Some(w) = trace {
+        // The graph lane's candidates and their features, for attributing its ranking.
+        let exclude: FxHashSet<String> = std::iter::once(cand.id.clone()).collect();
+        let features = retrieve::candidate_features(snap, &target, Some(lanes_dyn), &exclude);
         let line = json!({
+            "graph_features": features.iter().map(|(id, f)| json!({"id": id, "f": f})).collect::<Vec<_>>(),
             "project": project,
             "task": cand.id,
             "query": query,

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Fits the graph lane's feature weights on some projects of a retrieval trace and checks them
+on the others.
+
+The retrieval benchmark's trace (`retrieval --trace FILE`) records, per task, the graph lane's
+candidates with their features (`graph_features`) and the units the task needed. This script
+fits a logistic model of "needed" on the training projects, then compares, on every project,
+the graph lane ranked by the stated weights (`CandidateFeatures::score` in query/src/retrieve.rs)
+with the fitted ones: Recall@k (mean over tasks) of the candidate ranking.
+
+    python3 fit.py TRACE --train requests-2.32.3,flask-3.0.3,click-8.1.7
+
+numpy only; a measuring tool, not part of fresco.
+"""
+import argparse
+import collections
+import json
+
+import numpy as np
+
+FEATURES = [
+    "own_class", "base_class", "class_neighbourhood", "file", "file_neighbourhood", "imported_name",
+    "imported", "class_users", "file_users", "unused_import", "word_affinity", "dense_affinity", "popularity",
+]
+STATED = {
+    "own_class": 3.0, "base_class": 3.0, "class_neighbourhood": 2.0, "file": 1.5, "file_neighbourhood": 0.75,
+    "imported_name": 0.5, "imported": 0.0, "class_users": 0.8, "file_users": 0.5, "unused_import": 2.5,
+    "word_affinity": 2.0, "dense_affinity": 0.5, "popularity": 0.1,
+}
+KS = [1, 3, 5, 10, 20, 50]
+
+
+def load(path):
+    tasks = []
+    for line in open(path):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut by an interrupted run
+        if "graph_features" not in row:
+            continue
+        ids = [c["id"] for c in row["graph_features"]]
+        x = np.array([[c["f"][f] for f in FEATURES] for c in row["graph_features"]], dtype=float)
+        needed = {n["id"] for n in row["needed"]}
+        y = np.array([1.0 if i in needed else 0.0 for i in ids])
+        tasks.append({"project": row["project"], "ids": ids, "x": x, "y": y, "needed": needed})
+    return tasks
+
+
+def fit(tasks, l2=1.0, steps=3000, lr=0.5):
+    """Logistic regression by gradient descent; each task weighs the same (positives and
+    negatives reweighted per task so big classes do not dominate)."""
+    xs, ys, ws = [], [], []
+    for t in tasks:
+        if len(t["ids"]) == 0 or t["y"].sum() == 0:
+            continue
+        pos = t["y"].sum()
+        neg = len(t["y"]) - pos
+        w = np.where(t["y"] > 0, 0.5 / pos, 0.5 / max(neg, 1))
+        xs.append(t["x"]); ys.append(t["y"]); ws.append(w)
+    x = np.vstack(xs); y = np.concatenate(ys); w = np.concatenate(ws)
+    w = w / w.sum()
+    mu = x.mean(0); sd = x.std(0) + 1e-9
+    z = (x - mu) / sd
+    beta = np.zeros(x.shape[1]); b0 = 0.0
+    for _ in range(steps):
+        p = 1 / (1 + np.exp(-(z @ beta + b0)))
+        g = z.T @ (w * (p - y)) + l2 * beta / len(tasks)
+        beta -= lr * g
+        b0 -= lr * float((w * (p - y)).sum())
+    return beta / sd  # weights on the raw features (the intercept does not change a ranking)
+
+
+def recall(tasks, weights):
+    out = collections.defaultdict(list)
+    for t in tasks:
+        if not t["needed"]:
+            continue
+        order = np.argsort(-(t["x"] @ weights), kind="stable")
+        ranked = [t["ids"][i] for i in order]
+        for k in KS:
+            out[k].append(len(t["needed"] & set(ranked[:k])) / len(t["needed"]))
+    return {k: (sum(v) / len(v) if v else float("nan")) for k, v in out.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("trace")
+    ap.add_argument("--train", required=True, help="comma-separated project names to fit on")
+    args = ap.parse_args()
+    tasks = load(args.trace)
+    train = set(args.train.split(","))
+    fitted = fit([t for t in tasks if t["project"] in train])
+    stated = np.array([STATED[f] for f in FEATURES])
+    # Scale the fitted weights so the largest tier weight reads like the stated ones.
+    print("weights (stated | fitted, scaled so own_class = 3):")
+    scale = 3.0 / fitted[FEATURES.index("own_class")] if fitted[FEATURES.index("own_class")] > 0 else 1.0
+    for f, s, v in zip(FEATURES, stated, fitted):
+        print(f"  {f:20} {s:6.2f} | {v * scale:6.2f}")
+    print()
+    print("graph-lane candidate ranking, Recall@k (mean over tasks):")
+    print("project            set    weights  " + " ".join(f"R@{k:<4}" for k in KS))
+    projects = sorted({t["project"] for t in tasks}, key=lambda p: (p not in train, p))
+    for group in projects + ["held-out", "train"]:
+        if group == "held-out":
+            sel = [t for t in tasks if t["project"] not in train]
+        elif group == "train":
+            sel = [t for t in tasks if t["project"] in train]
+        else:
+            sel = [t for t in tasks if t["project"] == group]
+        if not sel:
+            continue
+        role = "train" if group == "train" or group in train else "test"
+        for name, w in (("stated", stated), ("fitted", fitted)):
+            r = recall(sel, w)
+            print(f"{group:18} {role:6} {name:8} " + " ".join(f"{r[k]:.3f}" for k in KS))
+
+
+if __name__ == "__main__":
+    main()
