@@ -46,7 +46,7 @@ pub fn lower(text: &str) -> FileSyntax {
     };
     let root = tree.root_node();
     let mut lowerer = Lowerer {
-        src: text.as_bytes(),
+        src: text,
         line_starts,
         scopes: vec![ScopeB::new(ScopeKind::Module, None, None)],
         defs: Vec::new(),
@@ -183,7 +183,9 @@ fn line(node: Node) -> u32 {
 }
 
 struct Lowerer<'a> {
-    src: &'a [u8],
+    /// The file's text. Node byte ranges fall on character boundaries (tree-sitter lexes UTF-8
+    /// by code point), so slicing it with `get` is an O(1) check, not a UTF-8 validation.
+    src: &'a str,
     line_starts: Vec<u32>,
     scopes: Vec<ScopeB>,
     defs: Vec<Def>,
@@ -198,7 +200,7 @@ struct Lowerer<'a> {
 
 impl<'a> Lowerer<'a> {
     fn text(&self, node: Node) -> &'a str {
-        std::str::from_utf8(&self.src[node.start_byte()..node.end_byte()]).unwrap_or("")
+        self.src.get(node.start_byte()..node.end_byte()).unwrap_or("")
     }
 
     fn scope(&mut self, id: ScopeId) -> &mut ScopeB {
@@ -259,7 +261,7 @@ impl<'a> Lowerer<'a> {
             let prev = row - 1;
             let start = self.line_starts[prev] as usize;
             let end = self.line_starts.get(prev + 1).map(|&e| e as usize).unwrap_or(self.src.len());
-            let line = std::str::from_utf8(&self.src[start..end]).unwrap_or("");
+            let line = self.src.get(start..end).unwrap_or("");
             let trimmed = line.trim_start();
             let this_indent = line.len() - trimmed.len();
             if trimmed.starts_with('#') && this_indent == indent {
@@ -598,7 +600,7 @@ impl<'a> Lowerer<'a> {
     /// The byte range of a def's header: from the decorators to the colon, both trimmed.
     fn header_range(&self, outer: Node, body: Option<Node>) -> (u32, u32) {
         let end = body.map(|b| b.start_byte()).unwrap_or(outer.end_byte());
-        let raw = std::str::from_utf8(&self.src[outer.start_byte()..end]).unwrap_or("");
+        let raw = self.src.get(outer.start_byte()..end).unwrap_or("");
         let trimmed = raw.trim_end();
         let header = trimmed.strip_suffix(':').unwrap_or(trimmed).trim_end();
         (outer.start_byte() as u32, (outer.start_byte() + header.len()) as u32)

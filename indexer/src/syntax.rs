@@ -34,8 +34,11 @@ impl Name {
 
     pub fn as_str(&self) -> &str {
         match &self.0 {
-            // Only ever filled from a `&str` prefix of exactly `len` bytes.
-            NameRepr::Inline(len, buf) => std::str::from_utf8(&buf[..*len as usize]).unwrap_or(""),
+            // Resolution compares names constantly: validating UTF-8 on every look was 3 % of a
+            // cold index.
+            // SAFETY: `Inline` is only built by `Name::new`, from all `len` bytes of a `&str`
+            // (the variant is private to this module), so `buf[..len]` is valid UTF-8.
+            NameRepr::Inline(len, buf) => unsafe { std::str::from_utf8_unchecked(&buf[..*len as usize]) },
             NameRepr::Heap(s) => s,
         }
     }

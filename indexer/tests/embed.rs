@@ -184,6 +184,23 @@ fn index_of_60k_answers_in_milliseconds() {
 }
 
 #[test]
+fn similarities_of_a_candidate_set_agree_with_cosine() {
+    let index = VectorIndex::build((0..200).map(|i| (format!("m.f{i}"), unit_vector(i))));
+    let q = unit_vector(7);
+    let sims = index.similarities(&q, &["m.f7", "m.f150", "not.there", "m.f3"]);
+    assert_eq!(sims.len(), 4);
+    assert!(sims[2].is_none(), "an id without a vector has no similarity");
+    for (slot, i) in [(0, 7), (1, 150), (3, 3)] {
+        let got = sims[slot].unwrap();
+        let exact = cosine(&q, &unit_vector(i));
+        assert!((got - exact).abs() < 0.02, "m.f{i}: {got} against {exact}");
+    }
+    // Consistent with top-k search: the best of the set is the best overall.
+    assert_eq!(index.search(&q, 1)[0].0, "m.f7");
+    assert!(index.similarities(&q, &[]).is_empty());
+}
+
+#[test]
 fn store_round_trip() {
     let dir = tempfile::tempdir().unwrap();
     let a = unit_vector(1);
