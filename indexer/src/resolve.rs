@@ -811,6 +811,15 @@ impl<'a> Resolver<'a> {
             Expr::Literal(t) => vec![Value::ExternalInstance(Arc::from(format!("builtins.{t}").as_str()))],
             Expr::SelfRef => self_class.map(|c| vec![Value::Instance(c.clone())]).unwrap_or_default(),
             Expr::ClsRef => self_class.map(|c| vec![Value::Class(c.clone())]).unwrap_or_default(),
+            Expr::Instance(ty) => instances(self.eval_closed(ty, module, self_class, depth + 1)),
+            Expr::Declared(ty, value) => {
+                let promised = self.eval_closed(ty, module, self_class, depth + 1);
+                if names_repo_class(&promised) {
+                    promised
+                } else {
+                    self.eval_closed(value, module, self_class, depth + 1)
+                }
+            }
             Expr::Lambda(_) | Expr::Unknown => Vec::new(),
         };
         self.deref(raw, depth)
@@ -858,6 +867,21 @@ impl<'a> Resolver<'a> {
                 }
                 out
             }
+            Expr::Declared(ty, value) => {
+                let promised = self.elements_closed(ty, module, self_class, depth + 1);
+                if names_repo_class(&promised) {
+                    promised
+                } else {
+                    self.elements_closed(value, module, self_class, depth + 1)
+                }
+            }
+            Expr::Union(items) => {
+                let mut out = Vec::new();
+                for e in items {
+                    extend(&mut out, self.elements_closed(e, module, self_class, depth + 1));
+                }
+                out
+            }
             _ => Vec::new(),
         }
     }
@@ -893,6 +917,12 @@ impl<'a> Resolver<'a> {
         }
         for r in &f.returns {
             extend(&mut out, self.elements_closed(r, &t.module, owner.as_ref(), depth + 1));
+        }
+        if let Some(annotation) = &f.annotation {
+            if !names_repo_value(&out) {
+                let promised = self.elements_closed(annotation, &t.module, owner.as_ref(), depth + 1);
+                prefer_promised(&mut out, promised);
+            }
         }
         out
     }
@@ -941,6 +971,14 @@ impl<'a> Resolver<'a> {
                 let mut out = Vec::new();
                 for r in &f.returns {
                     extend(&mut out, self.eval_closed(r, &t.module, owner.as_ref(), depth + 1));
+                }
+                // The inferred values win when they say something about the code; the return
+                // annotation fills in when they do not (`return unknown_ext()`, `return None`).
+                if let Some(annotation) = &f.annotation {
+                    if !names_repo_value(&out) {
+                        let promised = self.eval_closed(annotation, &t.module, owner.as_ref(), depth + 1);
+                        prefer_promised(&mut out, promised);
+                    }
                 }
                 out
             }
@@ -1141,17 +1179,7 @@ impl<'a> Resolver<'a> {
             extend(&mut values, self.eval_local(default, parent, depth + 1));
         }
         if let Some(annotation) = &param.annotation {
-            for v in self.eval_local(annotation, scope, depth + 1) {
-                match v {
-                    Value::Class(t) => push(&mut values, Value::Instance(t)),
-                    Value::External(x) => {
-                        if let Some(i) = builtin_class_instance(&x) {
-                            push(&mut values, i);
-                        }
-                    }
-                    _ => {}
-                }
-            }
+            extend(&mut values, self.eval_local(annotation, scope, depth + 1));
         }
         if let Some(flows) = self.param_flow.get(&(scope, index)) {
             for (caller_scope, arg) in flows {
@@ -1232,6 +1260,15 @@ impl<'a> Resolver<'a> {
                 out
             }
             Expr::Literal(t) => vec![Value::ExternalInstance(Arc::from(format!("builtins.{t}").as_str()))],
+            Expr::Instance(ty) => instances(self.eval_local(ty, scope, depth + 1)),
+            Expr::Declared(ty, value) => {
+                let promised = self.eval_local(ty, scope, depth + 1);
+                if names_repo_class(&promised) {
+                    promised
+                } else {
+                    self.eval_site(value, scope, hits.as_deref_mut(), depth + 1)
+                }
+            }
             Expr::SelfRef | Expr::ClsRef | Expr::DefPath(_) | Expr::Unknown => Vec::new(),
         };
         if let Some(h) = hits {
@@ -1341,6 +1378,11 @@ impl<'a> Resolver<'a> {
                     match &self.syntax.scope(s).bindings[i].1 {
                         Binding::Value(e) => extend(&mut out, self.elements_local(e, s, depth + 1)),
                         Binding::Param(p) => {
+                            let annotation =
+                                self.syntax.scope(s).params.get(*p as usize).and_then(|p| p.annotation.as_ref());
+                            if let Some(annotation) = annotation {
+                                extend(&mut out, self.elements_local(annotation, s, depth + 1));
+                            }
                             if let Some(flows) = self.param_flow.get(&(s, *p)) {
                                 for (caller, arg) in flows {
                                     extend(&mut out, self.elements_local(arg, *caller, depth + 1));
@@ -1398,6 +1440,10 @@ impl<'a> Resolver<'a> {
                     extend(&mut out, self.elements_local(e, scope, depth + 1));
                 }
                 out
+            }
+            Expr::Declared(ty, value) => {
+                let promised = self.elements_local(ty, scope, depth + 1);
+                if names_repo_class(&promised) { promised } else { self.elements_local(value, scope, depth + 1) }
             }
             _ => Vec::new(),
         }
@@ -1791,6 +1837,40 @@ impl<'a> Resolver<'a> {
             add(edges, unit, p.id(), EdgeKind::Calls, Some(line));
         }
     }
+}
+
+/// What an annotation promises, given the values its names evaluate to: instances of the classes
+/// among them (of the repository, builtin or external); functions, modules and the like promise
+/// nothing. Classes the annotation already states as such (`Type[X]`) stay classes.
+fn instances(values: Vec<Value>) -> Vec<Value> {
+    values
+        .into_iter()
+        .filter_map(|v| match v {
+            Value::Class(t) => Some(Value::Instance(t)),
+            Value::External(x) => external_call_result(&x).filter(|i| matches!(i, Value::ExternalInstance(_))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether an evaluated annotation names a class of the repository.
+fn names_repo_class(values: &[Value]) -> bool {
+    values.iter().any(|v| matches!(v, Value::Instance(_) | Value::Class(_)))
+}
+
+/// Whether inferred values say anything about the repository's code (not just external objects).
+fn names_repo_value(values: &[Value]) -> bool {
+    values.iter().any(|v| !matches!(v, Value::External(_) | Value::ExternalInstance(_)))
+}
+
+/// Adds what an annotation promises to inferred values that say nothing about the repository: a
+/// promise of a repository class replaces them (they are proxies, casts, `None`), other promises
+/// join them.
+fn prefer_promised(out: &mut Vec<Value>, promised: Vec<Value>) {
+    if names_repo_class(&promised) {
+        out.clear();
+    }
+    extend(out, promised);
 }
 
 fn def_value(module: &str, path: &str, kind: DefKind) -> Value {
