@@ -722,6 +722,18 @@ impl<'a> Lowerer<'a> {
                         }
                     }
                     "comment" => {}
+                    "subscript" if arg.child_by_field_name("value").is_some() => {
+                        // `Base[str]`: a generic base; the class inherits from `Base`.
+                        let mut cursor = arg.walk();
+                        let subs: Vec<Node> = arg.children_by_field_name("subscript", &mut cursor).collect();
+                        for sub in subs {
+                            self.expr(sub, scope);
+                        }
+                        if let Some(value) = arg.child_by_field_name("value") {
+                            let base = self.chain_or_value(value, scope);
+                            self.scope(inner).bases.push((base, line(arg)));
+                        }
+                    }
                     _ => {
                         let base = self.chain_or_value(arg, scope);
                         self.scope(inner).bases.push((base, line(arg)));
