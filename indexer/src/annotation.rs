@@ -10,7 +10,8 @@
 //!   become a literal container of their element types, so iterating them yields X;
 //! - wrappers whose value is their argument (`Annotated`, `ClassVar`, `Final`, `Awaitable`,
 //!   `ContextManager`, ...) become their argument; `Type[X]` is the class X itself;
-//! - anything else (`Any`, `Callable[...]`, `Literal[...]`, type variables used as generics'
+//! - `Callable[..., R]` becomes [`Expr::Returning`] R (read only for decorated names);
+//! - anything else (`Any`, `Literal[...]`, type variables used as generics'
 //!   arguments aside) promises nothing that resolution can use and is `Unknown` where it cannot
 //!   name a class.
 //!
@@ -167,7 +168,6 @@ fn chain(name: &str) -> Expr {
 /// Typing constructs that say nothing resolution can use.
 const OPAQUE: &[&str] = &[
     "Any",
-    "Callable",
     "Literal",
     "LiteralString",
     "TypeVar",
@@ -235,6 +235,10 @@ fn instance_of(ty: &Ty, depth: u32) -> Expr {
             let first = || args.first().map(|a| instance_of(a, depth + 1)).unwrap_or(Expr::Unknown);
             match last {
                 "Optional" | "Union" => simplify_union(args.iter().map(|t| instance_of(t, depth + 1)).collect()),
+                "Callable" => match args.get(1).map(|r| instance_of(r, depth + 1)) {
+                    Some(Expr::Unknown) | None => Expr::Unknown,
+                    Some(r) => Expr::Returning(Box::new(r)),
+                },
                 "Type" | "type" => args.first().map(|a| class_of(a, depth + 1)).unwrap_or(Expr::Unknown),
                 _ if TRANSPARENT.contains(&last) => first(),
                 _ if AWAITABLE.contains(&last) => {
@@ -310,7 +314,8 @@ mod tests {
         assert_eq!(type_expr("Generator[X, None, None]"), list(inst("X")));
         assert_eq!(type_expr("Dict[str, X]"), Expr::Container(ContainerKind::Dict, vec![]));
         assert_eq!(type_expr("Type[X]"), chain("X"));
-        assert_eq!(type_expr("Callable[[X], Y]"), Expr::Unknown);
+        assert_eq!(type_expr("Callable[[X], Y]"), Expr::Returning(Box::new(inst("Y"))));
+        assert_eq!(type_expr("Callable[..., Any]"), Expr::Unknown);
         assert_eq!(type_expr("Literal['a', 'b']"), Expr::Unknown);
         assert_eq!(type_expr("Base[str]"), inst("Base"));
         assert_eq!(type_expr("ContextManager[X]"), inst("X"));

@@ -820,7 +820,7 @@ impl<'a> Resolver<'a> {
                     self.eval_closed(value, module, self_class, depth + 1)
                 }
             }
-            Expr::Lambda(_) | Expr::Unknown => Vec::new(),
+            Expr::Lambda(_) | Expr::Returning(_) | Expr::Unknown => Vec::new(),
         };
         self.deref(raw, depth)
     }
@@ -946,8 +946,90 @@ impl<'a> Resolver<'a> {
             Value::Class(t) => self.class_attr(t, attr, None, depth + 1),
             Value::Instance(t) => self.class_attr(t, attr, None, depth + 1),
             Value::Super(written_in, self_class) => self.class_attr(self_class, attr, Some(written_in), depth + 1),
+            // A function has no attributes of its own here: `cli.command` on `@click.group()
+            // def cli()` is an attribute of what the decorator made of it.
+            Value::Function(t) => {
+                let mut out = Vec::new();
+                for v in self.decorated_result(t, depth + 1) {
+                    if let Value::Instance(c) = v {
+                        extend(&mut out, self.class_attr(&c, attr, None, depth + 1));
+                    }
+                }
+                out
+            }
             Value::External(x) | Value::ExternalInstance(x) => {
                 vec![Value::External(Arc::from(format!("{x}.{attr}").as_str()))]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// What the outermost decorator of function `t` makes of it, as far as it is an instance of a
+    /// class of the code: the decorator is a class (`@C`), a function returning instances (by
+    /// its returned values or its annotation), or a call whose result is such a function
+    /// (`@d(...)` with `d` annotated `-> Callable[..., C]`, or returning such a function).
+    fn decorated_result(&self, t: &Target, depth: u32) -> Vec<Value> {
+        if self.too_deep(depth) {
+            return Vec::new();
+        }
+        let Some(summary) = self.summary_for(&t.module, &t.path) else {
+            return Vec::new();
+        };
+        let Some(decorator) = summary.function(&t.path).and_then(|f| f.decorator.clone()) else {
+            return Vec::new();
+        };
+        // Decorators are closed over the scope the `def` is in: no `self` to bind.
+        let mut out = Vec::new();
+        if let Expr::Call(callee) = &decorator {
+            for d in self.eval_closed(callee, &t.module, None, depth + 1) {
+                if let Value::Function(g) = &d {
+                    extend(&mut out, self.promised_by_callable(g, depth + 1));
+                }
+            }
+        }
+        if out.is_empty() {
+            for d in self.eval_closed(&decorator, &t.module, None, depth + 1) {
+                extend(&mut out, self.applied(&d, depth + 1));
+            }
+        }
+        out.retain(|v| matches!(v, Value::Instance(_)));
+        out
+    }
+
+    /// What calling `g`'s result gives, by `g`'s return annotation `Callable[..., R]`.
+    fn promised_by_callable(&self, g: &Target, depth: u32) -> Vec<Value> {
+        let Some(summary) = self.summary_for(&g.module, &g.path) else {
+            return Vec::new();
+        };
+        let Some(annotation) = summary.function(&g.path).and_then(|f| f.annotation.clone()) else {
+            return Vec::new();
+        };
+        let mut returning = Vec::new();
+        collect_returning(&annotation, &mut returning);
+        let owner = g.owner();
+        let mut out = Vec::new();
+        for r in returning {
+            extend(&mut out, self.eval_closed(r, &g.module, owner.as_ref(), depth + 1));
+        }
+        out
+    }
+
+    /// Applying decorator value `d` to a function: an instance of a decorator class, or what a
+    /// decorator function returns (its returned instances, else its annotation's).
+    fn applied(&self, d: &Value, depth: u32) -> Vec<Value> {
+        match d {
+            Value::Class(c) => vec![Value::Instance(c.clone())],
+            Value::Function(g) => {
+                let mut out: Vec<Value> =
+                    self.call_result(d, depth + 1).into_iter().filter(|v| matches!(v, Value::Instance(_))).collect();
+                if out.is_empty() {
+                    if let Some(annotation) =
+                        self.summary_for(&g.module, &g.path).and_then(|s| s.function(&g.path)?.annotation.clone())
+                    {
+                        out = self.eval_closed(&annotation, &g.module, g.owner().as_ref(), depth + 1);
+                    }
+                }
+                out
             }
             _ => Vec::new(),
         }
@@ -1269,7 +1351,7 @@ impl<'a> Resolver<'a> {
                     self.eval_site(value, scope, hits.as_deref_mut(), depth + 1)
                 }
             }
-            Expr::SelfRef | Expr::ClsRef | Expr::DefPath(_) | Expr::Unknown => Vec::new(),
+            Expr::SelfRef | Expr::ClsRef | Expr::DefPath(_) | Expr::Returning(_) | Expr::Unknown => Vec::new(),
         };
         if let Some(h) = hits {
             for v in &raw {
@@ -1871,6 +1953,19 @@ fn prefer_promised(out: &mut Vec<Value>, promised: Vec<Value>) {
         out.clear();
     }
     extend(out, promised);
+}
+
+/// The `R`s of the `Callable[..., R]` parts of an annotation (through unions).
+fn collect_returning<'e>(annotation: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match annotation {
+        Expr::Returning(r) => out.push(r),
+        Expr::Union(items) => {
+            for e in items {
+                collect_returning(e, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn def_value(module: &str, path: &str, kind: DefKind) -> Value {

@@ -63,6 +63,9 @@ pub struct FunctionSummary {
     /// the returned values are not known.
     pub annotation: Option<Expr>,
     pub yields: Vec<Expr>,
+    /// The outermost decorator (closed in the scope the `def` is written in): attributes of the
+    /// decorated name that a function does not have are looked up on what it returns.
+    pub decorator: Option<Expr>,
     pub flags: MethodFlags,
 }
 
@@ -181,6 +184,10 @@ impl Summariser<'_> {
             Expr::Instance(ty) => match self.close(ty, scope, depth) {
                 Expr::Unknown => Expr::Unknown,
                 t => Expr::Instance(Box::new(t)),
+            },
+            Expr::Returning(ty) => match self.close(ty, scope, depth) {
+                Expr::Unknown => Expr::Unknown,
+                t => Expr::Returning(Box::new(t)),
             },
             Expr::Declared(ty, value) => match (self.close(ty, scope, depth), self.close(value, scope, depth)) {
                 (Expr::Unknown, v) => v,
@@ -383,6 +390,11 @@ pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<Mod
                             .as_ref()
                             .map(|t| s.close(t, sc.parent.unwrap_or(0), 0))
                             .filter(|t| *t != Expr::Unknown),
+                        decorator: def
+                            .decorators
+                            .first()
+                            .map(|d| s.close(d, sc.parent.unwrap_or(0), 0))
+                            .filter(|d| *d != Expr::Unknown),
                         flags: method_flags(&def.decorators),
                     },
                 ));

@@ -248,6 +248,9 @@ pub enum Expr {
     /// `x: T = value`: instances of T when T names a class of the repository (the value may be a
     /// proxy or come from outside), else whatever the value is.
     Declared(Box<Expr>, Box<Expr>),
+    /// `Callable[..., R]` in an annotation: something whose calls give R. It is no value by
+    /// itself; what a decorator's annotation promises for the decorated name is read from it.
+    Returning(Box<Expr>),
     Unknown,
 }
 
