@@ -1191,7 +1191,7 @@ impl<'a> Resolver<'a> {
             }
             Binding::Unpack(e, i) => self.element_at(e, *i, scope, depth + 1),
             Binding::Iter(e) => self.elements_local(e, scope, depth + 1),
-            Binding::Enter(e) => self.eval_local(e, scope, depth + 1),
+            Binding::Enter(e) => self.entered(e, scope, depth + 1),
             Binding::Exception(e) => self
                 .eval_local(e, scope, depth + 1)
                 .into_iter()
@@ -1219,6 +1219,29 @@ impl<'a> Resolver<'a> {
             }
             Binding::Param(i) => self.param_values(scope, *i, depth + 1),
         }
+    }
+
+    /// `with expr as x`: x is what `expr` evaluates to, except for calls of generator context
+    /// managers (`@contextmanager def f() -> Iterator[X]: yield ...`), where it is what they yield.
+    fn entered(&self, expr: &Expr, scope: ScopeId, depth: u32) -> Vec<Value> {
+        let Expr::Call(callee) = expr else {
+            return self.eval_local(expr, scope, depth + 1);
+        };
+        let mut out = Vec::new();
+        for c in self.eval_local(callee, scope, depth + 1) {
+            if let Value::Function(t) = &c {
+                let is_context_manager = self
+                    .summary_for(&t.module, &t.path)
+                    .and_then(|s| s.function(&t.path).and_then(|f| f.decorator.clone()))
+                    .is_some_and(|d| is_contextmanager_decorator(&d));
+                if is_context_manager {
+                    extend(&mut out, self.call_elements(&c, depth + 1));
+                    continue;
+                }
+            }
+            extend(&mut out, self.call_result(&c, depth + 1));
+        }
+        out
     }
 
     fn param_values(&self, scope: ScopeId, index: u32, depth: u32) -> Vec<Value> {
@@ -1953,6 +1976,15 @@ fn prefer_promised(out: &mut Vec<Value>, promised: Vec<Value>) {
         out.clear();
     }
     extend(out, promised);
+}
+
+/// `@contextmanager` / `@contextlib.asynccontextmanager` (by name: the decorator only decides
+/// whether `with` binds what the generator yields, which must still resolve).
+fn is_contextmanager_decorator(decorator: &Expr) -> bool {
+    match decorator {
+        Expr::Name(n) | Expr::Attr(_, n) => n == "contextmanager" || n == "asynccontextmanager",
+        _ => false,
+    }
 }
 
 /// The `R`s of the `Callable[..., R]` parts of an annotation (through unions).
