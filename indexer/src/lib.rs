@@ -1,6 +1,7 @@
 //! fresco's indexer: turns Python files into graph versions.
 //!
 //! - [`lower`]: the tree-sitter frontend (file text to [`syntax::FileSyntax`]).
+//! - [`annotation`]: type annotations as the instances they promise.
 //! - [`summary`]: the per-file interface other files see (the ItemTree analogue).
 //! - [`modules`]: which dotted name each file is imported as.
 //! - [`resolve`]: name resolution, producing a file's units, edges and unresolved sites.
@@ -8,6 +9,7 @@
 //! - [`walk`]: finding and reading files.
 //! - [`indexer`]: the single writer that applies file changes and publishes versions.
 
+pub mod annotation;
 pub mod db;
 pub mod embed;
 pub mod indexer;
@@ -29,6 +31,7 @@ pub use walk::{WalkIssue, WalkOptions};
 /// code is rebuilt rather than served, so a new fresco never answers from an old analysis.
 pub const ANALYSIS_FINGERPRINT: u64 = xxhash_rust::const_xxh3::xxh3_64(
     concat!(
+        include_str!("annotation.rs"),
         include_str!("lower.rs"),
         include_str!("syntax.rs"),
         include_str!("summary.rs"),

@@ -304,6 +304,7 @@ impl<'a> Lowerer<'a> {
             header,
             docstring,
             decorators: decorators.into_boxed_slice(),
+            return_type: None,
             conditional: self.conditional_depth > 0,
         });
         (self.defs.len() - 1) as DefId
@@ -627,7 +628,10 @@ impl<'a> Lowerer<'a> {
             self.parameters(params, scope, inner);
         }
         if let Some(ret) = node.child_by_field_name("return_type") {
-            self.annotation(ret, inner);
+            let ty = self.annotation(ret, inner);
+            if ty != Expr::Unknown {
+                self.defs[def as usize].return_type = Some(ty);
+            }
         }
         if let Some(body) = body {
             self.body(body, inner);
@@ -670,22 +674,30 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    /// Lowers a type annotation: every class it names is read by `scope`.
+    /// Lowers a type annotation: every class it names is read by `scope`; the result is what
+    /// the annotation promises (see [`crate::annotation`]).
     fn annotation(&mut self, node: Node, scope: ScopeId) -> Expr {
+        self.annotation_reads(node, scope);
+        crate::annotation::type_expr(self.text(node))
+    }
+
+    fn annotation_reads(&mut self, node: Node, scope: ScopeId) {
         match node.kind() {
-            "type" => match node.named_child(0) {
-                Some(inner) => self.annotation(inner, scope),
-                None => Expr::Unknown,
-            },
-            "identifier" | "attribute" => self.expr(node, scope),
-            "string" => Expr::Unknown,
+            "type" => {
+                if let Some(inner) = node.named_child(0) {
+                    self.annotation_reads(inner, scope);
+                }
+            }
+            "identifier" | "attribute" => {
+                self.expr(node, scope);
+            }
+            "string" => {}
             _ => {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 for child in children {
-                    self.annotation(child, scope);
+                    self.annotation_reads(child, scope);
                 }
-                Expr::Unknown
             }
         }
     }
@@ -712,6 +724,18 @@ impl<'a> Lowerer<'a> {
                         }
                     }
                     "comment" => {}
+                    "subscript" if arg.child_by_field_name("value").is_some() => {
+                        // `Base[str]`: a generic base; the class inherits from `Base`.
+                        let mut cursor = arg.walk();
+                        let subs: Vec<Node> = arg.children_by_field_name("subscript", &mut cursor).collect();
+                        for sub in subs {
+                            self.expr(sub, scope);
+                        }
+                        if let Some(value) = arg.child_by_field_name("value") {
+                            let base = self.chain_or_value(value, scope);
+                            self.scope(inner).bases.push((base, line(arg)));
+                        }
+                    }
                     _ => {
                         let base = self.chain_or_value(arg, scope);
                         self.scope(inner).bases.push((base, line(arg)));
@@ -768,6 +792,7 @@ impl<'a> Lowerer<'a> {
                     header: None,
                     docstring: None,
                     decorators: Box::default(),
+                    return_type: None,
                     conditional: false,
                 });
                 let id = (self.defs.len() - 1) as DefId;
@@ -806,15 +831,21 @@ impl<'a> Lowerer<'a> {
             Some(right) => self.expr(right, scope),
             None => Expr::Unknown,
         };
-        if let Some(t) = node.child_by_field_name("type") {
-            self.annotation(t, scope);
-        }
+        let declared = match node.child_by_field_name("type") {
+            Some(t) => self.annotation(t, scope),
+            None => Expr::Unknown,
+        };
         if let Some(left) = node.child_by_field_name("left") {
             if scope == 0 && self.text(left) == "__all__" {
                 self.dunder_all = Some(string_list(self, node.child_by_field_name("right")));
             }
             let annotated_only = node.child_by_field_name("right").is_none();
-            let binding = if annotated_only { Binding::Value(Expr::Unknown) } else { Binding::Value(value.clone()) };
+            let assigned = if annotated_only { Expr::Unknown } else { value.clone() };
+            let binding = if declared == Expr::Unknown {
+                Binding::Value(assigned)
+            } else {
+                Binding::Value(Expr::Declared(Box::new(declared), Box::new(assigned)))
+            };
             self.bind_target(left, binding, scope, Some(stmt));
         }
         value

@@ -811,7 +811,16 @@ impl<'a> Resolver<'a> {
             Expr::Literal(t) => vec![Value::ExternalInstance(Arc::from(format!("builtins.{t}").as_str()))],
             Expr::SelfRef => self_class.map(|c| vec![Value::Instance(c.clone())]).unwrap_or_default(),
             Expr::ClsRef => self_class.map(|c| vec![Value::Class(c.clone())]).unwrap_or_default(),
-            Expr::Lambda(_) | Expr::Unknown => Vec::new(),
+            Expr::Instance(ty) => instances(self.eval_closed(ty, module, self_class, depth + 1)),
+            Expr::Declared(ty, value) => {
+                let promised = self.eval_closed(ty, module, self_class, depth + 1);
+                if names_repo_class(&promised) {
+                    promised
+                } else {
+                    self.eval_closed(value, module, self_class, depth + 1)
+                }
+            }
+            Expr::Lambda(_) | Expr::Returning(_) | Expr::Unknown => Vec::new(),
         };
         self.deref(raw, depth)
     }
@@ -858,6 +867,21 @@ impl<'a> Resolver<'a> {
                 }
                 out
             }
+            Expr::Declared(ty, value) => {
+                let promised = self.elements_closed(ty, module, self_class, depth + 1);
+                if names_repo_class(&promised) {
+                    promised
+                } else {
+                    self.elements_closed(value, module, self_class, depth + 1)
+                }
+            }
+            Expr::Union(items) => {
+                let mut out = Vec::new();
+                for e in items {
+                    extend(&mut out, self.elements_closed(e, module, self_class, depth + 1));
+                }
+                out
+            }
             _ => Vec::new(),
         }
     }
@@ -894,6 +918,12 @@ impl<'a> Resolver<'a> {
         for r in &f.returns {
             extend(&mut out, self.elements_closed(r, &t.module, owner.as_ref(), depth + 1));
         }
+        if let Some(annotation) = &f.annotation {
+            if !names_repo_value(&out) {
+                let promised = self.elements_closed(annotation, &t.module, owner.as_ref(), depth + 1);
+                prefer_promised(&mut out, promised);
+            }
+        }
         out
     }
 
@@ -916,8 +946,90 @@ impl<'a> Resolver<'a> {
             Value::Class(t) => self.class_attr(t, attr, None, depth + 1),
             Value::Instance(t) => self.class_attr(t, attr, None, depth + 1),
             Value::Super(written_in, self_class) => self.class_attr(self_class, attr, Some(written_in), depth + 1),
+            // A function has no attributes of its own here: `cli.command` on `@click.group()
+            // def cli()` is an attribute of what the decorator made of it.
+            Value::Function(t) => {
+                let mut out = Vec::new();
+                for v in self.decorated_result(t, depth + 1) {
+                    if let Value::Instance(c) = v {
+                        extend(&mut out, self.class_attr(&c, attr, None, depth + 1));
+                    }
+                }
+                out
+            }
             Value::External(x) | Value::ExternalInstance(x) => {
                 vec![Value::External(Arc::from(format!("{x}.{attr}").as_str()))]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// What the outermost decorator of function `t` makes of it, as far as it is an instance of a
+    /// class of the code: the decorator is a class (`@C`), a function returning instances (by
+    /// its returned values or its annotation), or a call whose result is such a function
+    /// (`@d(...)` with `d` annotated `-> Callable[..., C]`, or returning such a function).
+    fn decorated_result(&self, t: &Target, depth: u32) -> Vec<Value> {
+        if self.too_deep(depth) {
+            return Vec::new();
+        }
+        let Some(summary) = self.summary_for(&t.module, &t.path) else {
+            return Vec::new();
+        };
+        let Some(decorator) = summary.function(&t.path).and_then(|f| f.decorator.clone()) else {
+            return Vec::new();
+        };
+        // Decorators are closed over the scope the `def` is in: no `self` to bind.
+        let mut out = Vec::new();
+        if let Expr::Call(callee) = &decorator {
+            for d in self.eval_closed(callee, &t.module, None, depth + 1) {
+                if let Value::Function(g) = &d {
+                    extend(&mut out, self.promised_by_callable(g, depth + 1));
+                }
+            }
+        }
+        if out.is_empty() {
+            for d in self.eval_closed(&decorator, &t.module, None, depth + 1) {
+                extend(&mut out, self.applied(&d, depth + 1));
+            }
+        }
+        out.retain(|v| matches!(v, Value::Instance(_)));
+        out
+    }
+
+    /// What calling `g`'s result gives, by `g`'s return annotation `Callable[..., R]`.
+    fn promised_by_callable(&self, g: &Target, depth: u32) -> Vec<Value> {
+        let Some(summary) = self.summary_for(&g.module, &g.path) else {
+            return Vec::new();
+        };
+        let Some(annotation) = summary.function(&g.path).and_then(|f| f.annotation.clone()) else {
+            return Vec::new();
+        };
+        let mut returning = Vec::new();
+        collect_returning(&annotation, &mut returning);
+        let owner = g.owner();
+        let mut out = Vec::new();
+        for r in returning {
+            extend(&mut out, self.eval_closed(r, &g.module, owner.as_ref(), depth + 1));
+        }
+        out
+    }
+
+    /// Applying decorator value `d` to a function: an instance of a decorator class, or what a
+    /// decorator function returns (its returned instances, else its annotation's).
+    fn applied(&self, d: &Value, depth: u32) -> Vec<Value> {
+        match d {
+            Value::Class(c) => vec![Value::Instance(c.clone())],
+            Value::Function(g) => {
+                let mut out: Vec<Value> =
+                    self.call_result(d, depth + 1).into_iter().filter(|v| matches!(v, Value::Instance(_))).collect();
+                if out.is_empty() {
+                    if let Some(annotation) =
+                        self.summary_for(&g.module, &g.path).and_then(|s| s.function(&g.path)?.annotation.clone())
+                    {
+                        out = self.eval_closed(&annotation, &g.module, g.owner().as_ref(), depth + 1);
+                    }
+                }
+                out
             }
             _ => Vec::new(),
         }
@@ -941,6 +1053,14 @@ impl<'a> Resolver<'a> {
                 let mut out = Vec::new();
                 for r in &f.returns {
                     extend(&mut out, self.eval_closed(r, &t.module, owner.as_ref(), depth + 1));
+                }
+                // The inferred values win when they say something about the code; the return
+                // annotation fills in when they do not (`return unknown_ext()`, `return None`).
+                if let Some(annotation) = &f.annotation {
+                    if !names_repo_value(&out) {
+                        let promised = self.eval_closed(annotation, &t.module, owner.as_ref(), depth + 1);
+                        prefer_promised(&mut out, promised);
+                    }
                 }
                 out
             }
@@ -1071,7 +1191,7 @@ impl<'a> Resolver<'a> {
             }
             Binding::Unpack(e, i) => self.element_at(e, *i, scope, depth + 1),
             Binding::Iter(e) => self.elements_local(e, scope, depth + 1),
-            Binding::Enter(e) => self.eval_local(e, scope, depth + 1),
+            Binding::Enter(e) => self.entered(e, scope, depth + 1),
             Binding::Exception(e) => self
                 .eval_local(e, scope, depth + 1)
                 .into_iter()
@@ -1099,6 +1219,29 @@ impl<'a> Resolver<'a> {
             }
             Binding::Param(i) => self.param_values(scope, *i, depth + 1),
         }
+    }
+
+    /// `with expr as x`: x is what `expr` evaluates to, except for calls of generator context
+    /// managers (`@contextmanager def f() -> Iterator[X]: yield ...`), where it is what they yield.
+    fn entered(&self, expr: &Expr, scope: ScopeId, depth: u32) -> Vec<Value> {
+        let Expr::Call(callee) = expr else {
+            return self.eval_local(expr, scope, depth + 1);
+        };
+        let mut out = Vec::new();
+        for c in self.eval_local(callee, scope, depth + 1) {
+            if let Value::Function(t) = &c {
+                let is_context_manager = self
+                    .summary_for(&t.module, &t.path)
+                    .and_then(|s| s.function(&t.path).and_then(|f| f.decorator.clone()))
+                    .is_some_and(|d| is_contextmanager_decorator(&d));
+                if is_context_manager {
+                    extend(&mut out, self.call_elements(&c, depth + 1));
+                    continue;
+                }
+            }
+            extend(&mut out, self.call_result(&c, depth + 1));
+        }
+        out
     }
 
     fn param_values(&self, scope: ScopeId, index: u32, depth: u32) -> Vec<Value> {
@@ -1141,17 +1284,7 @@ impl<'a> Resolver<'a> {
             extend(&mut values, self.eval_local(default, parent, depth + 1));
         }
         if let Some(annotation) = &param.annotation {
-            for v in self.eval_local(annotation, scope, depth + 1) {
-                match v {
-                    Value::Class(t) => push(&mut values, Value::Instance(t)),
-                    Value::External(x) => {
-                        if let Some(i) = builtin_class_instance(&x) {
-                            push(&mut values, i);
-                        }
-                    }
-                    _ => {}
-                }
-            }
+            extend(&mut values, self.eval_local(annotation, scope, depth + 1));
         }
         if let Some(flows) = self.param_flow.get(&(scope, index)) {
             for (caller_scope, arg) in flows {
@@ -1232,7 +1365,16 @@ impl<'a> Resolver<'a> {
                 out
             }
             Expr::Literal(t) => vec![Value::ExternalInstance(Arc::from(format!("builtins.{t}").as_str()))],
-            Expr::SelfRef | Expr::ClsRef | Expr::DefPath(_) | Expr::Unknown => Vec::new(),
+            Expr::Instance(ty) => instances(self.eval_local(ty, scope, depth + 1)),
+            Expr::Declared(ty, value) => {
+                let promised = self.eval_local(ty, scope, depth + 1);
+                if names_repo_class(&promised) {
+                    promised
+                } else {
+                    self.eval_site(value, scope, hits.as_deref_mut(), depth + 1)
+                }
+            }
+            Expr::SelfRef | Expr::ClsRef | Expr::DefPath(_) | Expr::Returning(_) | Expr::Unknown => Vec::new(),
         };
         if let Some(h) = hits {
             for v in &raw {
@@ -1341,6 +1483,11 @@ impl<'a> Resolver<'a> {
                     match &self.syntax.scope(s).bindings[i].1 {
                         Binding::Value(e) => extend(&mut out, self.elements_local(e, s, depth + 1)),
                         Binding::Param(p) => {
+                            let annotation =
+                                self.syntax.scope(s).params.get(*p as usize).and_then(|p| p.annotation.as_ref());
+                            if let Some(annotation) = annotation {
+                                extend(&mut out, self.elements_local(annotation, s, depth + 1));
+                            }
                             if let Some(flows) = self.param_flow.get(&(s, *p)) {
                                 for (caller, arg) in flows {
                                     extend(&mut out, self.elements_local(arg, *caller, depth + 1));
@@ -1398,6 +1545,10 @@ impl<'a> Resolver<'a> {
                     extend(&mut out, self.elements_local(e, scope, depth + 1));
                 }
                 out
+            }
+            Expr::Declared(ty, value) => {
+                let promised = self.elements_local(ty, scope, depth + 1);
+                if names_repo_class(&promised) { promised } else { self.elements_local(value, scope, depth + 1) }
             }
             _ => Vec::new(),
         }
@@ -1790,6 +1941,62 @@ impl<'a> Resolver<'a> {
         for p in &hits.properties {
             add(edges, unit, p.id(), EdgeKind::Calls, Some(line));
         }
+    }
+}
+
+/// What an annotation promises, given the values its names evaluate to: instances of the classes
+/// among them (of the repository, builtin or external); functions, modules and the like promise
+/// nothing. Classes the annotation already states as such (`Type[X]`) stay classes.
+fn instances(values: Vec<Value>) -> Vec<Value> {
+    values
+        .into_iter()
+        .filter_map(|v| match v {
+            Value::Class(t) => Some(Value::Instance(t)),
+            Value::External(x) => external_call_result(&x).filter(|i| matches!(i, Value::ExternalInstance(_))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether an evaluated annotation names a class of the repository.
+fn names_repo_class(values: &[Value]) -> bool {
+    values.iter().any(|v| matches!(v, Value::Instance(_) | Value::Class(_)))
+}
+
+/// Whether inferred values say anything about the repository's code (not just external objects).
+fn names_repo_value(values: &[Value]) -> bool {
+    values.iter().any(|v| !matches!(v, Value::External(_) | Value::ExternalInstance(_)))
+}
+
+/// Adds what an annotation promises to inferred values that say nothing about the repository: a
+/// promise of a repository class replaces them (they are proxies, casts, `None`), other promises
+/// join them.
+fn prefer_promised(out: &mut Vec<Value>, promised: Vec<Value>) {
+    if names_repo_class(&promised) {
+        out.clear();
+    }
+    extend(out, promised);
+}
+
+/// `@contextmanager` / `@contextlib.asynccontextmanager` (by name: the decorator only decides
+/// whether `with` binds what the generator yields, which must still resolve).
+fn is_contextmanager_decorator(decorator: &Expr) -> bool {
+    match decorator {
+        Expr::Name(n) | Expr::Attr(_, n) => n == "contextmanager" || n == "asynccontextmanager",
+        _ => false,
+    }
+}
+
+/// The `R`s of the `Callable[..., R]` parts of an annotation (through unions).
+fn collect_returning<'e>(annotation: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match annotation {
+        Expr::Returning(r) => out.push(r),
+        Expr::Union(items) => {
+            for e in items {
+                collect_returning(e, out);
+            }
+        }
+        _ => {}
     }
 }
 

@@ -59,7 +59,13 @@ impl ClassSummary {
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
 pub struct FunctionSummary {
     pub returns: Vec<Expr>,
+    /// The return annotation (closed in the scope the `def` is written in): what calls give when
+    /// the returned values are not known.
+    pub annotation: Option<Expr>,
     pub yields: Vec<Expr>,
+    /// The outermost decorator (closed in the scope the `def` is written in): attributes of the
+    /// decorated name that a function does not have are looked up on what it returns.
+    pub decorator: Option<Expr>,
     pub flags: MethodFlags,
 }
 
@@ -175,6 +181,18 @@ impl Summariser<'_> {
                 b => Expr::Item(Box::new(b), key.clone()),
             },
             Expr::Union(items) => simplify_union(items.iter().map(|e| self.close(e, scope, depth)).collect()),
+            Expr::Instance(ty) => match self.close(ty, scope, depth) {
+                Expr::Unknown => Expr::Unknown,
+                t => Expr::Instance(Box::new(t)),
+            },
+            Expr::Returning(ty) => match self.close(ty, scope, depth) {
+                Expr::Unknown => Expr::Unknown,
+                t => Expr::Returning(Box::new(t)),
+            },
+            Expr::Declared(ty, value) => match (self.close(ty, scope, depth), self.close(value, scope, depth)) {
+                (Expr::Unknown, v) => v,
+                (t, v) => Expr::Declared(Box::new(t), Box::new(v)),
+            },
             // Lambdas are identified by scope numbers that shift with body edits: not visible.
             Expr::Lambda(_) => Expr::Unknown,
             Expr::Literal(_) | Expr::SelfRef | Expr::ClsRef | Expr::DefPath(_) | Expr::Unknown => expr.clone(),
@@ -230,7 +248,7 @@ impl Summariser<'_> {
                     options.push(self.close(default, parent, depth));
                 }
                 if let Some(annotation) = &param.annotation {
-                    options.push(Expr::Call(Box::new(self.close(annotation, scope, depth))));
+                    options.push(self.close(annotation, scope, depth));
                 }
                 simplify_union(options)
             }
@@ -367,6 +385,16 @@ pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<Mod
                             .filter(|e| *e != Expr::Unknown)
                             .collect(),
                         yields: sc.yields.iter().map(|e| s.close(e, body, 0)).filter(|e| *e != Expr::Unknown).collect(),
+                        annotation: def
+                            .return_type
+                            .as_ref()
+                            .map(|t| s.close(t, sc.parent.unwrap_or(0), 0))
+                            .filter(|t| *t != Expr::Unknown),
+                        decorator: def
+                            .decorators
+                            .first()
+                            .map(|d| s.close(d, sc.parent.unwrap_or(0), 0))
+                            .filter(|d| *d != Expr::Unknown),
                         flags: method_flags(&def.decorators),
                     },
                 ));

@@ -171,6 +171,8 @@ pub struct Def {
     /// The byte range of the docstring literal (see [`docstring_text`]).
     pub docstring: Option<(u32, u32)>,
     pub decorators: Box<[Expr]>,
+    /// For functions: the return annotation, as the instances it promises (see [`Expr::Instance`]).
+    pub return_type: Option<Expr>,
     /// Defined inside an `if`, `try`, loop, `with` or `match` of its scope: it may or may not
     /// be the definition in force.
     pub conditional: bool,
@@ -242,6 +244,16 @@ pub enum Expr {
     ClsRef,
     /// A unit of the module, by path (summaries only: a local `def` returned or stored).
     DefPath(Name),
+    /// An instance of the class(es) the inner expression names: what a type annotation
+    /// (`x: T`, `-> T`) promises. Only classes (and builtin/external classes) count: an
+    /// annotation naming anything else promises nothing.
+    Instance(Box<Expr>),
+    /// `x: T = value`: instances of T when T names a class of the repository (the value may be a
+    /// proxy or come from outside), else whatever the value is.
+    Declared(Box<Expr>, Box<Expr>),
+    /// `Callable[..., R]` in an annotation: something whose calls give R. It is no value by
+    /// itself; what a decorator's annotation promises for the decorated name is read from it.
+    Returning(Box<Expr>),
     Unknown,
 }
 

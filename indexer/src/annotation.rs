@@ -1,0 +1,330 @@
+//! Type annotations as values: what `x: T`, `def f(p: T)` and `-> T` promise.
+//!
+//! An annotation is read from its source text (a string annotation is the same text in quotes,
+//! so both go through one small parser) and turned into a value-form [`Expr`]:
+//!
+//! - a class name `C` or `m.C` becomes [`Expr::Instance`] of that name (resolved later, in the
+//!   scope the annotation is written in; only names that resolve to classes give anything);
+//! - `Optional[X]`, `Union[X, Y]`, `X | Y` become the union of their members (`None` dropped);
+//! - containers and iterables (`List[X]`, `Sequence[X]`, `Iterator[X]`, `tuple[X, Y]`, ...)
+//!   become a literal container of their element types, so iterating them yields X;
+//! - wrappers whose value is their argument (`Annotated`, `ClassVar`, `Final`, `Awaitable`,
+//!   `ContextManager`, ...) become their argument; `Type[X]` is the class X itself;
+//! - `Callable[..., R]` becomes [`Expr::Returning`] R (read only for decorated names);
+//! - anything else (`Any`, `Literal[...]`, type variables used as generics'
+//!   arguments aside) promises nothing that resolution can use and is `Unknown` where it cannot
+//!   name a class.
+//!
+//! The typing constructs are recognised by their last dotted component (`Optional`,
+//! `typing.Optional`, `t.Optional`): that matches how they are imported in practice, and it never
+//! creates an edge by itself (the classes inside still have to resolve).
+
+use crate::summary::simplify_union;
+use crate::syntax::{ContainerKind, Expr, Name};
+
+/// How deep annotations nest before the parser gives up (pathological inputs only).
+const MAX_NESTING: u32 = 16;
+
+/// The value-form of the annotation written as `text` (without surrounding quotes, or with them:
+/// a quoted annotation is a forward reference to the same text).
+pub fn type_expr(text: &str) -> Expr {
+    let mut p = Parser { s: text.as_bytes(), i: 0 };
+    let Some(ast) = p.union(0) else {
+        return Expr::Unknown;
+    };
+    p.skip_ws();
+    if p.i != p.s.len() {
+        return Expr::Unknown;
+    }
+    instance_of(&ast, 0)
+}
+
+/// The parsed shape of an annotation.
+#[derive(Debug, Clone)]
+enum Ty {
+    /// A dotted name, possibly subscripted.
+    Name(String, Vec<Ty>),
+    /// `A | B`.
+    Or(Vec<Ty>),
+    /// `[A, B]` (the parameter list of `Callable`): parsed, never a value.
+    List,
+    /// `None`, `...`, literals: nothing to resolve.
+    Nothing,
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl Parser<'_> {
+    fn skip_ws(&mut self) {
+        while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        self.skip_ws();
+        if self.s.get(self.i) == Some(&c) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn union(&mut self, depth: u32) -> Option<Ty> {
+        let mut items = vec![self.atom(depth)?];
+        while self.eat(b'|') {
+            items.push(self.atom(depth)?);
+        }
+        Some(if items.len() == 1 { items.pop()? } else { Ty::Or(items) })
+    }
+
+    fn atom(&mut self, depth: u32) -> Option<Ty> {
+        if depth > MAX_NESTING {
+            return None;
+        }
+        self.skip_ws();
+        let c = *self.s.get(self.i)?;
+        if c == b'"' || c == b'\'' {
+            // A forward reference: the quoted text is itself an annotation.
+            let quote = c;
+            let start = self.i + 1;
+            let end = start + self.s[start..].iter().position(|&b| b == quote)?;
+            self.i = end + 1;
+            let inner = std::str::from_utf8(&self.s[start..end]).ok()?;
+            let mut p = Parser { s: inner.as_bytes(), i: 0 };
+            let ty = p.union(depth + 1)?;
+            p.skip_ws();
+            return if p.i == p.s.len() { Some(ty) } else { Some(Ty::Nothing) };
+        }
+        if c == b'[' {
+            self.i += 1;
+            self.list(b']', depth)?;
+            return Some(Ty::List);
+        }
+        if c == b'(' {
+            self.i += 1;
+            let ty = self.union(depth + 1)?;
+            return if self.eat(b')') { Some(ty) } else { None };
+        }
+        if c == b'.' || c.is_ascii_digit() || c == b'-' {
+            // `...` and numeric literals (in `Literal[1]`, `Tuple[int, ...]`).
+            while self.i < self.s.len() && matches!(self.s[self.i], b'.' | b'-' | b'0'..=b'9' | b'e' | b'x' | b'_') {
+                self.i += 1;
+            }
+            return Some(Ty::Nothing);
+        }
+        let start = self.i;
+        while self.i < self.s.len() && (self.s[self.i].is_ascii_alphanumeric() || matches!(self.s[self.i], b'_' | b'.'))
+        {
+            self.i += 1;
+        }
+        if self.i == start {
+            return None;
+        }
+        let name = std::str::from_utf8(&self.s[start..self.i]).ok()?.to_string();
+        if name == "None" || name.ends_with('.') || name.contains("..") {
+            return Some(Ty::Nothing);
+        }
+        let mut args = Vec::new();
+        if self.eat(b'[') {
+            args = self.list(b']', depth)?;
+        }
+        Some(Ty::Name(name, args))
+    }
+
+    /// Comma-separated annotations up to `close` (which is consumed).
+    fn list(&mut self, close: u8, depth: u32) -> Option<Vec<Ty>> {
+        let mut items = Vec::new();
+        if self.eat(close) {
+            return Some(items);
+        }
+        loop {
+            items.push(self.union(depth + 1)?);
+            if self.eat(b',') {
+                if self.eat(close) {
+                    return Some(items);
+                }
+                continue;
+            }
+            return if self.eat(close) { Some(items) } else { None };
+        }
+    }
+}
+
+/// A dotted name as a name/attribute chain.
+fn chain(name: &str) -> Expr {
+    let mut parts = name.split('.');
+    let mut e = Expr::Name(Name::new(parts.next().unwrap_or(name)));
+    for part in parts {
+        e = Expr::Attr(Box::new(e), Name::new(part));
+    }
+    e
+}
+
+/// Typing constructs that say nothing resolution can use.
+const OPAQUE: &[&str] = &[
+    "Any",
+    "Literal",
+    "LiteralString",
+    "TypeVar",
+    "ParamSpec",
+    "Concatenate",
+    "NoReturn",
+    "Never",
+    "Self",
+    "TypeAlias",
+    "TypeGuard",
+    "TypeIs",
+    "Unpack",
+    "object",
+];
+
+/// Constructs whose value is (an instance of) their first argument.
+const TRANSPARENT: &[&str] =
+    &["Annotated", "ClassVar", "Final", "Required", "NotRequired", "ReadOnly", "ContextManager", "AsyncContextManager"];
+
+/// Constructs whose value is an instance of their last argument (`Coroutine[Y, S, R]` awaits to R).
+const AWAITABLE: &[&str] = &["Awaitable", "Coroutine"];
+
+/// Iterables whose elements are their first argument.
+const ITERABLES: &[&str] = &[
+    "List",
+    "list",
+    "Sequence",
+    "MutableSequence",
+    "Iterable",
+    "Iterator",
+    "Collection",
+    "Reversible",
+    "Generator",
+    "AsyncIterator",
+    "AsyncIterable",
+    "AsyncGenerator",
+    "Deque",
+    "deque",
+    "KeysView",
+    "ValuesView",
+];
+
+const SETS: &[&str] = &["Set", "set", "FrozenSet", "frozenset", "AbstractSet", "MutableSet"];
+
+/// Mappings: iterating yields keys, which are rarely instances worth following; only the mapping
+/// itself is kept (no elements, so no key/value confusion).
+const MAPPINGS: &[&str] =
+    &["Dict", "dict", "Mapping", "MutableMapping", "DefaultDict", "defaultdict", "OrderedDict", "Counter", "ChainMap"];
+
+fn instance_of(ty: &Ty, depth: u32) -> Expr {
+    if depth > MAX_NESTING {
+        return Expr::Unknown;
+    }
+    match ty {
+        Ty::Nothing | Ty::List => Expr::Unknown,
+        Ty::Or(items) => simplify_union(items.iter().map(|t| instance_of(t, depth + 1)).collect()),
+        Ty::Name(name, args) => {
+            let last = name.rsplit('.').next().unwrap_or(name);
+            if OPAQUE.contains(&last) {
+                return Expr::Unknown;
+            }
+            if args.is_empty() {
+                return Expr::Instance(Box::new(chain(name)));
+            }
+            let first = || args.first().map(|a| instance_of(a, depth + 1)).unwrap_or(Expr::Unknown);
+            match last {
+                "Optional" | "Union" => simplify_union(args.iter().map(|t| instance_of(t, depth + 1)).collect()),
+                "Callable" => match args.get(1).map(|r| instance_of(r, depth + 1)) {
+                    Some(Expr::Unknown) | None => Expr::Unknown,
+                    Some(r) => Expr::Returning(Box::new(r)),
+                },
+                "Type" | "type" => args.first().map(|a| class_of(a, depth + 1)).unwrap_or(Expr::Unknown),
+                _ if TRANSPARENT.contains(&last) => first(),
+                _ if AWAITABLE.contains(&last) => {
+                    args.last().map(|a| instance_of(a, depth + 1)).unwrap_or(Expr::Unknown)
+                }
+                _ if ITERABLES.contains(&last) => elements(ContainerKind::List, vec![first()]),
+                _ if SETS.contains(&last) => elements(ContainerKind::Set, vec![first()]),
+                "Tuple" | "tuple" => {
+                    elements(ContainerKind::Tuple, args.iter().map(|a| instance_of(a, depth + 1)).collect())
+                }
+                _ if MAPPINGS.contains(&last) => Expr::Container(ContainerKind::Dict, Vec::new()),
+                // A generic class of the code (`Base[str]`, `Queue[Job]`): an instance of it.
+                _ => Expr::Instance(Box::new(chain(name))),
+            }
+        }
+    }
+}
+
+/// A literal container of `items` (unknown ones dropped).
+fn elements(kind: ContainerKind, items: Vec<Expr>) -> Expr {
+    Expr::Container(kind, items.into_iter().filter(|e| *e != Expr::Unknown).collect())
+}
+
+/// `Type[X]`: the class X itself (or the union of classes).
+fn class_of(ty: &Ty, depth: u32) -> Expr {
+    match ty {
+        Ty::Name(name, args) if args.is_empty() => {
+            let last = name.rsplit('.').next().unwrap_or(name);
+            if OPAQUE.contains(&last) { Expr::Unknown } else { chain(name) }
+        }
+        Ty::Name(name, args) if matches!(name.rsplit('.').next(), Some("Union" | "Optional")) => {
+            simplify_union(args.iter().map(|t| class_of(t, depth + 1)).collect())
+        }
+        Ty::Or(items) => simplify_union(items.iter().map(|t| class_of(t, depth + 1)).collect()),
+        _ => Expr::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inst(name: &str) -> Expr {
+        Expr::Instance(Box::new(chain(name)))
+    }
+
+    #[test]
+    fn names_and_forward_references() {
+        assert_eq!(type_expr("Console"), inst("Console"));
+        assert_eq!(type_expr("\"Console\""), inst("Console"));
+        assert_eq!(type_expr("'rich.console.Console'"), inst("rich.console.Console"));
+        assert_eq!(type_expr("None"), Expr::Unknown);
+        assert_eq!(type_expr("Any"), Expr::Unknown);
+    }
+
+    #[test]
+    fn optionals_and_unions_unwrap() {
+        for text in
+            ["Optional[X]", "typing.Optional[X]", "t.Optional[X]", "X | None", "Union[X, None]", "\"Optional[X]\""]
+        {
+            assert_eq!(type_expr(text), inst("X"), "{text}");
+        }
+        assert_eq!(type_expr("Union[A, B]"), Expr::Union(vec![inst("A"), inst("B")]));
+        assert_eq!(type_expr("Optional['A | B']"), Expr::Union(vec![inst("A"), inst("B")]));
+    }
+
+    #[test]
+    fn containers_carry_their_elements() {
+        let list = |e| Expr::Container(ContainerKind::List, vec![e]);
+        assert_eq!(type_expr("List[Parameter]"), list(inst("Parameter")));
+        assert_eq!(type_expr("t.Sequence[\"Parameter\"]"), list(inst("Parameter")));
+        assert_eq!(type_expr("Iterator[X]"), list(inst("X")));
+        assert_eq!(type_expr("Generator[X, None, None]"), list(inst("X")));
+        assert_eq!(type_expr("Dict[str, X]"), Expr::Container(ContainerKind::Dict, vec![]));
+        assert_eq!(type_expr("Type[X]"), chain("X"));
+        assert_eq!(type_expr("Callable[[X], Y]"), Expr::Returning(Box::new(inst("Y"))));
+        assert_eq!(type_expr("Callable[..., Any]"), Expr::Unknown);
+        assert_eq!(type_expr("Literal['a', 'b']"), Expr::Unknown);
+        assert_eq!(type_expr("Base[str]"), inst("Base"));
+        assert_eq!(type_expr("ContextManager[X]"), inst("X"));
+    }
+
+    #[test]
+    fn malformed_text_is_unknown() {
+        assert_eq!(type_expr("List[X"), Expr::Unknown);
+        assert_eq!(type_expr("a b"), Expr::Unknown);
+        assert_eq!(type_expr(""), Expr::Unknown);
+    }
+}
