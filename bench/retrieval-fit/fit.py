@@ -20,12 +20,12 @@ import numpy as np
 
 FEATURES = [
     "own_class", "base_class", "class_neighbourhood", "file", "file_neighbourhood", "imported_name",
-    "imported", "class_users", "file_users", "unused_import", "word_affinity", "dense_affinity", "popularity",
+    "imported", "class_users", "file_users", "unused_import", "word_affinity", "dense_affinity",
 ]
 STATED = {
     "own_class": 3.0, "base_class": 3.0, "class_neighbourhood": 2.0, "file": 1.5, "file_neighbourhood": 0.75,
     "imported_name": 0.5, "imported": 0.0, "class_users": 0.8, "file_users": 0.5, "unused_import": 2.5,
-    "word_affinity": 2.0, "dense_affinity": 0.5, "popularity": 0.1,
+    "word_affinity": 2.0, "dense_affinity": 0.5,
 }
 KS = [1, 3, 5, 10, 20, 50]
 
@@ -40,7 +40,7 @@ def load(path):
         if "graph_features" not in row:
             continue
         ids = [c["id"] for c in row["graph_features"]]
-        x = np.array([[c["f"][f] for f in FEATURES] for c in row["graph_features"]], dtype=float)
+        x = np.array([[c["f"].get(f, 0.0) for f in FEATURES] for c in row["graph_features"]], dtype=float)
         needed = {n["id"] for n in row["needed"]}
         y = np.array([1.0 if i in needed else 0.0 for i in ids])
         tasks.append({"project": row["project"], "ids": ids, "x": x, "y": y, "needed": needed})

@@ -849,6 +849,12 @@ pub struct WorkerStats {
     pub superseded: u64,
 }
 
+/// Threads for embedding a query: the cores there are (at most 4). A query is one short forward
+/// pass that someone waits for; background embedding keeps to its own single thread.
+pub fn default_query_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).min(4)
+}
+
 #[derive(Clone, Debug)]
 pub struct EmbedWorkerOptions {
     pub model_dir: PathBuf,
@@ -865,7 +871,7 @@ impl Default for EmbedWorkerOptions {
         EmbedWorkerOptions {
             model_dir: default_model_dir(),
             threads: 1,
-            query_threads: 1,
+            query_threads: default_query_threads(),
             partial_every: Duration::from_secs(30),
         }
     }

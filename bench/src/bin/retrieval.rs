@@ -24,8 +24,8 @@ use fresco_graph::{Snapshot, UnitKind};
 use fresco_indexer::lanes::{LaneUpdate, RetrievalLanes};
 use fresco_indexer::{FileEvent, Indexer, IndexerOptions};
 use fresco_query::ast::{ContextTarget, Lane, Symbol};
-use rustc_hash::FxHashSet;
 use fresco_query::{Context, Lanes, Limits, retrieve};
+use rustc_hash::FxHashSet;
 use serde_json::json;
 
 #[path = "../retrieval/latency.rs"]
@@ -728,7 +728,11 @@ fn render(
         row(&mut out, "`search \"…\" k 10 lanes bm25`", &l.search_bm25);
         row(&mut out, "`context X budget 4000 k 50` (all lanes, partial dense index)", &l.context);
         row(&mut out, "`context X budget 4000 k 50 lanes bm25,graph`", &l.context_bm25_graph);
-        row(&mut out, "part: embed the query (MiniLM, 1 thread)", &l.embed_query);
+        let label = format!(
+            "part: embed the query (MiniLM, the query pool's {} threads)",
+            fresco_indexer::embed::default_query_threads()
+        );
+        row(&mut out, &label, &l.embed_query);
         row(&mut out, "part: BM25 top 10", &l.bm25_alone);
         row(
             &mut out,

@@ -223,6 +223,8 @@ pub fn run(root: &Path, queries: usize, reps: usize, embed_seconds: u64) -> Resu
     let dense_missing = totals.units - dense_indexed;
     let dense = Some((snapshot.version(), Arc::new(index), dense_missing));
     eprintln!("latency: embedded {embedded} of {to_embed} texts in {embed_s:.0} s");
+    // Queries are embedded on the daemon's query pool size (`EmbedWorkerOptions::query_threads`).
+    let embedder = embedder.with_threads(embed::default_query_threads())?;
     let lanes = FixedLanes { text, dense, embedder, last_query: std::sync::Mutex::new(None) };
     let ctx = Context {
         snapshot: &snapshot,
