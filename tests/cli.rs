@@ -163,3 +163,72 @@ fn bad_files_are_skipped_with_reasons_and_broken_python_is_indexed_as_far_as_it_
     let out = run(&["query", root, "callees broken.Later.m", "--json"]);
     assert_eq!(json(&out)["results"][0]["name"], "broken.good", "units after the error are still resolved");
 }
+
+#[test]
+fn context_lists_dependencies_first_and_places_a_function_given_as_text() {
+    let repo = repo(&[
+        ("shop/__init__.py", b""),
+        (
+            "shop/models.py",
+            b"TAX_RATE = 0.2\n\n\nclass Cart:\n    \"\"\"A shopping cart.\"\"\"\n\n    def __init__(self):\n        \
+              self.items = []\n        self.discount = 0\n\n    def add(self, item, price):\n        \
+              \"\"\"Add an item at a price.\"\"\"\n        self.items.append((item, price))\n\n    \
+              def subtotal(self):\n        \"\"\"Sum of the prices.\"\"\"\n        return sum(p for _, p in self.items)\n\n    \
+              def total(self):\n        \"\"\"The subtotal after the discount, with tax.\"\"\"\n        ...\n",
+        ),
+        (
+            "shop/report.py",
+            b"from .models import Cart\n\n\ndef render(cart):\n    \"\"\"Render a cart.\"\"\"\n    \
+              return str(len(cart.items))\n",
+        ),
+    ]);
+    let root = repo.path().to_str().expect("utf8");
+    let names_and_roles = |v: &serde_json::Value| -> Vec<(String, String)> {
+        v["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|r| (r["name"].as_str().unwrap_or("").to_string(), r["role"].as_str().unwrap_or("").to_string()))
+            .collect()
+    };
+
+    // A stub method: what its class works with comes first, the lanes report their health.
+    let out = run(&["query", root, "context shop.models.Cart.total budget 1000", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    assert_eq!(v["lanes"]["graph"]["status"], "ready");
+    assert_eq!(v["lanes"]["bm25"]["status"], "ready");
+    assert_eq!(v["lanes"]["dense"]["status"], "unavailable", "{}", v["lanes"]);
+    assert!(v["lanes"]["dense"]["reason"].as_str().is_some_and(|r| !r.is_empty()));
+    let ranked = names_and_roles(&v);
+    assert!(!ranked.iter().any(|(n, _)| n == "shop.models.Cart.total"), "the target is not its own context");
+    let first_example = ranked.iter().position(|(_, role)| role == "example").unwrap_or(ranked.len());
+    assert!(ranked[first_example..].iter().all(|(_, role)| role == "example"), "dependencies first: {ranked:?}");
+    let top5: Vec<&str> = ranked.iter().take(5).map(|(n, _)| n.as_str()).collect();
+    for needed in ["shop.models.Cart.subtotal", "shop.models.Cart.discount", "shop.models.Cart.items"] {
+        assert!(top5.contains(&needed), "{needed} not in the top 5: {ranked:?}");
+    }
+    let text = v["context"]["text"].as_str().expect("context text");
+    assert!(text.contains("# file: shop/models.py (revision "), "{text}");
+    assert!(text.contains("def subtotal(self):"), "{text}");
+    assert!(v["context"]["tokens"].as_u64().is_some_and(|t| t <= 1000));
+
+    // The same method given as text is placed on the existing unit (its class, not itself).
+    let query = "context for \"def total(self):\\n    \\\"\\\"\\\"The subtotal after the discount, with tax.\\\"\\\"\\\"\" \
+                 in shop/models.py budget 1000";
+    let out = run(&["query", root, query, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ranked = names_and_roles(&json(&out));
+    assert!(!ranked.iter().any(|(n, _)| n == "shop.models.Cart.total"), "{ranked:?}");
+    assert!(ranked.iter().take(5).any(|(n, _)| n == "shop.models.Cart.subtotal"), "{ranked:?}");
+
+    // A method not written yet, in a file with one class: that class's members are reachable.
+    let query = "context for \"def tax(self):\\n    \\\"\\\"\\\"Tax on the subtotal at TAX_RATE.\\\"\\\"\\\"\" \
+                 in shop/models.py budget 1000";
+    let out = run(&["query", root, query, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ranked = names_and_roles(&json(&out));
+    let deps: Vec<&str> = ranked.iter().filter(|(_, r)| r == "dependency").map(|(n, _)| n.as_str()).collect();
+    assert!(deps.contains(&"shop.models.Cart.subtotal"), "{ranked:?}");
+    assert!(deps.contains(&"shop.models.TAX_RATE"), "{ranked:?}");
+}

@@ -248,16 +248,78 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
             });
             let entry = entry
                 .ok_or_else(|| QueryError::Invalid(format!("no indexed file '{file}' (or the name is ambiguous)")))?;
+            let (id, class) = place_new_function(&entry.graph, text);
+            // The text lanes get the names of where it will live, as for an existing unit.
+            let owner = class.as_deref().unwrap_or(&entry.graph.module).replace(['.', '_'], " ");
             Ok(Target {
-                id: None,
+                id,
                 module: entry.graph.module.clone(),
                 file: entry.graph.path.clone(),
-                class: None,
-                text: text.clone(),
+                class,
+                text: format!("{owner}\n{text}"),
                 own_text: text.clone(),
             })
         }
     }
+}
+
+/// Where a function given as text will live in `file`: the unit of the same name already there
+/// (a stub, or the function being rewritten: its class and what it uses then count), and if
+/// there is none but its first parameter is `self` or `cls`, the file's class when there is only
+/// one. Returns the unit's id and its class.
+fn place_new_function(file: &fresco_graph::FileGraph, text: &str) -> (Option<String>, Option<String>) {
+    let Some(name) = defined_name(text) else { return (None, None) };
+    let short = |unit_name: &str| -> String {
+        let last = unit_name.rsplit('.').next().unwrap_or(unit_name);
+        last.split('#').next().unwrap_or(last).to_string()
+    };
+    let same_name: Vec<&fresco_graph::Unit> = file
+        .units
+        .iter()
+        .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method) && short(&u.name) == name)
+        .collect();
+    let header = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let given = header(text);
+    let chosen = match same_name.as_slice() {
+        [one] => Some(*one),
+        [] => None,
+        many => {
+            // Several (methods of different classes): the one whose signature the text repeats.
+            let mut fitting =
+                many.iter().filter(|u| u.signature.as_deref().is_some_and(|s| given.contains(&header(s))));
+            match (fitting.next(), fitting.next()) {
+                (Some(u), None) => Some(*u),
+                _ => None,
+            }
+        }
+    };
+    if let Some(u) = chosen {
+        let class = (u.kind == UnitKind::Method).then(|| u.id.rsplit_once('.').map(|(c, _)| c.to_string())).flatten();
+        return (Some(u.id.clone()), class);
+    }
+    if first_parameter(text).is_some_and(|p| p == "self" || p == "cls") {
+        let mut classes = file.units.iter().filter(|u| u.kind == UnitKind::Class);
+        if let (Some(only), None) = (classes.next(), classes.next()) {
+            return (None, Some(only.id.clone()));
+        }
+    }
+    (None, None)
+}
+
+/// The name a `def` in `text` defines (`async def` too).
+fn defined_name(text: &str) -> Option<&str> {
+    let at = text.find("def ")?;
+    let rest = text[at + 4..].trim_start();
+    let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+    (end > 0).then(|| &rest[..end])
+}
+
+/// The first parameter's name of the `def` in `text`.
+fn first_parameter(text: &str) -> Option<&str> {
+    let open = text.find('(')?;
+    let rest = text[open + 1..].trim_start();
+    let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+    (end > 0).then(|| &rest[..end])
 }
 
 fn is_code_unit(kind: UnitKind) -> bool {
