@@ -322,6 +322,53 @@ fn first_parameter(text: &str) -> Option<&str> {
     (end > 0).then(|| &rest[..end])
 }
 
+/// The classes a target's signature and docstring name: those it already refers to (parameter
+/// and return annotations, kept when a body is blanked) and the classes its file can reach by a
+/// name that appears, as written, in its text.
+fn mentioned_classes(snapshot: &Snapshot, target: &Target) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let add = |id: &str, out: &mut Vec<String>| {
+        if snapshot.kind_of(id) == Some(UnitKind::Class)
+            && target.class.as_deref() != Some(id)
+            && !out.iter().any(|c| c == id)
+        {
+            out.push(id.to_string());
+        }
+    };
+    if let Some(id) = &target.id {
+        for (e, _) in snapshot.edges_from(id) {
+            if matches!(e.kind, EdgeKind::References | EdgeKind::Calls) {
+                add(&e.dst, &mut out);
+            }
+        }
+    }
+    let written: FxHashSet<&str> = target
+        .own_text
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| w.chars().next().is_some_and(|c| c.is_uppercase()))
+        .collect();
+    if written.is_empty() {
+        return out;
+    }
+    let named = |id: &str| id.rsplit('.').next().is_some_and(|short| written.contains(short));
+    let module_edges = snapshot.edges_from(&target.module);
+    for (e, _) in &module_edges {
+        let reachable = matches!(e.kind, EdgeKind::Contains | EdgeKind::Imports);
+        if reachable && named(&e.dst) {
+            add(&e.dst, &mut out);
+        }
+        // Classes of a module the file imports (`from . import models` then `models.Request`).
+        if e.kind == EdgeKind::Imports && snapshot.kind_of(&e.dst) == Some(UnitKind::Module) {
+            for (m, _) in snapshot.edges_from(&e.dst) {
+                if m.kind == EdgeKind::Contains && named(&m.dst) {
+                    add(&m.dst, &mut out);
+                }
+            }
+        }
+    }
+    out
+}
+
 fn is_code_unit(kind: UnitKind) -> bool {
     !matches!(kind, UnitKind::Module | UnitKind::External)
 }
@@ -392,6 +439,7 @@ pub struct CandidateFeatures {
     /// How it is reachable ([`Tier`]), one-hot.
     pub own_class: f64,
     pub base_class: f64,
+    pub mentioned_class: f64,
     pub class_neighbourhood: f64,
     pub file: f64,
     pub file_neighbourhood: f64,
@@ -415,6 +463,7 @@ impl CandidateFeatures {
     pub fn score(&self) -> f64 {
         3.0 * self.own_class
             + 3.0 * self.base_class
+            + 2.0 * self.mentioned_class
             + 2.0 * self.class_neighbourhood
             + 1.5 * self.file
             + 0.75 * self.file_neighbourhood
@@ -452,6 +501,7 @@ pub fn candidate_features(
             let features = CandidateFeatures {
                 own_class: one(Tier::Class),
                 base_class: one(Tier::BaseClass),
+                mentioned_class: one(Tier::MentionedClass),
                 class_neighbourhood: one(Tier::ClassNeighbourhood),
                 file: one(Tier::File),
                 file_neighbourhood: one(Tier::FileNeighbourhood),
@@ -604,6 +654,8 @@ enum Tier {
     Class,
     /// Members of the target's class's bases.
     BaseClass,
+    /// Classes the target's signature or docstring names, and their members.
+    MentionedClass,
     /// What the target's class's other methods use (other classes' methods and attributes,
     /// functions of other modules): a class's methods tend to work with the same things.
     ClassNeighbourhood,
@@ -668,6 +720,16 @@ fn reachable_candidates(
                 push(&m, tier, false, &mut out);
             }
         }
+    }
+    // Classes its signature and docstring name (`request: PreparedRequest`, ":class:`Request`"):
+    // the body will work with their members.
+    for c in mentioned_classes(snapshot, target) {
+        push(&c, Tier::MentionedClass, false, &mut out);
+        for m in members(&c) {
+            push(&m, Tier::MentionedClass, false, &mut out);
+        }
+    }
+    if target.class.is_some() {
         let mut neighbours: Vec<&String> = usage.class_users.keys().collect();
         neighbours.sort();
         for n in neighbours {
