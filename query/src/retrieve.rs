@@ -377,7 +377,8 @@ fn is_code_unit(kind: UnitKind) -> bool {
 ///
 /// First (for an existing unit) what it already uses: its resolved callees, references and bases,
 /// in order of first use, then what those call in turn. Then the candidates it could use: members
-/// of its class and bases, units of its own file, what the file's and the class's other code
+/// of its class and bases, the classes its signature or docstring names (with their members),
+/// units of its own file, what the file's and the class's other code
 /// uses, what the file imports (imported names, members of imported modules and classes) and the
 /// members of the classes that code works with. Candidates are scored by
 /// - locality ([`Tier`]): what a method needs is most often on its own class, then in its file;
@@ -392,7 +393,8 @@ fn is_code_unit(kind: UnitKind) -> bool {
 /// by 0.001 on the retrieval benchmark and, counted through every file that refers to the
 /// candidate's module, cost most of the lane's time on django: it is left out.
 ///
-/// The weights are stated priors (locality first, then usage, then words), not fitted.
+/// The weights are stated priors (locality first, then usage, then words), not fitted: a model
+/// fitted on some projects ranked worse on others (bench/reports/retrieval-fit.md).
 pub fn graph_lane(snapshot: &Snapshot, target: &Target, lanes: Option<&dyn Lanes>, k: usize) -> Vec<String> {
     let mut ranked: Vec<String> = Vec::new();
     let mut seen: FxHashSet<String> = FxHashSet::default();
