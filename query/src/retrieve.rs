@@ -395,7 +395,16 @@ fn is_code_unit(kind: UnitKind) -> bool {
 ///
 /// The weights are stated priors (locality first, then usage, then words), not fitted: a model
 /// fitted on some projects ranked worse on others (bench/reports/retrieval-fit.md).
-pub fn graph_lane(snapshot: &Snapshot, target: &Target, lanes: Option<&dyn Lanes>, k: usize) -> Vec<String> {
+///
+/// `use_dense`: whether the dense affinity may be asked for (not when a query leaves the dense
+/// lane out: that would embed the query all the same).
+pub fn graph_lane(
+    snapshot: &Snapshot,
+    target: &Target,
+    lanes: Option<&dyn Lanes>,
+    use_dense: bool,
+    k: usize,
+) -> Vec<String> {
     let mut ranked: Vec<String> = Vec::new();
     let mut seen: FxHashSet<String> = FxHashSet::default();
     if let Some(id) = &target.id {
@@ -425,7 +434,7 @@ pub fn graph_lane(snapshot: &Snapshot, target: &Target, lanes: Option<&dyn Lanes
             }
         }
     }
-    let mut scored: Vec<(f64, String)> = candidate_features(snapshot, target, lanes, &seen)
+    let mut scored: Vec<(f64, String)> = candidate_features(snapshot, target, lanes, use_dense, &seen)
         .into_iter()
         .map(|(id, features)| (features.score(), id))
         .collect();
@@ -483,6 +492,7 @@ pub fn candidate_features(
     snapshot: &Snapshot,
     target: &Target,
     lanes: Option<&dyn Lanes>,
+    use_dense: bool,
     exclude: &FxHashSet<String>,
 ) -> Vec<(String, CandidateFeatures)> {
     let usage = NeighbourUsage::of(snapshot, target);
@@ -493,7 +503,7 @@ pub fn candidate_features(
         .map(|c| snapshot.unit(&c.id).map(|u| words(lanes, &describe(&u))).unwrap_or_default().into_iter().collect())
         .collect();
     let idf = WordRarity::over(&candidate_words);
-    let dense = dense_affinity(lanes, &target.text, &candidates);
+    let dense = dense_affinity(lanes.filter(|_| use_dense), &target.text, &candidates);
     candidates
         .into_iter()
         .zip(&candidate_words)

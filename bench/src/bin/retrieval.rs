@@ -425,7 +425,7 @@ fn evaluate(
             let _ = lanes_dyn.dense(&target.text, args.k);
         }),
         time(&|| {
-            let _ = retrieve::graph_lane(snap, &target, Some(lanes_dyn), args.k);
+            let _ = retrieve::graph_lane(snap, &target, Some(lanes_dyn), true, args.k);
         }),
     ];
 
@@ -517,7 +517,7 @@ fn evaluate(
     if let Some(w) = trace {
         // The graph lane's candidates and their features, for attributing its ranking.
         let exclude: FxHashSet<String> = std::iter::once(cand.id.clone()).collect();
-        let features = retrieve::candidate_features(snap, &target, Some(lanes_dyn), &exclude);
+        let features = retrieve::candidate_features(snap, &target, Some(lanes_dyn), true, &exclude);
         let line = json!({
             "graph_features": features.iter().map(|(id, f)| json!({"id": id, "f": f})).collect::<Vec<_>>(),
             "project": project,
