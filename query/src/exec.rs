@@ -447,7 +447,8 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                     ids.retain(|id| snapshot.unit(id).is_some_and(|u| !is_test_path(&u.file.graph.path)));
                 }
             }
-            let graph = graph_lane(snapshot, &target, exec.ctx.lanes, wanted.contains(&Lane::Dense), *k);
+            let analogues = analogues(&ranked, &target);
+            let graph = graph_lane(snapshot, &target, exec.ctx.lanes, wanted.contains(&Lane::Dense), &analogues, *k);
             if wanted.contains(&Lane::Graph) {
                 health.insert(
                     "graph",

@@ -403,16 +403,21 @@ pub fn graph_lane(
     target: &Target,
     lanes: Option<&dyn Lanes>,
     use_dense: bool,
+    analogues: &[String],
     k: usize,
 ) -> Vec<String> {
     let mut ranked: Vec<String> = Vec::new();
     let mut seen: FxHashSet<String> = FxHashSet::default();
     if let Some(id) = &target.id {
         seen.insert(id.clone());
+        // What its header uses (annotations, decorators) is not what its body needs first: for a
+        // stub that is all it uses, and those units compete with the other candidates instead.
+        let body_starts_after = snapshot.unit(id).map_or(0, |u| header_end_line(&u));
         let mut uses: Vec<(u32, String)> = snapshot
             .edges_from(id)
             .into_iter()
             .filter(|(e, _)| matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits))
+            .filter(|(e, _)| e.line.is_none_or(|line| line > body_starts_after))
             .filter(|(e, _)| snapshot.unit(&e.dst).is_some_and(|u| is_code_unit(u.unit.kind)))
             .map(|(e, _)| (e.line.unwrap_or(0), e.dst.clone()))
             .collect();
@@ -434,7 +439,7 @@ pub fn graph_lane(
             }
         }
     }
-    let mut scored: Vec<(f64, String)> = candidate_features(snapshot, target, lanes, use_dense, &seen)
+    let mut scored: Vec<(f64, String)> = candidate_features(snapshot, target, lanes, use_dense, analogues, &seen)
         .into_iter()
         .map(|(id, features)| (features.score(), id))
         .collect();
@@ -466,6 +471,9 @@ pub struct CandidateFeatures {
     pub word_affinity: f64,
     /// Dense similarity to the target text, as a z-score over the candidates.
     pub dense_affinity: f64,
+    /// Use by the units most like the target (see [`analogues`]): the sum of 1 / rank over the
+    /// analogues that call, read or inherit it. Similar code needs similar building blocks.
+    pub analogue_users: f64,
 }
 
 impl CandidateFeatures {
@@ -484,6 +492,7 @@ impl CandidateFeatures {
             + 2.5 * self.unused_import
             + 2.0 * self.word_affinity
             + 0.5 * self.dense_affinity
+            + 2.0 * self.analogue_users
     }
 }
 
@@ -493,10 +502,12 @@ pub fn candidate_features(
     target: &Target,
     lanes: Option<&dyn Lanes>,
     use_dense: bool,
+    analogues: &[String],
     exclude: &FxHashSet<String>,
 ) -> Vec<(String, CandidateFeatures)> {
     let usage = NeighbourUsage::of(snapshot, target);
-    let candidates = reachable_candidates(snapshot, target, &usage, exclude);
+    let analogue_use = AnalogueUsage::of(snapshot, target, analogues);
+    let candidates = reachable_candidates(snapshot, target, &usage, &analogue_use, exclude);
     let target_words: FxHashSet<String> = words(lanes, &target.own_text).into_iter().collect();
     let candidate_words: Vec<FxHashSet<String>> = candidates
         .iter()
@@ -524,6 +535,7 @@ pub fn candidate_features(
                 unused_import: if c.unused_import { 1.0 } else { 0.0 },
                 word_affinity: idf.affinity(cand_words, &target_words),
                 dense_affinity: dense,
+                analogue_users: analogue_use.score(&c.id),
             };
             (c.id, features)
         })
@@ -604,6 +616,67 @@ impl WordRarity {
     }
 }
 
+/// The last line of a unit's header (decorators and `def ...:`): uses on it or before it come
+/// from annotations, defaults and decorators, not from the body.
+fn header_end_line(u: &fresco_graph::UnitRef<'_>) -> u32 {
+    let source = u.file.source_of(u.unit);
+    match u.unit.signature.as_deref().filter(|s| !s.is_empty()).and_then(|s| source.find(s).map(|at| at + s.len())) {
+        Some(end) => u.unit.start_line + source[..end].matches('\n').count() as u32,
+        None => u.unit.start_line,
+    }
+}
+
+/// How many of the text lanes' best hits count as the target's analogues.
+pub const ANALOGUES: usize = 10;
+
+/// The target's analogues: the units the text lanes (lexical and dense, fused) find most like
+/// it, the target itself and what it contains left out. Functions that read like the target
+/// tend to use what the target needs (`Session.put` and `Session.patch` both call
+/// `Session.request`); the graph lane counts their uses.
+pub fn analogues(text_lanes: &[(Lane, Vec<String>)], target: &Target) -> Vec<String> {
+    let lists: Vec<&[String]> =
+        text_lanes.iter().filter(|(l, _)| *l != Lane::Graph).map(|(_, ids)| ids.as_slice()).collect();
+    let inside_target = |id: &str| {
+        target.id.as_deref().is_some_and(|t| id == t || (id.starts_with(t) && id[t.len()..].starts_with('.')))
+    };
+    rrf(&lists).into_iter().map(|(id, _)| id).filter(|id| !inside_target(id)).take(ANALOGUES).collect()
+}
+
+/// What the target's analogues use: per used unit, the sum of 1 / rank of the analogues that
+/// call, read or inherit it, and the used units in order of first appearance.
+struct AnalogueUsage {
+    score: FxHashMap<String, f64>,
+    order: Vec<String>,
+}
+
+impl AnalogueUsage {
+    fn of(snapshot: &Snapshot, target: &Target, analogues: &[String]) -> AnalogueUsage {
+        let mut score: FxHashMap<String, f64> = FxHashMap::default();
+        let mut order: Vec<String> = Vec::new();
+        for (i, analogue) in analogues.iter().enumerate() {
+            let mut counted: FxHashSet<&str> = FxHashSet::default();
+            for (e, _) in snapshot.edges_from(analogue) {
+                if !matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits)
+                    || target.id.as_deref() == Some(e.dst.as_str())
+                    || !counted.insert(e.dst.as_str())
+                {
+                    continue;
+                }
+                let entry = score.entry(e.dst.clone()).or_insert_with(|| {
+                    order.push(e.dst.clone());
+                    0.0
+                });
+                *entry += 1.0 / (i + 1) as f64;
+            }
+        }
+        AnalogueUsage { score, order }
+    }
+
+    fn score(&self, id: &str) -> f64 {
+        self.score.get(id).copied().unwrap_or(0.0)
+    }
+}
+
 /// Who, around the target, uses what: per used unit, how many of the target's class's other
 /// methods and how many of its file's other units (the module's top level included) read, call
 /// or inherit it. The target itself (and what it contains) is left out.
@@ -679,6 +752,8 @@ enum Tier {
     /// Members of modules the file imports, of imported classes, and of the classes the
     /// neighbourhood works with.
     Imported,
+    /// Used by one of the target's analogues and reachable no other way.
+    AnalogueUse,
 }
 
 /// A unit the target could use, and how it is reachable.
@@ -694,6 +769,7 @@ fn reachable_candidates(
     snapshot: &Snapshot,
     target: &Target,
     usage: &NeighbourUsage,
+    analogue_use: &AnalogueUsage,
     exclude: &FxHashSet<String>,
 ) -> Vec<Candidate> {
     let mut out: Vec<Candidate> = Vec::new();
@@ -798,6 +874,10 @@ fn reachable_candidates(
         for m in members(&c) {
             push(&m, Tier::Imported, false, &mut out);
         }
+    }
+    // What code like the target uses, wherever it lives.
+    for used in &analogue_use.order {
+        push(used, Tier::AnalogueUse, false, &mut out);
     }
     out
 }

@@ -412,6 +412,12 @@ fn evaluate(
 
     // Each stage alone.
     let target = retrieve::resolve_target(snap, &ContextTarget::Unit(Symbol::Name(cand.id.clone())))?;
+    let text_lanes: Vec<(Lane, Vec<String>)> = out
+        .lane_hits
+        .iter()
+        .filter_map(|(l, ids)| Lane::parse(l).filter(|l| *l != Lane::Graph).map(|l| (l, ids.clone())))
+        .collect();
+    let analogues = retrieve::analogues(&text_lanes, &target);
     let time = |f: &dyn Fn()| {
         let t = Instant::now();
         f();
@@ -425,7 +431,7 @@ fn evaluate(
             let _ = lanes_dyn.dense(&target.text, args.k);
         }),
         time(&|| {
-            let _ = retrieve::graph_lane(snap, &target, Some(lanes_dyn), true, args.k);
+            let _ = retrieve::graph_lane(snap, &target, Some(lanes_dyn), true, &analogues, args.k);
         }),
     ];
 
@@ -517,7 +523,7 @@ fn evaluate(
     if let Some(w) = trace {
         // The graph lane's candidates and their features, for attributing its ranking.
         let exclude: FxHashSet<String> = std::iter::once(cand.id.clone()).collect();
-        let features = retrieve::candidate_features(snap, &target, Some(lanes_dyn), true, &exclude);
+        let features = retrieve::candidate_features(snap, &target, Some(lanes_dyn), true, &analogues, &exclude);
         let line = json!({
             "graph_features": features.iter().map(|(id, f)| json!({"id": id, "f": f})).collect::<Vec<_>>(),
             "project": project,
