@@ -469,7 +469,7 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             }
             exec.lane_hits = ranked.iter().map(|(l, ids)| (l.as_str(), ids.clone())).collect();
             let deps = dependency_set(snapshot, &target, &graph, *k);
-            let fused = context_order(fuse(&ranked), &deps);
+            let fused = context_order(fuse(&ranked), &graph, &deps);
             let block = assemble(snapshot, exec.ctx.lanes, &target, &fused, &deps, *budget);
             exec.lanes = Some(health);
             exec.context = Some(block);

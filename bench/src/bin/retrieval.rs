@@ -442,7 +442,18 @@ fn evaluate(
         &out.lane_hits.iter().map(|(l, ids)| (Lane::parse(l).expect("a lane name"), ids.clone())).collect::<Vec<_>>(),
     );
     let graph_list = lists.get("graph").map(|l| l.as_slice()).unwrap_or(&[]);
-    let fused = retrieve::context_order(fused, &retrieve::dependency_set(snap, &target, graph_list, args.k));
+    let plain_fusion: Vec<String> = fused.iter().map(|f| f.id.clone()).collect();
+    let fused =
+        retrieve::context_order(fused, graph_list, &retrieve::dependency_set(snap, &target, graph_list, args.k));
+    // The graph lane's candidates and their features: for the trace, and for the graph lane
+    // ranked by structure alone.
+    let exclude: FxHashSet<String> = std::iter::once(cand.id.clone()).collect();
+    let features = retrieve::candidate_features(snap, &target, Some(lanes_dyn), true, &analogues, &exclude);
+    let mut by_structure: Vec<(f64, &str)> =
+        features.iter().map(|(id, f)| (f.structure_score(), id.as_str())).collect();
+    by_structure.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal).then_with(|| a.1.cmp(b.1)));
+    let ablations: [Vec<&str>; 2] =
+        [by_structure.iter().map(|(_, id)| *id).collect(), plain_fusion.iter().map(String::as_str).collect()];
     let top: Vec<&str> = out.results.iter().map(|r| r.name.as_str()).collect();
     let recomputed: Vec<&str> = fused.iter().take(top.len()).map(|f| f.id.as_str()).collect();
     if top != recomputed {
@@ -473,6 +484,7 @@ fn evaluate(
             ranks[i] = lists.get(lane).and_then(|ids| ids.iter().position(|x| x == dep)).map(|p| p + 1);
         }
         ranks[3] = fused.iter().position(|f| &f.id == dep).map(|p| p + 1);
+        let ablation_ranks = ablations.each_ref().map(|l| l.iter().position(|x| x == dep).map(|p| p + 1));
         let in_context = in_block(dep);
         let is_cut = cut.contains(dep.as_str());
         let stage = if in_context {
@@ -494,6 +506,7 @@ fn evaluate(
             kind,
             place: place_of(snap, &cand.id, cand.kind, dep),
             ranks,
+            ablation_ranks,
             in_context,
             cut: is_cut,
             stage,
@@ -521,9 +534,6 @@ fn evaluate(
         lane_status,
     };
     if let Some(w) = trace {
-        // The graph lane's candidates and their features, for attributing its ranking.
-        let exclude: FxHashSet<String> = std::iter::once(cand.id.clone()).collect();
-        let features = retrieve::candidate_features(snap, &target, Some(lanes_dyn), true, &analogues, &exclude);
         let line = json!({
             "graph_features": features.iter().map(|(id, f)| json!({"id": id, "f": f})).collect::<Vec<_>>(),
             "project": project,
@@ -584,8 +594,8 @@ fn render(
          The **truth** of a task is the set of units the original body used minus those the blanked unit still uses \
          (through its signature, annotations or decorators: those are not retrieval). Each lane's own ranked list \
          (`Output.lane_hits`: bm25 and dense asked for k = {}, the graph lane's list up to 4k), the fused ranking \
-         (the ranking `context` returns: reciprocal rank fusion over those lists, then the dependencies — the graph \
-         lane's first k — before the usage examples; recomputed in full from the lists and checked against \
+         (the ranking `context` returns: the dependencies — the graph lane's first k, in its order — then the \
+         usage examples in the order of the reciprocal rank fusion over those lists; recomputed in full from the lists and checked against \
          `Output.results`) \
          and the assembled context (`Output.context`: a needed unit counts as in the context when it or a unit \
          containing it was chosen) are scored against it. This is a proxy for the external benchmark the targets \

@@ -8,6 +8,11 @@ use std::fmt::Write as _;
 pub const KS: [usize; 6] = [1, 3, 5, 10, 20, 50];
 /// The lanes as ranked lists, and the fused list; index into `Needed::ranks`.
 pub const LISTS: [&str; 4] = ["bm25", "dense", "graph", "fused"];
+
+/// Rankings kept only to show where the fused ranking's gains come from; index into
+/// `Needed::ablation_ranks`: the graph lane's candidates ranked without the text lanes' evidence,
+/// and the plain reciprocal-rank fusion before the dependencies are put first.
+pub const ABLATIONS: [&str; 2] = ["graph lane, structure alone", "plain RRF order"];
 /// The depth within which a unit counts as found (the query's `k`).
 pub const FOUND_WITHIN: usize = 50;
 
@@ -25,6 +30,8 @@ pub struct Needed {
     pub place: &'static str,
     /// 1-based rank in each of [`LISTS`] (the lane's own list, and the full fused ranking).
     pub ranks: [Option<usize>; 4],
+    /// 1-based rank in each of [`ABLATIONS`].
+    pub ablation_ranks: [Option<usize>; 2],
     /// Entered the context (itself or inside a unit that did).
     pub in_context: bool,
     /// Listed as cut by the budget.
@@ -68,6 +75,10 @@ impl TaskResult {
     }
     pub fn recall(&self, list: usize, k: usize) -> f64 {
         self.hits(list, k) as f64 / self.needed.len() as f64
+    }
+    pub fn ablation_recall(&self, ablation: usize, k: usize) -> f64 {
+        let hits = self.needed.iter().filter(|n| n.ablation_ranks[ablation].is_some_and(|r| r <= k)).count();
+        hits as f64 / self.needed.len() as f64
     }
     pub fn precision(&self, list: usize, k: usize) -> f64 {
         self.hits(list, k) as f64 / k as f64
@@ -177,6 +188,19 @@ pub fn tables(out: &mut String, tasks: &[TaskResult], headline: bool) {
         }
         let _ = writeln!(out);
     }
+    for (i, name) in ABLATIONS.iter().enumerate() {
+        let _ = write!(out, "| *{name}* |");
+        for k in KS {
+            let _ = write!(out, " {} |", f3(mean(tasks.iter().map(|t| t.ablation_recall(i, k)))));
+        }
+        let _ = writeln!(out);
+    }
+    let _ = writeln!(
+        out,
+        "\n*Italic rows* show where the gains come from: the graph lane with its text evidence (word and \
+         dense affinity, what the target's analogues use) left out, and the reciprocal-rank fusion of the \
+         lanes before the dependencies (the graph lane's first k, in its order) are put ahead of the examples."
+    );
     let ctx = mean(tasks.iter().map(TaskResult::context_recall));
     let _ = writeln!(
         out,
