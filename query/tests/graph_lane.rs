@@ -6,7 +6,8 @@ use std::path::Path;
 use fresco_graph::Snapshot;
 use fresco_indexer::{Indexer, IndexerOptions};
 use fresco_query::ast::{ContextTarget, Lane, Symbol};
-use fresco_query::retrieve::{analogues, graph_lane, resolve_target};
+use fresco_query::retrieve::{analogues, assemble, fuse, graph_lane, resolve_target};
+use rustc_hash::FxHashSet;
 
 fn write(root: &Path, rel: &str, text: &str) {
     let path = root.join(rel);
@@ -71,4 +72,41 @@ fn what_analogues_use_ranks_high_and_is_reached_across_files() {
     let pos = |id: &str| with.iter().position(|r| r == id);
     assert!(pos("pkg.wire.encode_body").is_some(), "{with:?}");
     assert!(pos("pkg.wire.encode_body") < pos("pkg.verbs.unrelated_a"), "{with:?}");
+}
+
+#[test]
+fn context_prefers_several_short_dependencies_to_one_long_one_of_similar_rank() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let long_body: String = (0..40).map(|i| format!("    step_{i} = compute_something_long({i})\n")).collect();
+    write(
+        dir.path(),
+        "pkg/__init__.py",
+        &format!(
+            "def long_helper():\n{long_body}    return 1\n\n\
+             def short_a():\n    return 1\n\n\
+             def short_b():\n    return 2\n\n\
+             def short_c():\n    return 3\n\n\
+             def target():\n    ...\n"
+        ),
+    );
+    let snapshot = index(dir.path());
+    let target = resolve_target(&snapshot, &ContextTarget::Unit(Symbol::Name("pkg.target".into()))).expect("target");
+    let order: Vec<String> =
+        ["pkg.long_helper", "pkg.short_a", "pkg.short_b", "pkg.short_c"].iter().map(|s| s.to_string()).collect();
+    let fused = fuse(&[(Lane::Graph, order.clone())]);
+    let deps: FxHashSet<String> = order.iter().cloned().collect();
+    // With room for everything, everything is taken, listed in ranking order.
+    let all = assemble(&snapshot, None, &target, &fused, &deps, 4000);
+    let chosen: Vec<&str> = all.units.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(chosen, ["pkg.long_helper", "pkg.short_a", "pkg.short_b", "pkg.short_c"]);
+    let tokens: Vec<usize> = all.units.iter().map(|u| u.tokens).collect();
+    assert!(tokens[0] > 4 * (tokens[1] + tokens[2] + tokens[3]), "{tokens:?}");
+    // Room for the long one and one short one: in rank order that is what would be taken; by
+    // value per token the three short ones are, and the long one is cut.
+    let budget = tokens[0] + tokens[1] + tokens[2] / 2;
+    let block = assemble(&snapshot, None, &target, &fused, &deps, budget);
+    let chosen: Vec<&str> = block.units.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(chosen, ["pkg.short_a", "pkg.short_b", "pkg.short_c"], "{block:?}");
+    assert_eq!(block.cut, ["pkg.long_helper"]);
+    assert!(block.tokens <= budget);
 }
