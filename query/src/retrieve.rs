@@ -474,6 +474,9 @@ pub struct CandidateFeatures {
     /// Use by the units most like the target (see [`analogues`]): the sum of 1 / rank over the
     /// analogues that call, read or inherit it. Similar code needs similar building blocks.
     pub analogue_users: f64,
+    /// 1 when the target's signature or docstring names it as written (`timeout` in
+    /// `def __init__(self, timeout)` for the attribute `self.timeout`).
+    pub named_in_text: f64,
 }
 
 impl CandidateFeatures {
@@ -493,12 +496,20 @@ impl CandidateFeatures {
             + 2.0 * self.word_affinity
             + 0.5 * self.dense_affinity
             + 2.0 * self.analogue_users
+            + 1.0 * self.named_in_text
     }
 
     /// The score without the text lanes' evidence (word and dense affinity, what analogues
     /// use): the graph lane as structure alone, to measure what the hybrid adds.
     pub fn structure_score(&self) -> f64 {
-        CandidateFeatures { word_affinity: 0.0, dense_affinity: 0.0, analogue_users: 0.0, ..self.clone() }.score()
+        CandidateFeatures {
+            word_affinity: 0.0,
+            dense_affinity: 0.0,
+            analogue_users: 0.0,
+            named_in_text: 0.0,
+            ..self.clone()
+        }
+        .score()
     }
 }
 
@@ -520,6 +531,7 @@ pub fn candidate_features(
         .map(|c| snapshot.unit(&c.id).map(|u| words(lanes, &describe(&u))).unwrap_or_default().into_iter().collect())
         .collect();
     let idf = WordRarity::over(&candidate_words);
+    let identifiers = identifiers_in(&target.own_text);
     let dense = dense_affinity(lanes.filter(|_| use_dense), &target.text, &candidates);
     candidates
         .into_iter()
@@ -542,6 +554,7 @@ pub fn candidate_features(
                 word_affinity: idf.affinity(cand_words, &target_words),
                 dense_affinity: dense,
                 analogue_users: analogue_use.score(&c.id),
+                named_in_text: if identifiers.contains(last_name(&c.id)) { 1.0 } else { 0.0 },
             };
             (c.id, features)
         })
@@ -630,6 +643,20 @@ fn header_end_line(u: &fresco_graph::UnitRef<'_>) -> u32 {
         Some(end) => u.unit.start_line + source[..end].matches('\n').count() as u32,
         None => u.unit.start_line,
     }
+}
+
+/// The identifiers written in `text` (words of letters, digits and underscores).
+fn identifiers_in(text: &str) -> FxHashSet<&str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| w.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_'))
+        .collect()
+}
+
+/// The last component of a unit id (`timeout` for `pkg.Session.timeout`), without the `#n` of
+/// a repeated definition.
+fn last_name(id: &str) -> &str {
+    let last = id.rsplit('.').next().unwrap_or(id);
+    last.split('#').next().unwrap_or(last)
 }
 
 /// How many of the text lanes' best hits count as the target's analogues.
@@ -1164,6 +1191,19 @@ mod tests {
         // Provenance survives the reordering.
         assert_eq!(order[0].ranks.get("graph"), Some(&1));
         assert_eq!(order[0].ranks.get("bm25"), Some(&4));
+    }
+
+    #[test]
+    fn identifiers_as_written_and_last_names() {
+        let ids = identifiers_in(
+            "def send(self, request: PreparedRequest, timeout=3) -> 'Response':\n    \"Uses ``self.max_retries``.\"",
+        );
+        for expected in ["send", "self", "request", "PreparedRequest", "timeout", "Response", "max_retries", "Uses"] {
+            assert!(ids.contains(expected), "{expected} missing from {ids:?}");
+        }
+        assert!(!ids.contains("3"), "numbers are not identifiers");
+        assert_eq!(last_name("pkg.Session.timeout"), "timeout");
+        assert_eq!(last_name("pkg.helper#2"), "helper");
     }
 
     #[test]
