@@ -66,6 +66,7 @@ pub fn table(response: &Value) -> String {
             ("line", "AT LINE"),
             ("callee", "CALLEE"),
             ("change", "CHANGE"),
+            ("role", "ROLE"),
         ];
         let shown: Vec<(&str, &str)> = optional
             .iter()
@@ -115,6 +116,41 @@ pub fn table(response: &Value) -> String {
                 out.push_str(&format!("\n{}\n{source}\n", style.paint("1", &text(&r["name"]))));
             }
         }
+    }
+    // Retrieval: the assembled context, then each lane's health (a lane that is down or behind
+    // is said, never silently absent).
+    if let Some(context) = response.get("context").filter(|c| c.is_object()) {
+        let units = context["units"].as_array().map_or(0, Vec::len);
+        let cut = context["cut"].as_array().map_or(0, Vec::len);
+        out.push_str(&style.paint(
+            "1",
+            &format!(
+                "\ncontext: {units} units, {} of {} tokens (counted by {}), {cut} cut by the budget",
+                text(&context["tokens"]),
+                text(&context["budget"]),
+                text(&context["token_rule"]),
+            ),
+        ));
+        out.push('\n');
+        out.push_str(context["text"].as_str().unwrap_or(""));
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    if let Some(lanes) = response.get("lanes").and_then(Value::as_object) {
+        let described: Vec<String> = lanes
+            .iter()
+            .map(|(lane, report)| {
+                let status = text(&report["status"]);
+                let lag = report["lag"].as_u64().filter(|&l| l > 0).map(|l| format!(", {l} versions behind"));
+                let reason = report["reason"].as_str().map(|r| format!(": {r}"));
+                format!("{lane} {status}{}{}", lag.unwrap_or_default(), reason.unwrap_or_default())
+            })
+            .collect();
+        let all_ready = lanes.values().all(|r| r["status"] == "ready");
+        let line = format!("lanes: {}", described.join("; "));
+        out.push_str(&if all_ready { style.paint("2", &line) } else { style.paint("33", &line) });
+        out.push('\n');
     }
     for note in response["notes"].as_array().unwrap_or(&empty) {
         out.push_str(&style.paint("2", &format!("note: {}", text(note))));
@@ -186,4 +222,46 @@ pub fn mermaid(response: &Value) -> String {
         out.push_str(&format!("  {} -->|{}| {}\n", id(&a), via, id(&b)));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_context_table_shows_roles_the_assembled_text_and_every_lanes_health() {
+        let response = json!({
+            "version": 3,
+            "results": [
+                {"name": "pkg.helper", "kind": "function", "file": "pkg/a.py", "start_line": 1, "end_line": 2, "role": "dependency"},
+                {"name": "pkg.other", "kind": "function", "file": "pkg/b.py", "start_line": 4, "end_line": 9, "role": "example"},
+            ],
+            "context": {
+                "budget": 2000, "tokens": 41, "token_rule": "minilm", "units": [{"name": "pkg.helper"}], "cut": ["pkg.other"],
+                "text": "# file: pkg/a.py (revision abc)\ndef helper():\n    return 1\n",
+            },
+            "lanes": {
+                "bm25": {"status": "ready", "lag": 0, "hits": 2},
+                "dense": {"status": "unavailable", "reason": "embedding the repository (3/10 texts)", "hits": 0},
+                "graph": {"status": "ready", "lag": 0, "hits": 2},
+            },
+        });
+        let out = table(&response);
+        assert!(out.lines().next().is_some_and(|h| h.contains("ROLE")), "{out}");
+        assert!(out.contains("pkg.helper") && out.contains("dependency") && out.contains("example"), "{out}");
+        assert!(out.contains("context: 1 units, 41 of 2000 tokens (counted by minilm), 1 cut by the budget"), "{out}");
+        assert!(out.contains("def helper():\n    return 1\n"), "{out}");
+        assert!(
+            out.contains("lanes: bm25 ready; dense unavailable: embedding the repository (3/10 texts); graph ready"),
+            "{out}"
+        );
+        assert!(out.trim_end().ends_with("version 3"), "{out}");
+    }
+
+    #[test]
+    fn a_traversal_table_has_no_retrieval_lines() {
+        let response = json!({"version": 1, "results": [{"name": "a.f", "kind": "function", "depth": 1}]});
+        let out = table(&response);
+        assert!(!out.contains("lanes:") && !out.contains("context:") && !out.contains("ROLE"), "{out}");
+    }
 }

@@ -69,6 +69,16 @@ impl FileEntry {
         self.text.get(unit.start_byte as usize..unit.end_byte as usize).unwrap_or("")
     }
 
+    /// The unit's source as a reader should see it: from the start of its first line when only
+    /// indentation precedes it there, so a method's first line is indented like the rest.
+    pub fn display_source_of(&self, unit: &Unit) -> &str {
+        let start = unit.start_byte as usize;
+        let line_start = self.text.get(..start).and_then(|before| before.rfind('\n').map(|i| i + 1)).unwrap_or(0);
+        let indented = self.text.get(line_start..start).is_some_and(|pad| pad.chars().all(|c| c == ' ' || c == '\t'));
+        let from = if indented { line_start } else { start };
+        self.text.get(from..unit.end_byte as usize).unwrap_or("")
+    }
+
     pub fn edges_from<'a>(&'a self, id: &str) -> impl Iterator<Item = &'a Edge> + use<'a> {
         self.edge_range(&self.edges_by_src, id, |e| e.src.as_str())
     }
@@ -425,6 +435,38 @@ mod tests {
             unresolved: vec![],
         };
         Arc::new(FileEntry::new(Arc::new(graph), Arc::from(""), FileStamp::default(), IndexDeps::default()))
+    }
+
+    #[test]
+    fn display_source_keeps_the_first_lines_indentation() {
+        let text = "class C:\n    def m(self):\n        return 1\nx = 1; y = 2\n";
+        let entry = FileEntry::new(
+            Arc::new(FileGraph {
+                path: "c.py".into(),
+                revision: Revision::of(text.as_bytes()),
+                module: "c".into(),
+                parse_errors: 0,
+                skipped: None,
+                units: vec![],
+                edges: vec![],
+                unresolved: vec![],
+            }),
+            Arc::from(text),
+            FileStamp::default(),
+            IndexDeps::default(),
+        );
+        let span = |needle: &str, len: usize| {
+            let start = text.find(needle).unwrap_or(0) as u32;
+            Unit { start_byte: start, end_byte: start + len as u32, ..unit("u", UnitKind::Method) }
+        };
+        let method = span("def m", "def m(self):\n        return 1".len());
+        assert_eq!(entry.source_of(&method), "def m(self):\n        return 1");
+        assert_eq!(entry.display_source_of(&method), "    def m(self):\n        return 1");
+        // Something other than indentation before it on its line: the unit alone.
+        let y = span("y = 2", 5);
+        assert_eq!(entry.display_source_of(&y), "y = 2");
+        let class = span("class C", 8);
+        assert_eq!(entry.display_source_of(&class), "class C:");
     }
 
     #[test]

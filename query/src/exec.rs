@@ -353,7 +353,7 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             Ok(ids
                 .into_iter()
                 .map(|id| {
-                    let source = exec.snapshot().unit(&id).map(|u| u.file.source_of(u.unit).to_string());
+                    let source = exec.snapshot().unit(&id).map(|u| u.file.display_source_of(u.unit).to_string());
                     Row { source, ..Row::unit(id) }
                 })
                 .collect())

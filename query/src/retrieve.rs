@@ -1010,7 +1010,7 @@ pub fn assemble(
         if taken.iter().any(|&t| inside(&ranked[t].0, u)) {
             continue;
         }
-        let tokens = count(u.file.source_of(u.unit)) + 12;
+        let tokens = count(u.file.display_source_of(u.unit)) + 12;
         if used + tokens > budget {
             cut_ranks.push(i);
             continue;
@@ -1062,7 +1062,7 @@ pub fn assemble(
         for u in units {
             if let Some(unit) = snapshot.unit(&u.name) {
                 text.push_str(&format!("# {} lines {}-{} ({})\n", u.name, u.start_line, u.end_line, u.role));
-                text.push_str(unit.file.source_of(unit.unit));
+                text.push_str(unit.file.display_source_of(unit.unit));
                 text.push_str("\n\n");
             }
         }
