@@ -22,6 +22,12 @@ pub fn to_json(output: &Output, stale: &[String]) -> Value {
     }
     if let Some(lanes) = &output.lanes {
         value["lanes"] = json!(lanes);
+        // How the lanes were fused, so an answer carries its own provenance.
+        value["fusion"] = json!({
+            "method": "reciprocal rank",
+            "k": fresco_query::retrieve::RRF_K,
+            "levels": [["bm25", "dense"], ["text", "graph"]],
+        });
     }
     if let Some(context) = &output.context {
         value["context"] = json!(context);
