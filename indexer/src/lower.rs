@@ -1167,6 +1167,13 @@ impl<'a> Lowerer<'a> {
                 while args.last() == Some(&Expr::Unknown) {
                     args.pop();
                 }
+                // `staticmethod(f)` and `classmethod(f)` (in a class body: `handler =
+                // staticmethod(f)`) are, as values, the function they wrap: calling the attribute
+                // calls it. (The call of the builtin itself is still a call site.)
+                let wrapped = match (&callee, args.as_slice(), keywords.is_empty()) {
+                    (Expr::Name(n), [only], true) if n == "staticmethod" || n == "classmethod" => Some(only.clone()),
+                    _ => None,
+                };
                 self.scope(scope).calls.push(CallSite {
                     callee: callee.clone(),
                     callee_span,
@@ -1174,7 +1181,7 @@ impl<'a> Lowerer<'a> {
                     args: args.into_boxed_slice(),
                     keywords: keywords.into_boxed_slice(),
                 });
-                Expr::Call(Box::new(callee))
+                wrapped.unwrap_or_else(|| Expr::Call(Box::new(callee)))
             }
             "subscript" => {
                 let value = node.child_by_field_name("value").map(|v| self.expr(v, scope));

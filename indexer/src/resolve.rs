@@ -348,6 +348,9 @@ struct Resolver<'a> {
     scope_bindings: Vec<FxHashMap<&'a str, Vec<usize>>>,
     /// Arguments flowing into parameters of this file's functions: (scope, param) -> (caller scope, arg).
     param_flow: FxHashMap<(ScopeId, u32), Vec<(ScopeId, Expr)>>,
+    /// Instance attributes this file's methods set from a parameter (`self.cb = cb`): unit path
+    /// of the attribute (`Button.cb`) -> (method scope, the parameter's name).
+    attributes_from_params: FxHashMap<String, Vec<(ScopeId, Expr)>>,
     summaries: RefCell<FxHashMap<Arc<str>, Option<Arc<ModuleSummary>>>>,
     lookups: RefCell<FxHashMap<String, (ModuleLookup, Option<Arc<str>>)>>,
     /// `module\u{1}name` keys of the module-level names whose summaries this file consulted.
@@ -423,10 +426,12 @@ impl<'a> Resolver<'a> {
                 map
             })
             .collect();
+        let attributes_from_params = attributes_from_params(syntax);
         Resolver {
             source,
             db,
             ws,
+            attributes_from_params,
             module: Arc::from(module),
             is_package,
             syntax,
@@ -756,6 +761,23 @@ impl<'a> Resolver<'a> {
         for e in self.var_exprs(var) {
             extend(&mut out, self.eval_closed(&e, &var.module, self_class.as_ref(), depth + 1));
         }
+        // A default (`on_hover=None`) says little: what calls pass counts too.
+        extend(&mut out, self.attribute_from_arguments(var, depth + 1));
+        out
+    }
+
+    /// An instance attribute of a class of this file that a method sets from one of its
+    /// parameters (`self.callback = callback` in `__init__`): what this file's calls pass for
+    /// that parameter (`Button(on_click)`). Only this file's own calls count, as for every
+    /// argument flow: the summary other files see does not change.
+    fn attribute_from_arguments(&self, var: &Target, depth: u32) -> Vec<Value> {
+        if self.too_deep(depth) || *var.module != *self.module {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for (scope, param) in self.attributes_from_params.get(&*var.path).into_iter().flatten() {
+            extend(&mut out, self.eval_local(param, *scope, depth + 1));
+        }
         out
     }
 
@@ -797,6 +819,7 @@ impl<'a> Resolver<'a> {
                 out
             }
             Expr::Subscript(base) | Expr::Item(base, _) => self.elements_closed(base, module, self_class, depth + 1),
+            Expr::Element(base, index) => self.element_closed(base, *index, module, self_class, depth + 1),
             Expr::Container(kind, _) => {
                 vec![Value::ExternalInstance(Arc::from(format!("builtins.{}", kind.builtin()).as_str()))]
             }
@@ -884,6 +907,68 @@ impl<'a> Resolver<'a> {
             }
             _ => Vec::new(),
         }
+    }
+
+    /// Element `index` of a summary expression: of a literal tuple or list, or of the literal
+    /// tuples and lists a module-level variable is assigned; any element otherwise.
+    fn element_closed(
+        &self,
+        expr: &Expr,
+        index: u32,
+        module: &Arc<str>,
+        self_class: Option<&Target>,
+        depth: u32,
+    ) -> Vec<Value> {
+        if self.too_deep(depth) {
+            return Vec::new();
+        }
+        match expr {
+            Expr::Container(ContainerKind::Tuple | ContainerKind::List, items) => items
+                .get(index as usize)
+                .map(|e| self.eval_closed(e, module, self_class, depth + 1))
+                .unwrap_or_default(),
+            Expr::Name(n) => {
+                let mut out = Vec::new();
+                for v in self.module_member(module, n, depth + 1) {
+                    if let Value::Var(t) = v {
+                        for e in self.var_exprs(&t) {
+                            extend(&mut out, self.element_closed(&e, index, &t.module, t.owner().as_ref(), depth + 1));
+                        }
+                    }
+                }
+                out
+            }
+            Expr::Call(callee) => {
+                let mut out = Vec::new();
+                for c in self.eval_closed(callee, module, self_class, depth + 1) {
+                    extend(&mut out, self.call_element(&c, index, depth + 1));
+                }
+                out
+            }
+            _ => self.elements_closed(expr, module, self_class, depth + 1),
+        }
+    }
+
+    /// Element `index` of what calling `callee` gives: of each tuple or list its function
+    /// returns (`return headers, stream`), or any element when that is not how it returns.
+    fn call_element(&self, callee: &Value, index: u32, depth: u32) -> Vec<Value> {
+        if self.too_deep(depth) {
+            return Vec::new();
+        }
+        if let Value::Function(t) = callee {
+            let returns = self
+                .summary_for(&t.module, &t.path)
+                .and_then(|s| s.function(&t.path).filter(|f| f.yields.is_empty()).map(|f| f.returns.clone()));
+            if let Some(returns) = returns.filter(|r| !r.is_empty()) {
+                let owner = t.owner();
+                let mut out = Vec::new();
+                for r in &returns {
+                    extend(&mut out, self.element_closed(r, index, &t.module, owner.as_ref(), depth + 1));
+                }
+                return out;
+            }
+        }
+        self.call_elements(callee, depth + 1)
     }
 
     /// What iterating over the variables among `raw` yields (their assigned containers).
@@ -1351,6 +1436,7 @@ impl<'a> Resolver<'a> {
                 out
             }
             Expr::Subscript(base) => self.elements_local(base, scope, depth + 1),
+            Expr::Element(base, index) => self.element_at(base, *index, scope, depth + 1),
             Expr::Item(base, key) => self.item_local(base, key, scope, depth + 1),
             Expr::Container(kind, _) => {
                 vec![Value::ExternalInstance(Arc::from(format!("builtins.{}", kind.builtin()).as_str()))]
@@ -1393,6 +1479,19 @@ impl<'a> Resolver<'a> {
             return Vec::new();
         }
         match expr {
+            // `a, b = f()` with `f` a function of the repository: its returned tuples' elements.
+            Expr::Call(callee) => {
+                let callees = self.eval_local(callee, scope, depth + 1);
+                if !callees.is_empty() && callees.iter().all(|c| matches!(c, Value::Function(_))) {
+                    let mut out = Vec::new();
+                    for c in &callees {
+                        extend(&mut out, self.call_element(c, index, depth + 1));
+                    }
+                    out
+                } else {
+                    self.elements_local(expr, scope, depth + 1)
+                }
+            }
             Expr::Container(ContainerKind::Tuple | ContainerKind::List, items) => {
                 items.get(index as usize).map(|e| self.eval_local(e, scope, depth + 1)).unwrap_or_default()
             }
@@ -1976,6 +2075,36 @@ fn prefer_promised(out: &mut Vec<Value>, promised: Vec<Value>) {
         out.clear();
     }
     extend(out, promised);
+}
+
+/// The instance attributes each method of the file's classes sets from one of its unannotated
+/// parameters (`self.cb = cb`), by the attribute's unit path: the method's scope and the
+/// parameter's name.
+fn attributes_from_params(syntax: &FileSyntax) -> FxHashMap<String, Vec<(ScopeId, Expr)>> {
+    let mut out: FxHashMap<String, Vec<(ScopeId, Expr)>> = FxHashMap::default();
+    for (id, sc) in syntax.scopes.iter().enumerate() {
+        if sc.kind != ScopeKind::Function {
+            continue;
+        }
+        let Some(class) = sc.parent.and_then(|p| syntax.scope(p).def).map(|d| syntax.def(d)) else { continue };
+        let is_static = sc.def.is_some_and(|d| method_flags(&syntax.def(d).decorators).is_static);
+        let (Some(receiver), true) = (sc.params.first(), class.kind == DefKind::Class && !is_static) else {
+            continue;
+        };
+        for store in sc.attr_stores.iter() {
+            let on_receiver = matches!(&store.base, Expr::Name(n) if *n == receiver.name);
+            // An annotated parameter promises its type: the summary already uses it, and what
+            // one file passes would only add its callers' subclasses.
+            let from_param = matches!(&store.value, Expr::Name(v)
+                if *v != receiver.name && sc.params.iter().any(|p| p.name == *v && p.annotation.is_none()));
+            if on_receiver && from_param {
+                out.entry(format!("{}.{}", class.path, store.attr))
+                    .or_default()
+                    .push((id as ScopeId, store.value.clone()));
+            }
+        }
+    }
+    out
 }
 
 /// `@contextmanager` / `@contextlib.asynccontextmanager` (by name: the decorator only decides

@@ -176,6 +176,10 @@ impl Summariser<'_> {
             Expr::Keyed(items) => {
                 Expr::Keyed(items.iter().map(|(k, e)| (k.clone(), self.close(e, scope, depth))).collect())
             }
+            Expr::Element(base, index) => match self.close(base, scope, depth) {
+                Expr::Unknown => Expr::Unknown,
+                b => Expr::Element(Box::new(b), *index),
+            },
             Expr::Item(base, key) => match self.close(base, scope, depth) {
                 Expr::Unknown => Expr::Unknown,
                 b => Expr::Item(Box::new(b), key.clone()),
@@ -230,6 +234,20 @@ impl Summariser<'_> {
             Binding::Unpack(Expr::Container(_, items), i) => {
                 items.get(*i as usize).map(|e| self.close(e, scope, depth)).unwrap_or(Expr::Unknown)
             }
+            // `a, b = pair`: element i of what `pair` is (resolved when evaluated: at module
+            // level `pair` stays a name).
+            Binding::Unpack(e, i) => match self.close(e, scope, depth) {
+                Expr::Container(ContainerKind::Tuple | ContainerKind::List, items) => {
+                    items.get(*i as usize).cloned().unwrap_or(Expr::Unknown)
+                }
+                Expr::Unknown => Expr::Unknown,
+                b => Expr::Element(Box::new(b), *i),
+            },
+            // `for x in values`: any element (for a generator function's call, what it yields).
+            Binding::Iter(e) => match self.close(e, scope, depth) {
+                Expr::Unknown => Expr::Unknown,
+                b => Expr::Subscript(Box::new(b)),
+            },
             Binding::Param(0) if self.is_method_scope(scope) => {
                 let flags = sc.def.map(|d| method_flags(&self.syntax.def(d).decorators)).unwrap_or_default();
                 if flags.is_static {

@@ -233,6 +233,9 @@ pub enum Expr {
     Keyed(Vec<(Name, Expr)>),
     /// `value["key"]`: the item under a constant string key.
     Item(Box<Expr>, Name),
+    /// Element `index` of a tuple or list (summaries only: `a, b = pair` at module level, where
+    /// the element is taken when `pair` names a literal tuple, and any element otherwise).
+    Element(Box<Expr>, u32),
     /// A lambda: the scope of its body.
     Lambda(ScopeId),
     /// `a if c else b`, `a or b`: any of these.
