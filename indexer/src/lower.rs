@@ -643,6 +643,9 @@ impl<'a> Lowerer<'a> {
         let mut cursor = params.walk();
         let children: Vec<Node> = params.named_children(&mut cursor).collect();
         for p in children {
+            let keywords = p.kind() == "dictionary_splat_pattern"
+                || (p.kind() == "typed_parameter"
+                    && p.named_child(0).is_some_and(|f| f.kind() == "dictionary_splat_pattern"));
             let (name_node, default, annotation, variadic) = match p.kind() {
                 "identifier" => (Some(p), None, None, false),
                 "default_parameter" => (p.child_by_field_name("name"), p.child_by_field_name("value"), None, false),
@@ -669,7 +672,7 @@ impl<'a> Lowerer<'a> {
             let annotation = annotation.map(|a| self.annotation(a, inner));
             let name = Name::new(self.text(name_node));
             let index = self.scopes[inner as usize].params.len() as u32;
-            self.scope(inner).params.push(Param { name: name.clone(), default, annotation, variadic });
+            self.scope(inner).params.push(Param { name: name.clone(), default, annotation, variadic, keywords });
             self.scope(inner).bindings.push((name, Binding::Param(index)));
         }
     }

@@ -1535,6 +1535,18 @@ impl<'a> Resolver<'a> {
                     return Vec::new();
                 };
                 let indices = self.scope_bindings[s as usize].get(n.as_str()).cloned().unwrap_or_default();
+                // `kwargs["key"]` in a function: the value each call passes under that key.
+                if let [only] = indices.as_slice() {
+                    if let Binding::Param(p) = &self.syntax.scope(s).bindings[*only].1 {
+                        if self.syntax.scope(s).params.get(*p as usize).is_some_and(|p| p.keywords) {
+                            let mut out = Vec::new();
+                            for (caller, arg) in self.param_flow.get(&(s, *p)).into_iter().flatten() {
+                                extend(&mut out, self.item_local(arg, key, *caller, depth + 1));
+                            }
+                            return out;
+                        }
+                    }
+                }
                 let all_keyed = indices
                     .iter()
                     .all(|&i| matches!(&self.syntax.scope(s).bindings[i].1, Binding::Value(Expr::Keyed(_))));
@@ -1784,10 +1796,16 @@ impl<'a> Resolver<'a> {
                     }
                 }
             }
+            // Keywords no named parameter takes go to `**kwargs`, as the dict they arrive in.
+            let mut unclaimed: Vec<(Name, Expr)> = Vec::new();
             for (name, arg) in &call.keywords {
-                if let Some(p) = sc.params.iter().position(|p| &p.name == name) {
-                    flows.push((p as u32, arg.clone()));
+                match sc.params.iter().position(|p| &p.name == name && !p.variadic) {
+                    Some(p) => flows.push((p as u32, arg.clone())),
+                    None => unclaimed.push((name.clone(), arg.clone())),
                 }
+            }
+            if let (Some(p), false) = (sc.params.iter().position(|p| p.keywords), unclaimed.is_empty()) {
+                flows.push((p as u32, Expr::Keyed(unclaimed)));
             }
             for (p, arg) in flows {
                 if !is_flow_worthy(&arg) {

@@ -217,6 +217,8 @@ pub struct Param {
     pub annotation: Option<Expr>,
     /// `*args` or `**kwargs`.
     pub variadic: bool,
+    /// `**kwargs`: receives the keyword arguments no other parameter takes.
+    pub keywords: bool,
 }
 
 /// A reference to code written in the file, as far as resolution cares.
