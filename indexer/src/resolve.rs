@@ -1040,6 +1040,11 @@ impl<'a> Resolver<'a> {
                         extend(&mut out, self.class_attr(&c, attr, None, depth + 1));
                     }
                 }
+                // `@value.setter` on a `@property`: the builtin property's method.
+                if out.is_empty() && matches!(attr, "setter" | "getter" | "deleter") && self.method_flags(t).is_property
+                {
+                    out.push(Value::External(Arc::from(format!("builtins.property.{attr}").as_str())));
+                }
                 out
             }
             Value::External(x) | Value::ExternalInstance(x) => {
