@@ -704,6 +704,14 @@ impl<'a> Resolver<'a> {
         Vec::new()
     }
 
+    /// The `@name.setter` method of property `getter`, when its class defines one.
+    fn property_setter(&self, getter: &Target) -> Option<Target> {
+        let class = getter.owner()?;
+        let name = getter.path.rsplit('.').next()?;
+        let setter = self.with_class(&class, |c| c.member(name).and_then(|m| m.setter.clone())).flatten()?;
+        Some(Target::new(&getter.module, &setter))
+    }
+
     fn method_flags(&self, method: &Target) -> MethodFlags {
         let Some(summary) = self.summary_for(&method.module, &method.path) else {
             return MethodFlags::default();
@@ -1987,6 +1995,14 @@ impl<'a> Resolver<'a> {
             for access in &scope.accesses {
                 let mut hits = SiteHits::default();
                 let values = self.eval_site(&access.expr, scope_id, Some(&mut hits), 0);
+                if access.write {
+                    // Assigning through a property calls its setter.
+                    for p in hits.properties.iter_mut() {
+                        if let Some(setter) = self.property_setter(p) {
+                            *p = setter;
+                        }
+                    }
+                }
                 self.add_hits(&mut edges, &mut add, &unit, &hits, access.line);
                 // A class or function *named* here is referenced; one that merely flowed in
                 // through a parameter is not named by this code.

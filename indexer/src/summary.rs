@@ -41,6 +41,8 @@ pub struct Member {
     pub flags: MethodFlags,
     /// For attributes: the values assigned (in the class body or through `self.x = ...`).
     pub values: Vec<Expr>,
+    /// For a property: the unit path of its `@name.setter` method (assigning calls it).
+    pub setter: Option<Name>,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
@@ -444,7 +446,11 @@ fn class_summary(s: &Summariser, class: DefId, body: ScopeId) -> ClassSummary {
             kind: def.kind,
             flags: MethodFlags::default(),
             values: Vec::new(),
+            setter: None,
         });
+        if def.decorators.iter().any(|d| matches!(d, Expr::Attr(_, a) if a == "setter")) {
+            entry.setter = Some(def.path.clone());
+        }
         // A later method definition replaces an earlier one; property setters never do.
         if entry.path.as_deref() != Some(def.path.as_str()) && def.kind != DefKind::Variable && !def.is_accessor() {
             entry.path = Some(def.path.clone());
