@@ -60,15 +60,30 @@ pub struct Store {
     version_file: std::path::PathBuf,
 }
 
+/// Opens a sled database, waiting briefly for its file lock when another handle in this process
+/// is still letting go of it: sled's flusher thread keeps a dropped database open for up to one
+/// flush interval, so closing and reopening at once can fail to take the lock. A lock held by
+/// another live process is reported after about two seconds, as before.
+pub fn open_sled(config: &sled::Config) -> sled::Result<sled::Db> {
+    let mut attempts = 0;
+    loop {
+        match config.open() {
+            // sled reports a held lock as an `Other` I/O error with this text.
+            Err(sled::Error::Io(e)) if e.to_string().contains("could not acquire lock") && attempts < 40 => {
+                attempts += 1;
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
 impl Store {
     /// Opens (or creates) the store in `dir`. An empty store gets the current format stamp.
     /// `analysis` fingerprints the code that derived the stored graphs: a store derived by other
     /// code is reported as [`StoreError::DifferentAnalysis`] rather than served.
     pub fn open(dir: &Path, analysis: u64) -> Result<Store, StoreError> {
-        let db = sled::Config::new()
-            .path(dir)
-            .cache_capacity(8 * 1024 * 1024)
-            .open()
+        let db = open_sled(&sled::Config::new().path(dir).cache_capacity(8 * 1024 * 1024))
             .map_err(|source| StoreError::Open { path: dir.display().to_string(), source })?;
         let tree = db.open_tree("fresco")?;
         let store = Store { db, tree, version_file: dir.join("committed-version") };
@@ -357,5 +372,26 @@ mod tests {
             store.db.flush().unwrap();
         }
         assert!(matches!(Store::open(dir.path(), 1), Err(StoreError::IncompatibleFormat { found: 999, .. })));
+    }
+}
+
+#[cfg(test)]
+mod reopen_tests {
+    use super::*;
+
+    #[test]
+    fn a_database_reopened_while_its_last_handle_lets_go_opens() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = sled::Config::new().path(dir.path());
+        let first = open_sled(&config).expect("first open");
+        first.insert(b"k", b"v").expect("insert");
+        // Still held: a second open waits, and succeeds once the first handle is gone.
+        let closer = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            drop(first);
+        });
+        let second = open_sled(&config).expect("reopened after the first handle was dropped");
+        closer.join().expect("closer thread");
+        assert_eq!(second.get(b"k").expect("get").as_deref(), Some(&b"v"[..]));
     }
 }

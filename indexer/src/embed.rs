@@ -626,7 +626,7 @@ impl VectorStore {
     /// Opens (or creates) a store of its own in `dir`. Keep it out of a directory that the graph
     /// store may delete when it rebuilds: vectors are keyed by text and outlive analysis changes.
     pub fn open(dir: &Path) -> Result<VectorStore, EmbedError> {
-        let db = sled::Config::new().path(dir).cache_capacity(16 << 20).open()?;
+        let db = fresco_graph::store::open_sled(&sled::Config::new().path(dir).cache_capacity(16 << 20))?;
         Self::in_db(&db).map(|mut s| {
             s._db = Some(db);
             s
