@@ -953,6 +953,42 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    /// `items.append(f)` (and `add`, `appendleft`, `insert(i, f)`, `extend([f, g])`) makes what
+    /// it adds an element of `items`, as `items[k] = f` does: callbacks collected in a list and
+    /// called in a loop. Only a container named by a plain name that is bound somewhere visible.
+    fn container_mutation(&mut self, callee: &Expr, args: &[Expr], scope: ScopeId) {
+        let Expr::Attr(base, method) = callee else { return };
+        let Expr::Name(name) = base.as_ref() else { return };
+        let added = match (method.as_str(), args) {
+            ("append" | "add" | "appendleft", [v]) => vec![v.clone()],
+            ("insert", [_, v]) => vec![v.clone()],
+            ("extend", [Expr::Container(_, items)]) => items.clone(),
+            ("extend", [other]) => vec![Expr::Subscript(Box::new(other.clone()))],
+            _ => return,
+        };
+        let added: Vec<Expr> = added.into_iter().filter(|e| *e != Expr::Unknown).collect();
+        if added.is_empty() {
+            return;
+        }
+        // Only a name bound to a container (`[]`, `set()`, `deque()`, ...): `group.add(cmd)` on
+        // some other object must not make it a list.
+        let owner = self.container_scope(name, scope);
+        let is_container = |e: &Expr| match e {
+            Expr::Container(..) => true,
+            Expr::Call(c) => matches!(c.as_ref(), Expr::Name(n) | Expr::Attr(_, n)
+                if matches!(n.as_str(), "list" | "set" | "deque" | "defaultdict" | "OrderedDict")),
+            _ => false,
+        };
+        let bound_to_container = self.scopes[owner as usize]
+            .bindings
+            .iter()
+            .any(|(n, b)| n == name && matches!(b, Binding::Value(e) if is_container(e)));
+        if !bound_to_container {
+            return;
+        }
+        self.bind(owner, &name.clone(), Binding::Value(Expr::Added(added)));
+    }
+
     /// The scope whose binding of `name` (as far as lowered) a store into `name[...]` mutates.
     fn container_scope(&self, name: &str, scope: ScopeId) -> ScopeId {
         let mut s = scope;
@@ -1177,6 +1213,7 @@ impl<'a> Lowerer<'a> {
                     (Expr::Name(n), [only], true) if n == "staticmethod" || n == "classmethod" => Some(only.clone()),
                     _ => None,
                 };
+                self.container_mutation(&callee, &args, scope);
                 self.scope(scope).calls.push(CallSite {
                     callee: callee.clone(),
                     callee_span,

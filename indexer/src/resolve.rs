@@ -851,7 +851,7 @@ impl<'a> Resolver<'a> {
                     self.eval_closed(value, module, self_class, depth + 1)
                 }
             }
-            Expr::Lambda(_) | Expr::Returning(_) | Expr::Unknown => Vec::new(),
+            Expr::Lambda(_) | Expr::Returning(_) | Expr::Added(_) | Expr::Unknown => Vec::new(),
         };
         self.deref(raw, depth)
     }
@@ -861,7 +861,7 @@ impl<'a> Resolver<'a> {
             return Vec::new();
         }
         match expr {
-            Expr::Container(_, items) => {
+            Expr::Container(_, items) | Expr::Added(items) => {
                 let mut out = Vec::new();
                 for e in items {
                     extend(&mut out, self.eval_closed(e, module, self_class, depth + 1));
@@ -1473,7 +1473,9 @@ impl<'a> Resolver<'a> {
                     self.eval_site(value, scope, hits.as_deref_mut(), depth + 1)
                 }
             }
-            Expr::SelfRef | Expr::ClsRef | Expr::DefPath(_) | Expr::Returning(_) | Expr::Unknown => Vec::new(),
+            Expr::SelfRef | Expr::ClsRef | Expr::DefPath(_) | Expr::Returning(_) | Expr::Added(_) | Expr::Unknown => {
+                Vec::new()
+            }
         };
         if let Some(h) = hits {
             for v in &raw {
@@ -1590,7 +1592,7 @@ impl<'a> Resolver<'a> {
                 }
                 out
             }
-            Expr::Container(_, items) => {
+            Expr::Container(_, items) | Expr::Added(items) => {
                 let mut out = Vec::new();
                 for e in items {
                     extend(&mut out, self.eval_local(e, scope, depth + 1));

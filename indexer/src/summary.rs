@@ -175,6 +175,7 @@ impl Summariser<'_> {
             Expr::Container(kind, items) => {
                 Expr::Container(*kind, items.iter().map(|e| self.close(e, scope, depth)).collect())
             }
+            Expr::Added(items) => Expr::Added(items.iter().map(|e| self.close(e, scope, depth)).collect()),
             Expr::Keyed(items) => {
                 Expr::Keyed(items.iter().map(|(k, e)| (k.clone(), self.close(e, scope, depth))).collect())
             }

@@ -235,6 +235,9 @@ pub enum Expr {
     Keyed(Vec<(Name, Expr)>),
     /// `value["key"]`: the item under a constant string key.
     Item(Box<Expr>, Name),
+    /// Elements added to a container by a method call (`items.append(f)`, `seen.add(f)`): it has
+    /// these elements, and says nothing about the container's own type.
+    Added(Vec<Expr>),
     /// Element `index` of a tuple or list (summaries only: `a, b = pair` at module level, where
     /// the element is taken when `pair` names a literal tuple, and any element otherwise).
     Element(Box<Expr>, u32),
