@@ -136,7 +136,26 @@ impl RetrievalLanes {
         lanes.obtain_model();
         if let Some(worker) = &lanes.dense {
             worker.submit(snapshot.version(), snapshot.clone());
-            worker.wait_ready(snapshot.version(), dense_wait);
+            // A short wait first: a repository whose vectors are all stored is ready at once;
+            // otherwise say why the query pauses (the vectors persist, so the next query
+            // continues where this one stopped).
+            let first = dense_wait.min(Duration::from_millis(300));
+            let status = worker.wait_ready(snapshot.version(), first);
+            let finished = match &status.state {
+                LaneState::Ready => status.version >= snapshot.version(),
+                LaneState::Unavailable(_) => true,
+                _ => false,
+            };
+            if !finished {
+                if let LaneState::Embedding { done, total } = status.state {
+                    eprintln!(
+                        "fresco: embedding units for the dense lane ({done} of {total} done); this query waits up to \
+                         {} s for them (`fresco serve` embeds in the background)",
+                        dense_wait.as_secs()
+                    );
+                }
+                worker.wait_ready(snapshot.version(), dense_wait.saturating_sub(first));
+            }
         }
         lanes
     }
