@@ -1207,10 +1207,19 @@ impl<'a> Lowerer<'a> {
                     args.pop();
                 }
                 // `staticmethod(f)` and `classmethod(f)` (in a class body: `handler =
-                // staticmethod(f)`) are, as values, the function they wrap: calling the attribute
-                // calls it. (The call of the builtin itself is still a call site.)
+                // staticmethod(f)`) and `functools.partial(f, ...)` are, as values, the function
+                // they wrap: calling them calls it. (The wrapping call itself is still a call site.)
                 let wrapped = match (&callee, args.as_slice(), keywords.is_empty()) {
                     (Expr::Name(n), [only], true) if n == "staticmethod" || n == "classmethod" => Some(only.clone()),
+                    // `partial(f, ...)`: calling it calls `f`.
+                    (Expr::Name(n), [f, ..], _) if n == "partial" && *f != Expr::Unknown => Some(f.clone()),
+                    (Expr::Attr(m, n), [f, ..], _)
+                        if n == "partial"
+                            && matches!(m.as_ref(), Expr::Name(m) if m == "functools")
+                            && *f != Expr::Unknown =>
+                    {
+                        Some(f.clone())
+                    }
                     _ => None,
                 };
                 self.container_mutation(&callee, &args, scope);
