@@ -25,7 +25,7 @@ pub fn to_json(output: &Output, stale: &[String]) -> Value {
         // How the lanes were fused, so an answer carries its own provenance.
         value["fusion"] = json!({
             "method": "reciprocal rank",
-            "k": fresco_query::retrieve::RRF_K,
+            "k": fresco_query::retrieve::RRF_K as u32,
             "levels": [["bm25", "dense"], ["text", "graph"]],
         });
     }

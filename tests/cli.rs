@@ -198,7 +198,7 @@ fn context_lists_dependencies_first_and_places_a_function_given_as_text() {
     let v = json(&out);
     assert_eq!(v["lanes"]["graph"]["status"], "ready");
     assert_eq!(v["lanes"]["bm25"]["status"], "ready");
-    assert_eq!(v["fusion"]["k"], 60.0, "the fusion constant is part of the answer: {}", v["fusion"]);
+    assert_eq!(v["fusion"]["k"], 60, "the fusion constant is part of the answer: {}", v["fusion"]);
     assert_eq!(v["lanes"]["dense"]["status"], "unavailable", "{}", v["lanes"]);
     assert!(v["lanes"]["dense"]["reason"].as_str().is_some_and(|r| !r.is_empty()));
     let ranked = names_and_roles(&v);

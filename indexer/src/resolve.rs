@@ -964,13 +964,12 @@ impl<'a> Resolver<'a> {
             return Vec::new();
         }
         if let Value::Function(t) = callee {
-            let returns = self
-                .summary_for(&t.module, &t.path)
-                .and_then(|s| s.function(&t.path).filter(|f| f.yields.is_empty()).map(|f| f.returns.clone()));
-            if let Some(returns) = returns.filter(|r| !r.is_empty()) {
+            let summary = self.summary_for(&t.module, &t.path);
+            let function = summary.as_ref().and_then(|s| s.function(&t.path));
+            if let Some(f) = function.filter(|f| f.yields.is_empty() && !f.returns.is_empty()) {
                 let owner = t.owner();
                 let mut out = Vec::new();
-                for r in &returns {
+                for r in &f.returns {
                     extend(&mut out, self.element_closed(r, index, &t.module, owner.as_ref(), depth + 1));
                 }
                 return out;

@@ -269,14 +269,10 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
 /// one. Returns the unit's id and its class.
 fn place_new_function(file: &fresco_graph::FileGraph, text: &str) -> (Option<String>, Option<String>) {
     let Some(name) = defined_name(text) else { return (None, None) };
-    let short = |unit_name: &str| -> String {
-        let last = unit_name.rsplit('.').next().unwrap_or(unit_name);
-        last.split('#').next().unwrap_or(last).to_string()
-    };
     let same_name: Vec<&fresco_graph::Unit> = file
         .units
         .iter()
-        .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method) && short(&u.name) == name)
+        .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method) && last_name(&u.name) == name)
         .collect();
     let header = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
     let given = header(text);
