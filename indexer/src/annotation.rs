@@ -39,6 +39,40 @@ pub fn type_expr(text: &str) -> Expr {
     instance_of(&ast, 0)
 }
 
+/// The names a string annotation refers to (`"Optional[Console]"` refers to `Optional` and
+/// `Console`), as name/attribute chains, so that a forward reference reads what it names like an
+/// unquoted annotation does. Literal values (`Literal['a']`) and `Annotated` metadata are not
+/// names. Text that is not an annotation refers to nothing.
+pub fn names_in(text: &str) -> Vec<Expr> {
+    let mut p = Parser { s: text.as_bytes(), i: 0 };
+    let Some(ast) = p.union(0) else {
+        return Vec::new();
+    };
+    p.skip_ws();
+    if p.i != p.s.len() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    collect_names(&ast, &mut out);
+    out
+}
+
+fn collect_names(ty: &Ty, out: &mut Vec<Expr>) {
+    match ty {
+        Ty::Nothing | Ty::List => {}
+        Ty::Or(items) => items.iter().for_each(|t| collect_names(t, out)),
+        Ty::Name(name, args) => {
+            out.push(chain(name));
+            let args: &[Ty] = match name.rsplit('.').next() {
+                Some("Literal") => &[],
+                Some("Annotated") => &args[..args.len().min(1)],
+                _ => args,
+            };
+            args.iter().for_each(|t| collect_names(t, out));
+        }
+    }
+}
+
 /// The parsed shape of an annotation.
 #[derive(Debug, Clone)]
 enum Ty {
@@ -319,6 +353,17 @@ mod tests {
         assert_eq!(type_expr("Literal['a', 'b']"), Expr::Unknown);
         assert_eq!(type_expr("Base[str]"), inst("Base"));
         assert_eq!(type_expr("ContextManager[X]"), inst("X"));
+    }
+
+    #[test]
+    fn string_annotations_name_what_they_refer_to() {
+        assert_eq!(names_in("Console"), vec![chain("Console")]);
+        assert_eq!(names_in("Optional[rich.console.Console]"), vec![chain("Optional"), chain("rich.console.Console")]);
+        assert_eq!(names_in("Literal['a', 'b']"), vec![chain("Literal")]);
+        assert_eq!(names_in("Annotated[X, 'meta data']"), vec![chain("Annotated"), chain("X")]);
+        assert_eq!(names_in("A | 'B'"), vec![chain("A"), chain("B")]);
+        assert!(names_in("not an annotation").is_empty());
+        assert!(names_in("").is_empty());
     }
 
     #[test]

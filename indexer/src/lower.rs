@@ -694,10 +694,34 @@ impl<'a> Lowerer<'a> {
             "identifier" | "attribute" => {
                 self.expr(node, scope);
             }
-            "string" => {}
+            // A forward reference reads what it names, as the unquoted annotation would.
+            "string" => {
+                if let Some(text) = self.constant_string(node) {
+                    for name in crate::annotation::names_in(text.as_str()) {
+                        self.access(scope, name, line(node), false);
+                    }
+                }
+            }
             _ => {
                 let mut cursor = node.walk();
-                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                let mut children: Vec<Node> = node.named_children(&mut cursor).collect();
+                // `Literal['a']` holds values, not names; `Annotated[T, meta]` holds one type.
+                let generic = match node.kind() {
+                    "generic_type" => children.first().copied(),
+                    "subscript" => node.child_by_field_name("value"),
+                    _ => None,
+                };
+                match generic.map(|g| self.text(g).rsplit('.').next().unwrap_or_default()) {
+                    Some("Literal") => children.truncate(1),
+                    Some("Annotated") if node.kind() == "generic_type" => {
+                        // `Annotated` `[T, meta]`: the parameter list's first type only.
+                        let first_type = children.get(1).and_then(|params| params.named_child(0));
+                        children.truncate(1);
+                        children.extend(first_type);
+                    }
+                    Some("Annotated") => children.truncate(2),
+                    _ => {}
+                }
                 for child in children {
                     self.annotation_reads(child, scope);
                 }
