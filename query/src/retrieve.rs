@@ -473,6 +473,14 @@ pub struct CandidateFeatures {
     /// 1 when the target's signature or docstring names it as written (`timeout` in
     /// `def __init__(self, timeout)` for the attribute `self.timeout`).
     pub named_in_text: f64,
+    /// How many of the target's two source-order neighbours (the function or method defined
+    /// just before it and just after it, in the same class or module) use it: code written
+    /// next to each other tends to do related work.
+    pub adjacent_users: f64,
+    /// What analogues in other classes (or modules) use of their own owner, carried over by
+    /// name to the target's owner: `Live.__exit__` calls `Live.stop`, so for
+    /// `Progress.__exit__` the member `Progress.stop` counts (sum of 1 / analogue rank).
+    pub analogue_role_users: f64,
 }
 
 impl CandidateFeatures {
@@ -493,6 +501,8 @@ impl CandidateFeatures {
             + 0.5 * self.dense_affinity
             + 2.0 * self.analogue_users
             + 1.0 * self.named_in_text
+            + 1.0 * self.adjacent_users
+            + 2.0 * self.analogue_role_users
     }
 
     /// The score without the text lanes' evidence (word and dense affinity, what analogues
@@ -502,6 +512,7 @@ impl CandidateFeatures {
             word_affinity: 0.0,
             dense_affinity: 0.0,
             analogue_users: 0.0,
+            analogue_role_users: 0.0,
             named_in_text: 0.0,
             ..self.clone()
         }
@@ -551,6 +562,8 @@ pub fn candidate_features(
                 dense_affinity: dense,
                 analogue_users: analogue_use.score(&c.id),
                 named_in_text: if identifiers.contains(last_name(&c.id)) { 1.0 } else { 0.0 },
+                adjacent_users: usage.adjacent_users(&c.id) as f64,
+                analogue_role_users: analogue_use.role_score(&c.id),
             };
             (c.id, features)
         })
@@ -672,17 +685,23 @@ pub fn analogues(text_lanes: &[(Lane, Vec<String>)], target: &Target) -> Vec<Str
 }
 
 /// What the target's analogues use: per used unit, the sum of 1 / rank of the analogues that
-/// call, read or inherit it, and the used units in order of first appearance.
+/// call, read or inherit it, and the used units in order of first appearance. Also what they use
+/// of their own class or module, carried over by name to the target's (`role`).
 struct AnalogueUsage {
     score: FxHashMap<String, f64>,
     order: Vec<String>,
+    role: FxHashMap<String, f64>,
 }
 
 impl AnalogueUsage {
     fn of(snapshot: &Snapshot, target: &Target, analogues: &[String]) -> AnalogueUsage {
         let mut score: FxHashMap<String, f64> = FxHashMap::default();
         let mut order: Vec<String> = Vec::new();
+        let mut role: FxHashMap<String, f64> = FxHashMap::default();
+        let target_owner = target_owner(target);
         for (i, analogue) in analogues.iter().enumerate() {
+            let weight = 1.0 / (i + 1) as f64;
+            let analogue_owner = analogue.rsplit_once('.').map(|(owner, _)| owner);
             let mut counted: FxHashSet<&str> = FxHashSet::default();
             for (e, _) in snapshot.edges_from(analogue) {
                 if !matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits)
@@ -695,14 +714,37 @@ impl AnalogueUsage {
                     order.push(e.dst.clone());
                     0.0
                 });
-                *entry += 1.0 / (i + 1) as f64;
+                *entry += weight;
+                // A member of the analogue's own owner, when the analogue lives elsewhere: the
+                // target's owner's member of the same name plays the same part.
+                let Some(owner) = analogue_owner.filter(|o| *o != target_owner) else { continue };
+                let Some((dst_owner, member)) = e.dst.rsplit_once('.') else { continue };
+                if dst_owner != owner {
+                    continue;
+                }
+                let counterpart = format!("{target_owner}.{member}");
+                if target.id.as_deref() != Some(counterpart.as_str()) && snapshot.contains_unit(&counterpart) {
+                    *role.entry(counterpart).or_default() += weight;
+                }
             }
         }
-        AnalogueUsage { score, order }
+        AnalogueUsage { score, order, role }
     }
 
     fn score(&self, id: &str) -> f64 {
         self.score.get(id).copied().unwrap_or(0.0)
+    }
+
+    fn role_score(&self, id: &str) -> f64 {
+        self.role.get(id).copied().unwrap_or(0.0)
+    }
+}
+
+/// The class or module a target is defined in (for a new function: where it will live).
+fn target_owner(target: &Target) -> &str {
+    match &target.id {
+        Some(id) => id.rsplit_once('.').map_or(id.as_str(), |(owner, _)| owner),
+        None => target.class.as_deref().unwrap_or(&target.module),
     }
 }
 
@@ -712,18 +754,21 @@ impl AnalogueUsage {
 struct NeighbourUsage {
     class_users: FxHashMap<String, usize>,
     file_users: FxHashMap<String, usize>,
+    adjacent_users: FxHashMap<String, usize>,
 }
 
 impl NeighbourUsage {
     fn of(snapshot: &Snapshot, target: &Target) -> NeighbourUsage {
         let mut class_pairs: FxHashSet<(&str, &str)> = FxHashSet::default();
         let mut file_pairs: FxHashSet<(&str, &str)> = FxHashSet::default();
+        let mut adjacent_pairs: FxHashSet<(&str, &str)> = FxHashSet::default();
         let inside_target = |src: &str| {
             target.id.as_deref().is_some_and(|t| src == t || (src.starts_with(t) && src[t.len()..].starts_with('.')))
         };
         let in_class =
             |src: &str| target.class.as_deref().is_some_and(|c| src.starts_with(c) && src[c.len()..].starts_with('.'));
         if let Some(file) = snapshot.file(&target.file) {
+            let adjacent = target.id.as_deref().map(|id| source_order_neighbours(&file.graph, id)).unwrap_or_default();
             for e in &file.graph.edges {
                 if !matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits)
                     || inside_target(&e.src)
@@ -731,6 +776,9 @@ impl NeighbourUsage {
                     continue;
                 }
                 file_pairs.insert((e.dst.as_str(), e.src.as_str()));
+                if adjacent.contains(&e.src.as_str()) {
+                    adjacent_pairs.insert((e.dst.as_str(), e.src.as_str()));
+                }
                 if in_class(&e.src) {
                     class_pairs.insert((e.dst.as_str(), e.src.as_str()));
                 }
@@ -743,7 +791,11 @@ impl NeighbourUsage {
             }
             m
         };
-        NeighbourUsage { class_users: count(class_pairs), file_users: count(file_pairs) }
+        NeighbourUsage {
+            class_users: count(class_pairs),
+            file_users: count(file_pairs),
+            adjacent_users: count(adjacent_pairs),
+        }
     }
 
     fn class_users(&self, id: &str) -> usize {
@@ -753,6 +805,32 @@ impl NeighbourUsage {
     fn file_users(&self, id: &str) -> usize {
         self.file_users.get(id).copied().unwrap_or(0)
     }
+
+    fn adjacent_users(&self, id: &str) -> usize {
+        self.adjacent_users.get(id).copied().unwrap_or(0)
+    }
+}
+
+/// The functions or methods defined just before and just after `id` with the same owner (class
+/// or module), in source order.
+fn source_order_neighbours<'g>(file: &'g fresco_graph::FileGraph, id: &str) -> Vec<&'g str> {
+    let owner = |u: &str| u.rsplit_once('.').map(|(o, _)| o.to_string());
+    let Some(target_owner) = owner(id) else { return Vec::new() };
+    let siblings: Vec<&fresco_graph::Unit> = file
+        .units
+        .iter()
+        .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method))
+        .filter(|u| owner(&u.id).as_deref() == Some(target_owner.as_str()))
+        .collect();
+    let Some(at) = siblings.iter().position(|u| u.id == id) else { return Vec::new() };
+    let mut out = Vec::new();
+    if at > 0 {
+        out.push(siblings[at - 1].id.as_str());
+    }
+    if let Some(next) = siblings.get(at + 1) {
+        out.push(next.id.as_str());
+    }
+    out
 }
 
 fn words(lanes: Option<&dyn Lanes>, text: &str) -> Vec<String> {

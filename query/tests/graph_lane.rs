@@ -110,3 +110,52 @@ fn context_prefers_several_short_dependencies_to_one_long_one_of_similar_rank() 
     assert_eq!(block.cut, ["pkg.long_helper"]);
     assert!(block.tokens <= budget);
 }
+
+#[test]
+fn what_the_source_order_neighbours_use_ranks_above_what_farther_functions_use() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // `near` and `far` are equally local (same file) and each used by one other function; only
+    // `near`'s user is defined right next to the target.
+    write(
+        dir.path(),
+        "pkg/__init__.py",
+        "def near():\n    return 1\n\n\
+         def far():\n    return 2\n\n\
+         def uses_far():\n    return far()\n\n\
+         def filler_a():\n    return 3\n\n\
+         def filler_b():\n    return 4\n\n\
+         def uses_near():\n    return near()\n\n\
+         def target():\n    ...\n",
+    );
+    let snapshot = index(dir.path());
+    let ranked = lane_for(&snapshot, "pkg.target", &[]);
+    let pos = |id: &str| ranked.iter().position(|r| r == id);
+    assert!(pos("pkg.near").is_some() && pos("pkg.far").is_some(), "{ranked:?}");
+    assert!(pos("pkg.near") < pos("pkg.far"), "{ranked:?}");
+}
+
+#[test]
+fn what_an_analogue_uses_of_its_own_class_carries_over_to_the_targets_class() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    write(
+        dir.path(),
+        "pkg/live.py",
+        "class Live:\n    def stop(self):\n        pass\n\n    def __exit__(self, *exc):\n        self.stop()\n",
+    );
+    write(
+        dir.path(),
+        "pkg/reader.py",
+        "class Reader:\n    def close(self):\n        pass\n\n    def stop(self):\n        pass\n\n\
+         \x20   def read(self):\n        pass\n\n    def __exit__(self, *exc):\n        ...\n",
+    );
+    let snapshot = index(dir.path());
+    let without = lane_for(&snapshot, "pkg.reader.Reader.__exit__", &[]);
+    let with = lane_for(&snapshot, "pkg.reader.Reader.__exit__", &["pkg.live.Live.__exit__"]);
+    let pos = |l: &[String], id: &str| l.iter().position(|r| r == id);
+    // Without the analogue, `stop` has nothing over `close` (alphabetical order decides).
+    assert!(pos(&without, "pkg.reader.Reader.close") < pos(&without, "pkg.reader.Reader.stop"), "{without:?}");
+    assert_eq!(with.first().map(String::as_str), Some("pkg.reader.Reader.stop"), "{with:?}");
+    // The analogue's own member is not the target's: it is not what `Reader.__exit__` calls.
+    assert!(pos(&with, "pkg.live.Live.stop") > pos(&with, "pkg.reader.Reader.stop"), "{with:?}");
+}
