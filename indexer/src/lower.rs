@@ -908,13 +908,51 @@ impl<'a> Lowerer<'a> {
             }
             "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" | "expression_list" => {
                 let mut cursor = target.walk();
-                let children: Vec<Node> = target.named_children(&mut cursor).collect();
+                let children: Vec<Node> =
+                    target.named_children(&mut cursor).filter(|c| c.kind() != "comment").collect();
+                // What is unpacked: a nested pattern (`a, (b, c) = ...`) unpacks an element of it.
+                let whole = match binding {
+                    Binding::Value(e) => Some(e),
+                    Binding::Unpack(e, i) => Some(Expr::Element(Box::new(e), i)),
+                    _ => None,
+                };
+                let star = children.iter().position(|c| matches!(c.kind(), "list_splat_pattern" | "list_splat"));
+                let count = children.len();
                 for (i, child) in children.into_iter().enumerate() {
-                    let element = match &binding {
-                        Binding::Value(e) => Binding::Unpack(e.clone(), i as u32),
-                        _ => Binding::Value(Expr::Unknown),
+                    let Some(whole) = &whole else {
+                        self.bind_target(child, Binding::Value(Expr::Unknown), scope, stmt);
+                        continue;
                     };
-                    self.bind_target(child, element, scope, stmt);
+                    match star {
+                        Some(s) if i == s => {
+                            // `*rest`: a list of the elements it takes.
+                            let rest = match whole {
+                                Expr::Container(ContainerKind::Tuple | ContainerKind::List, items)
+                                    if items.len() + 1 >= count =>
+                                {
+                                    items[s..items.len() + 1 + s - count].to_vec()
+                                }
+                                _ => vec![Expr::Subscript(Box::new(whole.clone()))],
+                            };
+                            if let Some(inner) = child.named_child(0) {
+                                let rest = Binding::Value(Expr::Container(ContainerKind::List, rest));
+                                self.bind_target(inner, rest, scope, stmt);
+                            }
+                        }
+                        // After `*rest`, positions count from the end.
+                        Some(s) if i > s => {
+                            let element = match whole {
+                                Expr::Container(ContainerKind::Tuple | ContainerKind::List, items)
+                                    if items.len() + 1 >= count =>
+                                {
+                                    Binding::Unpack(whole.clone(), (items.len() + i - count) as u32)
+                                }
+                                _ => Binding::Value(Expr::Subscript(Box::new(whole.clone()))),
+                            };
+                            self.bind_target(child, element, scope, stmt);
+                        }
+                        _ => self.bind_target(child, Binding::Unpack(whole.clone(), i as u32), scope, stmt),
+                    }
                 }
             }
             "list_splat_pattern" | "parenthesized_expression" => {

@@ -827,7 +827,7 @@ impl<'a> Resolver<'a> {
                 out
             }
             Expr::Subscript(base) | Expr::Item(base, _) => self.elements_closed(base, module, self_class, depth + 1),
-            Expr::Element(base, index) => self.element_closed(base, *index, module, self_class, depth + 1),
+            Expr::Element(base, index) => self.element_closed(base, &[*index], module, self_class, depth + 1),
             Expr::Container(kind, _) => {
                 vec![Value::ExternalInstance(Arc::from(format!("builtins.{}", kind.builtin()).as_str()))]
             }
@@ -917,12 +917,14 @@ impl<'a> Resolver<'a> {
         }
     }
 
-    /// Element `index` of a summary expression: of a literal tuple or list, or of the literal
-    /// tuples and lists a module-level variable is assigned; any element otherwise.
+    /// The element at `path` (`[1, 0]`: element 0 of element 1, for `a, (b, c) = ...`) of a
+    /// summary expression: of literal tuples and lists, of those a module-level variable is
+    /// assigned, of those a function returns; any element otherwise (one level only: deeper,
+    /// nothing is known).
     fn element_closed(
         &self,
         expr: &Expr,
-        index: u32,
+        path: &[u32],
         module: &Arc<str>,
         self_class: Option<&Target>,
         depth: u32,
@@ -930,17 +932,20 @@ impl<'a> Resolver<'a> {
         if self.too_deep(depth) {
             return Vec::new();
         }
+        let Some((&index, rest)) = path.split_first() else {
+            return self.eval_closed(expr, module, self_class, depth + 1);
+        };
         match expr {
             Expr::Container(ContainerKind::Tuple | ContainerKind::List, items) => items
                 .get(index as usize)
-                .map(|e| self.eval_closed(e, module, self_class, depth + 1))
+                .map(|e| self.element_closed(e, rest, module, self_class, depth + 1))
                 .unwrap_or_default(),
             Expr::Name(n) => {
                 let mut out = Vec::new();
                 for v in self.module_member(module, n, depth + 1) {
                     if let Value::Var(t) = v {
                         for e in self.var_exprs(&t) {
-                            extend(&mut out, self.element_closed(&e, index, &t.module, t.owner().as_ref(), depth + 1));
+                            extend(&mut out, self.element_closed(&e, path, &t.module, t.owner().as_ref(), depth + 1));
                         }
                     }
                 }
@@ -949,17 +954,22 @@ impl<'a> Resolver<'a> {
             Expr::Call(callee) => {
                 let mut out = Vec::new();
                 for c in self.eval_closed(callee, module, self_class, depth + 1) {
-                    extend(&mut out, self.call_element(&c, index, depth + 1));
+                    extend(&mut out, self.call_element(&c, path, depth + 1));
                 }
                 out
             }
-            _ => self.elements_closed(expr, module, self_class, depth + 1),
+            Expr::Element(inner, j) => {
+                let outer: Vec<u32> = std::iter::once(*j).chain(path.iter().copied()).collect();
+                self.element_closed(inner, &outer, module, self_class, depth + 1)
+            }
+            _ if rest.is_empty() => self.elements_closed(expr, module, self_class, depth + 1),
+            _ => Vec::new(),
         }
     }
 
-    /// Element `index` of what calling `callee` gives: of each tuple or list its function
+    /// The element at `path` of what calling `callee` gives: of each tuple or list its function
     /// returns (`return headers, stream`), or any element when that is not how it returns.
-    fn call_element(&self, callee: &Value, index: u32, depth: u32) -> Vec<Value> {
+    fn call_element(&self, callee: &Value, path: &[u32], depth: u32) -> Vec<Value> {
         if self.too_deep(depth) {
             return Vec::new();
         }
@@ -970,12 +980,12 @@ impl<'a> Resolver<'a> {
                 let owner = t.owner();
                 let mut out = Vec::new();
                 for r in &f.returns {
-                    extend(&mut out, self.element_closed(r, index, &t.module, owner.as_ref(), depth + 1));
+                    extend(&mut out, self.element_closed(r, path, &t.module, owner.as_ref(), depth + 1));
                 }
                 return out;
             }
         }
-        self.call_elements(callee, depth + 1)
+        if path.len() == 1 { self.call_elements(callee, depth + 1) } else { Vec::new() }
     }
 
     /// What iterating over the variables among `raw` yields (their assigned containers).
@@ -1286,7 +1296,7 @@ impl<'a> Resolver<'a> {
             Binding::Unpack(Expr::Container(_, items), i) => {
                 items.get(*i as usize).map(|e| self.eval_local(e, scope, depth + 1)).unwrap_or_default()
             }
-            Binding::Unpack(e, i) => self.element_at(e, *i, scope, depth + 1),
+            Binding::Unpack(e, i) => self.element_at(e, &[*i], scope, depth + 1),
             Binding::Iter(e) => self.elements_local(e, scope, depth + 1),
             Binding::Enter(e) => self.entered(e, scope, depth + 1),
             Binding::Exception(e) => self
@@ -1448,7 +1458,7 @@ impl<'a> Resolver<'a> {
                 out
             }
             Expr::Subscript(base) => self.elements_local(base, scope, depth + 1),
-            Expr::Element(base, index) => self.element_at(base, *index, scope, depth + 1),
+            Expr::Element(base, index) => self.element_at(base, &[*index], scope, depth + 1),
             Expr::Item(base, key) => self.item_local(base, key, scope, depth + 1),
             Expr::Container(kind, _) => {
                 vec![Value::ExternalInstance(Arc::from(format!("builtins.{}", kind.builtin()).as_str()))]
@@ -1488,10 +1498,15 @@ impl<'a> Resolver<'a> {
 
     /// Element `index` of `expr` when it is (bound to) a literal tuple or list of the right
     /// shape; otherwise any of its elements.
-    fn element_at(&self, expr: &Expr, index: u32, scope: ScopeId, depth: u32) -> Vec<Value> {
+    fn element_at(&self, expr: &Expr, path: &[u32], scope: ScopeId, depth: u32) -> Vec<Value> {
         if self.too_deep(depth) {
             return Vec::new();
         }
+        let Some((&index, rest)) = path.split_first() else {
+            return self.eval_local(expr, scope, depth + 1);
+        };
+        // Not written out: any element, one level deep; deeper, nothing is known.
+        let any_element = || if rest.is_empty() { self.elements_local(expr, scope, depth + 1) } else { Vec::new() };
         match expr {
             // `a, b = f()` with `f` a function of the repository: its returned tuples' elements.
             Expr::Call(callee) => {
@@ -1499,15 +1514,15 @@ impl<'a> Resolver<'a> {
                 if !callees.is_empty() && callees.iter().all(|c| matches!(c, Value::Function(_))) {
                     let mut out = Vec::new();
                     for c in &callees {
-                        extend(&mut out, self.call_element(c, index, depth + 1));
+                        extend(&mut out, self.call_element(c, path, depth + 1));
                     }
                     out
                 } else {
-                    self.elements_local(expr, scope, depth + 1)
+                    any_element()
                 }
             }
             Expr::Container(ContainerKind::Tuple | ContainerKind::List, items) => {
-                items.get(index as usize).map(|e| self.eval_local(e, scope, depth + 1)).unwrap_or_default()
+                items.get(index as usize).map(|e| self.element_at(e, rest, scope, depth + 1)).unwrap_or_default()
             }
             Expr::Name(n) => {
                 let Some(s) = self.binding_scope(n, scope) else {
@@ -1517,13 +1532,54 @@ impl<'a> Resolver<'a> {
                 let mut out = Vec::new();
                 for i in indices {
                     match &self.syntax.scope(s).bindings[i].1 {
-                        Binding::Value(e) => extend(&mut out, self.element_at(e, index, s, depth + 1)),
-                        _ => extend(&mut out, self.elements_local(expr, scope, depth + 1)),
+                        Binding::Value(e) => extend(&mut out, self.element_at(e, path, s, depth + 1)),
+                        Binding::Unpack(e, j) => {
+                            let outer: Vec<u32> = std::iter::once(*j).chain(path.iter().copied()).collect();
+                            extend(&mut out, self.element_at(e, &outer, s, depth + 1));
+                        }
+                        _ => extend(&mut out, any_element()),
                     }
                 }
                 out
             }
-            _ => self.elements_local(expr, scope, depth + 1),
+            // `a, (b, c) = x`: element 0 of element 1 of `x`.
+            Expr::Element(inner, j) => {
+                let outer: Vec<u32> = std::iter::once(*j).chain(path.iter().copied()).collect();
+                self.element_at(inner, &outer, scope, depth + 1)
+            }
+            _ => any_element(),
+        }
+    }
+
+    /// The expression written at position `index` of the tuple or list `expr` is (and the scope
+    /// to read it in), following names bound once and nested unpacking; `None` when it is not
+    /// written out in this file.
+    fn element_expr(&self, expr: &Expr, index: u32, scope: ScopeId, depth: u32) -> Option<(Expr, ScopeId)> {
+        if self.too_deep(depth) {
+            return None;
+        }
+        match expr {
+            Expr::Container(ContainerKind::Tuple | ContainerKind::List, items) => {
+                items.get(index as usize).map(|e| (e.clone(), scope))
+            }
+            Expr::Element(inner, j) => {
+                let (e, s) = self.element_expr(inner, *j, scope, depth + 1)?;
+                self.element_expr(&e, index, s, depth + 1)
+            }
+            Expr::Name(n) => {
+                let s = self.binding_scope(n, scope)?;
+                let indices = self.scope_bindings[s as usize].get(n.as_str())?;
+                let [only] = indices.as_slice() else { return None };
+                match &self.syntax.scope(s).bindings[*only].1 {
+                    Binding::Value(e) => self.element_expr(e, index, s, depth + 1),
+                    Binding::Unpack(e, j) => {
+                        let (e, s) = self.element_expr(e, *j, s, depth + 1)?;
+                        self.element_expr(&e, index, s, depth + 1)
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
         }
     }
 
@@ -1584,6 +1640,10 @@ impl<'a> Resolver<'a> {
             return Vec::new();
         }
         match expr {
+            Expr::Element(inner, j) => match self.element_expr(inner, *j, scope, depth + 1) {
+                Some((e, s)) => self.elements_local(&e, s, depth + 1),
+                None => Vec::new(),
+            },
             Expr::Keyed(items) => {
                 let mut out = Vec::new();
                 for (_, e) in items {
