@@ -88,6 +88,7 @@ struct ScopeB {
     returns: Vec<Expr>,
     yields: Vec<Expr>,
     raises: Vec<(Expr, u32)>,
+    iterations: Vec<(Expr, u32, bool)>,
     bases: Vec<(Expr, u32)>,
     imports: Vec<ImportStmt>,
 }
@@ -108,6 +109,7 @@ impl ScopeB {
             returns: Vec::new(),
             yields: Vec::new(),
             raises: Vec::new(),
+            iterations: Vec::new(),
             bases: Vec::new(),
             imports: Vec::new(),
         }
@@ -128,6 +130,7 @@ impl ScopeB {
             returns: self.returns.into_boxed_slice(),
             yields: self.yields.into_boxed_slice(),
             raises: self.raises.into_boxed_slice(),
+            iterations: self.iterations.into_boxed_slice(),
             bases: self.bases.into_boxed_slice(),
             imports: self.imports.into_boxed_slice(),
         }
@@ -429,6 +432,10 @@ impl<'a> Lowerer<'a> {
             "for_statement" => {
                 let right = node.child_by_field_name("right");
                 let iter = right.map(|r| self.expr(r, scope)).unwrap_or(Expr::Unknown);
+                if let Some(r) = right {
+                    let is_async = node.child(0).is_some_and(|c| c.kind() == "async");
+                    self.scope(scope).iterations.push((iter.clone(), line(r), is_async));
+                }
                 if let Some(left) = node.child_by_field_name("left") {
                     self.bind_target(left, Binding::Iter(iter), scope, None);
                 }
@@ -1461,6 +1468,8 @@ impl<'a> Lowerer<'a> {
                     let mut iter = Expr::Unknown;
                     for r in rights {
                         iter = self.expr(r, eval_scope);
+                        let is_async = child.child(0).is_some_and(|c| c.kind() == "async");
+                        self.scope(eval_scope).iterations.push((iter.clone(), line(r), is_async));
                     }
                     if let Some(left) = child.child_by_field_name("left") {
                         self.bind_target(left, Binding::Iter(iter), inner, None);

@@ -1003,6 +1003,10 @@ impl<'a> Resolver<'a> {
 
     /// What iterating over the result of calling `callee` yields (generators, returned containers).
     fn call_elements(&self, callee: &Value, depth: u32) -> Vec<Value> {
+        if let Value::Class(t) = callee {
+            // Iterating a new instance: what its class's `__next__` returns.
+            return self.iterate_instances(&[Value::Instance(t.clone())], false, depth + 1).1;
+        }
         let Value::Function(t) = callee else {
             return Vec::new();
         };
@@ -1025,6 +1029,64 @@ impl<'a> Resolver<'a> {
                 let promised = self.elements_closed(annotation, &t.module, owner.as_ref(), depth + 1);
                 prefer_promised(&mut out, promised);
             }
+        }
+        out
+    }
+
+    /// The iterator protocol on the instances among `values`: the repository methods iterating
+    /// them calls (`__iter__`, then `__next__` on what `__iter__` returns; `__aiter__` and
+    /// `__anext__` for `async for`) and the elements it yields (what `__next__` returns, or what a
+    /// generator `__iter__` yields).
+    fn iterate_instances(&self, values: &[Value], is_async: bool, depth: u32) -> (Vec<Value>, Vec<Value>) {
+        let (iter_name, next_name) = if is_async { ("__aiter__", "__anext__") } else { ("__iter__", "__next__") };
+        let mut methods = Vec::new();
+        let mut elements = Vec::new();
+        if self.too_deep(depth) {
+            return (methods, elements);
+        }
+        for v in values {
+            let Value::Instance(t) = v else { continue };
+            for iter in self.deref(self.class_attr(t, iter_name, None, depth + 1), depth) {
+                if !matches!(iter, Value::Function(_)) {
+                    continue;
+                }
+                push(&mut methods, iter.clone());
+                // A generator `__iter__` yields the elements itself. (What `async for` binds is
+                // what awaiting `__anext__`'s result gives: not followed.)
+                if !is_async {
+                    extend(&mut elements, self.call_generated(&iter, depth + 1));
+                }
+                for iterator in self.call_result(&iter, depth + 1) {
+                    let Value::Instance(k) = &iterator else { continue };
+                    for next in self.deref(self.class_attr(k, next_name, None, depth + 1), depth) {
+                        if matches!(next, Value::Function(_)) {
+                            push(&mut methods, next.clone());
+                            if !is_async {
+                                extend(&mut elements, self.call_result(&next, depth + 1));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        (methods, elements)
+    }
+
+    /// What calling the generator function `callee` yields (nothing for other functions).
+    fn call_generated(&self, callee: &Value, depth: u32) -> Vec<Value> {
+        let Value::Function(t) = callee else {
+            return Vec::new();
+        };
+        let Some(summary) = self.summary_for(&t.module, &t.path) else {
+            return Vec::new();
+        };
+        let Some(f) = summary.function(&t.path) else {
+            return Vec::new();
+        };
+        let owner = t.owner();
+        let mut out = Vec::new();
+        for y in &f.yields {
+            extend(&mut out, self.eval_closed(y, &t.module, owner.as_ref(), depth + 1));
         }
         out
     }
@@ -2049,6 +2111,17 @@ impl<'a> Resolver<'a> {
                 let (targets, _) = self.call_targets(&classes);
                 for t in targets {
                     add(&mut edges, &unit, t, EdgeKind::Calls, Some(*line));
+                }
+            }
+
+            // `for x in obj`: the iterator protocol's methods are called, on the iterable's line.
+            for (expr, line, is_async) in &scope.iterations {
+                let values = self.eval_local(expr, scope_id, 0);
+                let (methods, _) = self.iterate_instances(&values, *is_async, 0);
+                for m in methods {
+                    if let Value::Function(t) = m {
+                        add(&mut edges, &unit, t.id(), EdgeKind::Calls, Some(*line));
+                    }
                 }
             }
 

@@ -383,6 +383,10 @@ pub struct Scope {
     pub returns: Box<[Expr]>,
     pub yields: Box<[Expr]>,
     pub raises: Box<[(Expr, u32)]>,
+    /// What `for` statements and comprehensions iterate over, where, and whether asynchronously
+    /// (`async for`): iterating an instance calls its class's `__iter__`, and `__next__` on what
+    /// that returns (`__aiter__` and `__anext__`).
+    pub iterations: Box<[(Expr, u32, bool)]>,
     /// For classes: the base class expressions (keyword arguments such as `metaclass=` excluded).
     pub bases: Box<[(Expr, u32)]>,
     pub imports: Box<[ImportStmt]>,
@@ -404,6 +408,7 @@ impl Scope {
             returns: Box::default(),
             yields: Box::default(),
             raises: Box::default(),
+            iterations: Box::default(),
             bases: Box::default(),
             imports: Box::default(),
         }
