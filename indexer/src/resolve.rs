@@ -2092,6 +2092,17 @@ impl<'a> Resolver<'a> {
                     add(&mut edges, &unit, t, EdgeKind::Calls, Some(call.line));
                 }
                 self.add_hits(&mut edges, &mut add, &unit, &hits, call.line);
+                // `map(f, items)`, `sorted(items, key=f)`: the builtin calls `f`.
+                for callback in builtin_callbacks(&values, call) {
+                    let callables: Vec<Value> = self
+                        .eval_local(callback, scope_id, 0)
+                        .into_iter()
+                        .filter(|v| matches!(v, Value::Function(_) | Value::Class(_)))
+                        .collect();
+                    for t in self.call_targets(&callables).0 {
+                        add(&mut edges, &unit, t, EdgeKind::Calls, Some(call.line));
+                    }
+                }
                 if !resolved {
                     unresolved.push(Unresolved {
                         caller: unit.clone(),
@@ -2324,4 +2335,27 @@ fn strip_suffixes(path: &str) -> String {
         return path.to_string();
     }
     path.split('.').map(|part| part.split('#').next().unwrap_or(part)).collect::<Vec<_>>().join(".")
+}
+/// The arguments a builtin higher-order function calls, when `values` (what the call site's
+/// callee is) include it: every positional argument of `map` and `filter` (whichever position
+/// the function is in, the iterables are not callable), the first of `functools.reduce` and the
+/// `itertools` filters, the `key=` of `sorted`, `min`, `max` and `list.sort`.
+fn builtin_callbacks<'c>(values: &[Value], call: &'c CallSite) -> Vec<&'c Expr> {
+    let mut out: Vec<&Expr> = Vec::new();
+    for v in values {
+        let Value::External(x) = v else { continue };
+        match &**x {
+            "builtins.map" | "builtins.filter" => out.extend(call.args.iter()),
+            "functools.reduce"
+            | "itertools.starmap"
+            | "itertools.filterfalse"
+            | "itertools.takewhile"
+            | "itertools.dropwhile" => out.extend(call.args.first()),
+            "builtins.sorted" | "builtins.min" | "builtins.max" | "builtins.list.sort" => {
+                out.extend(call.keywords.iter().filter(|(k, _)| k == "key").map(|(_, e)| e))
+            }
+            _ => {}
+        }
+    }
+    out
 }
