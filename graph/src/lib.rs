@@ -9,6 +9,8 @@ pub mod snapshot;
 pub mod store;
 
 pub use history::{Change, HistoryExpired, NetChange, VersionDiff, VersionLog};
-pub use model::{Edge, EdgeKind, FileGraph, FileStamp, IndexDeps, Revision, SkipReason, Unit, UnitKind, Unresolved};
+pub use model::{
+    Edge, EdgeKind, FileGraph, FileStamp, IndexDeps, Revision, SkipReason, Unit, UnitKind, Unresolved, is_lambda_id,
+};
 pub use snapshot::{FileChange, FileEntry, Snapshot, Totals, UnitRef};
 pub use store::{FORMAT_VERSION, Store, StoreError, manifest};

@@ -105,7 +105,8 @@ impl EdgeKind {
     }
 }
 
-/// One structural unit of a file: a module, class, function, method or variable.
+/// One structural unit of a file: a module, class, function, method or variable. A `lambda` is a
+/// function unit named `<lambdaN>` (the N-th lambda of its owner, in source order).
 ///
 /// `id` is unique within a snapshot. It is the qualified name, except when a name is defined
 /// more than once (a redefinition, a property setter, two scripts with the same module name),
@@ -123,6 +124,19 @@ pub struct Unit {
     /// For callables and classes: the header with its decorators, e.g. `@property\ndef url(self) -> str`.
     pub signature: Option<String>,
     pub docstring: Option<String>,
+}
+
+impl Unit {
+    /// Whether this is a lambda (`pkg.f.<lambda1>`): an anonymous function, a unit of the graph
+    /// but not of retrieval (its code is part of the unit that contains it).
+    pub fn is_lambda(&self) -> bool {
+        is_lambda_id(&self.id)
+    }
+}
+
+/// Whether the unit id names a lambda (`pkg.f.<lambda1>`).
+pub fn is_lambda_id(id: &str) -> bool {
+    id.rsplit('.').next().is_some_and(|last| last.starts_with("<lambda"))
 }
 
 /// A directed edge. `src` is always a unit of the file that owns the edge; `dst` is a unit id anywhere

@@ -1142,7 +1142,8 @@ impl Worker {
                 Some(keys) => keys,
                 None => {
                     let mut units = Vec::with_capacity(g.units.len());
-                    for unit in &g.units {
+                    // Lambdas are embedded as part of the unit that contains them.
+                    for unit in g.units.iter().filter(|u| !u.is_lambda()) {
                         let text = unit_text(unit, entry.source_of(unit));
                         let key = text_key(&text);
                         units.push((Box::from(unit.id.as_str()), key));

@@ -57,6 +57,7 @@ pub fn lower(text: &str) -> FileSyntax {
     };
     lowerer.block(root, 0);
     lowerer.drop_local_reads();
+    lowerer.name_lambdas();
     let docstring = lowerer.docstring(root);
     FileSyntax {
         parse_errors: count_errors(root),
@@ -235,14 +236,47 @@ impl<'a> Lowerer<'a> {
     }
 
     /// The def that owns code written in `scope` (anonymous scopes belong to their parent).
+    /// The def whose unit code in `scope` belongs to: the nearest enclosing def, class or lambda
+    /// (comprehensions are part of their enclosing unit).
     fn owner_def(&self, scope: ScopeId) -> Option<DefId> {
         let mut s = scope;
         loop {
             let sc = &self.scopes[s as usize];
-            if sc.kind != ScopeKind::Anonymous {
+            if sc.kind != ScopeKind::Anonymous || sc.def.is_some() {
                 return sc.def;
             }
             s = sc.parent?;
+        }
+    }
+
+    /// Names the lambdas: `<lambdaN>` is the N-th lambda of its owner (the enclosing def, class,
+    /// lambda or the module) in source order, as PyCG and most call-graph tools number them.
+    /// Lowering order is not source order everywhere (an assignment's right side is lowered
+    /// before its target), so the numbers are given once every lambda is known. Owners come
+    /// before what they contain in `defs`, so a nested lambda's prefix is final when it is named.
+    fn name_lambdas(&mut self) {
+        let mut by_owner: FxHashMap<Option<DefId>, Vec<DefId>> = FxHashMap::default();
+        for (id, def) in self.defs.iter().enumerate() {
+            if def.kind == DefKind::Lambda {
+                by_owner.entry(def.parent).or_default().push(id as DefId);
+            }
+        }
+        let mut ordinal: FxHashMap<DefId, usize> = FxHashMap::default();
+        for lambdas in by_owner.values_mut() {
+            lambdas.sort_by_key(|&id| self.defs[id as usize].start_byte);
+            for (i, &id) in lambdas.iter().enumerate() {
+                ordinal.insert(id, i + 1);
+            }
+        }
+        for id in 0..self.defs.len() {
+            let Some(&n) = ordinal.get(&(id as DefId)) else { continue };
+            let name = format!("<lambda{n}>");
+            let path = match self.defs[id].parent {
+                Some(p) => format!("{}.{name}", self.defs[p as usize].path),
+                None => name.clone(),
+            };
+            self.defs[id].name = Name::new(&name);
+            self.defs[id].path = Name::new(&path);
         }
     }
 
@@ -1363,7 +1397,28 @@ impl<'a> Lowerer<'a> {
                 }
             }
             "lambda" => {
-                let inner = self.new_scope(ScopeKind::Anonymous, scope, None);
+                let parent = self.owner_def(scope);
+                let header_end = node.child_by_field_name("parameters").map_or(node.start_byte() + 6, |p| p.end_byte());
+                self.defs.push(Def {
+                    kind: DefKind::Lambda,
+                    // Named once all lambdas are known (`name_lambdas`).
+                    name: Name::new("<lambda>"),
+                    path: Name::new("<lambda>"),
+                    parent,
+                    body: None,
+                    start_line: node.start_position().row as u32 + 1,
+                    end_line: node.end_position().row as u32 + 1,
+                    start_byte: node.start_byte() as u32,
+                    end_byte: node.end_byte() as u32,
+                    header: Some((node.start_byte() as u32, header_end as u32)),
+                    docstring: None,
+                    decorators: Box::default(),
+                    return_type: None,
+                    conditional: self.conditional_depth > 0,
+                });
+                let def = (self.defs.len() - 1) as DefId;
+                let inner = self.new_scope(ScopeKind::Anonymous, scope, Some(def));
+                self.defs[def as usize].body = Some(inner);
                 if let Some(params) = node.child_by_field_name("parameters") {
                     self.parameters(params, scope, inner);
                 }

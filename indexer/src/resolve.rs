@@ -397,6 +397,10 @@ impl<'a> Resolver<'a> {
     ) -> Resolver<'a> {
         let mut scope_units = FxHashMap::default();
         for (id, def) in syntax.defs.iter().enumerate() {
+            // A lambda binds no name.
+            if def.kind == DefKind::Lambda {
+                continue;
+            }
             let container = match def.parent {
                 None => 0,
                 Some(p) => match syntax.def(p).body {
@@ -1807,7 +1811,8 @@ impl<'a> Resolver<'a> {
         let mut s = scope;
         loop {
             let sc = self.syntax.scope(s);
-            if sc.kind != ScopeKind::Anonymous {
+            // Comprehensions belong to their enclosing unit; a lambda is a unit of its own.
+            if sc.kind != ScopeKind::Anonymous || sc.def.is_some() {
                 return match sc.def {
                     Some(d) => format!("{}.{}", self.module, self.syntax.def(d).path),
                     None => self.module.to_string(),
@@ -1859,7 +1864,12 @@ impl<'a> Resolver<'a> {
                     resolved = true;
                     targets.push(x.to_string());
                 }
-                Value::Lambda(_) => resolved = true,
+                Value::Lambda(scope) => {
+                    resolved = true;
+                    if let Some(def) = self.syntax.scope(*scope).def {
+                        targets.push(format!("{}.{}", self.module, self.syntax.def(def).path));
+                    }
+                }
                 Value::ExternalInstance(_) | Value::Module(_) | Value::Var(_) | Value::Super(..) => {}
             }
         }
@@ -1898,6 +1908,11 @@ impl<'a> Resolver<'a> {
             }
         }
         for v in values {
+            // A lambda's parameters take the arguments as a function's do.
+            if let Value::Lambda(l) = v {
+                changed |= self.flow_into(call, scope, *l, 0);
+                continue;
+            }
             let (target, bound) = match v {
                 Value::Function(t) => (t.clone(), matches!(call.callee, Expr::Attr(..))),
                 Value::Class(t) => {
@@ -1920,38 +1935,46 @@ impl<'a> Resolver<'a> {
             };
             let def = &self.syntax.defs[def];
             let Some(body) = def.body else { continue };
-            let sc = self.syntax.scope(body);
             let flags = method_flags(&def.decorators);
             let offset = usize::from(def.kind == DefKind::Method && !flags.is_static && bound);
-            let mut flows: Vec<(u32, Expr)> = Vec::new();
-            for (i, arg) in call.args.iter().enumerate() {
-                let p = i + offset;
-                if let Some(param) = sc.params.get(p) {
-                    if !param.variadic {
-                        flows.push((p as u32, arg.clone()));
-                    }
+            changed |= self.flow_into(call, scope, body, offset);
+        }
+        changed
+    }
+
+    /// Records the flow of `call`'s arguments (made in `scope`) into the parameters of the
+    /// function or lambda whose body is `body`; `offset` skips a bound `self`/`cls`.
+    fn flow_into(&mut self, call: &CallSite, scope: ScopeId, body: ScopeId, offset: usize) -> bool {
+        let mut changed = false;
+        let sc = self.syntax.scope(body);
+        let mut flows: Vec<(u32, Expr)> = Vec::new();
+        for (i, arg) in call.args.iter().enumerate() {
+            let p = i + offset;
+            if let Some(param) = sc.params.get(p) {
+                if !param.variadic {
+                    flows.push((p as u32, arg.clone()));
                 }
             }
-            // Keywords no named parameter takes go to `**kwargs`, as the dict they arrive in.
-            let mut unclaimed: Vec<(Name, Expr)> = Vec::new();
-            for (name, arg) in &call.keywords {
-                match sc.params.iter().position(|p| &p.name == name && !p.variadic) {
-                    Some(p) => flows.push((p as u32, arg.clone())),
-                    None => unclaimed.push((name.clone(), arg.clone())),
-                }
+        }
+        // Keywords no named parameter takes go to `**kwargs`, as the dict they arrive in.
+        let mut unclaimed: Vec<(Name, Expr)> = Vec::new();
+        for (name, arg) in &call.keywords {
+            match sc.params.iter().position(|p| &p.name == name && !p.variadic) {
+                Some(p) => flows.push((p as u32, arg.clone())),
+                None => unclaimed.push((name.clone(), arg.clone())),
             }
-            if let (Some(p), false) = (sc.params.iter().position(|p| p.keywords), unclaimed.is_empty()) {
-                flows.push((p as u32, Expr::Keyed(unclaimed)));
+        }
+        if let (Some(p), false) = (sc.params.iter().position(|p| p.keywords), unclaimed.is_empty()) {
+            flows.push((p as u32, Expr::Keyed(unclaimed)));
+        }
+        for (p, arg) in flows {
+            if !is_flow_worthy(&arg) {
+                continue;
             }
-            for (p, arg) in flows {
-                if !is_flow_worthy(&arg) {
-                    continue;
-                }
-                let entry = self.param_flow.entry((body, p)).or_default();
-                if entry.len() < 16 && !entry.iter().any(|(s, e)| *s == scope && *e == arg) {
-                    entry.push((scope, arg));
-                    changed = true;
-                }
+            let entry = self.param_flow.entry((body, p)).or_default();
+            if entry.len() < 16 && !entry.iter().any(|(s, e)| *s == scope && *e == arg) {
+                entry.push((scope, arg));
+                changed = true;
             }
         }
         changed
@@ -2097,7 +2120,7 @@ impl<'a> Resolver<'a> {
                     let callables: Vec<Value> = self
                         .eval_local(callback, scope_id, 0)
                         .into_iter()
-                        .filter(|v| matches!(v, Value::Function(_) | Value::Class(_)))
+                        .filter(|v| matches!(v, Value::Function(_) | Value::Class(_) | Value::Lambda(_)))
                         .collect();
                     for t in self.call_targets(&callables).0 {
                         add(&mut edges, &unit, t, EdgeKind::Calls, Some(call.line));
@@ -2184,7 +2207,7 @@ impl<'a> Resolver<'a> {
                 name: format!("{}.{}", self.module, strip_suffixes(&def.path)),
                 kind: match def.kind {
                     DefKind::Class => UnitKind::Class,
-                    DefKind::Function => UnitKind::Function,
+                    DefKind::Function | DefKind::Lambda => UnitKind::Function,
                     DefKind::Method => UnitKind::Method,
                     DefKind::Variable => UnitKind::Variable,
                 },
@@ -2317,7 +2340,7 @@ fn def_value(module: &str, path: &str, kind: DefKind) -> Value {
     let t = Target::new(module, path);
     match kind {
         DefKind::Class => Value::Class(t),
-        DefKind::Function | DefKind::Method => Value::Function(t),
+        DefKind::Function | DefKind::Method | DefKind::Lambda => Value::Function(t),
         DefKind::Variable => Value::Var(t),
     }
 }

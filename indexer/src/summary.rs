@@ -420,7 +420,8 @@ pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<Mod
                     },
                 ));
             }
-            DefKind::Variable => {}
+            // Positional identity: not part of the interface other files see.
+            DefKind::Variable | DefKind::Lambda => {}
         }
     }
     let mut names: Vec<(Name, Vec<SumBinding>)> = names.into_iter().collect();
@@ -439,7 +440,7 @@ fn class_summary(s: &Summariser, class: DefId, body: ScopeId) -> ClassSummary {
     // Units that live directly in the class: methods, nested classes, class attributes and the
     // instance attributes the frontend derived from `self.x = ...`.
     for def in &syntax.defs {
-        if def.parent != Some(class) {
+        if def.parent != Some(class) || def.kind == DefKind::Lambda {
             continue;
         }
         let entry = members.entry(def.name.clone()).or_insert_with(|| Member {

@@ -146,6 +146,10 @@ pub enum DefKind {
     Function,
     Method,
     Variable,
+    /// A `lambda` expression: a function unit named `<lambdaN>` (the N-th lambda of its owner,
+    /// in source order). It binds no name, and it is not part of any summary: its identity is
+    /// positional, so other files never see it.
+    Lambda,
 }
 
 /// A definition that becomes a unit. The module itself is not a `Def`.

@@ -449,7 +449,8 @@ impl TextIndex {
 /// Adds one document per indexable unit of `file`.
 fn add_file(writer: &IndexWriter<TantivyDocument>, fields: &Fields, file: &FileEntry) -> Result<(), TextIndexError> {
     let path = file.graph.path.as_str();
-    for unit in &file.graph.units {
+    // Lambdas are searched as part of the unit that contains them.
+    for unit in file.graph.units.iter().filter(|u| !u.is_lambda()) {
         if let Some(doc) = unit_document(fields, path, file, unit) {
             writer.add_document(doc)?;
         }

@@ -365,8 +365,10 @@ fn mentioned_classes(snapshot: &Snapshot, target: &Target) -> Vec<String> {
     out
 }
 
-fn is_code_unit(kind: UnitKind) -> bool {
-    !matches!(kind, UnitKind::Module | UnitKind::External)
+/// Units retrieval deals in: code units other than lambdas (a lambda is retrieved as part of the
+/// unit containing it).
+fn is_code_unit(unit: &fresco_graph::Unit) -> bool {
+    !matches!(unit.kind, UnitKind::Module | UnitKind::External) && !unit.is_lambda()
 }
 
 /// The graph lane: the units the target can reach, ranked for it.
@@ -414,7 +416,7 @@ pub fn graph_lane(
             .into_iter()
             .filter(|(e, _)| matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits))
             .filter(|(e, _)| e.line.is_none_or(|line| line > body_starts_after))
-            .filter(|(e, _)| snapshot.unit(&e.dst).is_some_and(|u| is_code_unit(u.unit.kind)))
+            .filter(|(e, _)| snapshot.unit(&e.dst).is_some_and(|u| is_code_unit(u.unit)))
             .map(|(e, _)| (e.line.unwrap_or(0), e.dst.clone()))
             .collect();
         uses.sort();
@@ -427,7 +429,7 @@ pub fn graph_lane(
         let direct = ranked.clone();
         for d in direct {
             for (e, _) in snapshot.edges_from(&d) {
-                if e.kind == EdgeKind::Calls && snapshot.unit(&e.dst).is_some_and(|u| is_code_unit(u.unit.kind)) {
+                if e.kind == EdgeKind::Calls && snapshot.unit(&e.dst).is_some_and(|u| is_code_unit(u.unit)) {
                     if seen.insert(e.dst.clone()) {
                         ranked.push(e.dst.clone());
                     }
@@ -882,7 +884,7 @@ fn reachable_candidates(
     let mut out: Vec<Candidate> = Vec::new();
     let mut seen: FxHashSet<String> = exclude.clone();
     let mut push = |id: &str, tier: Tier, unused_import: bool, out: &mut Vec<Candidate>| {
-        if snapshot.unit(id).is_some_and(|u| is_code_unit(u.unit.kind)) && seen.insert(id.to_string()) {
+        if snapshot.unit(id).is_some_and(|u| is_code_unit(u.unit)) && seen.insert(id.to_string()) {
             out.push(Candidate { id: id.to_string(), tier, unused_import });
         }
     };
@@ -1051,7 +1053,7 @@ pub fn assemble(
         .map(|f| (f, "dependency"))
         .chain(fused.iter().filter(|f| !dependencies.contains(&f.id)).map(|f| (f, "example")))
         .filter(|(f, _)| Some(&f.id) != target.id.as_ref() && seen.insert(f.id.as_str()))
-        .filter_map(|(f, role)| snapshot.unit(&f.id).filter(|u| is_code_unit(u.unit.kind)).map(|u| (u, role)))
+        .filter_map(|(f, role)| snapshot.unit(&f.id).filter(|u| is_code_unit(u.unit)).map(|u| (u, role)))
         .collect();
     // The order in which they are considered: dependencies by density, then examples by rank.
     let n_deps = ranked.iter().filter(|(_, role)| *role == "dependency").count();

@@ -22,7 +22,7 @@ pub fn is_test_path(path: &str) -> bool {
 
 /// What the code of unit `id` uses: the destinations of `calls`, `references` and `inherits`
 /// edges from it or from units nested in it, that are units of the snapshot other than modules
-/// and are not nested in it.
+/// and are not nested in it (nor lambdas).
 pub fn uses(snapshot: &Snapshot, id: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let Some(unit) = snapshot.unit(id) else {
@@ -39,7 +39,12 @@ pub fn uses(snapshot: &Snapshot, id: &str) -> BTreeSet<String> {
         if e.dst == id || e.dst.starts_with(&prefix) {
             continue;
         }
-        if snapshot.unit(&e.dst).is_some_and(|d| !matches!(d.unit.kind, UnitKind::Module | UnitKind::External)) {
+        // A lambda elsewhere is reached through the unit that contains it (or the variable bound
+        // to it): retrieval deals in the units around lambdas, not in lambdas.
+        if snapshot
+            .unit(&e.dst)
+            .is_some_and(|d| !matches!(d.unit.kind, UnitKind::Module | UnitKind::External) && !d.unit.is_lambda())
+        {
             out.insert(e.dst.clone());
         }
     }
@@ -54,13 +59,13 @@ pub struct Candidate {
     pub kind: UnitKind,
 }
 
-/// Every function and method outside test files, defined directly in a module or a class, with a
+/// Every function and method (not a lambda) outside test files, defined directly in a module or a class, with a
 /// plain id (no `#2` redefinitions) and at least one in-repository use; in a deterministic
 /// pseudo-random order (xxh3 of the id), so that the first N spread over the repository.
 pub fn candidates(snapshot: &Snapshot) -> Vec<Candidate> {
     let mut out: Vec<(u64, Candidate)> = Vec::new();
     for u in snapshot.units() {
-        if !u.unit.kind.is_callable() || u.unit.id.contains('#') {
+        if !u.unit.kind.is_callable() || u.unit.id.contains('#') || u.unit.is_lambda() {
             continue;
         }
         let path = &u.file.graph.path;
