@@ -346,6 +346,8 @@ struct Resolver<'a> {
     scope_units: FxHashMap<(ScopeId, &'a str), DefId>,
     /// For every scope: name -> indices of its bindings.
     scope_bindings: Vec<FxHashMap<&'a str, Vec<usize>>>,
+    /// This file's defs by unit path (a redefinition's `#N` path included).
+    defs_by_path: FxHashMap<&'a str, DefId>,
     /// Arguments flowing into parameters of this file's functions: (scope, param) -> (caller scope, arg).
     param_flow: FxHashMap<(ScopeId, u32), Vec<(ScopeId, Expr)>>,
     /// Instance attributes this file's methods set from a parameter (`self.cb = cb`): unit path
@@ -431,6 +433,7 @@ impl<'a> Resolver<'a> {
             })
             .collect();
         let attributes_from_params = attributes_from_params(syntax);
+        let defs_by_path = syntax.defs.iter().enumerate().map(|(id, d)| (d.path.as_str(), id as DefId)).collect();
         Resolver {
             source,
             db,
@@ -441,6 +444,7 @@ impl<'a> Resolver<'a> {
             syntax,
             scope_units,
             scope_bindings,
+            defs_by_path,
             param_flow: FxHashMap::default(),
             summaries: RefCell::default(),
             lookups: RefCell::default(),
@@ -1227,6 +1231,16 @@ impl<'a> Resolver<'a> {
                 for r in &f.returns {
                     extend(&mut out, self.eval_closed(r, &t.module, owner.as_ref(), depth + 1));
                 }
+                // A lambda returned by a function of this file (summaries leave lambdas out).
+                if *t.module == *self.module {
+                    if let Some(body) = self.defs_by_path.get(&*t.path).and_then(|&d| self.syntax.def(d).body) {
+                        for r in self.syntax.scope(body).returns.iter() {
+                            if let Expr::Lambda(l) = r {
+                                push(&mut out, Value::Lambda(*l));
+                            }
+                        }
+                    }
+                }
                 // The inferred values win when they say something about the code; the return
                 // annotation fills in when they do not (`return unknown_ext()`, `return None`).
                 if let Some(annotation) = &f.annotation {
@@ -1895,7 +1909,7 @@ impl<'a> Resolver<'a> {
                 if *t.module != *self.module {
                     continue;
                 }
-                let Some(body) = self.syntax.defs.iter().find(|d| *d.path == *t.path).and_then(|d| d.body) else {
+                let Some(body) = self.defs_by_path.get(&*t.path).and_then(|&d| self.syntax.def(d).body) else {
                     continue;
                 };
                 for k in &receivers {
@@ -1930,10 +1944,10 @@ impl<'a> Resolver<'a> {
             if *target.module != *self.module {
                 continue;
             }
-            let Some(def) = self.syntax.defs.iter().position(|d| *d.path == *target.path) else {
+            let Some(&def) = self.defs_by_path.get(&*target.path) else {
                 continue;
             };
-            let def = &self.syntax.defs[def];
+            let def = self.syntax.def(def);
             let Some(body) = def.body else { continue };
             let flags = method_flags(&def.decorators);
             let offset = usize::from(def.kind == DefKind::Method && !flags.is_static && bound);
