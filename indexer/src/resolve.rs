@@ -1928,7 +1928,7 @@ impl<'a> Resolver<'a> {
                 continue;
             }
             let (target, bound) = match v {
-                Value::Function(t) => (t.clone(), matches!(call.callee, Expr::Attr(..))),
+                Value::Function(t) => (t.clone(), self.callee_is_bound(&call.callee, scope, 0)),
                 Value::Class(t) => {
                     let init = self
                         .deref(self.class_attr(t, "__init__", None, 0), 0)
@@ -1950,10 +1950,37 @@ impl<'a> Resolver<'a> {
             let def = self.syntax.def(def);
             let Some(body) = def.body else { continue };
             let flags = method_flags(&def.decorators);
-            let offset = usize::from(def.kind == DefKind::Method && !flags.is_static && bound);
+            let offset = usize::from(def.kind == DefKind::Method && !flags.is_static && (bound || flags.is_class));
             changed |= self.flow_into(call, scope, body, offset);
         }
         changed
+    }
+
+    /// Whether calling `callee` calls a method bound to an instance (its first parameter is
+    /// taken): `obj.method(...)`, or a name holding `obj.method` (assigned, or passed in as an
+    /// argument by a call in this file). `Cls.method(obj, ...)` is not bound.
+    fn callee_is_bound(&self, callee: &Expr, scope: ScopeId, depth: u32) -> bool {
+        if self.too_deep(depth) {
+            return false;
+        }
+        match callee {
+            Expr::Attr(base, _) => {
+                let receivers = self.eval_local(base, scope, depth + 1);
+                receivers.is_empty() || receivers.iter().any(|v| !matches!(v, Value::Class(_)))
+            }
+            Expr::Name(n) => {
+                let Some(s) = self.binding_scope(n, scope) else { return false };
+                let Some(indices) = self.scope_bindings[s as usize].get(n.as_str()) else { return false };
+                indices.iter().any(|&i| match &self.syntax.scope(s).bindings[i].1 {
+                    Binding::Value(e) => self.callee_is_bound(e, s, depth + 1),
+                    Binding::Param(p) => self.param_flow.get(&(s, *p)).is_some_and(|flows| {
+                        flows.iter().any(|(caller, arg)| self.callee_is_bound(arg, *caller, depth + 1))
+                    }),
+                    _ => false,
+                })
+            }
+            _ => false,
+        }
     }
 
     /// Records the flow of `call`'s arguments (made in `scope`) into the parameters of the
