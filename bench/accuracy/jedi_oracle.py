@@ -14,8 +14,9 @@ For one project root this script
    span contains the ``def``/``class`` line and whose last name component is the jedi name);
 4. the caller of a site is the innermost fresco unit (module/class/function/method) containing
    the *evaluation scope* of the call, with Python's scoping: decorators, default values,
-   annotations, base classes are evaluated in the enclosing scope; lambdas and comprehensions
-   belong to the enclosing function;
+   annotations, base classes are evaluated in the enclosing scope; comprehensions belong to the
+   enclosing function; a lambda is a fresco unit of its own (``owner.<lambdaN>``, the N-th lambda
+   of its owner in source order), so calls in its body are its calls;
 5. compares the oracle edge set {(caller, callee, line)} with fresco's in-project ``calls``
    edges, at edge level and at (caller, callee) pair level, and writes a JSON dump of every
    disagreement (for categorisation) next to a summary on stdout.
@@ -26,8 +27,10 @@ definition outside it) and at least one of them is in the project; other fresco 
 *unjudged*. A fresco edge that no call site explains is checked as a property read: if its
 callee is a property and jedi resolves a name on that line to it, it is counted apart as
 "property" (correct, but outside precision/recall, which are about explicit call sites); the
-rest with no call site on their line are "nosite". Lambdas are not fresco units: jedi answers
-landing on a lambda are treated as out-of-project answers.
+iterator protocol's implicit calls (`for x in obj`: `__iter__`, `__next__`) whose iterable jedi
+infers to be an instance of that class are counted apart the same way ("protocol"); the rest with
+no call site on their line are "nosite". A jedi answer landing on a lambda maps to the
+lambda unit starting on that line when there is exactly one.
 
 Usage:
     python jedi_oracle.py ROOT [--fresco BIN] [--json OUT.json] [--sample N]
@@ -77,11 +80,12 @@ class UnitIndex:
                 self.by_file[n["file"]].append(n)
 
     def innermost(self, file, line, kinds, name=None):
-        """Innermost unit of `kinds` in `file` whose span contains `line`; with `name`, the
-        unit's last qualified-name component must equal it (else None)."""
+        """Innermost unit of `kinds` in `file` whose span contains `line`, lambdas aside (they
+        are found by position, `lambda_at`); with `name`, the unit's last qualified-name
+        component must equal it (else None)."""
         best = None
         for n in self.by_file.get(file, ()):
-            if n["kind"] not in kinds:
+            if n["kind"] not in kinds or is_lambda(n["id"]):
                 continue
             if n["start_line"] <= line <= n["end_line"]:
                 if best is None or (n["end_line"] - n["start_line"]) < (
@@ -92,6 +96,30 @@ class UnitIndex:
         if name is not None and last_name(best["id"]) != name:
             return None
         return best["id"]
+
+
+    def lambda_at(self, file, line):
+        """The lambda unit starting on `line` of `file`, when there is exactly one."""
+        found = [n["id"] for n in self.by_file.get(file, ())
+                 if is_lambda(n["id"]) and n["start_line"] == line]
+        return found[0] if len(found) == 1 else None
+
+
+def is_lambda(qid):
+    return last_name(qid).startswith("<lambda")
+
+
+def iterables_by_line(code):
+    """What `for` statements and comprehensions iterate over, by the iterable's first line."""
+    out = collections.defaultdict(list)
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return out
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            out[node.iter.lineno].append(node.iter)
+    return out
 
 
 def last_name(qid):
@@ -161,6 +189,9 @@ class SiteCollector(ast.NodeVisitor):
         self.file, self.src_lines = file, src_lines
         self.scope = [None]
         self.sites = []
+        # (owner scope, (line, byte col), key) per lambda, outer lambdas before inner ones; a
+        # scope is None (module), a def/class line, or a lambda's key.
+        self.lambdas = []
 
     def add(self, kind, node, func):
         execute = False
@@ -217,6 +248,38 @@ class SiteCollector(ast.NodeVisitor):
         self.add("call", node, node.func)
         self.generic_visit(node)
 
+    def visit_Lambda(self, node):
+        a = node.args
+        for d in a.defaults + [x for x in a.kw_defaults if x is not None]:
+            self.visit(d)
+        key = ("lambda", len(self.lambdas))
+        self.lambdas.append((self.scope[-1], (node.lineno, node.col_offset), key))
+        self.scope.append(key)
+        self.visit(node.body)
+        self.scope.pop()
+
+    def lambda_ids(self, module_id, units):
+        """fresco's id of each lambda: `<owner>.<lambdaN>`, N counting the owner's lambdas in
+        source order."""
+        by_owner = collections.defaultdict(list)
+        for owner, pos, key in self.lambdas:
+            by_owner[owner].append((pos, key))
+        ordinal = {}
+        for entries in by_owner.values():
+            for i, (_, key) in enumerate(sorted(entries)):
+                ordinal[key] = i + 1
+        ids = {}
+        for owner, _, key in self.lambdas:
+            ids[key] = "%s.<lambda%d>" % (self.scope_id(owner, module_id, units, ids), ordinal[key])
+        return ids
+
+    def scope_id(self, scope, module_id, units, lambda_ids):
+        if scope is None:
+            return module_id
+        if isinstance(scope, tuple):
+            return lambda_ids.get(scope)
+        return units.innermost(self.file, scope, SCOPE_KINDS)
+
     def visit_Raise(self, node):
         if node.exc is not None and isinstance(node.exc, (ast.Name, ast.Attribute)):
             self.add("raise", node.exc, node.exc)
@@ -261,7 +324,8 @@ def resolve_site(script, site, root, units):
             if not rel.endswith(".py"):
                 continue  # .pyi stub inside the project: not a fresco unit
             if n.name == "<lambda>":
-                outside.append("<lambda>")  # fresco has no unit for a lambda
+                uid = units.lambda_at(rel, n.line)
+                targets.append(uid or "UNMAPPED:%s:%s:<lambda>" % (rel, n.line))
                 continue
             uid = units.innermost(rel, n.line, DEF_KINDS, name=n.name)
             targets.append(uid or "UNMAPPED:%s:%s:%s" % (rel, n.line, n.name))
@@ -299,9 +363,10 @@ def compare(root, fresco, sample=None, log=sys.stderr):
         col = SiteCollector(rel, srcs[rel])
         col.visit(tree)
         script = jedi.Script(code, path=path, project=project)
+        module_id = units.module_of_file[rel]
+        lambda_ids = col.lambda_ids(module_id, units)
         for s in col.sites:
-            s.caller = (units.module_of_file[rel] if s.scope_line is None else
-                        units.innermost(rel, s.scope_line, SCOPE_KINDS))
+            s.caller = col.scope_id(s.scope_line, module_id, units, lambda_ids)
             resolve_site(script, s, root, units)
         sites.extend(col.sites)
         print("  [%d/%d] %s: %d sites (%.0fs)" % (i + 1, len(files), rel, len(col.sites),
@@ -397,6 +462,58 @@ def compare(root, fresco, sample=None, log=sys.stderr):
         if is_prop and jedi_same:
             fr_status[(c, d, l)] = "property"
 
+    # ---- implicit calls of the iterator protocol: `for x in obj` calls obj's `__iter__` and the
+    # iterator's `__next__` on the iterable's line. When jedi infers the iterable to be an
+    # instance of the `__iter__`'s class (a constructor call, or a call returning one), the edge
+    # is correct
+    # (status "protocol"; `__next__` follows its `__iter__`); like property reads it stays out of
+    # precision/recall.
+    iter_ok, iterables = set(), {}
+    protocol = [(k, st) for k, st in fr_status.items()
+                if st != "matched" and last_name(k[1]) in ("__iter__", "__next__", "__aiter__", "__anext__")]
+    for (c, d, l), st in sorted(protocol, key=lambda kv: last_name(kv[0][1]) not in ("__iter__", "__aiter__")):
+        rel = units.by_id[c]["file"]
+        text = srcs[rel][l - 1] if l and l <= len(srcs[rel]) else ""
+        owner = units.by_id[d]["id"].rsplit(".", 1)[0]
+        ok = False
+        if last_name(d) in ("__next__", "__anext__"):
+            ok = (c, l) in iter_ok
+        else:
+            if rel not in iterables:
+                iterables[rel] = iterables_by_line("\n".join(srcs[rel]))
+            for it in iterables[rel].get(l, []):
+                callee = it.func if isinstance(it, ast.Call) else it
+                pos = name_position(callee)
+                if pos is None:
+                    continue
+                if rel not in scripts:
+                    scripts[rel] = jedi.Script("\n".join(srcs[rel]), path=os.path.join(root, rel),
+                                               project=project)
+                try:
+                    inferred = scripts[rel].infer(pos[0], char_col(srcs[rel], pos[0], pos[1]))
+                except Exception:
+                    inferred = []
+                if isinstance(it, ast.Call):
+                    # `for x in Cls(...)`: the class; `for x in f(...)`: what f returns
+                    results = []
+                    for n in inferred:
+                        if n.type == "class":
+                            results.append(n)
+                        elif n.type == "function":
+                            try:
+                                results.extend(n.execute())
+                            except Exception:
+                                pass
+                    ok = ok or any(r.type in ("class", "instance") and r.name == last_name(owner)
+                                   for r in results)
+                else:
+                    ok = ok or any(n.type == "instance" and n.name == last_name(owner) for n in inferred)
+            if ok:
+                iter_ok.add((c, l))
+        nosite_info[(c, d, l)] = {"property": False, "protocol": ok, "text": text.strip(), "was": st}
+        if ok:
+            fr_status[(c, d, l)] = "protocol"
+
     # ---- pair level ----
     o_pairs = {(c, d) for (c, d, _) in oracle}
     f_pairs_all = {(c, d) for (c, d, _) in fr}
@@ -417,7 +534,7 @@ def compare(root, fresco, sample=None, log=sys.stderr):
         "matched": len(matched_oracle),
         "recall": len(matched_oracle) / max(1, len(oracle)),
         "precision": n_match_f / max(1, n_match_f + n_false),
-        "lambda_targets_skipped": sum(1 for x in sites if "<lambda>" in x.outside),
+        "lambda_targets": sum(1 for x in sites if any(is_lambda(t) for t in x.targets)),
         "pairs": {
             "oracle": len(o_pairs), "fresco": len(f_pairs_all),
             "matched": len(o_pairs & f_pairs_all),
@@ -477,6 +594,7 @@ def compare(root, fresco, sample=None, log=sys.stderr):
         "jedi_outside": [],
         "nosite": [],
         "property": [],
+        "protocol": [],
     }
     for (c, d, l), st in sorted(fr_status.items(), key=lambda kv: (str(kv[0][0]), kv[0][2] or 0)):
         if st in ("false", "jedi_outside"):
@@ -487,7 +605,7 @@ def compare(root, fresco, sample=None, log=sys.stderr):
             rec = site_rec(s, {"fresco_dst": d, "edge_line": l, "relation": relation(d, tg, here),
                                "all_sites": [(x.expr, x.targets or x.outside) for x in ss]})
             dis[st].append(rec)
-        elif st in ("nosite", "property"):
+        elif st in ("nosite", "property", "protocol"):
             rel = units.by_id[c]["file"]
             dis[st].append({"file": rel, "line": l, "caller": c, "fresco_dst": d,
                             **nosite_info[(c, d, l)]})
