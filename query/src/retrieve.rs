@@ -411,13 +411,12 @@ pub fn graph_lane(
         // What its header uses (annotations, decorators) is not what its body needs first: for a
         // stub that is all it uses, and those units compete with the other candidates instead.
         let body_starts_after = snapshot.unit(id).map_or(0, |u| header_end_line(&u));
-        let mut uses: Vec<(u32, String)> = snapshot
-            .edges_from(id)
+        let mut uses: Vec<(u32, String)> = code_edges(snapshot, id)
             .into_iter()
-            .filter(|(e, _)| matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits))
-            .filter(|(e, _)| e.line.is_none_or(|line| line > body_starts_after))
-            .filter(|(e, _)| snapshot.unit(&e.dst).is_some_and(|u| is_code_unit(u.unit)))
-            .map(|(e, _)| (e.line.unwrap_or(0), e.dst.clone()))
+            .filter(|e| matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits))
+            .filter(|e| e.line.is_none_or(|line| line > body_starts_after))
+            .filter(|e| snapshot.unit(&e.dst).is_some_and(|u| is_code_unit(u.unit)))
+            .map(|e| (e.line.unwrap_or(0), e.dst.clone()))
             .collect();
         uses.sort();
         for (_, dst) in uses {
@@ -705,7 +704,7 @@ impl AnalogueUsage {
             let weight = 1.0 / (i + 1) as f64;
             let analogue_owner = analogue.rsplit_once('.').map(|(owner, _)| owner);
             let mut counted: FxHashSet<&str> = FxHashSet::default();
-            for (e, _) in snapshot.edges_from(analogue) {
+            for e in code_edges(snapshot, analogue) {
                 if !matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits)
                     || target.id.as_deref() == Some(e.dst.as_str())
                     || !counted.insert(e.dst.as_str())
@@ -777,12 +776,14 @@ impl NeighbourUsage {
                 {
                     continue;
                 }
-                file_pairs.insert((e.dst.as_str(), e.src.as_str()));
-                if adjacent.contains(&e.src.as_str()) {
-                    adjacent_pairs.insert((e.dst.as_str(), e.src.as_str()));
+                // A lambda's uses are its owner's.
+                let src = without_lambdas(&e.src);
+                file_pairs.insert((e.dst.as_str(), src));
+                if adjacent.contains(&src) {
+                    adjacent_pairs.insert((e.dst.as_str(), src));
                 }
-                if in_class(&e.src) {
-                    class_pairs.insert((e.dst.as_str(), e.src.as_str()));
+                if in_class(src) {
+                    class_pairs.insert((e.dst.as_str(), src));
                 }
             }
         }
@@ -811,6 +812,36 @@ impl NeighbourUsage {
     fn adjacent_users(&self, id: &str) -> usize {
         self.adjacent_users.get(id).copied().unwrap_or(0)
     }
+}
+
+/// What the code of unit `id` uses and calls: its edges and its lambdas' (a lambda's code is
+/// part of the unit containing it, for retrieval).
+fn code_edges<'s>(snapshot: &'s Snapshot, id: &str) -> Vec<&'s fresco_graph::Edge> {
+    let Some(unit) = snapshot.unit(id) else { return Vec::new() };
+    let prefix = format!("{id}.");
+    unit.file
+        .graph
+        .edges
+        .iter()
+        .filter(|e| {
+            e.src == id
+                || e.src
+                    .strip_prefix(&prefix)
+                    .is_some_and(|rest| rest.split('.').all(|part| part.starts_with("<lambda")))
+        })
+        .collect()
+}
+
+/// `id` without the lambdas it is nested in (`pkg.f` for `pkg.f.<lambda1>.<lambda1>`).
+fn without_lambdas(id: &str) -> &str {
+    let mut owner = id;
+    while fresco_graph::is_lambda_id(owner) {
+        match owner.rsplit_once('.') {
+            Some((rest, _)) => owner = rest,
+            None => break,
+        }
+    }
+    owner
 }
 
 /// The functions or methods defined just before and just after `id` with the same owner (class

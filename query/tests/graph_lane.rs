@@ -159,3 +159,26 @@ fn what_an_analogue_uses_of_its_own_class_carries_over_to_the_targets_class() {
     // The analogue's own member is not the target's: it is not what `Reader.__exit__` calls.
     assert!(pos(&with, "pkg.live.Live.stop") > pos(&with, "pkg.reader.Reader.stop"), "{with:?}");
 }
+
+#[test]
+fn what_a_lambda_in_the_body_uses_is_the_functions_own_use() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "pkg/__init__.py",
+        "def weight(item):\n    return 1\n\n\
+         def other():\n    return 2\n\n\
+         def ordered(items):\n    return sorted(items, key=lambda item: weight(item))\n",
+    );
+    let snapshot = index(dir.path());
+    // The call is the lambda's own edge in the graph ...
+    assert!(
+        snapshot.edges_from("pkg.ordered.<lambda1>").iter().any(|(e, _)| e.dst == "pkg.weight"),
+        "{:?}",
+        snapshot.edges_from("pkg.ordered.<lambda1>")
+    );
+    // ... and for retrieval it is what `ordered` uses; the lambda itself is never a result.
+    let ranked = lane_for(&snapshot, "pkg.ordered", &[]);
+    assert_eq!(ranked.first().map(String::as_str), Some("pkg.weight"), "{ranked:?}");
+    assert!(!ranked.iter().any(|r| r.contains("<lambda")), "{ranked:?}");
+}
