@@ -1062,6 +1062,25 @@ impl<'a> Lowerer<'a> {
     fn container_mutation(&mut self, callee: &Expr, args: &[Expr], scope: ScopeId) {
         let Expr::Attr(base, method) = callee else { return };
         let Expr::Name(name) = base.as_ref() else { return };
+        // `handlers.update({"error": on_error})` stores under those keys, as
+        // `handlers["error"] = on_error` does (the earlier value is kept too: not flow-sensitive).
+        if let ("update", [Expr::Keyed(items)]) = (method.as_str(), args) {
+            let is_dict = |e: &Expr| match e {
+                Expr::Keyed(_) | Expr::Container(ContainerKind::Dict, _) => true,
+                Expr::Call(c) => matches!(c.as_ref(), Expr::Name(n) | Expr::Attr(_, n)
+                    if matches!(n.as_str(), "dict" | "defaultdict" | "OrderedDict")),
+                _ => false,
+            };
+            let owner = self.container_scope(name, scope);
+            let bound_to_dict = self.scopes[owner as usize]
+                .bindings
+                .iter()
+                .any(|(n, b)| n == name && matches!(b, Binding::Value(e) if is_dict(e)));
+            if bound_to_dict {
+                self.bind(owner, &name.clone(), Binding::Value(Expr::Keyed(items.clone())));
+            }
+            return;
+        }
         let added = match (method.as_str(), args) {
             ("append" | "add" | "appendleft", [v]) => vec![v.clone()],
             ("insert", [_, v]) => vec![v.clone()],

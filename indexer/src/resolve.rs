@@ -1631,6 +1631,53 @@ impl<'a> Resolver<'a> {
         }
     }
 
+    /// The element expressions written out in this file for the container `expr` is bound to
+    /// (and the scope to read each in): literal items, through names, and what was added to it.
+    fn element_exprs(&self, expr: &Expr, scope: ScopeId, depth: u32) -> Vec<(Expr, ScopeId)> {
+        if self.too_deep(depth) {
+            return Vec::new();
+        }
+        match expr {
+            Expr::Container(_, items) | Expr::Added(items) => items.iter().map(|e| (e.clone(), scope)).collect(),
+            Expr::Keyed(items) => items.iter().map(|(_, e)| (e.clone(), scope)).collect(),
+            Expr::Name(n) => {
+                let Some(s) = self.binding_scope(n, scope) else { return Vec::new() };
+                let Some(indices) = self.scope_bindings[s as usize].get(n.as_str()) else { return Vec::new() };
+                let mut out = Vec::new();
+                for &i in indices {
+                    if let Binding::Value(e) = &self.syntax.scope(s).bindings[i].1 {
+                        out.extend(self.element_exprs(e, s, depth + 1));
+                    }
+                }
+                out
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The expressions written out in this file under the constant key `key` of the dicts
+    /// `expr` is bound to.
+    fn item_exprs(&self, expr: &Expr, key: &str, scope: ScopeId, depth: u32) -> Vec<(Expr, ScopeId)> {
+        if self.too_deep(depth) {
+            return Vec::new();
+        }
+        match expr {
+            Expr::Keyed(items) => items.iter().filter(|(k, _)| k == key).map(|(_, e)| (e.clone(), scope)).collect(),
+            Expr::Name(n) => {
+                let Some(s) = self.binding_scope(n, scope) else { return Vec::new() };
+                let Some(indices) = self.scope_bindings[s as usize].get(n.as_str()) else { return Vec::new() };
+                let mut out = Vec::new();
+                for &i in indices {
+                    if let Binding::Value(e) = &self.syntax.scope(s).bindings[i].1 {
+                        out.extend(self.item_exprs(e, key, s, depth + 1));
+                    }
+                }
+                out
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// The expression written at position `index` of the tuple or list `expr` is (and the scope
     /// to read it in), following names bound once and nested unpacking; `None` when it is not
     /// written out in this file.
@@ -1724,6 +1771,22 @@ impl<'a> Resolver<'a> {
                 Some((e, s)) => self.elements_local(&e, s, depth + 1),
                 None => Vec::new(),
             },
+            // `table[i][j]`: the elements of the containers written out as `table`'s elements.
+            Expr::Subscript(inner) => {
+                let mut out = Vec::new();
+                for (e, s) in self.element_exprs(inner, scope, depth + 1) {
+                    extend(&mut out, self.elements_local(&e, s, depth + 1));
+                }
+                out
+            }
+            // `table["key"][i]`: the elements of the containers written out under that key.
+            Expr::Item(inner, key) => {
+                let mut out = Vec::new();
+                for (e, s) in self.item_exprs(inner, key, scope, depth + 1) {
+                    extend(&mut out, self.elements_local(&e, s, depth + 1));
+                }
+                out
+            }
             Expr::Keyed(items) => {
                 let mut out = Vec::new();
                 for (_, e) in items {
