@@ -1037,15 +1037,27 @@ impl<'a> Lowerer<'a> {
                     self.expr(index, scope);
                 }
                 if let Some(object) = object {
-                    let base = self.expr(object, scope);
-                    if let (Expr::Name(name), Binding::Value(v)) = (base, binding) {
+                    self.expr(object, scope);
+                    let Binding::Value(v) = binding else { return };
+                    let wrap = |key: Option<Name>, inner: Expr| match key {
+                        Some(key) => Expr::Keyed(vec![(key, inner)]),
+                        None => Expr::Container(ContainerKind::Dict, vec![inner]),
+                    };
+                    // `table["a"]["b"] = f` stores `{"a": {"b": f}}` into `table`: one level per
+                    // subscript, down to the name.
+                    let mut element = wrap(key, v);
+                    let mut container = object;
+                    while container.kind() == "subscript" {
+                        let key = container.child_by_field_name("subscript").and_then(|k| self.constant_string(k));
+                        element = wrap(key, element);
+                        let Some(inner) = container.child_by_field_name("value") else { break };
+                        container = inner;
+                    }
+                    if container.kind() == "identifier" {
                         // The element joins the container wherever the container lives (often a
                         // module-level registry mutated from a function).
+                        let name = Name::new(self.text(container));
                         let owner = self.container_scope(&name, scope);
-                        let element = match key {
-                            Some(key) => Expr::Keyed(vec![(key, v)]),
-                            None => Expr::Container(ContainerKind::Dict, vec![v]),
-                        };
                         self.bind(owner, &name, Binding::Value(element));
                     }
                 }

@@ -1718,6 +1718,18 @@ impl<'a> Resolver<'a> {
             return Vec::new();
         }
         match base {
+            // `table["a"]["b"]`: under "b" of what is written under "a".
+            Expr::Item(inner, outer_key) => {
+                let written = self.item_exprs(inner, outer_key, scope, depth + 1);
+                if written.is_empty() {
+                    return self.elements_local(base, scope, depth + 1);
+                }
+                let mut out = Vec::new();
+                for (e, s) in written {
+                    extend(&mut out, self.item_local(&e, key, s, depth + 1));
+                }
+                out
+            }
             Expr::Keyed(items) => {
                 let mut out = Vec::new();
                 for (k, e) in items {
