@@ -134,6 +134,13 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
             _ => {
                 while i < bytes.len() {
                     let b = bytes[i];
+                    // A lambda's name is part of a qualified name: `pkg.f.<lambda1>`.
+                    if b == b'<' && (i == start || bytes[i - 1] == b'.') && text[i..].starts_with("<lambda") {
+                        if let Some(close) = text[i..].find('>') {
+                            i += close + 1;
+                            continue;
+                        }
+                    }
                     if b.is_ascii_whitespace()
                         || matches!(b, b'|' | b',' | b'"' | b'\'' | b'=' | b'<' | b'>' | b'!' | b'~')
                     {
@@ -672,6 +679,23 @@ mod tests {
                 depth: None
             }
         );
+    }
+
+    #[test]
+    fn lambda_units_are_names() {
+        for (q, name) in [
+            ("callers pkg.f.<lambda1>", "pkg.f.<lambda1>"),
+            ("callees pkg.<lambda2>.<lambda1> depth 2", "pkg.<lambda2>.<lambda1>"),
+            ("callers \"pkg.<lambda1>\"", "pkg.<lambda1>"),
+        ] {
+            let parsed = parse(q).unwrap_or_else(|e| panic!("{q}: {}", e.render(q)));
+            let Stage::Traverse { symbol: Some(Symbol::Name(n)), .. } = &parsed.stages[0] else {
+                panic!("{q}: {:?}", parsed.stages)
+            };
+            assert_eq!(n, name);
+        }
+        // `<` is still a comparison elsewhere.
+        assert!(parse("callers pkg.f | where depth < 3").is_ok());
     }
 
     #[test]
