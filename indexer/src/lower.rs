@@ -1058,6 +1058,12 @@ impl<'a> Lowerer<'a> {
                         // module-level registry mutated from a function).
                         let name = Name::new(self.text(container));
                         let owner = self.container_scope(&name, scope);
+                        if container.id() == object.id() {
+                            if let Expr::Keyed(items) = &element {
+                                let keys: Vec<Name> = items.iter().map(|(k, _)| k.clone()).collect();
+                                self.overwrite_keys(owner, scope, &name, &keys);
+                            }
+                        }
                         self.bind(owner, &name, Binding::Value(element));
                     }
                 }
@@ -1089,6 +1095,8 @@ impl<'a> Lowerer<'a> {
                 .iter()
                 .any(|(n, b)| n == name && matches!(b, Binding::Value(e) if is_dict(e)));
             if bound_to_dict {
+                let keys: Vec<Name> = items.iter().map(|(k, _)| k.clone()).collect();
+                self.overwrite_keys(owner, scope, &name.clone(), &keys);
                 self.bind(owner, &name.clone(), Binding::Value(Expr::Keyed(items.clone())));
             }
             return;
@@ -1121,6 +1129,24 @@ impl<'a> Lowerer<'a> {
             return;
         }
         self.bind(owner, &name.clone(), Binding::Value(Expr::Added(added)));
+    }
+
+    /// A store under constant keys of the dict `name`, made unconditionally by the code of the
+    /// scope the dict lives in (not from a function that may or may not run, not in a branch or
+    /// loop), replaces what earlier literals of that scope put under those keys: `d["a"] = g`
+    /// after `d = {"a": f}` leaves `g` only (what functions called later see). Not
+    /// flow-sensitive beyond that: a use between the two statements sees `g` as well.
+    fn overwrite_keys(&mut self, owner: ScopeId, scope: ScopeId, name: &Name, keys: &[Name]) {
+        if owner != scope || self.conditional_depth > 0 {
+            return;
+        }
+        for (n, b) in self.scopes[owner as usize].bindings.iter_mut() {
+            if n == name {
+                if let Binding::Value(Expr::Keyed(items)) = b {
+                    items.retain(|(k, _)| !keys.contains(k));
+                }
+            }
+        }
     }
 
     /// The scope whose binding of `name` (as far as lowered) a store into `name[...]` mutates.
