@@ -1045,10 +1045,19 @@ impl<'a> Lowerer<'a> {
                     };
                     // `table["a"]["b"] = f` stores `{"a": {"b": f}}` into `table`: one level per
                     // subscript, down to the name.
+                    // The constant keys from the name inwards (`None` once one is not constant).
+                    let mut path: Option<Vec<Name>> = key.clone().map(|k| vec![k]);
                     let mut element = wrap(key, v);
                     let mut container = object;
                     while container.kind() == "subscript" {
                         let key = container.child_by_field_name("subscript").and_then(|k| self.constant_string(k));
+                        path = match (path, &key) {
+                            (Some(mut p), Some(k)) => {
+                                p.insert(0, k.clone());
+                                Some(p)
+                            }
+                            _ => None,
+                        };
                         element = wrap(key, element);
                         let Some(inner) = container.child_by_field_name("value") else { break };
                         container = inner;
@@ -1058,11 +1067,8 @@ impl<'a> Lowerer<'a> {
                         // module-level registry mutated from a function).
                         let name = Name::new(self.text(container));
                         let owner = self.container_scope(&name, scope);
-                        if container.id() == object.id() {
-                            if let Expr::Keyed(items) = &element {
-                                let keys: Vec<Name> = items.iter().map(|(k, _)| k.clone()).collect();
-                                self.overwrite_keys(owner, scope, &name, &keys);
-                            }
+                        if let Some(path) = path {
+                            self.overwrite_keys(owner, scope, &name, &[path]);
                         }
                         self.bind(owner, &name, Binding::Value(element));
                     }
@@ -1095,7 +1101,7 @@ impl<'a> Lowerer<'a> {
                 .iter()
                 .any(|(n, b)| n == name && matches!(b, Binding::Value(e) if is_dict(e)));
             if bound_to_dict {
-                let keys: Vec<Name> = items.iter().map(|(k, _)| k.clone()).collect();
+                let keys: Vec<Vec<Name>> = items.iter().map(|(k, _)| vec![k.clone()]).collect();
                 self.overwrite_keys(owner, scope, &name.clone(), &keys);
                 self.bind(owner, &name.clone(), Binding::Value(Expr::Keyed(items.clone())));
             }
@@ -1136,14 +1142,29 @@ impl<'a> Lowerer<'a> {
     /// loop), replaces what earlier literals of that scope put under those keys: `d["a"] = g`
     /// after `d = {"a": f}` leaves `g` only (what functions called later see). Not
     /// flow-sensitive beyond that: a use between the two statements sees `g` as well.
-    fn overwrite_keys(&mut self, owner: ScopeId, scope: ScopeId, name: &Name, keys: &[Name]) {
+    /// Each of `paths` is a chain of constant keys (`["a", "b"]` for `d["a"]["b"] = g`).
+    fn overwrite_keys(&mut self, owner: ScopeId, scope: ScopeId, name: &Name, paths: &[Vec<Name>]) {
+        fn remove(expr: &mut Expr, path: &[Name]) {
+            let (Expr::Keyed(items), Some((first, rest))) = (expr, path.split_first()) else { return };
+            if rest.is_empty() {
+                items.retain(|(k, _)| k != first);
+            } else {
+                for (k, inner) in items.iter_mut() {
+                    if k == first {
+                        remove(inner, rest);
+                    }
+                }
+            }
+        }
         if owner != scope || self.conditional_depth > 0 {
             return;
         }
         for (n, b) in self.scopes[owner as usize].bindings.iter_mut() {
             if n == name {
-                if let Binding::Value(Expr::Keyed(items)) = b {
-                    items.retain(|(k, _)| !keys.contains(k));
+                if let Binding::Value(e) = b {
+                    for path in paths {
+                        remove(e, path);
+                    }
                 }
             }
         }
