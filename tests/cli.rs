@@ -233,3 +233,44 @@ fn context_lists_dependencies_first_and_places_a_function_given_as_text() {
     assert!(deps.contains(&"shop.models.Cart.subtotal"), "{ranked:?}");
     assert!(deps.contains(&"shop.models.TAX_RATE"), "{ranked:?}");
 }
+
+#[test]
+fn lambdas_are_units_that_queries_and_the_export_name() {
+    let repo = repo(&[(
+        "app.py",
+        b"def weight(item):\n    return 1\n\n\ndef ordered(items):\n    return sorted(items, key=lambda item: weight(item))\n",
+    )]);
+    let root = repo.path().to_str().expect("utf8");
+
+    // Who calls `weight`: the lambda, which `sorted` (called by `ordered`) calls.
+    let out = run(&["query", root, "callers app.weight depth 2", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let names: Vec<String> = json(&out)["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| r["name"].as_str().expect("name").to_string())
+        .collect();
+    assert_eq!(names, ["app.ordered.<lambda1>", "app.ordered"]);
+
+    // The lambda is addressable by name, without quotes.
+    let out = run(&["query", root, "callees app.ordered.<lambda1>", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(json(&out)["results"][0]["name"], "app.weight");
+
+    // The export lists it as a function unit, contained by its owner.
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    let out = run(&["export", root, "--out", out_dir.path().to_str().expect("utf8")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let nodes = std::fs::read_to_string(out_dir.path().join("nodes.jsonl")).expect("nodes");
+    let lambda = nodes
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json"))
+        .find(|n| n["id"] == "app.ordered.<lambda1>")
+        .expect("the lambda is a node");
+    assert_eq!(lambda["kind"], "function");
+    assert_eq!((lambda["start_line"].as_u64(), lambda["end_line"].as_u64()), (Some(6), Some(6)));
+    let edges = edges_of(out_dir.path());
+    assert!(edges.contains(&("app.ordered".into(), "app.ordered.<lambda1>".into(), "contains".into())), "{edges:?}");
+    assert!(edges.contains(&("app.ordered".into(), "app.ordered.<lambda1>".into(), "calls".into())), "{edges:?}");
+}
