@@ -1476,7 +1476,10 @@ impl<'a> Lowerer<'a> {
             }
             "lambda" => {
                 let parent = self.owner_def(scope);
-                let header_end = node.child_by_field_name("parameters").map_or(node.start_byte() + 6, |p| p.end_byte());
+                let header_end = node
+                    .child_by_field_name("parameters")
+                    .map_or(node.start_byte() + "lambda".len(), |p| p.end_byte())
+                    .min(node.end_byte());
                 self.defs.push(Def {
                     kind: DefKind::Lambda,
                     // Named once all lambdas are known (`name_lambdas`).
