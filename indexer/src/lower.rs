@@ -11,6 +11,9 @@ use tree_sitter::{Node, Parser, Tree};
 
 use crate::syntax::*;
 
+/// Marks an integer dict key (a string key never starts with this control character).
+const INTEGER_KEY: char = '\u{1}';
+
 thread_local! {
     static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
 }
@@ -1032,7 +1035,7 @@ impl<'a> Lowerer<'a> {
             "subscript" => {
                 // `registry[key] = func` makes `func` an element of `registry`.
                 let object = target.child_by_field_name("value");
-                let key = target.child_by_field_name("subscript").and_then(|k| self.constant_string(k));
+                let key = target.child_by_field_name("subscript").and_then(|k| self.constant_key(k));
                 if let Some(index) = target.child_by_field_name("subscript") {
                     self.expr(index, scope);
                 }
@@ -1050,7 +1053,7 @@ impl<'a> Lowerer<'a> {
                     let mut element = wrap(key, v);
                     let mut container = object;
                     while container.kind() == "subscript" {
-                        let key = container.child_by_field_name("subscript").and_then(|k| self.constant_string(k));
+                        let key = container.child_by_field_name("subscript").and_then(|k| self.constant_key(k));
                         path = match (path, &key) {
                             (Some(mut p), Some(k)) => {
                                 p.insert(0, k.clone());
@@ -1329,6 +1332,26 @@ impl<'a> Lowerer<'a> {
         self.chain(node, scope)
     }
 
+    /// A constant dict key: a plain string literal as its text, an integer literal as its value
+    /// marked apart (`1` and `0x1` are one key, `"1"` another).
+    fn constant_key(&self, node: Node) -> Option<Name> {
+        if node.kind() != "integer" {
+            return self.constant_string(node);
+        }
+        let digits = self.text(node).replace('_', "");
+        let lower = digits.to_ascii_lowercase();
+        let value = if let Some(hex) = lower.strip_prefix("0x") {
+            i128::from_str_radix(hex, 16)
+        } else if let Some(oct) = lower.strip_prefix("0o") {
+            i128::from_str_radix(oct, 8)
+        } else if let Some(bin) = lower.strip_prefix("0b") {
+            i128::from_str_radix(bin, 2)
+        } else {
+            lower.parse::<i128>()
+        };
+        value.ok().map(|v| Name::new(&format!("{INTEGER_KEY}{v}")))
+    }
+
     /// The value of a plain string literal (no interpolation, no concatenation).
     fn constant_string(&self, node: Node) -> Option<Name> {
         if node.kind() != "string" {
@@ -1417,7 +1440,7 @@ impl<'a> Lowerer<'a> {
                 let value = node.child_by_field_name("value").map(|v| self.expr(v, scope));
                 let mut cursor = node.walk();
                 let subs: Vec<Node> = node.children_by_field_name("subscript", &mut cursor).collect();
-                let key = if subs.len() == 1 { self.constant_string(subs[0]) } else { None };
+                let key = if subs.len() == 1 { self.constant_key(subs[0]) } else { None };
                 for s in subs {
                     self.expr(s, scope);
                 }
@@ -1451,7 +1474,7 @@ impl<'a> Lowerer<'a> {
                 let mut all_constant = true;
                 for child in children {
                     if child.kind() == "pair" {
-                        let key = child.child_by_field_name("key").and_then(|k| self.constant_string(k));
+                        let key = child.child_by_field_name("key").and_then(|k| self.constant_key(k));
                         if let Some(k) = child.child_by_field_name("key") {
                             self.expr(k, scope);
                         }

@@ -1663,6 +1663,19 @@ impl<'a> Resolver<'a> {
         }
         match expr {
             Expr::Keyed(items) => items.iter().filter(|(k, _)| k == key).map(|(_, e)| (e.clone(), scope)).collect(),
+            // `rows[0]` of a literal list or tuple: the element at that index when it is written
+            // out there, any element otherwise (it may have been appended).
+            Expr::Container(kind, items) => {
+                let index = match kind {
+                    ContainerKind::List | ContainerKind::Tuple => integer_key(key),
+                    ContainerKind::Set | ContainerKind::Dict => None,
+                };
+                match index.and_then(|i| items.get(i)) {
+                    Some(e) => vec![(e.clone(), scope)],
+                    None => items.iter().map(|e| (e.clone(), scope)).collect(),
+                }
+            }
+            Expr::Added(items) => items.iter().map(|e| (e.clone(), scope)).collect(),
             Expr::Name(n) => {
                 let Some(s) = self.binding_scope(n, scope) else { return Vec::new() };
                 let Some(indices) = self.scope_bindings[s as usize].get(n.as_str()) else { return Vec::new() };
@@ -1718,6 +1731,13 @@ impl<'a> Resolver<'a> {
             return Vec::new();
         }
         match base {
+            // `(f, g)[0]`: the element written at that index.
+            Expr::Container(ContainerKind::List | ContainerKind::Tuple, items)
+                if integer_key(key).is_some_and(|i| i < items.len()) =>
+            {
+                let i = integer_key(key).unwrap_or_default();
+                items.get(i).map(|e| self.eval_local(e, scope, depth + 1)).unwrap_or_default()
+            }
             // `table["a"]["b"]`: under "b" of what is written under "a".
             Expr::Item(inner, outer_key) => {
                 let written = self.item_exprs(inner, outer_key, scope, depth + 1);
@@ -2475,6 +2495,12 @@ fn strip_suffixes(path: &str) -> String {
     }
     path.split('.').map(|part| part.split('#').next().unwrap_or(part)).collect::<Vec<_>>().join(".")
 }
+/// The index an integer dict key written as a subscript stands for (`rows[0]`), as lowering
+/// marks integer keys.
+fn integer_key(key: &str) -> Option<usize> {
+    key.strip_prefix('\u{1}')?.parse().ok()
+}
+
 /// The arguments a builtin higher-order function calls, when `values` (what the call site's
 /// callee is) include it: every positional argument of `map` and `filter` (whichever position
 /// the function is in, the iterables are not callable), the first of `functools.reduce` and the
