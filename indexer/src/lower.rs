@@ -1090,7 +1090,7 @@ impl<'a> Lowerer<'a> {
         let Expr::Attr(base, method) = callee else { return };
         let Expr::Name(name) = base.as_ref() else { return };
         // `handlers.update({"error": on_error})` stores under those keys, as
-        // `handlers["error"] = on_error` does (the earlier value is kept too: not flow-sensitive).
+        // `handlers["error"] = on_error` does.
         if let ("update", [Expr::Keyed(items)]) = (method.as_str(), args) {
             let is_dict = |e: &Expr| match e {
                 Expr::Keyed(_) | Expr::Container(ContainerKind::Dict, _) => true,
@@ -1099,11 +1099,7 @@ impl<'a> Lowerer<'a> {
                 _ => false,
             };
             let owner = self.container_scope(name, scope);
-            let bound_to_dict = self.scopes[owner as usize]
-                .bindings
-                .iter()
-                .any(|(n, b)| n == name && matches!(b, Binding::Value(e) if is_dict(e)));
-            if bound_to_dict {
+            if self.bound_to(owner, name, is_dict) {
                 let keys: Vec<Vec<Name>> = items.iter().map(|(k, _)| vec![k.clone()]).collect();
                 self.overwrite_keys(owner, scope, &name.clone(), &keys);
                 self.bind(owner, &name.clone(), Binding::Value(Expr::Keyed(items.clone())));
@@ -1130,14 +1126,18 @@ impl<'a> Lowerer<'a> {
                 if matches!(n.as_str(), "list" | "set" | "deque" | "defaultdict" | "OrderedDict")),
             _ => false,
         };
-        let bound_to_container = self.scopes[owner as usize]
-            .bindings
-            .iter()
-            .any(|(n, b)| n == name && matches!(b, Binding::Value(e) if is_container(e)));
-        if !bound_to_container {
+        if !self.bound_to(owner, name, is_container) {
             return;
         }
         self.bind(owner, &name.clone(), Binding::Value(Expr::Added(added)));
+    }
+
+    /// Whether `scope` binds `name` to a value `is_kind` accepts (as far as lowered).
+    fn bound_to(&self, scope: ScopeId, name: &Name, is_kind: impl Fn(&Expr) -> bool) -> bool {
+        self.scopes[scope as usize]
+            .bindings
+            .iter()
+            .any(|(n, b)| n == name && matches!(b, Binding::Value(e) if is_kind(e)))
     }
 
     /// A store under constant keys of the dict `name`, made unconditionally by the code of the

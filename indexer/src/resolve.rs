@@ -20,7 +20,9 @@ use fresco_graph::{Edge, EdgeKind, FileGraph, Unit, UnitKind, Unresolved};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::db::{ModuleLookup, SourceFile, Workspace, file_summary, file_syntax, lookup_module, module_info};
-use crate::summary::{ClassSummary, Member, MethodFlags, ModuleSummary, SumBinding, absolute_module, method_flags};
+use crate::summary::{
+    ClassSummary, FunctionSummary, Member, MethodFlags, ModuleSummary, SumBinding, absolute_module, method_flags,
+};
 use crate::syntax::*;
 
 /// A unit of some module: the module's name and the unit's path within it.
@@ -1015,28 +1017,37 @@ impl<'a> Resolver<'a> {
             // Iterating a new instance: what its class's `__next__` returns.
             return self.iterate_instances(&[Value::Instance(t.clone())], false, depth + 1).1;
         }
-        let Value::Function(t) = callee else {
-            return Vec::new();
-        };
-        let Some(summary) = self.summary_for(&t.module, &t.path) else {
-            return Vec::new();
-        };
-        let Some(f) = summary.function(&t.path) else {
-            return Vec::new();
-        };
+        self.with_function(callee, |t, f| {
+            let owner = t.owner();
+            let mut out = self.yielded(t, f, depth);
+            for r in &f.returns {
+                extend(&mut out, self.elements_closed(r, &t.module, owner.as_ref(), depth + 1));
+            }
+            if let Some(annotation) = &f.annotation {
+                if !names_repo_value(&out) {
+                    let promised = self.elements_closed(annotation, &t.module, owner.as_ref(), depth + 1);
+                    prefer_promised(&mut out, promised);
+                }
+            }
+            out
+        })
+        .unwrap_or_default()
+    }
+
+    /// `with`'s result for the repository function `callee` and its summary (`None` for other
+    /// values, or without a summary).
+    fn with_function<R>(&self, callee: &Value, with: impl FnOnce(&Target, &FunctionSummary) -> R) -> Option<R> {
+        let Value::Function(t) = callee else { return None };
+        let summary = self.summary_for(&t.module, &t.path)?;
+        summary.function(&t.path).map(|f| with(t, f))
+    }
+
+    /// What the function `t` (summarised as `f`) yields.
+    fn yielded(&self, t: &Target, f: &FunctionSummary, depth: u32) -> Vec<Value> {
         let owner = t.owner();
         let mut out = Vec::new();
         for y in &f.yields {
             extend(&mut out, self.eval_closed(y, &t.module, owner.as_ref(), depth + 1));
-        }
-        for r in &f.returns {
-            extend(&mut out, self.elements_closed(r, &t.module, owner.as_ref(), depth + 1));
-        }
-        if let Some(annotation) = &f.annotation {
-            if !names_repo_value(&out) {
-                let promised = self.elements_closed(annotation, &t.module, owner.as_ref(), depth + 1);
-                prefer_promised(&mut out, promised);
-            }
         }
         out
     }
@@ -1082,21 +1093,7 @@ impl<'a> Resolver<'a> {
 
     /// What calling the generator function `callee` yields (nothing for other functions).
     fn call_generated(&self, callee: &Value, depth: u32) -> Vec<Value> {
-        let Value::Function(t) = callee else {
-            return Vec::new();
-        };
-        let Some(summary) = self.summary_for(&t.module, &t.path) else {
-            return Vec::new();
-        };
-        let Some(f) = summary.function(&t.path) else {
-            return Vec::new();
-        };
-        let owner = t.owner();
-        let mut out = Vec::new();
-        for y in &f.yields {
-            extend(&mut out, self.eval_closed(y, &t.module, owner.as_ref(), depth + 1));
-        }
-        out
+        self.with_function(callee, |t, f| self.yielded(t, f, depth)).unwrap_or_default()
     }
 
     /// `value.attr`; raw (may contain `Var`).
@@ -1641,18 +1638,25 @@ impl<'a> Resolver<'a> {
             Expr::Container(_, items) | Expr::Added(items) => items.iter().map(|e| (e.clone(), scope)).collect(),
             Expr::Keyed(items) => items.iter().map(|(_, e)| (e.clone(), scope)).collect(),
             Expr::Name(n) => {
-                let Some(s) = self.binding_scope(n, scope) else { return Vec::new() };
-                let Some(indices) = self.scope_bindings[s as usize].get(n.as_str()) else { return Vec::new() };
-                let mut out = Vec::new();
-                for &i in indices {
-                    if let Binding::Value(e) = &self.syntax.scope(s).bindings[i].1 {
-                        out.extend(self.element_exprs(e, s, depth + 1));
-                    }
-                }
-                out
+                self.bound_values(n, scope).into_iter().flat_map(|(e, s)| self.element_exprs(e, s, depth + 1)).collect()
             }
             _ => Vec::new(),
         }
+    }
+
+    /// The expressions a name is bound to by plain assignment in the scope whose binding is
+    /// visible from `scope` (and that scope).
+    fn bound_values(&self, name: &Name, scope: ScopeId) -> Vec<(&'a Expr, ScopeId)> {
+        let Some(s) = self.binding_scope(name, scope) else { return Vec::new() };
+        let Some(indices) = self.scope_bindings[s as usize].get(name.as_str()) else { return Vec::new() };
+        let bindings = &self.syntax.scope(s).bindings;
+        indices
+            .iter()
+            .filter_map(|&i| match &bindings[i].1 {
+                Binding::Value(e) => Some((e, s)),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The expressions written out in this file under the constant key `key` of the dicts
@@ -1676,17 +1680,11 @@ impl<'a> Resolver<'a> {
                 }
             }
             Expr::Added(items) => items.iter().map(|e| (e.clone(), scope)).collect(),
-            Expr::Name(n) => {
-                let Some(s) = self.binding_scope(n, scope) else { return Vec::new() };
-                let Some(indices) = self.scope_bindings[s as usize].get(n.as_str()) else { return Vec::new() };
-                let mut out = Vec::new();
-                for &i in indices {
-                    if let Binding::Value(e) = &self.syntax.scope(s).bindings[i].1 {
-                        out.extend(self.item_exprs(e, key, s, depth + 1));
-                    }
-                }
-                out
-            }
+            Expr::Name(n) => self
+                .bound_values(n, scope)
+                .into_iter()
+                .flat_map(|(e, s)| self.item_exprs(e, key, s, depth + 1))
+                .collect(),
             _ => Vec::new(),
         }
     }
