@@ -818,18 +818,7 @@ impl NeighbourUsage {
 /// part of the unit containing it, for retrieval).
 fn code_edges<'s>(snapshot: &'s Snapshot, id: &str) -> Vec<&'s fresco_graph::Edge> {
     let Some(unit) = snapshot.unit(id) else { return Vec::new() };
-    let prefix = format!("{id}.");
-    unit.file
-        .graph
-        .edges
-        .iter()
-        .filter(|e| {
-            e.src == id
-                || e.src
-                    .strip_prefix(&prefix)
-                    .is_some_and(|rest| rest.split('.').all(|part| part.starts_with("<lambda")))
-        })
-        .collect()
+    unit.file.graph.edges.iter().filter(|e| without_lambdas(&e.src) == id).collect()
 }
 
 /// `id` without the lambdas it is nested in (`pkg.f` for `pkg.f.<lambda1>.<lambda1>`).
@@ -844,16 +833,16 @@ fn without_lambdas(id: &str) -> &str {
     owner
 }
 
-/// The functions or methods defined just before and just after `id` with the same owner (class
-/// or module), in source order.
+/// The functions or methods (not lambdas) defined just before and just after `id` with the same
+/// owner (class or module), in source order.
 fn source_order_neighbours<'g>(file: &'g fresco_graph::FileGraph, id: &str) -> Vec<&'g str> {
-    let owner = |u: &str| u.rsplit_once('.').map(|(o, _)| o.to_string());
-    let Some(target_owner) = owner(id) else { return Vec::new() };
+    let owner = |u: &'g str| u.rsplit_once('.').map(|(o, _)| o);
+    let Some(target_owner) = id.rsplit_once('.').map(|(o, _)| o) else { return Vec::new() };
     let siblings: Vec<&fresco_graph::Unit> = file
         .units
         .iter()
-        .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method))
-        .filter(|u| owner(&u.id).as_deref() == Some(target_owner.as_str()))
+        .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method) && !u.is_lambda())
+        .filter(|u| owner(&u.id) == Some(target_owner))
         .collect();
     let Some(at) = siblings.iter().position(|u| u.id == id) else { return Vec::new() };
     let mut out = Vec::new();
