@@ -611,17 +611,21 @@ impl<'a> Lowerer<'a> {
         let mut decorators = Vec::new();
         let mut cursor = node.walk();
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        let decorator_count = children.iter().filter(|c| c.kind() == "decorator").count();
         for child in &children {
             if child.kind() == "decorator" {
                 if let Some(expr_node) = child.named_child(0) {
                     // Decorators run in the enclosing scope: the module or class calls them.
                     let e = self.chain_or_value(expr_node, scope);
                     let callee_span = span(expr_node);
-                    // The decorator receives the decorated function (or class) as its argument.
+                    // The decorator receives the decorated function (or class) as the decorators
+                    // below it made it (they apply innermost first).
+                    let below = (decorator_count - decorators.len() - 1) as u32;
                     let decorated = node
                         .child_by_field_name("definition")
                         .and_then(|d| d.child_by_field_name("name"))
-                        .map(|n| Expr::Name(Name::new(self.text(n))));
+                        .map(|n| Expr::Name(Name::new(self.text(n))))
+                        .map(|name| Expr::Decorated(Box::new(name), below));
                     self.scope(scope).calls.push(CallSite {
                         callee: e.clone(),
                         callee_span,

@@ -51,6 +51,9 @@ enum Value {
     Module(Arc<str>),
     Class(Target),
     Function(Target),
+    /// A function as its `def` made it, before its decorators: what a decorator receives. Calls
+    /// of it reach the function alone, never the wrappers its decorators return.
+    Undecorated(Target),
     /// A variable unit; transparent: evaluation replaces it by its values and sites record it
     /// as a reference.
     Var(Target),
@@ -861,6 +864,16 @@ impl<'a> Resolver<'a> {
                     self.eval_closed(value, module, self_class, depth + 1)
                 }
             }
+            Expr::Decorated(inner, count) => {
+                let mut out = Vec::new();
+                for v in self.eval_closed(inner, module, self_class, depth + 1) {
+                    match &v {
+                        Value::Function(t) => extend(&mut out, self.decorated_arg(t, *count as usize, depth + 1)),
+                        _ => push(&mut out, v),
+                    }
+                }
+                out
+            }
             Expr::Lambda(_) | Expr::Returning(_) | Expr::Added(_) | Expr::Unknown => Vec::new(),
         };
         self.deref(raw, depth)
@@ -1037,7 +1050,7 @@ impl<'a> Resolver<'a> {
     /// `with`'s result for the repository function `callee` and its summary (`None` for other
     /// values, or without a summary).
     fn with_function<R>(&self, callee: &Value, with: impl FnOnce(&Target, &FunctionSummary) -> R) -> Option<R> {
-        let Value::Function(t) = callee else { return None };
+        let (Value::Function(t) | Value::Undecorated(t)) = callee else { return None };
         let summary = self.summary_for(&t.module, &t.path)?;
         summary.function(&t.path).map(|f| with(t, f))
     }
@@ -1149,7 +1162,7 @@ impl<'a> Resolver<'a> {
         let Some(summary) = self.summary_for(&t.module, &t.path) else {
             return Vec::new();
         };
-        let Some(decorator) = summary.function(&t.path).and_then(|f| f.decorator.clone()) else {
+        let Some(decorator) = summary.function(&t.path).and_then(|f| f.outermost_decorator().cloned()) else {
             return Vec::new();
         };
         // Decorators are closed over the scope the `def` is in: no `self` to bind.
@@ -1168,6 +1181,73 @@ impl<'a> Resolver<'a> {
         }
         out.retain(|v| matches!(v, Value::Instance(_)));
         out
+    }
+
+    /// Function `t` as its `count` innermost decorators make it (all of them with `usize::MAX`),
+    /// applied innermost first: a decorator returning a function of the code (a wrapper it
+    /// defines, say) replaces it by that; one returning its argument, or whose result is not
+    /// known (external decorators, classes, anything else), leaves it what it was, so that the
+    /// decorated name still resolves.
+    fn decorated_chain(&self, t: &Target, count: usize, depth: u32) -> Vec<Value> {
+        let mut current = vec![Value::Function(t.clone())];
+        if self.too_deep(depth) {
+            return current;
+        }
+        let Some(decorators) =
+            self.summary_for(&t.module, &t.path).and_then(|s| s.function(&t.path).map(|f| f.decorators.clone()))
+        else {
+            return current;
+        };
+        for decorator in decorators.iter().rev().take(count) {
+            // Decorators are closed over the scope the `def` is in: no `self` to bind.
+            let mut next = Vec::new();
+            for d in self.eval_closed(decorator, &t.module, None, depth + 1) {
+                let Value::Function(g) = &d else { continue };
+                let Some(g_summary) = self.summary_for(&g.module, &g.path).and_then(|s| s.function(&g.path).cloned())
+                else {
+                    continue;
+                };
+                if g_summary.returns_first_argument {
+                    extend(&mut next, current.clone());
+                }
+                let owner = g.owner();
+                for r in &g_summary.returns {
+                    for v in self.eval_closed(r, &g.module, owner.as_ref(), depth + 1) {
+                        if matches!(v, Value::Function(_)) {
+                            push(&mut next, v);
+                        }
+                    }
+                }
+            }
+            if !next.is_empty() {
+                current = next;
+            }
+        }
+        current
+    }
+
+    /// What a decorator with `count` decorators below it receives: the wrapper they return, or
+    /// the function itself, undecorated.
+    fn decorated_arg(&self, t: &Target, count: usize, depth: u32) -> Vec<Value> {
+        self.decorated_chain(t, count, depth)
+            .into_iter()
+            .map(|v| match v {
+                Value::Function(w) if w == *t => Value::Undecorated(w),
+                other => other,
+            })
+            .collect()
+    }
+
+    /// The wrappers a call of decorated function `t` also reaches: functions of the code its
+    /// decorators return in its place.
+    fn wrappers(&self, t: &Target) -> Vec<Target> {
+        self.decorated_chain(t, usize::MAX, 0)
+            .into_iter()
+            .filter_map(|v| match v {
+                Value::Function(w) if w != *t => Some(w),
+                _ => None,
+            })
+            .collect()
     }
 
     /// What calling `g`'s result gives, by `g`'s return annotation `Callable[..., R]`.
@@ -1216,7 +1296,7 @@ impl<'a> Resolver<'a> {
         }
         match callee {
             Value::Class(t) => vec![Value::Instance(t.clone())],
-            Value::Function(t) => {
+            Value::Function(t) | Value::Undecorated(t) => {
                 let Some(summary) = self.summary_for(&t.module, &t.path) else {
                     return Vec::new();
                 };
@@ -1416,7 +1496,7 @@ impl<'a> Resolver<'a> {
             if let Value::Function(t) = &c {
                 let is_context_manager = self
                     .summary_for(&t.module, &t.path)
-                    .and_then(|s| s.function(&t.path).and_then(|f| f.decorator.clone()))
+                    .and_then(|s| s.function(&t.path).and_then(|f| f.outermost_decorator().cloned()))
                     .is_some_and(|d| is_contextmanager_decorator(&d));
                 if is_context_manager {
                     extend(&mut out, self.call_elements(&c, depth + 1));
@@ -1558,6 +1638,16 @@ impl<'a> Resolver<'a> {
                 } else {
                     self.eval_site(value, scope, hits.as_deref_mut(), depth + 1)
                 }
+            }
+            Expr::Decorated(inner, count) => {
+                let mut out = Vec::new();
+                for v in self.eval_local(inner, scope, depth + 1) {
+                    match &v {
+                        Value::Function(t) => extend(&mut out, self.decorated_arg(t, *count as usize, depth + 1)),
+                        _ => push(&mut out, v),
+                    }
+                }
+                out
             }
             Expr::SelfRef | Expr::ClsRef | Expr::DefPath(_) | Expr::Returning(_) | Expr::Added(_) | Expr::Unknown => {
                 Vec::new()
@@ -1942,6 +2032,12 @@ impl<'a> Resolver<'a> {
                 Value::Function(t) => {
                     resolved = true;
                     targets.push(t.id());
+                    // A decorated function is still called by name, and its wrapper runs first.
+                    targets.extend(self.wrappers(t).iter().map(Target::id));
+                }
+                Value::Undecorated(t) => {
+                    resolved = true;
+                    targets.push(t.id());
                 }
                 Value::Class(t) => {
                     resolved = true;
@@ -2021,7 +2117,7 @@ impl<'a> Resolver<'a> {
                 continue;
             }
             let (target, bound) = match v {
-                Value::Function(t) => (t.clone(), self.callee_is_bound(&call.callee, scope, 0)),
+                Value::Function(t) | Value::Undecorated(t) => (t.clone(), self.callee_is_bound(&call.callee, scope, 0)),
                 Value::Class(t) => {
                     let init = self
                         .deref(self.class_attr(t, "__init__", None, 0), 0)
@@ -2254,7 +2350,9 @@ impl<'a> Resolver<'a> {
                     let callables: Vec<Value> = self
                         .eval_local(callback, scope_id, 0)
                         .into_iter()
-                        .filter(|v| matches!(v, Value::Function(_) | Value::Class(_) | Value::Lambda(_)))
+                        .filter(|v| {
+                            matches!(v, Value::Function(_) | Value::Undecorated(_) | Value::Class(_) | Value::Lambda(_))
+                        })
                         .collect();
                     for t in self.call_targets(&callables).0 {
                         add(&mut edges, &unit, t, EdgeKind::Calls, Some(call.line));

@@ -65,10 +65,22 @@ pub struct FunctionSummary {
     /// the returned values are not known.
     pub annotation: Option<Expr>,
     pub yields: Vec<Expr>,
-    /// The outermost decorator (closed in the scope the `def` is written in): attributes of the
-    /// decorated name that a function does not have are looked up on what it returns.
-    pub decorator: Option<Expr>,
+    /// The decorators, outermost first (closed in the scope the `def` is written in; `Unknown`
+    /// where they name nothing known). Attributes of the decorated name that a function does not
+    /// have are looked up on what the outermost returns; calls of the name also reach the
+    /// wrapper function the chain returns.
+    pub decorators: Vec<Expr>,
+    /// Whether it returns the first argument it is called with, as is (`def deco(f): ...;
+    /// return f`; a bound `self` is not an argument): applied as a decorator, it leaves the
+    /// decorated function what it was.
+    pub returns_first_argument: bool,
     pub flags: MethodFlags,
+}
+
+impl FunctionSummary {
+    pub fn outermost_decorator(&self) -> Option<&Expr> {
+        self.decorators.first().filter(|d| **d != Expr::Unknown)
+    }
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
@@ -196,6 +208,10 @@ impl Summariser<'_> {
                 Expr::Unknown => Expr::Unknown,
                 t => Expr::Returning(Box::new(t)),
             },
+            Expr::Decorated(name, count) => match self.close(name, scope, depth) {
+                Expr::Unknown => Expr::Unknown,
+                n => Expr::Decorated(Box::new(n), *count),
+            },
             Expr::Declared(ty, value) => match (self.close(ty, scope, depth), self.close(value, scope, depth)) {
                 (Expr::Unknown, v) => v,
                 (t, v) => Expr::Declared(Box::new(t), Box::new(v)),
@@ -279,6 +295,17 @@ impl Summariser<'_> {
             }
             _ => Expr::Unknown,
         }
+    }
+
+    /// Whether the function whose body is `body` returns its first argument by name.
+    fn returns_first_argument(&self, body: ScopeId) -> bool {
+        let sc = self.syntax.scope(body);
+        let flags = sc.def.map(|d| method_flags(&self.syntax.def(d).decorators)).unwrap_or_default();
+        let first = u32::from(self.is_method_scope(body) && !flags.is_static);
+        sc.returns.iter().any(|r| {
+            matches!(r, Expr::Name(n)
+                if sc.bindings.iter().any(|(b, binding)| b == n && *binding == Binding::Param(first)))
+        })
     }
 
     fn is_method_scope(&self, scope: ScopeId) -> bool {
@@ -411,11 +438,8 @@ pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<Mod
                             .as_ref()
                             .map(|t| s.close(t, sc.parent.unwrap_or(0), 0))
                             .filter(|t| *t != Expr::Unknown),
-                        decorator: def
-                            .decorators
-                            .first()
-                            .map(|d| s.close(d, sc.parent.unwrap_or(0), 0))
-                            .filter(|d| *d != Expr::Unknown),
+                        decorators: def.decorators.iter().map(|d| s.close(d, sc.parent.unwrap_or(0), 0)).collect(),
+                        returns_first_argument: s.returns_first_argument(body),
                         flags: method_flags(&def.decorators),
                     },
                 ));

@@ -266,6 +266,10 @@ pub enum Expr {
     /// `Callable[..., R]` in an annotation: something whose calls give R. It is no value by
     /// itself; what a decorator's annotation promises for the decorated name is read from it.
     Returning(Box<Expr>),
+    /// The function the inner expression names as its `count` innermost decorators make it
+    /// (the argument an outer decorator receives): the wrapper they return, or the function
+    /// itself where they return it or what they return is not known.
+    Decorated(Box<Expr>, u32),
     Unknown,
 }
 
@@ -470,7 +474,13 @@ impl FileSyntax {
 /// (what can carry a callable or an instance); not literals.
 pub fn is_flow_worthy(arg: &Expr) -> bool {
     match arg {
-        Expr::Name(_) | Expr::Attr(..) | Expr::Lambda(_) | Expr::Call(_) | Expr::Subscript(_) | Expr::Item(..) => true,
+        Expr::Name(_)
+        | Expr::Attr(..)
+        | Expr::Lambda(_)
+        | Expr::Call(_)
+        | Expr::Subscript(_)
+        | Expr::Item(..)
+        | Expr::Decorated(..) => true,
         Expr::Keyed(items) => items.iter().any(|(_, e)| is_flow_worthy(e)),
         Expr::Container(_, items) | Expr::Union(items) => items.iter().any(is_flow_worthy),
         _ => false,
