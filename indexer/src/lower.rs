@@ -84,6 +84,7 @@ struct ScopeB {
     def: Option<DefId>,
     params: Vec<Param>,
     bindings: Vec<(Name, Binding)>,
+    replacing: Vec<(u32, u32)>,
     globals: Vec<Name>,
     nonlocals: Vec<Name>,
     calls: Vec<CallSite>,
@@ -105,6 +106,7 @@ impl ScopeB {
             def,
             params: Vec::new(),
             bindings: Vec::new(),
+            replacing: Vec::new(),
             globals: Vec::new(),
             nonlocals: Vec::new(),
             calls: Vec::new(),
@@ -126,6 +128,7 @@ impl ScopeB {
             def: self.def,
             params: self.params.into_boxed_slice(),
             bindings: self.bindings.into_boxed_slice(),
+            replacing: self.replacing.into_boxed_slice(),
             globals: self.globals.into_boxed_slice(),
             nonlocals: self.nonlocals.into_boxed_slice(),
             calls: self.calls.into_boxed_slice(),
@@ -922,8 +925,28 @@ impl<'a> Lowerer<'a> {
                 Binding::Value(Expr::Declared(Box::new(declared), Box::new(assigned)))
             };
             self.bind_target(left, binding, scope, Some(stmt));
+            if !annotated_only && left.kind() == "identifier" && self.replaces_earlier(left, node, scope) {
+                let sc = self.scope(scope);
+                if let Some(last) = sc.bindings.len().checked_sub(1) {
+                    sc.replacing.push((last as u32, line(node)));
+                }
+            }
         }
         value
+    }
+
+    /// Whether `name = value` (assignment `node`) replaces every earlier binding of `name` once
+    /// the scope ran: it runs unconditionally in a module or class body, and its value does not
+    /// read the name (`f = wrap(f)` keeps what `f` was in view). Function bodies are left out:
+    /// their own code reads names while the body runs, before later assignments.
+    fn replaces_earlier(&self, name: Node, node: Node, scope: ScopeId) -> bool {
+        if self.conditional_depth > 0
+            || !matches!(self.scopes[scope as usize].kind, ScopeKind::Module | ScopeKind::Class)
+        {
+            return false;
+        }
+        let Some(right) = node.child_by_field_name("right") else { return false };
+        !mentions_identifier(right, self.text(name), self.src)
     }
 
     fn augmented(&mut self, node: Node, stmt: Node, scope: ScopeId) {
@@ -1681,6 +1704,19 @@ fn flow_only(arg: Expr) -> Expr {
 
 fn normalise_dotted(text: &str) -> String {
     text.split('.').map(str::trim).filter(|s| !s.is_empty()).collect::<Vec<_>>().join(".")
+}
+
+/// Whether an identifier spelled `name` occurs anywhere under `node`.
+fn mentions_identifier(node: Node, name: &str, src: &str) -> bool {
+    let mut cursor = node.walk();
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "identifier" && src.get(n.start_byte()..n.end_byte()) == Some(name) {
+            return true;
+        }
+        stack.extend(n.children(&mut cursor));
+    }
+    false
 }
 
 /// The strings of a literal list or tuple (for `__all__`).

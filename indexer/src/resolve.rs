@@ -370,6 +370,9 @@ struct Resolver<'a> {
     /// How many evaluations were cut short by the depth bound. A memoised result computed while
     /// this moved is partial and is not cached.
     cuts: std::cell::Cell<u64>,
+    /// The line of the module-body site being resolved, if any: names the module rebinds are
+    /// looked up as they are at that line (see [`FileSyntax::bindings_at_line`]).
+    module_site_line: std::cell::Cell<Option<u32>>,
 }
 
 /// Resolves one file: its graph, and what resolution consulted (its dependencies): module names
@@ -459,6 +462,7 @@ impl<'a> Resolver<'a> {
             mros: RefCell::default(),
             receiver_flow: FxHashMap::default(),
             cuts: std::cell::Cell::new(0),
+            module_site_line: std::cell::Cell::new(None),
         }
     }
 
@@ -1399,6 +1403,28 @@ impl<'a> Resolver<'a> {
     }
 
     /// The values of a name read in `scope`; raw (may contain `Var`).
+    /// A name the module body rebinds, read by the module body's own code at the site being
+    /// resolved: its values at that line (the bindings in force there, not the final ones), and
+    /// the variable unit it reads, if it is one. `None` for every other name or site.
+    fn module_body_values(&self, name: &str, scope: ScopeId, depth: u32) -> Option<(Vec<Value>, Option<Target>)> {
+        let line = self.module_site_line.get().filter(|_| scope == 0)?;
+        let indices = self.scope_bindings[0].get(name).map(Vec::as_slice).unwrap_or(&[]);
+        let body = self.syntax.scope(0);
+        if indices.len() < 2 || !indices.iter().any(|&i| body.replacing_index(i)) {
+            return None;
+        }
+        let mut values = Vec::new();
+        for i in self.syntax.bindings_at_line(0, indices, line) {
+            extend(&mut values, self.deref(self.binding_values(&body.bindings[i].1, 0, depth + 1), depth + 1));
+        }
+        let variable = self
+            .defs_by_path
+            .get(name)
+            .filter(|&&d| self.syntax.def(d).kind == DefKind::Variable)
+            .map(|_| Target::new(&self.module, name));
+        Some((values, variable))
+    }
+
     fn name_values(&self, name: &str, scope: ScopeId, depth: u32) -> Vec<Value> {
         let Some(s) = self.binding_scope(name, scope) else {
             // Not bound by any statement of this file: a star import, else a builtin.
@@ -1570,7 +1596,15 @@ impl<'a> Resolver<'a> {
             return Vec::new();
         }
         let raw = match expr {
-            Expr::Name(n) => self.name_values(n, scope, depth + 1),
+            Expr::Name(n) => match self.module_body_values(n, scope, depth + 1) {
+                Some((values, variable)) => {
+                    if let (Some(h), Some(t)) = (hits.as_deref_mut(), variable) {
+                        h.vars.push(t);
+                    }
+                    values
+                }
+                None => self.name_values(n, scope, depth + 1),
+            },
             Expr::Attr(base, attr) => {
                 let bases = self.eval_site(base, scope, hits.as_deref_mut(), depth + 1);
                 let mut out = Vec::new();
@@ -2339,7 +2373,9 @@ impl<'a> Resolver<'a> {
             // calls
             for call in &scope.calls {
                 let mut hits = SiteHits::default();
+                self.module_site_line.set((scope_id == 0).then_some(call.line));
                 let values = self.eval_site(&call.callee, scope_id, Some(&mut hits), 0);
+                self.module_site_line.set(None);
                 let (targets, resolved) = self.call_targets(&values);
                 for t in targets {
                     add(&mut edges, &unit, t, EdgeKind::Calls, Some(call.line));
@@ -2394,7 +2430,9 @@ impl<'a> Resolver<'a> {
             // references
             for access in &scope.accesses {
                 let mut hits = SiteHits::default();
+                self.module_site_line.set((scope_id == 0).then_some(access.line));
                 let values = self.eval_site(&access.expr, scope_id, Some(&mut hits), 0);
+                self.module_site_line.set(None);
                 if access.write {
                     // Assigning through a property calls its setter.
                     for p in hits.properties.iter_mut() {

@@ -489,10 +489,14 @@ fn class_summary(s: &Summariser, class: DefId, body: ScopeId) -> ClassSummary {
             entry.flags.is_property |= flags.is_property;
         }
     }
-    for (name, binding) in &scope.bindings {
+    for (i, (name, binding)) in scope.bindings.iter().enumerate() {
         if let Binding::Value(_) | Binding::Unpack(..) = binding {
             let value = s.close_binding(binding, body, 0);
             if let Some(m) = members.get_mut(name.as_str()) {
+                // Once the class body ran, a replacing assignment is all that is left of earlier ones.
+                if scope.replacing_index(i) {
+                    m.values.clear();
+                }
                 if value != Expr::Unknown && !m.values.contains(&value) {
                     m.values.push(value);
                 }

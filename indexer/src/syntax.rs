@@ -383,6 +383,10 @@ pub struct Scope {
     pub def: Option<DefId>,
     pub params: Box<[Param]>,
     pub bindings: Box<[(Name, Binding)]>,
+    /// Indices of the bindings that replace every earlier binding of their name once the scope
+    /// ran (unconditional plain assignments in module and class bodies that do not read the
+    /// name: `handler = first` then `handler = second`), with their lines.
+    pub replacing: Box<[(u32, u32)]>,
     pub globals: Box<[Name]>,
     pub nonlocals: Box<[Name]>,
     pub calls: Box<[CallSite]>,
@@ -401,6 +405,11 @@ pub struct Scope {
 }
 
 impl Scope {
+    /// Whether binding `index` is a replacing assignment (see [`Scope::replacing`]).
+    pub fn replacing_index(&self, index: usize) -> bool {
+        self.replacing.binary_search_by_key(&(index as u32), |&(i, _)| i).is_ok()
+    }
+
     pub fn new(kind: ScopeKind, parent: Option<ScopeId>, def: Option<DefId>) -> Scope {
         Scope {
             kind,
@@ -408,6 +417,7 @@ impl Scope {
             def,
             params: Box::default(),
             bindings: Box::default(),
+            replacing: Box::default(),
             globals: Box::default(),
             nonlocals: Box::default(),
             calls: Box::default(),
@@ -439,10 +449,13 @@ pub struct FileSyntax {
 
 impl FileSyntax {
     /// Of the bindings `indices` of one name in one scope, those that can be in force when the
-    /// name is used after the scope ran: an unconditional `def`/`class` replaces every earlier
+    /// name is used after the scope ran: a replacing assignment (see [`Scope::replacing`])
+    /// replaces every earlier binding, an unconditional `def`/`class` every earlier
     /// unconditional one, and property setters/deleters never stand for the property.
     pub fn live_bindings(&self, scope: ScopeId, indices: &[usize]) -> Vec<usize> {
         let sc = self.scope(scope);
+        let from = indices.iter().rposition(|&i| self.is_replacing(scope, i)).unwrap_or(0);
+        let indices = &indices[from..];
         let def_of = |i: usize| match &sc.bindings[i].1 {
             Binding::Def(d) => Some(self.def(*d)),
             _ => None,
@@ -459,6 +472,26 @@ impl FileSyntax {
                 _ => true,
             })
             .collect()
+    }
+
+    /// Of the bindings `indices` of one name in a module body, those in force at `line` of the
+    /// body's own code while it runs: from the last replacing assignment before the line up to
+    /// the first one after it (an assignment on a later line has not run yet).
+    pub fn bindings_at_line(&self, scope: ScopeId, indices: &[usize], line: u32) -> Vec<usize> {
+        let replacing_line = |i: usize| self.replacing_line(scope, i);
+        let from = indices.iter().rposition(|&i| replacing_line(i).is_some_and(|l| l < line)).unwrap_or(0);
+        let to = indices.iter().position(|&i| replacing_line(i).is_some_and(|l| l >= line)).unwrap_or(indices.len());
+        indices.get(from..to.max(from)).map(<[usize]>::to_vec).unwrap_or_default()
+    }
+
+    fn replacing_line(&self, scope: ScopeId, index: usize) -> Option<u32> {
+        let replacing = &self.scope(scope).replacing;
+        // In binding order, so sorted by index.
+        replacing.binary_search_by_key(&(index as u32), |&(i, _)| i).ok().map(|k| replacing[k].1)
+    }
+
+    fn is_replacing(&self, scope: ScopeId, index: usize) -> bool {
+        self.scope(scope).replacing_index(index)
     }
 
     pub fn scope(&self, id: ScopeId) -> &Scope {
