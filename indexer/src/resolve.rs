@@ -2076,9 +2076,13 @@ impl<'a> Resolver<'a> {
                 Value::Class(t) => {
                     resolved = true;
                     targets.push(t.id());
+                    // The `__init__` the MRO finds first: the code's own, or an external base's
+                    // (`class A(ext.Base)` without one of its own runs `ext.Base.__init__`).
                     for init in self.deref(self.class_attr(t, "__init__", None, 0), 0) {
-                        if let Value::Function(i) = init {
-                            targets.push(i.id());
+                        match init {
+                            Value::Function(i) => targets.push(i.id()),
+                            Value::External(x) if runs_external_init(&x) => targets.push(x.to_string()),
+                            _ => {}
                         }
                     }
                 }
@@ -2604,6 +2608,13 @@ fn collect_returning<'e>(annotation: &'e Expr, out: &mut Vec<&'e Expr>) {
         }
         _ => {}
     }
+}
+
+/// Whether an external base's `__init__` (`x`) is code a constructor call runs: not `object`'s,
+/// nor that of typing's markers (`Generic`, `Protocol`, `NamedTuple`, ...), which are not
+/// classes whose initialiser the instance gets.
+fn runs_external_init(x: &str) -> bool {
+    !(x.starts_with("builtins.object.") || x.starts_with("typing.") || x.starts_with("typing_extensions."))
 }
 
 fn def_value(module: &str, path: &str, kind: DefKind) -> Value {
