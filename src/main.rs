@@ -161,6 +161,8 @@ impl FreshnessArg {
 }
 
 fn main() -> ExitCode {
+    // Before any thread exists: one malloc arena per indexing thread (see the function).
+    fresco_indexer::process::limit_malloc_arenas(IndexerOptions::default().threads);
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,

@@ -238,6 +238,8 @@ fn options(threads: usize) -> IndexerOptions {
 fn child(args: &[String]) -> Result<()> {
     let [kind, threads, root, rest @ ..] = args else { bail!("__child KIND THREADS ROOT [DB]") };
     let threads: usize = threads.parse()?;
+    // As the fresco binary does, so that the peak RSS measured is the product's.
+    fresco_indexer::process::limit_malloc_arenas(threads);
     let root = Path::new(root);
     let out = match kind.as_str() {
         "memory" => {

@@ -628,14 +628,9 @@ impl Indexer {
 /// follows cannot reuse: without this, the peak holds both.
 fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        unsafe extern "C" {
-            fn malloc_trim(pad: usize) -> i32;
-        }
-        // SAFETY: glibc's malloc_trim only releases free pages; it is thread-safe.
-        unsafe {
-            malloc_trim(0);
-        }
+    // SAFETY: glibc's malloc_trim only releases free pages; it is thread-safe.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 

@@ -17,6 +17,7 @@ pub mod lanes;
 pub mod lower;
 pub mod model_fetch;
 pub mod modules;
+pub mod process;
 pub mod resolve;
 pub mod summary;
 pub mod syntax;

@@ -389,11 +389,39 @@ pub fn resolve_file(db: &dyn salsa::Database, ws: Workspace, file: SourceFile) -
     }
     let syntax = file_syntax(db, file);
     let mut resolver = Resolver::new(db, ws, &info.name, info.is_package, &syntax, file.text(db).clone());
-    let graph = resolver.run(path, revision);
+    let mut graph = resolver.run(path, revision);
     let mut deps: Vec<String> = resolver.lookups.borrow().keys().cloned().collect();
     deps.extend(resolver.names_used.borrow().iter().cloned());
     deps.sort_unstable();
+    deps.shrink_to_fit();
+    compact(&mut graph);
     (graph, deps)
+}
+
+/// Gives back the slack of the graph's strings and vectors: every file's graph stays in memory
+/// for as long as it is current, and ids built piece by piece (`format!`) carry spare capacity.
+fn compact(graph: &mut FileGraph) {
+    for unit in &mut graph.units {
+        unit.id.shrink_to_fit();
+        unit.name.shrink_to_fit();
+        if let Some(s) = unit.signature.as_mut() {
+            s.shrink_to_fit();
+        }
+        if let Some(s) = unit.docstring.as_mut() {
+            s.shrink_to_fit();
+        }
+    }
+    for edge in &mut graph.edges {
+        edge.src.shrink_to_fit();
+        edge.dst.shrink_to_fit();
+    }
+    for u in &mut graph.unresolved {
+        u.caller.shrink_to_fit();
+        u.callee.shrink_to_fit();
+    }
+    graph.units.shrink_to_fit();
+    graph.edges.shrink_to_fit();
+    graph.unresolved.shrink_to_fit();
 }
 
 impl<'a> Resolver<'a> {
