@@ -555,7 +555,7 @@ pub fn run_query_bench(args: QueryArgs) -> Result<()> {
                 let start = Instant::now();
                 let mut count = 0usize;
                 for file in snapshot.files() {
-                    for u in &file.graph.unresolved {
+                    for u in file.unresolved() {
                         if u.callee.rsplit(['.', ' ']).next().unwrap_or("") == simple {
                             count += 1;
                         }

@@ -10,7 +10,8 @@ pub mod store;
 
 pub use history::{Change, HistoryExpired, NetChange, VersionDiff, VersionLog};
 pub use model::{
-    Edge, EdgeKind, FileGraph, FileStamp, IndexDeps, Revision, SkipReason, Unit, UnitKind, Unresolved, is_lambda_id,
+    ArgFlow, ArgSlot, Edge, EdgeKind, FileGraph, FileStamp, IndexDeps, ParamCall, Revision, SkipReason, Unit, UnitKind,
+    Unresolved, is_lambda_id,
 };
 pub use snapshot::{FileChange, FileEntry, Snapshot, Totals, UnitRef};
 pub use store::{FORMAT_VERSION, Store, StoreError, manifest};

@@ -206,6 +206,10 @@ pub struct FileGraph {
     pub units: Vec<Unit>,
     pub edges: Vec<Edge>,
     pub unresolved: Vec<Unresolved>,
+    /// Callables this file's calls pass to functions of other files (see [`ArgFlow`]).
+    pub arg_flows: Vec<ArgFlow>,
+    /// Calls this file's functions make of their own parameters (see [`ParamCall`]).
+    pub param_calls: Vec<ParamCall>,
 }
 
 impl FileGraph {
@@ -220,6 +224,54 @@ impl FileGraph {
             units: Vec::new(),
             edges: Vec::new(),
             unresolved: Vec::new(),
+            arg_flows: Vec::new(),
+            param_calls: Vec::new(),
+        }
+    }
+}
+
+/// Which parameter an argument binds: by position (bound `self`/`cls` counted, so `0` of a
+/// method called on an instance is never an argument) or by keyword.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum ArgSlot {
+    Position(u32),
+    Keyword(String),
+}
+
+/// A callable a call of this file passes to a function of another file: calling that parameter
+/// there reaches `targets` (what calling the value reaches, resolved here: the function and its
+/// decorators' wrapper, a class and its `__init__`, a lambda, an external name).
+///
+/// Argument flow *between* files is not part of any file's own resolution (that would make a
+/// file's graph depend on its users' bodies): the indexer joins these records with the other
+/// file's [`ParamCall`]s when it assembles a snapshot, into edges owned by the called file.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct ArgFlow {
+    /// The id of the function (or method) called.
+    pub callee: String,
+    pub slot: ArgSlot,
+    pub targets: Vec<String>,
+}
+
+/// A call, in this file, of a parameter of one of its functions (`func(*args)` in a decorator's
+/// wrapper, `callback()`): it calls whatever callers pass there, from any file.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct ParamCall {
+    /// The unit whose code contains the call.
+    pub caller: String,
+    /// The function whose parameter is called (the caller itself, or a function enclosing it).
+    pub function: String,
+    /// The parameter's position (counting `self`/`cls`) and name.
+    pub param: u32,
+    pub name: String,
+    pub line: u32,
+}
+
+impl ParamCall {
+    pub fn takes(&self, slot: &ArgSlot) -> bool {
+        match slot {
+            ArgSlot::Position(p) => *p == self.param,
+            ArgSlot::Keyword(k) => *k == self.name,
         }
     }
 }

@@ -22,8 +22,15 @@ pub struct FileEntry {
     /// What the indexer needs to update this file incrementally after a restart: the modules
     /// its resolution consulted and a hash of the interface it exposes to other files.
     pub deps: IndexDeps,
-    /// Positions of units sorted by id, and of edges sorted by source and by target: lookups by
-    /// binary search, without copying any id.
+    /// Calls of this file's parameters that reach what other files pass in: the indexer joins
+    /// their [`ArgFlow`](crate::model::ArgFlow)s with this file's
+    /// [`ParamCall`](crate::model::ParamCall)s. Not part of `graph`, which holds the file's own
+    /// facts (what is persisted); [`FileEntry::edges`] yields both.
+    flow_edges: Vec<Edge>,
+    /// Unresolved sites of `graph` that flow edges resolve, by position (sorted).
+    resolved_by_flow: Vec<u32>,
+    /// Positions of units sorted by id, and of edges (own, then flow edges) sorted by source and
+    /// by target: lookups by binary search, without copying any id.
     units_by_id: Vec<u32>,
     edges_by_src: Vec<u32>,
     edges_by_dst: Vec<u32>,
@@ -31,19 +38,98 @@ pub struct FileEntry {
 
 impl PartialEq for FileEntry {
     fn eq(&self, other: &Self) -> bool {
-        self.graph == other.graph && self.stamp == other.stamp && self.text == other.text
+        self.graph == other.graph
+            && self.stamp == other.stamp
+            && self.text == other.text
+            && self.flow_edges == other.flow_edges
     }
 }
 
 impl FileEntry {
     pub fn new(graph: Arc<FileGraph>, text: Arc<str>, stamp: FileStamp, deps: IndexDeps) -> FileEntry {
+        FileEntry::with_flow_edges(graph, text, stamp, deps, Vec::new())
+    }
+
+    /// An entry whose parameter calls reach `flow_edges` besides the file's own edges. Flow edges
+    /// come from this file's `param_calls` (their source is a unit of this file).
+    pub fn with_flow_edges(
+        graph: Arc<FileGraph>,
+        text: Arc<str>,
+        stamp: FileStamp,
+        deps: IndexDeps,
+        mut flow_edges: Vec<Edge>,
+    ) -> FileEntry {
+        flow_edges.sort_by(|a, b| (&a.src, a.line, &a.dst).cmp(&(&b.src, b.line, &b.dst)));
+        flow_edges.dedup();
         let mut units_by_id: Vec<u32> = (0..graph.units.len() as u32).collect();
         units_by_id.sort_by(|&a, &b| graph.units[a as usize].id.cmp(&graph.units[b as usize].id));
-        let mut edges_by_src: Vec<u32> = (0..graph.edges.len() as u32).collect();
-        edges_by_src.sort_by(|&a, &b| graph.edges[a as usize].src.cmp(&graph.edges[b as usize].src));
-        let mut edges_by_dst: Vec<u32> = (0..graph.edges.len() as u32).collect();
-        edges_by_dst.sort_by(|&a, &b| graph.edges[a as usize].dst.cmp(&graph.edges[b as usize].dst));
-        FileEntry { graph, text, stamp, deps, units_by_id, edges_by_src, edges_by_dst }
+        let own = graph.edges.len();
+        let edge = |i: u32| -> &Edge {
+            let i = i as usize;
+            if i < own { &graph.edges[i] } else { &flow_edges[i - own] }
+        };
+        let count = (own + flow_edges.len()) as u32;
+        let mut edges_by_src: Vec<u32> = (0..count).collect();
+        edges_by_src.sort_by(|&a, &b| edge(a).src.cmp(&edge(b).src));
+        let mut edges_by_dst: Vec<u32> = (0..count).collect();
+        edges_by_dst.sort_by(|&a, &b| edge(a).dst.cmp(&edge(b).dst));
+        // A parameter call that reaches something through flow edges is no longer unresolved.
+        let resolved_by_flow = graph
+            .unresolved
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| {
+                graph.param_calls.iter().any(|pc| pc.caller == u.caller && pc.line == u.line && pc.name == u.callee)
+                    && flow_edges.iter().any(|e| e.src == u.caller && e.line == Some(u.line))
+            })
+            .map(|(i, _)| i as u32)
+            .collect();
+        FileEntry { graph, text, stamp, deps, flow_edges, resolved_by_flow, units_by_id, edges_by_src, edges_by_dst }
+    }
+
+    /// The same file with other flow edges (after another file's calls into it changed).
+    pub fn reflowed(&self, flow_edges: Vec<Edge>) -> FileEntry {
+        FileEntry::with_flow_edges(self.graph.clone(), self.text.clone(), self.stamp, self.deps.clone(), flow_edges)
+    }
+
+    /// The same file with another on-disk stamp (touched, not changed).
+    pub fn restamped(&self, stamp: FileStamp) -> FileEntry {
+        FileEntry::with_flow_edges(
+            self.graph.clone(),
+            self.text.clone(),
+            stamp,
+            self.deps.clone(),
+            self.flow_edges.clone(),
+        )
+    }
+
+    fn edge_at(&self, i: u32) -> &Edge {
+        let i = i as usize;
+        let own = self.graph.edges.len();
+        if i < own { &self.graph.edges[i] } else { &self.flow_edges[i - own] }
+    }
+
+    /// Every edge whose source is a unit of this file: its own, then its flow edges.
+    pub fn edges(&self) -> impl Iterator<Item = &Edge> {
+        self.graph.edges.iter().chain(self.flow_edges.iter())
+    }
+
+    pub fn flow_edges(&self) -> &[Edge] {
+        &self.flow_edges
+    }
+
+    pub fn edge_count(&self) -> usize {
+        self.graph.edges.len() + self.flow_edges.len()
+    }
+
+    /// The call sites of this file that nothing resolves (flow edges included).
+    pub fn unresolved(&self) -> impl Iterator<Item = &crate::model::Unresolved> {
+        self.graph
+            .unresolved
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.resolved_by_flow.binary_search(&(*i as u32)).is_err())
+            .map(|(_, u)| u)
     }
 
     pub fn unit(&self, id: &str) -> Option<&Unit> {
@@ -58,10 +144,9 @@ impl FileEntry {
         key: &str,
         field: fn(&Edge) -> &str,
     ) -> impl Iterator<Item = &'a Edge> + use<'a> {
-        let edges = &self.graph.edges;
-        let start = order.partition_point(|&i| field(&edges[i as usize]) < key);
-        let end = start + order[start..].partition_point(|&i| field(&edges[i as usize]) == key);
-        order[start..end].iter().map(move |&i| &edges[i as usize])
+        let start = order.partition_point(|&i| field(self.edge_at(i)) < key);
+        let end = start + order[start..].partition_point(|&i| field(self.edge_at(i)) == key);
+        order[start..end].iter().map(move |&i| self.edge_at(i))
     }
 
     /// The full source text of a unit of this file, exactly as indexed.
@@ -89,10 +174,9 @@ impl FileEntry {
 
     /// The distinct edge targets of this file.
     fn distinct_targets(&self) -> impl Iterator<Item = &String> {
-        let edges = &self.graph.edges;
         let mut last: Option<&String> = None;
         self.edges_by_dst.iter().filter_map(move |&i| {
-            let dst = &edges[i as usize].dst;
+            let dst = &self.edge_at(i).dst;
             if last == Some(dst) {
                 None
             } else {
@@ -127,14 +211,15 @@ pub struct Totals {
 }
 
 impl Totals {
-    fn add(&mut self, g: &FileGraph, sign: isize) {
+    fn add(&mut self, entry: &FileEntry, sign: isize) {
+        let g = &entry.graph;
         let apply = |field: &mut usize, n: usize| {
             *field = (*field as isize + sign * n as isize).max(0) as usize;
         };
         apply(&mut self.files, 1);
         apply(&mut self.units, g.units.len());
-        apply(&mut self.edges, g.edges.len());
-        apply(&mut self.unresolved, g.unresolved.len());
+        apply(&mut self.edges, entry.edge_count());
+        apply(&mut self.unresolved, entry.unresolved().count());
         apply(&mut self.parse_error_files, usize::from(g.parse_errors > 0));
         apply(&mut self.skipped_files, usize::from(g.skipped.is_some()));
     }
@@ -203,7 +288,7 @@ impl Snapshot {
                 FileChange::Remove(path) => Arc::from(path.as_str()),
             };
             if let Some(old) = next.files.remove(&path) {
-                next.totals.add(&old.graph, -1);
+                next.totals.add(&old, -1);
                 if next.modules.get(old.graph.module.as_str()).is_some_and(|p| *p == path) {
                     next.modules.remove(old.graph.module.as_str());
                 }
@@ -213,8 +298,9 @@ impl Snapshot {
                     }
                 }
             }
+            // The last change to a path wins, whatever the order of upserts and removals.
+            added.retain(|(p, _)| *p != path);
             if let FileChange::Upsert(entry) = change {
-                added.retain(|(p, _)| *p != path);
                 added.push((path, entry));
             }
         }
@@ -226,7 +312,7 @@ impl Snapshot {
             }
         }
         for (path, entry) in added {
-            next.totals.add(&entry.graph, 1);
+            next.totals.add(&entry, 1);
             let mut keys: Vec<Arc<str>> = Vec::new();
             for dst in entry.distinct_targets() {
                 let key: Arc<str> = match next.module_of(dst) {
@@ -237,7 +323,7 @@ impl Snapshot {
             }
             // Unresolved call sites are indexed by the callee's last name, under keys no unit id
             // can take, so that "who might also call X" does not scan the whole repository.
-            for u in &entry.graph.unresolved {
+            for u in entry.unresolved() {
                 keys.push(Arc::from(unresolved_key(u.last_name()).as_str()));
             }
             keys.sort_unstable();
@@ -271,7 +357,7 @@ impl Snapshot {
         let mut out = Vec::new();
         for path in paths.iter() {
             if let Some(file) = self.files.get(path) {
-                out.extend(file.graph.unresolved.iter().filter(|u| u.last_name() == name).map(|u| (u, &**file)));
+                out.extend(file.unresolved().filter(|u| u.last_name() == name).map(|u| (u, &**file)));
             }
         }
         out
@@ -380,7 +466,7 @@ impl Snapshot {
 
     /// All edges of the snapshot, file by file.
     pub fn edges(&self) -> impl Iterator<Item = (&Edge, &FileEntry)> {
-        self.files.values().flat_map(|file| file.graph.edges.iter().map(move |e| (e, &**file)))
+        self.files.values().flat_map(|file| file.edges().map(move |e| (e, &**file)))
     }
 
     /// The kind of the node `id` names: a unit's kind, `External` for an external target.
@@ -433,6 +519,8 @@ mod tests {
                 .map(|(s, d)| Edge { src: s.to_string(), dst: d.to_string(), kind: EdgeKind::Calls, line: Some(1) })
                 .collect(),
             unresolved: vec![],
+            arg_flows: vec![],
+            param_calls: vec![],
         };
         Arc::new(FileEntry::new(Arc::new(graph), Arc::from(""), FileStamp::default(), IndexDeps::default()))
     }
@@ -450,6 +538,8 @@ mod tests {
                 units: vec![],
                 edges: vec![],
                 unresolved: vec![],
+                arg_flows: vec![],
+                param_calls: vec![],
             }),
             Arc::from(text),
             FileStamp::default(),
@@ -492,5 +582,22 @@ mod tests {
         assert!(v2.unit("b.g").is_some());
         assert_eq!(v3.totals().files, 1);
         assert_eq!(v3.totals().units, 2);
+    }
+
+    #[test]
+    fn flow_edges_are_edges_of_the_entry_and_the_last_change_to_a_path_wins() {
+        let b = file("b.py", "b", &["b.g"], &[]);
+        let flow = Edge { src: "b.g".into(), dst: "a.f".into(), kind: EdgeKind::Calls, line: Some(1) };
+        let v1 = Snapshot::empty().apply([
+            FileChange::Upsert(file("a.py", "a", &["a.f"], &[])),
+            FileChange::Upsert(Arc::new(b.reflowed(vec![flow.clone(), flow.clone()]))),
+        ]);
+        assert_eq!(v1.edges_to("a.f").len(), 1, "flow edges are indexed by target, once");
+        assert_eq!(v1.edges_from("b.g").len(), 1);
+        assert_eq!(v1.totals().edges, 1);
+        // An upsert followed by a removal of the same path in one batch leaves no file.
+        let v2 = v1.apply([FileChange::Upsert(b.clone()), FileChange::Remove("b.py".into())]);
+        assert!(v2.file("b.py").is_none());
+        assert_eq!(v2.edges_to("a.f").len(), 0);
     }
 }

@@ -18,7 +18,7 @@ use crate::model::{FileGraph, FileStamp, IndexDeps};
 use crate::snapshot::{FileChange, FileEntry, Snapshot};
 
 /// Bump whenever the record layout or the meaning of a field changes.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 const KEY_FORMAT: &[u8] = b"meta/format";
 const KEY_VERSION: &[u8] = b"meta/version";
@@ -329,6 +329,8 @@ mod tests {
             }],
             edges: vec![],
             unresolved: vec![],
+            arg_flows: vec![],
+            param_calls: vec![],
         };
         Arc::new(FileEntry::new(
             Arc::new(graph),

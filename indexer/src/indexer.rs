@@ -10,13 +10,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use fresco_graph::{FileChange, FileEntry, FileStamp, IndexDeps, Snapshot, Store, StoreError, VersionDiff};
+use fresco_graph::{FileChange, FileEntry, FileGraph, FileStamp, IndexDeps, Snapshot, Store, StoreError, VersionDiff};
 use rustc_hash::{FxHashMap, FxHashSet};
 use salsa::Setter;
 
 use crate::db::{
     Database, ExecutionLog, SourceFile, Workspace, file_graph, file_interface, file_interface_names, module_info,
 };
+use crate::flows::FlowIndex;
 use crate::walk::{self, SourceRead, WalkIssue, WalkOptions};
 
 #[derive(Clone, Debug)]
@@ -85,6 +86,8 @@ pub struct Indexer {
     /// Published versions not yet written to the store (see [`Indexer::persist`]).
     unpersisted: Option<Unpersisted>,
     defer_persistence: bool,
+    /// Who passes callables to whom across files, for the flow edges (see [`crate::flows`]).
+    flows: FlowIndex,
 }
 
 /// What published versions changed that the store does not hold yet.
@@ -116,6 +119,7 @@ impl Indexer {
             rebuilt_store: None,
             unpersisted: None,
             defer_persistence: false,
+            flows: FlowIndex::default(),
         }
     }
 
@@ -194,7 +198,21 @@ impl Indexer {
         }
         let files: Vec<SourceFile> = self.inputs.values().copied().collect();
         self.ws.set_files(&mut self.db).to(files);
-        self.snapshot = snapshot;
+        // Flow edges are derived, not stored: join them again for the whole snapshot.
+        for entry in snapshot.files() {
+            self.flows.update(&entry.graph.path, Some(&entry.graph));
+        }
+        let mut reflowed = Vec::new();
+        for entry in snapshot.files() {
+            if entry.graph.param_calls.is_empty() {
+                continue;
+            }
+            let edges = self.flows.flow_edges(&entry.graph, |p| snapshot.file(p).map(|e| &*e.graph));
+            if !edges.is_empty() {
+                reflowed.push(FileChange::Upsert(Arc::new(entry.reflowed(edges))));
+            }
+        }
+        self.snapshot = if reflowed.is_empty() { snapshot } else { snapshot.apply_as(snapshot.version(), reflowed) };
     }
 
     pub fn root(&self) -> &Path {
@@ -416,6 +434,8 @@ impl Indexer {
         let mut changes = Vec::new();
         let mut upserts = Vec::new();
         let mut changed_files = Vec::new();
+        let mut reflowed_files: Vec<String> = Vec::new();
+        let mut fresh: BTreeMap<String, (Arc<FileGraph>, Arc<str>, FileStamp, IndexDeps)> = BTreeMap::new();
         for (path, resolved, interface, interface_names) in resolved {
             let file = self.inputs[&path];
             let old = self.snapshot.file(&path);
@@ -435,19 +455,56 @@ impl Indexer {
             for m in &deps.modules {
                 self.dependents.entry(m.clone()).or_default().insert(path.clone());
             }
-            let entry = Arc::new(FileEntry::new(resolved.graph.clone(), file.text(&self.db).clone(), stamp, deps));
+            fresh.insert(path.clone(), (resolved.graph.clone(), file.text(&self.db).clone(), stamp, deps));
+            changed_files.push(path);
+        }
+        // Flow edges: the changed files', and those of files whose parameters the changed (or
+        // removed) files pass callables to, before or now.
+        let mut reflow: FxHashSet<String> = FxHashSet::default();
+        for (path, (graph, ..)) in &fresh {
+            reflow.extend(self.flows.update(path, Some(graph)));
+        }
+        for path in &removed {
+            reflow.extend(self.flows.update(path, None));
+        }
+        let current = |p: &str| -> Option<&FileGraph> {
+            match fresh.get(p) {
+                Some((graph, ..)) => Some(&**graph),
+                None if removed.iter().any(|r| r == p) => None,
+                None => self.snapshot.file(p).map(|e| &*e.graph),
+            }
+        };
+        for (path, (graph, text, stamp, deps)) in &fresh {
+            let edges = self.flows.flow_edges(graph, current);
+            let entry = Arc::new(FileEntry::with_flow_edges(graph.clone(), text.clone(), *stamp, deps.clone(), edges));
+            let _ = path;
             upserts.push(entry.clone());
             changes.push(FileChange::Upsert(entry));
-            changed_files.push(path);
+        }
+        let mut reflow: Vec<String> =
+            reflow.into_iter().filter(|p| !fresh.contains_key(p) && !removed.contains(p)).collect();
+        reflow.sort();
+        for path in reflow {
+            if let Some(old) = self.snapshot.file(&path) {
+                let edges = self.flows.flow_edges(&old.graph, current);
+                let mut sorted = edges.clone();
+                sorted.sort_by(|a, b| (&a.src, a.line, &a.dst).cmp(&(&b.src, b.line, &b.dst)));
+                sorted.dedup();
+                if sorted != old.flow_edges() {
+                    // Only derived edges moved: nothing of the file itself to persist.
+                    changes.push(FileChange::Upsert(Arc::new(old.reflowed(edges))));
+                    reflowed_files.push(path);
+                }
+            }
         }
         // Stamps of untouched files that were re-read (touch without change) must persist too.
         for path in latest.keys() {
-            if changed_files.contains(path) || removed.contains(path) {
+            if changed_files.contains(path) || removed.contains(path) || reflowed_files.contains(path) {
                 continue;
             }
             if let (Some(old), Some(stamp)) = (self.snapshot.file(path), self.stamps.get(path)) {
                 if old.stamp != *stamp {
-                    let entry = Arc::new(FileEntry::new(old.graph.clone(), old.text.clone(), *stamp, old.deps.clone()));
+                    let entry = Arc::new(old.restamped(*stamp));
                     upserts.push(entry.clone());
                     changes.push(FileChange::Upsert(entry));
                 }
@@ -463,7 +520,7 @@ impl Indexer {
             }
             changes.push(FileChange::Remove(path.clone()));
         }
-        let published = !changed_files.is_empty() || !removed.is_empty();
+        let published = !changed_files.is_empty() || !removed.is_empty() || !reflowed_files.is_empty();
         let mut diff = VersionDiff::default();
         // The first version has no predecessor to differ from.
         if published && self.snapshot.version() > 0 {

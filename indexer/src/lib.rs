@@ -12,6 +12,7 @@
 pub mod annotation;
 pub mod db;
 pub mod embed;
+pub mod flows;
 pub mod indexer;
 pub mod lanes;
 pub mod lower;

@@ -422,6 +422,8 @@ fn compact(graph: &mut FileGraph) {
     graph.units.shrink_to_fit();
     graph.edges.shrink_to_fit();
     graph.unresolved.shrink_to_fit();
+    graph.arg_flows.shrink_to_fit();
+    graph.param_calls.shrink_to_fit();
 }
 
 impl<'a> Resolver<'a> {
@@ -2317,6 +2319,8 @@ impl<'a> Resolver<'a> {
             edges.push(Edge { src: src.to_string(), dst, kind, line });
         };
         let mut unresolved = Vec::new();
+        let mut arg_flows: Vec<fresco_graph::ArgFlow> = Vec::new();
+        let mut param_calls: Vec<fresco_graph::ParamCall> = Vec::new();
         let module_id = self.module.to_string();
 
         // contains
@@ -2411,6 +2415,10 @@ impl<'a> Resolver<'a> {
                 let (targets, resolved) = self.call_targets(&values);
                 for t in targets {
                     add(&mut edges, &unit, t, EdgeKind::Calls, Some(call.line));
+                }
+                self.export_arg_flows(call, scope_id, &values, &mut arg_flows);
+                if let Some(pc) = self.param_call(call, scope_id, &unit) {
+                    param_calls.push(pc);
                 }
                 self.add_hits(&mut edges, &mut add, &unit, &hits, call.line);
                 // `map(f, items)`, `sorted(items, key=f)`: the builtin calls `f`.
@@ -2532,7 +2540,124 @@ impl<'a> Resolver<'a> {
             units,
             edges,
             unresolved,
+            arg_flows,
+            param_calls,
         }
+    }
+
+    /// Records the callables `call` passes to functions of other modules (see
+    /// [`fresco_graph::ArgFlow`]): what calling each argument reaches, by the parameter it binds.
+    fn export_arg_flows(
+        &self,
+        call: &CallSite,
+        scope: ScopeId,
+        callees: &[Value],
+        out: &mut Vec<fresco_graph::ArgFlow>,
+    ) {
+        if call.args.is_empty() && call.keywords.is_empty() {
+            return;
+        }
+        let mut receivers: Vec<(Target, u32)> = Vec::new();
+        for v in callees {
+            match v {
+                Value::Function(t) | Value::Undecorated(t) if *t.module != *self.module => {
+                    let bound = self.callee_is_bound(&call.callee, scope, 0);
+                    receivers.push((t.clone(), self.first_argument_position(t, bound)));
+                }
+                Value::Class(c) => {
+                    for init in self.deref(self.class_attr(c, "__init__", None, 0), 0) {
+                        if let Value::Function(i) = init {
+                            if *i.module != *self.module {
+                                receivers.push((i, 1));
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if receivers.is_empty() {
+            return;
+        }
+        let reached = |arg: &Expr| -> Vec<String> {
+            let callables: Vec<Value> = self
+                .eval_local(arg, scope, 0)
+                .into_iter()
+                .filter(|v| {
+                    matches!(
+                        v,
+                        Value::Function(_)
+                            | Value::Undecorated(_)
+                            | Value::Class(_)
+                            | Value::Lambda(_)
+                            | Value::External(_)
+                    )
+                })
+                .collect();
+            self.call_targets(&callables).0
+        };
+        let mut slots: Vec<(fresco_graph::ArgSlot, Vec<String>, bool)> = Vec::new();
+        for (i, arg) in call.args.iter().enumerate() {
+            if is_flow_worthy(arg) {
+                slots.push((fresco_graph::ArgSlot::Position(i as u32), reached(arg), true));
+            }
+        }
+        for (name, arg) in call.keywords.iter() {
+            slots.push((fresco_graph::ArgSlot::Keyword(name.to_string()), reached(arg), false));
+        }
+        for (callee, first) in &receivers {
+            for (slot, targets, positional) in &slots {
+                if targets.is_empty() {
+                    continue;
+                }
+                let slot = match slot {
+                    fresco_graph::ArgSlot::Position(i) if *positional => fresco_graph::ArgSlot::Position(i + first),
+                    other => other.clone(),
+                };
+                out.push(fresco_graph::ArgFlow { callee: callee.id(), slot, targets: targets.clone() });
+            }
+        }
+    }
+
+    /// The parameter position a call's first argument binds in function `t` of another module: 1
+    /// for a method called on an instance (or a classmethod), else 0.
+    fn first_argument_position(&self, t: &Target, bound: bool) -> u32 {
+        let Some(owner) = t.owner() else { return 0 };
+        let is_method = self.summary_for(&owner.module, &owner.path).is_some_and(|s| s.class(&owner.path).is_some());
+        if !is_method {
+            return 0;
+        }
+        let flags = self.method_flags(t);
+        u32::from(!flags.is_static && (flags.is_class || bound))
+    }
+
+    /// `call` as a call of a parameter (`func(...)` where `func` is a parameter of the enclosing
+    /// function or of one enclosing it), for the join with other files' argument flows.
+    fn param_call(&self, call: &CallSite, scope: ScopeId, unit: &str) -> Option<fresco_graph::ParamCall> {
+        let Expr::Name(name) = &call.callee else { return None };
+        let s = self.binding_scope(name, scope)?;
+        let sc = self.syntax.scope(s);
+        let def = self.syntax.def(sc.def?);
+        if !matches!(def.kind, DefKind::Function | DefKind::Method) {
+            return None;
+        }
+        let indices = self.scope_bindings[s as usize].get(name.as_str())?;
+        let index = indices.iter().find_map(|&i| match sc.bindings[i].1 {
+            Binding::Param(p) => Some(p),
+            _ => None,
+        })?;
+        let param = sc.params.get(index as usize)?;
+        let is_receiver = index == 0 && def.kind == DefKind::Method && !method_flags(&def.decorators).is_static;
+        if param.variadic || is_receiver {
+            return None;
+        }
+        Some(fresco_graph::ParamCall {
+            caller: unit.to_string(),
+            function: format!("{}.{}", self.module, def.path),
+            param: index,
+            name: name.to_string(),
+            line: call.line,
+        })
     }
 
     fn add_hits(

@@ -55,7 +55,7 @@ fn render(root: &Path) -> Vec<String> {
         if let Some(reason) = &g.skipped {
             lines.push(format!("skipped {} {reason}", g.path));
         }
-        for u in &g.unresolved {
+        for u in file.unresolved() {
             lines.push(format!("unresolved {} {} @{}", u.caller, u.callee, u.line));
         }
     }

@@ -73,6 +73,44 @@ fn a_body_edit_re_derives_only_its_own_file() {
 }
 
 #[test]
+fn what_a_caller_passes_moves_flow_edges_without_re_resolving_the_callee() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "app/__init__.py", "");
+    write(dir.path(), "app/hooks.py", "def run(callback):\n    return callback()\n");
+    write(
+        dir.path(),
+        "app/main.py",
+        "from app.hooks import run\n\n\ndef a():\n    pass\n\n\ndef main():\n    run(a)\n",
+    );
+    write(dir.path(), "app/other.py", "def alone():\n    return 0\n");
+    let mut indexer = fresh(dir.path());
+    let targets = |indexer: &Indexer| -> Vec<String> {
+        indexer.snapshot().edges_from("app.hooks.run").into_iter().map(|(e, _)| e.dst.clone()).collect()
+    };
+    assert_eq!(targets(&indexer), vec!["app.main.a".to_string()]);
+
+    // A body edit in main.py passes another function: hooks.py's flow edge follows, and only
+    // main.py is re-resolved.
+    write(
+        dir.path(),
+        "app/main.py",
+        "from app.hooks import run\n\n\ndef a():\n    pass\n\n\ndef b():\n    pass\n\n\ndef main():\n    run(b)\n",
+    );
+    let report = indexer.apply(vec![FileEvent::Changed("app/main.py".into())]).expect("apply");
+    let c = counts(&indexer);
+    assert_eq!(c.get("file_graph").copied(), Some(1), "only app/main.py is re-resolved: {c:?}");
+    assert_eq!(report.changed_files, vec!["app/main.py".to_string()]);
+    assert_eq!(targets(&indexer), vec!["app.main.b".to_string()]);
+    assert_eq!(indexer.snapshot().totals().unresolved, 0, "the parameter call is resolved by the flow");
+
+    // Removing the caller leaves the call of the parameter unresolved again.
+    std::fs::remove_file(dir.path().join("app/main.py")).expect("rm");
+    indexer.apply(vec![FileEvent::Removed("app/main.py".into())]).expect("apply");
+    assert!(targets(&indexer).is_empty());
+    assert_eq!(indexer.snapshot().totals().unresolved, 1);
+}
+
+#[test]
 fn an_interface_change_re_resolves_exactly_the_importers() {
     let dir = tempfile::tempdir().expect("tempdir");
     star_repo(dir.path(), 20);
@@ -199,10 +237,11 @@ fn render(indexer: &Indexer) -> BTreeSet<String> {
         for u in &f.graph.units {
             out.insert(format!("unit {} {:?} {}-{} {:?}", u.id, u.kind, u.start_line, u.end_line, u.signature));
         }
-        for e in &f.graph.edges {
+        // Flow edges (joined across files) included: they must follow edits like the rest.
+        for e in f.edges() {
             out.insert(format!("edge {} {} {:?} {:?}", e.src, e.dst, e.kind, e.line));
         }
-        for u in &f.graph.unresolved {
+        for u in f.unresolved() {
             out.insert(format!("unresolved {} {} {}", u.caller, u.callee, u.line));
         }
     }
@@ -224,12 +263,18 @@ fn random_module(rng: &mut Rng, names: &[&str], me: usize) -> String {
         for _ in 0..rng.below(3) {
             text.push_str("    x = x\n");
         }
-        match rng.below(4) {
+        match rng.below(6) {
             0 => text.push_str(&format!("    return {other}.f0()\n")),
             1 => text.push_str("    return f0()\n"),
             2 => text.push_str("    return C0().m()\n"),
+            // Callables passed to another module's function, which calls its parameter.
+            3 => text.push_str(&format!("    return {other}.g(f{i})\n")),
+            4 => text.push_str(&format!("    return {other}.g(cb=C0)\n")),
             _ => text.push_str("    return len([x])\n"),
         }
+    }
+    if rng.below(2) == 0 {
+        text.push_str("\n\ndef g(cb=None):\n    return cb()\n");
     }
     if rng.below(2) == 0 {
         text.push_str(

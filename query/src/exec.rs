@@ -703,8 +703,7 @@ fn completeness_notes(exec: &mut Exec, id: &str, traversal: Traversal) {
             }
         }
         Traversal::Callees | Traversal::Deps => {
-            let own: Vec<&fresco_graph::Unresolved> =
-                unit.file.graph.unresolved.iter().filter(|u| u.caller == id).collect();
+            let own: Vec<&fresco_graph::Unresolved> = unit.file.unresolved().filter(|u| u.caller == id).collect();
             if !own.is_empty() {
                 let sample: Vec<String> =
                     own.iter().take(5).map(|u| format!("{} (line {})", u.callee, u.line)).collect();
@@ -728,7 +727,7 @@ fn unresolved(exec: &mut Exec, scope: Option<&Symbol>) -> Result<Vec<Row>, Query
     };
     let mut rows = Vec::new();
     for file in snapshot.files() {
-        for u in &file.graph.unresolved {
+        for u in file.unresolved() {
             let wanted = match &ids {
                 None => true,
                 Some(ids) => ids

@@ -770,7 +770,7 @@ impl NeighbourUsage {
             |src: &str| target.class.as_deref().is_some_and(|c| src.starts_with(c) && src[c.len()..].starts_with('.'));
         if let Some(file) = snapshot.file(&target.file) {
             let adjacent = target.id.as_deref().map(|id| source_order_neighbours(&file.graph, id)).unwrap_or_default();
-            for e in &file.graph.edges {
+            for e in file.edges() {
                 if !matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits)
                     || inside_target(&e.src)
                 {
@@ -818,7 +818,7 @@ impl NeighbourUsage {
 /// part of the unit containing it, for retrieval).
 fn code_edges<'s>(snapshot: &'s Snapshot, id: &str) -> Vec<&'s fresco_graph::Edge> {
     let Some(unit) = snapshot.unit(id) else { return Vec::new() };
-    unit.file.graph.edges.iter().filter(|e| without_lambdas(&e.src) == id).collect()
+    unit.file.edges().filter(|e| without_lambdas(&e.src) == id).collect()
 }
 
 /// `id` without the lambdas it is nested in (`pkg.f` for `pkg.f.<lambda1>.<lambda1>`).

@@ -29,7 +29,7 @@ pub fn uses(snapshot: &Snapshot, id: &str) -> BTreeSet<String> {
         return out;
     };
     let prefix = format!("{id}.");
-    for e in &unit.file.graph.edges {
+    for e in unit.file.edges() {
         if !(e.src == id || e.src.starts_with(&prefix)) {
             continue;
         }
