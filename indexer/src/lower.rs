@@ -11,9 +11,6 @@ use tree_sitter::{Node, Parser, Tree};
 
 use crate::syntax::*;
 
-/// Marks an integer dict key (a string key never starts with this control character).
-const INTEGER_KEY: char = '\u{1}';
-
 thread_local! {
     static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
 }
@@ -1468,13 +1465,18 @@ impl<'a> Lowerer<'a> {
                 let mut cursor = node.walk();
                 let subs: Vec<Node> = node.children_by_field_name("subscript", &mut cursor).collect();
                 let key = if subs.len() == 1 { self.constant_key(subs[0]) } else { None };
+                let named_key = match subs.as_slice() {
+                    [only] if only.kind() == "identifier" => Some(Expr::Name(Name::new(self.text(*only)))),
+                    _ => None,
+                };
                 for s in subs {
                     self.expr(s, scope);
                 }
-                match (value, key) {
-                    (Some(v), Some(key)) => Expr::Item(Box::new(v), key),
-                    (Some(v), None) => Expr::Subscript(Box::new(v)),
-                    (None, _) => Expr::Unknown,
+                match (value, key, named_key) {
+                    (Some(v), Some(key), _) => Expr::Item(Box::new(v), key),
+                    (Some(v), None, Some(name)) => Expr::ItemAt(Box::new(v), Box::new(name)),
+                    (Some(v), None, None) => Expr::Subscript(Box::new(v)),
+                    (None, ..) => Expr::Unknown,
                 }
             }
             "parenthesized_expression" => match node.named_child(0) {
@@ -1584,9 +1586,13 @@ impl<'a> Lowerer<'a> {
                 self.walk_children(node, scope);
                 let text = self.text(node);
                 let prefix: String = text.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
-                if prefix.contains(['b', 'B']) { Expr::Literal("bytes") } else { Expr::Literal("str") }
+                if prefix.contains(['b', 'B']) {
+                    Expr::Literal("bytes")
+                } else {
+                    self.constant_key(node).map(Expr::Constant).unwrap_or(Expr::Literal("str"))
+                }
             }
-            "integer" => Expr::Literal("int"),
+            "integer" => self.constant_key(node).map(Expr::Constant).unwrap_or(Expr::Literal("int")),
             "float" => Expr::Literal("float"),
             "true" | "false" => Expr::Literal("bool"),
             "none" => Expr::Literal("NoneType"),

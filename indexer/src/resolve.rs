@@ -887,6 +887,10 @@ impl<'a> Resolver<'a> {
                 out
             }
             Expr::Literal(t) => vec![Value::ExternalInstance(Arc::from(format!("builtins.{t}").as_str()))],
+            Expr::Constant(k) => {
+                vec![Value::ExternalInstance(Arc::from(format!("builtins.{}", constant_type(k)).as_str()))]
+            }
+            Expr::ItemAt(base, _) => self.elements_closed(base, module, self_class, depth + 1),
             Expr::SelfRef => self_class.map(|c| vec![Value::Instance(c.clone())]).unwrap_or_default(),
             Expr::ClsRef => self_class.map(|c| vec![Value::Class(c.clone())]).unwrap_or_default(),
             Expr::Instance(ty) => instances(self.eval_closed(ty, module, self_class, depth + 1)),
@@ -1694,6 +1698,13 @@ impl<'a> Resolver<'a> {
                 out
             }
             Expr::Literal(t) => vec![Value::ExternalInstance(Arc::from(format!("builtins.{t}").as_str()))],
+            Expr::Constant(k) => {
+                vec![Value::ExternalInstance(Arc::from(format!("builtins.{}", constant_type(k)).as_str()))]
+            }
+            Expr::ItemAt(base, key) => {
+                let item = self.item_at(base, key, scope, depth + 1);
+                self.eval_site(&item, scope, hits.as_deref_mut(), depth + 1)
+            }
             Expr::Instance(ty) => instances(self.eval_local(ty, scope, depth + 1)),
             Expr::Declared(ty, value) => {
                 let promised = self.eval_local(ty, scope, depth + 1);
@@ -1878,6 +1889,99 @@ impl<'a> Resolver<'a> {
     /// What iterating over (or subscripting) `expr` yields.
     /// `base["key"]`: the value under that key when `base` is (bound to) dicts with constant
     /// keys; any element otherwise.
+    /// `base[key]` with `key` a name, as `base["the constant"]` when the name holds one known
+    /// constant there, else as any item of `base`.
+    fn item_at(&self, base: &Expr, key: &Expr, scope: ScopeId, depth: u32) -> Expr {
+        match self.constant_of(key, scope, depth + 1) {
+            Some(k) => Expr::Item(Box::new(base.clone()), k),
+            None => Expr::Subscript(Box::new(base.clone())),
+        }
+    }
+
+    /// The one constant (see [`Expr::Constant`]) `expr` holds at every binding that reaches it:
+    /// a literal, a name bound only to the same constant (through assignments, imports, and for
+    /// a parameter its default and what this file's calls pass), else `None`.
+    fn constant_of(&self, expr: &Expr, scope: ScopeId, depth: u32) -> Option<Name> {
+        if self.too_deep(depth) {
+            return None;
+        }
+        let Expr::Name(n) = expr else {
+            return match expr {
+                Expr::Constant(k) => Some(k.clone()),
+                _ => None,
+            };
+        };
+        let s = self.binding_scope(n, scope)?;
+        let sc = self.syntax.scope(s);
+        let indices = self.scope_bindings[s as usize].get(n.as_str())?;
+        let mut found: Option<Name> = None;
+        let mut agree = |k: Name| -> bool {
+            match &found {
+                Some(f) if *f != k => false,
+                _ => {
+                    found = Some(k);
+                    true
+                }
+            }
+        };
+        for i in self.syntax.live_bindings(s, indices) {
+            match &sc.bindings[i].1 {
+                Binding::Value(e) => {
+                    if !agree(self.constant_of(e, s, depth + 1)?) {
+                        return None;
+                    }
+                }
+                Binding::Param(p) => {
+                    let param = sc.params.get(*p as usize)?;
+                    if let Some(default) = &param.default {
+                        if !agree(self.constant_of(default, sc.parent.unwrap_or(0), depth + 1)?) {
+                            return None;
+                        }
+                    }
+                    for (caller, arg) in self.param_flow.get(&(s, *p)).map(Vec::as_slice).unwrap_or(&[]) {
+                        if !agree(self.constant_of(arg, *caller, depth + 1)?) {
+                            return None;
+                        }
+                    }
+                }
+                Binding::Import(Import::Name { module, name }) => {
+                    let m = absolute_module(module, &self.module, self.is_package)?;
+                    if !agree(self.imported_constant(&m, name, depth + 1)?) {
+                        return None;
+                    }
+                }
+                _ => return None,
+            }
+        }
+        found
+    }
+
+    /// The constant module-level name `name` of `module` holds, if it holds one (re-exports
+    /// followed).
+    fn imported_constant(&self, module: &str, name: &str, depth: u32) -> Option<Name> {
+        if self.too_deep(depth) {
+            return None;
+        }
+        let summary = self.summary_for(module, name)?;
+        let bindings = summary.name(name)?;
+        let mut found: Option<Name> = None;
+        for b in bindings {
+            let k = match b {
+                SumBinding::Value(Expr::Constant(k)) => k.clone(),
+                SumBinding::ImportName { module: m, name: n } => self.imported_constant(m, n, depth + 1)?,
+                // The variable unit a module-level assignment defines: its values are the
+                // `Value` bindings beside it.
+                SumBinding::Def { kind: DefKind::Variable, .. } => continue,
+                _ => return None,
+            };
+            if found.as_ref().is_some_and(|f| *f != k) {
+                return None;
+            }
+            found = Some(k);
+        }
+        found
+    }
+
     fn item_local(&self, base: &Expr, key: &str, scope: ScopeId, depth: u32) -> Vec<Value> {
         if self.too_deep(depth) {
             return Vec::new();
@@ -1928,9 +2032,14 @@ impl<'a> Resolver<'a> {
                         }
                     }
                 }
-                let all_keyed = indices
-                    .iter()
-                    .all(|&i| matches!(&self.syntax.scope(s).bindings[i].1, Binding::Value(Expr::Keyed(_))));
+                // A dict written out with constant keys, or (for an integer key) a literal list or
+                // tuple never added to: the item is the one written there.
+                let by_key = integer_key(key).is_some();
+                let all_keyed = indices.iter().all(|&i| match &self.syntax.scope(s).bindings[i].1 {
+                    Binding::Value(Expr::Keyed(_)) => true,
+                    Binding::Value(Expr::Container(ContainerKind::List | ContainerKind::Tuple, _)) => by_key,
+                    _ => false,
+                });
                 if !all_keyed {
                     return self.elements_local(base, scope, depth + 1);
                 }
@@ -1951,6 +2060,10 @@ impl<'a> Resolver<'a> {
             return Vec::new();
         }
         match expr {
+            Expr::ItemAt(base, key) => {
+                let item = self.item_at(base, key, scope, depth + 1);
+                self.elements_local(&item, scope, depth + 1)
+            }
             Expr::Element(inner, j) => match self.element_expr(inner, *j, scope, depth + 1) {
                 Some((e, s)) => self.elements_local(&e, s, depth + 1),
                 None => Vec::new(),

@@ -218,7 +218,14 @@ impl Summariser<'_> {
             },
             // Lambdas are identified by scope numbers that shift with body edits: not visible.
             Expr::Lambda(_) => Expr::Unknown,
-            Expr::Literal(_) | Expr::SelfRef | Expr::ClsRef | Expr::DefPath(_) | Expr::Unknown => expr.clone(),
+            Expr::Literal(_) | Expr::Constant(_) | Expr::SelfRef | Expr::ClsRef | Expr::DefPath(_) | Expr::Unknown => {
+                expr.clone()
+            }
+            // Other modules see any item: the key's constant is a fact of this file's scopes.
+            Expr::ItemAt(base, _) => match self.close(base, scope, depth) {
+                Expr::Unknown => Expr::Unknown,
+                b => Expr::Subscript(Box::new(b)),
+            },
         }
     }
 

@@ -251,6 +251,12 @@ pub enum Expr {
     Union(Vec<Expr>),
     /// A literal constant of a builtin type (`"x"`, `1`, `b""`, f-strings, ...).
     Literal(&'static str),
+    /// A plain string or integer literal whose value is known, as a key (see [`constant_type`]):
+    /// it is what a `Literal` of its type is, and it can select an item (`handlers[KEY]`).
+    Constant(Name),
+    /// `value[key]` where `key` is a name: the item under the constant the name holds, any item
+    /// when it holds no single known constant.
+    ItemAt(Box<Expr>, Box<Expr>),
     /// `self` or `cls` inside a summary: the instance or class the method belongs to.
     SelfRef,
     ClsRef,
@@ -507,6 +513,8 @@ impl FileSyntax {
 /// (what can carry a callable or an instance); not literals.
 pub fn is_flow_worthy(arg: &Expr) -> bool {
     match arg {
+        // Constants flow too: an index or key a callee selects with (`ls[key]` in `f(key)`).
+        Expr::Constant(_) => true,
         Expr::Name(_)
         | Expr::Attr(..)
         | Expr::Lambda(_)
@@ -521,6 +529,15 @@ pub fn is_flow_worthy(arg: &Expr) -> bool {
 }
 
 pub type SharedSyntax = Arc<FileSyntax>;
+
+/// Marks an integer key: integer keys are kept apart from string keys (`d[1]` is not `d["1"]`),
+/// and a string key never starts with this control character.
+pub const INTEGER_KEY: char = '\u{1}';
+
+/// The builtin type of a constant's key (see [`Expr::Constant`]).
+pub fn constant_type(key: &str) -> &'static str {
+    if key.starts_with(INTEGER_KEY) { "int" } else { "str" }
+}
 
 const MAX_CALLEE_TEXT: usize = 120;
 
