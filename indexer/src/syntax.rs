@@ -510,20 +510,27 @@ impl FileSyntax {
 }
 
 /// Arguments worth tracking into parameters: names, attributes, lambdas and containers of them
-/// (what can carry a callable or an instance); not literals.
+/// (what can carry a callable or an instance), and plain constants (not other literals).
 pub fn is_flow_worthy(arg: &Expr) -> bool {
-    match arg {
-        // Constants flow too: an index or key a callee selects with (`ls[key]` in `f(key)`).
-        Expr::Constant(_) => true,
+    // A constant argument flows too: an index or key the callee selects with (`ls[key]` in
+    // `f(key)`). Inside containers constants do not count: a dict of strings carries nothing a
+    // call could reach, and would crowd out the arguments that do.
+    matches!(arg, Expr::Constant(_)) || carries_values(arg)
+}
+
+/// Whether `e` can carry a callable or an instance.
+fn carries_values(e: &Expr) -> bool {
+    match e {
         Expr::Name(_)
         | Expr::Attr(..)
         | Expr::Lambda(_)
         | Expr::Call(_)
         | Expr::Subscript(_)
         | Expr::Item(..)
+        | Expr::ItemAt(..)
         | Expr::Decorated(..) => true,
-        Expr::Keyed(items) => items.iter().any(|(_, e)| is_flow_worthy(e)),
-        Expr::Container(_, items) | Expr::Union(items) => items.iter().any(is_flow_worthy),
+        Expr::Keyed(items) => items.iter().any(|(_, e)| carries_values(e)),
+        Expr::Container(_, items) | Expr::Union(items) => items.iter().any(carries_values),
         _ => false,
     }
 }
