@@ -2670,18 +2670,28 @@ impl<'a> Resolver<'a> {
         if call.args.is_empty() && call.keywords.is_empty() {
             return;
         }
-        let mut receivers: Vec<(Target, u32)> = Vec::new();
+        // The functions of other modules this call reaches, with the position its first
+        // argument takes there and the parameters their code calls (only those are worth an
+        // export: most calls pass nothing that will be called).
+        let mut receivers: Vec<(Target, u32, Vec<(u32, Name)>)> = Vec::new();
+        let mut add = |t: Target, first: Option<u32>| {
+            let called = self.called_params(&t);
+            if !called.is_empty() {
+                let first = first.unwrap_or_else(|| {
+                    let bound = self.callee_is_bound(&call.callee, scope, 0);
+                    self.first_argument_position(&t, bound)
+                });
+                receivers.push((t, first, called));
+            }
+        };
         for v in callees {
             match v {
-                Value::Function(t) | Value::Undecorated(t) if *t.module != *self.module => {
-                    let bound = self.callee_is_bound(&call.callee, scope, 0);
-                    receivers.push((t.clone(), self.first_argument_position(t, bound)));
-                }
+                Value::Function(t) | Value::Undecorated(t) if *t.module != *self.module => add(t.clone(), None),
                 Value::Class(c) => {
                     for init in self.deref(self.class_attr(c, "__init__", None, 0), 0) {
                         if let Value::Function(i) = init {
                             if *i.module != *self.module {
-                                receivers.push((i, 1));
+                                add(i, Some(1));
                             }
                         }
                     }
@@ -2709,27 +2719,36 @@ impl<'a> Resolver<'a> {
                 .collect();
             self.call_targets(&callables).0
         };
-        let mut slots: Vec<(fresco_graph::ArgSlot, Vec<String>, bool)> = Vec::new();
-        for (i, arg) in call.args.iter().enumerate() {
-            if is_flow_worthy(arg) {
-                slots.push((fresco_graph::ArgSlot::Position(i as u32), reached(arg), true));
-            }
-        }
-        for (name, arg) in call.keywords.iter() {
-            slots.push((fresco_graph::ArgSlot::Keyword(name.to_string()), reached(arg), false));
-        }
-        for (callee, first) in &receivers {
-            for (slot, targets, positional) in &slots {
-                if targets.is_empty() {
+        for (callee, first, called) in &receivers {
+            for (i, arg) in call.args.iter().enumerate() {
+                let position = i as u32 + first;
+                if !is_flow_worthy(arg) || !called.iter().any(|(p, _)| *p == position) {
                     continue;
                 }
-                let slot = match slot {
-                    fresco_graph::ArgSlot::Position(i) if *positional => fresco_graph::ArgSlot::Position(i + first),
-                    other => other.clone(),
-                };
-                out.push(fresco_graph::ArgFlow { callee: callee.id(), slot, targets: targets.clone() });
+                let targets = reached(arg);
+                if !targets.is_empty() {
+                    let slot = fresco_graph::ArgSlot::Position(position);
+                    out.push(fresco_graph::ArgFlow { callee: callee.id(), slot, targets });
+                }
+            }
+            for (name, arg) in call.keywords.iter() {
+                if !called.iter().any(|(_, n)| n == name) {
+                    continue;
+                }
+                let targets = reached(arg);
+                if !targets.is_empty() {
+                    let slot = fresco_graph::ArgSlot::Keyword(name.to_string());
+                    out.push(fresco_graph::ArgFlow { callee: callee.id(), slot, targets });
+                }
             }
         }
+    }
+
+    /// The parameters function `t`'s code calls (see `FunctionSummary::called_params`).
+    fn called_params(&self, t: &Target) -> Vec<(u32, Name)> {
+        self.summary_for(&t.module, &t.path)
+            .and_then(|s| s.function(&t.path).map(|f| f.called_params.clone()))
+            .unwrap_or_default()
     }
 
     /// The parameter position a call's first argument binds in function `t` of another module: 1

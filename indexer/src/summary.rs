@@ -74,6 +74,10 @@ pub struct FunctionSummary {
     /// return f`; a bound `self` is not an argument): applied as a decorator, it leaves the
     /// decorated function what it was.
     pub returns_first_argument: bool,
+    /// The parameters (position counting `self`, and name) its code calls, nested functions'
+    /// code included (`func(*args)` in a decorator's wrapper): other files pass callables only
+    /// where they will be called.
+    pub called_params: Vec<(u32, Name)>,
     pub flags: MethodFlags,
 }
 
@@ -376,6 +380,7 @@ pub fn simplify_union(items: Vec<Expr>) -> Expr {
 /// Builds the summary of a module from its syntax.
 pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<ModuleSummary> {
     let s = Summariser { syntax, module, is_package };
+    let called = called_params(syntax);
     let mut names: FxHashMap<Name, Vec<SumBinding>> = FxHashMap::default();
     // Module-level variables are units: a name bound to one resolves to the unit first.
     for def in &syntax.defs {
@@ -447,6 +452,7 @@ pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<Mod
                             .filter(|t| *t != Expr::Unknown),
                         decorators: def.decorators.iter().map(|d| s.close(d, sc.parent.unwrap_or(0), 0)).collect(),
                         returns_first_argument: s.returns_first_argument(body),
+                        called_params: called.get(&body).cloned().unwrap_or_default(),
                         flags: method_flags(&def.decorators),
                     },
                 ));
@@ -460,6 +466,49 @@ pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<Mod
     classes.sort_by(|a, b| a.0.cmp(&b.0));
     functions.sort_by(|a, b| a.0.cmp(&b.0));
     Arc::new(ModuleSummary { names, star_imports, dunder_all: syntax.dunder_all.clone(), classes, functions })
+}
+
+/// Per function body scope, the parameters that calls anywhere under it call by name.
+fn called_params(syntax: &FileSyntax) -> FxHashMap<ScopeId, Vec<(u32, Name)>> {
+    let mut out: FxHashMap<ScopeId, Vec<(u32, Name)>> = FxHashMap::default();
+    for (id, scope) in syntax.scopes.iter().enumerate() {
+        for call in scope.calls.iter() {
+            let Expr::Name(name) = &call.callee else { continue };
+            // The scope binding the name, as Python looks it up from the call's scope (class
+            // bodies are not visible from the functions inside them).
+            let mut s = id as ScopeId;
+            let binder = loop {
+                let sc = syntax.scope(s);
+                let visible = sc.kind != ScopeKind::Class || s == id as ScopeId;
+                if visible && sc.bindings.iter().any(|(n, _)| n == name) {
+                    break Some(s);
+                }
+                match sc.parent {
+                    Some(p) => s = p,
+                    None => break None,
+                }
+            };
+            let Some(binder) = binder else { continue };
+            let sc = syntax.scope(binder);
+            if sc.kind != ScopeKind::Function {
+                continue;
+            }
+            let param = sc.bindings.iter().find_map(|(n, b)| match b {
+                Binding::Param(i) if n == name => Some(*i),
+                _ => None,
+            });
+            if let Some(i) = param {
+                let list = out.entry(binder).or_default();
+                if !list.iter().any(|(j, _)| *j == i) {
+                    list.push((i, name.clone()));
+                }
+            }
+        }
+    }
+    for list in out.values_mut() {
+        list.sort();
+    }
+    out
 }
 
 fn class_summary(s: &Summariser, class: DefId, body: ScopeId) -> ClassSummary {
