@@ -982,6 +982,8 @@ impl<'a> Lowerer<'a> {
                 let whole = match binding {
                     Binding::Value(e) => Some(e),
                     Binding::Unpack(e, i) => Some(Expr::Element(Box::new(e), i)),
+                    // `for k, v in pairs`: each element of what is iterated is unpacked.
+                    Binding::Iter(e) => Some(Expr::Subscript(Box::new(e))),
                     _ => None,
                 };
                 let star = children.iter().position(|c| matches!(c.kind(), "list_splat_pattern" | "list_splat"));

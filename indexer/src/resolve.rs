@@ -921,6 +921,10 @@ impl<'a> Resolver<'a> {
         if self.too_deep(depth) {
             return Vec::new();
         }
+        // `for v in d.values()`: the dict's values.
+        if let Some(base) = self.dict_view_closed(expr, "values", module, self_class, depth + 1) {
+            return self.elements_closed(base, module, self_class, depth + 1);
+        }
         match expr {
             Expr::Container(_, items) | Expr::Added(items) => {
                 let mut out = Vec::new();
@@ -1022,6 +1026,17 @@ impl<'a> Resolver<'a> {
             Expr::Element(inner, j) => {
                 let outer: Vec<u32> = std::iter::once(*j).chain(path.iter().copied()).collect();
                 self.element_closed(inner, &outer, module, self_class, depth + 1)
+            }
+            // `for k, v in d.items()` at module level: `v` is a value of `d`.
+            Expr::Subscript(inner)
+                if self.dict_view_closed(inner, "items", module, self_class, depth + 1).is_some() =>
+            {
+                match self.dict_view_closed(inner, "items", module, self_class, depth + 1) {
+                    Some(base) if index == 1 && rest.is_empty() => {
+                        self.elements_closed(base, module, self_class, depth + 1)
+                    }
+                    _ => Vec::new(),
+                }
             }
             _ if rest.is_empty() => self.elements_closed(expr, module, self_class, depth + 1),
             _ => Vec::new(),
@@ -1680,6 +1695,12 @@ impl<'a> Resolver<'a> {
                 for c in self.eval_local(callee, scope, depth + 1) {
                     extend(&mut out, self.call_result(&c, depth + 1));
                 }
+                // `d.get(k)`, `d.pop(k)`, `d.setdefault(k, v)`: a value of the dict.
+                for method in ["get", "pop", "setdefault"] {
+                    if let Some(base) = self.dict_view(expr, method, scope, depth + 1) {
+                        extend(&mut out, self.elements_local(base, scope, depth + 1));
+                    }
+                }
                 out
             }
             Expr::Subscript(base) => self.elements_local(base, scope, depth + 1),
@@ -1789,6 +1810,25 @@ impl<'a> Resolver<'a> {
                 let outer: Vec<u32> = std::iter::once(*j).chain(path.iter().copied()).collect();
                 self.element_at(inner, &outer, scope, depth + 1)
             }
+            // `for k, v in d.items()`: `v` is a value of `d` (keys are not tracked).
+            Expr::Subscript(inner) if self.dict_view(inner, "items", scope, depth + 1).is_some() => {
+                match (index, self.dict_view(inner, "items", scope, depth + 1)) {
+                    (1, Some(base)) if rest.is_empty() => self.elements_local(base, scope, depth + 1),
+                    _ => Vec::new(),
+                }
+            }
+            // `for a, b in pairs`: element `i` of each element written out in `pairs`.
+            Expr::Subscript(inner) => {
+                let written = self.element_exprs(inner, scope, depth + 1);
+                if written.is_empty() {
+                    return any_element();
+                }
+                let mut out = Vec::new();
+                for (e, s) in written {
+                    extend(&mut out, self.element_at(&e, path, s, depth + 1));
+                }
+                out
+            }
             _ => any_element(),
         }
     }
@@ -1889,6 +1929,29 @@ impl<'a> Resolver<'a> {
     /// What iterating over (or subscripting) `expr` yields.
     /// `base["key"]`: the value under that key when `base` is (bound to) dicts with constant
     /// keys; any element otherwise.
+    /// `base` when `expr` is `base.method()` and `base` is a dict of builtin type (a literal, or a
+    /// `dict`, `OrderedDict`, `defaultdict`; not an instance of a class of the code, whose
+    /// `method` may be anything).
+    fn dict_view<'e>(&self, expr: &'e Expr, method: &str, scope: ScopeId, depth: u32) -> Option<&'e Expr> {
+        let base = method_receiver(expr, method)?;
+        (!self.too_deep(depth) && is_builtin_dict(&self.eval_local(base, scope, depth + 1))).then_some(base)
+    }
+
+    /// [`Resolver::dict_view`] for a summary expression.
+    fn dict_view_closed<'e>(
+        &self,
+        expr: &'e Expr,
+        method: &str,
+        module: &Arc<str>,
+        self_class: Option<&Target>,
+        depth: u32,
+    ) -> Option<&'e Expr> {
+        let base = method_receiver(expr, method)?;
+        let values =
+            if self.too_deep(depth) { Vec::new() } else { self.eval_closed(base, module, self_class, depth + 1) };
+        is_builtin_dict(&values).then_some(base)
+    }
+
     /// `base[key]` with `key` a name, as `base["the constant"]` when the name holds one known
     /// constant there, else as any item of `base`.
     fn item_at(&self, base: &Expr, key: &Expr, scope: ScopeId, depth: u32) -> Expr {
@@ -2058,6 +2121,9 @@ impl<'a> Resolver<'a> {
     fn elements_local(&self, expr: &Expr, scope: ScopeId, depth: u32) -> Vec<Value> {
         if self.too_deep(depth) {
             return Vec::new();
+        }
+        if let Some(base) = self.dict_view(expr, "values", scope, depth + 1) {
+            return self.elements_local(base, scope, depth + 1);
         }
         match expr {
             Expr::ItemAt(base, key) => {
@@ -2264,13 +2330,14 @@ impl<'a> Resolver<'a> {
     fn flow_arguments(&mut self, call: &CallSite, scope: ScopeId, values: &[Value]) -> bool {
         let mut changed = false;
         // The receiver of a method call flows into the method's `self`/`cls`.
-        if let Expr::Attr(base, _) = &call.callee {
-            let receivers: Vec<Target> = self
+        if let Expr::Attr(base, attr) = &call.callee {
+            // Each receiver class, with the class a `super()` lookup starts after.
+            let receivers: Vec<(Target, Option<Target>)> = self
                 .eval_local(base, scope, 0)
                 .into_iter()
                 .filter_map(|v| match v {
-                    Value::Instance(k) | Value::Class(k) => Some(k),
-                    Value::Super(_, k) => Some(k),
+                    Value::Instance(k) | Value::Class(k) => Some((k, None)),
+                    Value::Super(written_in, k) => Some((k, Some(written_in))),
                     _ => None,
                 })
                 .collect();
@@ -2282,7 +2349,18 @@ impl<'a> Resolver<'a> {
                 let Some(body) = self.defs_by_path.get(&*t.path).and_then(|&d| self.syntax.def(d).body) else {
                     continue;
                 };
-                for k in &receivers {
+                // A receiver reaches this method only if its class's lookup finds this one (with
+                // `element_class.create()` over several classes, each has its own `create`).
+                let reaching: Vec<Target> = receivers
+                    .iter()
+                    .filter(|(k, after)| {
+                        self.deref(self.class_attr(k, attr, after.as_ref(), 0), 0)
+                            .iter()
+                            .any(|m| matches!(m, Value::Function(f) if f == t))
+                    })
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for k in &reaching {
                     let entry = self.receiver_flow.entry(body).or_default();
                     if entry.len() < 16 && !entry.contains(k) {
                         entry.push(k.clone());
@@ -2900,6 +2978,26 @@ fn collect_returning<'e>(annotation: &'e Expr, out: &mut Vec<&'e Expr>) {
 /// classes whose initialiser the instance gets.
 fn runs_external_init(x: &str) -> bool {
     !(x.starts_with("builtins.object.") || x.starts_with("typing.") || x.starts_with("typing_extensions."))
+}
+
+/// `base` when `expr` is `base.method(...)`.
+fn method_receiver<'e>(expr: &'e Expr, method: &str) -> Option<&'e Expr> {
+    let Expr::Call(callee) = expr else { return None };
+    match callee.as_ref() {
+        Expr::Attr(base, name) if name == method => Some(base),
+        _ => None,
+    }
+}
+
+/// Whether values are those of a dict of a builtin mapping type and of nothing else that could
+/// have methods of its own (an instance of a class of the code, a class, a module).
+fn is_builtin_dict(values: &[Value]) -> bool {
+    let is_dict = |v: &Value| {
+        matches!(v, Value::ExternalInstance(x) if matches!(&**x,
+            "builtins.dict" | "collections.OrderedDict" | "collections.defaultdict" | "typing.Dict"))
+    };
+    let foreign = |v: &Value| matches!(v, Value::Instance(_) | Value::Class(_) | Value::Module(_));
+    values.iter().any(is_dict) && !values.iter().any(foreign)
 }
 
 fn def_value(module: &str, path: &str, kind: DefKind) -> Value {
