@@ -844,7 +844,7 @@ impl<'a> Lowerer<'a> {
             let stores: Vec<AttrStore> = self.scopes[ms as usize]
                 .attr_stores
                 .iter()
-                .filter(|s| s.base == Expr::Name(self_name.clone()))
+                .filter(|s| s.base == Expr::Name(self_name.clone()) && !s.element_only)
                 .cloned()
                 .collect();
             for store in stores {
@@ -1051,6 +1051,7 @@ impl<'a> Lowerer<'a> {
                     base,
                     attr,
                     value,
+                    element_only: false,
                     line: line(target),
                     start_line: line(stmt),
                     end_line: stmt.end_position().row as u32 + 1,
@@ -1100,6 +1101,28 @@ impl<'a> Lowerer<'a> {
                             self.overwrite_keys(owner, scope, &name, &[path]);
                         }
                         self.bind(owner, &name, Binding::Value(element));
+                    } else if container.kind() == "attribute" {
+                        // `self.adapters[prefix] = adapter`: an element of the attribute.
+                        let object = container.child_by_field_name("object");
+                        let attr = container.child_by_field_name("attribute");
+                        if let (Some(object), Some(attr)) = (object, attr) {
+                            if object.kind() == "identifier" {
+                                let stmt = stmt.unwrap_or(target);
+                                let base = Expr::Name(Name::new(self.text(object)));
+                                let attr = Name::new(self.text(attr));
+                                self.scope(scope).attr_stores.push(AttrStore {
+                                    base,
+                                    attr,
+                                    value: element,
+                                    element_only: true,
+                                    line: line(target),
+                                    start_line: line(stmt),
+                                    end_line: stmt.end_position().row as u32 + 1,
+                                    start_byte: stmt.start_byte() as u32,
+                                    end_byte: stmt.end_byte() as u32,
+                                });
+                            }
+                        }
                     }
                 }
             }

@@ -73,7 +73,7 @@ enum MroEntry {
 }
 
 const MAX_VALUES: usize = 24;
-const MAX_DEPTH: u32 = 14;
+const MAX_DEPTH: u32 = 16;
 
 fn push(values: &mut Vec<Value>, v: Value) {
     if values.len() < MAX_VALUES && !values.contains(&v) {
@@ -1071,6 +1071,15 @@ impl<'a> Resolver<'a> {
             if let Value::Var(t) = v {
                 for e in self.var_exprs(&t) {
                     extend(&mut out, self.elements_closed(&e, &t.module, t.owner().as_ref(), depth + 1));
+                }
+                // Elements a method of this file stores from its parameters
+                // (`self.adapters[prefix] = adapter`): what this file's calls pass.
+                if *t.module == *self.module && !self.too_deep(depth) {
+                    for (scope, stored) in self.attributes_from_params.get(&*t.path).into_iter().flatten() {
+                        if !matches!(stored, Expr::Name(_)) {
+                            extend(&mut out, self.elements_local(stored, *scope, depth + 1));
+                        }
+                    }
                 }
             }
         }
@@ -2939,8 +2948,16 @@ fn attributes_from_params(syntax: &FileSyntax) -> FxHashMap<String, Vec<(ScopeId
             let on_receiver = matches!(&store.base, Expr::Name(n) if *n == receiver.name);
             // An annotated parameter promises its type: the summary already uses it, and what
             // one file passes would only add its callers' subclasses.
-            let from_param = matches!(&store.value, Expr::Name(v)
-                if *v != receiver.name && sc.params.iter().any(|p| p.name == *v && p.annotation.is_none()));
+            let is_param = |e: &Expr| {
+                matches!(e, Expr::Name(v)
+                    if *v != receiver.name && sc.params.iter().any(|p| p.name == *v && p.annotation.is_none()))
+            };
+            // `self.cb = cb`, or a container holding one: `self.adapters[prefix] = adapter`.
+            let from_param = match &store.value {
+                Expr::Container(_, items) | Expr::Added(items) => items.iter().any(is_param),
+                Expr::Keyed(items) => items.iter().any(|(_, e)| is_param(e)),
+                value => is_param(value),
+            };
             if on_receiver && from_param {
                 out.entry(format!("{}.{}", class.path, store.attr))
                     .or_default()

@@ -373,6 +373,9 @@ pub struct AttrStore {
     pub base: Expr,
     pub attr: Name,
     pub value: Expr,
+    /// A store into the attribute's container (`self.adapters[prefix] = adapter`, `value` is
+    /// the container's new elements): it adds to the attribute, and never defines it.
+    pub element_only: bool,
     pub line: u32,
     /// The statement's span, used as the unit span when this store defines an instance attribute.
     pub start_line: u32,
