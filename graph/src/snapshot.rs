@@ -63,16 +63,6 @@ impl FileEntry {
         flow_edges.dedup();
         let mut units_by_id: Vec<u32> = (0..graph.units.len() as u32).collect();
         units_by_id.sort_by(|&a, &b| graph.units[a as usize].id.cmp(&graph.units[b as usize].id));
-        let own = graph.edges.len();
-        let edge = |i: u32| -> &Edge {
-            let i = i as usize;
-            if i < own { &graph.edges[i] } else { &flow_edges[i - own] }
-        };
-        let count = (own + flow_edges.len()) as u32;
-        let mut edges_by_src: Vec<u32> = (0..count).collect();
-        edges_by_src.sort_by(|&a, &b| edge(a).src.cmp(&edge(b).src));
-        let mut edges_by_dst: Vec<u32> = (0..count).collect();
-        edges_by_dst.sort_by(|&a, &b| edge(a).dst.cmp(&edge(b).dst));
         // A parameter call that reaches something through flow edges is no longer unresolved.
         let resolved_by_flow = graph
             .unresolved
@@ -84,7 +74,25 @@ impl FileEntry {
             })
             .map(|(i, _)| i as u32)
             .collect();
-        FileEntry { graph, text, stamp, deps, flow_edges, resolved_by_flow, units_by_id, edges_by_src, edges_by_dst }
+        let mut entry = FileEntry {
+            graph,
+            text,
+            stamp,
+            deps,
+            flow_edges,
+            resolved_by_flow,
+            units_by_id,
+            edges_by_src: Vec::new(),
+            edges_by_dst: Vec::new(),
+        };
+        let count = entry.edge_count() as u32;
+        let mut edges_by_src: Vec<u32> = (0..count).collect();
+        edges_by_src.sort_by(|&a, &b| entry.edge_at(a).src.cmp(&entry.edge_at(b).src));
+        let mut edges_by_dst: Vec<u32> = (0..count).collect();
+        edges_by_dst.sort_by(|&a, &b| entry.edge_at(a).dst.cmp(&entry.edge_at(b).dst));
+        entry.edges_by_src = edges_by_src;
+        entry.edges_by_dst = edges_by_dst;
+        entry
     }
 
     /// The same file with other flow edges (after another file's calls into it changed).

@@ -474,10 +474,9 @@ impl Indexer {
                 None => self.snapshot.file(p).map(|e| &*e.graph),
             }
         };
-        for (path, (graph, text, stamp, deps)) in &fresh {
+        for (graph, text, stamp, deps) in fresh.values() {
             let edges = self.flows.flow_edges(graph, current);
             let entry = Arc::new(FileEntry::with_flow_edges(graph.clone(), text.clone(), *stamp, deps.clone(), edges));
-            let _ = path;
             upserts.push(entry.clone());
             changes.push(FileChange::Upsert(entry));
         }
@@ -486,13 +485,10 @@ impl Indexer {
         reflow.sort();
         for path in reflow {
             if let Some(old) = self.snapshot.file(&path) {
-                let edges = self.flows.flow_edges(&old.graph, current);
-                let mut sorted = edges.clone();
-                sorted.sort_by(|a, b| (&a.src, a.line, &a.dst).cmp(&(&b.src, b.line, &b.dst)));
-                sorted.dedup();
-                if sorted != old.flow_edges() {
+                let entry = old.reflowed(self.flows.flow_edges(&old.graph, current));
+                if entry.flow_edges() != old.flow_edges() {
                     // Only derived edges moved: nothing of the file itself to persist.
-                    changes.push(FileChange::Upsert(Arc::new(old.reflowed(edges))));
+                    changes.push(FileChange::Upsert(Arc::new(entry)));
                     reflowed_files.push(path);
                 }
             }

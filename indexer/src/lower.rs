@@ -1044,20 +1044,9 @@ impl<'a> Lowerer<'a> {
                     Binding::Value(e) => e,
                     _ => Expr::Unknown,
                 };
-                let stmt = stmt.unwrap_or(target);
                 let full = Expr::Attr(Box::new(base.clone()), attr.clone());
                 self.access(scope, full, line(target), true);
-                self.scope(scope).attr_stores.push(AttrStore {
-                    base,
-                    attr,
-                    value,
-                    element_only: false,
-                    line: line(target),
-                    start_line: line(stmt),
-                    end_line: stmt.end_position().row as u32 + 1,
-                    start_byte: stmt.start_byte() as u32,
-                    end_byte: stmt.end_byte() as u32,
-                });
+                self.attr_store(scope, base, attr, value, false, target, stmt);
             }
             "subscript" => {
                 // `registry[key] = func` makes `func` an element of `registry`.
@@ -1107,20 +1096,9 @@ impl<'a> Lowerer<'a> {
                         let attr = container.child_by_field_name("attribute");
                         if let (Some(object), Some(attr)) = (object, attr) {
                             if object.kind() == "identifier" {
-                                let stmt = stmt.unwrap_or(target);
                                 let base = Expr::Name(Name::new(self.text(object)));
                                 let attr = Name::new(self.text(attr));
-                                self.scope(scope).attr_stores.push(AttrStore {
-                                    base,
-                                    attr,
-                                    value: element,
-                                    element_only: true,
-                                    line: line(target),
-                                    start_line: line(stmt),
-                                    end_line: stmt.end_position().row as u32 + 1,
-                                    start_byte: stmt.start_byte() as u32,
-                                    end_byte: stmt.end_byte() as u32,
-                                });
+                                self.attr_store(scope, base, attr, element, true, target, stmt);
                             }
                         }
                     }
@@ -1130,6 +1108,32 @@ impl<'a> Lowerer<'a> {
                 self.expr(target, scope);
             }
         }
+    }
+
+    /// Records a store into `base.attr` made by assignment target `target` of statement `stmt`.
+    #[allow(clippy::too_many_arguments)]
+    fn attr_store(
+        &mut self,
+        scope: ScopeId,
+        base: Expr,
+        attr: Name,
+        value: Expr,
+        element_only: bool,
+        target: Node,
+        stmt: Option<Node>,
+    ) {
+        let stmt = stmt.unwrap_or(target);
+        self.scope(scope).attr_stores.push(AttrStore {
+            base,
+            attr,
+            value,
+            element_only,
+            line: line(target),
+            start_line: line(stmt),
+            end_line: stmt.end_position().row as u32 + 1,
+            start_byte: stmt.start_byte() as u32,
+            end_byte: stmt.end_byte() as u32,
+        });
     }
 
     /// `items.append(f)` (and `add`, `appendleft`, `insert(i, f)`, `extend([f, g])`) makes what

@@ -921,10 +921,6 @@ impl<'a> Resolver<'a> {
         if self.too_deep(depth) {
             return Vec::new();
         }
-        // `for v in d.values()`: the dict's values.
-        if let Some(base) = self.dict_view_closed(expr, "values", module, self_class, depth + 1) {
-            return self.elements_closed(base, module, self_class, depth + 1);
-        }
         match expr {
             Expr::Container(_, items) | Expr::Added(items) => {
                 let mut out = Vec::new();
@@ -958,6 +954,12 @@ impl<'a> Resolver<'a> {
             }
             Expr::Call(callee) => {
                 let mut out = Vec::new();
+                // `d.values()`, `d.copy()`: the elements of `d`, as in `elements_local`.
+                if let Expr::Attr(base, method) = callee.as_ref() {
+                    if is_element_preserving(method) {
+                        extend(&mut out, self.elements_closed(base, module, self_class, depth + 1));
+                    }
+                }
                 for c in self.eval_closed(callee, module, self_class, depth + 1) {
                     extend(&mut out, self.call_elements(&c, depth + 1));
                 }
@@ -1028,16 +1030,14 @@ impl<'a> Resolver<'a> {
                 self.element_closed(inner, &outer, module, self_class, depth + 1)
             }
             // `for k, v in d.items()` at module level: `v` is a value of `d`.
-            Expr::Subscript(inner)
-                if self.dict_view_closed(inner, "items", module, self_class, depth + 1).is_some() =>
-            {
-                match self.dict_view_closed(inner, "items", module, self_class, depth + 1) {
-                    Some(base) if index == 1 && rest.is_empty() => {
-                        self.elements_closed(base, module, self_class, depth + 1)
-                    }
-                    _ => Vec::new(),
+            Expr::Subscript(inner) => match self.dict_view_closed(inner, "items", module, self_class, depth + 1) {
+                Some(base) if index == 1 && rest.is_empty() => {
+                    self.elements_closed(base, module, self_class, depth + 1)
                 }
-            }
+                Some(_) => Vec::new(),
+                None if rest.is_empty() => self.elements_closed(expr, module, self_class, depth + 1),
+                None => Vec::new(),
+            },
             _ if rest.is_empty() => self.elements_closed(expr, module, self_class, depth + 1),
             _ => Vec::new(),
         }
@@ -1460,7 +1460,6 @@ impl<'a> Resolver<'a> {
         }
     }
 
-    /// The values of a name read in `scope`; raw (may contain `Var`).
     /// A name the module body rebinds, read by the module body's own code at the site being
     /// resolved: its values at that line (the bindings in force there, not the final ones), and
     /// the variable unit it reads, if it is one. `None` for every other name or site.
@@ -1483,6 +1482,7 @@ impl<'a> Resolver<'a> {
         Some((values, variable))
     }
 
+    /// The values of a name read in `scope`; raw (may contain `Var`).
     fn name_values(&self, name: &str, scope: ScopeId, depth: u32) -> Vec<Value> {
         let Some(s) = self.binding_scope(name, scope) else {
             // Not bound by any statement of this file: a star import, else a builtin.
@@ -1819,15 +1819,16 @@ impl<'a> Resolver<'a> {
                 let outer: Vec<u32> = std::iter::once(*j).chain(path.iter().copied()).collect();
                 self.element_at(inner, &outer, scope, depth + 1)
             }
-            // `for k, v in d.items()`: `v` is a value of `d` (keys are not tracked).
-            Expr::Subscript(inner) if self.dict_view(inner, "items", scope, depth + 1).is_some() => {
-                match (index, self.dict_view(inner, "items", scope, depth + 1)) {
-                    (1, Some(base)) if rest.is_empty() => self.elements_local(base, scope, depth + 1),
-                    _ => Vec::new(),
-                }
-            }
-            // `for a, b in pairs`: element `i` of each element written out in `pairs`.
             Expr::Subscript(inner) => {
+                // `for k, v in d.items()`: `v` is a value of `d` (keys are not tracked).
+                if let Some(base) = self.dict_view(inner, "items", scope, depth + 1) {
+                    return if index == 1 && rest.is_empty() {
+                        self.elements_local(base, scope, depth + 1)
+                    } else {
+                        Vec::new()
+                    };
+                }
+                // `for a, b in pairs`: element `i` of each element written out in `pairs`.
                 let written = self.element_exprs(inner, scope, depth + 1);
                 if written.is_empty() {
                     return any_element();
@@ -1935,9 +1936,6 @@ impl<'a> Resolver<'a> {
         }
     }
 
-    /// What iterating over (or subscripting) `expr` yields.
-    /// `base["key"]`: the value under that key when `base` is (bound to) dicts with constant
-    /// keys; any element otherwise.
     /// `base` when `expr` is `base.method()` and `base` is a dict of builtin type (a literal, or a
     /// `dict`, `OrderedDict`, `defaultdict`; not an instance of a class of the code, whose
     /// `method` may be anything).
@@ -2054,6 +2052,8 @@ impl<'a> Resolver<'a> {
         found
     }
 
+    /// `base["key"]`: the value under that key when `base` is (bound to) dicts with constant
+    /// keys; any element otherwise.
     fn item_local(&self, base: &Expr, key: &str, scope: ScopeId, depth: u32) -> Vec<Value> {
         if self.too_deep(depth) {
             return Vec::new();
@@ -2127,12 +2127,10 @@ impl<'a> Resolver<'a> {
         }
     }
 
+    /// What iterating over (or subscripting) `expr` yields.
     fn elements_local(&self, expr: &Expr, scope: ScopeId, depth: u32) -> Vec<Value> {
         if self.too_deep(depth) {
             return Vec::new();
-        }
-        if let Some(base) = self.dict_view(expr, "values", scope, depth + 1) {
-            return self.elements_local(base, scope, depth + 1);
         }
         match expr {
             Expr::ItemAt(base, key) => {
@@ -2223,7 +2221,7 @@ impl<'a> Resolver<'a> {
             Expr::Call(callee) => {
                 let mut out = Vec::new();
                 if let Expr::Attr(base, method) = callee.as_ref() {
-                    if matches!(method.as_str(), "values" | "copy") {
+                    if is_element_preserving(method) {
                         extend(&mut out, self.elements_local(base, scope, depth + 1));
                     }
                 }
@@ -2854,22 +2852,8 @@ impl<'a> Resolver<'a> {
     /// function or of one enclosing it), for the join with other files' argument flows.
     fn param_call(&self, call: &CallSite, scope: ScopeId, unit: &str) -> Option<fresco_graph::ParamCall> {
         let Expr::Name(name) = &call.callee else { return None };
-        let s = self.binding_scope(name, scope)?;
-        let sc = self.syntax.scope(s);
-        let def = self.syntax.def(sc.def?);
-        if !matches!(def.kind, DefKind::Function | DefKind::Method) {
-            return None;
-        }
-        let indices = self.scope_bindings[s as usize].get(name.as_str())?;
-        let index = indices.iter().find_map(|&i| match sc.bindings[i].1 {
-            Binding::Param(p) => Some(p),
-            _ => None,
-        })?;
-        let param = sc.params.get(index as usize)?;
-        let is_receiver = index == 0 && def.kind == DefKind::Method && !method_flags(&def.decorators).is_static;
-        if param.variadic || is_receiver {
-            return None;
-        }
+        let (function, index) = crate::summary::called_param(self.syntax, name, scope)?;
+        let def = self.syntax.def(self.syntax.scope(function).def?);
         Some(fresco_graph::ParamCall {
             caller: unit.to_string(),
             function: format!("{}.{}", self.module, def.path),
@@ -2997,6 +2981,12 @@ fn runs_external_init(x: &str) -> bool {
     !(x.starts_with("builtins.object.") || x.starts_with("typing.") || x.starts_with("typing_extensions."))
 }
 
+/// Methods whose result has the elements of the container they are called on (`d.values()`,
+/// `items.copy()`).
+fn is_element_preserving(method: &str) -> bool {
+    matches!(method, "values" | "copy")
+}
+
 /// `base` when `expr` is `base.method(...)`.
 fn method_receiver<'e>(expr: &'e Expr, method: &str) -> Option<&'e Expr> {
     let Expr::Call(callee) = expr else { return None };
@@ -3043,7 +3033,7 @@ fn strip_suffixes(path: &str) -> String {
 /// The index an integer dict key written as a subscript stands for (`rows[0]`), as lowering
 /// marks integer keys.
 fn integer_key(key: &str) -> Option<usize> {
-    key.strip_prefix('\u{1}')?.parse().ok()
+    key.strip_prefix(INTEGER_KEY)?.parse().ok()
 }
 
 /// The arguments a builtin higher-order function calls, when `values` (what the call site's

@@ -468,39 +468,49 @@ pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<Mod
     Arc::new(ModuleSummary { names, star_imports, dunder_all: syntax.dunder_all.clone(), classes, functions })
 }
 
+/// The function scope and position of the parameter a bare `name` called in `scope` calls,
+/// if it calls one: looked up as Python does (`global` declarations; class bodies are not
+/// visible from the functions inside them), in a function or method (not a lambda), and
+/// neither `*args`/`**kwargs` nor a method's `self`/`cls`.
+pub fn called_param(syntax: &FileSyntax, name: &str, scope: ScopeId) -> Option<(ScopeId, u32)> {
+    let mut s = scope;
+    let binder = loop {
+        let sc = syntax.scope(s);
+        if sc.globals.iter().any(|g| g == name) {
+            return None;
+        }
+        let visible = sc.kind != ScopeKind::Class || s == scope;
+        if visible && sc.bindings.iter().any(|(n, _)| n == name) {
+            break s;
+        }
+        s = sc.parent?;
+    };
+    let sc = syntax.scope(binder);
+    let def = syntax.def(sc.def?);
+    if !matches!(def.kind, DefKind::Function | DefKind::Method) {
+        return None;
+    }
+    let index = sc.bindings.iter().find_map(|(n, b)| match b {
+        Binding::Param(p) if n == name => Some(*p),
+        _ => None,
+    })?;
+    let is_receiver = index == 0 && def.kind == DefKind::Method && !method_flags(&def.decorators).is_static;
+    if sc.params.get(index as usize)?.variadic || is_receiver {
+        return None;
+    }
+    Some((binder, index))
+}
+
 /// Per function body scope, the parameters that calls anywhere under it call by name.
 fn called_params(syntax: &FileSyntax) -> FxHashMap<ScopeId, Vec<(u32, Name)>> {
     let mut out: FxHashMap<ScopeId, Vec<(u32, Name)>> = FxHashMap::default();
     for (id, scope) in syntax.scopes.iter().enumerate() {
         for call in scope.calls.iter() {
             let Expr::Name(name) = &call.callee else { continue };
-            // The scope binding the name, as Python looks it up from the call's scope (class
-            // bodies are not visible from the functions inside them).
-            let mut s = id as ScopeId;
-            let binder = loop {
-                let sc = syntax.scope(s);
-                let visible = sc.kind != ScopeKind::Class || s == id as ScopeId;
-                if visible && sc.bindings.iter().any(|(n, _)| n == name) {
-                    break Some(s);
-                }
-                match sc.parent {
-                    Some(p) => s = p,
-                    None => break None,
-                }
-            };
-            let Some(binder) = binder else { continue };
-            let sc = syntax.scope(binder);
-            if sc.kind != ScopeKind::Function {
-                continue;
-            }
-            let param = sc.bindings.iter().find_map(|(n, b)| match b {
-                Binding::Param(i) if n == name => Some(*i),
-                _ => None,
-            });
-            if let Some(i) = param {
-                let list = out.entry(binder).or_default();
-                if !list.iter().any(|(j, _)| *j == i) {
-                    list.push((i, name.clone()));
+            if let Some((function, index)) = called_param(syntax, name, id as ScopeId) {
+                let list = out.entry(function).or_default();
+                if !list.iter().any(|(j, _)| *j == index) {
+                    list.push((index, name.clone()));
                 }
             }
         }

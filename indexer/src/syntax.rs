@@ -414,9 +414,16 @@ pub struct Scope {
 }
 
 impl Scope {
-    /// Whether binding `index` is a replacing assignment (see [`Scope::replacing`]).
+    /// The line of binding `index` if it is a replacing assignment (see [`Scope::replacing`]).
+    pub fn replacing_line(&self, index: usize) -> Option<u32> {
+        // In binding order, so sorted by index.
+        let k = self.replacing.binary_search_by_key(&(index as u32), |&(i, _)| i).ok()?;
+        Some(self.replacing[k].1)
+    }
+
+    /// Whether binding `index` is a replacing assignment.
     pub fn replacing_index(&self, index: usize) -> bool {
-        self.replacing.binary_search_by_key(&(index as u32), |&(i, _)| i).is_ok()
+        self.replacing_line(index).is_some()
     }
 
     pub fn new(kind: ScopeKind, parent: Option<ScopeId>, def: Option<DefId>) -> Scope {
@@ -463,7 +470,7 @@ impl FileSyntax {
     /// unconditional one, and property setters/deleters never stand for the property.
     pub fn live_bindings(&self, scope: ScopeId, indices: &[usize]) -> Vec<usize> {
         let sc = self.scope(scope);
-        let from = indices.iter().rposition(|&i| self.is_replacing(scope, i)).unwrap_or(0);
+        let from = indices.iter().rposition(|&i| sc.replacing_index(i)).unwrap_or(0);
         let indices = &indices[from..];
         let def_of = |i: usize| match &sc.bindings[i].1 {
             Binding::Def(d) => Some(self.def(*d)),
@@ -487,20 +494,10 @@ impl FileSyntax {
     /// body's own code while it runs: from the last replacing assignment before the line up to
     /// the first one after it (an assignment on a later line has not run yet).
     pub fn bindings_at_line(&self, scope: ScopeId, indices: &[usize], line: u32) -> Vec<usize> {
-        let replacing_line = |i: usize| self.replacing_line(scope, i);
-        let from = indices.iter().rposition(|&i| replacing_line(i).is_some_and(|l| l < line)).unwrap_or(0);
-        let to = indices.iter().position(|&i| replacing_line(i).is_some_and(|l| l >= line)).unwrap_or(indices.len());
+        let sc = self.scope(scope);
+        let from = indices.iter().rposition(|&i| sc.replacing_line(i).is_some_and(|l| l < line)).unwrap_or(0);
+        let to = indices.iter().position(|&i| sc.replacing_line(i).is_some_and(|l| l >= line)).unwrap_or(indices.len());
         indices.get(from..to.max(from)).map(<[usize]>::to_vec).unwrap_or_default()
-    }
-
-    fn replacing_line(&self, scope: ScopeId, index: usize) -> Option<u32> {
-        let replacing = &self.scope(scope).replacing;
-        // In binding order, so sorted by index.
-        replacing.binary_search_by_key(&(index as u32), |&(i, _)| i).ok().map(|k| replacing[k].1)
-    }
-
-    fn is_replacing(&self, scope: ScopeId, index: usize) -> bool {
-        self.scope(scope).replacing_index(index)
     }
 
     pub fn scope(&self, id: ScopeId) -> &Scope {
