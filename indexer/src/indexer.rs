@@ -706,28 +706,32 @@ fn parallel_map_with<T: Sync, S: Send, R: Send>(
     }
     let next = AtomicUsize::new(0);
     let mut results: Vec<Option<R>> = std::iter::repeat_with(|| None).take(items.len()).collect();
+    let work = |state: S| {
+        let mut out = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else { break };
+            out.push((i, f(&state, item)));
+        }
+        out
+    };
     std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
+        // The calling thread is one of the workers: with `threads` malloc arenas (see
+        // `process::limit_malloc_arenas`) every worker then has one of its own, and the memory
+        // the calling thread frees here is what it allocates from afterwards.
+        let handles: Vec<_> = (1..threads)
             .map(|_| {
                 // States are made here, on the calling thread, and moved to the workers.
                 let state = init();
-                let (next, f) = (&next, &f);
-                scope.spawn(move || {
-                    let mut out = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(item) = items.get(i) else { break };
-                        out.push((i, f(&state, item)));
-                    }
-                    out
-                })
+                let work = &work;
+                scope.spawn(move || work(state))
             })
             .collect();
-        for h in handles {
-            if let Ok(part) = h.join() {
-                for (i, r) in part {
-                    results[i] = Some(r);
-                }
+        let mut parts = vec![work(init())];
+        parts.extend(handles.into_iter().filter_map(|h| h.join().ok()));
+        for part in parts {
+            for (i, r) in part {
+                results[i] = Some(r);
             }
         }
     });

@@ -6,8 +6,12 @@
 /// glibc gives threads up to 8 arenas per core, and memory a thread frees in one arena is not
 /// reused by a thread allocating from another: on a cold index of django with 2 threads the
 /// peak RSS was 292 MiB with the default and 264 MiB with 2 arenas, at the same speed
-/// (bench/reports/index.md). Fewer arenas than threads serialises allocation (one arena for
-/// 2 threads took 2.7x as long), hence the floor. Does nothing on other C libraries.
+/// (bench/reports/index.md). Fewer arenas than allocating threads serialises allocation (one
+/// arena for 2 threads took 2.7x as long): the indexer's parallel phases therefore run on the
+/// calling thread plus `threads - 1` spawned ones, so that each has an arena of its own. (With
+/// two spawned workers beside an idle calling thread, glibc sometimes gave both workers the same
+/// arena: those runs took twice as long and peaked 42 MiB higher.) Does nothing on other C
+/// libraries.
 pub fn limit_malloc_arenas(threads: usize) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
