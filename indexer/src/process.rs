@@ -1,7 +1,8 @@
 //! Process-wide settings for the binaries that run the indexer (the `fresco` binary and the
 //! benchmark harness call this first thing in `main`; the library never does it by itself).
 
-/// Caps glibc's malloc arenas at the number of threads that index in parallel.
+/// Caps glibc's malloc arenas at the number of threads that index in parallel, plus one for the
+/// threads beside them (the store's flusher, the watcher).
 ///
 /// glibc gives threads up to 8 arenas per core, and memory a thread frees in one arena is not
 /// reused by a thread allocating from another: on a cold index of django with 2 threads the
@@ -15,7 +16,7 @@
 pub fn limit_malloc_arenas(threads: usize) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
-        let arenas = libc::c_int::try_from(threads.max(2)).unwrap_or(libc::c_int::MAX);
+        let arenas = libc::c_int::try_from(threads + 1).unwrap_or(libc::c_int::MAX);
         // SAFETY: mallopt only changes allocator parameters; it is called before other threads
         // exist, and on failure it leaves them as they were (the return value says which).
         unsafe {
