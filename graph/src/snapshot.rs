@@ -241,18 +241,22 @@ fn unresolved_key(name: &str) -> String {
     format!("\u{0}unresolved:{name}")
 }
 
+/// A persistent hash map with the fast (non-DoS-resistant) hasher: keys are module names and
+/// paths of the indexed tree, and publishing a version hashes every edge target's prefixes.
+type FxImblMap<K, V> = imbl::GenericHashMap<K, V, rustc_hash::FxBuildHasher, imbl::shared_ptr::DefaultSharedPtr>;
+
 #[derive(Clone)]
 pub struct Snapshot {
     version: u64,
     files: imbl::OrdMap<Path, Arc<FileEntry>>,
     /// Module name to the file defining it. Unit ids start with their module's name, so this
     /// also finds the file of any unit without a map over all units.
-    modules: imbl::HashMap<Arc<str>, Path>,
+    modules: FxImblMap<Arc<str>, Path>,
     /// For every edge-target key (the module holding the target unit, or the id of an external
     /// target), the files holding edges to it.
-    incoming: imbl::HashMap<Arc<str>, Arc<[Path]>>,
+    incoming: FxImblMap<Arc<str>, Arc<[Path]>>,
     /// The incoming keys each file registered, so that removing it is exact.
-    registered: imbl::HashMap<Path, Arc<[Arc<str>]>>,
+    registered: FxImblMap<Path, Arc<[Arc<str>]>>,
     totals: Totals,
 }
 
@@ -261,9 +265,9 @@ impl Snapshot {
         Snapshot {
             version: 0,
             files: imbl::OrdMap::new(),
-            modules: imbl::HashMap::new(),
-            incoming: imbl::HashMap::new(),
-            registered: imbl::HashMap::new(),
+            modules: FxImblMap::default(),
+            incoming: FxImblMap::default(),
+            registered: FxImblMap::default(),
             totals: Totals::default(),
         }
     }
@@ -287,7 +291,9 @@ impl Snapshot {
     pub fn apply_as(&self, version: u64, changes: impl IntoIterator<Item = FileChange>) -> Snapshot {
         let mut next = self.clone();
         next.version = version;
-        let mut added: Vec<(Path, Arc<FileEntry>)> = Vec::new();
+        // Path -> its entry, or `None` when the last change to it is a removal (the last change
+        // to a path wins, whatever the order of upserts and removals).
+        let mut added: FxHashMap<Path, Option<Arc<FileEntry>>> = FxHashMap::default();
         // key -> (files to add, files to remove)
         let mut delta: FxHashMap<Arc<str>, (Vec<Path>, Vec<Path>)> = FxHashMap::default();
         for change in changes {
@@ -306,12 +312,15 @@ impl Snapshot {
                     }
                 }
             }
-            // The last change to a path wins, whatever the order of upserts and removals.
-            added.retain(|(p, _)| *p != path);
-            if let FileChange::Upsert(entry) = change {
-                added.push((path, entry));
-            }
+            let entry = match change {
+                FileChange::Upsert(entry) => Some(entry),
+                FileChange::Remove(_) => None,
+            };
+            added.insert(path, entry);
         }
+        let mut added: Vec<(Path, Arc<FileEntry>)> =
+            added.into_iter().filter_map(|(path, entry)| Some((path, entry?))).collect();
+        added.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         // Register every new module before computing keys, so edges between files of the same
         // batch find each other.
         for (path, entry) in &added {

@@ -29,6 +29,33 @@ pub fn parse(text: &str) -> Option<Tree> {
     })
 }
 
+/// Field lookup by id. tree-sitter's `child_by_field_name` first finds the field's id by comparing
+/// the name with every field name of the grammar (`strncmp` in a loop), at every call; lowering
+/// asks for fields dozens of times per function, and that scan was about 2 % of indexing CPU time.
+trait FieldChild<'t> {
+    fn field(&self, name: &str) -> Option<Node<'t>>;
+}
+
+impl<'t> FieldChild<'t> for Node<'t> {
+    fn field(&self, name: &str) -> Option<Node<'t>> {
+        static FIELD_IDS: std::sync::OnceLock<FxHashMap<String, u16>> = std::sync::OnceLock::new();
+        let ids = FIELD_IDS.get_or_init(|| {
+            let language: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
+            let mut ids = FxHashMap::default();
+            for id in 1..=language.field_count() as u16 {
+                if let Some(name) = language.field_name_for_id(id) {
+                    ids.insert(name.to_string(), id);
+                }
+            }
+            ids
+        });
+        match ids.get(name) {
+            Some(&id) => self.child_by_field_id(id),
+            None => self.child_by_field_name(name),
+        }
+    }
+}
+
 /// Parses and lowers one file.
 pub fn lower(text: &str) -> FileSyntax {
     let line_starts = line_starts(text);
@@ -467,17 +494,17 @@ impl<'a> Lowerer<'a> {
                 }
             }
             "for_statement" => {
-                let right = node.child_by_field_name("right");
+                let right = node.field("right");
                 let iter = right.map(|r| self.expr(r, scope)).unwrap_or(Expr::Unknown);
                 if let Some(r) = right {
                     let is_async = node.child(0).is_some_and(|c| c.kind() == "async");
                     self.scope(scope).iterations.push((iter.clone(), line(r), is_async));
                 }
-                if let Some(left) = node.child_by_field_name("left") {
+                if let Some(left) = node.field("left") {
                     self.bind_target(left, Binding::Iter(iter), scope, None);
                 }
                 for field in ["body", "alternative"] {
-                    if let Some(b) = node.child_by_field_name(field) {
+                    if let Some(b) = node.field(field) {
                         self.statement(b, scope);
                     }
                 }
@@ -498,8 +525,8 @@ impl<'a> Lowerer<'a> {
                 }
             }
             "except_clause" => {
-                let value = node.child_by_field_name("value");
-                let alias = node.child_by_field_name("alias");
+                let value = node.field("value");
+                let alias = node.field("alias");
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 let mut exc = Expr::Unknown;
@@ -564,7 +591,7 @@ impl<'a> Lowerer<'a> {
     }
 
     fn with_item(&mut self, item: Node, scope: ScopeId) {
-        let Some(value) = item.child_by_field_name("value") else {
+        let Some(value) = item.field("value") else {
             return;
         };
         if value.kind() == "as_pattern" {
@@ -575,7 +602,7 @@ impl<'a> Lowerer<'a> {
     }
 
     fn with_item_pattern(&mut self, pattern: Node, scope: ScopeId, exception: bool) {
-        let alias = pattern.child_by_field_name("alias");
+        let alias = pattern.field("alias");
         let mut cursor = pattern.walk();
         let children: Vec<Node> = pattern.named_children(&mut cursor).collect();
         let mut value = Expr::Unknown;
@@ -622,8 +649,8 @@ impl<'a> Lowerer<'a> {
                     // below it made it (they apply innermost first).
                     let below = (decorator_count - decorators.len() - 1) as u32;
                     let decorated = node
-                        .child_by_field_name("definition")
-                        .and_then(|d| d.child_by_field_name("name"))
+                        .field("definition")
+                        .and_then(|d| d.field("name"))
                         .map(|n| Expr::Name(Name::new(self.text(n))))
                         .map(|name| Expr::Decorated(Box::new(name), below));
                     self.scope(scope).calls.push(CallSite {
@@ -637,7 +664,7 @@ impl<'a> Lowerer<'a> {
                 }
             }
         }
-        if let Some(def) = node.child_by_field_name("definition") {
+        if let Some(def) = node.field("definition") {
             match def.kind() {
                 "function_definition" => self.function(def, node, scope, decorators),
                 "class_definition" => self.class(def, node, scope, decorators),
@@ -656,11 +683,11 @@ impl<'a> Lowerer<'a> {
     }
 
     fn function(&mut self, node: Node, outer: Node, scope: ScopeId, decorators: Vec<Expr>) {
-        let Some(name_node) = node.child_by_field_name("name") else {
+        let Some(name_node) = node.field("name") else {
             return;
         };
         let name = self.text(name_node);
-        let body = node.child_by_field_name("body");
+        let body = node.field("body");
         let kind =
             if self.scopes[scope as usize].kind == ScopeKind::Class { DefKind::Method } else { DefKind::Function };
         let signature = Some(self.header_range(outer, body));
@@ -672,10 +699,10 @@ impl<'a> Lowerer<'a> {
         }
         let inner = self.new_scope(ScopeKind::Function, scope, Some(def));
         self.defs[def as usize].body = Some(inner);
-        if let Some(params) = node.child_by_field_name("parameters") {
+        if let Some(params) = node.field("parameters") {
             self.parameters(params, scope, inner);
         }
-        if let Some(ret) = node.child_by_field_name("return_type") {
+        if let Some(ret) = node.field("return_type") {
             let ty = self.annotation(ret, inner);
             if ty != Expr::Unknown {
                 self.defs[def as usize].return_type = Some(ty);
@@ -696,18 +723,13 @@ impl<'a> Lowerer<'a> {
                     && p.named_child(0).is_some_and(|f| f.kind() == "dictionary_splat_pattern"));
             let (name_node, default, annotation, variadic) = match p.kind() {
                 "identifier" => (Some(p), None, None, false),
-                "default_parameter" => (p.child_by_field_name("name"), p.child_by_field_name("value"), None, false),
-                "typed_default_parameter" => (
-                    p.child_by_field_name("name"),
-                    p.child_by_field_name("value"),
-                    p.child_by_field_name("type"),
-                    false,
-                ),
+                "default_parameter" => (p.field("name"), p.field("value"), None, false),
+                "typed_default_parameter" => (p.field("name"), p.field("value"), p.field("type"), false),
                 "typed_parameter" => {
                     let first = p.named_child(0);
                     let variadic = first.is_some_and(|f| f.kind() != "identifier");
                     let name = first.map(|f| if f.kind() == "identifier" { f } else { f.named_child(0).unwrap_or(f) });
-                    (name, None, p.child_by_field_name("type"), variadic)
+                    (name, None, p.field("type"), variadic)
                 }
                 "list_splat_pattern" | "dictionary_splat_pattern" => (p.named_child(0), None, None, true),
                 _ => continue,
@@ -756,7 +778,7 @@ impl<'a> Lowerer<'a> {
                 // `Literal['a']` holds values, not names; `Annotated[T, meta]` holds one type.
                 let generic = match node.kind() {
                     "generic_type" => children.first().copied(),
-                    "subscript" => node.child_by_field_name("value"),
+                    "subscript" => node.field("value"),
                     _ => None,
                 };
                 match generic.map(|g| self.text(g).rsplit('.').next().unwrap_or_default()) {
@@ -778,35 +800,35 @@ impl<'a> Lowerer<'a> {
     }
 
     fn class(&mut self, node: Node, outer: Node, scope: ScopeId, decorators: Vec<Expr>) {
-        let Some(name_node) = node.child_by_field_name("name") else {
+        let Some(name_node) = node.field("name") else {
             return;
         };
         let name = self.text(name_node);
-        let body = node.child_by_field_name("body");
+        let body = node.field("body");
         let signature = Some(self.header_range(outer, body));
         let docstring = body.and_then(|b| self.docstring(b));
         let def = self.push_def(scope, DefKind::Class, name, outer, signature, docstring, decorators);
         let inner = self.new_scope(ScopeKind::Class, scope, Some(def));
         self.defs[def as usize].body = Some(inner);
-        if let Some(args) = node.child_by_field_name("superclasses") {
+        if let Some(args) = node.field("superclasses") {
             let mut cursor = args.walk();
             let children: Vec<Node> = args.named_children(&mut cursor).collect();
             for arg in children {
                 match arg.kind() {
                     "keyword_argument" => {
-                        if let Some(v) = arg.child_by_field_name("value") {
+                        if let Some(v) = arg.field("value") {
                             self.expr(v, scope);
                         }
                     }
                     "comment" => {}
-                    "subscript" if arg.child_by_field_name("value").is_some() => {
+                    "subscript" if arg.field("value").is_some() => {
                         // `Base[str]`: a generic base; the class inherits from `Base`.
                         let mut cursor = arg.walk();
                         let subs: Vec<Node> = arg.children_by_field_name("subscript", &mut cursor).collect();
                         for sub in subs {
                             self.expr(sub, scope);
                         }
-                        if let Some(value) = arg.child_by_field_name("value") {
+                        if let Some(value) = arg.field("value") {
                             let base = self.chain_or_value(value, scope);
                             self.scope(inner).bases.push((base, line(arg)));
                         }
@@ -894,7 +916,7 @@ impl<'a> Lowerer<'a> {
 
     /// Lowers `left = right` (or `left: T = right`); returns the assigned value.
     fn assignment(&mut self, node: Node, stmt: Node, scope: ScopeId) -> Expr {
-        let value = match node.child_by_field_name("right") {
+        let value = match node.field("right") {
             Some(right) if right.kind() == "assignment" => self.assignment(right, stmt, scope),
             Some(right) if right.kind() == "augmented_assignment" => {
                 self.augmented(right, stmt, scope);
@@ -906,15 +928,15 @@ impl<'a> Lowerer<'a> {
             Some(right) => self.expr(right, scope),
             None => Expr::Unknown,
         };
-        let declared = match node.child_by_field_name("type") {
+        let declared = match node.field("type") {
             Some(t) => self.annotation(t, scope),
             None => Expr::Unknown,
         };
-        if let Some(left) = node.child_by_field_name("left") {
+        if let Some(left) = node.field("left") {
             if scope == 0 && self.text(left) == "__all__" {
-                self.dunder_all = Some(string_list(self, node.child_by_field_name("right")));
+                self.dunder_all = Some(string_list(self, node.field("right")));
             }
-            let annotated_only = node.child_by_field_name("right").is_none();
+            let annotated_only = node.field("right").is_none();
             let assigned = if annotated_only { Expr::Unknown } else { value.clone() };
             let binding = if declared == Expr::Unknown {
                 Binding::Value(assigned)
@@ -942,15 +964,15 @@ impl<'a> Lowerer<'a> {
         {
             return false;
         }
-        let Some(right) = node.child_by_field_name("right") else { return false };
+        let Some(right) = node.field("right") else { return false };
         !mentions_identifier(right, self.text(name), self.src)
     }
 
     fn augmented(&mut self, node: Node, stmt: Node, scope: ScopeId) {
-        let value = node.child_by_field_name("right").map(|r| self.expr(r, scope)).unwrap_or(Expr::Unknown);
-        if let Some(left) = node.child_by_field_name("left") {
+        let value = node.field("right").map(|r| self.expr(r, scope)).unwrap_or(Expr::Unknown);
+        if let Some(left) = node.field("left") {
             if scope == 0 && self.text(left) == "__all__" {
-                let extra = string_list(self, node.child_by_field_name("right"));
+                let extra = string_list(self, node.field("right"));
                 self.dunder_all.get_or_insert_with(Vec::new).extend(extra);
             }
             // `x += y` reads x too.
@@ -1032,10 +1054,10 @@ impl<'a> Lowerer<'a> {
                 }
             }
             "attribute" => {
-                let Some(object) = target.child_by_field_name("object") else {
+                let Some(object) = target.field("object") else {
                     return;
                 };
-                let Some(attr) = target.child_by_field_name("attribute") else {
+                let Some(attr) = target.field("attribute") else {
                     return;
                 };
                 let base = self.chain(object, scope);
@@ -1050,9 +1072,9 @@ impl<'a> Lowerer<'a> {
             }
             "subscript" => {
                 // `registry[key] = func` makes `func` an element of `registry`.
-                let object = target.child_by_field_name("value");
-                let key = target.child_by_field_name("subscript").and_then(|k| self.constant_key(k));
-                if let Some(index) = target.child_by_field_name("subscript") {
+                let object = target.field("value");
+                let key = target.field("subscript").and_then(|k| self.constant_key(k));
+                if let Some(index) = target.field("subscript") {
                     self.expr(index, scope);
                 }
                 if let Some(object) = object {
@@ -1069,7 +1091,7 @@ impl<'a> Lowerer<'a> {
                     let mut element = wrap(key, v);
                     let mut container = object;
                     while container.kind() == "subscript" {
-                        let key = container.child_by_field_name("subscript").and_then(|k| self.constant_key(k));
+                        let key = container.field("subscript").and_then(|k| self.constant_key(k));
                         path = match (path, &key) {
                             (Some(mut p), Some(k)) => {
                                 p.insert(0, k.clone());
@@ -1078,7 +1100,7 @@ impl<'a> Lowerer<'a> {
                             _ => None,
                         };
                         element = wrap(key, element);
-                        let Some(inner) = container.child_by_field_name("value") else { break };
+                        let Some(inner) = container.field("value") else { break };
                         container = inner;
                     }
                     if container.kind() == "identifier" {
@@ -1092,8 +1114,8 @@ impl<'a> Lowerer<'a> {
                         self.bind(owner, &name, Binding::Value(element));
                     } else if container.kind() == "attribute" {
                         // `self.adapters[prefix] = adapter`: an element of the attribute.
-                        let object = container.child_by_field_name("object");
-                        let attr = container.child_by_field_name("attribute");
+                        let object = container.field("object");
+                        let attr = container.field("attribute");
                         if let (Some(object), Some(attr)) = (object, attr) {
                             if object.kind() == "identifier" {
                                 let base = Expr::Name(Name::new(self.text(object)));
@@ -1264,10 +1286,9 @@ impl<'a> Lowerer<'a> {
     /// and the alias if any.
     fn imported_name(&self, n: Node) -> (String, Option<&'a str>) {
         let (name, alias) = match n.kind() {
-            "aliased_import" => (
-                n.child_by_field_name("name").map(|x| self.text(x)).unwrap_or(""),
-                n.child_by_field_name("alias").map(|x| self.text(x)),
-            ),
+            "aliased_import" => {
+                (n.field("name").map(|x| self.text(x)).unwrap_or(""), n.field("alias").map(|x| self.text(x)))
+            }
             _ => (self.text(n), None),
         };
         (normalise_dotted(name), alias)
@@ -1305,7 +1326,7 @@ impl<'a> Lowerer<'a> {
     }
 
     fn import_from(&mut self, node: Node, scope: ScopeId) {
-        let Some(module_node) = node.child_by_field_name("module_name") else {
+        let Some(module_node) = node.field("module_name") else {
             return;
         };
         let module = if module_node.kind() == "relative_import" {
@@ -1370,8 +1391,8 @@ impl<'a> Lowerer<'a> {
         match node.kind() {
             "identifier" => Expr::Name(Name::new(self.text(node))),
             "attribute" => {
-                let object = node.child_by_field_name("object");
-                let attr = node.child_by_field_name("attribute").map(|a| Name::new(self.text(a)));
+                let object = node.field("object");
+                let attr = node.field("attribute").map(|a| Name::new(self.text(a)));
                 match (object, attr) {
                     (Some(object), Some(attr)) => Expr::Attr(Box::new(self.chain(object, scope)), attr),
                     _ => Expr::Unknown,
@@ -1426,12 +1447,12 @@ impl<'a> Lowerer<'a> {
         match node.kind() {
             "identifier" | "attribute" => self.expr(node, scope),
             "call" => {
-                let callee_node = node.child_by_field_name("function");
+                let callee_node = node.field("function");
                 let callee = callee_node.map(|f| self.chain(f, scope)).unwrap_or(Expr::Unknown);
                 let callee_span = callee_node.map(span).unwrap_or((0, 0));
                 let mut args = Vec::new();
                 let mut keywords = Vec::new();
-                if let Some(arguments) = node.child_by_field_name("arguments") {
+                if let Some(arguments) = node.field("arguments") {
                     if arguments.kind() == "generator_expression" {
                         args.push(flow_only(self.value(arguments, scope)));
                     } else {
@@ -1441,8 +1462,8 @@ impl<'a> Lowerer<'a> {
                         for arg in children {
                             match arg.kind() {
                                 "keyword_argument" => {
-                                    let name = arg.child_by_field_name("name").map(|n| Name::new(self.text(n)));
-                                    let value = arg.child_by_field_name("value").map(|v| self.expr(v, scope));
+                                    let name = arg.field("name").map(|n| Name::new(self.text(n)));
+                                    let value = arg.field("value").map(|v| self.expr(v, scope));
                                     if let (Some(name), Some(value)) = (name, value) {
                                         // Only what can carry a callable or an instance flows.
                                         if is_flow_worthy(&value) {
@@ -1490,7 +1511,7 @@ impl<'a> Lowerer<'a> {
                 wrapped.unwrap_or_else(|| Expr::Call(Box::new(callee)))
             }
             "subscript" => {
-                let value = node.child_by_field_name("value").map(|v| self.expr(v, scope));
+                let value = node.field("value").map(|v| self.expr(v, scope));
                 let mut cursor = node.walk();
                 let subs: Vec<Node> = node.children_by_field_name("subscript", &mut cursor).collect();
                 let key = if subs.len() == 1 { self.constant_key(subs[0]) } else { None };
@@ -1532,11 +1553,11 @@ impl<'a> Lowerer<'a> {
                 let mut all_constant = true;
                 for child in children {
                     if child.kind() == "pair" {
-                        let key = child.child_by_field_name("key").and_then(|k| self.constant_key(k));
-                        if let Some(k) = child.child_by_field_name("key") {
+                        let key = child.field("key").and_then(|k| self.constant_key(k));
+                        if let Some(k) = child.field("key") {
                             self.expr(k, scope);
                         }
-                        if let Some(v) = child.child_by_field_name("value") {
+                        if let Some(v) = child.field("value") {
                             let value = self.expr(v, scope);
                             match key {
                                 Some(key) => keyed.push((key, value.clone())),
@@ -1558,7 +1579,7 @@ impl<'a> Lowerer<'a> {
             "lambda" => {
                 let parent = self.owner_def(scope);
                 let header_end = node
-                    .child_by_field_name("parameters")
+                    .field("parameters")
                     .map_or(node.start_byte() + "lambda".len(), |p| p.end_byte())
                     .min(node.end_byte());
                 self.defs.push(Def {
@@ -1581,10 +1602,10 @@ impl<'a> Lowerer<'a> {
                 let def = (self.defs.len() - 1) as DefId;
                 let inner = self.new_scope(ScopeKind::Anonymous, scope, Some(def));
                 self.defs[def as usize].body = Some(inner);
-                if let Some(params) = node.child_by_field_name("parameters") {
+                if let Some(params) = node.field("parameters") {
                     self.parameters(params, scope, inner);
                 }
-                if let Some(body) = node.child_by_field_name("body") {
+                if let Some(body) = node.field("body") {
                     let ret = self.expr(body, inner);
                     self.scope(inner).returns.push(ret);
                 }
@@ -1603,8 +1624,8 @@ impl<'a> Lowerer<'a> {
                 Expr::Union(options)
             }
             "boolean_operator" => {
-                let left = node.child_by_field_name("left").map(|n| self.expr(n, scope)).unwrap_or(Expr::Unknown);
-                let right = node.child_by_field_name("right").map(|n| self.expr(n, scope)).unwrap_or(Expr::Unknown);
+                let left = node.field("left").map(|n| self.expr(n, scope)).unwrap_or(Expr::Unknown);
+                let right = node.field("right").map(|n| self.expr(n, scope)).unwrap_or(Expr::Unknown);
                 Expr::Union(vec![left, right])
             }
             "await" => match node.named_child(0) {
@@ -1629,8 +1650,8 @@ impl<'a> Lowerer<'a> {
                 self.comprehension(node, scope)
             }
             "named_expression" => {
-                let value = node.child_by_field_name("value").map(|v| self.expr(v, scope)).unwrap_or(Expr::Unknown);
-                if let Some(name) = node.child_by_field_name("name") {
+                let value = node.field("value").map(|v| self.expr(v, scope)).unwrap_or(Expr::Unknown);
+                if let Some(name) = node.field("name") {
                     let name = self.text(name);
                     self.bind(scope, name, Binding::Value(value.clone()));
                 }
@@ -1692,7 +1713,7 @@ impl<'a> Lowerer<'a> {
                         let is_async = child.child(0).is_some_and(|c| c.kind() == "async");
                         self.scope(eval_scope).iterations.push((iter.clone(), line(r), is_async));
                     }
-                    if let Some(left) = child.child_by_field_name("left") {
+                    if let Some(left) = child.field("left") {
                         self.bind_target(left, Binding::Iter(iter), inner, None);
                     }
                 }
@@ -1706,13 +1727,13 @@ impl<'a> Lowerer<'a> {
                 _ => {}
             }
         }
-        let body = node.child_by_field_name("body");
+        let body = node.field("body");
         let element = match body {
             Some(b) if b.kind() == "pair" => {
-                if let Some(k) = b.child_by_field_name("key") {
+                if let Some(k) = b.field("key") {
                     self.expr(k, inner);
                 }
-                b.child_by_field_name("value").map(|v| self.expr(v, inner)).unwrap_or(Expr::Unknown)
+                b.field("value").map(|v| self.expr(v, inner)).unwrap_or(Expr::Unknown)
             }
             Some(b) => self.expr(b, inner),
             None => Expr::Unknown,
