@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::model::{Edge, EdgeKind, FileGraph, Unit};
+use crate::model::{Edge, EdgeKind, Unit};
+use crate::snapshot::FileEntry;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
 pub enum Change {
@@ -34,12 +35,15 @@ pub struct VersionDiff {
 }
 
 impl VersionDiff {
-    /// The difference between a file's old and new graph (either may be absent), comparing
-    /// units by id and content (kind, span, signature, docstring, source text).
-    pub fn of_file(old: Option<(&FileGraph, &str)>, new: Option<(&FileGraph, &str)>, into: &mut VersionDiff) {
-        let units = |g: Option<(&'_ FileGraph, &'_ str)>| -> FxHashMap<String, (Unit, u64)> {
-            g.map(|(graph, text)| {
-                graph
+    /// The difference between a file's old and new entry (either may be absent), comparing
+    /// units by id and content (kind, span, signature, docstring, source text), and edges,
+    /// flow edges included.
+    pub fn of_file(old: Option<&FileEntry>, new: Option<&FileEntry>, into: &mut VersionDiff) {
+        let units = |e: Option<&FileEntry>| -> FxHashMap<String, (Unit, u64)> {
+            e.map(|entry| {
+                let text = &*entry.text;
+                entry
+                    .graph
                     .units
                     .iter()
                     .map(|u| {
@@ -72,8 +76,8 @@ impl VersionDiff {
                 (None, None) => {}
             }
         }
-        let edges = |g: Option<(&FileGraph, &str)>| -> std::collections::HashSet<Edge> {
-            g.map(|(graph, _)| graph.edges.iter().cloned().collect()).unwrap_or_default()
+        let edges = |e: Option<&FileEntry>| -> std::collections::HashSet<Edge> {
+            e.map(|entry| entry.edges().cloned().collect()).unwrap_or_default()
         };
         let (eb, ea) = (edges(old), edges(new));
         into.edges_added.extend(ea.difference(&eb).cloned());

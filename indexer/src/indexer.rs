@@ -514,10 +514,10 @@ impl Indexer {
         if published && self.snapshot.version() > 0 {
             for change in &changes {
                 let (path, new) = match change {
-                    FileChange::Upsert(e) => (e.graph.path.as_str(), Some((&*e.graph, &*e.text))),
+                    FileChange::Upsert(e) => (e.graph.path.as_str(), Some(&**e)),
                     FileChange::Remove(p) => (p.as_str(), None),
                 };
-                let old = self.snapshot.file(path).map(|e| (&*e.graph, &*e.text));
+                let old = self.snapshot.file(path).map(|e| &**e);
                 VersionDiff::of_file(old, new, &mut diff);
             }
         }

@@ -357,7 +357,7 @@ struct Resolver<'a> {
     param_flow: FxHashMap<(ScopeId, u32), Vec<(ScopeId, Expr)>>,
     /// Instance attributes this file's methods set from a parameter (`self.cb = cb`): unit path
     /// of the attribute (`Button.cb`) -> (method scope, the parameter's name).
-    attributes_from_params: FxHashMap<String, Vec<(ScopeId, Expr)>>,
+    attributes_from_params: FxHashMap<String, Vec<ParamStore>>,
     summaries: RefCell<FxHashMap<Arc<str>, Option<Arc<ModuleSummary>>>>,
     lookups: RefCell<FxHashMap<String, (ModuleLookup, Option<Arc<str>>)>>,
     /// `module\u{1}name` keys of the module-level names whose summaries this file consulted.
@@ -813,11 +813,20 @@ impl<'a> Resolver<'a> {
             var.owner()
         };
         let mut out = Vec::new();
+        // Key-value stores (`self.adapters[prefix] = adapter`, or a dict written out) make the
+        // value a dict only when nothing else says what it is: an attribute assigned
+        // `Registry()` and filled by subscript keeps `Registry`'s methods.
+        let mut keyed = Vec::new();
         for e in self.var_exprs(var) {
-            extend(&mut out, self.eval_closed(&e, &var.module, self_class.as_ref(), depth + 1));
+            let values = self.eval_closed(&e, &var.module, self_class.as_ref(), depth + 1);
+            let is_keyed = matches!(e, Expr::Keyed(_) | Expr::Container(ContainerKind::Dict, _));
+            extend(if is_keyed { &mut keyed } else { &mut out }, values);
         }
         // A default (`on_hover=None`) says little: what calls pass counts too.
         extend(&mut out, self.attribute_from_arguments(var, depth + 1));
+        if out.is_empty() {
+            out = keyed;
+        }
         out
     }
 
@@ -830,8 +839,11 @@ impl<'a> Resolver<'a> {
             return Vec::new();
         }
         let mut out = Vec::new();
-        for (scope, param) in self.attributes_from_params.get(&*var.path).into_iter().flatten() {
-            extend(&mut out, self.eval_local(param, *scope, depth + 1));
+        for store in self.attributes_from_params.get(&*var.path).into_iter().flatten() {
+            // `self.adapters[prefix] = adapter` adds elements; it does not make the attribute a dict.
+            if !store.element_only {
+                extend(&mut out, self.eval_local(&store.value, store.scope, depth + 1));
+            }
         }
         out
     }
@@ -1075,9 +1087,9 @@ impl<'a> Resolver<'a> {
                 // Elements a method of this file stores from its parameters
                 // (`self.adapters[prefix] = adapter`): what this file's calls pass.
                 if *t.module == *self.module && !self.too_deep(depth) {
-                    for (scope, stored) in self.attributes_from_params.get(&*t.path).into_iter().flatten() {
-                        if !matches!(stored, Expr::Name(_)) {
-                            extend(&mut out, self.elements_local(stored, *scope, depth + 1));
+                    for store in self.attributes_from_params.get(&*t.path).into_iter().flatten() {
+                        if !matches!(store.value, Expr::Name(_)) {
+                            extend(&mut out, self.elements_local(&store.value, store.scope, depth + 1));
                         }
                     }
                 }
@@ -2914,11 +2926,22 @@ fn prefer_promised(out: &mut Vec<Value>, promised: Vec<Value>) {
     extend(out, promised);
 }
 
+/// A store into an instance attribute from a method's parameter (see [`attributes_from_params`]).
+struct ParamStore {
+    /// The method's scope.
+    scope: ScopeId,
+    /// What is stored: the parameter, or a container holding it.
+    value: Expr,
+    /// Whether it is stored into the attribute's container (`self.adapters[prefix] = adapter`),
+    /// not into the attribute itself.
+    element_only: bool,
+}
+
 /// The instance attributes each method of the file's classes sets from one of its unannotated
 /// parameters (`self.cb = cb`), by the attribute's unit path: the method's scope and the
 /// parameter's name.
-fn attributes_from_params(syntax: &FileSyntax) -> FxHashMap<String, Vec<(ScopeId, Expr)>> {
-    let mut out: FxHashMap<String, Vec<(ScopeId, Expr)>> = FxHashMap::default();
+fn attributes_from_params(syntax: &FileSyntax) -> FxHashMap<String, Vec<ParamStore>> {
+    let mut out: FxHashMap<String, Vec<ParamStore>> = FxHashMap::default();
     for (id, sc) in syntax.scopes.iter().enumerate() {
         if sc.kind != ScopeKind::Function {
             continue;
@@ -2943,9 +2966,11 @@ fn attributes_from_params(syntax: &FileSyntax) -> FxHashMap<String, Vec<(ScopeId
                 value => is_param(value),
             };
             if on_receiver && from_param {
-                out.entry(format!("{}.{}", class.path, store.attr))
-                    .or_default()
-                    .push((id as ScopeId, store.value.clone()));
+                out.entry(format!("{}.{}", class.path, store.attr)).or_default().push(ParamStore {
+                    scope: id as ScopeId,
+                    value: store.value.clone(),
+                    element_only: store.element_only,
+                });
             }
         }
     }

@@ -102,6 +102,12 @@ fn what_a_caller_passes_moves_flow_edges_without_re_resolving_the_callee() {
     assert_eq!(report.changed_files, vec!["app/main.py".to_string()]);
     assert_eq!(targets(&indexer), vec!["app.main.b".to_string()]);
     assert_eq!(indexer.snapshot().totals().unresolved, 0, "the parameter call is resolved by the flow");
+    // The version's diff says so too (a client polling for changes sees the moved flow edge).
+    let flow = |diff: &[fresco_graph::Edge]| -> Vec<String> {
+        diff.iter().filter(|e| e.src == "app.hooks.run").map(|e| e.dst.clone()).collect()
+    };
+    assert_eq!(flow(&report.diff.edges_added), vec!["app.main.b".to_string()]);
+    assert_eq!(flow(&report.diff.edges_removed), vec!["app.main.a".to_string()]);
 
     // Removing the caller leaves the call of the parameter unresolved again.
     std::fs::remove_file(dir.path().join("app/main.py")).expect("rm");
