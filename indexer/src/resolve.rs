@@ -75,6 +75,9 @@ enum MroEntry {
 const MAX_VALUES: usize = 24;
 const MAX_DEPTH: u32 = 16;
 
+/// How many distinct arguments are kept per parameter (a full list may have dropped some).
+const MAX_PARAM_FLOWS: usize = 16;
+
 fn push(values: &mut Vec<Value>, v: Value) {
     if values.len() < MAX_VALUES && !values.contains(&v) {
         values.push(v);
@@ -1996,6 +1999,13 @@ impl<'a> Resolver<'a> {
         let s = self.binding_scope(n, scope)?;
         let sc = self.syntax.scope(s);
         let indices = self.scope_bindings[s as usize].get(n.as_str())?;
+        // A function that declares the name `global` and assigns it can change it to anything.
+        let rebound_by_function = |name: &Name| {
+            self.syntax.scopes.iter().any(|f| f.globals.contains(name) && f.bindings.iter().any(|(b, _)| b == name))
+        };
+        if s == 0 && rebound_by_function(n) {
+            return None;
+        }
         let mut found: Option<Name> = None;
         let mut agree = |k: Name| -> bool {
             match &found {
@@ -2014,13 +2024,20 @@ impl<'a> Resolver<'a> {
                     }
                 }
                 Binding::Param(p) => {
+                    // Only this file's calls are known: a function other modules can call may
+                    // receive any key from them. A nested function's callers are all here.
+                    let nested = sc.parent.is_some_and(|parent| self.syntax.scope(parent).kind == ScopeKind::Function);
+                    let flows = self.param_flow.get(&(s, *p)).map(Vec::as_slice).unwrap_or(&[]);
+                    if !nested || flows.len() >= MAX_PARAM_FLOWS {
+                        return None;
+                    }
                     let param = sc.params.get(*p as usize)?;
                     if let Some(default) = &param.default {
                         if !agree(self.constant_of(default, sc.parent.unwrap_or(0), depth + 1)?) {
                             return None;
                         }
                     }
-                    for (caller, arg) in self.param_flow.get(&(s, *p)).map(Vec::as_slice).unwrap_or(&[]) {
+                    for (caller, arg) in flows {
                         if !agree(self.constant_of(arg, *caller, depth + 1)?) {
                             return None;
                         }
@@ -2480,7 +2497,7 @@ impl<'a> Resolver<'a> {
                 continue;
             }
             let entry = self.param_flow.entry((body, p)).or_default();
-            if entry.len() < 16 && !entry.iter().any(|(s, e)| *s == scope && *e == arg) {
+            if entry.len() < MAX_PARAM_FLOWS && !entry.iter().any(|(s, e)| *s == scope && *e == arg) {
                 entry.push((scope, arg));
                 changed = true;
             }

@@ -159,6 +159,22 @@ pub fn method_flags(decorators: &[Expr]) -> MethodFlags {
     flags
 }
 
+/// `expr` with its string and integer constants replaced by their types. Only module-level names
+/// are read as constants by other files (`HANDLERS[START]`); elsewhere in a summary a constant
+/// would make editing a literal (`return "a"`, `template_name = "..."`) an interface change that
+/// re-resolves every file that looked the name up.
+fn without_constants(expr: Expr) -> Expr {
+    match expr {
+        Expr::Constant(k) => Expr::Literal(constant_type(&k)),
+        Expr::Container(kind, items) => Expr::Container(kind, items.into_iter().map(without_constants).collect()),
+        Expr::Added(items) => Expr::Added(items.into_iter().map(without_constants).collect()),
+        Expr::Keyed(items) => Expr::Keyed(items.into_iter().map(|(k, e)| (k, without_constants(e))).collect()),
+        Expr::Union(items) => simplify_union(items.into_iter().map(without_constants).collect()),
+        Expr::Declared(ty, value) => Expr::Declared(ty, Box::new(without_constants(*value))),
+        other => other,
+    }
+}
+
 /// How deep local substitution goes before giving up (`a = b; b = c; return a`).
 const SUBSTITUTION_DEPTH: u32 = 4;
 
@@ -333,6 +349,31 @@ impl Summariser<'_> {
             && self.syntax.scope(scope).def.is_some_and(|d| self.syntax.def(d).name == "__new__")
     }
 
+    /// The summary of module-level binding `index`. A plain alias (`b = a`) of a name the module
+    /// replaces later (`a = other`) stands for the bindings of that name in force when the alias
+    /// was made, not for the final ones. `by_name`: each module-level name's binding indices.
+    fn module_binding(&self, index: usize, by_name: &[(&str, Vec<usize>)], depth: u32) -> Vec<SumBinding> {
+        let module_scope = self.syntax.scope(0);
+        let binding = &module_scope.bindings[index].1;
+        let alias_of = match binding {
+            Binding::Value(Expr::Name(other)) if depth <= SUBSTITUTION_DEPTH => {
+                by_name.binary_search_by(|(n, _)| (*n).cmp(other.as_str())).ok().map(|k| &by_name[k].1)
+            }
+            _ => None,
+        };
+        let Some(indices) = alias_of else {
+            return vec![self.binding(binding)];
+        };
+        let replaced_later = indices.iter().any(|&j| j > index && module_scope.replacing_index(j));
+        let before: Vec<usize> = indices.iter().copied().filter(|&j| j < index).collect();
+        if !replaced_later || before.is_empty() {
+            return vec![self.binding(binding)];
+        }
+        // From the last replacing assignment before the alias on (earlier ones were replaced).
+        let from = before.iter().rposition(|&j| module_scope.replacing_index(j)).unwrap_or(0);
+        before[from..].iter().flat_map(|&j| self.module_binding(j, by_name, depth + 1)).collect()
+    }
+
     fn binding(&self, binding: &Binding) -> SumBinding {
         match binding {
             Binding::Def(d) => {
@@ -395,12 +436,13 @@ pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<Mod
     }
     let mut ordered: Vec<(&str, Vec<usize>)> = by_name.into_iter().collect();
     ordered.sort_unstable();
-    for (name, indices) in ordered {
-        for i in syntax.live_bindings(0, &indices) {
-            let b = s.binding(&module_scope.bindings[i].1);
+    for (name, indices) in &ordered {
+        for i in syntax.live_bindings(0, indices) {
             let list = names.entry(Name::new(name)).or_default();
-            if !list.contains(&b) {
-                list.push(b);
+            for b in s.module_binding(i, &ordered, 0) {
+                if !list.contains(&b) {
+                    list.push(b);
+                }
             }
         }
     }
@@ -441,10 +483,15 @@ pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<Mod
                         returns: sc
                             .returns
                             .iter()
-                            .map(|e| s.close(e, body, 0))
+                            .map(|e| without_constants(s.close(e, body, 0)))
                             .filter(|e| *e != Expr::Unknown)
                             .collect(),
-                        yields: sc.yields.iter().map(|e| s.close(e, body, 0)).filter(|e| *e != Expr::Unknown).collect(),
+                        yields: sc
+                            .yields
+                            .iter()
+                            .map(|e| without_constants(s.close(e, body, 0)))
+                            .filter(|e| *e != Expr::Unknown)
+                            .collect(),
                         annotation: def
                             .return_type
                             .as_ref()
@@ -557,7 +604,7 @@ fn class_summary(s: &Summariser, class: DefId, body: ScopeId) -> ClassSummary {
     }
     for (i, (name, binding)) in scope.bindings.iter().enumerate() {
         if let Binding::Value(_) | Binding::Unpack(..) = binding {
-            let value = s.close_binding(binding, body, 0);
+            let value = without_constants(s.close_binding(binding, body, 0));
             if let Some(m) = members.get_mut(name.as_str()) {
                 // Once the class body ran, a replacing assignment is all that is left of earlier ones.
                 if scope.replacing_index(i) {
@@ -582,7 +629,7 @@ fn class_summary(s: &Summariser, class: DefId, body: ScopeId) -> ClassSummary {
             if store.base != Expr::Name(first.name.clone()) {
                 continue;
             }
-            let value = s.close(&store.value, sc_id, 0);
+            let value = without_constants(s.close(&store.value, sc_id, 0));
             if let Some(m) = members.get_mut(store.attr.as_str()) {
                 if value != Expr::Unknown && !m.values.contains(&value) {
                     m.values.push(value);
@@ -607,6 +654,16 @@ mod tests {
         assert_eq!(absolute_module(&m(1, "models"), "requests", true).as_deref(), Some("requests.models"));
         assert_eq!(absolute_module(&m(2, ""), "a.b.c", false).as_deref(), Some("a"));
         assert_eq!(absolute_module(&m(3, "x"), "a.b", false), None);
+    }
+
+    #[test]
+    fn editing_a_literal_a_function_returns_or_a_class_holds_keeps_the_summary() {
+        let before = lower("class A:\n    name = 'a'\n    def m(self):\n        return 'x'\nKEY = 'k'\n");
+        let after = lower("class A:\n    name = 'b'\n    def m(self):\n        return 'y'\nKEY = 'k'\n");
+        assert_eq!(summarise(&before, "m", false), summarise(&after, "m", false));
+        // A module-level constant is part of the interface: other files select items by it.
+        let renamed_key = lower("class A:\n    name = 'a'\n    def m(self):\n        return 'x'\nKEY = 'j'\n");
+        assert_ne!(summarise(&before, "m", false), summarise(&renamed_key, "m", false));
     }
 
     #[test]
