@@ -522,6 +522,11 @@ pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<Mod
 pub fn called_param(syntax: &FileSyntax, name: &str, scope: ScopeId) -> Option<(ScopeId, u32)> {
     let mut s = scope;
     let binder = loop {
+        // The module body binds no parameters (and scanning its bindings for every bare call at
+        // module level would be quadratic in a large generated module).
+        if s == 0 {
+            return None;
+        }
         let sc = syntax.scope(s);
         if sc.globals.iter().any(|g| g == name) {
             return None;
