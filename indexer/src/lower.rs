@@ -1459,6 +1459,8 @@ impl<'a> Lowerer<'a> {
                         args.reserve_exact(arguments.named_child_count());
                         let mut cursor = arguments.walk();
                         let children: Vec<Node> = arguments.named_children(&mut cursor).collect();
+                        // After `*rest` the positions of later arguments are unknown.
+                        let mut positions_known = true;
                         for arg in children {
                             match arg.kind() {
                                 "keyword_argument" => {
@@ -1472,9 +1474,17 @@ impl<'a> Lowerer<'a> {
                                     }
                                 }
                                 "comment" => {}
+                                "list_splat" | "dictionary_splat" => {
+                                    // Read (the names in it are used), but it has no position:
+                                    // `f(*pre, cb)` does not pass `cb` second, nor `f(**kw)` first.
+                                    self.expr(arg, scope);
+                                    positions_known &= arg.kind() == "dictionary_splat";
+                                }
                                 _ => {
                                     let value = self.expr(arg, scope);
-                                    args.push(flow_only(value));
+                                    if positions_known {
+                                        args.push(flow_only(value));
+                                    }
                                 }
                             }
                         }
