@@ -72,6 +72,60 @@ enum MroEntry {
     External(Arc<str>),
 }
 
+/// A variable's assigned expressions in the summary that holds them (see [`Resolver::var_exprs`]).
+struct VarExprs {
+    summary: Option<Arc<ModuleSummary>>,
+    var: Target,
+    /// For a class member: the index of its class in the summary.
+    member_of: Option<usize>,
+}
+
+impl VarExprs {
+    fn iter(&self) -> Box<dyn Iterator<Item = &Expr> + '_> {
+        let Some(summary) = &self.summary else { return Box::new(std::iter::empty()) };
+        match self.member_of {
+            None => Box::new(summary.name(&self.var.path).unwrap_or(&[]).iter().filter_map(|b| match b {
+                SumBinding::Value(e) => Some(e),
+                _ => None,
+            })),
+            Some(class) => {
+                let attr = self.var.path.rsplit('.').next().unwrap_or("");
+                let values = summary.classes.get(class).and_then(|(_, c)| c.member(attr)).map(|m| m.values.as_slice());
+                Box::new(values.unwrap_or(&[]).iter())
+            }
+        }
+    }
+}
+
+/// The module-level names of other modules (and star-import surfaces, `*`) a file's resolution
+/// read, for its dependency keys ([`crate::summary::name_key`]). Recording one is a lookup without
+/// allocation when it is already known: resolution records a name at every summary lookup.
+#[derive(Default)]
+struct NamesUsed {
+    by_module: FxHashMap<Arc<str>, FxHashSet<Box<str>>>,
+}
+
+impl NamesUsed {
+    fn insert(&mut self, module: &str, name: &str) {
+        match self.by_module.get_mut(module) {
+            Some(names) => {
+                if !names.contains(name) {
+                    names.insert(Box::from(name));
+                }
+            }
+            None => {
+                self.by_module.insert(Arc::from(module), FxHashSet::from_iter([Box::from(name)]));
+            }
+        }
+    }
+
+    fn keys(&self) -> impl Iterator<Item = String> + '_ {
+        self.by_module
+            .iter()
+            .flat_map(|(module, names)| names.iter().map(move |name| crate::summary::name_key(module, name)))
+    }
+}
+
 const MAX_VALUES: usize = 24;
 const MAX_DEPTH: u32 = 16;
 
@@ -364,7 +418,7 @@ struct Resolver<'a> {
     summaries: RefCell<FxHashMap<Arc<str>, Option<Arc<ModuleSummary>>>>,
     lookups: RefCell<FxHashMap<String, (ModuleLookup, Option<Arc<str>>)>>,
     /// `module\u{1}name` keys of the module-level names whose summaries this file consulted.
-    names_used: RefCell<FxHashSet<String>>,
+    names_used: RefCell<NamesUsed>,
     module_names: RefCell<FxHashMap<(Arc<str>, Name), Vec<Value>>>,
     local_names: RefCell<FxHashMap<(ScopeId, Name), Vec<Value>>>,
     mros: RefCell<FxHashMap<Target, Arc<Vec<MroEntry>>>>,
@@ -394,7 +448,7 @@ pub fn resolve_file(db: &dyn salsa::Database, ws: Workspace, file: SourceFile) -
     let mut resolver = Resolver::new(db, ws, &info.name, info.is_package, &syntax, file.text(db).clone());
     let mut graph = resolver.run(path, revision);
     let mut deps: Vec<String> = resolver.lookups.borrow().keys().cloned().collect();
-    deps.extend(resolver.names_used.borrow().iter().cloned());
+    deps.extend(resolver.names_used.borrow().keys());
     deps.sort_unstable();
     deps.shrink_to_fit();
     compact(&mut graph);
@@ -529,7 +583,7 @@ impl<'a> Resolver<'a> {
     /// about the top-level name `path` starts with (see `IndexDeps::names`).
     fn summary_for(&self, module: &str, path: &str) -> Option<Arc<ModuleSummary>> {
         let top = path.split('.').next().unwrap_or(path);
-        self.names_used.borrow_mut().insert(crate::summary::name_key(module, top));
+        self.names_used.borrow_mut().insert(module, top);
         self.summary(module)
     }
 
@@ -614,10 +668,10 @@ impl<'a> Resolver<'a> {
                     }
                 }
             } else {
-                self.names_used.borrow_mut().insert(crate::summary::name_key(module, "*"));
+                self.names_used.borrow_mut().insert(module, "*");
                 for star in &summary.star_imports {
                     // Whether `name` comes through depends on `__all__` and on `name` itself.
-                    self.names_used.borrow_mut().insert(crate::summary::name_key(star, name));
+                    self.names_used.borrow_mut().insert(star, name);
                     let public = match self.summary_for(star, "__all__") {
                         Some(s) => s.is_public(name),
                         None => self.lookup(star).0 == ModuleLookup::Missing,
@@ -738,9 +792,9 @@ impl<'a> Resolver<'a> {
                         }
                         continue;
                     }
-                    let member = self.with_class(t, |c| c.member(attr).cloned()).flatten();
-                    if let Some(member) = member {
-                        return member_value(t, &member);
+                    // The member's value, not the member: cloning it copied its value expressions.
+                    if let Some(value) = self.with_class(t, |c| c.member(attr).map(|m| member_value(t, m))).flatten() {
+                        return value;
                     }
                 }
                 MroEntry::External(x) => {
@@ -786,24 +840,20 @@ impl<'a> Resolver<'a> {
         out
     }
 
-    fn var_exprs(&self, var: &Target) -> Vec<Expr> {
+    /// What a variable is assigned, as its module's summary says (borrowed from it: variables
+    /// are evaluated at nearly every site, and copying their expressions cost more than
+    /// evaluating them).
+    fn var_exprs(&self, var: &Target) -> VarExprs {
         let Some(summary) = self.summary_for(&var.module, &var.path) else {
-            return Vec::new();
+            return VarExprs { summary: None, var: var.clone(), member_of: None };
         };
-        if let Some(bindings) = summary.name(&var.path) {
-            return bindings
-                .iter()
-                .filter_map(|b| match b {
-                    SumBinding::Value(e) => Some(e.clone()),
-                    _ => None,
-                })
-                .collect();
+        if summary.name(&var.path).is_some() {
+            return VarExprs { summary: Some(summary), var: var.clone(), member_of: None };
         }
-        let Some(owner) = var.owner() else {
-            return Vec::new();
+        let Some((summary, class)) = var.owner().and_then(|owner| self.class_summary(&owner)) else {
+            return VarExprs { summary: None, var: var.clone(), member_of: None };
         };
-        let attr = var.path.rsplit('.').next().unwrap_or("");
-        self.with_class(&owner, |c| c.member(attr).map(|m| m.values.clone()).unwrap_or_default()).unwrap_or_default()
+        VarExprs { summary: Some(summary), var: var.clone(), member_of: Some(class) }
     }
 
     fn var_values(&self, var: &Target, depth: u32) -> Vec<Value> {
@@ -820,8 +870,8 @@ impl<'a> Resolver<'a> {
         // value a dict only when nothing else says what it is: an attribute assigned
         // `Registry()` and filled by subscript keeps `Registry`'s methods.
         let mut keyed = Vec::new();
-        for e in self.var_exprs(var) {
-            let values = self.eval_closed(&e, &var.module, self_class.as_ref(), depth + 1);
+        for e in self.var_exprs(var).iter() {
+            let values = self.eval_closed(e, &var.module, self_class.as_ref(), depth + 1);
             let is_keyed = matches!(e, Expr::Keyed(_) | Expr::Container(ContainerKind::Dict, _));
             extend(if is_keyed { &mut keyed } else { &mut out }, values);
         }
@@ -1026,8 +1076,8 @@ impl<'a> Resolver<'a> {
                 let mut out = Vec::new();
                 for v in self.module_member(module, n, depth + 1) {
                     if let Value::Var(t) = v {
-                        for e in self.var_exprs(&t) {
-                            extend(&mut out, self.element_closed(&e, path, &t.module, t.owner().as_ref(), depth + 1));
+                        for e in self.var_exprs(&t).iter() {
+                            extend(&mut out, self.element_closed(e, path, &t.module, t.owner().as_ref(), depth + 1));
                         }
                     }
                 }
@@ -1084,8 +1134,8 @@ impl<'a> Resolver<'a> {
         let mut out = Vec::new();
         for v in raw {
             if let Value::Var(t) = v {
-                for e in self.var_exprs(&t) {
-                    extend(&mut out, self.elements_closed(&e, &t.module, t.owner().as_ref(), depth + 1));
+                for e in self.var_exprs(&t).iter() {
+                    extend(&mut out, self.elements_closed(e, &t.module, t.owner().as_ref(), depth + 1));
                 }
                 // Elements a method of this file stores from its parameters
                 // (`self.adapters[prefix] = adapter`): what this file's calls pass.
@@ -2232,8 +2282,8 @@ impl<'a> Resolver<'a> {
                 if out.is_empty() && s == 0 {
                     for v in self.module_member(&self.module, n, depth + 1) {
                         if let Value::Var(t) = v {
-                            for e in self.var_exprs(&t) {
-                                extend(&mut out, self.elements_closed(&e, &t.module, None, depth + 1));
+                            for e in self.var_exprs(&t).iter() {
+                                extend(&mut out, self.elements_closed(e, &t.module, None, depth + 1));
                             }
                         }
                     }
