@@ -92,6 +92,11 @@ enum Command {
         /// Give up (and report `truncated`) after this many milliseconds.
         #[arg(long, default_value_t = protocol::DEFAULT_TIMEOUT_MS)]
         timeout_ms: u64,
+        /// With `--freshness wait`: how long to wait for the index to catch up with the disk
+        /// before answering STALE (a large change, a branch switch, can take longer than the
+        /// default).
+        #[arg(long, default_value_t = protocol::DEFAULT_WAIT_MS)]
+        wait_ms: u64,
         #[command(flatten)]
         client: ClientArgs,
     },
@@ -181,7 +186,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             print_index_summary(&indexer, started.elapsed(), json);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Query { words, db, json, format, freshness, limit, timeout_ms, client } => {
+        Command::Query { words, db, json, format, freshness, limit, timeout_ms, wait_ms, client } => {
             let (path, text) = match words.as_slice() {
                 [q] => (None, q.clone()),
                 [p, q] => (Some(PathBuf::from(p)), q.clone()),
@@ -193,10 +198,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 "freshness": freshness.as_str(),
                 "limit": limit,
                 "timeout_ms": timeout_ms,
+                "wait_ms": wait_ms,
             });
             let root = root_of(&path)?;
             let response = match connect(&root, &client)? {
-                Some(mut c) => c.call("query", params, Duration::from_millis(timeout_ms + 30_000))?,
+                Some(mut c) => c.call("query", params, Duration::from_millis(timeout_ms + wait_ms + 30_000))?,
                 None => {
                     let args = IndexArgs { path, db, ..IndexArgs::default() };
                     let indexer = open_index(&args)?;

@@ -186,11 +186,11 @@ fn edges(response: &Value) -> Vec<(String, String, String)> {
         .unwrap_or(&empty)
         .iter()
         .filter_map(|r| {
-            Some((
-                r["from"].as_str()?.to_string(),
-                r["name"].as_str()?.to_string(),
-                r["via"].as_str().unwrap_or("").to_string(),
-            ))
+            let (from, name) = (r["from"].as_str()?.to_string(), r["name"].as_str()?.to_string());
+            let via = r["via"].as_str().unwrap_or("").to_string();
+            // A row reached backwards (`callers`, `subs`, `importers`, `impact`) is the source
+            // of the edge it was reached by.
+            Some(if r["direction"] == "in" { (name, from, via) } else { (from, name, via) })
         })
         .collect()
 }
@@ -269,5 +269,16 @@ mod tests {
         let response = json!({"version": 1, "results": [{"name": "a.f", "kind": "function", "depth": 1}]});
         let out = table(&response);
         assert!(!out.contains("lanes:") && !out.contains("context:") && !out.contains("ROLE"), "{out}");
+    }
+
+    #[test]
+    fn graph_formats_draw_edges_the_way_they_point() {
+        let response = json!({"version": 1, "results": [
+            {"name": "pkg.main", "kind": "function", "depth": 1, "via": "calls", "from": "pkg.helper", "direction": "in"},
+            {"name": "pkg.leaf", "kind": "function", "depth": 1, "via": "calls", "from": "pkg.helper", "direction": "out"},
+        ]});
+        let edges = edges(&response);
+        assert!(edges.contains(&("pkg.main".into(), "pkg.helper".into(), "calls".into())), "{edges:?}");
+        assert!(edges.contains(&("pkg.helper".into(), "pkg.leaf".into(), "calls".into())), "{edges:?}");
     }
 }

@@ -96,11 +96,17 @@ pub enum NetChange {
     Edge(Edge, Change),
 }
 
+/// `since` is outside the versions the log can answer for: older than the history kept, or newer
+/// than the newest version (the index was rebuilt since the client's version).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("version {since} is older than the history kept (oldest: {oldest}); a full refresh is needed")]
+#[error(
+    "version {since} is not in the history kept (versions {oldest} to {newest}; {}); a full refresh is needed",
+    if since > newest { "the index was rebuilt since" } else { "it is older" }
+)]
 pub struct HistoryExpired {
     pub since: u64,
     pub oldest: u64,
+    pub newest: u64,
 }
 
 /// The diffs of the last `capacity` versions.
@@ -132,8 +138,9 @@ impl VersionLog {
 
     /// Net changes after `since` up to the newest version, units first then edges, sorted.
     pub fn changes_since(&self, since: u64) -> Result<Vec<NetChange>, HistoryExpired> {
-        if since < self.base {
-            return Err(HistoryExpired { since, oldest: self.base });
+        let newest = self.entries.back().map_or(self.base, |(v, _)| *v);
+        if since < self.base || since > newest {
+            return Err(HistoryExpired { since, oldest: self.base, newest });
         }
         let mut units: FxHashMap<String, Change> = FxHashMap::default();
         let mut edges: FxHashMap<Edge, i32> = FxHashMap::default();
@@ -208,7 +215,10 @@ mod tests {
         );
         assert_eq!(log.changes_since(2).unwrap(), vec![NetChange::Unit("c".into(), Change::Added)]);
         log.push(4, diff(vec![("d", Change::Added)]));
-        assert_eq!(log.changes_since(0), Err(HistoryExpired { since: 0, oldest: 1 }));
+        assert_eq!(log.changes_since(0), Err(HistoryExpired { since: 0, oldest: 1, newest: 4 }));
+        // A version newer than any published (the index was rebuilt): not "no changes".
+        assert_eq!(log.changes_since(9), Err(HistoryExpired { since: 9, oldest: 1, newest: 4 }));
         assert!(log.changes_since(1).is_ok());
+        assert_eq!(log.changes_since(4), Ok(Vec::new()), "the newest version itself: nothing since");
     }
 }

@@ -40,8 +40,8 @@ pub enum QueryError {
     Invalid(String),
     #[error("the query was cancelled")]
     Cancelled,
-    #[error("version {since} is no longer in the history (oldest kept: {oldest}); a full refresh is needed")]
-    HistoryExpired { since: u64, oldest: u64 },
+    #[error("{0}")]
+    HistoryExpired(fresco_graph::HistoryExpired),
 }
 
 impl QueryError {
@@ -52,7 +52,7 @@ impl QueryError {
             QueryError::UnknownSymbol { .. } => "UNKNOWN_SYMBOL",
             QueryError::Invalid(_) => "INVALID_QUERY",
             QueryError::Cancelled => "CANCELLED",
-            QueryError::HistoryExpired { .. } => "HISTORY_EXPIRED",
+            QueryError::HistoryExpired(_) => "HISTORY_EXPIRED",
         }
     }
 }
@@ -78,6 +78,10 @@ pub struct Item {
     /// The unit it was reached from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
+    /// For traversal rows, which way the edge `via` points: `out` (`from` -> this row, as for
+    /// `callees`) or `in` (this row -> `from`, as for `callers`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub direction: Option<&'static str>,
     /// The call-site (or reference, import) line of that edge, in the file of the source unit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
@@ -132,6 +136,7 @@ struct Row {
     depth: Option<u32>,
     via: Option<EdgeKind>,
     from: Option<String>,
+    direction: Option<&'static str>,
     line: Option<u32>,
     group: Option<usize>,
     callee: Option<String>,
@@ -256,6 +261,7 @@ fn item(snapshot: &Snapshot, row: &Row) -> Item {
         depth: row.depth,
         via: row.via.map(EdgeKind::as_str),
         from: row.from.clone(),
+        direction: row.direction,
         line: row.line,
         group: row.group,
         callee: row.callee.clone(),
@@ -367,9 +373,7 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                         .into(),
                 ));
             };
-            let changes = history
-                .changes_since(*since)
-                .map_err(|e| QueryError::HistoryExpired { since: e.since, oldest: e.oldest })?;
+            let changes = history.changes_since(*since).map_err(QueryError::HistoryExpired)?;
             let mut rows = Vec::new();
             for change in changes {
                 rows.push(match change {
@@ -654,10 +658,15 @@ fn traverse(exec: &mut Exec, starts: &[String], traversal: Traversal, depth: &De
         Depth::Limited(n) => *n,
         Depth::Unbounded => u32::MAX,
     };
+    // Every node is expanded once (the starts first). A start is also a result when another
+    // start reaches it (`find kind class | subs`: a class that subclasses another input), not
+    // when only its own traversal comes back to it.
+    let start_set: FxHashSet<&str> = starts.iter().map(String::as_str).collect();
     let mut seen: FxHashSet<String> = starts.iter().cloned().collect();
-    let mut queue: VecDeque<(String, u32)> = starts.iter().map(|s| (s.clone(), 0)).collect();
+    let mut reported_starts: FxHashSet<String> = FxHashSet::default();
+    let mut queue: VecDeque<(String, u32, usize)> = starts.iter().enumerate().map(|(i, s)| (s.clone(), 0, i)).collect();
     let mut rows = Vec::new();
-    'outer: while let Some((node, d)) = queue.pop_front() {
+    'outer: while let Some((node, d, origin)) = queue.pop_front() {
         if d >= max_depth {
             continue;
         }
@@ -665,7 +674,12 @@ fn traverse(exec: &mut Exec, starts: &[String], traversal: Traversal, depth: &De
             if !exec.tick()? {
                 break 'outer;
             }
-            if !seen.insert(next.clone()) {
+            let is_start = start_set.contains(next.as_str());
+            if is_start {
+                if starts[origin] == next || !reported_starts.insert(next.clone()) {
+                    continue;
+                }
+            } else if !seen.insert(next.clone()) {
                 continue;
             }
             if exec.full(&rows) {
@@ -676,10 +690,13 @@ fn traverse(exec: &mut Exec, starts: &[String], traversal: Traversal, depth: &De
                 depth: Some(d + 1),
                 via: Some(kind),
                 from: Some(node.clone()),
+                direction: Some(if traversal.edges().1 { "in" } else { "out" }),
                 line,
                 ..Row::default()
             });
-            queue.push_back((next, d + 1));
+            if !is_start {
+                queue.push_back((next, d + 1, origin));
+            }
         }
     }
     Ok(rows)

@@ -682,3 +682,29 @@ fn path_bound_is_exact() {
         assert_eq!((check.found, check.none), (1, 1));
     }
 }
+
+/// A traversal fed by a pipe lists a row that is also one of its inputs when another input
+/// reaches it (`Engine` subclasses `Base`, both are classes), but a start is never listed as
+/// reached from itself.
+#[test]
+fn piped_traversals_keep_inputs_that_other_inputs_reach() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "pkg/core.py",
+        "class Base:\n    pass\n\n\nclass Engine(Base):\n    pass\n\n\nclass Turbo(Engine):\n    pass\n\n\n\
+         def ping():\n    return pong()\n\n\ndef pong():\n    return ping()\n",
+    );
+    write(dir.path(), "pkg/__init__.py", "");
+    let snapshot = index(dir.path());
+    let ctx = context(&snapshot);
+    let piped = names(&run(&ctx, "find kind class | subs"));
+    assert_eq!(
+        piped,
+        names(&run(&ctx, "subs pkg.core.Base")).union(&names(&run(&ctx, "subs pkg.core.Engine"))).cloned().collect()
+    );
+    assert!(piped.contains("pkg.core.Engine") && piped.contains("pkg.core.Turbo"), "{piped:?}");
+    // A cycle back to the start is not a result of the start's own traversal.
+    let callees = names(&run(&ctx, "callees pkg.core.ping depth *"));
+    assert_eq!(callees, BTreeSet::from(["pkg.core.pong".to_string()]));
+}
