@@ -87,15 +87,18 @@ enum Command {
         #[arg(long, value_enum, default_value_t = FreshnessArg::Wait)]
         freshness: FreshnessArg,
         /// The most results any step may produce.
-        #[arg(long, default_value_t = protocol::DEFAULT_LIMIT)]
-        limit: usize,
+        #[arg(long, default_value_t = protocol::DEFAULT_LIMIT as u64,
+              value_parser = clap::value_parser!(u64).range(1..=protocol::MAX_LIMIT as u64))]
+        limit: u64,
         /// Give up (and report `truncated`) after this many milliseconds.
-        #[arg(long, default_value_t = protocol::DEFAULT_TIMEOUT_MS)]
+        #[arg(long, default_value_t = protocol::DEFAULT_TIMEOUT_MS,
+              value_parser = clap::value_parser!(u64).range(1..=protocol::MAX_TIMEOUT_MS))]
         timeout_ms: u64,
         /// With `--freshness wait`: how long to wait for the index to catch up with the disk
         /// before answering STALE (a large change, a branch switch, can take longer than the
         /// default).
-        #[arg(long, default_value_t = protocol::DEFAULT_WAIT_MS)]
+        #[arg(long, default_value_t = protocol::DEFAULT_WAIT_MS,
+              value_parser = clap::value_parser!(u64).range(1..=protocol::MAX_TIMEOUT_MS))]
         wait_ms: u64,
         #[command(flatten)]
         client: ClientArgs,
@@ -201,11 +204,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 "wait_ms": wait_ms,
             });
             let root = root_of(&path)?;
-            let response = match connect(&root, &client)? {
-                Some(mut c) => c.call("query", params, Duration::from_millis(timeout_ms + wait_ms + 30_000))?,
-                None => {
-                    let args = IndexArgs { path, db, ..IndexArgs::default() };
-                    let indexer = open_index(&args)?;
+            let args = IndexArgs { path, db, ..IndexArgs::default() };
+            let (daemon, indexer) = daemon_or_index(&root, &client, &args)?;
+            let response = match (daemon, indexer) {
+                (Some(mut c), _) => c.call("query", params, Duration::from_millis(timeout_ms + wait_ms + 30_000))?,
+                (None, None) => anyhow::bail!("no daemon and no index (a bug: one of them is always there)"),
+                (None, Some(indexer)) => {
                     let params = protocol::query_params(&params).map_err(|e| anyhow::anyhow!(e.message))?;
                     // Retrieval needs the lanes: build them for this query (the daemon keeps
                     // them warm instead).
@@ -240,24 +244,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Status { path, db, json, client } => {
             let root = root_of(&path)?;
-            let value = match connect(&root, &client)? {
-                Some(mut c) => match c.call("status", json!({}), Duration::from_secs(30))? {
+            let (daemon, indexer) = daemon_or_index(&root, &client, &IndexArgs { path, db, ..IndexArgs::default() })?;
+            let value = match (daemon, indexer) {
+                (Some(mut c), _) => match c.call("status", json!({}), Duration::from_secs(30))? {
                     Ok(v) => v,
                     Err(e) => return Ok(report_error("", &e, json)),
                 },
-                None => {
-                    let indexer = open_index(&IndexArgs { path, db, ..IndexArgs::default() })?;
-                    protocol::status(protocol::StatusInfo {
-                        root: &root,
-                        snapshot: indexer.snapshot(),
-                        daemon: false,
-                        pending: Vec::new(),
-                        uptime: None,
-                        watcher: None,
-                        last_error: None,
-                        lanes: None,
-                    })
-                }
+                (None, None) => anyhow::bail!("no daemon and no index (a bug: one of them is always there)"),
+                (None, Some(indexer)) => protocol::status(protocol::StatusInfo {
+                    root: &root,
+                    snapshot: indexer.snapshot(),
+                    daemon: false,
+                    pending: Vec::new(),
+                    uptime: None,
+                    watcher: None,
+                    last_error: None,
+                    lanes: None,
+                }),
             };
             if json {
                 println!("{value}");
@@ -411,10 +414,57 @@ fn indexer_options(args: &IndexArgs) -> IndexerOptions {
     options
 }
 
+/// How long a command waits for a daemon that holds the index but does not answer yet (it binds
+/// its socket once its first version is published).
+const DAEMON_STARTUP_WAIT: Duration = Duration::from_secs(120);
+
+/// The daemon serving `root`, else the index opened in-process. When another fresco process
+/// holds the index (a daemon still indexing before it listens), waits for that daemon instead of
+/// failing on the store's lock.
+fn daemon_or_index(
+    root: &Path,
+    client: &ClientArgs,
+    args: &IndexArgs,
+) -> Result<(Option<client::Client>, Option<Indexer>)> {
+    if let Some(c) = connect(root, client)? {
+        return Ok((Some(c), None));
+    }
+    match open_index(args) {
+        Ok(indexer) => Ok((None, Some(indexer))),
+        Err(err) if store_in_use(&err) && !client.no_daemon => {
+            eprintln!("fresco: the index is in use by another fresco process; waiting for its daemon to answer");
+            let started = Instant::now();
+            while started.elapsed() < DAEMON_STARTUP_WAIT {
+                if let Some(c) = client::Client::connect(root) {
+                    return Ok((Some(c), None));
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(err)
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// Whether opening the index failed because another process holds its store.
+fn store_in_use(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| e.to_string().contains("could not acquire lock"))
+}
+
 fn open_index(args: &IndexArgs) -> Result<Indexer> {
     let root = root_of(&args.path)?;
     let db = db_dir(&root, &args.db);
-    let indexer = Indexer::open(&root, &db, indexer_options(args))?;
+    let indexer = Indexer::open(&root, &db, indexer_options(args)).map_err(anyhow::Error::from).map_err(|err| {
+        if store_in_use(&err) {
+            err.context(format!(
+                "the index at {} is in use by another fresco process (a daemon serving this repository: query \
+                 through it, or stop it with `fresco stop`)",
+                db.display()
+            ))
+        } else {
+            err
+        }
+    })?;
     if let Some(why) = &indexer.rebuilt_store {
         eprintln!("fresco: warning: {why}");
     }
@@ -445,6 +495,10 @@ fn print_status(v: &Value) {
     println!("edges              {}", field("edges"));
     println!("unresolved calls   {}", field("unresolved_calls"));
     println!("pending changes    {}", field("pending_changes"));
+    println!("skipped files      {}", field("skipped_files"));
+    for skipped in v["skipped"].as_array().into_iter().flatten() {
+        println!("  {}: {}", skipped["file"].as_str().unwrap_or("?"), skipped["reason"].as_str().unwrap_or("?"));
+    }
     if let Some(bytes) = v["memory_bytes"].as_u64() {
         println!("memory             {:.1} MiB", bytes as f64 / (1024.0 * 1024.0));
     }

@@ -218,6 +218,14 @@ pub fn status(info: StatusInfo) -> Value {
         "unresolved_calls": t.unresolved,
         "parse_error_files": t.parse_error_files,
         "skipped_files": t.skipped_files,
+        // Which, and why (binary, not UTF-8, too large, unreadable, a symbolic link): a file
+        // that turns to non-UTF-8 under the daemon takes its edges with it, visibly.
+        "skipped": info
+            .snapshot
+            .files()
+            .filter_map(|f| f.graph.skipped.as_ref().map(|r| json!({"file": f.graph.path, "reason": r.to_string()})))
+            .take(50)
+            .collect::<Vec<_>>(),
         "pending_changes": info.pending.len(),
         "pending": info.pending.iter().take(50).collect::<Vec<_>>(),
         "memory_bytes": rss_bytes(),

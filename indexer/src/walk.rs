@@ -1,8 +1,13 @@
 //! Finding and reading the files of a repository.
 //!
 //! The walk is gitignore-aware (also outside a git checkout), skips version-control, virtualenv,
-//! cache and build directories by default, follows symlinks with loop detection, and never fails
-//! as a whole because one entry misbehaves: problems are collected as [`WalkIssue`]s.
+//! cache and build directories by default, and never fails as a whole because one entry
+//! misbehaves: problems are collected as [`WalkIssue`]s.
+//!
+//! Symbolic links are not followed. The watcher sees changes under the root only, so a linked
+//! file's or directory's target could change without the index knowing, and the freshness gate
+//! would then vouch for stale facts. A linked `.py` file is listed and recorded as skipped with
+//! that reason; a linked directory is reported as a walk issue.
 
 use std::fs;
 use std::io::Read;
@@ -58,6 +63,16 @@ pub struct WalkIssue {
     pub message: String,
 }
 
+/// The path a walk error is about, when it names one.
+fn error_path(err: &ignore::Error) -> String {
+    match err {
+        ignore::Error::WithPath { path, .. } => path.display().to_string(),
+        ignore::Error::Loop { child, .. } => child.display().to_string(),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => error_path(err),
+        _ => String::new(),
+    }
+}
+
 /// Whether a directory is a virtualenv (it has `pyvenv.cfg`), whatever it is called.
 fn is_virtualenv(dir: &Path) -> bool {
     dir.join("pyvenv.cfg").is_file()
@@ -87,7 +102,7 @@ pub fn discover(root: &Path, options: &WalkOptions) -> (Vec<String>, Vec<WalkIss
     let mut builder = ignore::WalkBuilder::new(root);
     builder
         .hidden(true)
-        .follow_links(true)
+        .follow_links(false)
         .require_git(false)
         .git_ignore(options.gitignore)
         .git_global(options.gitignore)
@@ -107,7 +122,17 @@ pub fn discover(root: &Path, options: &WalkOptions) -> (Vec<String>, Vec<WalkIss
     for result in builder.build() {
         match result {
             Ok(entry) => {
-                if !entry.file_type().is_some_and(|t| t.is_file()) {
+                let is_link = entry.path_is_symlink();
+                if is_link && entry.path().is_dir() {
+                    issues.push(WalkIssue {
+                        path: entry.path().display().to_string(),
+                        message: "a symbolic link to a directory: not followed (changes to its target could not \
+                                  be watched)"
+                            .into(),
+                    });
+                    continue;
+                }
+                if !is_link && !entry.file_type().is_some_and(|t| t.is_file()) {
                     continue;
                 }
                 let Some(rel) = relative(root, entry.path()) else {
@@ -121,7 +146,7 @@ pub fn discover(root: &Path, options: &WalkOptions) -> (Vec<String>, Vec<WalkIss
                     files.push(rel);
                 }
             }
-            Err(err) => issues.push(WalkIssue { path: String::new(), message: err.to_string() }),
+            Err(err) => issues.push(WalkIssue { path: error_path(&err), message: err.to_string() }),
         }
     }
     files.sort();
@@ -135,6 +160,13 @@ pub fn discover_under(root: &Path, rel_dir: &str, options: &WalkOptions) -> (Vec
     let dir = root.join(rel_dir);
     if !dir.is_dir() || !is_candidate(&format!("{rel_dir}/x.py"), options) {
         return (Vec::new(), Vec::new());
+    }
+    if fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        let issue = WalkIssue {
+            path: dir.display().to_string(),
+            message: "a symbolic link to a directory: not followed (changes to its target could not be watched)".into(),
+        };
+        return (Vec::new(), vec![issue]);
     }
     let name = rel_dir.rsplit('/').next().unwrap_or(rel_dir);
     if options.excluded_dirs.iter().any(|e| e == name) || is_virtualenv(&dir) {
@@ -167,13 +199,18 @@ pub fn stamp_of(meta: &fs::Metadata) -> FileStamp {
 /// listed and being read); every other problem becomes a recorded skip reason.
 pub fn read_source(root: &Path, rel: &str, max_size: u64) -> Option<SourceRead> {
     let path: PathBuf = root.join(rel);
-    let meta = match fs::metadata(&path) {
+    // Not `metadata`: a symbolic link is not followed (see the module documentation).
+    let meta = match fs::symlink_metadata(&path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
         Err(e) => {
             return Some(skipped(SkipReason::Unreadable { error: e.to_string() }, FileStamp::default(), &[]));
         }
     };
+    if meta.file_type().is_symlink() {
+        let error = "a symbolic link: not followed (changes to its target could not be watched)".to_string();
+        return Some(skipped(SkipReason::Unreadable { error }, stamp_of(&meta), &[]));
+    }
     if !meta.is_file() {
         return None;
     }
@@ -251,6 +288,25 @@ mod tests {
         std::os::unix::fs::symlink(root.join("a"), root.join("a/loop")).unwrap();
         let (files, issues) = discover(root, &WalkOptions::default());
         assert_eq!(files, vec!["a/m.py"]);
-        assert!(issues.iter().any(|i| i.message.contains("loop")), "{issues:?}");
+        assert!(issues.iter().any(|i| i.message.contains("not followed") && i.path.ends_with("loop")), "{issues:?}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn linked_files_are_listed_and_skipped_with_a_reason() {
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("shared.py"), "x = 1\n").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::write(root.join("own.py"), "y = 2\n").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("shared.py"), root.join("linked.py")).unwrap();
+        let (files, _) = discover(root, &WalkOptions::default());
+        assert_eq!(files, vec!["linked.py", "own.py"]);
+        let read = read_source(root, "linked.py", 1000).unwrap();
+        assert!(
+            matches!(&read.skipped, Some(SkipReason::Unreadable { error }) if error.contains("symbolic link")),
+            "{:?}",
+            read.skipped
+        );
     }
 }

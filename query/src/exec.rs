@@ -506,9 +506,19 @@ fn compare_rows(snapshot: &Snapshot, a: &Row, b: &Row, field: Field) -> std::cmp
         Field::Name => a.id.cmp(&b.id),
         Field::Depth => a.depth.cmp(&b.depth),
         Field::Kind => snapshot.kind_of(&a.id).cmp(&snapshot.kind_of(&b.id)),
-        Field::File | Field::Line => {
+        Field::File => {
             let key = |r: &Row| {
                 snapshot.unit(&r.id).map(|u| (u.file.graph.path.clone(), u.unit.start_line)).unwrap_or_default()
+            };
+            key(a).cmp(&key(b))
+        }
+        // The row's own line (a call site, reference or import) when it has one, else where the
+        // unit starts; the file breaks ties.
+        Field::Line => {
+            let key = |r: &Row| {
+                let unit = snapshot.unit(&r.id);
+                let line = r.line.or(unit.as_ref().map(|u| u.unit.start_line)).unwrap_or(0);
+                (line, unit.map(|u| u.file.graph.path.clone()).unwrap_or_default())
             };
             key(a).cmp(&key(b))
         }

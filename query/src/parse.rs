@@ -315,6 +315,11 @@ impl Parser {
             "search" => {
                 self.bump();
                 let text = match self.peek().clone() {
+                    // An empty text matches nothing in any lane: say so, rather than answer
+                    // with whatever ranks first.
+                    Tok::Str(s) if s.trim().is_empty() => {
+                        return self.error("the text to search for is empty".to_string());
+                    }
                     Tok::Str(s) => {
                         self.bump();
                         s
@@ -696,6 +701,13 @@ mod tests {
         }
         // `<` is still a comparison elsewhere.
         assert!(parse("callers pkg.f | where depth < 3").is_ok());
+    }
+
+    #[test]
+    fn an_empty_search_is_an_error_at_its_text() {
+        let err = parse("search \"  \" k 5").unwrap_err();
+        assert_eq!(err.position, 7, "{err:?}");
+        assert!(err.message.contains("empty"), "{err:?}");
     }
 
     #[test]
