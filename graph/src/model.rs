@@ -276,11 +276,16 @@ impl ParamCall {
     }
 }
 
-/// A file's identity on disk, to tell cheaply whether it changed while nobody watched.
+/// A file's identity on disk, to tell cheaply whether it changed while nobody watched. Size and
+/// modification time alone miss a same-size rewrite whose mtime was put back (`cp -p`,
+/// `rsync -a`, `touch -r`, two writes within one timestamp tick); the inode change time cannot
+/// be set back, and the inode number changes when a file is replaced by a rename.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct FileStamp {
     pub size: u64,
     pub mtime_ns: i128,
+    pub ctime_ns: i128,
+    pub inode: u64,
 }
 
 /// Opaque bookkeeping the indexer keeps per file so that it can update incrementally after a

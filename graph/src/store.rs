@@ -18,7 +18,7 @@ use crate::model::{FileGraph, FileStamp, IndexDeps};
 use crate::snapshot::{FileChange, FileEntry, Snapshot};
 
 /// Bump whenever the record layout or the meaning of a field changes.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 
 const KEY_FORMAT: &[u8] = b"meta/format";
 const KEY_VERSION: &[u8] = b"meta/version";
@@ -335,7 +335,7 @@ mod tests {
         Arc::new(FileEntry::new(
             Arc::new(graph),
             Arc::from(text),
-            FileStamp { size: text.len() as u64, mtime_ns: 7 },
+            FileStamp { size: text.len() as u64, mtime_ns: 7, ctime_ns: 8, inode: 9 },
             IndexDeps { modules: vec!["os".into()], interface: 9, interface_names: vec![("x".into(), 1)] },
         ))
     }

@@ -242,7 +242,8 @@ impl Indexer {
         let on_disk: FxHashSet<&String> = files.iter().collect();
         let mut events = Vec::new();
         for path in &files {
-            let stamp = std::fs::metadata(self.root.join(path)).ok().map(|m| walk::stamp_of(&m));
+            // As `read_source` stamps it: a symbolic link's own metadata.
+            let stamp = std::fs::symlink_metadata(self.root.join(path)).ok().map(|m| walk::stamp_of(&m));
             if stamp.is_none() || self.stamps.get(path) != stamp.as_ref() {
                 events.push(FileEvent::Changed(path.clone()));
             }

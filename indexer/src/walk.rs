@@ -92,7 +92,10 @@ pub fn is_candidate(rel: &str, options: &WalkOptions) -> bool {
         return false;
     }
     let mut parts: Vec<&str> = rel.split('/').collect();
-    parts.pop();
+    // Hidden files, like hidden directories, are left out (as the walk does).
+    if parts.pop().is_some_and(|name| name.starts_with('.')) {
+        return false;
+    }
     !parts.iter().any(|p| options.excluded_dirs.iter().any(|e| e == p) || p.starts_with('.'))
 }
 
@@ -192,7 +195,14 @@ pub fn stamp_of(meta: &fs::Metadata) -> FileStamp {
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| d.as_nanos() as i128)
         .unwrap_or(0);
-    FileStamp { size: meta.len(), mtime_ns }
+    #[cfg(unix)]
+    let (ctime_ns, inode) = {
+        use std::os::unix::fs::MetadataExt;
+        (meta.ctime() as i128 * 1_000_000_000 + meta.ctime_nsec() as i128, meta.ino())
+    };
+    #[cfg(not(unix))]
+    let (ctime_ns, inode) = (0, 0);
+    FileStamp { size: meta.len(), mtime_ns, ctime_ns, inode }
 }
 
 /// Reads a file for indexing. `Ok(None)` means the file no longer exists (deleted between being

@@ -250,6 +250,29 @@ impl IgnoreRules {
                     matchers.push(matcher);
                 }
             }
+            // The rest of what the walk applies (see `walk::discover`), so that the daemon and
+            // an in-process index see the same files: ignore files of the directories above the
+            // root, `.git/info/exclude`, and the user's global excludes file.
+            for ancestor in root.ancestors().skip(1) {
+                for name in [".gitignore", ".ignore"] {
+                    let file = ancestor.join(name);
+                    if file.is_file() {
+                        matchers.push(ignore::gitignore::Gitignore::new(&file).0);
+                    }
+                }
+            }
+            let exclude = root.join(".git/info/exclude");
+            if exclude.is_file() {
+                let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
+                builder.add(&exclude);
+                if let Ok(matcher) = builder.build() {
+                    matchers.push(matcher);
+                }
+            }
+            let (global, _) = ignore::gitignore::GitignoreBuilder::new(root).build_global();
+            if !global.is_empty() {
+                matchers.push(global);
+            }
         }
         IgnoreRules { matchers, enabled: options.gitignore }
     }
@@ -427,4 +450,32 @@ fn in_excluded_dir(rel: &str, options: &WalkOptions) -> bool {
     let mut parts: Vec<&str> = rel.split('/').collect();
     parts.pop();
     parts.iter().any(|p| options.excluded_dirs.iter().any(|e| e == p) || (p.starts_with('.') && !p.is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The watcher's rules for single paths agree with the walk: `.git/info/exclude` and ignore
+    /// files above the root count, and hidden files are not candidates.
+    #[test]
+    fn single_path_rules_match_the_walk() {
+        let outer = tempfile::tempdir().expect("tempdir");
+        std::fs::write(outer.path().join(".gitignore"), "generated_*.py\n").expect("write");
+        let root = outer.path().join("repo");
+        std::fs::create_dir_all(root.join(".git/info")).expect("mkdir");
+        std::fs::write(root.join(".git/info/exclude"), "excluded_one.py\n").expect("write");
+        for name in ["kept.py", "excluded_one.py", "generated_x.py", ".hidden_mod.py"] {
+            std::fs::write(root.join(name), "x = 1\n").expect("write");
+        }
+        let options = WalkOptions::default();
+        let (walked, _) = crate::walk::discover(&root, &options);
+        let rules = IgnoreRules::load(&root, &options);
+        let seen: Vec<&str> = ["kept.py", "excluded_one.py", "generated_x.py", ".hidden_mod.py"]
+            .into_iter()
+            .filter(|rel| crate::walk::is_candidate(rel, &options) && !rules.is_ignored(&root.join(rel), false))
+            .collect();
+        assert_eq!(walked, vec!["kept.py".to_string()]);
+        assert_eq!(seen, vec!["kept.py"]);
+    }
 }

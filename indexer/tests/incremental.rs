@@ -406,3 +406,23 @@ fn edit_sequences_on_requests_end_where_a_clean_index_does() {
         }
     }
 }
+
+/// A same-size rewrite whose modification time is put back (`cp -p`, `rsync -a`, `touch -r`)
+/// is still seen by a rescan: the stamp holds the inode change time too.
+#[test]
+fn a_rewrite_with_the_old_mtime_is_still_seen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "m.py", "def third():\n    return 1\n");
+    let mut indexer = fresh(dir.path());
+    let path = dir.path().join("m.py");
+    let mtime = std::fs::metadata(&path).and_then(|m| m.modified()).expect("mtime");
+    // The ctime clock must move on: some filesystems keep whole-second or coarse timestamps.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write(dir.path(), "m.py", "def fifth():\n    return 1\n");
+    std::fs::File::options().write(true).open(&path).and_then(|f| f.set_modified(mtime)).expect("set mtime");
+    assert_eq!(std::fs::metadata(&path).and_then(|m| m.modified()).expect("mtime"), mtime);
+    indexer.refresh().expect("rescan");
+    let units: Vec<String> =
+        indexer.snapshot().files().flat_map(|f| f.graph.units.iter().map(|u| u.id.clone())).collect();
+    assert!(units.contains(&"m.fifth".to_string()) && !units.contains(&"m.third".to_string()), "{units:?}");
+}
