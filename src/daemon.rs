@@ -521,6 +521,10 @@ fn handle_export(shared: &Shared, params: &Value) -> Result<Value, ProtoError> {
         .get("out")
         .and_then(Value::as_str)
         .ok_or_else(|| ProtoError::new("INVALID_REQUEST", "params.out (a directory) is required"))?;
+    // Relative to what? The daemon's working directory is not the client's.
+    if !Path::new(out).is_absolute() {
+        return Err(ProtoError::new("INVALID_REQUEST", "params.out must be an absolute path"));
+    }
     let freshness =
         params.get("freshness").and_then(Value::as_str).and_then(Freshness::parse).unwrap_or(Freshness::Wait);
     let (published, _) = shared.gate(freshness, Duration::from_millis(protocol::DEFAULT_WAIT_MS))?;
