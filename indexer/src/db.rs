@@ -83,7 +83,7 @@ pub const SYNTAX_CACHE: usize = 128;
 
 #[salsa::tracked(returns(clone), lru = 128)]
 pub fn file_syntax(db: &dyn salsa::Database, file: SourceFile) -> Arc<FileSyntax> {
-    Arc::new(crate::lower::lower(file.text(db)))
+    Arc::new(crate::lower::lower_file(file.path(db), file.text(db)))
 }
 
 #[salsa::tracked(returns(clone))]
