@@ -217,6 +217,8 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         let shared = shared.clone();
         std::thread::Builder::new()
             .name("fresco-indexer".into())
+            // Small batches are lowered and resolved on this thread: the main thread's stack.
+            .stack_size(8 * 1024 * 1024)
             .spawn(move || indexer_loop(indexer, batch_rx, shared, lane_updates))?
     };
 

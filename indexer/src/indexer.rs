@@ -680,6 +680,9 @@ fn release_free_memory() {
     }
 }
 
+/// The stack of each indexing worker thread.
+const WORKER_STACK: usize = 8 * 1024 * 1024;
+
 /// Maps `f` over `items` on up to `threads` threads, keeping the order.
 fn parallel_map<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     parallel_map_with(items, threads, || (), |_, item| f(item))
@@ -713,11 +716,14 @@ fn parallel_map_with<T: Sync, S: Send, R: Send>(
         // `process::limit_malloc_arenas`) every worker then has one of its own, and the memory
         // the calling thread frees here is what it allocates from afterwards.
         let handles: Vec<_> = (1..threads)
-            .map(|_| {
+            .filter_map(|_| {
                 // States are made here, on the calling thread, and moved to the workers.
                 let state = init();
                 let work = &work;
-                scope.spawn(move || work(state))
+                // The main thread's stack size, not a spawned thread's 2 MiB: lowering and
+                // resolution recurse over nested code (bounded, see `lower::MAX_NESTING`). A
+                // worker that cannot start leaves its share to the others.
+                std::thread::Builder::new().stack_size(WORKER_STACK).spawn_scoped(scope, move || work(state)).ok()
             })
             .collect();
         let mut parts = vec![work(init())];

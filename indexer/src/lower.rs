@@ -151,13 +151,15 @@ fn lower_tree(text: &str, tree: Option<&Tree>) -> FileSyntax {
         dunder_all: None,
         module_variables: FxHashMap::default(),
         conditional_depth: 0,
+        nesting: 0,
+        too_deep: 0,
     };
     lowerer.block(root, 0);
     lowerer.drop_local_reads();
     lowerer.name_lambdas();
     let docstring = lowerer.docstring(root);
     FileSyntax {
-        parse_errors: count_errors(root),
+        parse_errors: count_errors(root) + lowerer.too_deep,
         line_count,
         byte_len: text.len() as u32,
         docstring,
@@ -300,7 +302,18 @@ struct Lowerer<'a> {
     module_variables: FxHashMap<(ScopeId, Name), DefId>,
     /// How many conditional blocks (if/try/loop/with/match) of the current scope enclose us.
     conditional_depth: u32,
+    /// How many expressions enclose the one being lowered (see [`MAX_NESTING`]).
+    nesting: u32,
+    /// Expressions left unlowered because they were nested deeper than that.
+    too_deep: u32,
 }
+
+/// Expressions nested deeper than this are not lowered (their calls and reads are lost, and the
+/// file is flagged with a parse error). CPython itself rejects nesting near 200 parentheses;
+/// long flat chains (`a or b or ...`, `x + y + ...`), which tree-sitter nests one level per
+/// operator, are walked without nesting. The bound keeps the recursive walk within a thread's
+/// stack on any input.
+pub(crate) const MAX_NESTING: u32 = 200;
 
 impl<'a> Lowerer<'a> {
     fn text(&self, node: Node) -> &'a str {
@@ -1514,6 +1527,17 @@ impl<'a> Lowerer<'a> {
     }
 
     fn value(&mut self, node: Node, scope: ScopeId) -> Expr {
+        if self.nesting >= MAX_NESTING {
+            self.too_deep += 1;
+            return Expr::Unknown;
+        }
+        self.nesting += 1;
+        let value = self.value_inner(node, scope);
+        self.nesting -= 1;
+        value
+    }
+
+    fn value_inner(&mut self, node: Node, scope: ScopeId) -> Expr {
         match node.kind() {
             "identifier" | "attribute" => self.expr(node, scope),
             "call" => {
@@ -1703,10 +1727,24 @@ impl<'a> Lowerer<'a> {
                 }
                 Expr::Union(options)
             }
-            "boolean_operator" => {
-                let left = node.field("left").map(|n| self.expr(n, scope)).unwrap_or(Expr::Unknown);
-                let right = node.field("right").map(|n| self.expr(n, scope)).unwrap_or(Expr::Unknown);
-                Expr::Union(vec![left, right])
+            // Chains of one operator are nested one level per operator, leftmost deepest:
+            // walked down their left spine, not recursively (generated code has thousands).
+            "boolean_operator" | "binary_operator" => {
+                let kind = node.kind();
+                let mut operands = Vec::new();
+                let mut current = Some(node);
+                while let Some(n) = current {
+                    if n.kind() != kind {
+                        operands.push(n);
+                        break;
+                    }
+                    operands.extend(n.field("right"));
+                    current = n.field("left");
+                }
+                operands.reverse();
+                let values: Vec<Expr> = operands.into_iter().map(|n| self.expr(n, scope)).collect();
+                // `a or b` is one of them; `a + b` is a new value of unknown type.
+                if kind == "boolean_operator" { Expr::Union(values) } else { Expr::Unknown }
             }
             "await" => match node.named_child(0) {
                 Some(inner) => self.expr(inner, scope),
@@ -1931,6 +1969,27 @@ mod tests {
         }
         // Same text again: the kept tree is reused as it is.
         assert_eq!(lower_file(path, &Arc::from(text.as_str())), lower(&text));
+    }
+
+    #[test]
+    fn deep_and_long_expressions_do_not_exhaust_the_stack() {
+        // Run on a thread with the default stack of a spawned thread (2 MiB).
+        let handle = std::thread::Builder::new()
+            .stack_size(2 * 1024 * 1024)
+            .spawn(|| {
+                let chain = vec!["f()"; 5000].join(" or ");
+                let sum = vec!["g()"; 5000].join(" + ");
+                let nested = format!("{}x{}", "(".repeat(3000), ")".repeat(3000));
+                let text = format!("A = {chain}\nB = {sum}\nC = {nested}\ndef h():\n    return f()\n");
+                let syn = lower(&text);
+                let module_calls = syn.scopes[0].calls.len();
+                (module_calls, syn.defs.iter().any(|d| d.path == "h"), syn.parse_errors)
+            })
+            .expect("spawn");
+        let (calls, has_h, errors) = handle.join().expect("no stack overflow");
+        assert_eq!(calls, 10_000, "every call of the flat chains is kept");
+        assert!(has_h, "what follows is lowered");
+        assert!(errors >= 1, "the over-deep parentheses flag the file");
     }
 
     #[test]
