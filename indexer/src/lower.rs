@@ -644,7 +644,6 @@ impl<'a> Lowerer<'a> {
             | "finally_clause"
             | "except_group_clause"
             | "match_statement"
-            | "case_clause"
             | "ERROR" => {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
@@ -653,6 +652,19 @@ impl<'a> Lowerer<'a> {
                         self.statement(child, scope);
                     } else {
                         self.expr(child, scope);
+                    }
+                }
+            }
+            "case_clause" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    match child.kind() {
+                        "case_pattern" => self.pattern(child, scope),
+                        kind if is_statement_like(kind) => self.statement(child, scope),
+                        _ => {
+                            self.expr(child, scope);
+                        }
                     }
                 }
             }
@@ -1796,6 +1808,101 @@ impl<'a> Lowerer<'a> {
                 Expr::Unknown
             }
         }
+    }
+
+    /// A `case` pattern: names it captures are bound (`case [x, *rest]`, `case {"k": v}`,
+    /// `case Point() as p`: `p` is a `Point`), dotted names are values it reads (`case
+    /// Color.RED`), and a class pattern's class is read (`case Point(x=0)`).
+    fn pattern(&mut self, node: Node, scope: ScopeId) {
+        match node.kind() {
+            "dotted_name" => {
+                let chain = self.dotted(node);
+                match &chain {
+                    Expr::Name(n) if n == "_" => {}
+                    Expr::Name(n) => {
+                        let name = n.to_string();
+                        self.bind(scope, &name, Binding::Value(Expr::Unknown));
+                    }
+                    _ => self.access(scope, chain, line(node), false),
+                }
+            }
+            "class_pattern" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for (i, child) in children.into_iter().enumerate() {
+                    if i == 0 && child.kind() == "dotted_name" {
+                        let class = self.dotted(child);
+                        self.access(scope, class, line(child), false);
+                    } else {
+                        self.pattern(child, scope);
+                    }
+                }
+            }
+            "as_pattern" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                let mut value = Expr::Unknown;
+                for child in children {
+                    if matches!(child.kind(), "identifier" | "as_pattern_target") {
+                        let alias = child.named_child(0).filter(|c| c.kind() == "identifier").unwrap_or(child);
+                        let name = self.text(alias).to_string();
+                        self.bind(scope, &name, Binding::Value(value.clone()));
+                    } else {
+                        // `case Point() as p`: `p` is an instance of the class matched.
+                        value = match child.kind() {
+                            "case_pattern" => child
+                                .named_child(0)
+                                .filter(|c| c.kind() == "class_pattern")
+                                .and_then(|c| c.named_child(0))
+                                .filter(|c| c.kind() == "dotted_name")
+                                .map(|c| Expr::Instance(Box::new(self.dotted(c))))
+                                .unwrap_or(Expr::Unknown),
+                            _ => Expr::Unknown,
+                        };
+                        self.pattern(child, scope);
+                    }
+                }
+            }
+            "splat_pattern" => {
+                if let Some(name) = node.named_child(0).filter(|c| c.kind() == "identifier") {
+                    let name = self.text(name).to_string();
+                    if name != "_" {
+                        self.bind(scope, &name, Binding::Value(Expr::Unknown));
+                    }
+                }
+            }
+            // `Point(x=px)`: the keyword names an attribute, the pattern after it may capture.
+            "keyword_pattern" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for child in children.into_iter().skip(1) {
+                    self.pattern(child, scope);
+                }
+            }
+            "case_pattern" | "list_pattern" | "tuple_pattern" | "union_pattern" | "dict_pattern" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    self.pattern(child, scope);
+                }
+            }
+            // Literals, `None`, strings: nothing to bind or read.
+            _ => {}
+        }
+    }
+
+    /// `a.b.c` written as a `dotted_name` node, as the attribute chain it reads.
+    fn dotted(&self, node: Node) -> Expr {
+        let mut cursor = node.walk();
+        let mut chain: Option<Expr> = None;
+        for part in node.named_children(&mut cursor).filter(|c| c.kind() == "identifier") {
+            let name = Name::new(self.text(part));
+            chain = Some(match chain {
+                None => Expr::Name(name),
+                Some(base) => Expr::Attr(Box::new(base), name),
+            });
+        }
+        chain.unwrap_or(Expr::Unknown)
     }
 
     fn walk_children(&mut self, node: Node, scope: ScopeId) {
