@@ -165,7 +165,14 @@ pub fn run_query(
     is_stale: &dyn Fn(&str) -> bool,
     stale: &[String],
 ) -> Result<(fresco_query::Output, Value), ProtoError> {
-    let ctx = fresco_query::Context { snapshot, limits: params.limits.clone(), cancel, history, lanes };
+    let ctx = fresco_query::Context {
+        snapshot,
+        limits: params.limits.clone(),
+        cancel,
+        history,
+        lanes,
+        is_stale: Some(is_stale),
+    };
     let started = std::time::Instant::now();
     let mut output = fresco_query::run(&ctx, &params.text).map_err(|e| query_error(&e))?;
     if output.lanes.is_some() {

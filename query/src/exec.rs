@@ -161,11 +161,14 @@ pub struct Context<'a> {
     pub history: Option<&'a fresco_graph::VersionLog>,
     /// The lexical and dense retrieval lanes, when loaded.
     pub lanes: Option<&'a dyn crate::retrieve::Lanes>,
+    /// Whether a file (relative path) changed on disk after the snapshot (the daemon's
+    /// freshness `allow`): `context` marks such files in the text it assembles.
+    pub is_stale: Option<&'a dyn Fn(&str) -> bool>,
 }
 
 impl<'a> Context<'a> {
     pub fn new(snapshot: &'a Snapshot) -> Context<'a> {
-        Context { snapshot, limits: Limits::default(), cancel: None, history: None, lanes: None }
+        Context { snapshot, limits: Limits::default(), cancel: None, history: None, lanes: None, is_stale: None }
     }
 }
 
@@ -452,7 +455,13 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 }
             }
             let analogues = analogues(&ranked, &target);
-            let graph = graph_lane(snapshot, &target, exec.ctx.lanes, wanted.contains(&Lane::Dense), &analogues, *k);
+            // Without the graph lane (`lanes bm25,dense`), nothing is ranked or labelled by it:
+            // the answer is the fusion of the lanes asked for, all of it examples.
+            let graph = if wanted.contains(&Lane::Graph) {
+                graph_lane(snapshot, &target, exec.ctx.lanes, wanted.contains(&Lane::Dense), &analogues, *k)
+            } else {
+                Vec::new()
+            };
             if wanted.contains(&Lane::Graph) {
                 health.insert(
                     "graph",
@@ -472,9 +481,10 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 }
             }
             exec.lane_hits = ranked.iter().map(|(l, ids)| (l.as_str(), ids.clone())).collect();
-            let deps = dependency_set(snapshot, &target, &graph, *k);
+            let deps =
+                if graph.is_empty() { FxHashSet::default() } else { dependency_set(snapshot, &target, &graph, *k) };
             let fused = context_order(fuse(&ranked), &graph, &deps);
-            let block = assemble(snapshot, exec.ctx.lanes, &target, &fused, &deps, *budget);
+            let block = assemble(snapshot, exec.ctx.lanes, &target, &fused, &deps, *budget, exec.ctx.is_stale);
             exec.lanes = Some(health);
             exec.context = Some(block);
             Ok(fused

@@ -1021,8 +1021,8 @@ pub struct ContextUnit {
     pub end_line: u32,
     pub revision: String,
     pub tokens: usize,
-    /// Set by the daemon (freshness `allow`) when the unit's file changed on disk after the
-    /// snapshot the context was assembled from.
+    /// When the unit's file changed on disk after the snapshot the context was assembled from
+    /// (the daemon's freshness `allow`); the text marks the file's header too.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub stale: bool,
 }
@@ -1041,7 +1041,13 @@ pub struct ContextBlock {
 }
 
 /// Assembles context within `budget` tokens: dependencies first, then usage examples, each as
-/// the whole unit's source; grouped by file and in source order in the text.
+/// the whole unit's source. In the text each of the two parts is grouped by file (the target's
+/// own file last, closest to where the code goes) and in source order within a file.
+///
+/// The budget covers the whole text, headers and comment lines included: each unit is counted
+/// with its comment line, each file header when its first unit is taken, and the finished text
+/// is counted again (units are dropped from the end if the tokenizer's count of the whole came
+/// out higher than the sum of its parts).
 ///
 /// Dependencies are chosen by value per token, not strictly in rank order: how likely the unit
 /// at dependency rank r is needed falls as 1/r (0.7/r on the retrieval benchmark, ranks 1 to
@@ -1049,7 +1055,8 @@ pub struct ContextBlock {
 /// in its place. The i-th dependency's density is (1/i) / its length; the dependencies are
 /// taken in that order while they fit (in-context recall 0.826 taking them in rank order, 0.860
 /// by density, simulated on the benchmark's trace). Examples then fill what is left, in order.
-/// `units` lists what was chosen in ranking order.
+/// The target itself, units containing it (its class) and units inside it are never included:
+/// they would repeat the code being written. `units` lists what was chosen in ranking order.
 pub fn assemble(
     snapshot: &Snapshot,
     lanes: Option<&dyn Lanes>,
@@ -1057,6 +1064,7 @@ pub fn assemble(
     fused: &[Fused],
     dependencies: &FxHashSet<String>,
     budget: usize,
+    is_stale: Option<&dyn Fn(&str) -> bool>,
 ) -> ContextBlock {
     let counted_by_tokenizer = lanes.and_then(|l| l.count_tokens("x")).is_some();
     let count = |text: &str| -> usize {
@@ -1065,7 +1073,17 @@ pub fn assemble(
             None => text.chars().count().div_ceil(4),
         }
     };
-    // Candidates in ranking order: code units other than the target, each once.
+    let stale = |file: &str| is_stale.is_some_and(|f| f(file));
+    let inside = |outer: &fresco_graph::UnitRef<'_>, inner: &fresco_graph::UnitRef<'_>| {
+        outer.file.graph.path == inner.file.graph.path
+            && outer.unit.start_byte <= inner.unit.start_byte
+            && inner.unit.end_byte <= outer.unit.end_byte
+    };
+    let target_unit = target.id.as_ref().and_then(|id| snapshot.unit(id));
+    let overlaps_target =
+        |u: &fresco_graph::UnitRef<'_>| target_unit.as_ref().is_some_and(|t| inside(u, t) || inside(t, u));
+    // Candidates in ranking order: code units other than the target (and what contains it or is
+    // inside it), each once.
     let mut seen: FxHashSet<&str> = FxHashSet::default();
     let ranked: Vec<(fresco_graph::UnitRef<'_>, &'static str)> = fused
         .iter()
@@ -1074,7 +1092,23 @@ pub fn assemble(
         .chain(fused.iter().filter(|f| !dependencies.contains(&f.id)).map(|f| (f, "example")))
         .filter(|(f, _)| Some(&f.id) != target.id.as_ref() && seen.insert(f.id.as_str()))
         .filter_map(|(f, role)| snapshot.unit(&f.id).filter(|u| is_code_unit(u.unit)).map(|u| (u, role)))
+        .filter(|(u, _)| !overlaps_target(u))
         .collect();
+    // What a unit and a file header put into the text.
+    let unit_comment = |u: &fresco_graph::UnitRef<'_>, role: &str| {
+        format!("# {} lines {}-{} ({role})\n", u.unit.id, u.unit.start_line, u.unit.end_line)
+    };
+    let file_header = |u: &fresco_graph::UnitRef<'_>| {
+        let (path, revision) = (&u.file.graph.path, u.file.graph.revision);
+        if stale(path) {
+            format!(
+                "# file: {path} (revision {revision}; STALE: changed on disk after version {})\n",
+                snapshot.version()
+            )
+        } else {
+            format!("# file: {path} (revision {revision})\n")
+        }
+    };
     // The order in which they are considered: dependencies by density, then examples by rank.
     let n_deps = ranked.iter().filter(|(_, role)| *role == "dependency").count();
     let mut consider: Vec<usize> = (0..ranked.len()).collect();
@@ -1089,14 +1123,10 @@ pub fn assemble(
     let mut taken: Vec<usize> = Vec::new();
     let mut cut_ranks: Vec<usize> = Vec::new();
     let mut tokens_of: FxHashMap<usize, usize> = FxHashMap::default();
+    let mut headers: FxHashMap<(&'static str, &str), usize> = FxHashMap::default();
     let mut used = 0usize;
-    let inside = |outer: &fresco_graph::UnitRef<'_>, inner: &fresco_graph::UnitRef<'_>| {
-        outer.file.graph.path == inner.file.graph.path
-            && outer.unit.start_byte <= inner.unit.start_byte
-            && inner.unit.end_byte <= outer.unit.end_byte
-    };
     for i in consider {
-        let u = &ranked[i].0;
+        let (u, role) = &ranked[i];
         // Once the budget is (nearly) spent, the rest is cut without counting its tokens.
         if budget.saturating_sub(used) < 24 {
             cut_ranks.push(i);
@@ -1106,12 +1136,17 @@ pub fn assemble(
         if taken.iter().any(|&t| inside(&ranked[t].0, u)) {
             continue;
         }
-        let tokens = count(u.file.display_source_of(u.unit)) + 12;
-        if used + tokens > budget {
+        let tokens = count(&unit_comment(u, role)) + count(u.file.display_source_of(u.unit));
+        let header_key = (*role, u.file.graph.path.as_str());
+        let header = if headers.contains_key(&header_key) { 0 } else { count(&file_header(u)) };
+        if used + tokens + header > budget {
             cut_ranks.push(i);
             continue;
         }
-        used += tokens;
+        used += tokens + header;
+        if header > 0 {
+            headers.insert(header_key, header);
+        }
         tokens_of.insert(i, tokens);
         taken.push(i);
     }
@@ -1121,11 +1156,43 @@ pub fn assemble(
         .copied()
         .filter(|&a| taken.iter().any(|&b| b != a && inside(&ranked[b].0, &ranked[a].0)))
         .collect();
-    for i in &contained {
-        used -= tokens_of.get(i).copied().unwrap_or(0);
-    }
     taken.retain(|i| !contained.contains(i));
+    // What the text holds through a containing unit was not cut.
+    cut_ranks.retain(|&c| !taken.iter().any(|&t| inside(&ranked[t].0, &ranked[c].0)));
     taken.sort_unstable();
+    // The text: dependencies, then examples; in each, files with the target's file last, units in
+    // source order within a file.
+    let render = |taken: &[usize]| -> String {
+        let mut text = String::new();
+        for part in ["dependency", "example"] {
+            let mut by_file: BTreeMap<(bool, &str), Vec<usize>> = BTreeMap::new();
+            for &i in taken.iter().filter(|&&i| ranked[i].1 == part) {
+                let path = ranked[i].0.file.graph.path.as_str();
+                by_file.entry((path == target.file, path)).or_default().push(i);
+            }
+            for (_, mut units) in by_file {
+                units.sort_by_key(|&i| ranked[i].0.unit.start_line);
+                text.push_str(&file_header(&ranked[units[0]].0));
+                for i in units {
+                    let (u, role) = &ranked[i];
+                    text.push_str(&unit_comment(u, role));
+                    text.push_str(u.file.display_source_of(u.unit));
+                    text.push_str("\n\n");
+                }
+            }
+        }
+        text
+    };
+    let mut text = render(&taken);
+    let mut tokens = count(&text);
+    // The whole is counted too; should it exceed the budget, the last chosen go first.
+    while tokens > budget {
+        let Some(&last) = taken.iter().max_by_key(|&&i| (ranked[i].1 == "example", i)) else { break };
+        taken.retain(|&i| i != last);
+        cut_ranks.push(last);
+        text = render(&taken);
+        tokens = count(&text);
+    }
     cut_ranks.sort_unstable();
     let cut: Vec<String> = cut_ranks.iter().map(|&i| ranked[i].0.unit.id.clone()).collect();
     let chosen: Vec<ContextUnit> = taken
@@ -1140,32 +1207,13 @@ pub fn assemble(
                 end_line: u.unit.end_line,
                 revision: u.file.graph.revision.to_string(),
                 tokens: tokens_of.get(&i).copied().unwrap_or(0),
-                stale: false,
+                stale: stale(&u.file.graph.path),
             }
         })
         .collect();
-    // The text: grouped by file (the target's file last, closest to where the code will go),
-    // units in source order within a file.
-    let mut by_file: BTreeMap<(bool, String), Vec<&ContextUnit>> = BTreeMap::new();
-    for c in &chosen {
-        by_file.entry((c.file == target.file, c.file.clone())).or_default().push(c);
-    }
-    let mut text = String::new();
-    for ((_, file), mut units) in by_file {
-        units.sort_by_key(|u| u.start_line);
-        let revision = units.first().map(|u| u.revision.clone()).unwrap_or_default();
-        text.push_str(&format!("# file: {file} (revision {revision})\n"));
-        for u in units {
-            if let Some(unit) = snapshot.unit(&u.name) {
-                text.push_str(&format!("# {} lines {}-{} ({})\n", u.name, u.start_line, u.end_line, u.role));
-                text.push_str(unit.file.display_source_of(unit.unit));
-                text.push_str("\n\n");
-            }
-        }
-    }
     ContextBlock {
         budget,
-        tokens: used,
+        tokens,
         token_rule: if counted_by_tokenizer { "minilm" } else { "chars/4" },
         units: chosen,
         cut,

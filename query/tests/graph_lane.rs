@@ -96,7 +96,7 @@ fn context_prefers_several_short_dependencies_to_one_long_one_of_similar_rank() 
     let fused = fuse(&[(Lane::Graph, order.clone())]);
     let deps: FxHashSet<String> = order.iter().cloned().collect();
     // With room for everything, everything is taken, listed in ranking order.
-    let all = assemble(&snapshot, None, &target, &fused, &deps, 4000);
+    let all = assemble(&snapshot, None, &target, &fused, &deps, 4000, None);
     let chosen: Vec<&str> = all.units.iter().map(|u| u.name.as_str()).collect();
     assert_eq!(chosen, ["pkg.long_helper", "pkg.short_a", "pkg.short_b", "pkg.short_c"]);
     let tokens: Vec<usize> = all.units.iter().map(|u| u.tokens).collect();
@@ -104,11 +104,46 @@ fn context_prefers_several_short_dependencies_to_one_long_one_of_similar_rank() 
     // Room for the long one and one short one: in rank order that is what would be taken; by
     // value per token the three short ones are, and the long one is cut.
     let budget = tokens[0] + tokens[1] + tokens[2] / 2;
-    let block = assemble(&snapshot, None, &target, &fused, &deps, budget);
+    let block = assemble(&snapshot, None, &target, &fused, &deps, budget, None);
     let chosen: Vec<&str> = block.units.iter().map(|u| u.name.as_str()).collect();
     assert_eq!(chosen, ["pkg.short_a", "pkg.short_b", "pkg.short_c"], "{block:?}");
     assert_eq!(block.cut, ["pkg.long_helper"]);
-    assert!(block.tokens <= budget);
+    // The budget covers the whole text, headers and comment lines included (chars/4 here).
+    assert_eq!(block.tokens, block.text.chars().count().div_ceil(4));
+    assert!(block.tokens <= budget, "{} > {budget}", block.tokens);
+    for budget in [0, 10, 30, 60, 100, 200, 400] {
+        let block = assemble(&snapshot, None, &target, &fused, &deps, budget, None);
+        assert!(block.text.chars().count().div_ceil(4) <= budget, "budget {budget}: {}", block.text);
+    }
+}
+
+#[test]
+fn context_never_repeats_the_target_nor_what_contains_it_and_marks_stale_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "pkg/__init__.py",
+        "class Client:\n    def get(self):\n        ...\n\n    def send(self):\n        return 1\n\n\n\
+         def helper():\n    return 2\n",
+    );
+    write(dir.path(), "pkg/other.py", "def far():\n    return 3\n");
+    let snapshot = index(dir.path());
+    let target =
+        resolve_target(&snapshot, &ContextTarget::Unit(Symbol::Name("pkg.Client.get".into()))).expect("target");
+    let order: Vec<String> =
+        ["pkg.Client", "pkg.Client.send", "pkg.helper", "pkg.other.far"].iter().map(|s| s.to_string()).collect();
+    let fused = fuse(&[(Lane::Graph, order.clone())]);
+    let deps: FxHashSet<String> = order.iter().take(3).cloned().collect();
+    let stale = |file: &str| file == "pkg/other.py";
+    let block = assemble(&snapshot, None, &target, &fused, &deps, 4000, Some(&stale));
+    let chosen: Vec<&str> = block.units.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(chosen, ["pkg.Client.send", "pkg.helper", "pkg.other.far"], "the class holding the target is left out");
+    // Dependencies first, then examples; the stale file is marked in the text.
+    let send = block.text.find("# pkg.Client.send").expect("send");
+    let far = block.text.find("# pkg.other.far").expect("far");
+    assert!(send < far, "{}", block.text);
+    assert!(block.text.contains("# file: pkg/other.py (revision") && block.text.contains("STALE"), "{}", block.text);
+    assert!(block.units.iter().find(|u| u.name == "pkg.other.far").is_some_and(|u| u.stale));
 }
 
 #[test]

@@ -403,8 +403,14 @@ fn evaluate(
     trace: Option<&mut dyn std::io::Write>,
 ) -> Result<TaskResult> {
     let lanes_dyn: &dyn Lanes = lanes;
-    let ctx =
-        Context { snapshot: snap, limits: Limits::default(), cancel: None, history: None, lanes: Some(lanes_dyn) };
+    let ctx = Context {
+        snapshot: snap,
+        limits: Limits::default(),
+        cancel: None,
+        history: None,
+        lanes: Some(lanes_dyn),
+        is_stale: None,
+    };
     let query = format!("context \"{}\" budget {} k {}", cand.id, args.budget, args.k);
     let t = Instant::now();
     let out = fresco_query::run(&ctx, &query).with_context(|| query.clone())?;

@@ -232,6 +232,7 @@ pub fn run(root: &Path, queries: usize, reps: usize, embed_seconds: u64) -> Resu
         cancel: None,
         history: None,
         lanes: Some(&lanes as &dyn Lanes),
+        is_stale: None,
     };
 
     let (searches, contexts) = pick(&snapshot, queries);
