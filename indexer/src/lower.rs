@@ -151,6 +151,7 @@ fn lower_tree(text: &str, tree: Option<&Tree>) -> FileSyntax {
         dunder_all: None,
         module_variables: FxHashMap::default(),
         conditional_depth: 0,
+        dunder_all_dynamic: false,
         nesting: 0,
         too_deep: 0,
     };
@@ -169,7 +170,7 @@ fn lower_tree(text: &str, tree: Option<&Tree>) -> FileSyntax {
             defs.shrink_to_fit();
             defs
         },
-        dunder_all: lowerer.dunder_all,
+        dunder_all: if lowerer.dunder_all_dynamic { None } else { lowerer.dunder_all },
     }
 }
 
@@ -298,6 +299,9 @@ struct Lowerer<'a> {
     /// How often each unit path was defined so far, to give redefinitions a `#N` suffix.
     path_counts: FxHashMap<String, u32>,
     dunder_all: Option<Vec<Name>>,
+    /// `__all__` is built in a way lowering cannot follow (a comprehension, a call, another
+    /// module's list): star imports then fall back to the public names.
+    dunder_all_dynamic: bool,
     /// For module and class scopes: names that already have a variable or def unit.
     module_variables: FxHashMap<(ScopeId, Name), DefId>,
     /// How many conditional blocks (if/try/loop/with/match) of the current scope enclose us.
@@ -1029,7 +1033,10 @@ impl<'a> Lowerer<'a> {
         };
         if let Some(left) = node.field("left") {
             if scope == 0 && self.text(left) == "__all__" {
-                self.dunder_all = Some(string_list(self, node.field("right")));
+                match all_names(self, node.field("right")) {
+                    Some(names) => self.dunder_all = Some(names),
+                    None => self.dunder_all_dynamic = true,
+                }
             }
             let annotated_only = node.field("right").is_none();
             let assigned = if annotated_only { Expr::Unknown } else { value.clone() };
@@ -1067,8 +1074,10 @@ impl<'a> Lowerer<'a> {
         let value = node.field("right").map(|r| self.expr(r, scope)).unwrap_or(Expr::Unknown);
         if let Some(left) = node.field("left") {
             if scope == 0 && self.text(left) == "__all__" {
-                let extra = string_list(self, node.field("right"));
-                self.dunder_all.get_or_insert_with(Vec::new).extend(extra);
+                match all_names(self, node.field("right")) {
+                    Some(extra) => self.dunder_all.get_or_insert_with(Vec::new).extend(extra),
+                    None => self.dunder_all_dynamic = true,
+                }
             }
             // `x += y` reads x too.
             if left.kind() == "identifier" || left.kind() == "attribute" {
@@ -1259,6 +1268,26 @@ impl<'a> Lowerer<'a> {
     fn container_mutation(&mut self, callee: &Expr, args: &[Expr], scope: ScopeId) {
         let Expr::Attr(base, method) = callee else { return };
         let Expr::Name(name) = base.as_ref() else { return };
+        if scope == 0 && name == "__all__" {
+            // `__all__.append("x")`, `__all__.extend(["x", "y"])`: literal names are followed.
+            let names: Option<Vec<Name>> = match (method.as_str(), args) {
+                ("append", [Expr::Constant(k)]) if !k.starts_with(INTEGER_KEY) => Some(vec![k.clone()]),
+                ("extend", [Expr::Container(_, items)]) => items
+                    .iter()
+                    .map(|e| match e {
+                        Expr::Constant(k) if !k.starts_with(INTEGER_KEY) => Some(k.clone()),
+                        _ => None,
+                    })
+                    .collect(),
+                ("append" | "extend" | "insert" | "remove" | "__iadd__", _) => None,
+                _ => Some(Vec::new()),
+            };
+            match names {
+                Some(names) => self.dunder_all.get_or_insert_with(Vec::new).extend(names),
+                None => self.dunder_all_dynamic = true,
+            }
+            return;
+        }
         // `handlers.update({"error": on_error})` stores under those keys, as
         // `handlers["error"] = on_error` does.
         if let ("update", [Expr::Keyed(items)]) = (method.as_str(), args) {
@@ -2000,20 +2029,38 @@ fn mentions_identifier(node: Node, name: &str, src: &str) -> bool {
     false
 }
 
-/// The strings of a literal list or tuple (for `__all__`).
-fn string_list(lowerer: &Lowerer, node: Option<Node>) -> Vec<Name> {
-    let Some(node) = node else { return Vec::new() };
-    let mut out = Vec::new();
-    let mut cursor = node.walk();
-    for child in node.named_children(&mut cursor) {
-        if child.kind() == "string" {
-            let s = clean_docstring(lowerer.text(child));
-            if !s.is_empty() {
-                out.push(Name::new(&s));
+/// The names an `__all__` value lists: literal lists and tuples of strings, and sums of them
+/// (`["a"] + ["b"]`); `None` for anything else (a comprehension, a call, another list).
+fn all_names(lowerer: &Lowerer, node: Option<Node>) -> Option<Vec<Name>> {
+    let node = node?;
+    match node.kind() {
+        "list" | "tuple" | "parenthesized_expression" => {
+            let mut out = Vec::new();
+            let mut cursor = node.walk();
+            for child in node.named_children(&mut cursor) {
+                match child.kind() {
+                    "string" => {
+                        let s = clean_docstring(lowerer.text(child));
+                        if !s.is_empty() {
+                            out.push(Name::new(&s));
+                        }
+                    }
+                    "comment" => {}
+                    "list" | "tuple" | "parenthesized_expression" | "binary_operator" => {
+                        out.extend(all_names(lowerer, Some(child))?)
+                    }
+                    _ => return None,
+                }
             }
+            Some(out)
         }
+        "binary_operator" => {
+            let mut out = all_names(lowerer, node.field("left"))?;
+            out.extend(all_names(lowerer, node.field("right"))?);
+            Some(out)
+        }
+        _ => None,
     }
-    out
 }
 
 /// Strips a string literal's prefix and quotes and dedents it like `inspect.cleandoc`.

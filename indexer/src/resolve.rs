@@ -1271,6 +1271,9 @@ impl<'a> Resolver<'a> {
                 }
                 out
             }
+            // `yaml = None` as the fallback of an optional import: code reads attributes on the
+            // name's other values, never on `None` (which has none worth an edge).
+            Value::ExternalInstance(x) if &**x == "builtins.NoneType" => Vec::new(),
             Value::External(x) | Value::ExternalInstance(x) => {
                 vec![Value::External(Arc::from(format!("{x}.{attr}").as_str()))]
             }
