@@ -75,6 +75,9 @@ static RECENT: std::sync::Mutex<Vec<(Arc<str>, Arc<str>, Tree)>> = std::sync::Mu
 /// the same as a fresh parse; only the time differs (a body edit in django's 2,500-line
 /// `db/models/base.py` re-parses in a fraction of the full parse).
 pub fn lower_file(path: &str, text: &Arc<str>) -> FileSyntax {
+    if has_lone_carriage_return(text) {
+        return lower(text);
+    }
     let previous = {
         let mut recent = RECENT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         recent.iter().position(|(p, ..)| &**p == path).map(|i| recent.remove(i))
@@ -123,7 +126,21 @@ fn edit_between(old: &str, new: &str) -> tree_sitter::InputEdit {
 
 /// Parses and lowers one file.
 pub fn lower(text: &str) -> FileSyntax {
+    if has_lone_carriage_return(text) {
+        // Old Mac line endings: Python reads a lone `\r` as a line break, tree-sitter does not.
+        // Same length, so every byte offset stays valid for the original text.
+        let normalized: String = text
+            .char_indices()
+            .map(|(i, c)| if c == '\r' && !text[i + 1..].starts_with('\n') { '\n' } else { c })
+            .collect();
+        return lower_tree(&normalized, parse(&normalized).as_ref());
+    }
     lower_tree(text, parse(text).as_ref())
+}
+
+/// Whether `text` has a `\r` that is not part of a `\r\n`.
+fn has_lone_carriage_return(text: &str) -> bool {
+    text.bytes().enumerate().any(|(i, b)| b == b'\r' && text.as_bytes().get(i + 1) != Some(&b'\n'))
 }
 
 /// Lowers `text` from its tree (`None`: the grammar could not be loaded).
@@ -154,13 +171,14 @@ fn lower_tree(text: &str, tree: Option<&Tree>) -> FileSyntax {
         dunder_all_dynamic: false,
         nesting: 0,
         too_deep: 0,
+        empty_bodies: 0,
     };
     lowerer.block(root, 0);
     lowerer.drop_local_reads();
     lowerer.name_lambdas();
     let docstring = lowerer.docstring(root);
     FileSyntax {
-        parse_errors: count_errors(root) + lowerer.too_deep,
+        parse_errors: count_errors(root) + lowerer.too_deep + lowerer.empty_bodies,
         line_count,
         byte_len: text.len() as u32,
         docstring,
@@ -310,6 +328,8 @@ struct Lowerer<'a> {
     nesting: u32,
     /// Expressions left unlowered because they were nested deeper than that.
     too_deep: u32,
+    /// `def`s and classes without a statement in their body (see [`Lowerer::check_body`]).
+    empty_bodies: u32,
 }
 
 /// Expressions nested deeper than this are not lowered (their calls and reads are lost, and the
@@ -787,6 +807,7 @@ impl<'a> Lowerer<'a> {
         };
         let name = self.text(name_node);
         let body = node.field("body");
+        self.check_body(node, body);
         let kind =
             if self.scopes[scope as usize].kind == ScopeKind::Class { DefKind::Method } else { DefKind::Function };
         let signature = Some(self.header_range(outer, body));
@@ -904,6 +925,7 @@ impl<'a> Lowerer<'a> {
         };
         let name = self.text(name_node);
         let body = node.field("body");
+        self.check_body(node, body);
         let signature = Some(self.header_range(outer, body));
         let docstring = body.and_then(|b| self.docstring(b));
         let def = self.push_def(scope, DefKind::Class, name, outer, signature, docstring, decorators);
@@ -1920,6 +1942,24 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    /// A `def` or `class` without a statement in its body (`def a():` followed by `def b():`
+    /// at the same indentation, half-typed): Python rejects it, tree-sitter accepts it without an
+    /// error node. It counts as a parse error of the file.
+    fn check_body(&mut self, definition: Node, body: Option<Node>) {
+        // Already counted by tree-sitter's own error and missing nodes.
+        if definition.has_error() {
+            return;
+        }
+        let has_statement = body.is_some_and(|b| {
+            let mut cursor = b.walk();
+            let found = b.named_children(&mut cursor).any(|c| c.kind() != "comment");
+            found
+        });
+        if !has_statement {
+            self.empty_bodies += 1;
+        }
+    }
+
     /// `a.b.c` written as a `dotted_name` node, as the attribute chain it reads.
     fn dotted(&self, node: Node) -> Expr {
         let mut cursor = node.walk();
@@ -2144,6 +2184,15 @@ mod tests {
         assert_eq!(calls, 10_000, "every call of the flat chains is kept");
         assert!(has_h, "what follows is lowered");
         assert!(errors >= 1, "the over-deep parentheses flag the file");
+    }
+
+    #[test]
+    fn old_mac_line_endings_are_line_breaks() {
+        let syn = lower("def f():\r    return 1\r\rdef g():\r    return f()\r");
+        let paths: Vec<&str> = syn.defs.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(paths, ["f", "g"], "g is not nested in f");
+        assert_eq!(syn.parse_errors, 0);
+        assert_eq!(syn.defs[1].start_line, 4);
     }
 
     #[test]
