@@ -187,9 +187,34 @@ pub enum EmbedError {
     Other(String),
 }
 
+/// Token counts by the xxh3 hash of the text. Context assembly counts the same units for query
+/// after query (about 1 µs per token: a context's candidates took tens of milliseconds), and
+/// counts are a pure function of the text. Bounded: cleared when full.
+#[derive(Default)]
+pub struct TokenCountCache(std::sync::Mutex<rustc_hash::FxHashMap<u64, u32>>);
+
+impl TokenCountCache {
+    const CAPACITY: usize = 1 << 18;
+
+    pub fn get_or_count(&self, text: &str, count: impl FnOnce() -> usize) -> usize {
+        let key = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
+        if let Some(&n) = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key) {
+            return n as usize;
+        }
+        let n = count();
+        let mut map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if map.len() >= Self::CAPACITY {
+            map.clear();
+        }
+        map.insert(key, n.min(u32::MAX as usize) as u32);
+        n
+    }
+}
+
 struct Model {
     bert: BertModel,
     tokenizer: Tokenizer,
+    token_counts: TokenCountCache,
     cls: u32,
     sep: u32,
     pad: u32,
@@ -236,7 +261,8 @@ impl Embedder {
             tokenizer.token_to_id(token).ok_or_else(|| EmbedError::Tokenizer(format!("no {token} token")))
         };
         let (cls, sep, pad) = (id("[CLS]")?, id("[SEP]")?, id("[PAD]")?);
-        Ok(Embedder { model: Arc::new(Model { bert, tokenizer, cls, sep, pad }), pool: pool(threads)? })
+        let token_counts = TokenCountCache::default();
+        Ok(Embedder { model: Arc::new(Model { bert, tokenizer, token_counts, cls, sep, pad }), pool: pool(threads)? })
     }
 
     /// The same model (shared, not copied) running on a pool of `threads` threads.
@@ -251,7 +277,8 @@ impl Embedder {
 
     /// The number of MiniLM tokens of `text`, without special tokens and without truncation.
     pub fn count_tokens(&self, text: &str) -> usize {
-        self.model.tokenizer.encode_fast(text, false).map_or(0, |e| e.len())
+        let m = &*self.model;
+        m.token_counts.get_or_count(text, || m.tokenizer.encode_fast(text, false).map_or(0, |e| e.len()))
     }
 
     /// Embeds `texts`: unit-length vectors, in the order of `texts`.

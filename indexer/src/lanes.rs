@@ -35,6 +35,7 @@ pub struct RetrievalLanes {
     dense: Option<EmbedWorker>,
     dense_error: Option<String>,
     tokenizer: RwLock<Option<tokenizers::Tokenizer>>,
+    token_counts: embed::TokenCountCache,
     model_dir: std::path::PathBuf,
     /// The last query text and its embedding: `context` asks the dense lane and the graph lane's
     /// dense affinity with the same text, and embedding it once is most of the cost.
@@ -109,6 +110,7 @@ impl RetrievalLanes {
             dense,
             dense_error,
             tokenizer,
+            token_counts: embed::TokenCountCache::default(),
             model_dir,
             last_query: std::sync::Mutex::new(None),
         }
@@ -319,6 +321,7 @@ impl fresco_query::Lanes for RetrievalLanes {
 
     fn count_tokens(&self, text: &str) -> Option<usize> {
         let tokenizer = self.tokenizer.read().unwrap_or_else(|p| p.into_inner());
-        tokenizer.as_ref()?.encode(text, false).ok().map(|e| e.len())
+        let tokenizer = tokenizer.as_ref()?;
+        Some(self.token_counts.get_or_count(text, || tokenizer.encode_fast(text, false).map_or(0, |e| e.len())))
     }
 }

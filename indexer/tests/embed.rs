@@ -445,3 +445,21 @@ fn corrupt_model_is_rejected() {
     embed::locate_model(&src).unwrap();
     assert!(t.elapsed() < Duration::from_millis(50), "{:?}", t.elapsed());
 }
+
+/// Context assembly counts a text as the sum of its pieces (file header, unit comment line,
+/// source), joined by line breaks: the MiniLM tokenizer splits there, so the sum is exact.
+#[test]
+fn token_counts_add_up_across_line_breaks() {
+    let e = embedder();
+    let pieces = [
+        "# file: src/requests/sessions.py (revision 0f3c2a9e41b7d85c)\n",
+        "# requests.sessions.Session.request lines 500-591 (dependency)\n",
+        "def request(self, method, url, params=None):\n    \"\"\"Constructs a Request, prepares it and sends it. Ünïcödé, 中文.\"\"\"\n    return self.send(prep)",
+        "\n\n",
+        "# requests.utils.get_auth_from_url lines 10-20 (example)\n",
+    ];
+    let whole: String = pieces.concat();
+    assert_eq!(e.count_tokens(&whole), pieces.iter().map(|p| e.count_tokens(p)).sum::<usize>());
+    // Counted once, remembered: the same text gives the same count.
+    assert_eq!(e.count_tokens(pieces[2]), e.count_tokens(pieces[2]));
+}

@@ -1045,9 +1045,9 @@ pub struct ContextBlock {
 /// own file last, closest to where the code goes) and in source order within a file.
 ///
 /// The budget covers the whole text, headers and comment lines included: each unit is counted
-/// with its comment line, each file header when its first unit is taken, and the finished text
-/// is counted again (units are dropped from the end if the tokenizer's count of the whole came
-/// out higher than the sum of its parts).
+/// with its comment line, and each file header when its first unit is taken. The pieces are
+/// separated by line breaks, where the tokenizer splits, so the text's count is their sum (with
+/// `chars/4`, the sum rounds up per piece: at least the whole's).
 ///
 /// Dependencies are chosen by value per token, not strictly in rank order: how likely the unit
 /// at dependency rank r is needed falls as 1/r (0.7/r on the retrieval benchmark, ranks 1 to
@@ -1162,8 +1162,9 @@ pub fn assemble(
     taken.sort_unstable();
     // The text: dependencies, then examples; in each, files with the target's file last, units in
     // source order within a file.
-    let render = |taken: &[usize]| -> String {
+    let render = |taken: &[usize]| -> (String, usize) {
         let mut text = String::new();
+        let mut tokens = 0;
         for part in ["dependency", "example"] {
             let mut by_file: BTreeMap<(bool, &str), Vec<usize>> = BTreeMap::new();
             for &i in taken.iter().filter(|&&i| ranked[i].1 == part) {
@@ -1172,27 +1173,22 @@ pub fn assemble(
             }
             for (_, mut units) in by_file {
                 units.sort_by_key(|&i| ranked[i].0.unit.start_line);
-                text.push_str(&file_header(&ranked[units[0]].0));
+                let header = file_header(&ranked[units[0]].0);
+                tokens += count(&header);
+                text.push_str(&header);
                 for i in units {
                     let (u, role) = &ranked[i];
+                    tokens += tokens_of.get(&i).copied().unwrap_or(0);
                     text.push_str(&unit_comment(u, role));
                     text.push_str(u.file.display_source_of(u.unit));
                     text.push_str("\n\n");
                 }
             }
         }
-        text
+        (text, tokens)
     };
-    let mut text = render(&taken);
-    let mut tokens = count(&text);
-    // The whole is counted too; should it exceed the budget, the last chosen go first.
-    while tokens > budget {
-        let Some(&last) = taken.iter().max_by_key(|&&i| (ranked[i].1 == "example", i)) else { break };
-        taken.retain(|&i| i != last);
-        cut_ranks.push(last);
-        text = render(&taken);
-        tokens = count(&text);
-    }
+    // At most what was counted while choosing (units dropped since only lower it).
+    let (text, tokens) = render(&taken);
     cut_ranks.sort_unstable();
     let cut: Vec<String> = cut_ranks.iter().map(|&i| ranked[i].0.unit.id.clone()).collect();
     let chosen: Vec<ContextUnit> = taken
