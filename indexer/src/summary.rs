@@ -131,6 +131,12 @@ pub fn absolute_module(module: &ModuleRef, importer: &str, importer_is_package: 
     if !importer_is_package {
         parts.pop();
     }
+    // `.` is the importer's package, `..` its parent: a level above the top-level package is an
+    // ImportError in Python (`from ..beyond import x` in a top-level package's module), not an
+    // absolute import of `beyond`.
+    if parts.len() < module.level as usize {
+        return None;
+    }
     for _ in 1..module.level {
         parts.pop()?;
     }
@@ -659,6 +665,10 @@ mod tests {
         assert_eq!(absolute_module(&m(1, "models"), "requests", true).as_deref(), Some("requests.models"));
         assert_eq!(absolute_module(&m(2, ""), "a.b.c", false).as_deref(), Some("a"));
         assert_eq!(absolute_module(&m(3, "x"), "a.b", false), None);
+        // Above the top-level package: not an absolute import of the name.
+        assert_eq!(absolute_module(&m(2, "beyond"), "pkg.mod", false), None);
+        assert_eq!(absolute_module(&m(1, "sibling"), "script", false), None);
+        assert_eq!(absolute_module(&m(2, "up"), "pkg.sub", true).as_deref(), Some("pkg.up"));
     }
 
     #[test]
