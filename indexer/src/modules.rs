@@ -310,9 +310,16 @@ impl ModuleTable {
         }
         let mut final_names: Vec<String> = proposed.iter().map(|p| p.0.clone()).collect();
         for (_, mut group) in by_name.into_iter().filter(|(_, g)| g.len() > 1) {
-            group.sort_by_key(|&i| (paths[i].matches('/').count(), paths[i]));
+            // A package wins over a module of the same name (`p/dup/__init__.py` over
+            // `p/dup.py`), as in Python's import system; then the shallowest path.
+            group.sort_by_key(|&i| (!proposed[i].1, paths[i].matches('/').count(), paths[i]));
             for &i in &group[1..] {
-                final_names[i] = proposed[i].2.clone();
+                // The full dotted path, unless that is the very name the winner keeps.
+                final_names[i] = if proposed[i].2 == final_names[group[0]] {
+                    format!("{}[{}]", proposed[i].2, paths[i])
+                } else {
+                    proposed[i].2.clone()
+                };
             }
         }
         let mut canonical = FxHashMap::default();
@@ -367,6 +374,14 @@ impl ModuleTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_package_wins_over_a_module_of_the_same_name() {
+        let table = ModuleTable::build(&["p/__init__.py", "p/dup.py", "p/dup/__init__.py"]);
+        let names: Vec<&str> = table.modules.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names[2], "p.dup", "{names:?}");
+        assert_eq!(table.lookup("p.dup"), Lookup::File(2));
+    }
 
     #[test]
     fn scripts_in_plain_directories_do_not_take_standard_library_names() {
