@@ -205,11 +205,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             });
             let root = root_of(&path)?;
             let args = IndexArgs { path, db, ..IndexArgs::default() };
-            let (daemon, indexer) = daemon_or_index(&root, &client, &args)?;
-            let response = match (daemon, indexer) {
-                (Some(mut c), _) => c.call("query", params, Duration::from_millis(timeout_ms + wait_ms + 30_000))?,
-                (None, None) => anyhow::bail!("no daemon and no index (a bug: one of them is always there)"),
-                (None, Some(indexer)) => {
+            let response = match daemon_or_index(&root, &client, &args)? {
+                Answerer::Daemon(mut c) => {
+                    c.call("query", params, Duration::from_millis(timeout_ms + wait_ms + 30_000))?
+                }
+                Answerer::InProcess(indexer) => {
                     let params = protocol::query_params(&params).map_err(|e| anyhow::anyhow!(e.message))?;
                     // Retrieval needs the lanes: build them for this query (the daemon keeps
                     // them warm instead).
@@ -244,14 +244,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Status { path, db, json, client } => {
             let root = root_of(&path)?;
-            let (daemon, indexer) = daemon_or_index(&root, &client, &IndexArgs { path, db, ..IndexArgs::default() })?;
-            let value = match (daemon, indexer) {
-                (Some(mut c), _) => match c.call("status", json!({}), Duration::from_secs(30))? {
+            let value = match daemon_or_index(&root, &client, &IndexArgs { path, db, ..IndexArgs::default() })? {
+                Answerer::Daemon(mut c) => match c.call("status", json!({}), Duration::from_secs(30))? {
                     Ok(v) => v,
                     Err(e) => return Ok(report_error("", &e, json)),
                 },
-                (None, None) => anyhow::bail!("no daemon and no index (a bug: one of them is always there)"),
-                (None, Some(indexer)) => protocol::status(protocol::StatusInfo {
+                Answerer::InProcess(indexer) => protocol::status(protocol::StatusInfo {
                     root: &root,
                     snapshot: indexer.snapshot(),
                     daemon: false,
@@ -418,25 +416,27 @@ fn indexer_options(args: &IndexArgs) -> IndexerOptions {
 /// its socket once its first version is published).
 const DAEMON_STARTUP_WAIT: Duration = Duration::from_secs(120);
 
+/// Who answers a command: the daemon serving the root, or the index opened in this process.
+enum Answerer {
+    Daemon(client::Client),
+    InProcess(Indexer),
+}
+
 /// The daemon serving `root`, else the index opened in-process. When another fresco process
 /// holds the index (a daemon still indexing before it listens), waits for that daemon instead of
 /// failing on the store's lock.
-fn daemon_or_index(
-    root: &Path,
-    client: &ClientArgs,
-    args: &IndexArgs,
-) -> Result<(Option<client::Client>, Option<Indexer>)> {
+fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result<Answerer> {
     if let Some(c) = connect(root, client)? {
-        return Ok((Some(c), None));
+        return Ok(Answerer::Daemon(c));
     }
     match open_index(args) {
-        Ok(indexer) => Ok((None, Some(indexer))),
+        Ok(indexer) => Ok(Answerer::InProcess(indexer)),
         Err(err) if store_in_use(&err) && !client.no_daemon => {
             eprintln!("fresco: the index is in use by another fresco process; waiting for its daemon to answer");
             let started = Instant::now();
             while started.elapsed() < DAEMON_STARTUP_WAIT {
                 if let Some(c) = client::Client::connect(root) {
-                    return Ok((Some(c), None));
+                    return Ok(Answerer::Daemon(c));
                 }
                 std::thread::sleep(Duration::from_millis(200));
             }

@@ -483,21 +483,19 @@ pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<Mod
             DefKind::Class => classes.push((def.path.clone(), class_summary(&s, id as DefId, body))),
             DefKind::Function | DefKind::Method => {
                 let sc = syntax.scope(body);
+                // What the body returns or yields, closed to module level, constants as types.
+                let closed = |exprs: &[Expr]| -> Vec<Expr> {
+                    exprs
+                        .iter()
+                        .map(|e| without_constants(s.close(e, body, 0)))
+                        .filter(|e| *e != Expr::Unknown)
+                        .collect()
+                };
                 functions.push((
                     def.path.clone(),
                     FunctionSummary {
-                        returns: sc
-                            .returns
-                            .iter()
-                            .map(|e| without_constants(s.close(e, body, 0)))
-                            .filter(|e| *e != Expr::Unknown)
-                            .collect(),
-                        yields: sc
-                            .yields
-                            .iter()
-                            .map(|e| without_constants(s.close(e, body, 0)))
-                            .filter(|e| *e != Expr::Unknown)
-                            .collect(),
+                        returns: closed(&sc.returns),
+                        yields: closed(&sc.yields),
                         annotation: def
                             .return_type
                             .as_ref()

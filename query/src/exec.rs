@@ -681,6 +681,7 @@ fn traverse(exec: &mut Exec, starts: &[String], traversal: Traversal, depth: &De
     // Every node is expanded once (the starts first). A start is also a result when another
     // start reaches it (`find kind class | subs`: a class that subclasses another input), not
     // when only its own traversal comes back to it.
+    let direction = if traversal.edges().1 { "in" } else { "out" };
     let start_set: FxHashSet<&str> = starts.iter().map(String::as_str).collect();
     let mut seen: FxHashSet<String> = starts.iter().cloned().collect();
     let mut reported_starts: FxHashSet<String> = FxHashSet::default();
@@ -710,7 +711,7 @@ fn traverse(exec: &mut Exec, starts: &[String], traversal: Traversal, depth: &De
                 depth: Some(d + 1),
                 via: Some(kind),
                 from: Some(node.clone()),
-                direction: Some(if traversal.edges().1 { "in" } else { "out" }),
+                direction: Some(direction),
                 line,
                 ..Row::default()
             });
