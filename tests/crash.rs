@@ -82,6 +82,7 @@ fn a_kill_at_any_point_leaves_a_complete_version_and_the_next_open_catches_up() 
     let full = started.elapsed();
 
     let mut outcomes = (0, 0, 0); // (old version kept, new version complete, process finished first)
+    let mut damaged = 0;
     for step in 0..12u32 {
         let attempt_db = work.path().join(format!("db-{step}"));
         copy_tree(&db, &attempt_db);
@@ -111,13 +112,18 @@ fn a_kill_at_any_point_leaves_a_complete_version_and_the_next_open_catches_up() 
         if finished {
             outcomes.2 += 1;
         }
+        // A database sled could not open again was set aside and rebuilt from the files (the
+        // export then equals the clean one): a rare sled 0.34 failure, counted to be seen.
+        if attempt_db.join("graph.damaged").exists() {
+            damaged += 1;
+        }
         // And the next open catches up to exactly the clean graph.
         let caught_up = export(&root, &attempt_db, &out, false);
         assert!(caught_up == clean, "kill after {delay:?}: reopening did not catch up to a clean index");
     }
     eprintln!(
-        "kills: {} left the previous version, {} the new one ({} runs had finished); full update {:?}",
-        outcomes.0, outcomes.1, outcomes.2, full
+        "kills: {} left the previous version, {} the new one ({} runs had finished, {} rebuilt a database sled could not open); full update {:?}",
+        outcomes.0, outcomes.1, outcomes.2, damaged, full
     );
     assert!(outcomes.0 > 0, "no kill landed before the commit: the test did not exercise a crash");
     let _ = Duration::ZERO;
@@ -182,6 +188,32 @@ fn a_corrupt_store_is_rebuilt_with_a_warning() {
     assert!(json(&again)["units"].as_u64().unwrap_or(0) > 100);
     let text = stderr(&again);
     assert!(text.contains("rebuilt") || text.contains("corrupt"), "a warning is printed: {text}");
+}
+
+/// sled 0.34 itself refusing to open its database (as it was seen to do, rarely, after a
+/// SIGKILL): fresco keeps the damaged database aside, says so, and rebuilds from the files.
+#[test]
+fn a_database_sled_cannot_open_is_set_aside_and_rebuilt() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let root = work.path().join("repo");
+    let db = work.path().join("db");
+    let out = work.path().join("out");
+    write_repo(&root, 20, 0);
+    let clean = export(&root, &work.path().join("clean-db"), &out, false);
+    let first = run(&["index", root.to_str().expect("utf8"), "--db", db.to_str().expect("utf8")]);
+    assert!(first.status.success());
+    // sled checks its configuration file against a checksum when it opens.
+    let conf = db.join("graph").join("conf");
+    let mut bytes = std::fs::read(&conf).expect("sled's conf file");
+    bytes[5] ^= 0x5a;
+    std::fs::write(&conf, bytes).expect("write");
+
+    let again = run(&["index", root.to_str().expect("utf8"), "--db", db.to_str().expect("utf8")]);
+    assert!(again.status.success(), "a damaged database must not fail the index: {}", stderr(&again));
+    let text = stderr(&again);
+    assert!(text.contains("damaged") && text.contains("rebuilt"), "a warning is printed: {text}");
+    assert!(db.join("graph.damaged").join("conf").is_file(), "the damaged database is kept aside");
+    assert_eq!(export(&root, &db, &out, true), clean, "the rebuilt store holds the clean graph");
 }
 
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {

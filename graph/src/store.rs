@@ -8,8 +8,9 @@
 //!
 //! A version is committed with a single `apply_batch` (all changed files and the version number
 //! together) followed by a flush: after a crash at any point the store holds either the previous
-//! version or the new one, never a mix. A record whose checksum does not match is reported as
-//! [`StoreError::Corrupt`] so the caller can rebuild from the files.
+//! version or the new one, never a mix. A record whose checksum does not match, or a store that
+//! lost records, is reported as [`StoreError::Corrupt`]; a database sled cannot read back as
+//! [`StoreError::Damaged`]; either way the caller rebuilds from the files.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -40,6 +41,10 @@ pub enum StoreError {
     DifferentAnalysis { found: u64, expected: u64 },
     #[error("the index is corrupt: {0}")]
     Corrupt(String),
+    /// The database itself cannot be read back (see [`damage`]): unlike [`StoreError::Corrupt`],
+    /// which fresco's own checks find in readable data, this is worth keeping for a bug report.
+    #[error("the index database is damaged: {0}")]
+    Damaged(String),
     #[error("cannot serialise a record: {0}")]
     Serialise(String),
 }
@@ -83,11 +88,16 @@ impl Store {
     /// `analysis` fingerprints the code that derived the stored graphs: a store derived by other
     /// code is reported as [`StoreError::DifferentAnalysis`] rather than served.
     pub fn open(dir: &Path, analysis: u64) -> Result<Store, StoreError> {
-        let db = open_sled(&sled::Config::new().path(dir).cache_capacity(8 * 1024 * 1024))
-            .map_err(|source| StoreError::Open { path: dir.display().to_string(), source })?;
-        let tree = db.open_tree("fresco")?;
+        let db =
+            open_sled(&sled::Config::new().path(dir).cache_capacity(8 * 1024 * 1024)).map_err(
+                |source| match damage(&source) {
+                    Some(why) => StoreError::Damaged(why),
+                    None => StoreError::Open { path: dir.display().to_string(), source },
+                },
+            )?;
+        let tree = db.open_tree("fresco").map_err(read_error)?;
         let store = Store { db, tree, version_file: dir.join("committed-version") };
-        match store.tree.get(KEY_FORMAT)? {
+        match store.tree.get(KEY_FORMAT).map_err(read_error)? {
             None => {
                 store.tree.insert(KEY_FORMAT, &FORMAT_VERSION.to_le_bytes())?;
             }
@@ -100,7 +110,7 @@ impl Store {
                 }
             }
         }
-        match store.tree.get(KEY_ANALYSIS)? {
+        match store.tree.get(KEY_ANALYSIS).map_err(read_error)? {
             None => {
                 store.tree.insert(KEY_ANALYSIS, &analysis.to_le_bytes())?;
             }
@@ -127,7 +137,7 @@ impl Store {
     }
 
     pub fn version(&self) -> Result<u64, StoreError> {
-        match self.tree.get(KEY_VERSION)? {
+        match self.tree.get(KEY_VERSION).map_err(read_error)? {
             None => Ok(0),
             Some(bytes) => Ok(u64::from_le_bytes(
                 bytes.as_ref().try_into().map_err(|_| StoreError::Corrupt("version number".into()))?,
@@ -157,7 +167,7 @@ impl Store {
         }
         let mut changes = Vec::new();
         for item in self.tree.scan_prefix(FILE_PREFIX) {
-            let (key, value) = item?;
+            let (key, value) = item.map_err(read_error)?;
             let record = decode(&value).map_err(|why| {
                 StoreError::Corrupt(format!("record {}: {why}", String::from_utf8_lossy(&key[FILE_PREFIX.len()..])))
             })?;
@@ -167,7 +177,7 @@ impl Store {
         let snapshot = Snapshot::empty().apply_as(version, changes);
         // A store that lost records (a damaged or truncated log that sled recovered from by
         // dropping data) still opens; the manifest tells.
-        if let Some(bytes) = self.tree.get(KEY_MANIFEST)? {
+        if let Some(bytes) = self.tree.get(KEY_MANIFEST).map_err(read_error)? {
             let expected = decode_manifest(&bytes).ok_or_else(|| StoreError::Corrupt("manifest".into()))?;
             let found = manifest(&snapshot);
             if expected != found {
@@ -230,6 +240,30 @@ impl Store {
 
     pub fn size_on_disk(&self) -> Result<u64, StoreError> {
         Ok(self.db.size_on_disk()?)
+    }
+}
+
+/// Whether a sled error means the database on disk is damaged rather than unreachable: sled
+/// reports a log or page it cannot read back as `Corruption`, and a page stored out of line
+/// whose file is gone as an I/O `NotFound`. sled 0.34 has been seen (about once in a few
+/// hundred SIGKILLs during an update, never reproduced on demand) to leave a store it then
+/// refuses to open this way.
+fn damage(error: &sled::Error) -> Option<String> {
+    match error {
+        sled::Error::Corruption { .. } => Some(format!("sled cannot read back its own data: {error}")),
+        sled::Error::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Some(format!("part of sled's data is missing: {error}"))
+        }
+        _ => None,
+    }
+}
+
+/// A sled error met while reading the store: damage is [`StoreError::Damaged`] (the caller
+/// rebuilds from the files), anything else stays an I/O error.
+fn read_error(error: sled::Error) -> StoreError {
+    match damage(&error) {
+        Some(why) => StoreError::Damaged(why),
+        None => StoreError::Io(error),
     }
 }
 
@@ -380,6 +414,17 @@ mod tests {
 #[cfg(test)]
 mod reopen_tests {
     use super::*;
+
+    #[test]
+    fn a_database_sled_cannot_read_is_damaged_not_an_open_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(Store::open(dir.path(), 1).expect("create"));
+        let conf = dir.path().join("conf");
+        let mut bytes = std::fs::read(&conf).expect("sled's conf file");
+        bytes[5] ^= 0x5a;
+        std::fs::write(&conf, bytes).expect("write");
+        assert!(matches!(Store::open(dir.path(), 1), Err(StoreError::Damaged(_))));
+    }
 
     #[test]
     fn a_database_reopened_while_its_last_handle_lets_go_opens() {

@@ -97,6 +97,19 @@ struct Unpersisted {
     removed: Vec<String>,
 }
 
+/// Moves a damaged graph store out of the way, to `graph.damaged` beside it (replacing an older
+/// one), so that it can be looked at; says where it went, or that it was removed.
+fn set_aside_damaged(graph_dir: &Path, db_dir: &Path) -> String {
+    let aside = db_dir.join("graph.damaged");
+    let _ = std::fs::remove_dir_all(&aside);
+    if std::fs::rename(graph_dir, &aside).is_ok() {
+        format!(" and was kept in {}", aside.display())
+    } else {
+        let _ = std::fs::remove_dir_all(graph_dir);
+        String::new()
+    }
+}
+
 impl Indexer {
     /// An indexer with no files and no store.
     pub fn in_memory(root: &Path, options: IndexerOptions) -> Indexer {
@@ -158,8 +171,21 @@ impl Indexer {
                     store.clear(analysis)?;
                     (store, None)
                 }
+                Err(StoreError::Damaged(why)) => {
+                    drop(store);
+                    let kept = set_aside_damaged(&graph_dir, db_dir);
+                    indexer.rebuilt_store =
+                        Some(format!("the index database was damaged ({why}){kept}; rebuilt from the files"));
+                    (Store::open(&graph_dir, analysis)?, None)
+                }
                 Err(e) => return Err(e.into()),
             },
+            Err(StoreError::Damaged(why)) => {
+                let kept = set_aside_damaged(&graph_dir, db_dir);
+                indexer.rebuilt_store =
+                    Some(format!("the index database was damaged ({why}){kept}; rebuilt from the files"));
+                (Store::open(&graph_dir, analysis)?, None)
+            }
             Err(
                 e @ (StoreError::IncompatibleFormat { .. }
                 | StoreError::DifferentAnalysis { .. }
