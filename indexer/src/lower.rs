@@ -139,6 +139,31 @@ pub fn lower(text: &str) -> FileSyntax {
     lower_tree(text, parse(text).as_ref())
 }
 
+/// Whether `expr` reads a name for which `bound` holds.
+fn mentions_name(expr: &Expr, bound: &dyn Fn(&str) -> bool) -> bool {
+    match expr {
+        Expr::Name(n) => bound(n.as_str()),
+        Expr::Attr(e, _)
+        | Expr::Call(e)
+        | Expr::Subscript(e)
+        | Expr::Item(e, _)
+        | Expr::Element(e, _)
+        | Expr::Instance(e)
+        | Expr::Returning(e)
+        | Expr::Decorated(e, _) => mentions_name(e, bound),
+        Expr::Container(_, es) | Expr::Added(es) | Expr::Union(es) => es.iter().any(|e| mentions_name(e, bound)),
+        Expr::Keyed(items) => items.iter().any(|(_, e)| mentions_name(e, bound)),
+        Expr::ItemAt(a, b) | Expr::Declared(a, b) => mentions_name(a, bound) || mentions_name(b, bound),
+        Expr::Lambda(_)
+        | Expr::Literal(_)
+        | Expr::Constant(_)
+        | Expr::SelfRef
+        | Expr::ClsRef
+        | Expr::DefPath(_)
+        | Expr::Unknown => false,
+    }
+}
+
 /// Whether `text` has a `\r` that is not part of a `\r\n`.
 fn has_lone_carriage_return(text: &str) -> bool {
     text.bytes().enumerate().any(|(i, b)| b == b'\r' && text.as_bytes().get(i + 1) != Some(&b'\n'))
@@ -173,8 +198,10 @@ fn lower_tree(text: &str, tree: Option<&Tree>) -> FileSyntax {
         nesting: 0,
         too_deep: 0,
         empty_bodies: 0,
+        global_writes: Vec::new(),
     };
     lowerer.block(root, 0);
+    lowerer.define_global_writes();
     lowerer.drop_local_reads();
     lowerer.name_lambdas();
     let docstring = lowerer.docstring(root);
@@ -331,6 +358,18 @@ struct Lowerer<'a> {
     too_deep: u32,
     /// `def`s and classes without a statement in their body (see [`Lowerer::check_body`]).
     empty_bodies: u32,
+    /// Names a function declares `global` and assigns, in source order: they become module
+    /// variables when the module itself never binds them (see [`Lowerer::define_global_writes`]).
+    global_writes: Vec<GlobalWrite>,
+}
+
+/// `global CONFIG` then `CONFIG = ...` inside a function: where the assignment is.
+struct GlobalWrite {
+    name: Name,
+    start_line: u32,
+    end_line: u32,
+    start_byte: u32,
+    end_byte: u32,
 }
 
 /// Expressions nested deeper than this are not lowered (their calls and reads are lost, and the
@@ -972,6 +1011,41 @@ impl<'a> Lowerer<'a> {
         self.instance_attributes(inner);
     }
 
+    /// A global a function creates (`global CONFIG` then `CONFIG = load()`) is a module variable
+    /// like one assigned at the top level: it gets a unit (at its first such assignment) and a
+    /// module binding of unknown value, so that other functions' reads and other modules'
+    /// imports of it resolve. Names the module binds itself keep their own binding and unit.
+    fn define_global_writes(&mut self) {
+        for write in std::mem::take(&mut self.global_writes) {
+            let key = (0, write.name.clone());
+            if self.module_variables.contains_key(&key) || self.scopes[0].bindings.iter().any(|(n, _)| *n == write.name)
+            {
+                continue;
+            }
+            let path = self.unique_path(0, &write.name);
+            let parent = self.owner_def(0);
+            self.defs.push(Def {
+                kind: DefKind::Variable,
+                name: write.name.clone(),
+                path,
+                parent,
+                body: None,
+                start_line: write.start_line,
+                end_line: write.end_line,
+                start_byte: write.start_byte,
+                end_byte: write.end_byte,
+                header: None,
+                docstring: None,
+                decorators: Box::default(),
+                return_type: None,
+                // It exists only once the function ran.
+                conditional: true,
+            });
+            self.module_variables.insert(key, (self.defs.len() - 1) as DefId);
+            self.scopes[0].bindings.push((write.name, Binding::Value(Expr::Unknown)));
+        }
+    }
+
     /// Turns `self.x = ...` in the methods of a class into variable units of the class, unless
     /// the class body already defines `x`.
     fn instance_attributes(&mut self, class_scope: ScopeId) {
@@ -1120,6 +1194,16 @@ impl<'a> Lowerer<'a> {
                 self.define_variable(scope, &name, stmt);
                 self.scope(scope).bindings.push((name.clone(), binding));
                 if self.scopes[scope as usize].globals.contains(&name) {
+                    if self.scopes[scope as usize].kind != ScopeKind::Module {
+                        let at = stmt.unwrap_or(target);
+                        self.global_writes.push(GlobalWrite {
+                            name: name.clone(),
+                            start_line: line(at),
+                            end_line: at.end_position().row as u32 + 1,
+                            start_byte: at.start_byte() as u32,
+                            end_byte: at.end_byte() as u32,
+                        });
+                    }
                     self.access(scope, Expr::Name(name), line(target), true);
                 }
             }
@@ -1834,8 +1918,38 @@ impl<'a> Lowerer<'a> {
             "named_expression" => {
                 let value = node.field("value").map(|v| self.expr(v, scope)).unwrap_or(Expr::Unknown);
                 if let Some(name) = node.field("name") {
-                    let name = self.text(name);
-                    self.bind(scope, name, Binding::Value(value.clone()));
+                    // `:=` in a comprehension binds in the scope around it (PEP 572); at module
+                    // or class level it defines a variable unit like any assignment.
+                    let mut target_scope = scope;
+                    while self.scopes[target_scope as usize].kind == ScopeKind::Anonymous
+                        && self.scopes[target_scope as usize].def.is_none()
+                    {
+                        match self.scopes[target_scope as usize].parent {
+                            Some(p) => target_scope = p,
+                            None => break,
+                        }
+                    }
+                    // What the value reads through the comprehension's own names means nothing
+                    // outside it.
+                    let bound_inside = |n: &str| {
+                        let mut s = scope;
+                        while s != target_scope {
+                            if self.scopes[s as usize].bindings.iter().any(|(b, _)| b.as_str() == n) {
+                                return true;
+                            }
+                            match self.scopes[s as usize].parent {
+                                Some(p) => s = p,
+                                None => break,
+                            }
+                        }
+                        false
+                    };
+                    let kept = if target_scope != scope && mentions_name(&value, &bound_inside) {
+                        Expr::Unknown
+                    } else {
+                        value.clone()
+                    };
+                    self.bind_target(name, Binding::Value(kept), target_scope, Some(node));
                 }
                 value
             }
