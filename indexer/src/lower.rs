@@ -139,6 +139,25 @@ pub fn lower(text: &str) -> FileSyntax {
     lower_tree(text, parse(text).as_ref())
 }
 
+/// What the name after `as` receives: the entered context (`with`), the exception caught
+/// (`except`), or the group of them (`except*`).
+#[derive(Clone, Copy)]
+enum Caught {
+    Entered,
+    Exception,
+    Group,
+}
+
+impl Caught {
+    fn binding(self, value: Expr) -> Binding {
+        match self {
+            Caught::Entered => Binding::Enter(value),
+            Caught::Exception => Binding::Exception(value),
+            Caught::Group => Binding::Exception(Expr::Name(Name::new("ExceptionGroup"))),
+        }
+    }
+}
+
 /// Whether `expr` reads a name for which `bound` holds.
 fn mentions_name(expr: &Expr, bound: &dyn Fn(&str) -> bool) -> bool {
     match expr {
@@ -674,23 +693,29 @@ impl<'a> Lowerer<'a> {
             "except_clause" => {
                 let value = node.field("value");
                 let alias = node.field("alias");
+                // `except* E as eg`: `eg` is an ExceptionGroup holding E's, not an E.
+                let caught = if node.children(&mut node.walk()).any(|c| c.kind() == "*") {
+                    Caught::Group
+                } else {
+                    Caught::Exception
+                };
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 let mut exc = Expr::Unknown;
                 for child in children {
                     if Some(child) == value && child.kind() == "as_pattern" {
                         // `except E as e`: tree-sitter-python 0.25 puts both in one as_pattern.
-                        self.with_item_pattern(child, scope, true);
+                        self.with_item_pattern(child, scope, caught);
                     } else if Some(child) == value {
                         exc = self.expr(child, scope);
                     } else if Some(child) == alias {
                         continue;
                     } else if child.kind() == "as_pattern" {
                         // Older layouts: `except E as e` as one as_pattern.
-                        self.with_item_pattern(child, scope, true);
+                        self.with_item_pattern(child, scope, caught);
                     } else if child.kind() == "block" {
                         if let Some(alias) = alias {
-                            let binding = Binding::Exception(exc.clone());
+                            let binding = caught.binding(exc.clone());
                             self.bind_target(alias, binding, scope, None);
                         }
                         self.block(child, scope);
@@ -754,13 +779,13 @@ impl<'a> Lowerer<'a> {
             return;
         };
         if value.kind() == "as_pattern" {
-            self.with_item_pattern(value, scope, false);
+            self.with_item_pattern(value, scope, Caught::Entered);
         } else {
             self.expr(value, scope);
         }
     }
 
-    fn with_item_pattern(&mut self, pattern: Node, scope: ScopeId, exception: bool) {
+    fn with_item_pattern(&mut self, pattern: Node, scope: ScopeId, caught: Caught) {
         let alias = pattern.field("alias");
         let mut cursor = pattern.walk();
         let children: Vec<Node> = pattern.named_children(&mut cursor).collect();
@@ -774,7 +799,7 @@ impl<'a> Lowerer<'a> {
         }
         if let Some(alias) = alias {
             let target = alias.named_child(0).unwrap_or(alias);
-            let binding = if exception { Binding::Exception(value) } else { Binding::Enter(value) };
+            let binding = caught.binding(value);
             self.bind_target(target, binding, scope, None);
         }
     }
