@@ -163,6 +163,7 @@ fn mentions_name(expr: &Expr, bound: &dyn Fn(&str) -> bool) -> bool {
     match expr {
         Expr::Name(n) => bound(n.as_str()),
         Expr::Attr(e, _)
+        | Expr::Slice(e, _)
         | Expr::Call(e)
         | Expr::Subscript(e)
         | Expr::Item(e, _)
@@ -782,6 +783,28 @@ impl<'a> Lowerer<'a> {
             self.with_item_pattern(value, scope, Caught::Entered);
         } else {
             self.expr(value, scope);
+        }
+    }
+
+    /// Where a slice `[start:stop:step]` starts, when that is a known position: the start is
+    /// left out or a non-negative integer literal, and there is no step (`[::-1]` reverses).
+    fn slice_start(&self, slice: Node) -> Option<u32> {
+        let mut cursor = slice.walk();
+        let mut start = None;
+        let mut colons = 0;
+        for child in slice.children(&mut cursor) {
+            match child.kind() {
+                ":" => colons += 1,
+                "comment" => {}
+                _ if colons == 0 => start = Some(child),
+                _ if colons >= 2 => return None,
+                _ => {}
+            }
+        }
+        match start {
+            None => Some(0),
+            Some(n) if n.kind() == "integer" => self.text(n).replace('_', "").parse().ok(),
+            Some(_) => None,
         }
     }
 
@@ -1796,8 +1819,19 @@ impl<'a> Lowerer<'a> {
                     [only] if only.kind() == "identifier" => Some(Expr::Name(Name::new(self.text(*only)))),
                     _ => None,
                 };
+                // `seq[a:b]`: a slice (see `Expr::Slice`).
+                let slice_start = match subs.as_slice() {
+                    [only] if only.kind() == "slice" => Some(self.slice_start(*only)),
+                    _ => None,
+                };
                 for s in subs {
                     self.expr(s, scope);
+                }
+                if let Some(start) = slice_start {
+                    return match value {
+                        Some(v) => Expr::Slice(Box::new(v), start),
+                        None => Expr::Unknown,
+                    };
                 }
                 match (value, key, named_key) {
                     (Some(v), Some(key), _) => Expr::Item(Box::new(v), key),

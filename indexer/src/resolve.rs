@@ -939,6 +939,8 @@ impl<'a> Resolver<'a> {
                 out
             }
             Expr::Subscript(base) | Expr::Item(base, _) => self.elements_closed(base, module, self_class, depth + 1),
+            // A slice is a sequence of the same type.
+            Expr::Slice(base, _) => self.eval_closed(base, module, self_class, depth + 1),
             Expr::Element(base, index) => self.element_closed(base, &[*index], module, self_class, depth + 1),
             Expr::Container(kind, _) => {
                 vec![Value::ExternalInstance(Arc::from(format!("builtins.{}", kind.builtin()).as_str()))]
@@ -1001,6 +1003,7 @@ impl<'a> Resolver<'a> {
                 }
                 out
             }
+            Expr::Slice(inner, _) => self.elements_closed(inner, module, self_class, depth + 1),
             Expr::Name(_) | Expr::Attr(..) => {
                 let mut out = Vec::new();
                 let raw = match expr {
@@ -1093,6 +1096,11 @@ impl<'a> Resolver<'a> {
             Expr::Element(inner, j) => {
                 let outer: Vec<u32> = std::iter::once(*j).chain(path.iter().copied()).collect();
                 self.element_closed(inner, &outer, module, self_class, depth + 1)
+            }
+            Expr::Slice(inner, Some(start)) => {
+                let shifted: Vec<u32> =
+                    std::iter::once(index.saturating_add(*start)).chain(rest.iter().copied()).collect();
+                self.element_closed(inner, &shifted, module, self_class, depth + 1)
             }
             // `for k, v in d.items()` at module level: `v` is a value of `d`.
             Expr::Subscript(inner) => match self.dict_view_closed(inner, "items", module, self_class, depth + 1) {
@@ -1781,6 +1789,8 @@ impl<'a> Resolver<'a> {
                 out
             }
             Expr::Subscript(base) => self.elements_local(base, scope, depth + 1),
+            // A slice is a sequence of the same type.
+            Expr::Slice(base, _) => self.eval_site(base, scope, hits.as_deref_mut(), depth + 1),
             Expr::Element(base, index) => self.element_at(base, &[*index], scope, depth + 1),
             Expr::Item(base, key) => self.item_local(base, key, scope, depth + 1),
             Expr::Container(kind, _) => {
@@ -1864,6 +1874,12 @@ impl<'a> Resolver<'a> {
             Expr::Container(ContainerKind::Tuple | ContainerKind::List, items) => {
                 items.get(index as usize).map(|e| self.element_at(e, rest, scope, depth + 1)).unwrap_or_default()
             }
+            // Element `i` of `seq[start:]` is element `start + i` of `seq`.
+            Expr::Slice(inner, Some(start)) => {
+                let shifted: Vec<u32> =
+                    std::iter::once(index.saturating_add(*start)).chain(rest.iter().copied()).collect();
+                self.element_at(inner, &shifted, scope, depth + 1)
+            }
             Expr::Name(n) => {
                 let Some(s) = self.binding_scope(n, scope) else {
                     return Vec::new();
@@ -1920,6 +1936,7 @@ impl<'a> Resolver<'a> {
         match expr {
             Expr::Container(_, items) | Expr::Added(items) => items.iter().map(|e| (e.clone(), scope)).collect(),
             Expr::Keyed(items) => items.iter().map(|(_, e)| (e.clone(), scope)).collect(),
+            Expr::Slice(inner, _) => self.element_exprs(inner, scope, depth + 1),
             Expr::Name(n) => {
                 self.bound_values(n, scope).into_iter().flat_map(|(e, s)| self.element_exprs(e, s, depth + 1)).collect()
             }
@@ -1963,6 +1980,12 @@ impl<'a> Resolver<'a> {
                 }
             }
             Expr::Added(items) => items.iter().map(|e| (e.clone(), scope)).collect(),
+            Expr::Slice(inner, start) => match (start, integer_key(key)) {
+                (Some(start), Some(i)) => {
+                    self.item_exprs(inner, &integer_key_of(i + *start as usize), scope, depth + 1)
+                }
+                _ => self.element_exprs(inner, scope, depth + 1),
+            },
             Expr::Name(n) => self
                 .bound_values(n, scope)
                 .into_iter()
@@ -1987,6 +2010,7 @@ impl<'a> Resolver<'a> {
                 let (e, s) = self.element_expr(inner, *j, scope, depth + 1)?;
                 self.element_expr(&e, index, s, depth + 1)
             }
+            Expr::Slice(inner, Some(start)) => self.element_expr(inner, index.saturating_add(*start), scope, depth + 1),
             Expr::Name(n) => {
                 let s = self.binding_scope(n, scope)?;
                 let indices = self.scope_bindings[s as usize].get(n.as_str())?;
@@ -2148,6 +2172,11 @@ impl<'a> Resolver<'a> {
                 let i = integer_key(key).unwrap_or_default();
                 items.get(i).map(|e| self.eval_local(e, scope, depth + 1)).unwrap_or_default()
             }
+            // Item `i` of `seq[start:]` is item `start + i` of `seq`.
+            Expr::Slice(inner, Some(start)) if integer_key(key).is_some() => {
+                let i = integer_key(key).unwrap_or_default() + *start as usize;
+                self.item_local(inner, &integer_key_of(i), scope, depth + 1)
+            }
             // `table["a"]["b"]`: under "b" of what is written under "a".
             Expr::Item(inner, outer_key) => {
                 let written = self.item_exprs(inner, outer_key, scope, depth + 1);
@@ -2192,6 +2221,7 @@ impl<'a> Resolver<'a> {
                 let all_keyed = indices.iter().all(|&i| match &self.syntax.scope(s).bindings[i].1 {
                     Binding::Value(Expr::Keyed(_)) => true,
                     Binding::Value(Expr::Container(ContainerKind::List | ContainerKind::Tuple, _)) => by_key,
+                    Binding::Value(Expr::Slice(_, Some(_))) => by_key,
                     _ => false,
                 });
                 if !all_keyed {
@@ -2223,6 +2253,7 @@ impl<'a> Resolver<'a> {
                 Some((e, s)) => self.elements_local(&e, s, depth + 1),
                 None => Vec::new(),
             },
+            Expr::Slice(inner, _) => self.elements_local(inner, scope, depth + 1),
             // `table[i][j]`: the elements of the containers written out as `table`'s elements.
             Expr::Subscript(inner) => {
                 let mut out = Vec::new();
@@ -3129,6 +3160,11 @@ fn strip_suffixes(path: &str) -> String {
 /// marks integer keys.
 fn integer_key(key: &str) -> Option<usize> {
     key.strip_prefix(INTEGER_KEY)?.parse().ok()
+}
+
+/// The constant key of integer `i` (as lowering writes `seq[i]`).
+fn integer_key_of(i: usize) -> String {
+    format!("{INTEGER_KEY}{i}")
 }
 
 /// The arguments a builtin higher-order function calls, when `values` (what the call site's

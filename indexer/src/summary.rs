@@ -210,6 +210,10 @@ impl Summariser<'_> {
                 Expr::Unknown => Expr::Unknown,
                 b => Expr::Subscript(Box::new(b)),
             },
+            Expr::Slice(base, start) => match self.close(base, scope, depth) {
+                Expr::Unknown => Expr::Unknown,
+                b => Expr::Slice(Box::new(b), *start),
+            },
             Expr::Container(kind, items) => {
                 Expr::Container(*kind, items.iter().map(|e| self.close(e, scope, depth)).collect())
             }

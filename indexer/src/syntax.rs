@@ -239,6 +239,10 @@ pub enum Expr {
     Keyed(Vec<(Name, Expr)>),
     /// `value["key"]`: the item under a constant string key.
     Item(Box<Expr>, Name),
+    /// `value[start:stop]`: a sequence of the same type holding some of its elements. When the
+    /// start is a known non-negative integer (or left out), element `i` of the slice is element
+    /// `start + i` of the value; otherwise positions are not known.
+    Slice(Box<Expr>, Option<u32>),
     /// Elements added to a container by a method call (`items.append(f)`, `seen.add(f)`): it has
     /// these elements, and says nothing about the container's own type.
     Added(Vec<Expr>),
