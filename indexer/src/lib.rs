@@ -9,6 +9,7 @@
 //! - [`walk`]: finding and reading files.
 //! - [`indexer`]: the single writer that applies file changes and publishes versions.
 
+mod builtin_members;
 pub mod annotation;
 pub mod db;
 pub mod embed;
@@ -34,6 +35,7 @@ pub use walk::{WalkIssue, WalkOptions};
 pub const ANALYSIS_FINGERPRINT: u64 = xxhash_rust::const_xxh3::xxh3_64(
     concat!(
         include_str!("annotation.rs"),
+        include_str!("builtin_members.rs"),
         include_str!("lower.rs"),
         include_str!("syntax.rs"),
         include_str!("summary.rs"),

@@ -1048,6 +1048,9 @@ impl<'a> Resolver<'a> {
                 }
                 out
             }
+            Expr::Literal(_) | Expr::Constant(_) | Expr::Instance(_) => {
+                string_items(self.eval_closed(expr, module, self_class, depth + 1))
+            }
             _ => Vec::new(),
         }
     }
@@ -1282,6 +1285,9 @@ impl<'a> Resolver<'a> {
             // `yaml = None` as the fallback of an optional import: code reads attributes on the
             // name's other values, never on `None` (which has none worth an edge).
             Value::ExternalInstance(x) if &**x == "builtins.NoneType" => Vec::new(),
+            // `d.save()` where `d` may be a dict (among other values): a dict has no `save`, so
+            // that value gives no edge (an invented `builtins.dict.save` would be one).
+            Value::ExternalInstance(x) if !builtin_has_attr(x, attr) => Vec::new(),
             Value::External(x) | Value::ExternalInstance(x) => {
                 vec![Value::External(Arc::from(format!("{x}.{attr}").as_str()))]
             }
@@ -2361,6 +2367,11 @@ impl<'a> Resolver<'a> {
                 let promised = self.elements_local(ty, scope, depth + 1);
                 if names_repo_class(&promised) { promised } else { self.elements_local(value, scope, depth + 1) }
             }
+            // A string's characters are strings, a bytes object's items integers (`text[0]`
+            // with `text = "..."` or `text: str`).
+            Expr::Literal(_) | Expr::Constant(_) | Expr::Instance(_) => {
+                string_items(self.eval_local(expr, scope, depth + 1))
+            }
             _ => Vec::new(),
         }
     }
@@ -3162,6 +3173,30 @@ fn integer_key(key: &str) -> Option<usize> {
     key.strip_prefix(INTEGER_KEY)?.parse().ok()
 }
 
+/// Whether an instance of external type `ty` can have attribute `attr`: false only for the
+/// builtin value types (`builtins.str`, `builtins.dict`, ...) that do not define it.
+fn builtin_has_attr(ty: &str, attr: &str) -> bool {
+    match ty.strip_prefix("builtins.").and_then(crate::builtin_members::members) {
+        Some(members) => members.binary_search(&attr).is_ok(),
+        None => true,
+    }
+}
+
+/// The items of the strings and bytes objects among `values`: a string's characters are
+/// strings, a bytes object's items integers (`text[0]`, `for ch in text`).
+fn string_items(values: Vec<Value>) -> Vec<Value> {
+    values
+        .into_iter()
+        .filter_map(|v| match &v {
+            Value::ExternalInstance(t) if &**t == "builtins.str" => Some(v),
+            Value::ExternalInstance(t) if &**t == "builtins.bytes" => {
+                Some(Value::ExternalInstance(Arc::from("builtins.int")))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// The constant key of integer `i` (as lowering writes `seq[i]`).
 fn integer_key_of(i: usize) -> String {
     format!("{INTEGER_KEY}{i}")
@@ -3189,4 +3224,29 @@ fn builtin_callbacks<'c>(values: &[Value], call: &'c CallSite) -> Vec<&'c Expr> 
         }
     }
     out
+}
+
+#[cfg(test)]
+mod builtin_attr_tests {
+    use super::builtin_has_attr;
+
+    #[test]
+    fn builtin_value_types_have_only_their_own_attributes() {
+        assert!(builtin_has_attr("builtins.dict", "items"));
+        assert!(builtin_has_attr("builtins.str", "removeprefix"));
+        assert!(builtin_has_attr("builtins.int", "is_integer"));
+        assert!(!builtin_has_attr("builtins.dict", "append"));
+        assert!(!builtin_has_attr("builtins.str", "items"));
+        // Types without a member list keep every attribute.
+        assert!(builtin_has_attr("builtins.ValueError", "anything"));
+        assert!(builtin_has_attr("requests.Session", "anything"));
+    }
+
+    #[test]
+    fn member_lists_are_sorted_for_binary_search() {
+        for ty in ["object", "type", "int", "bool", "float", "str", "bytes", "list", "tuple", "dict", "set"] {
+            let names = crate::builtin_members::members(ty).expect("a builtin type");
+            assert!(names.windows(2).all(|w| w[0] < w[1]), "{ty}");
+        }
+    }
 }
