@@ -31,5 +31,5 @@ for name, t in TYPES.items():
     names = sorted(set(dir(t)) | set(LATER.get(name, [])))
     body = ", ".join(f'"{n}"' for n in names)
     out.append(f"        \"{name}\" => &[{body}],")
-out += ["        _ => return None,", "    })", "}", ""]
+out += ["        _ => return None,", "    })", "}"]
 print("\n".join(out))

@@ -25,4 +25,3 @@ pub(crate) fn members(name: &str) -> Option<&'static [&'static str]> {
         _ => return None,
     })
 }
-

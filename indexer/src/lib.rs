@@ -5,12 +5,13 @@
 //! - [`summary`]: the per-file interface other files see (the ItemTree analogue).
 //! - [`modules`]: which dotted name each file is imported as.
 //! - [`resolve`]: name resolution, producing a file's units, edges and unresolved sites.
+//! - `builtin_members`: the attributes of builtin value types (generated).
 //! - [`db`]: the salsa database tying these together incrementally.
 //! - [`walk`]: finding and reading files.
 //! - [`indexer`]: the single writer that applies file changes and publishes versions.
 
-mod builtin_members;
 pub mod annotation;
+mod builtin_members;
 pub mod db;
 pub mod embed;
 pub mod flows;
