@@ -6,6 +6,7 @@
 //! - [`modules`]: which dotted name each file is imported as.
 //! - [`resolve`]: name resolution, producing a file's units, edges and unresolved sites.
 //! - `builtin_members`: the attributes of builtin value types (generated).
+//! - `repair`: closing the unclosed brackets that hide the rest of a half-typed file.
 //! - [`db`]: the salsa database tying these together incrementally.
 //! - [`walk`]: finding and reading files.
 //! - [`indexer`]: the single writer that applies file changes and publishes versions.
@@ -21,6 +22,7 @@ pub mod lower;
 pub mod model_fetch;
 pub mod modules;
 pub mod process;
+mod repair;
 pub mod resolve;
 pub mod summary;
 pub mod syntax;
@@ -38,6 +40,7 @@ pub const ANALYSIS_FINGERPRINT: u64 = xxhash_rust::const_xxh3::xxh3_64(
         include_str!("annotation.rs"),
         include_str!("builtin_members.rs"),
         include_str!("lower.rs"),
+        include_str!("repair.rs"),
         include_str!("syntax.rs"),
         include_str!("summary.rs"),
         include_str!("modules.rs"),

@@ -204,7 +204,22 @@ fn lower_tree(text: &str, tree: Option<&Tree>) -> FileSyntax {
             dunder_all: None,
         };
     };
-    let root = tree.root_node();
+    // A file with errors may be hiding most of itself behind an unclosed bracket (see
+    // `repair`): lower the repaired text instead when tree-sitter finds fewer errors in it. The
+    // file is flagged with its own errors either way.
+    let errors = count_errors(tree.root_node());
+    let repaired = if errors > 0 {
+        crate::repair::close_unclosed_brackets(text).and_then(|fixed| {
+            let fixed_tree = parse(&fixed)?;
+            (count_errors(fixed_tree.root_node()) < errors).then_some((fixed, fixed_tree))
+        })
+    } else {
+        None
+    };
+    let (text, root) = match &repaired {
+        Some((fixed, fixed_tree)) => (fixed.as_str(), fixed_tree.root_node()),
+        None => (text, tree.root_node()),
+    };
     let mut lowerer = Lowerer {
         src: text,
         line_starts,
@@ -226,7 +241,7 @@ fn lower_tree(text: &str, tree: Option<&Tree>) -> FileSyntax {
     lowerer.name_lambdas();
     let docstring = lowerer.docstring(root);
     FileSyntax {
-        parse_errors: count_errors(root) + lowerer.too_deep + lowerer.empty_bodies,
+        parse_errors: errors + lowerer.too_deep + lowerer.empty_bodies,
         line_count,
         byte_len: text.len() as u32,
         docstring,
