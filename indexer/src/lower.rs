@@ -233,6 +233,7 @@ fn lower_tree(text: &str, tree: Option<&Tree>) -> FileSyntax {
         nesting: 0,
         too_deep: 0,
         empty_bodies: 0,
+        bad_indents: 0,
         global_writes: Vec::new(),
     };
     lowerer.block(root, 0);
@@ -241,7 +242,7 @@ fn lower_tree(text: &str, tree: Option<&Tree>) -> FileSyntax {
     lowerer.name_lambdas();
     let docstring = lowerer.docstring(root);
     FileSyntax {
-        parse_errors: errors + lowerer.too_deep + lowerer.empty_bodies,
+        parse_errors: errors + lowerer.too_deep + lowerer.empty_bodies + lowerer.bad_indents,
         line_count,
         byte_len: text.len() as u32,
         docstring,
@@ -393,6 +394,8 @@ struct Lowerer<'a> {
     too_deep: u32,
     /// `def`s and classes without a statement in their body (see [`Lowerer::check_body`]).
     empty_bodies: u32,
+    /// Statements not at their block's indentation (see [`Lowerer::check_indentation`]).
+    bad_indents: u32,
     /// Names a function declares `global` and assigns, in source order: they become module
     /// variables when the module itself never binds them (see [`Lowerer::define_global_writes`]).
     global_writes: Vec<GlobalWrite>,
@@ -599,8 +602,35 @@ impl<'a> Lowerer<'a> {
     fn block(&mut self, node: Node, scope: ScopeId) {
         let mut cursor = node.walk();
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        self.check_indentation(node, &children);
         for child in children {
             self.statement(child, scope);
+        }
+    }
+
+    /// Counts the statements of a block (or the module) that do not start at the block's
+    /// indentation. tree-sitter accepts a method indented by three spaces among methods indented
+    /// by four (and reads it as a function of the module); Python refuses the file with an
+    /// `IndentationError` (or a `TabError`, for tabs and spaces mixed), so such a file is flagged.
+    fn check_indentation(&mut self, block: Node, statements: &[Node]) {
+        let mut expected = (block.kind() == "module").then_some(0);
+        let mut last_row = None;
+        for statement in statements {
+            if statement.kind() == "comment" || statement.is_error() {
+                continue;
+            }
+            let start = statement.start_position();
+            // A statement after `;` shares its line with the one before.
+            if last_row == Some(start.row) {
+                last_row = Some(statement.end_position().row);
+                continue;
+            }
+            last_row = Some(statement.end_position().row);
+            match expected {
+                None => expected = Some(start.column),
+                Some(column) if column != start.column => self.bad_indents += 1,
+                Some(_) => {}
+            }
         }
     }
 
@@ -1954,19 +1984,36 @@ impl<'a> Lowerer<'a> {
             "boolean_operator" | "binary_operator" => {
                 let kind = node.kind();
                 let mut operands = Vec::new();
+                let mut all_plus = true;
                 let mut current = Some(node);
                 while let Some(n) = current {
                     if n.kind() != kind {
                         operands.push(n);
                         break;
                     }
+                    all_plus &= n.field("operator").is_some_and(|o| o.kind() == "+");
                     operands.extend(n.field("right"));
                     current = n.field("left");
                 }
                 operands.reverse();
                 let values: Vec<Expr> = operands.into_iter().map(|n| self.expr(n, scope)).collect();
-                // `a or b` is one of them; `a + b` is a new value of unknown type.
-                if kind == "boolean_operator" { Expr::Union(values) } else { Expr::Unknown }
+                if kind == "boolean_operator" {
+                    // `a or b` is one of them.
+                    return Expr::Union(values);
+                }
+                // `steps + [f]`: with a literal list or tuple among the operands, `+` joins
+                // sequences; the result has every operand's elements. Otherwise `a + b` is a new
+                // value of unknown type (a number, a string, ...).
+                let joined = values.iter().find_map(|v| match v {
+                    Expr::Container(kind @ (ContainerKind::List | ContainerKind::Tuple), _) => Some(*kind),
+                    _ => None,
+                });
+                match joined {
+                    Some(kind) if all_plus => {
+                        Expr::Container(kind, values.into_iter().map(|v| Expr::Subscript(Box::new(v))).collect())
+                    }
+                    _ => Expr::Unknown,
+                }
             }
             "await" => match node.named_child(0) {
                 Some(inner) => self.expr(inner, scope),

@@ -324,11 +324,33 @@ const BUILTIN_FUNCTIONS: &[&str] = &[
 ];
 
 fn builtin(name: &str) -> Option<Value> {
-    if BUILTIN_CLASSES.contains(&name) || BUILTIN_FUNCTIONS.contains(&name) {
-        Some(Value::External(Arc::from(format!("builtins.{name}").as_str())))
-    } else {
-        None
-    }
+    builtin_name(name).map(Value::External)
+}
+
+/// `builtins.<name>` for a builtin class or function, shared: looked up by hash (this runs for
+/// every name that is not bound in its module, and a scan of the lists was visible in profiles).
+fn builtin_name(name: &str) -> Option<Arc<str>> {
+    static NAMES: std::sync::OnceLock<FxHashMap<&'static str, Arc<str>>> = std::sync::OnceLock::new();
+    NAMES
+        .get_or_init(|| {
+            BUILTIN_CLASSES
+                .iter()
+                .chain(BUILTIN_FUNCTIONS)
+                .map(|n| (*n, Arc::from(format!("builtins.{n}").as_str())))
+                .collect()
+        })
+        .get(name)
+        .cloned()
+}
+
+/// An instance of builtin type `name` (`str`, `list`, `NoneType`, ...).
+fn builtin_instance(name: &str) -> Value {
+    static NONE_TYPE: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
+    let ty = match name {
+        "NoneType" => Some(NONE_TYPE.get_or_init(|| Arc::from("builtins.NoneType")).clone()),
+        _ => builtin_name(name),
+    };
+    Value::ExternalInstance(ty.unwrap_or_else(|| Arc::from(format!("builtins.{name}").as_str())))
 }
 
 fn builtin_class_instance(external: &str) -> Option<Value> {
@@ -420,7 +442,21 @@ struct Resolver<'a> {
     /// `module\u{1}name` keys of the module-level names whose summaries this file consulted.
     names_used: RefCell<NamesUsed>,
     module_names: RefCell<FxHashMap<(Arc<str>, Name), Vec<Value>>>,
-    local_names: RefCell<FxHashMap<(ScopeId, Name), Vec<Value>>>,
+    local_names: RefCell<FxHashMap<(ScopeId, Name), Memo>>,
+    /// What iterating over a name of this file gives, memoised like `local_names` (and for the
+    /// same reason: a name rebound from itself many times, `terms = terms + [...]`, made the
+    /// unmemoised walk exponential in the number of rebindings).
+    local_elements: RefCell<FxHashMap<(ScopeId, Name), Memo>>,
+    /// What calling a function returns, memoised the same way: the returns of a function are
+    /// read from summaries, which do not change while a file is resolved, and on sympy
+    /// re-evaluating them at every call (through functions returning the results of others)
+    /// took most of the time.
+    call_results: RefCell<FxHashMap<CallKey, Memo>>,
+    /// How many memoised computations are running (see [`Resolver::memoised`]).
+    memo_level: std::cell::Cell<u32>,
+    /// The lowest level of a running computation whose key was read since the current
+    /// computation started (`u32::MAX`: none).
+    lowest_cycle_hit: std::cell::Cell<u32>,
     mros: RefCell<FxHashMap<Target, Arc<Vec<MroEntry>>>>,
     /// Receiver classes seen at calls of this file's methods: method body scope -> classes.
     receiver_flow: FxHashMap<ScopeId, Vec<Target>>,
@@ -445,14 +481,25 @@ pub fn resolve_file(db: &dyn salsa::Database, ws: Workspace, file: SourceFile) -
         return (FileGraph::skipped(path, info.name, revision, reason.clone()), Vec::new());
     }
     let syntax = file_syntax(db, file);
+    let started = std::time::Instant::now();
     let mut resolver = Resolver::new(db, ws, &info.name, info.is_package, &syntax, file.text(db).clone());
     let mut graph = resolver.run(path, revision);
+    trace_slow_file(&graph.path, started.elapsed());
     let mut deps: Vec<String> = resolver.lookups.borrow().keys().cloned().collect();
     deps.extend(resolver.names_used.borrow().keys());
     deps.sort_unstable();
     deps.shrink_to_fit();
     compact(&mut graph);
     (graph, deps)
+}
+
+/// With `FRESCO_TRACE` set, names on stderr the files whose resolution took over 100 ms: a
+/// file far slower than the rest points at a superlinear path in the resolver.
+fn trace_slow_file(path: &str, took: std::time::Duration) {
+    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if took.as_millis() >= 100 && *ENABLED.get_or_init(|| std::env::var_os("FRESCO_TRACE").is_some()) {
+        eprintln!("fresco: slow file: {path}: {} ms", took.as_millis());
+    }
 }
 
 /// Gives back the slack of the graph's strings and vectors: every file's graph stays in memory
@@ -546,6 +593,10 @@ impl<'a> Resolver<'a> {
             names_used: RefCell::default(),
             module_names: RefCell::default(),
             local_names: RefCell::default(),
+            local_elements: RefCell::default(),
+            call_results: RefCell::default(),
+            memo_level: std::cell::Cell::new(0),
+            lowest_cycle_hit: std::cell::Cell::new(u32::MAX),
             mros: RefCell::default(),
             receiver_flow: FxHashMap::default(),
             cuts: std::cell::Cell::new(0),
@@ -943,7 +994,7 @@ impl<'a> Resolver<'a> {
             Expr::Slice(base, _) => self.eval_closed(base, module, self_class, depth + 1),
             Expr::Element(base, index) => self.element_closed(base, &[*index], module, self_class, depth + 1),
             Expr::Container(kind, _) => {
-                vec![Value::ExternalInstance(Arc::from(format!("builtins.{}", kind.builtin()).as_str()))]
+                vec![builtin_instance(kind.builtin())]
             }
             Expr::Keyed(_) => vec![Value::ExternalInstance(Arc::from("builtins.dict"))],
             Expr::Union(items) => {
@@ -953,9 +1004,9 @@ impl<'a> Resolver<'a> {
                 }
                 out
             }
-            Expr::Literal(t) => vec![Value::ExternalInstance(Arc::from(format!("builtins.{t}").as_str()))],
+            Expr::Literal(t) => vec![builtin_instance(t)],
             Expr::Constant(k) => {
-                vec![Value::ExternalInstance(Arc::from(format!("builtins.{}", constant_type(k)).as_str()))]
+                vec![builtin_instance(constant_type(k))]
             }
             Expr::ItemAt(base, _) => self.elements_closed(base, module, self_class, depth + 1),
             Expr::SelfRef => self_class.map(|c| vec![Value::Instance(c.clone())]).unwrap_or_default(),
@@ -1129,15 +1180,60 @@ impl<'a> Resolver<'a> {
             let summary = self.summary_for(&t.module, &t.path);
             let function = summary.as_ref().and_then(|s| s.function(&t.path));
             if let Some(f) = function.filter(|f| f.yields.is_empty() && !f.returns.is_empty()) {
-                let owner = t.owner();
-                let mut out = Vec::new();
-                for r in &f.returns {
-                    extend(&mut out, self.element_closed(r, path, &t.module, owner.as_ref(), depth + 1));
-                }
-                return out;
+                return self.memoised_call(CallKey::Element(t.clone(), path.to_vec()), || {
+                    let owner = t.owner();
+                    let mut out = Vec::new();
+                    for r in &f.returns {
+                        extend(&mut out, self.element_closed(r, path, &t.module, owner.as_ref(), depth + 1));
+                    }
+                    out
+                });
             }
         }
         if path.len() == 1 { self.call_elements(callee, depth + 1) } else { Vec::new() }
+    }
+
+    fn memoised_call(&self, key: CallKey, compute: impl FnOnce() -> Vec<Value>) -> Vec<Value> {
+        self.memoised(&self.call_results, key, compute)
+    }
+
+    /// `compute()`, memoised under `key` in `memo` for the file being resolved.
+    ///
+    /// While it runs, `key` reads as nothing: a value that reaches itself (`terms = terms +
+    /// [...]`, a function returning its own result through others) adds nothing more, and the
+    /// walk stays linear instead of exponential in the number of such paths. A result is kept
+    /// only when it is complete: nothing in it was cut short by the depth bound, and it did not
+    /// read a computation still running further out (that one's values were not known yet;
+    /// reading its own key is fine, as the values are a union that cannot grow from itself).
+    fn memoised<K: std::hash::Hash + Eq + Clone>(
+        &self,
+        memo: &RefCell<FxHashMap<K, Memo>>,
+        key: K,
+        compute: impl FnOnce() -> Vec<Value>,
+    ) -> Vec<Value> {
+        match memo.borrow().get(&key) {
+            Some(Memo::Done(values)) => return values.clone(),
+            Some(Memo::Running(level)) => {
+                self.lowest_cycle_hit.set(self.lowest_cycle_hit.get().min(*level));
+                return Vec::new();
+            }
+            None => {}
+        }
+        let level = self.memo_level.get() + 1;
+        self.memo_level.set(level);
+        memo.borrow_mut().insert(key.clone(), Memo::Running(level));
+        let outer_hit = self.lowest_cycle_hit.replace(u32::MAX);
+        let cuts_before = self.cuts.get();
+        let values = compute();
+        let hit = self.lowest_cycle_hit.get();
+        self.lowest_cycle_hit.set(outer_hit.min(hit));
+        self.memo_level.set(level - 1);
+        if self.cuts.get() == cuts_before && hit >= level {
+            memo.borrow_mut().insert(key, Memo::Done(values.clone()));
+        } else {
+            memo.borrow_mut().remove(&key);
+        }
+        values
     }
 
     /// What iterating over the variables among `raw` yields (their assigned containers).
@@ -1169,18 +1265,20 @@ impl<'a> Resolver<'a> {
             return self.iterate_instances(&[Value::Instance(t.clone())], false, depth + 1).1;
         }
         self.with_function(callee, |t, f| {
-            let owner = t.owner();
-            let mut out = self.yielded(t, f, depth);
-            for r in &f.returns {
-                extend(&mut out, self.elements_closed(r, &t.module, owner.as_ref(), depth + 1));
-            }
-            if let Some(annotation) = &f.annotation {
-                if !names_repo_value(&out) {
-                    let promised = self.elements_closed(annotation, &t.module, owner.as_ref(), depth + 1);
-                    prefer_promised(&mut out, promised);
+            self.memoised_call(CallKey::Elements(t.clone()), || {
+                let owner = t.owner();
+                let mut out = self.yielded(t, f, depth);
+                for r in &f.returns {
+                    extend(&mut out, self.elements_closed(r, &t.module, owner.as_ref(), depth + 1));
                 }
-            }
-            out
+                if let Some(annotation) = &f.annotation {
+                    if !names_repo_value(&out) {
+                        let promised = self.elements_closed(annotation, &t.module, owner.as_ref(), depth + 1);
+                        prefer_promised(&mut out, promised);
+                    }
+                }
+                out
+            })
         })
         .unwrap_or_default()
     }
@@ -1288,6 +1386,11 @@ impl<'a> Resolver<'a> {
             // `d.save()` where `d` may be a dict (among other values): a dict has no `save`, so
             // that value gives no edge (an invented `builtins.dict.save` would be one).
             Value::ExternalInstance(x) if !builtin_has_attr(x, attr) => Vec::new(),
+            // `value.__class__` of a builtin value is its type (`list`, not `list.__class__`).
+            Value::ExternalInstance(x) if attr == "__class__" && x.starts_with("builtins.") => {
+                vec![Value::External(x.clone())]
+            }
+            Value::External(x) if !builtin_has_attr(x, attr) => Vec::new(),
             Value::External(x) | Value::ExternalInstance(x) => {
                 vec![Value::External(Arc::from(format!("{x}.{attr}").as_str()))]
             }
@@ -1433,6 +1536,41 @@ impl<'a> Resolver<'a> {
         }
     }
 
+    /// What a call of function `t` returns: what its summary's returns evaluate to, lambdas it
+    /// returns (this file), else what its return annotation promises.
+    fn function_result(&self, t: &Target, depth: u32) -> Vec<Value> {
+        let Some(summary) = self.summary_for(&t.module, &t.path) else {
+            return Vec::new();
+        };
+        let Some(f) = summary.function(&t.path) else {
+            return Vec::new();
+        };
+        let owner = t.owner();
+        let mut out = Vec::new();
+        for r in &f.returns {
+            extend(&mut out, self.eval_closed(r, &t.module, owner.as_ref(), depth + 1));
+        }
+        // A lambda returned by a function of this file (summaries leave lambdas out).
+        if *t.module == *self.module {
+            if let Some(body) = self.defs_by_path.get(&*t.path).and_then(|&d| self.syntax.def(d).body) {
+                for r in self.syntax.scope(body).returns.iter() {
+                    if let Expr::Lambda(l) = r {
+                        push(&mut out, Value::Lambda(*l));
+                    }
+                }
+            }
+        }
+        // The inferred values win when they say something about the code; the return
+        // annotation fills in when they do not (`return unknown_ext()`, `return None`).
+        if let Some(annotation) = &f.annotation {
+            if !names_repo_value(&out) {
+                let promised = self.eval_closed(annotation, &t.module, owner.as_ref(), depth + 1);
+                prefer_promised(&mut out, promised);
+            }
+        }
+        out
+    }
+
     /// The values a call of `callee` returns.
     fn call_result(&self, callee: &Value, depth: u32) -> Vec<Value> {
         if self.too_deep(depth) {
@@ -1441,36 +1579,7 @@ impl<'a> Resolver<'a> {
         match callee {
             Value::Class(t) => vec![Value::Instance(t.clone())],
             Value::Function(t) | Value::Undecorated(t) => {
-                let Some(summary) = self.summary_for(&t.module, &t.path) else {
-                    return Vec::new();
-                };
-                let Some(f) = summary.function(&t.path) else {
-                    return Vec::new();
-                };
-                let owner = t.owner();
-                let mut out = Vec::new();
-                for r in &f.returns {
-                    extend(&mut out, self.eval_closed(r, &t.module, owner.as_ref(), depth + 1));
-                }
-                // A lambda returned by a function of this file (summaries leave lambdas out).
-                if *t.module == *self.module {
-                    if let Some(body) = self.defs_by_path.get(&*t.path).and_then(|&d| self.syntax.def(d).body) {
-                        for r in self.syntax.scope(body).returns.iter() {
-                            if let Expr::Lambda(l) = r {
-                                push(&mut out, Value::Lambda(*l));
-                            }
-                        }
-                    }
-                }
-                // The inferred values win when they say something about the code; the return
-                // annotation fills in when they do not (`return unknown_ext()`, `return None`).
-                if let Some(annotation) = &f.annotation {
-                    if !names_repo_value(&out) {
-                        let promised = self.eval_closed(annotation, &t.module, owner.as_ref(), depth + 1);
-                        prefer_promised(&mut out, promised);
-                    }
-                }
-                out
+                self.memoised_call(CallKey::Result(t.clone()), || self.function_result(t, depth))
             }
             Value::Instance(t) => {
                 let mut out = Vec::new();
@@ -1590,24 +1699,15 @@ impl<'a> Resolver<'a> {
                 return vec![def_value(&self.module, &d.path, d.kind)];
             }
         }
-        let key = (s, Name::new(name));
-        if let Some(hit) = self.local_names.borrow().get(&key) {
-            return hit.clone();
-        }
-        self.local_names.borrow_mut().insert(key.clone(), Vec::new());
-        let cuts_before = self.cuts.get();
-        let mut values = Vec::new();
-        let indices = self.scope_bindings[s as usize].get(name).cloned().unwrap_or_default();
-        for i in self.syntax.live_bindings(s, &indices) {
-            let binding = &self.syntax.scope(s).bindings[i].1;
-            extend(&mut values, self.binding_values(binding, s, depth + 1));
-        }
-        if self.cuts.get() == cuts_before {
-            self.local_names.borrow_mut().insert(key, values.clone());
-        } else {
-            self.local_names.borrow_mut().remove(&key);
-        }
-        values
+        self.memoised(&self.local_names, (s, Name::new(name)), || {
+            let mut values = Vec::new();
+            let indices = self.scope_bindings[s as usize].get(name).cloned().unwrap_or_default();
+            for i in self.syntax.live_bindings(s, &indices) {
+                let binding = &self.syntax.scope(s).bindings[i].1;
+                extend(&mut values, self.binding_values(binding, s, depth + 1));
+            }
+            values
+        })
     }
 
     fn binding_values(&self, binding: &Binding, scope: ScopeId, depth: u32) -> Vec<Value> {
@@ -1800,7 +1900,7 @@ impl<'a> Resolver<'a> {
             Expr::Element(base, index) => self.element_at(base, &[*index], scope, depth + 1),
             Expr::Item(base, key) => self.item_local(base, key, scope, depth + 1),
             Expr::Container(kind, _) => {
-                vec![Value::ExternalInstance(Arc::from(format!("builtins.{}", kind.builtin()).as_str()))]
+                vec![builtin_instance(kind.builtin())]
             }
             Expr::Keyed(_) => vec![Value::ExternalInstance(Arc::from("builtins.dict"))],
             Expr::Lambda(l) => vec![Value::Lambda(*l)],
@@ -1811,9 +1911,9 @@ impl<'a> Resolver<'a> {
                 }
                 out
             }
-            Expr::Literal(t) => vec![Value::ExternalInstance(Arc::from(format!("builtins.{t}").as_str()))],
+            Expr::Literal(t) => vec![builtin_instance(t)],
             Expr::Constant(k) => {
-                vec![Value::ExternalInstance(Arc::from(format!("builtins.{}", constant_type(k)).as_str()))]
+                vec![builtin_instance(constant_type(k))]
             }
             Expr::ItemAt(base, key) => {
                 let item = self.item_at(base, key, scope, depth + 1);
@@ -2245,6 +2345,45 @@ impl<'a> Resolver<'a> {
         }
     }
 
+    /// What iterating over `name`, bound in scope `s`, gives: the elements of what its
+    /// bindings hold (see `elements_local`, which memoises this).
+    fn name_elements(&self, n: &Name, s: ScopeId, depth: u32) -> Vec<Value> {
+        let mut out = Vec::new();
+        let indices = self.scope_bindings[s as usize].get(n.as_str()).cloned().unwrap_or_default();
+        for i in indices {
+            match &self.syntax.scope(s).bindings[i].1 {
+                Binding::Value(e) => extend(&mut out, self.elements_local(e, s, depth + 1)),
+                Binding::Param(p) => {
+                    let annotation = self.syntax.scope(s).params.get(*p as usize).and_then(|p| p.annotation.as_ref());
+                    if let Some(annotation) = annotation {
+                        extend(&mut out, self.elements_local(annotation, s, depth + 1));
+                    }
+                    if let Some(flows) = self.param_flow.get(&(s, *p)) {
+                        for (caller, arg) in flows {
+                            extend(&mut out, self.elements_local(arg, *caller, depth + 1));
+                        }
+                    }
+                }
+                Binding::Import(_) => {
+                    for v in self.binding_values(&self.syntax.scope(s).bindings[i].1, s, depth + 1) {
+                        let _ = v;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if out.is_empty() && s == 0 {
+            for v in self.module_member(&self.module, n, depth + 1) {
+                if let Value::Var(t) = v {
+                    for e in self.var_exprs(&t).iter() {
+                        extend(&mut out, self.elements_closed(e, &t.module, None, depth + 1));
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// What iterating over (or subscripting) `expr` yields.
     fn elements_local(&self, expr: &Expr, scope: ScopeId, depth: u32) -> Vec<Value> {
         if self.too_deep(depth) {
@@ -2294,41 +2433,7 @@ impl<'a> Resolver<'a> {
                 let Some(s) = self.binding_scope(n, scope) else {
                     return Vec::new();
                 };
-                let mut out = Vec::new();
-                let indices = self.scope_bindings[s as usize].get(n.as_str()).cloned().unwrap_or_default();
-                for i in indices {
-                    match &self.syntax.scope(s).bindings[i].1 {
-                        Binding::Value(e) => extend(&mut out, self.elements_local(e, s, depth + 1)),
-                        Binding::Param(p) => {
-                            let annotation =
-                                self.syntax.scope(s).params.get(*p as usize).and_then(|p| p.annotation.as_ref());
-                            if let Some(annotation) = annotation {
-                                extend(&mut out, self.elements_local(annotation, s, depth + 1));
-                            }
-                            if let Some(flows) = self.param_flow.get(&(s, *p)) {
-                                for (caller, arg) in flows {
-                                    extend(&mut out, self.elements_local(arg, *caller, depth + 1));
-                                }
-                            }
-                        }
-                        Binding::Import(_) => {
-                            for v in self.binding_values(&self.syntax.scope(s).bindings[i].1, s, depth + 1) {
-                                let _ = v;
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                if out.is_empty() && s == 0 {
-                    for v in self.module_member(&self.module, n, depth + 1) {
-                        if let Value::Var(t) = v {
-                            for e in self.var_exprs(&t).iter() {
-                                extend(&mut out, self.elements_closed(e, &t.module, None, depth + 1));
-                            }
-                        }
-                    }
-                }
-                out
+                self.memoised(&self.local_elements, (s, n.clone()), || self.name_elements(n, s, depth))
             }
             Expr::Attr(base, attr) => {
                 let mut out = Vec::new();
@@ -2615,6 +2720,8 @@ impl<'a> Resolver<'a> {
                 break;
             }
             self.local_names.borrow_mut().clear();
+            self.local_elements.borrow_mut().clear();
+            self.call_results.borrow_mut().clear();
         }
 
         let mut edges: Vec<Edge> = Vec::new();
@@ -3180,6 +3287,23 @@ fn builtin_has_attr(ty: &str, attr: &str) -> bool {
         Some(members) => members.binary_search(&attr).is_ok(),
         None => true,
     }
+}
+
+/// A memoised evaluation: its values, or the level it runs at (see [`Resolver::memoised`]).
+enum Memo {
+    Running(u32),
+    Done(Vec<Value>),
+}
+
+/// What is memoised about a call of a repository function (see `Resolver::memoised_call`).
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum CallKey {
+    /// What the call returns.
+    Result(Target),
+    /// What iterating over its result gives.
+    Elements(Target),
+    /// The element at this path of its result (`a, (b, c) = f()`).
+    Element(Target, Vec<u32>),
 }
 
 /// The items of the strings and bytes objects among `values`: a string's characters are
