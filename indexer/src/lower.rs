@@ -66,8 +66,14 @@ impl<'t> FieldChild<'t> for Node<'t> {
 /// edited again (editors save the same few files over and over).
 const RECENT_TREES: usize = 8;
 
-/// The trees of the files lowered last, most recent at the end: (path, text, tree).
-static RECENT: std::sync::Mutex<Vec<(Arc<str>, Arc<str>, Tree)>> = std::sync::Mutex::new(Vec::new());
+thread_local! {
+    /// The trees of the files this thread lowered last, most recent at the end: (path, text,
+    /// tree). Per thread, because a tree is freed by the thread that evicts it: with one cache
+    /// shared by the workers of a cold index, most trees were freed by the other worker, whose
+    /// every `free` then fought the allocating thread for its malloc arena (one cold index in
+    /// three of django spent 2 s more parsing, in 100,000 futex waits).
+    static RECENT: RefCell<Vec<(Arc<str>, Arc<str>, Tree)>> = const { RefCell::new(Vec::new()) };
+}
 
 /// Parses and lowers the file at `path` (relative). When it was among the last files lowered,
 /// tree-sitter re-parses only what the edit touched: the old tree is told the changed byte range
@@ -79,10 +85,8 @@ pub fn lower_file(path: &str, text: &Arc<str>) -> FileSyntax {
     if has_lone_carriage_return(text) {
         return lower(text);
     }
-    let previous = {
-        let mut recent = RECENT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        recent.iter().position(|(p, ..)| &**p == path).map(|i| recent.remove(i))
-    };
+    let previous =
+        RECENT.with_borrow_mut(|recent| recent.iter().position(|(p, ..)| &**p == path).map(|i| recent.remove(i)));
     let tree = match previous {
         Some((_, old_text, tree)) if old_text == *text => Some(tree),
         Some((_, old_text, mut tree)) => {
@@ -93,12 +97,10 @@ pub fn lower_file(path: &str, text: &Arc<str>) -> FileSyntax {
     };
     let Some(tree) = tree else { return lower_tree(text, None) };
     let syntax = lower_tree(text, Some(&tree));
-    let evicted = {
-        let mut recent = RECENT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let evicted = RECENT.with_borrow_mut(|recent| {
         recent.push((Arc::from(path), text.clone(), tree));
         (recent.len() > RECENT_TREES).then(|| recent.remove(0))
-    };
-    // Freed outside the lock.
+    });
     drop(evicted);
     syntax
 }
