@@ -396,7 +396,7 @@ struct Lowerer<'a> {
     too_deep: u32,
     /// `def`s and classes without a statement in their body (see [`Lowerer::check_body`]).
     empty_bodies: u32,
-    /// Statements not at their block's indentation (see [`Lowerer::check_indentation`]).
+    /// Statements Python refuses and tree-sitter accepts (see [`Lowerer::check_indentation`]).
     bad_indents: u32,
     /// Names a function declares `global` and assigns, in source order: they become module
     /// variables when the module itself never binds them (see [`Lowerer::define_global_writes`]).
@@ -610,24 +610,35 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    /// Counts the statements of a block (or the module) that do not start at the block's
-    /// indentation. tree-sitter accepts a method indented by three spaces among methods indented
-    /// by four (and reads it as a function of the module); Python refuses the file with an
-    /// `IndentationError` (or a `TabError`, for tabs and spaces mixed), so such a file is flagged.
+    /// Counts the statements of a block (or the module) that tree-sitter accepts and Python
+    /// refuses, so that such a file is flagged:
+    /// - a statement not at the block's indentation: tree-sitter reads a method indented by
+    ///   three spaces among methods indented by four as a function of the module; Python raises
+    ///   `IndentationError` (or `TabError`, for tabs and spaces mixed);
+    /// - two statements on one line without a `;` between them (`1abc` is `1` then `abc` to
+    ///   tree-sitter, an invalid literal to Python);
+    /// - Python 2's `print x` and `exec code` statements.
     fn check_indentation(&mut self, block: Node, statements: &[Node]) {
         let mut expected = (block.kind() == "module").then_some(0);
-        let mut last_row = None;
+        let mut last: Option<Node> = None;
         for statement in statements {
-            if statement.kind() == "comment" || statement.is_error() {
+            // Comments and line continuations (`\`) are extras, not statements.
+            if statement.is_extra() || statement.is_error() {
                 continue;
+            }
+            if matches!(statement.kind(), "print_statement" | "exec_statement") {
+                self.bad_indents += 1;
             }
             let start = statement.start_position();
+            let previous = last.replace(*statement);
             // A statement after `;` shares its line with the one before.
-            if last_row == Some(start.row) {
-                last_row = Some(statement.end_position().row);
+            if let Some(previous) = previous.filter(|p| p.end_position().row == start.row) {
+                let between = self.src.get(previous.end_byte()..statement.start_byte()).unwrap_or("");
+                if !between.contains(';') {
+                    self.bad_indents += 1;
+                }
                 continue;
             }
-            last_row = Some(statement.end_position().row);
             match expected {
                 None => expected = Some(start.column),
                 Some(column) if column != start.column => self.bad_indents += 1,
