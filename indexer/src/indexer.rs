@@ -810,10 +810,7 @@ struct Trace {
 
 impl Trace {
     fn start() -> Trace {
-        Trace {
-            enabled: std::env::var_os("FRESCO_TRACE").is_some(),
-            last: std::cell::Cell::new(std::time::Instant::now()),
-        }
+        Trace { enabled: crate::trace_enabled(), last: std::cell::Cell::new(std::time::Instant::now()) }
     }
     fn mark(&self, phase: &str) {
         if self.enabled {

@@ -30,6 +30,13 @@ pub mod text_index;
 pub mod walk;
 pub mod watch;
 
+/// Whether `FRESCO_TRACE` is set: phase timings and slow files on stderr (for profiling, not
+/// for output).
+pub(crate) fn trace_enabled() -> bool {
+    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ENABLED.get_or_init(|| std::env::var_os("FRESCO_TRACE").is_some())
+}
+
 pub use indexer::{BatchReport, FileEvent, IndexError, Indexer, IndexerOptions};
 pub use walk::{WalkIssue, WalkOptions};
 

@@ -235,7 +235,7 @@ fn lower_tree(text: &str, tree: Option<&Tree>) -> FileSyntax {
         nesting: 0,
         too_deep: 0,
         empty_bodies: 0,
-        bad_indents: 0,
+        refused_statements: 0,
         global_writes: Vec::new(),
     };
     lowerer.block(root, 0);
@@ -244,7 +244,7 @@ fn lower_tree(text: &str, tree: Option<&Tree>) -> FileSyntax {
     lowerer.name_lambdas();
     let docstring = lowerer.docstring(root);
     FileSyntax {
-        parse_errors: errors + lowerer.too_deep + lowerer.empty_bodies + lowerer.bad_indents,
+        parse_errors: errors + lowerer.too_deep + lowerer.empty_bodies + lowerer.refused_statements,
         line_count,
         byte_len: text.len() as u32,
         docstring,
@@ -396,8 +396,8 @@ struct Lowerer<'a> {
     too_deep: u32,
     /// `def`s and classes without a statement in their body (see [`Lowerer::check_body`]).
     empty_bodies: u32,
-    /// Statements Python refuses and tree-sitter accepts (see [`Lowerer::check_indentation`]).
-    bad_indents: u32,
+    /// Statements Python refuses and tree-sitter accepts (see [`Lowerer::check_statements`]).
+    refused_statements: u32,
     /// Names a function declares `global` and assigns, in source order: they become module
     /// variables when the module itself never binds them (see [`Lowerer::define_global_writes`]).
     global_writes: Vec<GlobalWrite>,
@@ -604,7 +604,7 @@ impl<'a> Lowerer<'a> {
     fn block(&mut self, node: Node, scope: ScopeId) {
         let mut cursor = node.walk();
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
-        self.check_indentation(node, &children);
+        self.check_statements(node, &children);
         for child in children {
             self.statement(child, scope);
         }
@@ -618,7 +618,7 @@ impl<'a> Lowerer<'a> {
     /// - two statements on one line without a `;` between them (`1abc` is `1` then `abc` to
     ///   tree-sitter, an invalid literal to Python);
     /// - Python 2's `print x` and `exec code` statements.
-    fn check_indentation(&mut self, block: Node, statements: &[Node]) {
+    fn check_statements(&mut self, block: Node, statements: &[Node]) {
         let mut expected = (block.kind() == "module").then_some(0);
         let mut last: Option<Node> = None;
         for statement in statements {
@@ -627,7 +627,7 @@ impl<'a> Lowerer<'a> {
                 continue;
             }
             if matches!(statement.kind(), "print_statement" | "exec_statement") {
-                self.bad_indents += 1;
+                self.refused_statements += 1;
             }
             let start = statement.start_position();
             let previous = last.replace(*statement);
@@ -635,13 +635,13 @@ impl<'a> Lowerer<'a> {
             if let Some(previous) = previous.filter(|p| p.end_position().row == start.row) {
                 let between = self.src.get(previous.end_byte()..statement.start_byte()).unwrap_or("");
                 if !between.contains(';') {
-                    self.bad_indents += 1;
+                    self.refused_statements += 1;
                 }
                 continue;
             }
             match expected {
                 None => expected = Some(start.column),
-                Some(column) if column != start.column => self.bad_indents += 1,
+                Some(column) if column != start.column => self.refused_statements += 1,
                 Some(_) => {}
             }
         }

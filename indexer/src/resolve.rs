@@ -481,25 +481,19 @@ pub fn resolve_file(db: &dyn salsa::Database, ws: Workspace, file: SourceFile) -
         return (FileGraph::skipped(path, info.name, revision, reason.clone()), Vec::new());
     }
     let syntax = file_syntax(db, file);
-    let started = std::time::Instant::now();
+    let started = crate::trace_enabled().then(std::time::Instant::now);
     let mut resolver = Resolver::new(db, ws, &info.name, info.is_package, &syntax, file.text(db).clone());
     let mut graph = resolver.run(path, revision);
-    trace_slow_file(&graph.path, started.elapsed());
+    if let Some(took) = started.map(|s| s.elapsed()).filter(|t| t.as_millis() >= 100) {
+        // A file far slower than the rest points at a superlinear path in the resolver.
+        eprintln!("fresco: slow file: {}: {} ms", graph.path, took.as_millis());
+    }
     let mut deps: Vec<String> = resolver.lookups.borrow().keys().cloned().collect();
     deps.extend(resolver.names_used.borrow().keys());
     deps.sort_unstable();
     deps.shrink_to_fit();
     compact(&mut graph);
     (graph, deps)
-}
-
-/// With `FRESCO_TRACE` set, names on stderr the files whose resolution took over 100 ms: a
-/// file far slower than the rest points at a superlinear path in the resolver.
-fn trace_slow_file(path: &str, took: std::time::Duration) {
-    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    if took.as_millis() >= 100 && *ENABLED.get_or_init(|| std::env::var_os("FRESCO_TRACE").is_some()) {
-        eprintln!("fresco: slow file: {path}: {} ms", took.as_millis());
-    }
 }
 
 /// Gives back the slack of the graph's strings and vectors: every file's graph stays in memory
@@ -1152,9 +1146,7 @@ impl<'a> Resolver<'a> {
                 self.element_closed(inner, &outer, module, self_class, depth + 1)
             }
             Expr::Slice(inner, Some(start)) => {
-                let shifted: Vec<u32> =
-                    std::iter::once(index.saturating_add(*start)).chain(rest.iter().copied()).collect();
-                self.element_closed(inner, &shifted, module, self_class, depth + 1)
+                self.element_closed(inner, &shifted_path(index, *start, rest), module, self_class, depth + 1)
             }
             // `for k, v in d.items()` at module level: `v` is a value of `d`.
             Expr::Subscript(inner) => match self.dict_view_closed(inner, "items", module, self_class, depth + 1) {
@@ -1180,7 +1172,7 @@ impl<'a> Resolver<'a> {
             let summary = self.summary_for(&t.module, &t.path);
             let function = summary.as_ref().and_then(|s| s.function(&t.path));
             if let Some(f) = function.filter(|f| f.yields.is_empty() && !f.returns.is_empty()) {
-                return self.memoised_call(CallKey::Element(t.clone(), path.to_vec()), || {
+                return self.memoised(&self.call_results, CallKey::Element(t.clone(), path.to_vec()), || {
                     let owner = t.owner();
                     let mut out = Vec::new();
                     for r in &f.returns {
@@ -1191,10 +1183,6 @@ impl<'a> Resolver<'a> {
             }
         }
         if path.len() == 1 { self.call_elements(callee, depth + 1) } else { Vec::new() }
-    }
-
-    fn memoised_call(&self, key: CallKey, compute: impl FnOnce() -> Vec<Value>) -> Vec<Value> {
-        self.memoised(&self.call_results, key, compute)
     }
 
     /// `compute()`, memoised under `key` in `memo` for the file being resolved.
@@ -1265,7 +1253,7 @@ impl<'a> Resolver<'a> {
             return self.iterate_instances(&[Value::Instance(t.clone())], false, depth + 1).1;
         }
         self.with_function(callee, |t, f| {
-            self.memoised_call(CallKey::Elements(t.clone()), || {
+            self.memoised(&self.call_results, CallKey::Elements(t.clone()), || {
                 let owner = t.owner();
                 let mut out = self.yielded(t, f, depth);
                 for r in &f.returns {
@@ -1579,7 +1567,7 @@ impl<'a> Resolver<'a> {
         match callee {
             Value::Class(t) => vec![Value::Instance(t.clone())],
             Value::Function(t) | Value::Undecorated(t) => {
-                self.memoised_call(CallKey::Result(t.clone()), || self.function_result(t, depth))
+                self.memoised(&self.call_results, CallKey::Result(t.clone()), || self.function_result(t, depth))
             }
             Value::Instance(t) => {
                 let mut out = Vec::new();
@@ -1982,9 +1970,7 @@ impl<'a> Resolver<'a> {
             }
             // Element `i` of `seq[start:]` is element `start + i` of `seq`.
             Expr::Slice(inner, Some(start)) => {
-                let shifted: Vec<u32> =
-                    std::iter::once(index.saturating_add(*start)).chain(rest.iter().copied()).collect();
-                self.element_at(inner, &shifted, scope, depth + 1)
+                self.element_at(inner, &shifted_path(index, *start, rest), scope, depth + 1)
             }
             Expr::Name(n) => {
                 let Some(s) = self.binding_scope(n, scope) else {
@@ -2364,10 +2350,10 @@ impl<'a> Resolver<'a> {
                         }
                     }
                 }
+                // Looked up for what the lookup records (the other module is a dependency); the
+                // elements of an imported container are not followed.
                 Binding::Import(_) => {
-                    for v in self.binding_values(&self.syntax.scope(s).bindings[i].1, s, depth + 1) {
-                        let _ = v;
-                    }
+                    let _ = self.binding_values(&self.syntax.scope(s).bindings[i].1, s, depth + 1);
                 }
                 _ => {}
             }
@@ -3295,7 +3281,7 @@ enum Memo {
     Done(Vec<Value>),
 }
 
-/// What is memoised about a call of a repository function (see `Resolver::memoised_call`).
+/// What is memoised about a call of a repository function (see [`Resolver::memoised`]).
 #[derive(Clone, PartialEq, Eq, Hash)]
 enum CallKey {
     /// What the call returns.
@@ -3313,12 +3299,15 @@ fn string_items(values: Vec<Value>) -> Vec<Value> {
         .into_iter()
         .filter_map(|v| match &v {
             Value::ExternalInstance(t) if &**t == "builtins.str" => Some(v),
-            Value::ExternalInstance(t) if &**t == "builtins.bytes" => {
-                Some(Value::ExternalInstance(Arc::from("builtins.int")))
-            }
+            Value::ExternalInstance(t) if &**t == "builtins.bytes" => Some(builtin_instance("int")),
             _ => None,
         })
         .collect()
+}
+
+/// The path `[index, rest..]` into `seq[start:]` as a path into `seq`.
+fn shifted_path(index: u32, start: u32, rest: &[u32]) -> Vec<u32> {
+    std::iter::once(index.saturating_add(start)).chain(rest.iter().copied()).collect()
 }
 
 /// The constant key of integer `i` (as lowering writes `seq[i]`).
