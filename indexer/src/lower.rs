@@ -191,37 +191,30 @@ fn has_lone_carriage_return(text: &str) -> bool {
     text.bytes().enumerate().any(|(i, b)| b == b'\r' && text.as_bytes().get(i + 1) != Some(&b'\n'))
 }
 
-/// Lowers `text` from its tree (`None`: the grammar could not be loaded).
-fn lower_tree(text: &str, tree: Option<&Tree>) -> FileSyntax {
-    let line_starts = line_starts(text);
-    let line_count = line_starts.len() as u32;
+/// Lowers `original` from its tree (`None`: the grammar could not be loaded).
+fn lower_tree(original: &str, tree: Option<&Tree>) -> FileSyntax {
     let Some(tree) = tree else {
         return FileSyntax {
             parse_errors: 1,
-            line_count,
-            byte_len: text.len() as u32,
+            line_count: line_starts(original).len() as u32,
+            byte_len: original.len() as u32,
             docstring: None,
             scopes: vec![Scope::new(ScopeKind::Module, None, None)],
             defs: Vec::new(),
             dunder_all: None,
         };
     };
-    // A file with errors may be hiding most of itself behind an unclosed bracket (see
-    // `repair`): lower the repaired text instead when tree-sitter finds fewer errors in it. The
-    // file is flagged with its own errors either way.
+    // A file with errors may be hiding most of itself behind an unclosed bracket or a header
+    // without its colon (see `repair`): lower the repaired text instead when tree-sitter finds
+    // fewer errors in it. The file is flagged with its own errors either way.
     let errors = count_errors(tree.root_node());
-    let repaired = if errors > 0 {
-        crate::repair::close_unclosed_brackets(text).and_then(|fixed| {
-            let fixed_tree = parse(&fixed)?;
-            (count_errors(fixed_tree.root_node()) < errors).then_some((fixed, fixed_tree))
-        })
-    } else {
-        None
+    let repaired = if errors > 0 { repair(original, errors) } else { None };
+    let (text, root, inserted) = match &repaired {
+        Some(fix) => (fix.text.as_str(), fix.tree.root_node(), fix.inserted.as_slice()),
+        None => (original, tree.root_node(), &[][..]),
     };
-    let (text, root) = match &repaired {
-        Some((fixed, fixed_tree)) => (fixed.as_str(), fixed_tree.root_node()),
-        None => (text, tree.root_node()),
-    };
+    let line_starts = line_starts(text);
+    let line_count = line_starts.len() as u32;
     let mut lowerer = Lowerer {
         src: text,
         line_starts,
@@ -243,10 +236,10 @@ fn lower_tree(text: &str, tree: Option<&Tree>) -> FileSyntax {
     lowerer.drop_local_reads();
     lowerer.name_lambdas();
     let docstring = lowerer.docstring(root);
-    FileSyntax {
+    let mut syntax = FileSyntax {
         parse_errors: errors + lowerer.too_deep + lowerer.empty_bodies + lowerer.refused_statements,
         line_count,
-        byte_len: text.len() as u32,
+        byte_len: original.len() as u32,
         docstring,
         scopes: finish_scopes(lowerer.scopes),
         defs: {
@@ -255,7 +248,46 @@ fn lower_tree(text: &str, tree: Option<&Tree>) -> FileSyntax {
             defs
         },
         dunder_all: if lowerer.dunder_all_dynamic { None } else { lowerer.dunder_all },
+    };
+    syntax.remove_insertions(inserted);
+    syntax
+}
+
+/// A repaired text of a file with errors, its tree, and the offsets of the bytes the repair
+/// inserted (see `repair`).
+struct Repair {
+    text: String,
+    tree: Tree,
+    inserted: Vec<u32>,
+}
+
+/// The best repair of `text` (whose tree has `errors` errors): brackets closed, then the missing
+/// colons inserted, each kept only when its tree has fewer errors than what it started from.
+fn repair(text: &str, errors: u32) -> Option<Repair> {
+    let mut best: Option<(Repair, u32)> = None;
+    if let Some(closed) = crate::repair::close_unclosed_brackets(text) {
+        if let Some(tree) = parse(&closed) {
+            let count = count_errors(tree.root_node());
+            if count < errors {
+                best = Some((Repair { text: closed, tree, inserted: Vec::new() }, count));
+            }
+        }
     }
+    let (base, base_errors) = match &best {
+        Some((fix, count)) => (fix.text.as_str(), *count),
+        None => (text, errors),
+    };
+    if base_errors > 0 {
+        if let Some((with_colons, inserted)) = crate::repair::insert_missing_colons(base) {
+            if let Some(tree) = parse(&with_colons) {
+                let count = count_errors(tree.root_node());
+                if count < base_errors {
+                    best = Some((Repair { text: with_colons, tree, inserted }, count));
+                }
+            }
+        }
+    }
+    best.map(|(fix, _)| fix)
 }
 
 /// A [`Scope`] while it is being lowered: growable, frozen into exact-size slices at the end.
@@ -2433,6 +2465,27 @@ mod tests {
         assert_eq!(calls, 10_000, "every call of the flat chains is kept");
         assert!(has_h, "what follows is lowered");
         assert!(errors >= 1, "the over-deep parentheses flag the file");
+    }
+
+    #[test]
+    fn a_header_without_its_colon_keeps_its_unit_with_spans_of_the_file_itself() {
+        let src = "class Cache(Base)\n    \"\"\"Doc.\"\"\"\n    def get(self, key)\n        return self.load(key)\n\ndef after():\n    return Cache().get(1)\n";
+        let syn = lower(src);
+        assert!(syn.parse_errors > 0, "still flagged with the file's own errors");
+        let units: Vec<(&str, Option<String>, Option<String>)> =
+            syn.defs.iter().map(|d| (d.path.as_str(), d.signature(src), d.docstring(src))).collect();
+        assert_eq!(
+            units,
+            [
+                ("Cache", Some("class Cache(Base)".to_string()), Some("Doc.".to_string())),
+                ("Cache.get", Some("def get(self, key)".to_string()), None),
+                ("after", Some("def after()".to_string()), None),
+            ]
+        );
+        let after = &syn.defs[2];
+        assert_eq!(&src[after.start_byte as usize..after.end_byte as usize], "def after():\n    return Cache().get(1)");
+        let call = &syn.scopes[syn.defs[1].body.unwrap_or(0) as usize].calls[0];
+        assert_eq!(callee_text(src, call.callee_span), "self.load");
     }
 
     #[test]

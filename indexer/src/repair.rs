@@ -1,4 +1,5 @@
-//! Recovery from the one syntax error that hides the rest of a file: an unclosed bracket.
+//! Recovery from the syntax errors that hide the rest of a file: an unclosed bracket, and a
+//! compound statement's header typed without its colon.
 //!
 //! A half-typed call (`x = foo(` while the user is still typing) makes tree-sitter read every
 //! later line as part of the call: the file's later functions and classes vanish from its tree
@@ -11,6 +12,14 @@
 //! space. Offsets and lines are unchanged, so everything lowered from the repaired text points
 //! at the original one. Only files whose tree has errors are looked at, and the repair is only
 //! used when its tree has fewer errors (see `lower::lower_tree`).
+//!
+//! A header without its colon (`def load(path)` or `class Cache(Base)` above an indented body)
+//! is as common while typing, and worse: tree-sitter folds the header into an error and may take
+//! a later line's name for the definition's (`class Cache(Base)` then `    def get(self):` was
+//! lowered as a class named `get`). [`insert_missing_colons`] inserts the colon where the
+//! header's logical line ends. Unlike the bracket repair this shifts the rest of the text by a
+//! byte per colon, so it says where it inserted, and the lowered offsets are mapped back
+//! (`FileSyntax::remove_insertions`). Lines are unchanged: a colon is never a newline.
 
 /// Keywords that only ever begin a statement, never continue an expression inside brackets.
 /// (`if`, `else`, `for`, `async for`, `from`, `lambda`, ... can: `(a\n if b else c)`,
@@ -72,6 +81,109 @@ pub(crate) fn close_unclosed_brackets(text: &str) -> Option<String> {
     repaired.and_then(|bytes| String::from_utf8(bytes).ok())
 }
 
+/// Keywords that begin a compound statement, whose header ends with a colon.
+const COMPOUND: &[&str] = &["def", "class", "if", "elif", "else", "for", "while", "with", "try", "except", "finally"];
+
+/// The text with a colon inserted at the end of every compound statement header that lacks one
+/// and is followed by a more indented line, and where the colons went (their offsets in the
+/// returned text, ascending); `None` when no header lacks its colon.
+pub(crate) fn insert_missing_colons(text: &str) -> Option<(String, Vec<u32>)> {
+    let bytes = text.as_bytes();
+    let mut missing: Vec<usize> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        // The start of a logical line: its indentation, then its first token.
+        let line_start = i;
+        while i < bytes.len() && matches!(bytes[i], b' ' | b'\t' | b'\x0c') {
+            i += 1;
+        }
+        let indent = i - line_start;
+        let compound = starts_compound(&bytes[i..]);
+        let mut depth = 0usize;
+        let mut colon = false;
+        let mut code_end = i;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'\n' if depth == 0 => break,
+                b'#' => {
+                    while i < bytes.len() && bytes[i] != b'\n' {
+                        i += 1;
+                    }
+                    continue;
+                }
+                b'\\' => {
+                    i += 2;
+                    continue;
+                }
+                b'"' | b'\'' => {
+                    i = string_end(bytes, i);
+                    code_end = i;
+                    continue;
+                }
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+                b':' if depth == 0 && bytes.get(i + 1) != Some(&b'=') => colon = true,
+                b' ' | b'\t' | b'\r' | b'\x0c' | b'\n' => {
+                    i += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            i += 1;
+            code_end = i;
+        }
+        i += 1;
+        if compound && !colon && depth == 0 && next_code_indent(bytes, i).is_some_and(|next| next > indent) {
+            missing.push(code_end.min(bytes.len()));
+        }
+    }
+    if missing.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len() + missing.len());
+    let mut inserted = Vec::with_capacity(missing.len());
+    let mut from = 0;
+    for at in missing {
+        // Always after an ASCII byte: a character boundary.
+        out.push_str(text.get(from..at)?);
+        inserted.push(out.len() as u32);
+        out.push(':');
+        from = at;
+    }
+    out.push_str(text.get(from..)?);
+    Some((out, inserted))
+}
+
+/// Whether `line` (from its first non-blank byte) starts with a compound statement's keyword.
+fn starts_compound(line: &[u8]) -> bool {
+    let word_end = line.iter().position(|c| !(c.is_ascii_alphanumeric() || *c == b'_')).unwrap_or(line.len());
+    let word = &line[..word_end];
+    if word == b"async" {
+        let rest = line[word_end..].trim_ascii_start();
+        return rest.starts_with(b"def") || rest.starts_with(b"with") || rest.starts_with(b"for");
+    }
+    COMPOUND.iter().any(|k| k.as_bytes() == word)
+}
+
+/// The indentation of the first line from `start` on that holds code (not blank, not only a
+/// comment); `None` at the end of the text.
+fn next_code_indent(bytes: &[u8], mut start: usize) -> Option<usize> {
+    while start < bytes.len() {
+        let mut i = start;
+        while i < bytes.len() && matches!(bytes[i], b' ' | b'\t' | b'\x0c') {
+            i += 1;
+        }
+        match bytes.get(i) {
+            None => return None,
+            Some(b'\n' | b'\r' | b'#') => {
+                start = bytes[i..].iter().position(|&c| c == b'\n').map_or(bytes.len(), |p| i + p + 1);
+            }
+            Some(_) => return Some(i - start),
+        }
+    }
+    None
+}
+
 /// Whether `line` (from its first non-blank byte) starts with a statement-only keyword.
 fn starts_statement(line: &[u8]) -> bool {
     let word_end = line.iter().position(|c| !(c.is_ascii_alphanumeric() || *c == b'_')).unwrap_or(line.len());
@@ -111,7 +223,31 @@ fn string_end(bytes: &[u8], start: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::close_unclosed_brackets;
+    use super::{close_unclosed_brackets, insert_missing_colons};
+
+    #[test]
+    fn a_header_without_its_colon_gets_one_where_its_logical_line_ends() {
+        let text = "def a(x) -> int  # note\n    return x\n\nclass C(\n    Base)\n\n    y = 1\n";
+        let (repaired, inserted) = insert_missing_colons(text).expect("repaired");
+        assert_eq!(repaired, "def a(x) -> int:  # note\n    return x\n\nclass C(\n    Base):\n\n    y = 1\n");
+        assert_eq!(inserted, vec![15, 57]);
+    }
+
+    #[test]
+    fn headers_with_their_colon_and_lines_that_are_not_headers_are_left_alone() {
+        for text in [
+            "def a(x: int = {'k': 1}[\"k\"]) -> int:\n    return x\n",
+            "if x: y()\nelse: z()\n",
+            "for i in range(3):  # c\n    pass\n",
+            "definitely = 1\n    indented_error = 2\n",
+            "class C: pass\n",
+            "x = '''\ndef a()\n    pass\n'''\n",
+            "with open(p) as f, \\\n        open(q) as g:\n    pass\n",
+            "try\n",
+        ] {
+            assert_eq!(insert_missing_colons(text), None, "{text}");
+        }
+    }
 
     #[test]
     fn a_bracket_open_where_a_def_starts_is_closed() {

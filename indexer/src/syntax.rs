@@ -468,6 +468,34 @@ pub struct FileSyntax {
 }
 
 impl FileSyntax {
+    /// Maps every byte offset of a syntax lowered from a repaired text back to the file's own
+    /// text, where the repair inserted one byte at each of `inserted` (offsets in the repaired
+    /// text, ascending; see `repair::insert_missing_colons`). An offset at an inserted byte maps
+    /// to where it was inserted, so a header ends before its missing colon.
+    pub(crate) fn remove_insertions(&mut self, inserted: &[u32]) {
+        if inserted.is_empty() {
+            return;
+        }
+        let back = |offset: u32| offset - inserted.partition_point(|&at| at < offset) as u32;
+        let range = |(start, end): (u32, u32)| (back(start), back(end));
+        self.docstring = self.docstring.map(range);
+        for def in &mut self.defs {
+            def.start_byte = back(def.start_byte);
+            def.end_byte = back(def.end_byte);
+            def.header = def.header.map(range);
+            def.docstring = def.docstring.map(range);
+        }
+        for scope in &mut self.scopes {
+            for call in scope.calls.iter_mut() {
+                call.callee_span = range(call.callee_span);
+            }
+            for store in scope.attr_stores.iter_mut() {
+                store.start_byte = back(store.start_byte);
+                store.end_byte = back(store.end_byte);
+            }
+        }
+    }
+
     /// Of the bindings `indices` of one name in one scope, those that can be in force when the
     /// name is used after the scope ran: a replacing assignment (see [`Scope::replacing`])
     /// replaces every earlier binding, an unconditional `def`/`class` every earlier
