@@ -6,10 +6,12 @@
 //! until the bracket is closed. An editor saves such states all the time, and a graph that loses
 //! half a file on every keystroke is of no use to anyone asking "who calls X" meanwhile.
 //!
-//! Python's own rule finds the error: inside brackets, a line can never start with a keyword that
-//! only begins a statement (`def`, `class`, `return`, `import`, ...). Where one does, the brackets
-//! still open there were never closed; [`close_unclosed_brackets`] replaces each of them by a
-//! space. Offsets and lines are unchanged, so everything lowered from the repaired text points
+//! Python's own rule finds most such errors: inside brackets, a line can never start with a
+//! keyword that only begins a statement (`def`, `class`, `return`, `import`, ...). Where one
+//! does, the brackets still open there were never closed. So were those open where a line
+//! starts as far left as the statement that opened them (the next assignment of a class body
+//! after `name = models.CharField(`), and those open at the end of the file.
+//! [`close_unclosed_brackets`] replaces each of them by a space. Offsets and lines are unchanged, so everything lowered from the repaired text points
 //! at the original one. Only files whose tree has errors are looked at, and the repair is only
 //! used when its tree has fewer errors (see `lower::lower_tree`).
 //!
@@ -29,13 +31,26 @@ const STATEMENT_ONLY: &[&str] = &[
     "try", "while", "with", "elif", "except", "finally",
 ];
 
-/// The text with every bracket that is still open where a statement-only keyword starts a line
-/// replaced by a space; `None` when there is none.
+/// The text with the brackets that were never closed replaced by spaces; `None` when there is
+/// none. A bracket was never closed when a line inside it starts with a statement-only keyword,
+/// or starts (with anything but a closing bracket) no further right than the line that opened
+/// the outermost open bracket, as the next statement of the same block does after `x = foo(`;
+/// or when the file ends inside it.
 pub(crate) fn close_unclosed_brackets(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     let mut repaired: Option<Vec<u8>> = None;
+    let mut close_all = |open: &mut Vec<usize>| {
+        let buf = repaired.get_or_insert_with(|| bytes.to_vec());
+        for &at in open.iter() {
+            buf[at] = b' ';
+        }
+        open.clear();
+    };
     let mut open: Vec<usize> = Vec::new();
+    // The indentation of the line that opened the outermost open bracket: its statement's.
+    let mut statement_indent = 0;
     let mut at_line_start = true;
+    let mut line_start = 0;
     let mut i = 0;
     while i < bytes.len() {
         let c = bytes[i];
@@ -45,18 +60,20 @@ pub(crate) fn close_unclosed_brackets(text: &str) -> Option<String> {
                 continue;
             }
             at_line_start = false;
-            if !open.is_empty() && starts_statement(&bytes[i..]) {
-                let buf = repaired.get_or_insert_with(|| bytes.to_vec());
-                for &at in &open {
-                    buf[at] = b' ';
-                }
-                open.clear();
+            let indent = i - line_start;
+            let code = !matches!(c, b'\n' | b'\r' | b'#' | b')' | b']' | b'}');
+            if !open.is_empty() && code && (indent <= statement_indent || starts_statement(&bytes[i..])) {
+                close_all(&mut open);
+            }
+            if open.is_empty() {
+                statement_indent = indent;
             }
         }
         match c {
             b'\n' => {
                 at_line_start = true;
                 i += 1;
+                line_start = i;
             }
             b'#' => {
                 while i < bytes.len() && bytes[i] != b'\n' {
@@ -76,6 +93,9 @@ pub(crate) fn close_unclosed_brackets(text: &str) -> Option<String> {
             b'"' | b'\'' => i = string_end(bytes, i),
             _ => i += 1,
         }
+    }
+    if !open.is_empty() {
+        close_all(&mut open);
     }
     // Only ASCII brackets were replaced by ASCII spaces: still UTF-8.
     repaired.and_then(|bytes| String::from_utf8(bytes).ok())
@@ -277,9 +297,16 @@ mod tests {
             "s = '''(\ndef not_code():\n'''\n",
             "t = '(' # ( comment\ndef f():\n    pass\n",
             "u = foo(definitely,\n        classes)\n",
+            "class K:\n    v = foo(\n# a comment at the left edge\n\n        a,\n    )\n    w = 1\n",
         ] {
             assert_eq!(close_unclosed_brackets(text), None, "{text}");
         }
+    }
+
+    #[test]
+    fn a_bracket_open_where_the_next_statement_of_its_block_starts_is_closed() {
+        let text = "class K:\n    a = f(\n    b = g(1)\n    c = h(\n";
+        assert_eq!(close_unclosed_brackets(text).as_deref(), Some("class K:\n    a = f \n    b = g(1)\n    c = h \n"));
     }
 
     #[test]

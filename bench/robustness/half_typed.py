@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""How much of a file fresco keeps while it is being typed.
+
+Takes files of a real project and saves one half-typed edit into each, the kind an editor
+saves between keystrokes, then indexes the edited copies and the original copies with
+`fresco export` and compares the units (qualified name, kind, start line) of every file:
+
+- `colon`: a `def`/`class` header's colon deleted (`def load(path)` above its body);
+- `call`: a call cut after its opening bracket (`x = foo(` with the rest of the line gone);
+- `header`: a `def` header cut after its opening bracket (`def load(` above its body).
+
+Neither edit removes a line, so every unit of the original keeps its name, kind and start
+line: a unit missing from the edited copy was lost, one not in the original was invented.
+
+    python3 bench/robustness/half_typed.py FRESCO_BIN PROJECT_ROOT [--files N] [--seed S]
+"""
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import tempfile
+
+HEADER = re.compile(r'^\s*(async\s+def|def|class)\s+\w+.*:\s*$')
+DEF = re.compile(r'^(\s*(?:async\s+)?def\s+\w+\()(.*\).*:)\s*$')
+CALL = re.compile(r'^(\s+)(?!def |class |async |@|#)(.*?\w\()(.*\))\s*$')
+
+
+def python_files(root):
+    for d, dirs, files in os.walk(root):
+        dirs[:] = sorted(x for x in dirs if not x.startswith('.'))
+        for f in sorted(files):
+            if f.endswith('.py'):
+                yield os.path.join(d, f)
+
+
+def mutate(lines, kind, rng):
+    if kind == 'colon':
+        at = [i for i, l in enumerate(lines) if HEADER.match(l)]
+        if not at:
+            return None
+        i = rng.choice(at)
+        return lines[:i] + [lines[i].rstrip()[:-1]] + lines[i + 1:]
+    pattern = CALL if kind == 'call' else DEF
+    at = [i for i, l in enumerate(lines) if pattern.match(l)]
+    if not at:
+        return None
+    i = rng.choice(at)
+    m = pattern.match(lines[i])
+    if kind == 'header':
+        return lines[:i] + [m.group(1)] + lines[i + 1:]
+    return lines[:i] + [m.group(1) + m.group(2)] + lines[i + 1:]
+
+
+def units(binary, tree):
+    db, out = tree + '-db', tree + '-out'
+    subprocess.run([binary, 'export', tree, '--db', db, '--out', out], check=True, capture_output=True)
+    found = {}
+    with open(os.path.join(out, 'nodes.jsonl')) as nodes:
+        for line in nodes:
+            n = json.loads(line)
+            if n['file']:
+                found.setdefault(n['file'], set()).add((n['name'], n['kind'], n['start_line']))
+    return found
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('binary')
+    ap.add_argument('root')
+    ap.add_argument('--files', type=int, default=300)
+    ap.add_argument('--seed', type=int, default=7)
+    args = ap.parse_args()
+    files = list(python_files(args.root))
+    print(f'| edit | files | files with every unit kept | units lost | units invented |')
+    print(f'|---|---:|---:|---:|---:|')
+    for kind in ('colon', 'call', 'header'):
+        rng = random.Random(args.seed)
+        order = files[:]
+        rng.shuffle(order)
+        work = tempfile.mkdtemp(prefix='fresco-half-typed-')
+        original, edited = os.path.join(work, 'original'), os.path.join(work, 'edited')
+        os.makedirs(original)
+        os.makedirs(edited)
+        picked = 0
+        for path in order:
+            if picked == args.files:
+                break
+            try:
+                with open(path, encoding='utf-8') as f:
+                    lines = f.read().split('\n')
+            except (UnicodeDecodeError, OSError):
+                continue
+            changed = mutate(lines, kind, rng)
+            if changed is None:
+                continue
+            name = f'm{picked:04d}.py'
+            with open(os.path.join(original, name), 'w') as f:
+                f.write('\n'.join(lines))
+            with open(os.path.join(edited, name), 'w') as f:
+                f.write('\n'.join(changed))
+            picked += 1
+        before, after = units(args.binary, original), units(args.binary, edited)
+        kept = sum(1 for f in before if before[f] <= after.get(f, set()))
+        lost = sum(len(before[f] - after.get(f, set())) for f in before)
+        invented = sum(len(after.get(f, set()) - before[f]) for f in before)
+        total = sum(len(u) for u in before.values())
+        print(f'| {kind} | {len(before)} | {kept} | {lost} of {total} | {invented} |')
+        shutil.rmtree(work)
+
+
+if __name__ == '__main__':
+    main()
