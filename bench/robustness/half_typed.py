@@ -7,7 +7,8 @@ saves between keystrokes, then indexes the edited copies and the original copies
 
 - `colon`: a `def`/`class` header's colon deleted (`def load(path)` above its body);
 - `call`: a call cut after its opening bracket (`x = foo(` with the rest of the line gone);
-- `header`: a `def` header cut after its opening bracket (`def load(` above its body).
+- `header`: a `def` header cut after its first parameter (`def load(self, ` above its body;
+  the first parameter is kept, as `self.x = ...` in the body means nothing without it).
 
 Neither edit removes a line, so every unit of the original keeps its name, kind and start
 line: a unit missing from the edited copy was lost, one not in the original was invented.
@@ -22,9 +23,10 @@ import re
 import shutil
 import subprocess
 import tempfile
+import tokenize
 
 HEADER = re.compile(r'^\s*(async\s+def|def|class)\s+\w+.*:\s*$')
-DEF = re.compile(r'^(\s*(?:async\s+)?def\s+\w+\()(.*\).*:)\s*$')
+DEF = re.compile(r'^(\s*(?:async\s+)?def\s+\w+\(\w*(?:,\s?)?)(.*\).*:)\s*$')
 CALL = re.compile(r'^(\s+)(?!def |class |async |@|#)(.*?\w\()(.*\))\s*$')
 
 
@@ -36,7 +38,30 @@ def python_files(root):
                 yield os.path.join(d, f)
 
 
+def whole_lines(lines):
+    """The indices of the lines that hold one whole logical line (not part of a multi-line
+    string or bracket) and no lambda: cutting such a line leaves every other line as it was
+    (a lambda is a unit: cutting one renumbers the later ones)."""
+    whole = set()
+    try:
+        tokens = list(tokenize.generate_tokens(iter(line + '\n' for line in lines).__next__))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return whole
+    first = None
+    for tok in tokens:
+        if tok.type in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING):
+            continue
+        if first is None:
+            first = tok.start[0]
+        if tok.type == tokenize.NEWLINE:
+            if tok.start[0] == first:
+                whole.add(first - 1)
+            first = None
+    return {i for i in whole if i < len(lines) and 'lambda' not in lines[i]}
+
+
 def mutate(lines, kind, rng):
+    whole = whole_lines(lines)
     if kind == 'colon':
         at = [i for i, l in enumerate(lines) if HEADER.match(l)]
         if not at:
@@ -44,7 +69,7 @@ def mutate(lines, kind, rng):
         i = rng.choice(at)
         return lines[:i] + [lines[i].rstrip()[:-1]] + lines[i + 1:]
     pattern = CALL if kind == 'call' else DEF
-    at = [i for i, l in enumerate(lines) if pattern.match(l)]
+    at = [i for i, l in enumerate(lines) if i in whole and pattern.match(l)]
     if not at:
         return None
     i = rng.choice(at)

@@ -208,7 +208,7 @@ fn lower_tree(original: &str, tree: Option<&Tree>) -> FileSyntax {
     // without its colon (see `repair`): lower the repaired text instead when tree-sitter finds
     // fewer errors in it. The file is flagged with its own errors either way.
     let errors = count_errors(tree.root_node());
-    let repaired = if errors > 0 { repair(original, errors) } else { None };
+    let repaired = if errors > 0 { repair(original, tree) } else { None };
     let (text, root, inserted) = match &repaired {
         Some(fix) => (fix.text.as_str(), fix.tree.root_node(), fix.inserted.as_slice()),
         None => (original, tree.root_node(), &[][..]),
@@ -249,40 +249,49 @@ fn lower_tree(original: &str, tree: Option<&Tree>) -> FileSyntax {
         },
         dunder_all: if lowerer.dunder_all_dynamic { None } else { lowerer.dunder_all },
     };
-    syntax.remove_insertions(inserted);
+    // The last stage's insertions first: each stage's offsets are in its own output.
+    for stage in inserted.iter().rev() {
+        syntax.remove_insertions(stage);
+    }
     syntax
 }
 
 /// A repaired text of a file with errors, its tree, and the offsets of the bytes the repair
-/// inserted (see `repair`).
+/// inserted, by stage: each stage's offsets are in the text after that stage (see `repair`).
 struct Repair {
     text: String,
     tree: Tree,
-    inserted: Vec<u32>,
+    inserted: Vec<Vec<u32>>,
 }
 
-/// The best repair of `text` (whose tree has `errors` errors): brackets closed, then the missing
-/// colons inserted, each kept only when its tree has fewer errors than what it started from.
-fn repair(text: &str, errors: u32) -> Option<Repair> {
-    let mut best: Option<(Repair, u32)> = None;
-    if let Some(closed) = crate::repair::close_unclosed_brackets(text) {
-        if let Some(tree) = parse(&closed) {
-            let count = count_errors(tree.root_node());
-            if count < errors {
-                best = Some((Repair { text: closed, tree, inserted: Vec::new() }, count));
-            }
+/// The best repair of `text` (whose tree is `tree`): brackets closed (by either rule of
+/// `repair::Closing`), then the missing colons inserted, each kept only when it leaves less of
+/// the file in error than what it started from (see [`error_extent`]).
+fn repair(text: &str, tree: &Tree) -> Option<Repair> {
+    let mut best: Option<(Repair, (u32, u32))> = None;
+    let original = error_extent(tree.root_node());
+    for rule in [crate::repair::Closing::ByKeyword, crate::repair::Closing::ByIndentation] {
+        let Some((closed, inserted)) = crate::repair::close_unclosed_brackets(text, rule) else { continue };
+        if best.as_ref().is_some_and(|(fix, _)| fix.text == closed) {
+            continue;
+        }
+        let Some(tree) = parse(&closed) else { continue };
+        let extent = error_extent(tree.root_node());
+        if extent < best.as_ref().map_or(original, |(_, e)| *e) {
+            best = Some((Repair { text: closed, tree, inserted: vec![inserted] }, extent));
         }
     }
-    let (base, base_errors) = match &best {
-        Some((fix, count)) => (fix.text.as_str(), *count),
-        None => (text, errors),
+    let (base, base_extent, mut stages) = match &best {
+        Some((fix, extent)) => (fix.text.as_str(), *extent, fix.inserted.clone()),
+        None => (text, original, Vec::new()),
     };
-    if base_errors > 0 {
+    if base_extent > (0, 0) {
         if let Some((with_colons, inserted)) = crate::repair::insert_missing_colons(base) {
             if let Some(tree) = parse(&with_colons) {
-                let count = count_errors(tree.root_node());
-                if count < base_errors {
-                    best = Some((Repair { text: with_colons, tree, inserted }, count));
+                let extent = error_extent(tree.root_node());
+                if extent < base_extent {
+                    stages.push(inserted);
+                    best = Some((Repair { text: with_colons, tree, inserted: stages }, extent));
                 }
             }
         }
@@ -395,6 +404,32 @@ fn count_errors(root: Node) -> u32 {
         }
     }
     count
+}
+
+/// How much of a tree is in error: the bytes its ERROR nodes cover and the number of its
+/// errors, compared in that order. A repair that trades one error swallowing half the file for
+/// two small ones is better; counting errors alone would refuse it.
+fn error_extent(root: Node) -> (u32, u32) {
+    if !root.has_error() {
+        return (0, 0);
+    }
+    let (mut bytes, mut count) = (0, 0);
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if node.is_error() {
+            bytes += (node.end_byte() - node.start_byte()) as u32;
+            count += 1;
+            continue;
+        }
+        if node.is_missing() {
+            count += 1;
+        }
+        if node.has_error() {
+            let mut cursor = node.walk();
+            stack.extend(node.children(&mut cursor));
+        }
+    }
+    (bytes, count)
 }
 
 fn span(node: Node) -> (u32, u32) {

@@ -31,27 +31,62 @@ const STATEMENT_ONLY: &[&str] = &[
     "try", "while", "with", "elif", "except", "finally",
 ];
 
-/// The text with the brackets that were never closed replaced by spaces; `None` when there is
-/// none. A bracket was never closed when a line inside it starts with a statement-only keyword,
-/// or starts (with anything but a closing bracket) no further right than the line that opened
-/// the outermost open bracket, as the next statement of the same block does after `x = foo(`;
-/// or when the file ends inside it.
-pub(crate) fn close_unclosed_brackets(text: &str) -> Option<String> {
+/// Which lines inside brackets show that the brackets were never closed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Closing {
+    /// Lines that start with a statement-only keyword: never valid inside brackets.
+    ByKeyword,
+    /// Those, and lines that start with a name no further right than the statement that opened
+    /// the brackets. Usually the next statement, but code that continues its brackets at the
+    /// statement's own indentation (sympy does) is valid: a repair by this rule is one candidate
+    /// among others, kept when it leaves the least of the file in error.
+    ByIndentation,
+}
+
+/// The text with the brackets that were never closed repaired, and the offsets (in the returned
+/// text, ascending) of the bytes the repair inserted; `None` when there is no such bracket.
+///
+/// A bracket was never closed when a line inside it starts with a statement-only keyword, or
+/// when the file ends inside it. With [`Closing::ByIndentation`], also when a line inside it
+/// starts with a name (not `and`, `if`, `for`, ...) at the indentation of the line that opened
+/// the outermost open bracket, as the next statement of the same block does after `x = foo(`,
+/// or with any word further left (`else` after `return f(`).
+///
+/// A one-line string still open where its line ends is closed there: an unterminated string is
+/// an error that tree-sitter recovers from as badly as from an unclosed bracket. Such brackets are replaced by spaces, except those a `def` or
+/// `class` header opened on its own line (`def load(self, ` above the body): they are closed
+/// where that line's code ends, followed by the header's colon, so the body stays the body.
+pub(crate) fn close_unclosed_brackets(text: &str, rule: Closing) -> Option<(String, Vec<u32>)> {
     let bytes = text.as_bytes();
-    let mut repaired: Option<Vec<u8>> = None;
-    let mut close_all = |open: &mut Vec<usize>| {
-        let buf = repaired.get_or_insert_with(|| bytes.to_vec());
-        for &at in open.iter() {
-            buf[at] = b' ';
-        }
-        open.clear();
-    };
+    let mut blanked: Vec<usize> = Vec::new();
+    // (offset in `text`, bytes inserted before it), in offset order.
+    let mut insertions: Vec<(usize, Vec<u8>)> = Vec::new();
     let mut open: Vec<usize> = Vec::new();
     // The indentation of the line that opened the outermost open bracket: its statement's.
     let mut statement_indent = 0;
+    let mut line_is_header = false;
+    // When a header line opened the outermost open bracket: where that line starts, and where
+    // its code ends once the line has been read.
+    let mut header: Option<(usize, Option<usize>)> = None;
     let mut at_line_start = true;
     let mut line_start = 0;
     let mut i = 0;
+    let close_all = |open: &mut Vec<usize>,
+                     header: &mut Option<(usize, Option<usize>)>,
+                     at: usize,
+                     blanked: &mut Vec<usize>,
+                     insertions: &mut Vec<(usize, Vec<u8>)>| {
+        let mut header_brackets = 0;
+        if let Some((header_start, code_end)) = header.take() {
+            let code_end = code_end.unwrap_or_else(|| code_end_before(bytes, header_start, at));
+            header_brackets = open.iter().take_while(|&&b| b < code_end).count();
+            let mut closing: Vec<u8> = open[..header_brackets].iter().rev().map(|&b| closer(bytes[b])).collect();
+            closing.push(b':');
+            insertions.push((code_end, closing));
+        }
+        blanked.extend_from_slice(&open[header_brackets..]);
+        open.clear();
+    };
     while i < bytes.len() {
         let c = bytes[i];
         if at_line_start {
@@ -61,44 +96,143 @@ pub(crate) fn close_unclosed_brackets(text: &str) -> Option<String> {
             }
             at_line_start = false;
             let indent = i - line_start;
-            let code = !matches!(c, b'\n' | b'\r' | b'#' | b')' | b']' | b'}');
-            if !open.is_empty() && code && (indent <= statement_indent || starts_statement(&bytes[i..])) {
-                close_all(&mut open);
+            if !open.is_empty()
+                && (starts_statement(&bytes[i..])
+                    || (rule == Closing::ByIndentation
+                        && ((indent < statement_indent && starts_word(&bytes[i..]))
+                            || (indent == statement_indent && starts_name(&bytes[i..])))))
+            {
+                close_all(&mut open, &mut header, i, &mut blanked, &mut insertions);
             }
             if open.is_empty() {
                 statement_indent = indent;
             }
+            line_is_header = starts_header(&bytes[i..]);
         }
         match c {
-            b'\n' => {
-                at_line_start = true;
-                i += 1;
-                line_start = i;
-            }
-            b'#' => {
-                while i < bytes.len() && bytes[i] != b'\n' {
+            b'\n' | b'#' => {
+                if let Some((start, code_end @ None)) = &mut header {
+                    *code_end = Some(code_end_before(bytes, *start, i));
+                }
+                if c == b'#' {
+                    while i < bytes.len() && bytes[i] != b'\n' {
+                        i += 1;
+                    }
+                } else {
+                    at_line_start = true;
                     i += 1;
+                    line_start = i;
                 }
             }
             // A line continuation, or a stray backslash: the next byte is not a token start.
             b'\\' => i += 2,
             b'(' | b'[' | b'{' => {
+                if open.is_empty() && line_is_header {
+                    header = Some((line_start, None));
+                }
                 open.push(i);
                 i += 1;
             }
             b')' | b']' | b'}' => {
                 open.pop();
+                if open.is_empty() {
+                    header = None;
+                }
                 i += 1;
             }
-            b'"' | b'\'' => i = string_end(bytes, i),
+            b'"' | b'\'' => {
+                let (end, unterminated) = string_extent(bytes, i);
+                if unterminated {
+                    // Closed where its line ends, before a `\r` of a `\r\n`.
+                    let at = if end > i + 1 && bytes[end - 1] == b'\r' { end - 1 } else { end };
+                    insertions.push((at, vec![c]));
+                }
+                i = end;
+            }
             _ => i += 1,
         }
     }
     if !open.is_empty() {
-        close_all(&mut open);
+        close_all(&mut open, &mut header, bytes.len(), &mut blanked, &mut insertions);
     }
-    // Only ASCII brackets were replaced by ASCII spaces: still UTF-8.
-    repaired.and_then(|bytes| String::from_utf8(bytes).ok())
+    if blanked.is_empty() && insertions.is_empty() {
+        return None;
+    }
+    let mut repaired = bytes.to_vec();
+    for at in blanked {
+        repaired[at] = b' ';
+    }
+    // A header's closers are found after the strings of the lines below it; the sort is stable,
+    // so a string left open on the header's own line is closed before its brackets are.
+    insertions.sort_by_key(|&(at, _)| at);
+    let mut out: Vec<u8> = Vec::with_capacity(repaired.len() + insertions.len() * 2);
+    let mut inserted = Vec::new();
+    let mut from = 0;
+    for (at, bytes) in insertions {
+        out.extend_from_slice(&repaired[from..at]);
+        inserted.extend((out.len()..out.len() + bytes.len()).map(|offset| offset as u32));
+        out.extend_from_slice(&bytes);
+        from = at;
+    }
+    out.extend_from_slice(&repaired[from..]);
+    // Only ASCII bytes were replaced or inserted, after ASCII bytes: still UTF-8.
+    String::from_utf8(out).ok().map(|text| (text, inserted))
+}
+
+/// The bracket that closes `open`.
+fn closer(open: u8) -> u8 {
+    match open {
+        b'(' => b')',
+        b'[' => b']',
+        _ => b'}',
+    }
+}
+
+/// Where the code of a line ends when its comment or newline is at `end`: before the blanks.
+fn code_end_before(bytes: &[u8], line_start: usize, end: usize) -> usize {
+    let mut end = end.min(bytes.len());
+    while end > line_start && matches!(bytes[end - 1], b' ' | b'\t' | b'\r' | b'\x0c') {
+        end -= 1;
+    }
+    end
+}
+
+/// Words that can continue an expression at the start of a line inside brackets.
+const CONTINUING: &[&str] = &["and", "or", "not", "in", "is", "if", "else", "for", "async", "lambda", "from"];
+
+/// Whether `line` (from its first non-blank byte) starts with a name or a decorator that cannot
+/// continue an expression: what a new statement starts with far more often than an operand
+/// continued at the statement's own indentation does. (A string can continue one there, as in
+/// `raise E('...'` then `'...')` aligned with `raise`, so strings do not count.)
+fn starts_name(line: &[u8]) -> bool {
+    match line.first() {
+        Some(b'@') => true,
+        Some(c) if c.is_ascii_alphabetic() || *c == b'_' => {
+            let word_end = line.iter().position(|c| !(c.is_ascii_alphanumeric() || *c == b'_')).unwrap_or(line.len());
+            let word = &line[..word_end];
+            // A prefixed string (`f"..."`, `rb'...'`) is a string.
+            let prefixed_string = word.len() <= 2 && matches!(line.get(word_end), Some(b'"' | b'\''));
+            !prefixed_string && !CONTINUING.iter().any(|k| k.as_bytes() == word)
+        }
+        _ => false,
+    }
+}
+
+/// Whether `line` (from its first non-blank byte) starts with a word or a decorator: what a
+/// line left of its statement's indentation starts with when it is the next block's statement
+/// (`else` after `return f(`).
+fn starts_word(line: &[u8]) -> bool {
+    line.first().is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_' || *c == b'@')
+}
+
+/// Whether `line` (from its first non-blank byte) starts a `def` or `class` header.
+fn starts_header(line: &[u8]) -> bool {
+    let word_end = line.iter().position(|c| !(c.is_ascii_alphanumeric() || *c == b'_')).unwrap_or(line.len());
+    match &line[..word_end] {
+        b"def" | b"class" => true,
+        b"async" => line[word_end..].trim_ascii_start().starts_with(b"def"),
+        _ => false,
+    }
 }
 
 /// Keywords that begin a compound statement, whose header ends with a colon.
@@ -219,31 +353,61 @@ fn starts_statement(line: &[u8]) -> bool {
 /// Where the string literal opening at `start` (a quote) ends: after its closing quote, or at
 /// the end of the line for an unterminated one-line string (as Python's tokenizer stops there).
 fn string_end(bytes: &[u8], start: usize) -> usize {
+    string_extent(bytes, start).0
+}
+
+/// [`string_end`], and whether the string is a one-line string that its line ends before it
+/// is closed (`x = 'abc` while typing).
+fn string_extent(bytes: &[u8], start: usize) -> (usize, bool) {
     let quote = bytes[start];
     let triple = bytes.get(start + 1) == Some(&quote) && bytes.get(start + 2) == Some(&quote);
     let mut i = if triple { start + 3 } else { start + 1 };
     while i < bytes.len() {
         match bytes[i] {
             b'\\' => i += 2,
-            b'\n' if !triple => return i,
+            b'\n' if !triple => return (i, true),
             q if q == quote => {
                 if !triple {
-                    return i + 1;
+                    return (i + 1, false);
                 }
                 if bytes.get(i + 1) == Some(&quote) && bytes.get(i + 2) == Some(&quote) {
-                    return i + 3;
+                    return (i + 3, false);
                 }
                 i += 1;
             }
             _ => i += 1,
         }
     }
-    bytes.len()
+    (bytes.len(), !triple)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{close_unclosed_brackets, insert_missing_colons};
+    use super::{Closing, close_unclosed_brackets, insert_missing_colons};
+
+    /// The repaired text of a repair that inserts nothing.
+    fn closed(text: &str) -> Option<String> {
+        close_unclosed_brackets(text, Closing::ByIndentation).map(|(repaired, inserted)| {
+            assert_eq!(inserted, Vec::<u32>::new());
+            repaired
+        })
+    }
+
+    #[test]
+    fn a_bracket_a_header_left_open_above_its_body_is_closed_with_the_colon_on_its_line() {
+        let text = "class K(Base\n    def load(self, path  # typing\n        x = [1,\n        return x\n";
+        let (repaired, inserted) = close_unclosed_brackets(text, Closing::ByIndentation).expect("repaired");
+        // The list opened in the body is not the header's: it is blanked.
+        assert_eq!(
+            repaired,
+            "class K(Base):\n    def load(self, path):  # typing\n        x =  1,\n        return x\n"
+        );
+        assert_eq!(inserted, vec![12, 13, 38, 39]);
+        // The header's brackets are closed innermost first.
+        let text = "def f(a=g(1, [2\n    y = 1\n";
+        let (repaired, _) = close_unclosed_brackets(text, Closing::ByIndentation).expect("repaired");
+        assert_eq!(repaired, "def f(a=g(1, [2])):\n    y = 1\n");
+    }
 
     #[test]
     fn a_header_without_its_colon_gets_one_where_its_logical_line_ends() {
@@ -272,7 +436,7 @@ mod tests {
     #[test]
     fn a_bracket_open_where_a_def_starts_is_closed() {
         let text = "def a():\n    x = foo(\n\n\ndef b():\n    return 1\n";
-        let repaired = close_unclosed_brackets(text).expect("repaired");
+        let repaired = closed(text).expect("repaired");
         assert_eq!(repaired, "def a():\n    x = foo \n\n\ndef b():\n    return 1\n");
         assert_eq!(repaired.len(), text.len());
     }
@@ -281,7 +445,7 @@ mod tests {
     fn a_bracket_open_where_a_statement_of_the_same_body_starts_is_closed() {
         let text = "def a():\n    x = [1, 2,\n    return x\n";
         assert_eq!(
-            close_unclosed_brackets(text).as_deref(),
+            closed(text).as_deref(),
             Some("def a():\n    x = [1, 2,\n    return x\n".replace('[', " ").as_str())
         );
     }
@@ -298,20 +462,27 @@ mod tests {
             "t = '(' # ( comment\ndef f():\n    pass\n",
             "u = foo(definitely,\n        classes)\n",
             "class K:\n    v = foo(\n# a comment at the left edge\n\n        a,\n    )\n    w = 1\n",
+            "raise E('a'\n'b')\nx = (y\nif z else w)\nv = (p\nand q)\ns = f(1,\nf'{s}')\n",
         ] {
-            assert_eq!(close_unclosed_brackets(text), None, "{text}");
+            assert_eq!(closed(text), None, "{text}");
         }
     }
 
     #[test]
     fn a_bracket_open_where_the_next_statement_of_its_block_starts_is_closed() {
         let text = "class K:\n    a = f(\n    b = g(1)\n    c = h(\n";
-        assert_eq!(close_unclosed_brackets(text).as_deref(), Some("class K:\n    a = f \n    b = g(1)\n    c = h \n"));
+        assert_eq!(closed(text).as_deref(), Some("class K:\n    a = f \n    b = g(1)\n    c = h \n"));
+        // Only by indentation: by keyword, the bracket is closed where its closer is.
+        let text = "x = f(\ny = g(1)\nz = 2)\n";
+        assert_eq!(close_unclosed_brackets(text, Closing::ByKeyword), None);
+        assert!(close_unclosed_brackets(text, Closing::ByIndentation).is_some());
     }
 
     #[test]
-    fn an_unterminated_one_line_string_ends_at_its_line() {
-        let text = "x = foo('abc\n\ndef b():\n    pass\n";
-        assert_eq!(close_unclosed_brackets(text).as_deref(), Some("x = foo 'abc\n\ndef b():\n    pass\n"));
+    fn an_unterminated_one_line_string_ends_at_its_line_and_is_closed_there() {
+        let text = "x = foo('abc\n\ndef b(s=\"q\r\n    pass\n";
+        let (repaired, inserted) = close_unclosed_brackets(text, Closing::ByKeyword).expect("repaired");
+        assert_eq!(repaired, "x = foo 'abc'\n\ndef b(s=\"q\"):\r\n    pass\n");
+        assert_eq!(inserted, vec![12, 25, 26, 27]);
     }
 }
