@@ -155,6 +155,42 @@ fn added_and_deleted_functions_are_visible_at_once() {
     );
 }
 
+// ---------------------------------------------------------------------------------------------
+// A file saved at every keystroke of a new function keeps the rest of its graph meanwhile.
+
+#[test]
+fn a_function_being_typed_hides_nothing_else_of_its_file() {
+    let env = Env::requests();
+    let d = env.start();
+    let mut c = d.conn();
+    let all_callers = |c: &mut Conn| {
+        let mut got = names(&c.ok("callers requests.api.request", "wait"));
+        got.sort();
+        got
+    };
+    let before = all_callers(&mut c);
+    assert_eq!(before.len(), 9, "{before:?}");
+    let original = env.read(API);
+    let at = original.find("def options(").expect("def options");
+    // Each state an editor saves while `def fetch(url):\n    return get(url)` is typed above
+    // `options`: its header without the bracket closed, without the colon, then its body's call
+    // without the bracket closed. In each, every other function keeps its edges, and from the
+    // colonless header on the new function is there.
+    for (typed, fetch_calls) in [
+        ("def fetch(url, \n", None),
+        ("def fetch(url)\n    return get(url\n", Some("requests.api.get")),
+        ("def fetch(url):\n    return get(\n", Some("requests.api.get")),
+        ("def fetch(url):\n    return get(url)\n", Some("requests.api.get")),
+    ] {
+        env.write(API, &format!("{}{typed}\n\n{}", &original[..at], &original[at..]));
+        assert_eq!(all_callers(&mut c), before, "while typing {typed:?}");
+        if let Some(callee) = fetch_calls {
+            let callees = c.ok("callees requests.api.fetch", "wait");
+            assert_eq!(names(&callees), vec![callee], "while typing {typed:?}: {callees}");
+        }
+    }
+}
+
 #[test]
 fn renamed_module_replaces_its_units() {
     let env = Env::requests();

@@ -7,6 +7,7 @@ saves between keystrokes, then indexes the edited copies and the original copies
 
 - `colon`: a `def`/`class` header's colon deleted (`def load(path)` above its body);
 - `call`: a call cut after its opening bracket (`x = foo(` with the rest of the line gone);
+- `string`: a line cut inside its first one-line string literal (`log('starting` while typing);
 - `header`: a `def` header cut after its first parameter (`def load(self, ` above its body;
   the first parameter is kept, as `self.x = ...` in the body means nothing without it).
 
@@ -26,6 +27,7 @@ import tempfile
 import tokenize
 
 HEADER = re.compile(r'^\s*(async\s+def|def|class)\s+\w+.*:\s*$')
+STRING = re.compile(r'^(\s*[^#\'"]*?(?<![\'"])([\'"])(?!\2))[^\'"\\\\]*\2.*$')
 DEF = re.compile(r'^(\s*(?:async\s+)?def\s+\w+\(\w*(?:,\s?)?)(.*\).*:)\s*$')
 CALL = re.compile(r'^(\s+)(?!def |class |async |@|#)(.*?\w\()(.*\))\s*$')
 
@@ -68,13 +70,13 @@ def mutate(lines, kind, rng):
             return None
         i = rng.choice(at)
         return lines[:i] + [lines[i].rstrip()[:-1]] + lines[i + 1:]
-    pattern = CALL if kind == 'call' else DEF
+    pattern = {'call': CALL, 'string': STRING, 'header': DEF}[kind]
     at = [i for i, l in enumerate(lines) if i in whole and pattern.match(l)]
     if not at:
         return None
     i = rng.choice(at)
     m = pattern.match(lines[i])
-    if kind == 'header':
+    if kind in ('header', 'string'):
         return lines[:i] + [m.group(1)] + lines[i + 1:]
     return lines[:i] + [m.group(1) + m.group(2)] + lines[i + 1:]
 
@@ -101,7 +103,7 @@ def main():
     files = list(python_files(args.root))
     print(f'| edit | files | files with every unit kept | units lost | units invented |')
     print(f'|---|---:|---:|---:|---:|')
-    for kind in ('colon', 'call', 'header'):
+    for kind in ('colon', 'call', 'string', 'header'):
         rng = random.Random(args.seed)
         order = files[:]
         rng.shuffle(order)

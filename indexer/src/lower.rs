@@ -265,35 +265,56 @@ struct Repair {
 }
 
 /// The best repair of `text` (whose tree is `tree`): brackets closed (by either rule of
-/// `repair::Closing`), then the missing colons inserted, each kept only when it leaves less of
-/// the file in error than what it started from (see [`error_extent`]).
+/// `repair::Closing`, mended either way of `repair::Mending`), the missing colons inserted, or
+/// both; kept only when it leaves less of the file in error than the text itself (see
+/// [`error_extent`]).
 fn repair(text: &str, tree: &Tree) -> Option<Repair> {
+    use crate::repair::{Closing, Mending};
     let mut best: Option<(Repair, (u32, u32))> = None;
     let original = error_extent(tree.root_node());
-    for rule in [crate::repair::Closing::ByKeyword, crate::repair::Closing::ByIndentation] {
-        let Some((closed, inserted)) = crate::repair::close_unclosed_brackets(text, rule) else { continue };
-        if best.as_ref().is_some_and(|(fix, _)| fix.text == closed) {
-            continue;
+    // Keeps `candidate` if it leaves less in error than the best so far; says whether nothing
+    // is left to improve on.
+    let mut consider = |text: String, inserted: Vec<Vec<u32>>| -> bool {
+        if let Some(tree) = parse(&text) {
+            let extent = error_extent(tree.root_node());
+            if extent < best.as_ref().map_or(original, |(_, e)| *e) {
+                best = Some((Repair { text, tree, inserted }, extent));
+            }
         }
-        let Some(tree) = parse(&closed) else { continue };
-        let extent = error_extent(tree.root_node());
-        if extent < best.as_ref().map_or(original, |(_, e)| *e) {
-            best = Some((Repair { text: closed, tree, inserted: vec![inserted] }, extent));
+        best.as_ref().is_some_and(|(_, extent)| *extent == (0, 0))
+    };
+    // The bracket repairs in order of preference (of repairs that leave as much in error, the
+    // first is kept): a line at its statement's indentation is a new statement far more often
+    // than a continuation, and a closed bracket keeps a call a call. Each is also tried with
+    // the missing colons inserted, as is the text itself: a header typed without its colon
+    // above a body with an open bracket needs both.
+    let mut bases: Vec<(String, Vec<u32>)> = Vec::new();
+    for (rule, mending) in [
+        (Closing::ByIndentation, Mending::Close),
+        (Closing::ByKeyword, Mending::Close),
+        (Closing::ByIndentation, Mending::Blank),
+        (Closing::ByKeyword, Mending::Blank),
+    ] {
+        if let Some(closed) = crate::repair::close_unclosed_brackets(text, rule, mending) {
+            if !bases.iter().any(|(seen, _)| *seen == closed.0) {
+                bases.push(closed);
+            }
         }
     }
-    let (base, base_extent, mut stages) = match &best {
-        Some((fix, extent)) => (fix.text.as_str(), *extent, fix.inserted.clone()),
-        None => (text, original, Vec::new()),
-    };
-    if base_extent > (0, 0) {
-        if let Some((with_colons, inserted)) = crate::repair::insert_missing_colons(base) {
-            if let Some(tree) = parse(&with_colons) {
-                let extent = error_extent(tree.root_node());
-                if extent < base_extent {
-                    stages.push(inserted);
-                    best = Some((Repair { text: with_colons, tree, inserted: stages }, extent));
-                }
-            }
+    let mut done = false;
+    for (closed, inserted) in bases {
+        let with_colons = crate::repair::insert_missing_colons(&closed);
+        done = consider(closed, vec![inserted.clone()]);
+        if let Some((with_colons, colons)) = with_colons.filter(|_| !done) {
+            done = consider(with_colons, vec![inserted, colons]);
+        }
+        if done {
+            break;
+        }
+    }
+    if !done {
+        if let Some((with_colons, colons)) = crate::repair::insert_missing_colons(text) {
+            consider(with_colons, vec![colons]);
         }
     }
     best.map(|(fix, _)| fix)

@@ -43,50 +43,48 @@ pub(crate) enum Closing {
     ByIndentation,
 }
 
+/// How a bracket that was never closed is mended (a `def`/`class`/`if`... header's own
+/// brackets are always closed on the header's line, followed by its colon).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Mending {
+    /// Replaced by a space: nothing after it moves.
+    Blank,
+    /// Closed where the code before the line that showed it unclosed ends: `x = foo(a` above
+    /// the next statement becomes `x = foo(a)`.
+    Close,
+}
+
 /// The text with the brackets that were never closed repaired, and the offsets (in the returned
-/// text, ascending) of the bytes the repair inserted; `None` when there is no such bracket.
+/// text, ascending) of the bytes the repair inserted; `None` when there is nothing to repair.
 ///
 /// A bracket was never closed when a line inside it starts with a statement-only keyword, or
 /// when the file ends inside it. With [`Closing::ByIndentation`], also when a line inside it
 /// starts with a name (not `and`, `if`, `for`, ...) at the indentation of the line that opened
 /// the outermost open bracket, as the next statement of the same block does after `x = foo(`,
-/// or with any word further left (`else` after `return f(`).
+/// or with any word further left (`else` after `return f(`). Brackets a compound statement's
+/// header opened on its own line (`def load(self, ` above its body) are closed where that
+/// line's code ends, followed by the header's colon, so that the body stays the body; the
+/// others as `mending` says.
 ///
-/// A one-line string still open where its line ends is closed there: an unterminated string is
-/// an error that tree-sitter recovers from as badly as from an unclosed bracket. Such brackets are replaced by spaces, except those a `def` or
-/// `class` header opened on its own line (`def load(self, ` above the body): they are closed
-/// where that line's code ends, followed by the header's colon, so the body stays the body.
-pub(crate) fn close_unclosed_brackets(text: &str, rule: Closing) -> Option<(String, Vec<u32>)> {
+/// A one-line string still open where its line ends is closed there: tree-sitter recovers from
+/// an unterminated string as badly as from an unclosed bracket.
+pub(crate) fn close_unclosed_brackets(text: &str, rule: Closing, mending: Mending) -> Option<(String, Vec<u32>)> {
     let bytes = text.as_bytes();
-    let mut blanked: Vec<usize> = Vec::new();
-    // (offset in `text`, bytes inserted before it), in offset order.
-    let mut insertions: Vec<(usize, Vec<u8>)> = Vec::new();
-    let mut open: Vec<usize> = Vec::new();
+    let mut m = Mender {
+        bytes,
+        mending,
+        open: Vec::new(),
+        header: None,
+        last_code_end: 0,
+        blanked: Vec::new(),
+        insertions: Vec::new(),
+    };
     // The indentation of the line that opened the outermost open bracket: its statement's.
     let mut statement_indent = 0;
     let mut line_is_header = false;
-    // When a header line opened the outermost open bracket: where that line starts, and where
-    // its code ends once the line has been read.
-    let mut header: Option<(usize, Option<usize>)> = None;
     let mut at_line_start = true;
     let mut line_start = 0;
     let mut i = 0;
-    let close_all = |open: &mut Vec<usize>,
-                     header: &mut Option<(usize, Option<usize>)>,
-                     at: usize,
-                     blanked: &mut Vec<usize>,
-                     insertions: &mut Vec<(usize, Vec<u8>)>| {
-        let mut header_brackets = 0;
-        if let Some((header_start, code_end)) = header.take() {
-            let code_end = code_end.unwrap_or_else(|| code_end_before(bytes, header_start, at));
-            header_brackets = open.iter().take_while(|&&b| b < code_end).count();
-            let mut closing: Vec<u8> = open[..header_brackets].iter().rev().map(|&b| closer(bytes[b])).collect();
-            closing.push(b':');
-            insertions.push((code_end, closing));
-        }
-        blanked.extend_from_slice(&open[header_brackets..]);
-        open.clear();
-    };
     while i < bytes.len() {
         let c = bytes[i];
         if at_line_start {
@@ -96,22 +94,22 @@ pub(crate) fn close_unclosed_brackets(text: &str, rule: Closing) -> Option<(Stri
             }
             at_line_start = false;
             let indent = i - line_start;
-            if !open.is_empty()
+            if !m.open.is_empty()
                 && (starts_statement(&bytes[i..])
                     || (rule == Closing::ByIndentation
                         && ((indent < statement_indent && starts_word(&bytes[i..]))
                             || (indent == statement_indent && starts_name(&bytes[i..])))))
             {
-                close_all(&mut open, &mut header, i, &mut blanked, &mut insertions);
+                m.close_all(i);
             }
-            if open.is_empty() {
+            if m.open.is_empty() {
                 statement_indent = indent;
             }
-            line_is_header = starts_header(&bytes[i..]);
+            line_is_header = starts_compound(&bytes[i..]);
         }
         match c {
             b'\n' | b'#' => {
-                if let Some((start, code_end @ None)) = &mut header {
+                if let Some((start, code_end @ None)) = &mut m.header {
                     *code_end = Some(code_end_before(bytes, *start, i));
                 }
                 if c == b'#' {
@@ -124,67 +122,123 @@ pub(crate) fn close_unclosed_brackets(text: &str, rule: Closing) -> Option<(Stri
                     line_start = i;
                 }
             }
+            b' ' | b'\t' | b'\r' | b'\x0c' => i += 1,
             // A line continuation, or a stray backslash: the next byte is not a token start.
             b'\\' => i += 2,
             b'(' | b'[' | b'{' => {
-                if open.is_empty() && line_is_header {
-                    header = Some((line_start, None));
+                if m.open.is_empty() && line_is_header {
+                    m.header = Some((line_start, None));
                 }
-                open.push(i);
+                m.open.push(i);
                 i += 1;
+                m.last_code_end = i;
             }
             b')' | b']' | b'}' => {
-                open.pop();
-                if open.is_empty() {
-                    header = None;
+                m.open.pop();
+                if m.open.is_empty() {
+                    m.header = None;
                 }
                 i += 1;
+                m.last_code_end = i;
             }
             b'"' | b'\'' => {
                 let (end, unterminated) = string_extent(bytes, i);
+                m.last_code_end = end;
                 if unterminated {
                     // Closed where its line ends, before a `\r` of a `\r\n`.
                     let at = if end > i + 1 && bytes[end - 1] == b'\r' { end - 1 } else { end };
-                    insertions.push((at, vec![c]));
+                    m.insertions.push((at, vec![c]));
+                    m.last_code_end = at;
                 }
                 i = end;
             }
-            _ => i += 1,
+            _ => {
+                i += 1;
+                m.last_code_end = i;
+            }
         }
     }
-    if !open.is_empty() {
-        close_all(&mut open, &mut header, bytes.len(), &mut blanked, &mut insertions);
+    if !m.open.is_empty() {
+        m.close_all(bytes.len());
     }
-    if blanked.is_empty() && insertions.is_empty() {
-        return None;
-    }
-    let mut repaired = bytes.to_vec();
-    for at in blanked {
-        repaired[at] = b' ';
-    }
-    // A header's closers are found after the strings of the lines below it; the sort is stable,
-    // so a string left open on the header's own line is closed before its brackets are.
-    insertions.sort_by_key(|&(at, _)| at);
-    let mut out: Vec<u8> = Vec::with_capacity(repaired.len() + insertions.len() * 2);
-    let mut inserted = Vec::new();
-    let mut from = 0;
-    for (at, bytes) in insertions {
-        out.extend_from_slice(&repaired[from..at]);
-        inserted.extend((out.len()..out.len() + bytes.len()).map(|offset| offset as u32));
-        out.extend_from_slice(&bytes);
-        from = at;
-    }
-    out.extend_from_slice(&repaired[from..]);
-    // Only ASCII bytes were replaced or inserted, after ASCII bytes: still UTF-8.
-    String::from_utf8(out).ok().map(|text| (text, inserted))
+    m.finish()
 }
 
-/// The bracket that closes `open`.
-fn closer(open: u8) -> u8 {
-    match open {
-        b'(' => b')',
-        b'[' => b']',
-        _ => b'}',
+/// The state of [`close_unclosed_brackets`]'s scan that closing brackets changes.
+struct Mender<'a> {
+    bytes: &'a [u8],
+    mending: Mending,
+    /// The offsets of the open brackets, outermost first.
+    open: Vec<usize>,
+    /// When a compound statement's header line opened the outermost open bracket: where that
+    /// line starts, and where its code ends once the line has been read.
+    header: Option<(usize, Option<usize>)>,
+    /// Where the last code byte read ends (blanks and comments are not code).
+    last_code_end: usize,
+    blanked: Vec<usize>,
+    /// (offset in the text, bytes inserted before it), in the order found.
+    insertions: Vec<(usize, Vec<u8>)>,
+}
+
+impl Mender<'_> {
+    /// Mends every open bracket, found unclosed at offset `at`.
+    fn close_all(&mut self, at: usize) {
+        let mut header_brackets = 0;
+        if let Some((header_start, code_end)) = self.header.take() {
+            let code_end = code_end.unwrap_or_else(|| code_end_before(self.bytes, header_start, at));
+            header_brackets = self.open.iter().take_while(|&&b| b < code_end).count();
+            let mut closing: Vec<u8> = self.closers(&self.open[..header_brackets]);
+            closing.push(b':');
+            self.insertions.push((code_end, closing));
+        }
+        let rest = &self.open[header_brackets..];
+        if !rest.is_empty() {
+            match self.mending {
+                Mending::Blank => self.blanked.extend_from_slice(rest),
+                Mending::Close => {
+                    let closing = self.closers(rest);
+                    self.insertions.push((self.last_code_end, closing));
+                }
+            }
+        }
+        self.open.clear();
+    }
+
+    /// The brackets that close `open` (outermost first), innermost first.
+    fn closers(&self, open: &[usize]) -> Vec<u8> {
+        open.iter()
+            .rev()
+            .map(|&b| match self.bytes[b] {
+                b'(' => b')',
+                b'[' => b']',
+                _ => b'}',
+            })
+            .collect()
+    }
+
+    fn finish(mut self) -> Option<(String, Vec<u32>)> {
+        if self.blanked.is_empty() && self.insertions.is_empty() {
+            return None;
+        }
+        let mut repaired = self.bytes.to_vec();
+        for at in self.blanked {
+            repaired[at] = b' ';
+        }
+        // A header's closers are found after the strings of the lines below it. The sort is
+        // stable: what was found first at one offset (a string's quote) is inserted first.
+        self.insertions.sort_by_key(|&(at, _)| at);
+        let mut out: Vec<u8> = Vec::with_capacity(repaired.len() + self.insertions.len() * 2);
+        let mut inserted = Vec::new();
+        let mut from = 0;
+        for (at, bytes) in self.insertions {
+            out.extend_from_slice(&repaired[from..at]);
+            inserted.extend((out.len()..out.len() + bytes.len()).map(|offset| offset as u32));
+            out.extend_from_slice(&bytes);
+            from = at;
+        }
+        out.extend_from_slice(&repaired[from..]);
+        // Only ASCII bytes were replaced or inserted, after ASCII bytes: still UTF-8.
+        String::from_utf8(out).ok().map(|text| (text, inserted))
     }
 }
 
@@ -223,16 +277,6 @@ fn starts_name(line: &[u8]) -> bool {
 /// (`else` after `return f(`).
 fn starts_word(line: &[u8]) -> bool {
     line.first().is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_' || *c == b'@')
-}
-
-/// Whether `line` (from its first non-blank byte) starts a `def` or `class` header.
-fn starts_header(line: &[u8]) -> bool {
-    let word_end = line.iter().position(|c| !(c.is_ascii_alphanumeric() || *c == b'_')).unwrap_or(line.len());
-    match &line[..word_end] {
-        b"def" | b"class" => true,
-        b"async" => line[word_end..].trim_ascii_start().starts_with(b"def"),
-        _ => false,
-    }
 }
 
 /// Keywords that begin a compound statement, whose header ends with a colon.
@@ -383,11 +427,11 @@ fn string_extent(bytes: &[u8], start: usize) -> (usize, bool) {
 
 #[cfg(test)]
 mod tests {
-    use super::{Closing, close_unclosed_brackets, insert_missing_colons};
+    use super::{Closing, Mending, close_unclosed_brackets, insert_missing_colons};
 
     /// The repaired text of a repair that inserts nothing.
     fn closed(text: &str) -> Option<String> {
-        close_unclosed_brackets(text, Closing::ByIndentation).map(|(repaired, inserted)| {
+        close_unclosed_brackets(text, Closing::ByIndentation, Mending::Blank).map(|(repaired, inserted)| {
             assert_eq!(inserted, Vec::<u32>::new());
             repaired
         })
@@ -396,7 +440,8 @@ mod tests {
     #[test]
     fn a_bracket_a_header_left_open_above_its_body_is_closed_with_the_colon_on_its_line() {
         let text = "class K(Base\n    def load(self, path  # typing\n        x = [1,\n        return x\n";
-        let (repaired, inserted) = close_unclosed_brackets(text, Closing::ByIndentation).expect("repaired");
+        let (repaired, inserted) =
+            close_unclosed_brackets(text, Closing::ByIndentation, Mending::Blank).expect("repaired");
         // The list opened in the body is not the header's: it is blanked.
         assert_eq!(
             repaired,
@@ -405,8 +450,17 @@ mod tests {
         assert_eq!(inserted, vec![12, 13, 38, 39]);
         // The header's brackets are closed innermost first.
         let text = "def f(a=g(1, [2\n    y = 1\n";
-        let (repaired, _) = close_unclosed_brackets(text, Closing::ByIndentation).expect("repaired");
+        let (repaired, _) = close_unclosed_brackets(text, Closing::ByIndentation, Mending::Blank).expect("repaired");
         assert_eq!(repaired, "def f(a=g(1, [2])):\n    y = 1\n");
+    }
+
+    #[test]
+    fn brackets_can_be_closed_where_the_code_before_the_next_statement_ends() {
+        let text = "x = foo(a, [b\n\n# note\ny = 1\nif f(y, \"z\n    pass\n";
+        let (repaired, inserted) =
+            close_unclosed_brackets(text, Closing::ByIndentation, Mending::Close).expect("repaired");
+        assert_eq!(repaired, "x = foo(a, [b])\n\n# note\ny = 1\nif f(y, \"z\"):\n    pass\n");
+        assert_eq!(inserted, vec![13, 14, 40, 41, 42]);
     }
 
     #[test]
@@ -474,14 +528,14 @@ mod tests {
         assert_eq!(closed(text).as_deref(), Some("class K:\n    a = f \n    b = g(1)\n    c = h \n"));
         // Only by indentation: by keyword, the bracket is closed where its closer is.
         let text = "x = f(\ny = g(1)\nz = 2)\n";
-        assert_eq!(close_unclosed_brackets(text, Closing::ByKeyword), None);
-        assert!(close_unclosed_brackets(text, Closing::ByIndentation).is_some());
+        assert_eq!(close_unclosed_brackets(text, Closing::ByKeyword, Mending::Blank), None);
+        assert!(close_unclosed_brackets(text, Closing::ByIndentation, Mending::Blank).is_some());
     }
 
     #[test]
     fn an_unterminated_one_line_string_ends_at_its_line_and_is_closed_there() {
         let text = "x = foo('abc\n\ndef b(s=\"q\r\n    pass\n";
-        let (repaired, inserted) = close_unclosed_brackets(text, Closing::ByKeyword).expect("repaired");
+        let (repaired, inserted) = close_unclosed_brackets(text, Closing::ByKeyword, Mending::Blank).expect("repaired");
         assert_eq!(repaired, "x = foo 'abc'\n\ndef b(s=\"q\"):\r\n    pass\n");
         assert_eq!(inserted, vec![12, 25, 26, 27]);
     }
