@@ -61,7 +61,9 @@ pub(crate) enum Mending {
 /// when the file ends inside it. With [`Closing::ByIndentation`], also when a line inside it
 /// starts with a name (not `and`, `if`, `for`, ...) at the indentation of the line that opened
 /// the outermost open bracket, as the next statement of the same block does after `x = foo(`,
-/// or with any word further left (`else` after `return f(`). Brackets a compound statement's
+/// or with any word further left (`else` after `return f(`); unless the code before that line
+/// ends with a comma, which asks for the continuation the line is (`f(a,` then `b=1)` at the
+/// statement's indentation, as sympy writes calls). Brackets a compound statement's
 /// header opened on its own line (`def load(self, ` above its body) are closed where that
 /// line's code ends, followed by the header's colon, so that the body stays the body; the
 /// others as `mending` says.
@@ -97,6 +99,8 @@ pub(crate) fn close_unclosed_brackets(text: &str, rule: Closing, mending: Mendin
             if !m.open.is_empty()
                 && (starts_statement(&bytes[i..])
                     || (rule == Closing::ByIndentation
+                        && m.last_code_end > 0
+                        && bytes[m.last_code_end - 1] != b','
                         && ((indent < statement_indent && starts_word(&bytes[i..]))
                             || (indent == statement_indent && starts_name(&bytes[i..])))))
             {
@@ -517,6 +521,7 @@ mod tests {
             "u = foo(definitely,\n        classes)\n",
             "class K:\n    v = foo(\n# a comment at the left edge\n\n        a,\n    )\n    w = 1\n",
             "raise E('a'\n'b')\nx = (y\nif z else w)\nv = (p\nand q)\ns = f(1,\nf'{s}')\n",
+            "sys = System(kane, constants = {m: 1.0},\nspecifieds={o: 2},\ntimes = 3)\n",
         ] {
             assert_eq!(closed(text), None, "{text}");
         }
