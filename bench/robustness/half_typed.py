@@ -11,8 +11,11 @@ saves between keystrokes, then indexes the edited copies and the original copies
 - `header`: a `def` header cut after its first parameter (`def load(self, ` above its body;
   the first parameter is kept, as `self.x = ...` in the body means nothing without it).
 
-Neither edit removes a line, so every unit of the original keeps its name, kind and start
+No edit removes a line, so every unit of the original keeps its name, kind and start
 line: a unit missing from the edited copy was lost, one not in the original was invented.
+The edges out of each file's units are compared the same way, leaving out those recorded at the
+edited line (which change with it). Some of the others may change for a reason: the body of a
+`def` cut after its first parameter no longer knows the types of the parameters cut.
 
     python3 bench/robustness/half_typed.py FRESCO_BIN PROJECT_ROOT [--files N] [--seed S]
 """
@@ -69,7 +72,7 @@ def mutate(lines, kind, rng):
         if not at:
             return None
         i = rng.choice(at)
-        return lines[:i] + [lines[i].rstrip()[:-1]] + lines[i + 1:]
+        return lines[:i] + [lines[i].rstrip()[:-1]] + lines[i + 1:], i + 1
     pattern = {'call': CALL, 'string': STRING, 'header': DEF}[kind]
     at = [i for i, l in enumerate(lines) if i in whole and pattern.match(l)]
     if not at:
@@ -77,20 +80,28 @@ def mutate(lines, kind, rng):
     i = rng.choice(at)
     m = pattern.match(lines[i])
     if kind in ('header', 'string'):
-        return lines[:i] + [m.group(1)] + lines[i + 1:]
-    return lines[:i] + [m.group(1) + m.group(2)] + lines[i + 1:]
+        return lines[:i] + [m.group(1)] + lines[i + 1:], i + 1
+    return lines[:i] + [m.group(1) + m.group(2)] + lines[i + 1:], i + 1
 
 
-def units(binary, tree):
+def export(binary, tree):
+    """The units of every file, and the edges out of every file's units, of `tree`'s graph."""
     db, out = tree + '-db', tree + '-out'
     subprocess.run([binary, 'export', tree, '--db', db, '--out', out], check=True, capture_output=True)
-    found = {}
+    units, file_of = {}, {}
     with open(os.path.join(out, 'nodes.jsonl')) as nodes:
         for line in nodes:
             n = json.loads(line)
             if n['file']:
-                found.setdefault(n['file'], set()).add((n['name'], n['kind'], n['start_line']))
-    return found
+                units.setdefault(n['file'], set()).add((n['name'], n['kind'], n['start_line']))
+                file_of[n['name']] = n['file']
+    edges = {}
+    with open(os.path.join(out, 'edges.jsonl')) as lines:
+        for line in lines:
+            e = json.loads(line)
+            if e['src'] in file_of:
+                edges.setdefault(file_of[e['src']], set()).add((e['src'], e['dst'], e['kind'], e['line']))
+    return units, edges
 
 
 def main():
@@ -101,8 +112,9 @@ def main():
     ap.add_argument('--seed', type=int, default=7)
     args = ap.parse_args()
     files = list(python_files(args.root))
-    print(f'| edit | files | files with every unit kept | units lost | units invented |')
-    print(f'|---|---:|---:|---:|---:|')
+    print('| edit | files | files with every unit kept | units lost | units invented '
+          '| edges of other lines lost | invented |')
+    print('|---|---:|---:|---:|---:|---:|---:|')
     for kind in ('colon', 'call', 'string', 'header'):
         rng = random.Random(args.seed)
         order = files[:]
@@ -112,6 +124,7 @@ def main():
         os.makedirs(original)
         os.makedirs(edited)
         picked = 0
+        edited_line = {}
         for path in order:
             if picked == args.files:
                 break
@@ -120,21 +133,30 @@ def main():
                     lines = f.read().split('\n')
             except (UnicodeDecodeError, OSError):
                 continue
-            changed = mutate(lines, kind, rng)
-            if changed is None:
+            mutated = mutate(lines, kind, rng)
+            if mutated is None:
                 continue
+            changed, edited_line[f'm{picked:04d}.py'] = mutated
             name = f'm{picked:04d}.py'
             with open(os.path.join(original, name), 'w') as f:
                 f.write('\n'.join(lines))
             with open(os.path.join(edited, name), 'w') as f:
                 f.write('\n'.join(changed))
             picked += 1
-        before, after = units(args.binary, original), units(args.binary, edited)
+        (before, edges_before), (after, edges_after) = export(args.binary, original), export(args.binary, edited)
         kept = sum(1 for f in before if before[f] <= after.get(f, set()))
         lost = sum(len(before[f] - after.get(f, set())) for f in before)
         invented = sum(len(after.get(f, set()) - before[f]) for f in before)
         total = sum(len(u) for u in before.values())
-        print(f'| {kind} | {len(before)} | {kept} | {lost} of {total} | {invented} |')
+        # Edges recorded at the edited line change with it; every other edge should not.
+        def elsewhere(edges, f):
+            return {e for e in edges.get(f, set()) if e[3] != edited_line.get(f)}
+
+        edges_lost = sum(len(elsewhere(edges_before, f) - elsewhere(edges_after, f)) for f in before)
+        edges_invented = sum(len(elsewhere(edges_after, f) - elsewhere(edges_before, f)) for f in before)
+        edges_total = sum(len(elsewhere(edges_before, f)) for f in before)
+        print(f'| {kind} | {len(before)} | {kept} | {lost} of {total} | {invented} '
+              f'| {edges_lost} of {edges_total} | {edges_invented} |')
         shutil.rmtree(work)
 
 

@@ -59,8 +59,9 @@ pub(crate) enum Mending {
 ///
 /// A bracket was never closed when a line inside it starts with a statement-only keyword, or
 /// when the file ends inside it. With [`Closing::ByIndentation`], also when a line inside it
-/// starts with a name (not `and`, `if`, `for`, ...) at the indentation of the line that opened
-/// the outermost open bracket, as the next statement of the same block does after `x = foo(`,
+/// starts with a name (not `and`, `if`, `for`, ...) or a compound statement's header at the
+/// indentation of the line that opened the outermost open bracket, as the next statement of the
+/// same block does after `x = foo(`,
 /// or with any word further left (`else` after `return f(`); unless the code before that line
 /// ends with a comma, which asks for the continuation the line is (`f(a,` then `b=1)` at the
 /// statement's indentation, as sympy writes calls). Brackets a compound statement's
@@ -102,7 +103,7 @@ pub(crate) fn close_unclosed_brackets(text: &str, rule: Closing, mending: Mendin
                         && m.last_code_end > 0
                         && bytes[m.last_code_end - 1] != b','
                         && ((indent < statement_indent && starts_word(&bytes[i..]))
-                            || (indent == statement_indent && starts_name(&bytes[i..])))))
+                            || (indent == statement_indent && (starts_name(&bytes[i..]) || opens_block(bytes, i))))))
             {
                 m.close_all(i);
             }
@@ -274,6 +275,19 @@ fn starts_name(line: &[u8]) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether the line from `start` (its first non-blank byte) is a compound statement's header:
+/// it starts with one's keyword and its code ends with a colon (`for item in items:`, not the
+/// `for y in z]` of a comprehension continued on its own line).
+fn opens_block(bytes: &[u8], start: usize) -> bool {
+    if !starts_compound(&bytes[start..]) {
+        return false;
+    }
+    let line_end = bytes[start..].iter().position(|&c| c == b'\n').map_or(bytes.len(), |p| start + p);
+    // A `#` in a string on such a line is rare enough: the line is then simply not a header.
+    let code_end = bytes[start..line_end].iter().position(|&c| c == b'#').map_or(line_end, |p| start + p);
+    bytes[start..code_end].trim_ascii_end().ends_with(b":")
 }
 
 /// Whether `line` (from its first non-blank byte) starts with a word or a decorator: what a
@@ -522,6 +536,7 @@ mod tests {
             "class K:\n    v = foo(\n# a comment at the left edge\n\n        a,\n    )\n    w = 1\n",
             "raise E('a'\n'b')\nx = (y\nif z else w)\nv = (p\nand q)\ns = f(1,\nf'{s}')\n",
             "sys = System(kane, constants = {m: 1.0},\nspecifieds={o: 2},\ntimes = 3)\n",
+            "x = [y\nfor y in z]\nw = (a\nif b else c)\n",
         ] {
             assert_eq!(closed(text), None, "{text}");
         }
@@ -529,6 +544,11 @@ mod tests {
 
     #[test]
     fn a_bracket_open_where_the_next_statement_of_its_block_starts_is_closed() {
+        let text = "def k():\n    grid = Table(\n\n    for row in rows:\n        pass\n";
+        assert_eq!(
+            closed(text).as_deref(),
+            Some("def k():\n    grid = Table \n\n    for row in rows:\n        pass\n")
+        );
         let text = "class K:\n    a = f(\n    b = g(1)\n    c = h(\n";
         assert_eq!(closed(text).as_deref(), Some("class K:\n    a = f \n    b = g(1)\n    c = h \n"));
         // Only by indentation: by keyword, the bracket is closed where its closer is.
