@@ -204,9 +204,9 @@ fn lower_tree(original: &str, tree: Option<&Tree>) -> FileSyntax {
             dunder_all: None,
         };
     };
-    // A file with errors may be hiding most of itself behind an unclosed bracket or a header
-    // without its colon (see `repair`): lower the repaired text instead when tree-sitter finds
-    // fewer errors in it. The file is flagged with its own errors either way.
+    // A file with errors may be hiding most of itself behind an unclosed bracket, string or
+    // header (see `repair`): lower a repaired text instead when less of it is in error. The
+    // file is flagged with its own errors either way.
     let errors = count_errors(tree.root_node());
     let repaired = if errors > 0 { repair(original, tree) } else { None };
     let (text, root, inserted) = match &repaired {
@@ -272,8 +272,8 @@ fn repair(text: &str, tree: &Tree) -> Option<Repair> {
     use crate::repair::{Closing, Mending};
     let mut best: Option<(Repair, (u32, u32))> = None;
     let original = error_extent(tree.root_node());
-    // Keeps `candidate` if it leaves less in error than the best so far; says whether nothing
-    // is left to improve on.
+    // Keeps a candidate text if it leaves less in error than the best so far; says whether
+    // nothing is left to improve on.
     let mut consider = |text: String, inserted: Vec<Vec<u32>>| -> bool {
         if let Some(tree) = parse(&text) {
             let extent = error_extent(tree.root_node());

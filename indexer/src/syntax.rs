@@ -470,8 +470,8 @@ pub struct FileSyntax {
 impl FileSyntax {
     /// Maps every byte offset of a syntax lowered from a repaired text back to the file's own
     /// text, where the repair inserted one byte at each of `inserted` (offsets in the repaired
-    /// text, ascending; see `repair::insert_missing_colons`). An offset at an inserted byte maps
-    /// to where it was inserted, so a header ends before its missing colon.
+    /// text, ascending; see `repair`). An offset at an inserted byte maps to where it was
+    /// inserted, so a header ends before its missing colon.
     pub(crate) fn remove_insertions(&mut self, inserted: &[u32]) {
         if inserted.is_empty() {
             return;
