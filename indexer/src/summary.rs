@@ -699,6 +699,25 @@ mod tests {
     }
 
     #[test]
+    fn half_typed_body_lines_keep_the_summary() {
+        // The states an editor saves while a body line is typed: other files' facts must not be
+        // re-derived on each keystroke, so the repaired file's summary is the finished one's.
+        let finished = "import os\nclass A(Base):\n    def __init__(self):\n        self.x = B()\n        log('ready', self.x)\n    def m(self, k):\n        if k:\n            return 1\n        return 2\n\ndef f():\n    return A()\n";
+        let expected = summarise(&lower(finished), "m", false);
+        for typing in [
+            ("        log('ready', self.x)\n", "        log(\n"),
+            ("        log('ready', self.x)\n", "        log('rea\n"),
+            ("        if k:\n", "        if k\n"),
+            ("        if k:\n", "        if is_ready(k\n"),
+        ] {
+            let text = finished.replacen(typing.0, typing.1, 1);
+            let syntax = lower(&text);
+            assert!(syntax.parse_errors > 0, "{text}");
+            assert_eq!(summarise(&syntax, "m", false), expected, "{text}");
+        }
+    }
+
+    #[test]
     fn instance_attributes_carry_their_values() {
         let syn = lower(
             "class S:\n    def __init__(self, adapter=None):\n        a = HTTPAdapter()\n        self.adapter = a\n",
