@@ -73,6 +73,38 @@ fn a_body_edit_re_derives_only_its_own_file() {
 }
 
 #[test]
+fn typing_a_body_line_re_derives_only_its_own_file_at_every_keystroke() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    star_repo(dir.path(), 20);
+    let mut indexer = fresh(dir.path());
+    // What an editor saves while `print(y)` is typed into a body, then the finished line.
+    for line in ["    print(", "    print(y", "    print('", "    print(y)"] {
+        write(
+            dir.path(),
+            "app/core.py",
+            &format!(
+                "def helper(x):\n    y = x * 2\n{line}\n    return x + 1\n\n\nclass Engine:\n    def start(self):\n        return helper(1)\n"
+            ),
+        );
+        let report = indexer.apply(vec![FileEvent::Changed("app/core.py".into())]).expect("apply");
+        let c = counts(&indexer);
+        assert_eq!(
+            c.get("file_graph").copied(),
+            Some(1),
+            "while typing {line:?}, only app/core.py is re-resolved: {c:?}"
+        );
+        assert_eq!(report.resolved_files, 1, "{line:?}");
+        let callers = indexer.snapshot().edges_to("app.core.helper");
+        let calls = callers
+            .iter()
+            .filter(|(e, _)| e.src.starts_with("app.user") && e.kind == fresco_graph::EdgeKind::Calls)
+            .count();
+        assert_eq!(calls, 20, "while typing {line:?}");
+        assert!(!indexer.snapshot().edges_to("app.core.Engine").is_empty(), "{line:?}");
+    }
+}
+
+#[test]
 fn what_a_caller_passes_moves_flow_edges_without_re_resolving_the_callee() {
     let dir = tempfile::tempdir().expect("tempdir");
     write(dir.path(), "app/__init__.py", "");
