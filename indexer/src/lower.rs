@@ -295,10 +295,10 @@ fn repair(text: &str, tree: &Tree) -> Option<Repair> {
         (Closing::ByIndentation, Mending::Blank),
         (Closing::ByKeyword, Mending::Blank),
     ] {
-        if let Some(closed) = crate::repair::close_unclosed_brackets(text, rule, mending) {
-            if !bases.iter().any(|(seen, _)| *seen == closed.0) {
-                bases.push(closed);
-            }
+        if let Some(closed) = crate::repair::close_unclosed_brackets(text, rule, mending)
+            && !bases.iter().any(|(seen, _)| *seen == closed.0)
+        {
+            bases.push(closed);
         }
     }
     let mut done = false;
@@ -312,10 +312,8 @@ fn repair(text: &str, tree: &Tree) -> Option<Repair> {
             break;
         }
     }
-    if !done {
-        if let Some((with_colons, colons)) = crate::repair::insert_missing_colons(text) {
-            consider(with_colons, vec![colons]);
-        }
+    if !done && let Some((with_colons, colons)) = crate::repair::insert_missing_colons(text) {
+        consider(with_colons, vec![colons]);
     }
     best.map(|(fix, _)| fix)
 }
