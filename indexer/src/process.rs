@@ -1,8 +1,14 @@
 //! Process-wide settings for the binaries that run the indexer (the `fresco` binary and the
 //! benchmark harness call this first thing in `main`; the library never does it by itself).
 
-/// Caps glibc's malloc arenas at the number of threads that index in parallel, plus one for the
-/// threads beside them (the store's flusher, the watcher).
+/// The threads that run beside the indexer's for as long as it does: sled 0.34 keeps 7 I/O
+/// threads waiting (`DESIRED_WAITING_THREADS` in its thread pool) and a log flusher, and the
+/// daemon's watcher has two (notify's inotify reader and fresco's debouncer).
+pub const HELPER_THREADS: usize = 10;
+
+/// Caps glibc's malloc arenas: one for each thread that indexes in parallel, one for the thread
+/// that calls the indexer when it is not the main thread (the daemon's), and one for each of
+/// the [`HELPER_THREADS`].
 ///
 /// glibc gives threads up to 8 arenas per core, and memory a thread frees in one arena is not
 /// reused by a thread allocating from another: on a cold index of django with 2 threads the
@@ -11,12 +17,21 @@
 /// arena for 2 threads took 2.7x as long): the indexer's parallel phases therefore run on the
 /// calling thread plus `threads - 1` spawned ones, so that each has an arena of its own. (With
 /// two spawned workers beside an idle calling thread, glibc sometimes gave both workers the same
-/// arena: those runs took twice as long and peaked 42 MiB higher.) Does nothing on other C
-/// libraries.
+/// arena: those runs took twice as long and peaked 42 MiB higher.)
+///
+/// A thread takes a new arena only while there are fewer than the cap; past it, glibc hands it
+/// one already in use, in turn. The cap was once `threads + 1`, and sled's threads, started when
+/// the store opens, took the spare arenas: the worker spawned for a parallel phase was then
+/// given the calling thread's arena one time in three, and the phase ran 1-2.5 s longer in
+/// futex waits inside malloc (`fresco index` of django with a store: 4 of 8 runs slow with
+/// `threads + 1` arenas, 0 of 8 with room for the store's threads, whose peak RSS was also
+/// lower, 306-311 MB against 318-331 MB, as the store's allocations no longer share the
+/// indexer's arenas). A long-lived process that starts more threads than these can still see
+/// it. Does nothing on other C libraries.
 pub fn limit_malloc_arenas(threads: usize) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
-        let arenas = libc::c_int::try_from(threads + 1).unwrap_or(libc::c_int::MAX);
+        let arenas = libc::c_int::try_from(threads + 1 + HELPER_THREADS).unwrap_or(libc::c_int::MAX);
         // SAFETY: mallopt only changes allocator parameters; it is called before other threads
         // exist, and on failure it leaves them as they were (the return value says which).
         unsafe {
