@@ -19,6 +19,8 @@ use super::{Stat, copy_tree, emit, ms, verdict};
 
 pub struct FreshArgs {
     reps: usize,
+    /// Save each new function half-typed: its header's bracket open and its colon missing.
+    half_typed: bool,
     report: Option<String>,
     fresco: Option<PathBuf>,
     root: PathBuf,
@@ -27,6 +29,7 @@ pub struct FreshArgs {
 impl FreshArgs {
     pub fn parse(args: &[String]) -> Result<FreshArgs> {
         let (mut reps, mut report, mut fresco, mut root) = (100, None, None, None);
+        let mut half_typed = false;
         let mut it = args.iter();
         while let Some(a) = it.next() {
             let mut value = |name: &str| it.next().cloned().with_context(|| format!("{name} needs a value"));
@@ -34,11 +37,12 @@ impl FreshArgs {
                 "--reps" => reps = value("--reps")?.parse()?,
                 "--report" => report = Some(value("--report")?),
                 "--fresco" => fresco = Some(PathBuf::from(value("--fresco")?)),
+                "--half-typed" => half_typed = true,
                 s if s.starts_with("--") => bail!("unknown option {s}"),
                 r => root = Some(PathBuf::from(r).canonicalize().with_context(|| format!("root {r}"))?),
             }
         }
-        Ok(FreshArgs { reps: reps.max(10), report, fresco, root: root.context("no ROOT given")? })
+        Ok(FreshArgs { reps: reps.max(10), half_typed, report, fresco, root: root.context("no ROOT given")? })
     }
 }
 
@@ -81,7 +85,8 @@ pub fn run_fresh_bench(args: FreshArgs) -> Result<()> {
         let module = module_of(&mut conn, rel)?;
         let name = format!("fresco_probe_{i}");
         let mut text = original.clone();
-        text.extend_from_slice(format!("\n\ndef {name}():\n    return {i}\n").as_bytes());
+        let header = if args.half_typed { format!("def {name}(x, ") } else { format!("def {name}():") };
+        text.extend_from_slice(format!("\n\n{header}\n    return {i}\n").as_bytes());
         let params = json!({"query": format!("show {module}.{name}"), "freshness": "wait"});
         let start = Instant::now();
         std::fs::write(&path, &text)?;
@@ -114,7 +119,7 @@ pub fn run_fresh_bench(args: FreshArgs) -> Result<()> {
          `__init__.py`); the query is `show MODULE.fresco_probe_N` with freshness `wait`, sent right \
          after the write returns; the time runs from the start of the write to the end of the answer. \
          The daemon runs with its default 15 ms debounce, which a waiting query flushes early; the dense \
-         lane is off (background embedding would share the cores).\n",
+         lane is off (background embedding would share the cores).{}\n",
         ms(startup),
         settle,
         status["files"],
@@ -125,9 +130,20 @@ pub fn run_fresh_bench(args: FreshArgs) -> Result<()> {
         ms(stat.min()),
         ms(stat.max()),
         verdict(p95 < 0.050),
+        if args.half_typed {
+            "\n\nWith `--half-typed` each new function is saved as it is while its parameters are typed: \
+             `def fresco_probe_N(x, ` above its body, the bracket open and the colon missing. The file \
+             then has a parse error, and the answer needs the repair of `indexer/src/repair.rs`: \
+             several candidate texts parsed again, the one that leaves least in error kept."
+        } else {
+            ""
+        },
     );
-    let args_line = format!("fresco-bench fresh --reps {} {}", args.reps, args.root.display());
-    emit(args.report.as_deref(), "Save-to-fresh-answer latency", &args_line, &body)?;
+    let flag = if args.half_typed { " --half-typed" } else { "" };
+    let args_line = format!("fresco-bench fresh --reps {}{flag} {}", args.reps, args.root.display());
+    let title =
+        if args.half_typed { "Save-to-fresh-answer latency, half-typed saves" } else { "Save-to-fresh-answer latency" };
+    emit(args.report.as_deref(), title, &args_line, &body)?;
     if failures > 0 {
         bail!("{failures} answers did not reflect the save");
     }
