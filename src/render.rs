@@ -73,6 +73,7 @@ pub fn table(response: &Value) -> String {
             ("callee", "CALLEE"),
             ("change", "CHANGE"),
             ("role", "ROLE"),
+            ("parse_errors", "FILE PARSE ERRORS"),
         ];
         let shown: Vec<(&str, &str)> = optional
             .iter()

@@ -161,7 +161,15 @@ fn bad_files_are_skipped_with_reasons_and_broken_python_is_indexed_as_far_as_it_
     assert_eq!(errors[0]["file"], "broken.py");
 
     let out = run(&["query", root, "callees broken.Later.m", "--json"]);
-    assert_eq!(json(&out)["results"][0]["name"], "broken.good", "units after the error are still resolved");
+    let v = json(&out);
+    assert_eq!(v["results"][0]["name"], "broken.good", "units after the error are still resolved");
+    // Every answer says which units come from a file that does not parse as written.
+    assert!(v["results"][0]["parse_errors"].as_u64().is_some_and(|n| n > 0), "{v}");
+    let out = run(&["query", root, "show ok.fine", "--json"]);
+    assert_eq!(json(&out)["results"][0]["parse_errors"], serde_json::Value::Null);
+    let out = run(&["query", root, "context broken.Later.m budget 500", "--json"]);
+    let text = json(&out)["context"]["text"].as_str().unwrap_or("").to_string();
+    assert!(text.contains("parse error"), "the context marks the broken file: {text}");
 }
 
 #[test]

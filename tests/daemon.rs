@@ -184,6 +184,10 @@ fn a_function_being_typed_hides_nothing_else_of_its_file() {
     ] {
         env.write(API, &format!("{}{typed}\n\n{}", &original[..at], &original[at..]));
         assert_eq!(all_callers(&mut c), before, "while typing {typed:?}");
+        // Every unit of the file says the file does not parse as written, until it does.
+        let shown = c.ok("show requests.api.get", "wait");
+        let broken = shown["results"][0]["parse_errors"].as_u64().is_some_and(|n| n > 0);
+        assert_eq!(broken, !typed.ends_with("get(url)\n"), "while typing {typed:?}: {shown}");
         if let Some(callee) = fetch_calls {
             let callees = c.ok("callees requests.api.fetch", "wait");
             assert_eq!(names(&callees), vec![callee], "while typing {typed:?}: {callees}");

@@ -107,6 +107,10 @@ pub struct Item {
     /// Set by the daemon when the item's file changed on disk after the snapshot was taken.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub stale: bool,
+    /// The parse errors of the item's file, when it has any: the unit was read from a file that
+    /// does not parse as written (as far as it parses, or from its repaired text).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parse_errors: Option<u32>,
 }
 
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -282,6 +286,7 @@ fn item(snapshot: &Snapshot, row: &Row) -> Item {
             item.start_line = Some(u.unit.start_line);
             item.end_line = Some(u.unit.end_line);
             item.revision = Some(u.file.graph.revision.to_string());
+            item.parse_errors = Some(u.file.graph.parse_errors).filter(|&n| n > 0);
         }
         None => {
             item.kind = if snapshot.is_external(&row.id) { "external" } else { "removed" };

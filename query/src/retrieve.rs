@@ -1100,13 +1100,19 @@ pub fn assemble(
     };
     let file_header = |u: &fresco_graph::UnitRef<'_>| {
         let (path, revision) = (&u.file.graph.path, u.file.graph.revision);
+        // A file that does not parse as written says so: its units may be incomplete.
+        let broken = match u.file.graph.parse_errors {
+            0 => String::new(),
+            1 => "; 1 parse error".to_string(),
+            n => format!("; {n} parse errors"),
+        };
         if stale(path) {
             format!(
-                "# file: {path} (revision {revision}; STALE: changed on disk after version {})\n",
+                "# file: {path} (revision {revision}{broken}; STALE: changed on disk after version {})\n",
                 snapshot.version()
             )
         } else {
-            format!("# file: {path} (revision {revision})\n")
+            format!("# file: {path} (revision {revision}{broken})\n")
         }
     };
     // The order in which they are considered: dependencies by density, then examples by rank.
