@@ -8,6 +8,8 @@ saves between keystrokes, then indexes the edited copies and the original copies
 - `colon`: a `def`/`class` header's colon deleted (`def load(path)` above its body);
 - `call`: a call cut after its opening bracket (`x = foo(` with the rest of the line gone);
 - `string`: a line cut inside its first one-line string literal (`log('starting` while typing);
+- `indent`: a statement of a body dedented by two spaces, between two levels (`IndentationError:
+  unindent does not match any outer indentation level`, as while re-indenting a block);
 - `header`: a `def` header cut after its first parameter (`def load(self, ` above its body;
   the first parameter is kept, as `self.x = ...` in the body means nothing without it).
 
@@ -73,6 +75,16 @@ def mutate(lines, kind, rng):
             return None
         i = rng.choice(at)
         return lines[:i] + [lines[i].rstrip()[:-1]] + lines[i + 1:], i + 1
+    if kind == 'indent':
+        def indent(line):
+            return len(line) - len(line.lstrip(' '))
+        at = [i for i in sorted(whole) if i > 0 and i - 1 in whole and indent(lines[i]) >= 8
+              and indent(lines[i]) == indent(lines[i - 1]) and not lines[i].lstrip(' ').startswith(('\t', '#'))
+              and lines[i].strip()]
+        if not at:
+            return None
+        i = rng.choice(at)
+        return lines[:i] + [lines[i][2:]] + lines[i + 1:], i + 1
     pattern = {'call': CALL, 'string': STRING, 'header': DEF}[kind]
     at = [i for i, l in enumerate(lines) if i in whole and pattern.match(l)]
     if not at:
@@ -115,7 +127,7 @@ def main():
     print('| edit | files | files with every unit kept | units lost | units invented '
           '| edges of other lines lost | invented |')
     print('|---|---:|---:|---:|---:|---:|---:|')
-    for kind in ('colon', 'call', 'string', 'header'):
+    for kind in ('colon', 'call', 'string', 'indent', 'header'):
         rng = random.Random(args.seed)
         order = files[:]
         rng.shuffle(order)

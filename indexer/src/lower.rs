@@ -209,10 +209,39 @@ fn lower_tree(original: &str, tree: Option<&Tree>) -> FileSyntax {
     // file is flagged with its own errors either way.
     let errors = count_errors(tree.root_node());
     let repaired = if errors > 0 { repair(original, tree) } else { None };
-    let (text, root, inserted) = match &repaired {
-        Some(fix) => (fix.text.as_str(), fix.tree.root_node(), fix.inserted.as_slice()),
-        None => (original, tree.root_node(), &[][..]),
+    let (text, root, mut inserted) = match &repaired {
+        Some(fix) => (fix.text.as_str(), fix.tree.root_node(), fix.inserted.clone()),
+        None => (original, tree.root_node(), Vec::new()),
     };
+    let (mut syntax, refused) = lower_text(original, text, root);
+    // The file is flagged with what its first lowering refused, whatever is mended below.
+    let parse_errors = errors + syntax.parse_errors;
+    // tree-sitter reads a statement dedented between two levels (`unindent does not match any
+    // outer indentation level`) as one of the outer block, taking the rest of the body with it;
+    // the lowering refuses it. Put it back into the block it was typed in.
+    if refused > 0
+        && let Some((indented, spaces)) = crate::repair::indent_stray_dedents(text)
+        && let Some(indented_tree) = parse(&indented)
+        && error_extent(indented_tree.root_node()) <= error_extent(root)
+    {
+        let (mended, still_refused) = lower_text(original, &indented, indented_tree.root_node());
+        if still_refused < refused {
+            syntax = mended;
+            inserted.push(spaces);
+        }
+    }
+    syntax.parse_errors = parse_errors;
+    // The last stage's insertions first: each stage's offsets are in its own output.
+    for stage in inserted.iter().rev() {
+        syntax.remove_insertions(stage);
+    }
+    syntax
+}
+
+/// Lowers `text` (`original` itself, or a repair of it) from its tree's `root`. The syntax's
+/// `parse_errors` counts what the lowering itself refuses or cuts (tree-sitter's errors are the
+/// caller's); the second value is the statements refused for their indentation or layout.
+fn lower_text(original: &str, text: &str, root: Node) -> (FileSyntax, u32) {
     let line_starts = line_starts(text);
     let line_count = line_starts.len() as u32;
     let mut lowerer = Lowerer {
@@ -236,8 +265,8 @@ fn lower_tree(original: &str, tree: Option<&Tree>) -> FileSyntax {
     lowerer.drop_local_reads();
     lowerer.name_lambdas();
     let docstring = lowerer.docstring(root);
-    let mut syntax = FileSyntax {
-        parse_errors: errors + lowerer.too_deep + lowerer.empty_bodies + lowerer.refused_statements,
+    let syntax = FileSyntax {
+        parse_errors: lowerer.too_deep + lowerer.empty_bodies + lowerer.refused_statements,
         line_count,
         byte_len: original.len() as u32,
         docstring,
@@ -249,11 +278,7 @@ fn lower_tree(original: &str, tree: Option<&Tree>) -> FileSyntax {
         },
         dunder_all: if lowerer.dunder_all_dynamic { None } else { lowerer.dunder_all },
     };
-    // The last stage's insertions first: each stage's offsets are in its own output.
-    for stage in inserted.iter().rev() {
-        syntax.remove_insertions(stage);
-    }
-    syntax
+    (syntax, lowerer.refused_statements)
 }
 
 /// A repaired text of a file with errors, its tree, and the offsets of the bytes the repair
@@ -266,23 +291,28 @@ struct Repair {
 
 /// The best repair of `text` (whose tree is `tree`): brackets closed (by either rule of
 /// `repair::Closing`, mended either way of `repair::Mending`), the missing colons inserted, or
-/// both; kept only when it leaves less of the file in error than the text itself (see
-/// [`error_extent`]).
+/// both; then statements dedented between two levels put back into their block. Kept only when
+/// it leaves less of the file in error than the text itself (see [`error_extent`]).
 fn repair(text: &str, tree: &Tree) -> Option<Repair> {
     use crate::repair::{Closing, Mending};
     let mut best: Option<(Repair, (u32, u32))> = None;
     let original = error_extent(tree.root_node());
     // Keeps a candidate text if it leaves less in error than the best so far; says whether
     // nothing is left to improve on.
-    let mut consider = |text: String, inserted: Vec<Vec<u32>>| -> bool {
+    fn consider(
+        best: &mut Option<(Repair, (u32, u32))>,
+        original: (u32, u32),
+        text: String,
+        inserted: Vec<Vec<u32>>,
+    ) -> bool {
         if let Some(tree) = parse(&text) {
             let extent = error_extent(tree.root_node());
             if extent < best.as_ref().map_or(original, |(_, e)| *e) {
-                best = Some((Repair { text, tree, inserted }, extent));
+                *best = Some((Repair { text, tree, inserted }, extent));
             }
         }
         best.as_ref().is_some_and(|(_, extent)| *extent == (0, 0))
-    };
+    }
     // The bracket repairs in order of preference (of repairs that leave as much in error, the
     // first is kept): a line at its statement's indentation is a new statement far more often
     // than a continuation, and a closed bracket keeps a call a call. Each is also tried with
@@ -304,16 +334,27 @@ fn repair(text: &str, tree: &Tree) -> Option<Repair> {
     let mut done = false;
     for (closed, inserted) in bases {
         let with_colons = crate::repair::insert_missing_colons(&closed);
-        done = consider(closed, vec![inserted.clone()]);
+        done = consider(&mut best, original, closed, vec![inserted.clone()]);
         if let Some((with_colons, colons)) = with_colons.filter(|_| !done) {
-            done = consider(with_colons, vec![inserted, colons]);
+            done = consider(&mut best, original, with_colons, vec![inserted, colons]);
         }
         if done {
             break;
         }
     }
     if !done && let Some((with_colons, colons)) = crate::repair::insert_missing_colons(text) {
-        consider(with_colons, vec![colons]);
+        done = consider(&mut best, original, with_colons, vec![colons]);
+    }
+    // Last, statements dedented between two levels, on top of the best so far.
+    if !done {
+        let (base, mut stages) = match &best {
+            Some((fix, _)) => (fix.text.clone(), fix.inserted.clone()),
+            None => (text.to_string(), Vec::new()),
+        };
+        if let Some((indented, spaces)) = crate::repair::indent_stray_dedents(&base) {
+            stages.push(spaces);
+            consider(&mut best, original, indented, stages);
+        }
     }
     best.map(|(fix, _)| fix)
 }

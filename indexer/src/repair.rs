@@ -370,6 +370,84 @@ pub(crate) fn insert_missing_colons(text: &str) -> Option<(String, Vec<u32>)> {
     Some((out, inserted))
 }
 
+/// The text with every statement that dedents to no enclosing block's indentation (`unindent
+/// does not match any outer indentation level`) indented to the nearest enclosing level deeper
+/// than its own (6 spaces between 4 and 8 become 8; 3 between 0 and 4 become 4), and where the
+/// spaces went (offsets in the returned text, ascending); `None` when there is no such
+/// statement. Such a line is read as part of the block it was typed in, not as a statement of
+/// the outer block: tree-sitter otherwise made it, and the rest of the body, part of the class
+/// or module around it. Only indentation made of spaces is looked at.
+pub(crate) fn indent_stray_dedents(text: &str) -> Option<(String, Vec<u32>)> {
+    let bytes = text.as_bytes();
+    // (offset of the line's first code byte, spaces to insert before it)
+    let mut fixes: Vec<(usize, usize)> = Vec::new();
+    let mut levels: Vec<usize> = vec![0];
+    let mut i = 0;
+    while i < bytes.len() {
+        let line_start = i;
+        while i < bytes.len() && bytes[i] == b' ' {
+            i += 1;
+        }
+        let indent = i - line_start;
+        let blank = matches!(bytes.get(i), None | Some(b'\n' | b'\r' | b'#'));
+        let tabbed = matches!(bytes.get(i), Some(b'\t' | b'\x0c'));
+        if !blank && !tabbed {
+            let top = levels.last().copied().unwrap_or(0);
+            if indent > top {
+                levels.push(indent);
+            } else if indent < top {
+                let mut left = top;
+                while levels.last().is_some_and(|&level| level > indent) {
+                    left = levels.pop().unwrap_or(0);
+                }
+                if levels.last() != Some(&indent) {
+                    // Between two levels: back into the block it left.
+                    fixes.push((i, left - indent));
+                    levels.push(left);
+                }
+            }
+        }
+        // To the end of the logical line: brackets, strings and continuations span lines.
+        let mut depth = 0usize;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'\n' if depth == 0 => break,
+                b'#' => {
+                    while i < bytes.len() && bytes[i] != b'\n' {
+                        i += 1;
+                    }
+                    continue;
+                }
+                b'\\' => i += 1,
+                b'"' | b'\'' => {
+                    i = string_end(bytes, i);
+                    continue;
+                }
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            i += 1;
+        }
+        i += 1;
+    }
+    if fixes.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len() + fixes.iter().map(|(_, n)| n).sum::<usize>());
+    let mut inserted = Vec::new();
+    let mut from = 0;
+    for (at, spaces) in fixes {
+        // Right after ASCII spaces: a character boundary.
+        out.push_str(text.get(from..at)?);
+        inserted.extend((out.len()..out.len() + spaces).map(|offset| offset as u32));
+        out.extend(std::iter::repeat_n(' ', spaces));
+        from = at;
+    }
+    out.push_str(text.get(from..)?);
+    Some((out, inserted))
+}
+
 /// Whether `line` (from its first non-blank byte) starts with a compound statement's keyword.
 fn starts_compound(line: &[u8]) -> bool {
     let word_end = line.iter().position(|c| !(c.is_ascii_alphanumeric() || *c == b'_')).unwrap_or(line.len());
@@ -445,7 +523,19 @@ fn string_extent(bytes: &[u8], start: usize) -> (usize, bool) {
 
 #[cfg(test)]
 mod tests {
-    use super::{Closing, Mending, close_unclosed_brackets, insert_missing_colons};
+    use super::{Closing, Mending, close_unclosed_brackets, indent_stray_dedents, insert_missing_colons};
+
+    #[test]
+    fn a_statement_dedented_between_two_levels_goes_back_into_its_block() {
+        let text = "class A:\n    def m(self):\n        x = (1,\n  2)\n      y = 2\n        return x\n\n    def n(self):\n        pass\n";
+        let (repaired, inserted) = indent_stray_dedents(text).expect("repaired");
+        assert_eq!(repaired, text.replace("\n      y = 2", "\n        y = 2"));
+        assert_eq!(inserted, vec![53, 54]);
+        for valid in ["if a:\n    b()\nelse:\n    c()\n", "def f():\n\tpass\n", "x = (\n  1)\n", "s = '''\n  a\n'''\n"]
+        {
+            assert_eq!(indent_stray_dedents(valid), None, "{valid}");
+        }
+    }
 
     /// The repaired text of a repair that inserts nothing.
     fn closed(text: &str) -> Option<String> {
