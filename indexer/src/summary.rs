@@ -709,6 +709,7 @@ mod tests {
             ("        log('ready', self.x)\n", "        log('rea\n"),
             ("        if k:\n", "        if k\n"),
             ("        if k:\n", "        if is_ready(k\n"),
+            ("        log('ready', self.x)\n", "      log('ready', self.x)\n"),
         ] {
             let text = finished.replacen(typing.0, typing.1, 1);
             let syntax = lower(&text);
