@@ -207,7 +207,7 @@ fn lower_tree(original: &str, tree: Option<&Tree>) -> FileSyntax {
     // A file with errors may be hiding most of itself behind an unclosed bracket, string or
     // header (see `repair`): lower a repaired text instead when less of it is in error. The
     // file is flagged with its own errors either way.
-    let errors = count_errors(tree.root_node());
+    let errors = error_extent(tree.root_node()).1;
     let repaired = if errors > 0 { repair(original, tree) } else { None };
     let (text, root, mut inserted) = match &repaired {
         Some(fix) => (fix.text.as_str(), fix.tree.root_node(), fix.inserted.clone()),
@@ -444,30 +444,9 @@ fn line_starts(text: &str) -> Vec<u32> {
     starts
 }
 
-fn count_errors(root: Node) -> u32 {
-    if !root.has_error() {
-        return 0;
-    }
-    let mut count = 0;
-    let mut stack = vec![root];
-    while let Some(node) = stack.pop() {
-        if node.is_error() || node.is_missing() {
-            count += 1;
-            // An ERROR node's children are the tokens it swallowed: one error, not many.
-            if node.is_error() {
-                continue;
-            }
-        }
-        if node.has_error() {
-            let mut cursor = node.walk();
-            stack.extend(node.children(&mut cursor));
-        }
-    }
-    count
-}
-
 /// How much of a tree is in error: the bytes its ERROR nodes cover and the number of its
-/// errors, compared in that order. A repair that trades one error swallowing half the file for
+/// errors (ERROR nodes, each one error however many tokens it swallowed, and MISSING nodes),
+/// compared in that order. A repair that trades one error swallowing half the file for
 /// two small ones is better; counting errors alone would refuse it.
 fn error_extent(root: Node) -> (u32, u32) {
     if !root.has_error() {

@@ -232,19 +232,76 @@ impl Mender<'_> {
         // A header's closers are found after the strings of the lines below it. The sort is
         // stable: what was found first at one offset (a string's quote) is inserted first.
         self.insertions.sort_by_key(|&(at, _)| at);
-        let mut out: Vec<u8> = Vec::with_capacity(repaired.len() + self.insertions.len() * 2);
-        let mut inserted = Vec::new();
-        let mut from = 0;
-        for (at, bytes) in self.insertions {
-            out.extend_from_slice(&repaired[from..at]);
-            inserted.extend((out.len()..out.len() + bytes.len()).map(|offset| offset as u32));
-            out.extend_from_slice(&bytes);
-            from = at;
-        }
-        out.extend_from_slice(&repaired[from..]);
-        // Only ASCII bytes were replaced or inserted, after ASCII bytes: still UTF-8.
-        String::from_utf8(out).ok().map(|text| (text, inserted))
+        with_insertions(&repaired, &self.insertions)
     }
+}
+
+/// `bytes` with each of `insertions` (offset in `bytes`, what goes before it; in offset order)
+/// inserted, and the offsets of the inserted bytes in the result. Repairs only replace or
+/// insert ASCII bytes, after ASCII bytes, so the result is still UTF-8 (checked, not assumed).
+fn with_insertions(bytes: &[u8], insertions: &[(usize, Vec<u8>)]) -> Option<(String, Vec<u32>)> {
+    let added: usize = insertions.iter().map(|(_, b)| b.len()).sum();
+    let mut out: Vec<u8> = Vec::with_capacity(bytes.len() + added);
+    let mut inserted = Vec::with_capacity(added);
+    let mut from = 0;
+    for (at, insertion) in insertions {
+        out.extend_from_slice(bytes.get(from..*at)?);
+        inserted.extend((out.len()..out.len() + insertion.len()).map(|offset| offset as u32));
+        out.extend_from_slice(insertion);
+        from = *at;
+    }
+    out.extend_from_slice(bytes.get(from..)?);
+    String::from_utf8(out).ok().map(|text| (text, inserted))
+}
+
+/// A logical line read from its first code byte: brackets, strings and backslash continuations
+/// make it span physical lines.
+struct LogicalLine {
+    /// The offset of the newline that ends it (or the end of the text).
+    end: usize,
+    /// The brackets still open at its end (the file ended inside them).
+    depth: usize,
+    /// Whether it has a colon outside brackets (not a `:=`).
+    colon: bool,
+    /// Where its last code byte ends (blanks and comments are not code).
+    code_end: usize,
+}
+
+fn logical_line(bytes: &[u8], start: usize) -> LogicalLine {
+    let mut line = LogicalLine { end: start, depth: 0, colon: false, code_end: start };
+    let mut i = start;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\n' if line.depth == 0 => break,
+            b'#' => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'\\' => {
+                i += 2;
+                continue;
+            }
+            b'"' | b'\'' => {
+                i = string_end(bytes, i);
+                line.code_end = i;
+                continue;
+            }
+            b'(' | b'[' | b'{' => line.depth += 1,
+            b')' | b']' | b'}' => line.depth = line.depth.saturating_sub(1),
+            b':' if line.depth == 0 && bytes.get(i + 1) != Some(&b'=') => line.colon = true,
+            b' ' | b'\t' | b'\r' | b'\x0c' | b'\n' => {
+                i += 1;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+        line.code_end = i;
+    }
+    line.end = i;
+    line
 }
 
 /// Where the code of a line ends when its comment or newline is at `end`: before the blanks.
@@ -305,7 +362,7 @@ const COMPOUND: &[&str] = &["def", "class", "if", "elif", "else", "for", "while"
 /// returned text, ascending); `None` when no header lacks its colon.
 pub(crate) fn insert_missing_colons(text: &str) -> Option<(String, Vec<u32>)> {
     let bytes = text.as_bytes();
-    let mut missing: Vec<usize> = Vec::new();
+    let mut missing: Vec<(usize, Vec<u8>)> = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
         // The start of a logical line: its indentation, then its first token.
@@ -315,59 +372,16 @@ pub(crate) fn insert_missing_colons(text: &str) -> Option<(String, Vec<u32>)> {
         }
         let indent = i - line_start;
         let compound = starts_compound(&bytes[i..]);
-        let mut depth = 0usize;
-        let mut colon = false;
-        let mut code_end = i;
-        while i < bytes.len() {
-            match bytes[i] {
-                b'\n' if depth == 0 => break,
-                b'#' => {
-                    while i < bytes.len() && bytes[i] != b'\n' {
-                        i += 1;
-                    }
-                    continue;
-                }
-                b'\\' => {
-                    i += 2;
-                    continue;
-                }
-                b'"' | b'\'' => {
-                    i = string_end(bytes, i);
-                    code_end = i;
-                    continue;
-                }
-                b'(' | b'[' | b'{' => depth += 1,
-                b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-                b':' if depth == 0 && bytes.get(i + 1) != Some(&b'=') => colon = true,
-                b' ' | b'\t' | b'\r' | b'\x0c' | b'\n' => {
-                    i += 1;
-                    continue;
-                }
-                _ => {}
-            }
-            i += 1;
-            code_end = i;
-        }
-        i += 1;
-        if compound && !colon && depth == 0 && next_code_indent(bytes, i).is_some_and(|next| next > indent) {
-            missing.push(code_end.min(bytes.len()));
+        let line = logical_line(bytes, i);
+        i = line.end + 1;
+        if compound && !line.colon && line.depth == 0 && next_code_indent(bytes, i).is_some_and(|next| next > indent) {
+            missing.push((line.code_end.min(bytes.len()), vec![b':']));
         }
     }
     if missing.is_empty() {
         return None;
     }
-    let mut out = String::with_capacity(text.len() + missing.len());
-    let mut inserted = Vec::with_capacity(missing.len());
-    let mut from = 0;
-    for at in missing {
-        // Always after an ASCII byte: a character boundary.
-        out.push_str(text.get(from..at)?);
-        inserted.push(out.len() as u32);
-        out.push(':');
-        from = at;
-    }
-    out.push_str(text.get(from..)?);
-    Some((out, inserted))
+    with_insertions(bytes, &missing)
 }
 
 /// The text with every statement that dedents to no enclosing block's indentation (`unindent
@@ -379,8 +393,8 @@ pub(crate) fn insert_missing_colons(text: &str) -> Option<(String, Vec<u32>)> {
 /// or module around it. Only indentation made of spaces is looked at.
 pub(crate) fn indent_stray_dedents(text: &str) -> Option<(String, Vec<u32>)> {
     let bytes = text.as_bytes();
-    // (offset of the line's first code byte, spaces to insert before it)
-    let mut fixes: Vec<(usize, usize)> = Vec::new();
+    // (offset of the line's first code byte, the spaces inserted before it)
+    let mut fixes: Vec<(usize, Vec<u8>)> = Vec::new();
     let mut levels: Vec<usize> = vec![0];
     let mut i = 0;
     while i < bytes.len() {
@@ -402,50 +416,17 @@ pub(crate) fn indent_stray_dedents(text: &str) -> Option<(String, Vec<u32>)> {
                 }
                 if levels.last() != Some(&indent) {
                     // Between two levels: back into the block it left.
-                    fixes.push((i, left - indent));
+                    fixes.push((i, vec![b' '; left - indent]));
                     levels.push(left);
                 }
             }
         }
-        // To the end of the logical line: brackets, strings and continuations span lines.
-        let mut depth = 0usize;
-        while i < bytes.len() {
-            match bytes[i] {
-                b'\n' if depth == 0 => break,
-                b'#' => {
-                    while i < bytes.len() && bytes[i] != b'\n' {
-                        i += 1;
-                    }
-                    continue;
-                }
-                b'\\' => i += 1,
-                b'"' | b'\'' => {
-                    i = string_end(bytes, i);
-                    continue;
-                }
-                b'(' | b'[' | b'{' => depth += 1,
-                b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-                _ => {}
-            }
-            i += 1;
-        }
-        i += 1;
+        i = logical_line(bytes, i).end + 1;
     }
     if fixes.is_empty() {
         return None;
     }
-    let mut out = String::with_capacity(text.len() + fixes.iter().map(|(_, n)| n).sum::<usize>());
-    let mut inserted = Vec::new();
-    let mut from = 0;
-    for (at, spaces) in fixes {
-        // Right after ASCII spaces: a character boundary.
-        out.push_str(text.get(from..at)?);
-        inserted.extend((out.len()..out.len() + spaces).map(|offset| offset as u32));
-        out.extend(std::iter::repeat_n(' ', spaces));
-        from = at;
-    }
-    out.push_str(text.get(from..)?);
-    Some((out, inserted))
+    with_insertions(bytes, &fixes)
 }
 
 /// Whether `line` (from its first non-blank byte) starts with a compound statement's keyword.
