@@ -750,6 +750,20 @@ impl<'a> Lowerer<'a> {
                 Some(column) if column != start.column => self.refused_statements += 1,
                 Some(_) => {}
             }
+            // An `elif`/`else`/`except`/`finally` clause belongs at its statement's column;
+            // tree-sitter attaches one typed elsewhere to the statement all the same.
+            let mut cursor = statement.walk();
+            let misplaced = statement
+                .named_children(&mut cursor)
+                .filter(|c| {
+                    matches!(
+                        c.kind(),
+                        "elif_clause" | "else_clause" | "except_clause" | "except_group_clause" | "finally_clause"
+                    )
+                })
+                .filter(|c| c.start_position().column != start.column)
+                .count();
+            self.refused_statements += misplaced as u32;
         }
     }
 
@@ -2560,6 +2574,16 @@ mod tests {
         assert_eq!(&src[after.start_byte as usize..after.end_byte as usize], "def after():\n    return Cache().get(1)");
         let call = &syn.scopes[syn.defs[1].body.unwrap_or(0) as usize].calls[0];
         assert_eq!(callee_text(src, call.callee_span), "self.load");
+    }
+
+    #[test]
+    fn a_clause_not_at_its_statements_column_is_a_parse_error() {
+        let valid = "def f(x):\n    if x: a()\n    elif y:\n        b()\n    else: c()\n    try:\n        d()\n    except E:\n        pass\n    else:\n        e()\n    finally:\n        g()\n    for i in x:\n        pass\n    else:\n        h()\n";
+        assert_eq!(lower(valid).parse_errors, 0);
+        let dedented = valid.replace("    else: c()", "  else: c()");
+        let syntax = lower(&dedented);
+        assert_eq!(syntax.parse_errors, 1, "Python: unindent does not match any outer indentation level");
+        assert_eq!(syntax.defs.len(), 1, "the function keeps its body");
     }
 
     #[test]
