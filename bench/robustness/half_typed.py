@@ -11,7 +11,9 @@ saves between keystrokes, then indexes the edited copies and the original copies
 - `indent`: a statement of a body dedented by two spaces, between two levels (`IndentationError:
   unindent does not match any outer indentation level`, as while re-indenting a block);
 - `header`: a `def` header cut after its first parameter (`def load(self, ` above its body;
-  the first parameter is kept, as `self.x = ...` in the body means nothing without it).
+  the first parameter is kept, as `self.x = ...` in the body means nothing without it);
+- `docstring`: the closing line of a multi-line triple-quoted string (a docstring, mostly)
+  blanked, as while the string is still being typed.
 
 No edit removes a line, so every unit of the original keeps its name, kind and start
 line: a unit missing from the edited copy was lost, one not in the original was invented.
@@ -67,6 +69,22 @@ def whole_lines(lines):
     return {i for i in whole if i < len(lines) and 'lambda' not in lines[i]}
 
 
+def triple_quoted_closings(lines):
+    """The indices of the lines that only close a triple-quoted string opened on an earlier line."""
+    try:
+        tokens = list(tokenize.generate_tokens(iter(line + '\n' for line in lines).__next__))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return []
+    at = []
+    for tok in tokens:
+        if tok.type != tokenize.STRING or tok.end[0] == tok.start[0]:
+            continue
+        quote = tok.string.lstrip('rRbBuU')[:3]
+        if quote in ('"""', "'''") and lines[tok.end[0] - 1].strip() == quote:
+            at.append(tok.end[0] - 1)
+    return at
+
+
 def mutate(lines, kind, rng):
     whole = whole_lines(lines)
     if kind == 'colon':
@@ -85,6 +103,12 @@ def mutate(lines, kind, rng):
             return None
         i = rng.choice(at)
         return lines[:i] + [lines[i][2:]] + lines[i + 1:], i + 1
+    if kind == 'docstring':
+        at = triple_quoted_closings(lines)
+        if not at:
+            return None
+        i = rng.choice(at)
+        return lines[:i] + [''] + lines[i + 1:], i + 1
     pattern = {'call': CALL, 'string': STRING, 'header': DEF}[kind]
     at = [i for i, l in enumerate(lines) if i in whole and pattern.match(l)]
     if not at:
@@ -122,12 +146,13 @@ def main():
     ap.add_argument('root')
     ap.add_argument('--files', type=int, default=300)
     ap.add_argument('--seed', type=int, default=7)
+    ap.add_argument('--edits', default='colon,call,string,indent,header,docstring')
     args = ap.parse_args()
     files = list(python_files(args.root))
     print('| edit | files | files with every unit kept | units lost | units invented '
           '| edges of other lines lost | invented |')
     print('|---|---:|---:|---:|---:|---:|---:|')
-    for kind in ('colon', 'call', 'string', 'indent', 'header'):
+    for kind in args.edits.split(','):
         rng = random.Random(args.seed)
         order = files[:]
         rng.shuffle(order)

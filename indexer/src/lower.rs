@@ -289,30 +289,93 @@ struct Repair {
     inserted: Vec<Vec<u32>>,
 }
 
-/// The best repair of `text` (whose tree is `tree`): brackets closed (by either rule of
-/// `repair::Closing`, mended either way of `repair::Mending`), the missing colons inserted, or
-/// both; then statements dedented between two levels put back into their block. Kept only when
-/// it leaves less of the file in error than the text itself (see [`error_extent`]).
+/// How many of a file's triple-quoted strings that hold code are tried as the one never closed.
+const STRING_CANDIDATES: usize = 3;
+
+/// The best repair of `text` (whose tree is `tree`): a triple-quoted string that was never
+/// closed closed; brackets closed (by either rule of `repair::Closing`, mended either way of
+/// `repair::Mending`), the missing colons inserted, or both; then statements dedented between
+/// two levels put back into their block. Kept only when it leaves less of the file in error
+/// than the text itself (see [`error_extent`]).
 fn repair(text: &str, tree: &Tree) -> Option<Repair> {
-    use crate::repair::{Closing, Mending};
-    let mut best: Option<(Repair, (u32, u32))> = None;
+    use crate::repair::StringEnd;
     let original = error_extent(tree.root_node());
-    // Keeps a candidate text if it leaves less in error than the best so far; says whether
-    // nothing is left to improve on.
-    fn consider(
-        best: &mut Option<(Repair, (u32, u32))>,
-        original: (u32, u32),
-        text: String,
-        inserted: Vec<Vec<u32>>,
-    ) -> bool {
-        if let Some(tree) = parse(&text) {
-            let extent = error_extent(tree.root_node());
-            if extent < best.as_ref().map_or(original, |(_, e)| *e) {
-                *best = Some((Repair { text, tree, inserted }, extent));
+    let mut best: Option<(Repair, (u32, u32))> = None;
+    // An open triple-quoted string turns the rest of the file inside out (strings become code
+    // and code strings): it is mended first, and the other repairs are tried on top of the best
+    // such mending as well as on the text itself. Of mendings that leave as much in error, the
+    // earlier is kept: strings ended before the first line that reads as code (a docstring typed
+    // above the body it documents keeps the body), then before the next definition; the first
+    // string that holds such a line first.
+    let mut strings: Vec<(String, Vec<u32>)> = Vec::new();
+    for when in [StringEnd::BeforeCode, StringEnd::BeforeDefinition] {
+        for nth in 0..STRING_CANDIDATES {
+            let Some(closed) = crate::repair::close_unclosed_triple_string(text, nth, when) else { break };
+            if !strings.iter().any(|(seen, _)| *seen == closed.0) {
+                strings.push(closed);
             }
         }
-        best.as_ref().is_some_and(|(_, extent)| *extent == (0, 0))
     }
+    for (closed, inserted) in strings {
+        if consider(&mut best, original, closed, vec![inserted]) {
+            return best.map(|(fix, _)| fix);
+        }
+    }
+    let string_mended = best.as_ref().map(|(fix, _)| (fix.text.clone(), fix.inserted.clone()));
+    if let Some((base, stages)) = string_mended
+        && mend(&base, &stages, original, &mut best)
+    {
+        return best.map(|(fix, _)| fix);
+    }
+    mend(text, &[], original, &mut best);
+    best.map(|(fix, _)| fix)
+}
+
+/// Keeps a candidate text if it leaves less in error than the best so far; says whether
+/// nothing is left to improve on.
+fn consider(
+    best: &mut Option<(Repair, (u32, u32))>,
+    original: (u32, u32),
+    text: String,
+    inserted: Vec<Vec<u32>>,
+) -> bool {
+    offer(best, original, text, inserted);
+    best.as_ref().is_some_and(|(_, extent)| *extent == (0, 0))
+}
+
+/// [`consider`], returning what the candidate leaves in error (`None`: it did not parse).
+fn offer(
+    best: &mut Option<(Repair, (u32, u32))>,
+    original: (u32, u32),
+    text: String,
+    inserted: Vec<Vec<u32>>,
+) -> Option<(u32, u32)> {
+    let tree = parse(&text)?;
+    let extent = error_extent(tree.root_node());
+    if extent < best.as_ref().map_or(original, |(_, e)| *e) {
+        *best = Some((Repair { text, tree, inserted }, extent));
+    }
+    Some(extent)
+}
+
+/// The bracket, colon and indentation repairs of `text` (itself a repair when `stages` is not
+/// empty: the insertions that made it), offered to `best`; says whether nothing is left to
+/// improve on.
+fn mend(text: &str, stages: &[Vec<u32>], original: (u32, u32), best: &mut Option<(Repair, (u32, u32))>) -> bool {
+    use crate::repair::{Closing, Mending};
+    let staged = |more: &[&Vec<u32>]| -> Vec<Vec<u32>> {
+        stages.iter().cloned().chain(more.iter().map(|stage| (*stage).clone())).collect()
+    };
+    // The best of this text's own repairs (not of another base's), for the last step.
+    let mut own: Option<(String, Vec<Vec<u32>>, (u32, u32))> = None;
+    let mut try_one = |best: &mut Option<(Repair, (u32, u32))>, text: String, inserted: Vec<Vec<u32>>| -> bool {
+        if let Some(extent) = offer(best, original, text.clone(), inserted.clone())
+            && own.as_ref().is_none_or(|(.., e)| extent < *e)
+        {
+            own = Some((text, inserted, extent));
+        }
+        best.as_ref().is_some_and(|(_, extent)| *extent == (0, 0))
+    };
     // The bracket repairs in order of preference (of repairs that leave as much in error, the
     // first is kept): a line at its statement's indentation is a new statement far more often
     // than a continuation, and a closed bracket keeps a call a call. Each is also tried with
@@ -331,32 +394,35 @@ fn repair(text: &str, tree: &Tree) -> Option<Repair> {
             bases.push(closed);
         }
     }
-    let mut done = false;
     for (closed, inserted) in bases {
         let with_colons = crate::repair::insert_missing_colons(&closed);
-        done = consider(&mut best, original, closed, vec![inserted.clone()]);
-        if let Some((with_colons, colons)) = with_colons.filter(|_| !done) {
-            done = consider(&mut best, original, with_colons, vec![inserted, colons]);
+        if try_one(best, closed, staged(&[&inserted])) {
+            return true;
         }
-        if done {
-            break;
+        if let Some((with_colons, colons)) = with_colons
+            && try_one(best, with_colons, staged(&[&inserted, &colons]))
+        {
+            return true;
         }
     }
-    if !done && let Some((with_colons, colons)) = crate::repair::insert_missing_colons(text) {
-        done = consider(&mut best, original, with_colons, vec![colons]);
+    if let Some((with_colons, colons)) = crate::repair::insert_missing_colons(text)
+        && try_one(best, with_colons, staged(&[&colons]))
+    {
+        return true;
     }
-    // Last, statements dedented between two levels, on top of the best so far.
-    if !done {
-        let (base, mut stages) = match &best {
-            Some((fix, _)) => (fix.text.clone(), fix.inserted.clone()),
-            None => (text.to_string(), Vec::new()),
-        };
-        if let Some((indented, spaces)) = crate::repair::indent_stray_dedents(&base) {
+    // Last, statements dedented between two levels, on top of the best of the above (or of
+    // the text itself when none did better).
+    let (base, mut stages) = match own {
+        Some((text, inserted, extent)) if extent < original => (text, inserted),
+        _ => (text.to_string(), stages.to_vec()),
+    };
+    match crate::repair::indent_stray_dedents(&base) {
+        Some((indented, spaces)) => {
             stages.push(spaces);
-            consider(&mut best, original, indented, stages);
+            consider(best, original, indented, stages)
         }
+        None => false,
     }
-    best.map(|(fix, _)| fix)
 }
 
 /// A [`Scope`] while it is being lowered: growable, frozen into exact-size slices at the end.
@@ -2475,9 +2541,10 @@ fn all_names(lowerer: &Lowerer, node: Option<Node>) -> Option<Vec<Name>> {
 /// Strips a string literal's prefix and quotes and dedents it like `inspect.cleandoc`.
 pub fn clean_docstring(literal: &str) -> String {
     let body = literal.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+    // A literal still being typed has no closing quotes yet (see `repair`).
     let body = ["\"\"\"", "'''", "\"", "'"]
         .iter()
-        .find_map(|q| body.strip_prefix(q).and_then(|b| b.strip_suffix(q)))
+        .find_map(|q| body.strip_prefix(q).map(|b| b.strip_suffix(q).unwrap_or(b)))
         .unwrap_or(body);
     let mut lines = body.lines();
     let first = lines.next().unwrap_or("").trim().to_string();
@@ -2574,6 +2641,31 @@ mod tests {
         assert_eq!(&src[after.start_byte as usize..after.end_byte as usize], "def after():\n    return Cache().get(1)");
         let call = &syn.scopes[syn.defs[1].body.unwrap_or(0) as usize].calls[0];
         assert_eq!(callee_text(src, call.callee_span), "self.load");
+    }
+
+    #[test]
+    fn a_docstring_being_typed_hides_nothing_else() {
+        // The opening quotes of `links` pair with `after`'s: without the repair, `links`'s body
+        // and `after` vanish into one string and `after`'s docstring is read as code.
+        let src = "def before():\n    \"\"\"Doc.\"\"\"\n    return 1\n\n\ndef links(value):\n    \"\"\"Return the links\n\n    return parse(value)\n\n\ndef after():\n    \"\"\"Call links.\"\"\"\n    return links(before())\n";
+        let syn = lower(src);
+        assert!(syn.parse_errors > 0, "still flagged with the file's own errors");
+        let units: Vec<(&str, u32, u32, Option<String>)> =
+            syn.defs.iter().map(|d| (d.path.as_str(), d.start_line, d.end_line, d.docstring(src))).collect();
+        assert_eq!(
+            units,
+            [
+                ("before", 1, 3, Some("Doc.".to_string())),
+                ("links", 6, 9, Some("Return the links".to_string())),
+                ("after", 12, 14, Some("Call links.".to_string())),
+            ]
+        );
+        let calls = |i: usize| -> Vec<String> {
+            let body = syn.defs[i].body.unwrap_or(0) as usize;
+            syn.scopes[body].calls.iter().map(|c| callee_text(src, c.callee_span)).collect()
+        };
+        assert_eq!(calls(1), ["parse"], "the body below the docstring is code");
+        assert_eq!(calls(2), ["before", "links"]);
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Recovery from the syntax errors that hide the rest of a file: an unclosed bracket, and a
-//! compound statement's header typed without its colon.
+//! Recovery from the syntax errors that hide the rest of a file: an unclosed bracket, a
+//! compound statement's header typed without its colon, a triple-quoted string not yet closed,
+//! and a statement dedented between two levels.
 //!
 //! A half-typed call (`x = foo(` while the user is still typing) makes tree-sitter read every
 //! later line as part of the call: the file's later functions and classes vanish from its tree
@@ -22,6 +23,13 @@
 //! header's logical line ends. Unlike the bracket repair this shifts the rest of the text by a
 //! byte per colon, so it says where it inserted, and the lowered offsets are mapped back
 //! (`FileSyntax::remove_insertions`). Lines are unchanged: a colon is never a newline.
+//!
+//! A docstring being typed (`"""Return the` and no closing quotes yet) is the worst of all: its
+//! quotes pair with the next docstring's, the code between becomes a string and the next
+//! docstring's text code, to the end of the file (a blanked closing line lost 46 % of django's
+//! units in `bench/robustness/half_typed.py`). [`close_unclosed_triple_string`] finds the string
+//! by the code it holds, and closes it on the line where its text ends (same line: lines are
+//! unchanged here too).
 
 /// Keywords that only ever begin a statement, never continue an expression inside brackets.
 /// (`if`, `else`, `for`, `async for`, `from`, `lambda`, ... can: `(a\n if b else c)`,
@@ -429,6 +437,192 @@ pub(crate) fn indent_stray_dedents(text: &str) -> Option<(String, Vec<u32>)> {
     with_insertions(bytes, &fixes)
 }
 
+/// Where a triple-quoted string that was never closed is taken to end.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum StringEnd {
+    /// Before the first line of it, no further right than the line that opened it, that reads
+    /// as code: a statement keyword, a block header, a decorator, an assignment or a call (a
+    /// docstring typed above the body it documents).
+    BeforeCode,
+    /// Before the first line of it further left than the line that opened it, or as far left
+    /// and starting a `def`, `class` or decorator: the next definition.
+    BeforeDefinition,
+}
+
+/// The text with one triple-quoted string that was never closed closed, and where the closing
+/// quotes went (offsets in the returned text, ascending); `None` when no such string is found.
+///
+/// A docstring being typed (`"""Return the` with no closing quotes yet) pairs its opening
+/// quotes with the next docstring's: tree-sitter reads the code between them as one string and
+/// the next docstring's text as code, and so on to the end of the file; most of the file's
+/// definitions vanish. Such a string shows itself by what it holds: lines that read as code no
+/// further right than the line that opened it (`when`). The `nth` such string (counting from
+/// 0) is closed where its text ends before that line; later strings pair up again from there.
+/// A legitimate string can hold code too (a test's source snippet): which string, and which
+/// rule, is for the caller to decide by parsing each candidate.
+pub(crate) fn close_unclosed_triple_string(text: &str, nth: usize, when: StringEnd) -> Option<(String, Vec<u32>)> {
+    let bytes = text.as_bytes();
+    let mut seen = 0;
+    let mut line_start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\n' => {
+                i += 1;
+                line_start = i;
+            }
+            b'#' => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'\\' => i += 2,
+            quote @ (b'"' | b'\'') => {
+                let triple = bytes.get(i + 1) == Some(&quote) && bytes.get(i + 2) == Some(&quote);
+                let (end, _) = string_extent(bytes, i);
+                if !triple {
+                    i = end;
+                    continue;
+                }
+                let closed = end >= i + 6 && bytes[end - 3..end].iter().all(|&c| c == quote);
+                let content_end = if closed { end - 3 } else { end };
+                let opening_indent = bytes[line_start..i].iter().take_while(|&&c| matches!(c, b' ' | b'\t')).count();
+                let stop = code_line_inside(bytes, i + 3, content_end, opening_indent, when);
+                let close_at = match stop {
+                    Some(line) => Some(line),
+                    // At the end of the file, still open: closed where its text ends.
+                    None if !closed => Some(bytes.len()),
+                    None => None,
+                };
+                let Some(close_at) = close_at else {
+                    i = end;
+                    continue;
+                };
+                if seen < nth {
+                    seen += 1;
+                    i = end;
+                    continue;
+                }
+                // After the last non-blank byte before that line (but not before the quotes).
+                let mut at = close_at;
+                while at > i + 3 && matches!(bytes[at - 1], b' ' | b'\t' | b'\r' | b'\n' | b'\x0c') {
+                    at -= 1;
+                }
+                // A text ending in a quote or a backslash would swallow or escape the closing
+                // quotes: a space goes between.
+                let mut closing = Vec::with_capacity(4);
+                if at > i + 3 && matches!(bytes[at - 1], b'\\' | b'"' | b'\'') {
+                    closing.push(b' ');
+                }
+                closing.extend_from_slice(&[quote; 3]);
+                return with_insertions(bytes, &[(at, closing)]);
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// The start of the first line in `bytes[from..to]` (a string's text, its first line excluded)
+/// that `when` says the string never meant to hold, for a string opened on a line indented by
+/// `indent`.
+fn code_line_inside(bytes: &[u8], from: usize, to: usize, indent: usize, when: StringEnd) -> Option<usize> {
+    let mut line = bytes[from..to].iter().position(|&c| c == b'\n').map(|p| from + p + 1)?;
+    while line < to {
+        let first = line + bytes[line..to].iter().take_while(|&&c| matches!(c, b' ' | b'\t')).count();
+        let this_indent = first - line;
+        let rest = &bytes[first..to];
+        let blank = matches!(rest.first(), None | Some(b'\n' | b'\r'));
+        if !blank {
+            let defines = rest.starts_with(b"def ")
+                || rest.starts_with(b"class ")
+                || rest.starts_with(b"async def ")
+                || (rest.starts_with(b"@") && reads_as_code(bytes, first, to));
+            let hit = match when {
+                StringEnd::BeforeCode => this_indent <= indent && reads_as_code(bytes, first, to),
+                StringEnd::BeforeDefinition => {
+                    (this_indent < indent && starts_word(rest)) || (this_indent <= indent && defines)
+                }
+            };
+            if hit {
+                return Some(line);
+            }
+        }
+        line = match bytes[line..to].iter().position(|&c| c == b'\n') {
+            Some(p) => line + p + 1,
+            None => to,
+        };
+    }
+    None
+}
+
+/// Whether the line from `start` (its first non-blank byte, before `to`) reads as a statement
+/// rather than prose: a statement keyword, a block header, a decorator, or a dotted name followed
+/// by an assignment, a call or a subscript (`self.x = x`, `return f(x)`, `logger.info(`).
+fn reads_as_code(bytes: &[u8], start: usize, to: usize) -> bool {
+    let line = &bytes[start..to];
+    let line_end = line.iter().position(|&c| c == b'\n').unwrap_or(line.len());
+    let this_line = line[..line_end].trim_ascii_end();
+    // Where the line's code ends: prose that names a call (`validate() raises an error if`)
+    // goes on in words, a call or subscript statement ends with a bracket or continues one.
+    let ends_like_code = matches!(this_line.last(), Some(b')' | b']' | b'}' | b'(' | b'[' | b'{' | b',' | b'\\'));
+    if let Some(decorated) = this_line.strip_prefix(b"@") {
+        // `@cached_property` alone on its line, or `@override_settings(DEBUG=True)`; not
+        // `@xframe_options_exempt instructs the middleware ...`.
+        let name_end = decorated.iter().position(|c| !(c.is_ascii_alphanumeric() || *c == b'_' || *c == b'.'));
+        return name_end.is_none_or(|end| end > 0 && decorated[end] == b'(' && ends_like_code);
+    }
+    // Prose ends its sentences with a period (`return True.`, `name='+' is kept.`); code does
+    // not.
+    if this_line.ends_with(b".") {
+        return false;
+    }
+    let opens_bracket = matches!(this_line.last(), Some(b'(' | b'[' | b'{' | b'\\'));
+    if starts_statement(line) || opens_block(&bytes[..to], start) || (starts_compound(line) && opens_bracket) {
+        return true;
+    }
+    if this_line.starts_with(b"from ") && this_line.windows(8).any(|w| w == b" import ") {
+        return true;
+    }
+    let name_end =
+        line.iter().position(|c| !(c.is_ascii_alphanumeric() || *c == b'_' || *c == b'.')).unwrap_or(line.len());
+    if name_end == 0 || !(line[0].is_ascii_alphabetic() || line[0] == b'_') {
+        return false;
+    }
+    let after = line[name_end..].trim_ascii_start();
+    match after.first() {
+        Some(b'(' | b'[') => name_end == line.len() - after.len() && ends_like_code,
+        Some(b'=') => after.get(1) != Some(&b'='),
+        // An annotated name: `_color: Optional[Color]`, `size: int = 0`; not `Note: this is`.
+        Some(b':') if name_end == line.len() - after.len() => {
+            let annotation = this_line.get(name_end..).unwrap_or_default();
+            let annotation = annotation.trim_ascii_start().strip_prefix(b":").unwrap_or_default();
+            let annotation = annotation.split(|&c| c == b'=').next().unwrap_or_default().trim_ascii();
+            reads_as_type(annotation)
+        }
+        Some(b'+' | b'-' | b'*' | b'/' | b'|' | b'&') => after.get(1) == Some(&b'='),
+        _ => false,
+    }
+}
+
+/// Whether `text` reads as a type annotation (`Optional[Color]`, `Dict[str, int]`, `int | None`):
+/// a name, dotted names, brackets and commas, with no two words side by side as in prose.
+fn reads_as_type(text: &[u8]) -> bool {
+    let starts_name = text.first().is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_');
+    // Blanks only around `|` and after commas.
+    let blank_fits = |i: usize| {
+        let before = text[..i].trim_ascii_end().last();
+        let after = text[i..].trim_ascii_start().first();
+        matches!(before, Some(b',' | b'|')) || after == Some(&b'|')
+    };
+    starts_name
+        && text.iter().enumerate().all(|(i, &c)| {
+            c.is_ascii_alphanumeric()
+                || matches!(c, b'_' | b'.' | b'[' | b']' | b',' | b'|' | b'"' | b'\'')
+                || (c == b' ' && blank_fits(i))
+        })
+}
+
 /// Whether `line` (from its first non-blank byte) starts with a compound statement's keyword.
 fn starts_compound(line: &[u8]) -> bool {
     let word_end = line.iter().position(|c| !(c.is_ascii_alphanumeric() || *c == b'_')).unwrap_or(line.len());
@@ -504,7 +698,77 @@ fn string_extent(bytes: &[u8], start: usize) -> (usize, bool) {
 
 #[cfg(test)]
 mod tests {
-    use super::{Closing, Mending, close_unclosed_brackets, indent_stray_dedents, insert_missing_colons};
+    use super::{
+        Closing, Mending, StringEnd, close_unclosed_brackets, close_unclosed_triple_string, indent_stray_dedents,
+        insert_missing_colons, reads_as_code,
+    };
+
+    #[test]
+    fn a_docstring_typed_above_its_body_is_closed_before_the_body() {
+        let text = "def f(x):\n    \"\"\"Return the links\n    of a header\n\n    return parse(x)\n\n\ndef g():\n    \"\"\"Doc.\"\"\"\n    return 1\n";
+        let (repaired, inserted) = close_unclosed_triple_string(text, 0, StringEnd::BeforeCode).expect("repaired");
+        assert_eq!(repaired, text.replace("of a header\n", "of a header\"\"\"\n"));
+        let at = text.find("of a header").expect("in the text") + "of a header".len();
+        assert_eq!(inserted, vec![at as u32, at as u32 + 1, at as u32 + 2]);
+        // The other rule ends it before the next definition, body and all.
+        let (repaired, _) = close_unclosed_triple_string(text, 0, StringEnd::BeforeDefinition).expect("repaired");
+        assert_eq!(repaired, text.replace("return parse(x)\n", "return parse(x)\"\"\"\n"));
+    }
+
+    #[test]
+    fn a_string_open_at_the_end_of_the_file_is_closed_where_its_text_ends() {
+        let text = "x = 1\n\ndef f():\n    '''Started typing\n\n  ";
+        let (repaired, _) = close_unclosed_triple_string(text, 0, StringEnd::BeforeCode).expect("repaired");
+        assert_eq!(repaired, "x = 1\n\ndef f():\n    '''Started typing'''\n\n  ");
+        // Text that ends in a quote or a backslash is kept apart from the closing quotes.
+        let (repaired, _) = close_unclosed_triple_string("s = '''it's \"", 0, StringEnd::BeforeCode).expect("repaired");
+        assert_eq!(repaired, "s = '''it's \" '''");
+    }
+
+    #[test]
+    fn closed_strings_are_left_alone_unless_they_hold_code_left_of_their_start() {
+        let prose = "def f():\n    \"\"\"\n    validate() raises an error if the node is missing.\n    Note: this is slow\n    return True.\n    @decorator is applied too\n    \"\"\"\n    return 1\n";
+        for when in [StringEnd::BeforeCode, StringEnd::BeforeDefinition] {
+            assert_eq!(close_unclosed_triple_string(prose, 0, when), None, "{when:?}");
+        }
+        // A test's code snippet, indented deeper than the line that opened it, is not code left of it.
+        let snippet = "def test():\n    src = '''\n        def g():\n            return h()\n    '''\n";
+        assert_eq!(close_unclosed_triple_string(snippet, 0, StringEnd::BeforeDefinition), None);
+    }
+
+    #[test]
+    fn lines_that_read_as_code_and_lines_of_prose() {
+        let code = [
+            "return parse(x)",
+            "self.timeout = timeout",
+            "_color: Optional[Color]",
+            "size: int | None = None",
+            "from .models import User",
+            "import os",
+            "@cached_property",
+            "@override_settings(DEBUG=True)",
+            "if (",
+            "for item in items:",
+            "logger.info(",
+            "total += 1",
+        ];
+        for line in code {
+            assert!(reads_as_code(line.as_bytes(), 0, line.len()), "{line}");
+        }
+        let prose = [
+            "Return the links of a header",
+            "validate() raises an error if there's a dummy node",
+            "related_name='+' should be retrieved correctly.",
+            "return True.",
+            "Note: this is slow",
+            "@xframe_options_exempt instructs the middleware",
+            "Args:",
+            ">>> f(1)",
+        ];
+        for line in prose {
+            assert!(!reads_as_code(line.as_bytes(), 0, line.len()), "{line}");
+        }
+    }
 
     #[test]
     fn a_statement_dedented_between_two_levels_goes_back_into_its_block() {
