@@ -174,20 +174,24 @@ fn a_function_being_typed_hides_nothing_else_of_its_file() {
     let at = original.find("def options(").expect("def options");
     // Each state an editor saves while `def fetch(url):\n    return get(url)` is typed above
     // `options`: its header without the bracket closed, without the colon, then its body's call
-    // without the bracket closed. In each, every other function keeps its edges, and from the
-    // colonless header on the new function is there.
-    for (typed, fetch_calls) in [
-        ("def fetch(url, \n", None),
-        ("def fetch(url)\n    return get(url\n", Some("requests.api.get")),
-        ("def fetch(url):\n    return get(\n", Some("requests.api.get")),
-        ("def fetch(url):\n    return get(url)\n", Some("requests.api.get")),
+    // without the bracket closed; then its docstring, whose quotes would pair with `options`'s
+    // until it is closed. In each, every other function keeps its edges, and from the colonless
+    // header on the new function is there.
+    for (typed, fetch_calls, parses) in [
+        ("def fetch(url, \n", None, false),
+        ("def fetch(url)\n    return get(url\n", Some("requests.api.get"), false),
+        ("def fetch(url):\n    return get(\n", Some("requests.api.get"), false),
+        ("def fetch(url):\n    return get(url)\n", Some("requests.api.get"), true),
+        ("def fetch(url):\n    \"\"\"Fetch\n    return get(url)\n", Some("requests.api.get"), false),
+        ("def fetch(url):\n    \"\"\"Fetch the page\n\n    at url\n", None, false),
+        ("def fetch(url):\n    \"\"\"Fetch the page.\"\"\"\n    return get(url)\n", Some("requests.api.get"), true),
     ] {
         env.write(API, &format!("{}{typed}\n\n{}", &original[..at], &original[at..]));
         assert_eq!(all_callers(&mut c), before, "while typing {typed:?}");
         // Every unit of the file says the file does not parse as written, until it does.
         let shown = c.ok("show requests.api.get", "wait");
         let broken = shown["results"][0]["parse_errors"].as_u64().is_some_and(|n| n > 0);
-        assert_eq!(broken, !typed.ends_with("get(url)\n"), "while typing {typed:?}: {shown}");
+        assert_eq!(broken, !parses, "while typing {typed:?}: {shown}");
         if let Some(callee) = fetch_calls {
             let callees = c.ok("callees requests.api.fetch", "wait");
             assert_eq!(names(&callees), vec![callee], "while typing {typed:?}: {callees}");
