@@ -13,7 +13,9 @@ saves between keystrokes, then indexes the edited copies and the original copies
 - `header`: a `def` header cut after its first parameter (`def load(self, ` above its body;
   the first parameter is kept, as `self.x = ...` in the body means nothing without it);
 - `docstring`: the closing line of a multi-line triple-quoted string (a docstring, mostly)
-  blanked, as while the string is still being typed.
+  blanked, as while the string is still being typed;
+- `fstring`: a line cut inside an f-string's first replacement field (`log(f"{name` while
+  typing).
 
 No edit removes a line, so every unit of the original keeps its name, kind and start
 line: a unit missing from the edited copy was lost, one not in the original was invented.
@@ -36,6 +38,7 @@ import tokenize
 HEADER = re.compile(r'^\s*(async\s+def|def|class)\s+\w+.*:\s*$')
 STRING = re.compile(r'^(\s*[^#\'"]*?(?<![\'"])([\'"])(?!\2))[^\'"\\\\]*\2.*$')
 DEF = re.compile(r'^(\s*(?:async\s+)?def\s+\w+\(\w*(?:,\s?)?)(.*\).*:)\s*$')
+FSTRING = re.compile(r'^(\s*[^#\'"]*?\b[fF]([\'"])(?!\2)[^\'"{}]*\{\w*)(.*)$')
 CALL = re.compile(r'^(\s+)(?!def |class |async |@|#)(.*?\w\()(.*\))\s*$')
 
 
@@ -109,13 +112,13 @@ def mutate(lines, kind, rng):
             return None
         i = rng.choice(at)
         return lines[:i] + [''] + lines[i + 1:], i + 1
-    pattern = {'call': CALL, 'string': STRING, 'header': DEF}[kind]
+    pattern = {'call': CALL, 'string': STRING, 'header': DEF, 'fstring': FSTRING}[kind]
     at = [i for i, l in enumerate(lines) if i in whole and pattern.match(l)]
     if not at:
         return None
     i = rng.choice(at)
     m = pattern.match(lines[i])
-    if kind in ('header', 'string'):
+    if kind in ('header', 'string', 'fstring'):
         return lines[:i] + [m.group(1)] + lines[i + 1:], i + 1
     return lines[:i] + [m.group(1) + m.group(2)] + lines[i + 1:], i + 1
 
@@ -146,7 +149,7 @@ def main():
     ap.add_argument('root')
     ap.add_argument('--files', type=int, default=300)
     ap.add_argument('--seed', type=int, default=7)
-    ap.add_argument('--edits', default='colon,call,string,indent,header,docstring')
+    ap.add_argument('--edits', default='colon,call,string,indent,header,docstring,fstring')
     args = ap.parse_args()
     files = list(python_files(args.root))
     print('| edit | files | files with every unit kept | units lost | units invented '

@@ -158,9 +158,12 @@ pub(crate) fn close_unclosed_brackets(text: &str, rule: Closing, mending: Mendin
                 let (end, unterminated) = string_extent(bytes, i);
                 m.last_code_end = end;
                 if unterminated {
-                    // Closed where its line ends, before a `\r` of a `\r\n`.
+                    // Closed where its line ends, before a `\r` of a `\r\n`; an f-string's
+                    // replacement fields still open are closed first (`f"{name` while typing).
                     let at = if end > i + 1 && bytes[end - 1] == b'\r' { end - 1 } else { end };
-                    m.insertions.push((at, vec![c]));
+                    let mut closing = vec![b'}'; open_replacement_fields(bytes, i, at)];
+                    closing.push(c);
+                    m.insertions.push((at, closing));
                     m.last_code_end = at;
                 }
                 i = end;
@@ -665,6 +668,28 @@ fn starts_statement(line: &[u8]) -> bool {
     STATEMENT_ONLY.iter().any(|k| k.as_bytes() == word)
 }
 
+/// How many replacement fields (`{...}`) of the f-string whose quote is at `quote` are still
+/// open at `end`; 0 for a string that is not an f-string. `{{` is a literal brace.
+fn open_replacement_fields(bytes: &[u8], quote: usize, end: usize) -> usize {
+    let prefix_start = bytes[..quote].iter().rposition(|c| !c.is_ascii_alphabetic()).map_or(0, |p| p + 1);
+    let prefix = &bytes[prefix_start..quote];
+    if prefix.len() > 2 || !prefix.iter().any(|c| matches!(c, b'f' | b'F')) {
+        return 0;
+    }
+    let mut depth = 0usize;
+    let mut i = quote + 1;
+    while i < end {
+        match bytes[i] {
+            b'{' if depth == 0 && bytes.get(i + 1) == Some(&b'{') => i += 1,
+            b'{' => depth += 1,
+            b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    depth
+}
+
 /// Where the string literal opening at `start` (a quote) ends: after its closing quote, or at
 /// the end of the line for an unterminated one-line string (as Python's tokenizer stops there).
 fn string_end(bytes: &[u8], start: usize) -> usize {
@@ -898,5 +923,20 @@ mod tests {
         let (repaired, inserted) = close_unclosed_brackets(text, Closing::ByKeyword, Mending::Blank).expect("repaired");
         assert_eq!(repaired, "x = foo 'abc'\n\ndef b(s=\"q\"):\r\n    pass\n");
         assert_eq!(inserted, vec![12, 25, 26, 27]);
+    }
+
+    #[test]
+    fn an_unterminated_f_string_has_its_open_replacement_fields_closed_too() {
+        let text = "def f(name):\n    log(f\"{{literal}} {name.upper(\n    return name\n";
+        let (repaired, inserted) = close_unclosed_brackets(text, Closing::ByKeyword, Mending::Close).expect("repaired");
+        // The field is closed before the quote (`{{...}}` is literal text), then the call.
+        assert_eq!(repaired, "def f(name):\n    log(f\"{{literal}} {name.upper(}\")\n    return name\n");
+        assert_eq!(inserted.len(), 3);
+        // Not an f-string: its braces are text.
+        let (repaired, _) = close_unclosed_brackets("x = '{a\n", Closing::ByKeyword, Mending::Close).expect("repaired");
+        assert_eq!(repaired, "x = '{a'\n");
+        let (repaired, _) =
+            close_unclosed_brackets("x = rf'{a{b\n", Closing::ByKeyword, Mending::Close).expect("repaired");
+        assert_eq!(repaired, "x = rf'{a{b}}'\n");
     }
 }
