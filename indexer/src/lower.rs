@@ -302,7 +302,7 @@ struct Repair {
 const STRING_CANDIDATES: usize = 3;
 
 /// The best repair of `text` (whose tree is `tree`): a triple-quoted string that was never
-/// closed closed; brackets closed (by either rule of `repair::Closing`, mended either way of
+/// closed closed; a dot ending a statement blanked; brackets closed (by either rule of `repair::Closing`, mended either way of
 /// `repair::Mending`), the missing colons inserted, or both; then statements dedented between
 /// two levels put back into their block. Kept only when it leaves less of the file in error
 /// than the text itself (see [`error_extent`]).
@@ -333,6 +333,13 @@ fn repair(text: &str, tree: &Tree) -> Option<Repair> {
     let string_mended = best.as_ref().map(|(fix, _)| (fix.text.clone(), fix.inserted.clone()));
     if let Some((base, stages)) = string_mended
         && mend(&base, &stages, original, &mut best)
+    {
+        return best.map(|(fix, _)| fix);
+    }
+    // A statement ending with a dot (`x = self.` while an attribute is picked): the dot blanked,
+    // alone and under the other repairs. Blanking moves nothing: no insertions to map back.
+    if let Some(undotted) = crate::repair::blank_trailing_dots(text)
+        && (consider(&mut best, original, undotted.clone(), Vec::new()) || mend(&undotted, &[], original, &mut best))
     {
         return best.map(|(fix, _)| fix);
     }

@@ -395,6 +395,44 @@ pub(crate) fn insert_missing_colons(text: &str) -> Option<(String, Vec<u32>)> {
     with_insertions(bytes, &missing)
 }
 
+/// The text with the dot that ends a statement replaced by a space (`x = self.` while an
+/// attribute is being picked from a completion list), or `None` when no statement ends so.
+/// tree-sitter reads the next line as the attribute (`self.` then `managed = False` became one
+/// assignment), and the next line's unit vanished. Offsets are unchanged. A number's dot
+/// (`x = 1.`), an ellipsis and a dot inside brackets (where the line is simply continued) are
+/// left alone.
+pub(crate) fn blank_trailing_dots(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut dots = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        while i < bytes.len() && matches!(bytes[i], b' ' | b'\t' | b'\x0c') {
+            i += 1;
+        }
+        let line = logical_line(bytes, i);
+        let end = line.code_end.min(bytes.len());
+        if line.depth == 0 && end >= 2 && bytes[end - 1] == b'.' && end > i + 1 {
+            let before = bytes[end - 2];
+            let word_start =
+                bytes[..end - 1].iter().rposition(|c| !(c.is_ascii_alphanumeric() || *c == b'_')).map_or(0, |p| p + 1);
+            let number = bytes.get(word_start).is_some_and(|c| c.is_ascii_digit()) && word_start < end - 1;
+            let attribute = before.is_ascii_alphanumeric() || matches!(before, b'_' | b')' | b']');
+            if attribute && !number {
+                dots.push(end - 1);
+            }
+        }
+        i = line.end + 1;
+    }
+    if dots.is_empty() {
+        return None;
+    }
+    let mut out = bytes.to_vec();
+    for at in dots {
+        out[at] = b' ';
+    }
+    String::from_utf8(out).ok()
+}
+
 /// The text with every statement that dedents to no enclosing block's indentation (`unindent
 /// does not match any outer indentation level`) indented to the nearest enclosing level deeper
 /// than its own (6 spaces between 4 and 8 become 8; 3 between 0 and 4 become 4), and where the
@@ -724,8 +762,8 @@ fn string_extent(bytes: &[u8], start: usize) -> (usize, bool) {
 #[cfg(test)]
 mod tests {
     use super::{
-        Closing, Mending, StringEnd, close_unclosed_brackets, close_unclosed_triple_string, indent_stray_dedents,
-        insert_missing_colons, reads_as_code,
+        Closing, Mending, StringEnd, blank_trailing_dots, close_unclosed_brackets, close_unclosed_triple_string,
+        indent_stray_dedents, insert_missing_colons, reads_as_code,
     };
 
     #[test]
@@ -923,6 +961,14 @@ mod tests {
         let (repaired, inserted) = close_unclosed_brackets(text, Closing::ByKeyword, Mending::Blank).expect("repaired");
         assert_eq!(repaired, "x = foo 'abc'\n\ndef b(s=\"q\"):\r\n    pass\n");
         assert_eq!(inserted, vec![12, 25, 26, 27]);
+    }
+
+    #[test]
+    fn a_statement_ending_with_a_dot_loses_the_dot() {
+        let text = "class M:\n    x = self.\n    managed = False\n    y = 1.\n    z = f(a).\n    w = ...\n    v = (a.\n         b)\n";
+        let repaired = blank_trailing_dots(text).expect("repaired");
+        assert_eq!(repaired, text.replace("self.\n", "self \n").replace("f(a).\n", "f(a) \n"));
+        assert_eq!(blank_trailing_dots("x = 1.\ny = ...\nz = (a.\n  b)\n# self.\ns = 'a.'\n"), None);
     }
 
     #[test]
