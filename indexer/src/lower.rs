@@ -302,9 +302,9 @@ struct Repair {
 const STRING_CANDIDATES: usize = 3;
 
 /// The best repair of `text` (whose tree is `tree`): a triple-quoted string that was never
-/// closed closed; a dot ending a statement blanked; brackets closed (by either rule of `repair::Closing`, mended either way of
-/// `repair::Mending`), the missing colons inserted, or both; then statements dedented between
-/// two levels put back into their block. Kept only when it leaves less of the file in error
+/// closed closed; a dot ending a statement blanked; brackets closed (by either rule of
+/// `repair::Closing`, mended either way of `repair::Mending`), the missing colons inserted, or
+/// both; then statements dedented between two levels put back into their block. Kept only when it leaves less of the file in error
 /// than the text itself (see [`error_extent`]).
 fn repair(text: &str, tree: &Tree) -> Option<Repair> {
     use crate::repair::StringEnd;

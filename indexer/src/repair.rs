@@ -411,11 +411,11 @@ pub(crate) fn blank_trailing_dots(text: &str) -> Option<String> {
         }
         let line = logical_line(bytes, i);
         let end = line.code_end.min(bytes.len());
-        if line.depth == 0 && end >= 2 && bytes[end - 1] == b'.' && end > i + 1 {
+        if line.depth == 0 && end > i + 1 && bytes[end - 1] == b'.' {
             let before = bytes[end - 2];
             let word_start =
                 bytes[..end - 1].iter().rposition(|c| !(c.is_ascii_alphanumeric() || *c == b'_')).map_or(0, |p| p + 1);
-            let number = bytes.get(word_start).is_some_and(|c| c.is_ascii_digit()) && word_start < end - 1;
+            let number = bytes[word_start].is_ascii_digit();
             let attribute = before.is_ascii_alphanumeric() || matches!(before, b'_' | b')' | b']');
             if attribute && !number {
                 dots.push(end - 1);
@@ -529,13 +529,8 @@ pub(crate) fn close_unclosed_triple_string(text: &str, nth: usize, when: StringE
                 let content_end = if closed { end - 3 } else { end };
                 let opening_indent = bytes[line_start..i].iter().take_while(|&&c| matches!(c, b' ' | b'\t')).count();
                 let stop = code_line_inside(bytes, i + 3, content_end, opening_indent, when);
-                let close_at = match stop {
-                    Some(line) => Some(line),
-                    // At the end of the file, still open: closed where its text ends.
-                    None if !closed => Some(bytes.len()),
-                    None => None,
-                };
-                let Some(close_at) = close_at else {
+                // Still open at the end of the file: closed where its text ends.
+                let Some(close_at) = stop.or((!closed).then_some(bytes.len())) else {
                     i = end;
                     continue;
                 };
