@@ -458,9 +458,10 @@ pub struct CandidateFeatures {
     pub file_neighbourhood: f64,
     pub imported_name: f64,
     pub imported: f64,
-    /// ln(1 + how many of the class's other methods use it).
+    /// ln(1 + how many of the class's other methods use it in their bodies).
     pub class_users: f64,
-    /// ln(1 + how many of the file's other units use it).
+    /// ln(1 + how many of the file's other units use it in their bodies (or at the module's top
+    /// level)).
     pub file_users: f64,
     /// 1 when it is (a member of) an import nothing else in the file uses.
     pub unused_import: f64,
@@ -556,8 +557,8 @@ pub fn candidate_features(
                 file_neighbourhood: one(Tier::FileNeighbourhood),
                 imported_name: one(Tier::ImportedName),
                 imported: one(Tier::Imported),
-                class_users: (usage.class_users(&c.id) as f64).ln_1p(),
-                file_users: (usage.file_users(&c.id) as f64).ln_1p(),
+                class_users: (usage.class_body_users(&c.id) as f64).ln_1p(),
+                file_users: (usage.file_body_users(&c.id) as f64).ln_1p(),
                 unused_import: if c.unused_import { 1.0 } else { 0.0 },
                 word_affinity: idf.affinity(cand_words, &target_words),
                 dense_affinity: dense,
@@ -752,9 +753,15 @@ fn target_owner(target: &Target) -> &str {
 /// Who, around the target, uses what: per used unit, how many of the target's class's other
 /// methods and how many of its file's other units (the module's top level included) read, call
 /// or inherit it. The target itself (and what it contains) is left out.
+///
+/// Uses in a body are also counted apart from uses in a header (annotations, decorators,
+/// defaults): a body is what the target is missing, and a type alias that every signature of
+/// the class names (`HeaderTypes`) is rarely what a body uses.
 struct NeighbourUsage {
     class_users: FxHashMap<String, usize>,
     file_users: FxHashMap<String, usize>,
+    class_body_users: FxHashMap<String, usize>,
+    file_body_users: FxHashMap<String, usize>,
     adjacent_users: FxHashMap<String, usize>,
 }
 
@@ -763,6 +770,9 @@ impl NeighbourUsage {
         let mut class_pairs: FxHashSet<(&str, &str)> = FxHashSet::default();
         let mut file_pairs: FxHashSet<(&str, &str)> = FxHashSet::default();
         let mut adjacent_pairs: FxHashSet<(&str, &str)> = FxHashSet::default();
+        let mut class_body_pairs: FxHashSet<(&str, &str)> = FxHashSet::default();
+        let mut file_body_pairs: FxHashSet<(&str, &str)> = FxHashSet::default();
+        let mut header_ends: FxHashMap<&str, u32> = FxHashMap::default();
         let inside_target = |src: &str| {
             target.id.as_deref().is_some_and(|t| src == t || (src.starts_with(t) && src[t.len()..].starts_with('.')))
         };
@@ -785,6 +795,18 @@ impl NeighbourUsage {
                 if in_class(src) {
                     class_pairs.insert((e.dst.as_str(), src));
                 }
+                let header_end = *header_ends.entry(src).or_insert_with(|| match snapshot.unit(src) {
+                    Some(u) if matches!(u.unit.kind, UnitKind::Function | UnitKind::Method | UnitKind::Class) => {
+                        header_end_line(&u)
+                    }
+                    _ => 0,
+                });
+                if e.line.is_none_or(|line| line > header_end) {
+                    file_body_pairs.insert((e.dst.as_str(), src));
+                    if in_class(src) {
+                        class_body_pairs.insert((e.dst.as_str(), src));
+                    }
+                }
             }
         }
         let count = |pairs: FxHashSet<(&str, &str)>| {
@@ -797,12 +819,18 @@ impl NeighbourUsage {
         NeighbourUsage {
             class_users: count(class_pairs),
             file_users: count(file_pairs),
+            class_body_users: count(class_body_pairs),
+            file_body_users: count(file_body_pairs),
             adjacent_users: count(adjacent_pairs),
         }
     }
 
-    fn class_users(&self, id: &str) -> usize {
-        self.class_users.get(id).copied().unwrap_or(0)
+    fn class_body_users(&self, id: &str) -> usize {
+        self.class_body_users.get(id).copied().unwrap_or(0)
+    }
+
+    fn file_body_users(&self, id: &str) -> usize {
+        self.file_body_users.get(id).copied().unwrap_or(0)
     }
 
     fn file_users(&self, id: &str) -> usize {

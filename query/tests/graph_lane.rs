@@ -217,3 +217,26 @@ fn what_a_lambda_in_the_body_uses_is_the_functions_own_use() {
     assert_eq!(ranked.first().map(String::as_str), Some("pkg.weight"), "{ranked:?}");
     assert!(!ranked.iter().any(|r| r.contains("<lambda")), "{ranked:?}");
 }
+
+#[test]
+fn neighbours_count_for_what_their_bodies_use_not_their_annotations() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    write(dir.path(), "pkg/types.py", "HeaderTypes = dict\n");
+    write(dir.path(), "pkg/util.py", "def normalize(x):\n    return x\n");
+    write(
+        dir.path(),
+        "pkg/client.py",
+        "from pkg.types import HeaderTypes\nfrom pkg.util import normalize\n\n\
+         class Client:\n    def target(self):\n        ...\n\n\
+         \x20   def a(self, headers: HeaderTypes = None):\n        return normalize(headers)\n\n\
+         \x20   def b(self, headers: HeaderTypes = None):\n        return 1\n\n\
+         \x20   def c(self, headers: HeaderTypes = None):\n        return 2\n",
+    );
+    let snapshot = index(dir.path());
+    let ranked = lane_for(&snapshot, "pkg.client.Client.target", &[]);
+    let pos = |id: &str| ranked.iter().position(|r| r == id);
+    // Every other method names the alias, but only in its signature; one calls `normalize`.
+    assert!(pos("pkg.types.HeaderTypes").is_some(), "{ranked:?}");
+    assert!(pos("pkg.util.normalize") < pos("pkg.types.HeaderTypes"), "{ranked:?}");
+}
