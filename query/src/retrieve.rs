@@ -476,8 +476,8 @@ pub struct CandidateFeatures {
     /// `def __init__(self, timeout)` for the attribute `self.timeout`).
     pub named_in_text: f64,
     /// How many of the target's two source-order neighbours (the function or method defined
-    /// just before it and just after it, in the same class or module) use it: code written
-    /// next to each other tends to do related work.
+    /// just before it and just after it, in the same class or module) use it in their bodies:
+    /// code written next to each other tends to do related work.
     pub adjacent_users: f64,
     /// What analogues in other classes (or modules) use of their own owner, carried over by
     /// name to the target's owner: `Live.__exit__` calls `Live.stop`, so for
@@ -789,9 +789,6 @@ impl NeighbourUsage {
                 // A lambda's uses are its owner's.
                 let src = without_lambdas(&e.src);
                 file_pairs.insert((e.dst.as_str(), src));
-                if adjacent.contains(&src) {
-                    adjacent_pairs.insert((e.dst.as_str(), src));
-                }
                 if in_class(src) {
                     class_pairs.insert((e.dst.as_str(), src));
                 }
@@ -803,6 +800,9 @@ impl NeighbourUsage {
                 });
                 if e.line.is_none_or(|line| line > header_end) {
                     file_body_pairs.insert((e.dst.as_str(), src));
+                    if adjacent.contains(&src) {
+                        adjacent_pairs.insert((e.dst.as_str(), src));
+                    }
                     if in_class(src) {
                         class_body_pairs.insert((e.dst.as_str(), src));
                     }

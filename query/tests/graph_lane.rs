@@ -240,3 +240,27 @@ fn neighbours_count_for_what_their_bodies_use_not_their_annotations() {
     assert!(pos("pkg.types.HeaderTypes").is_some(), "{ranked:?}");
     assert!(pos("pkg.util.normalize") < pos("pkg.types.HeaderTypes"), "{ranked:?}");
 }
+
+#[test]
+fn a_neighbour_naming_a_type_in_its_signature_does_not_count_as_using_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    write(dir.path(), "pkg/types.py", "Alias = dict\n");
+    write(dir.path(), "pkg/util.py", "def helper(x):\n    return x\n");
+    write(
+        dir.path(),
+        "pkg/jobs.py",
+        "from pkg.types import Alias\nfrom pkg.util import helper\n\n\
+         def before(options: Alias = None):\n    return 1\n\n\
+         def target():\n    ...\n\n\
+         def far_one():\n    return 0\n\n\
+         def far_two():\n    return helper(1)\n",
+    );
+    let snapshot = index(dir.path());
+    let ranked = lane_for(&snapshot, "pkg.jobs.target", &[]);
+    let pos = |id: &str| ranked.iter().position(|r| r == id);
+    // The function just before the target names `Alias` in its signature only; a function
+    // further away calls `helper` in its body.
+    assert!(pos("pkg.types.Alias").is_some(), "{ranked:?}");
+    assert!(pos("pkg.util.helper") < pos("pkg.types.Alias"), "{ranked:?}");
+}
