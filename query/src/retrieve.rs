@@ -147,12 +147,29 @@ pub fn run_text_lanes(
     health: &mut BTreeMap<&'static str, LaneReport>,
 ) -> Vec<(Lane, Vec<String>)> {
     let mut out = Vec::new();
-    for lane in wanted.iter().copied().filter(|l| *l != Lane::Graph) {
-        let answer = match lanes {
-            None => Err(LaneDown { reason: "no retrieval lanes are loaded in this process".into() }),
-            Some(l) if lane == Lane::Bm25 => l.bm25(text, k),
-            Some(l) => l.dense(text, k),
+    let text_lanes: Vec<Lane> = wanted.iter().copied().filter(|l| *l != Lane::Graph).collect();
+    let ask = |lane: Lane| match lanes {
+        None => Err(LaneDown { reason: "no retrieval lanes are loaded in this process".into() }),
+        Some(l) if lane == Lane::Bm25 => l.bm25(text, k),
+        Some(l) => l.dense(text, k),
+    };
+    // The dense lane spends most of its time embedding the query (memory-bound matrix products on
+    // the embedder's own threads); BM25 answers meanwhile instead of after it.
+    let answers: Vec<Result<LaneHits, LaneDown>> =
+        if lanes.is_some() && text_lanes.len() > 1 {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = text_lanes[1..].iter().map(|&lane| scope.spawn(move || ask(lane))).collect();
+                let first = ask(text_lanes[0]);
+                std::iter::once(first)
+                    .chain(handles.into_iter().map(|h| {
+                        h.join().unwrap_or_else(|_| Err(LaneDown { reason: "the lane failed (a bug)".into() }))
+                    }))
+                    .collect()
+            })
+        } else {
+            text_lanes.iter().map(|&lane| ask(lane)).collect()
         };
+    for (lane, answer) in text_lanes.into_iter().zip(answers) {
         match answer {
             Ok(hits) => {
                 let ids: Vec<String> = hits.ids.into_iter().filter(|id| snapshot.contains_unit(id)).collect();
