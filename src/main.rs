@@ -171,6 +171,8 @@ impl FreshnessArg {
 fn main() -> ExitCode {
     // Before any thread exists: one malloc arena per indexing thread (see the function).
     fresco_indexer::process::limit_malloc_arenas(IndexerOptions::default().threads);
+    // SAFETY: no other thread exists yet.
+    unsafe { fresco_indexer::process::put_core_count_in_environment() };
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,

@@ -24,6 +24,8 @@ mod fresh;
 mod query;
 
 fn main() -> Result<()> {
+    // SAFETY: no other thread exists yet (candle's thread count: see the function).
+    unsafe { fresco_indexer::process::put_core_count_in_environment() };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(cmd) = args.first() else {
         usage();

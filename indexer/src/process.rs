@@ -1,5 +1,5 @@
 //! Process-wide settings for the binaries that run the indexer (the `fresco` binary and the
-//! benchmark harness call this first thing in `main`; the library never does it by itself).
+//! benchmark harness call these first thing in `main`; the library never does it by itself).
 
 /// The threads that run beside the indexer's for as long as it does: sled 0.34 keeps 7 I/O
 /// threads waiting (`DESIRED_WAITING_THREADS` in its thread pool) and a log flusher, and the
@@ -40,4 +40,26 @@ pub fn limit_malloc_arenas(threads: usize) {
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     let _ = threads;
+}
+
+/// Sets `RAYON_NUM_THREADS` to the number of cores when it is unset (a value the user set is
+/// kept). rayon's global pool reads the same number by default, so only one thing changes: candle
+/// no longer counts the cores by reading `/proc/cpuinfo`.
+///
+/// candle asks how many threads to give each matrix product, on every product, and without
+/// `RAYON_NUM_THREADS` it counts the physical cores anew (`num_cpus::get_physical`, which parses
+/// `/proc/cpuinfo`). A query embedding runs about a hundred products: on the 2-core machine of
+/// bench/reports/retrieval.md those reads were 2 to 2.5 ms of a 9 to 11 ms embedding of a short
+/// query (perf: the kernel formatting `/proc/cpuinfo`, from the embedder's threads).
+///
+/// # Safety
+/// It writes the process environment, which no other thread may read or write meanwhile: call
+/// it first thing in `main`, before any thread is started.
+pub unsafe fn put_core_count_in_environment() {
+    if std::env::var_os("RAYON_NUM_THREADS").is_some() {
+        return;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // SAFETY: the caller guarantees that no other thread exists yet.
+    unsafe { std::env::set_var("RAYON_NUM_THREADS", cores.to_string()) };
 }

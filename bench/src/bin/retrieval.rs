@@ -98,6 +98,8 @@ impl Args {
 }
 
 fn main() -> Result<()> {
+    // SAFETY: no other thread exists yet (candle's thread count: see the function).
+    unsafe { fresco_indexer::process::put_core_count_in_environment() };
     let args = Args::parse()?;
     let args_line = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
     let mut trace = match &args.trace {
