@@ -1408,4 +1408,57 @@ mod tests {
         assert!(a > b && b > 0.0, "{a} {b}");
         assert!((rarity.weight("timeout") - 1.0).abs() < 1e-12);
     }
+
+    /// BM25 answers only once the dense lane has started: run one after the other, the lanes
+    /// would wait for each other until BM25 gives up.
+    struct DenseFirst {
+        dense_started: std::sync::Mutex<Option<std::sync::mpsc::Sender<()>>>,
+        bm25_may_answer: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+    }
+
+    impl Lanes for DenseFirst {
+        fn bm25(&self, _: &str, _: usize) -> Result<LaneHits, LaneDown> {
+            let may_answer = self.bm25_may_answer.lock().unwrap_or_else(|p| p.into_inner());
+            match may_answer.recv_timeout(std::time::Duration::from_secs(10)) {
+                Ok(()) => Ok(LaneHits { ids: Vec::new(), version: 0, partial: None }),
+                Err(_) => Err(LaneDown { reason: "waited for the dense lane in vain".into() }),
+            }
+        }
+        fn dense(&self, _: &str, _: usize) -> Result<LaneHits, LaneDown> {
+            if let Some(tx) = self.dense_started.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                tx.send(()).ok();
+            }
+            Ok(LaneHits { ids: Vec::new(), version: 0, partial: None })
+        }
+        fn tokens(&self, text: &str) -> Vec<String> {
+            text.split_whitespace().map(str::to_lowercase).collect()
+        }
+        fn count_tokens(&self, _: &str) -> Option<usize> {
+            None
+        }
+        fn dense_similarities(&self, _: &str, _: &[&str]) -> Option<Vec<Option<f32>>> {
+            None
+        }
+    }
+
+    #[test]
+    fn bm25_answers_while_the_dense_lane_runs() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let lanes =
+            DenseFirst { dense_started: std::sync::Mutex::new(Some(tx)), bm25_may_answer: std::sync::Mutex::new(rx) };
+        let mut health = BTreeMap::new();
+        let ranked = run_text_lanes(
+            &Snapshot::empty(),
+            Some(&lanes),
+            &[Lane::Bm25, Lane::Dense, Lane::Graph],
+            "retry",
+            10,
+            &mut health,
+        );
+        assert_eq!(health.get("bm25").map(|h| h.status), Some("ready"), "{:?}", health.get("bm25"));
+        assert_eq!(health.get("dense").map(|h| h.status), Some("ready"));
+        // The lanes keep the order they were asked in.
+        let order: Vec<Lane> = ranked.iter().map(|(lane, _)| *lane).collect();
+        assert_eq!(order, [Lane::Bm25, Lane::Dense]);
+    }
 }
