@@ -48,9 +48,10 @@ pub fn limit_malloc_arenas(threads: usize) {
 ///
 /// candle asks how many threads to give each matrix product, on every product, and without
 /// `RAYON_NUM_THREADS` it counts the physical cores anew (`num_cpus::get_physical`, which parses
-/// `/proc/cpuinfo`). A query embedding runs about a hundred products: on the 2-core machine of
-/// bench/reports/retrieval.md those reads were 2 to 2.5 ms of a 9 to 11 ms embedding of a short
-/// query (perf: the kernel formatting `/proc/cpuinfo`, from the embedder's threads).
+/// `/proc/cpuinfo`). A query embedding runs 48 products (strace: 48 opens of the file per
+/// query). On the 2-core machine of bench/reports/retrieval.md those reads were about 2.5 ms of
+/// a 9 to 12 ms embedding of a short query (perf: the kernel formatting `/proc/cpuinfo`, from
+/// the embedder's threads).
 ///
 /// # Safety
 /// It writes the process environment, which no other thread may read or write meanwhile: call
