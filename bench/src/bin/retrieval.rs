@@ -768,6 +768,12 @@ fn render(
             &format!("part: dense scan of a full-size index ({} vectors, synthetic)", l.units),
             &l.dense_full_scan,
         );
+        row(
+            &mut out,
+            "`search \"…\" k 10` while the background embedding runs (1 thread at the lowest CPU priority, as the daemon's worker)",
+            &l.search_while_embedding,
+        );
+        row(&mut out, "`context X budget 4000 k 50` while the background embedding runs", &l.context_while_embedding);
         let full_search = l.search.median + (l.dense_full_scan.median - l.dense_partial_scan.median).max(0.0);
         let full_context = l.context.median + (l.dense_full_scan.median - l.dense_partial_scan.median).max(0.0);
         let _ = writeln!(
@@ -776,6 +782,17 @@ fn render(
              estimated `search` median ≈ {full_search:.1} ms and `context` median ≈ {full_context:.1} ms. \
              Context tokens used on django: median {:.0} of 4000.",
             l.context_tokens.median
+        );
+        let _ = writeln!(
+            out,
+            "\nThe two rows \"while the background embedding runs\" repeat one round of the queries with a thread \
+             embedding the remaining units in batches of {}, as the daemon's worker does after an index: it embedded \
+             {} texts in those {:.1} s ({:.1} units/s, against {:.1} alone).",
+            fresco_indexer::embed::BATCH_SIZE,
+            l.background_embedded,
+            l.background_s,
+            l.background_embedded as f64 / l.background_s.max(1e-9),
+            embed_rate,
         );
     }
     out
