@@ -230,32 +230,12 @@ pub struct Embedder {
 }
 
 fn pool(threads: usize) -> Result<Option<Arc<rayon::ThreadPool>>, EmbedError> {
-    pool_at(threads, Priority::Normal)
-}
-
-/// The CPU priority of an embedder's threads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Priority {
-    Normal,
-    /// The lowest (nice 19): the threads run when nothing else wants the cores.
-    Background,
-}
-
-fn pool_at(threads: usize, priority: Priority) -> Result<Option<Arc<rayon::ThreadPool>>, EmbedError> {
     if threads == 0 {
         return Ok(None);
     }
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
-        .thread_name(move |i| match priority {
-            Priority::Normal => format!("fresco-embed-{i}"),
-            Priority::Background => format!("fresco-embed-bg-{i}"),
-        })
-        .start_handler(move |_| {
-            if priority == Priority::Background {
-                lower_this_threads_priority();
-            }
-        })
+        .thread_name(|i| format!("fresco-embed-{i}"))
         .build()
         .map(|p| Some(Arc::new(p)))
         .map_err(|e| EmbedError::Other(format!("cannot start embedding threads: {e}")))
@@ -288,19 +268,6 @@ impl Embedder {
     /// The same model (shared, not copied) running on a pool of `threads` threads.
     pub fn with_threads(&self, threads: usize) -> Result<Embedder, EmbedError> {
         Ok(Embedder { model: self.model.clone(), pool: pool(threads)? })
-    }
-
-    /// The same model on a pool of `threads` threads (at least one) at the lowest CPU priority
-    /// (nice 19): background embedding, which then takes only cores nothing else wants. An
-    /// index of a large repository keeps the worker busy for an hour (django: 62k units at 10 to
-    /// 15 a second on one core), and meanwhile the user's own work comes first. Measured with two
-    /// CPU-bound processes on the 2-core machine of the reports: they kept 95–100 % of their
-    /// throughput beside a background embedding at this priority, 61–68 % beside one at normal
-    /// priority; embedding alone ran at the same rate either way (14.8 against 13.8 texts/s).
-    /// fresco's own queries are not faster for it: they contend with the embedding for memory
-    /// bandwidth, not CPU time.
-    pub fn in_background(&self, threads: usize) -> Result<Embedder, EmbedError> {
-        Ok(Embedder { model: self.model.clone(), pool: pool_at(threads.max(1), Priority::Background)? })
     }
 
     /// The MiniLM tokenizer (no truncation, no padding).
@@ -377,20 +344,6 @@ impl Embedder {
                 v
             })
             .collect())
-    }
-}
-
-/// Gives the calling thread the lowest CPU priority (nice 19). On Linux nice is per thread; the
-/// call changes nothing elsewhere, and a failure only leaves the priority as it was.
-fn lower_this_threads_priority() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        // SAFETY: gettid has no preconditions; setpriority on this thread's id changes only this
-        // thread's nice value.
-        unsafe {
-            let tid = libc::gettid();
-            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19);
-        }
     }
 }
 
@@ -932,8 +885,7 @@ pub fn default_query_threads() -> usize {
 #[derive(Clone, Debug)]
 pub struct EmbedWorkerOptions {
     pub model_dir: PathBuf,
-    /// Threads for background embedding (at least one), at the lowest CPU priority (see
-    /// [`Embedder::in_background`]).
+    /// Threads for background embedding (0: the global rayon pool).
     pub threads: usize,
     /// Threads for [`EmbedWorker::embed_query`].
     pub query_threads: usize,
@@ -1173,8 +1125,8 @@ impl Worker {
         self.shared.set(LaneState::Loading, version);
         let loaded = locate_model(&self.options.model_dir)
             .map_err(EmbedError::from)
-            .and_then(|files| Embedder::load(&files, 0))
-            .and_then(|e| Ok((e.with_threads(self.options.query_threads)?, e.in_background(self.options.threads)?)));
+            .and_then(|files| Embedder::load(&files, self.options.threads))
+            .and_then(|e| Ok((e.with_threads(self.options.query_threads)?, e)));
         match loaded {
             Ok((query, embedder)) => {
                 *self.shared.query.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(query));
@@ -1320,28 +1272,5 @@ impl Worker {
             }
         }
         Ok(index)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    fn this_threads_nice() -> i32 {
-        // SAFETY: no preconditions; reads this thread's nice value.
-        unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
-    }
-
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    #[test]
-    fn background_pools_run_at_the_lowest_priority_and_query_pools_do_not() {
-        let caller = this_threads_nice();
-        let background = pool_at(1, Priority::Background).expect("pool").expect("a pool of one thread");
-        assert_eq!(background.install(this_threads_nice), 19);
-        let normal = pool_at(1, Priority::Normal).expect("pool").expect("a pool of one thread");
-        assert_eq!(normal.install(this_threads_nice), caller);
-        // The calling thread is left as it was.
-        assert_eq!(this_threads_nice(), caller);
     }
 }

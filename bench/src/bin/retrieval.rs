@@ -770,7 +770,7 @@ fn render(
         );
         row(
             &mut out,
-            "`search \"…\" k 10` while the background embedding runs (1 thread at the lowest CPU priority, as the daemon's worker)",
+            "`search \"…\" k 10` while the background embedding runs (1 thread, as the daemon's worker)",
             &l.search_while_embedding,
         );
         row(&mut out, "`context X budget 4000 k 50` while the background embedding runs", &l.context_while_embedding);

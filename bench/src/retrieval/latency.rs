@@ -230,9 +230,8 @@ pub fn run(root: &Path, queries: usize, reps: usize, embed_seconds: u64) -> Resu
     let dense_missing = totals.units - dense_indexed;
     let dense = Some((snapshot.version(), Arc::new(index), dense_missing));
     eprintln!("latency: embedded {embedded} of {to_embed} texts in {embed_s:.0} s");
-    // What embeds in the background of the last measurement: the worker's single thread, at its
-    // priority.
-    let background = embedder.in_background(1)?;
+    // What embeds in the background of the last measurement: the worker's single thread.
+    let background = embedder.with_threads(1)?;
     // Queries are embedded on the daemon's query pool size (`EmbedWorkerOptions::query_threads`).
     let embedder = embedder.with_threads(embed::default_query_threads())?;
     let lanes = FixedLanes { text, dense, embedder, last_query: std::sync::Mutex::new(None) };
