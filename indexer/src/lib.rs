@@ -19,6 +19,7 @@ pub mod flows;
 pub mod indexer;
 pub mod lanes;
 pub mod lower;
+pub mod minilm;
 pub mod model_fetch;
 pub mod modules;
 pub mod process;

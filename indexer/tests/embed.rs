@@ -61,6 +61,42 @@ fn reference_similarities() {
     assert_eq!(v[0].len(), DIMENSIONS);
 }
 
+/// The encoder (`minilm::Bert`) reproduces, batch and padding included, the vectors the
+/// candle-transformers port of BERT computed before fresco had its own encoder.
+#[test]
+fn encoder_matches_the_recorded_vectors() {
+    let long = "total = compute_total(order.items, discount=rate)\n".repeat(20);
+    let texts = [
+        "The cat sits on the mat.",
+        "def parse_link_header(value):\n    \"\"\"Return the links of a Link header as dicts.\"\"\"",
+        long.as_str(),
+    ];
+    let recorded: Vec<Vec<f32>> = include_str!("data/minilm_reference.txt")
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split(' ').skip(1).map(|x| x.parse().expect("a number")).collect())
+        .collect();
+    assert_eq!(recorded.len(), texts.len());
+    let vectors = embedder().embed(&texts).unwrap();
+    for (i, (v, r)) in vectors.iter().zip(&recorded).enumerate() {
+        assert_eq!(r.len(), DIMENSIONS);
+        let worst = v.iter().zip(r).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        assert!(worst < 1e-5, "text {i}: a component is off by {worst}");
+    }
+    // In passes of one text, pausing before every operation: the same vectors.
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    let paused = embedder()
+        .embed_pausing(&texts, 1, &|| {
+            calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        })
+        .unwrap();
+    for (a, b) in paused.iter().zip(&vectors) {
+        assert!(cosine(a, b) > 0.99999);
+    }
+    // 3 passes, each pausing before the embeddings and before the 8 steps of each of 6 layers.
+    assert_eq!(calls.into_inner(), 3 * (1 + 6 * 8));
+}
+
 #[test]
 fn timings() {
     let e = embedder();

@@ -4,7 +4,9 @@
 //! thread), so the dense lane is measured honestly in parts: the embedding worker runs for a fixed
 //! time (its throughput is reported), the partial index it published is searched for the
 //! queries, and a synthetic index of the full size (random unit vectors, same int8 brute-force
-//! scan) gives the cost of searching all units. Queries run with no embedding in the background.
+//! scan) gives the cost of searching all units. Queries run with no embedding in the background,
+//! then once more beside a thread that embeds as the daemon's worker does, with and without its
+//! pauses for queries (`embed::QueryFirst`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -28,6 +30,8 @@ pub struct FixedLanes {
     /// The index, its version and how many units it lacks.
     dense: Option<(u64, Arc<VectorIndex>, usize)>,
     embedder: Embedder,
+    /// The daemon's rule that query embeddings go ahead of the background embedding.
+    queries: embed::QueryFirst,
     /// The last query and its embedding (as `RetrievalLanes` keeps it: `context` asks the dense
     /// lane and the graph lane's dense affinity with the same text).
     last_query: std::sync::Mutex<Option<(String, fresco_indexer::embed::Vector)>>,
@@ -41,7 +45,7 @@ impl FixedLanes {
                 return Ok(*v);
             }
         }
-        let v = self.embedder.embed(&[text]).map_err(|e| LaneDown { reason: e.to_string() })?.remove(0);
+        let v = self.embedder.embed_query_first(text, &self.queries).map_err(|e| LaneDown { reason: e.to_string() })?;
         *last = Some((text.to_string(), v));
         Ok(v)
     }
@@ -102,16 +106,81 @@ pub struct LatencyReport {
     pub bm25_alone: Stats,
     pub dense_partial_scan: Stats,
     pub dense_full_scan: Stats,
-    /// `search` and `context` while the background embedding runs (the worker's 1 thread), and
-    /// how many texts it embedded meanwhile, in how many seconds (the batch in progress when the
-    /// queries ended included).
-    pub search_while_embedding: Stats,
-    pub context_while_embedding: Stats,
-    pub background_embedded: usize,
-    pub background_s: f64,
+    /// `search` and `context` while the background embedding runs on the worker's 1 thread, as
+    /// the worker does (pausing while a query embeds), then as it did before (not pausing).
+    pub while_embedding: BusyRound,
+    pub while_embedding_unpaused: BusyRound,
     pub queries: usize,
     pub reps: usize,
     pub context_tokens: Stats,
+}
+
+/// One round of queries with the background embedding running beside them.
+pub struct BusyRound {
+    pub search: Stats,
+    pub context: Stats,
+    /// Texts the background embedded meanwhile, in how many seconds (the pass in progress when the
+    /// queries ended included).
+    pub embedded: usize,
+    pub seconds: f64,
+}
+
+/// Runs every query of `search_q` and `context_q` once while `background` embeds `texts` on its
+/// own thread: pausing for queries (the worker's way) or not (its way before).
+fn busy_round(
+    ctx: &Context,
+    lanes: &FixedLanes,
+    background: &Embedder,
+    texts: &[(u64, String, String)],
+    search_q: &[String],
+    context_q: &[String],
+    pausing: bool,
+) -> Result<BusyRound> {
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let mut search_ms = Vec::new();
+    let mut context_ms = Vec::new();
+    let start = Instant::now();
+    let embedded = std::thread::scope(|scope| -> Result<usize> {
+        let worker = scope.spawn(|| {
+            let mut done = 0usize;
+            for chunk in texts.chunks(embed::BATCH_SIZE) {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                let batch: Vec<&str> = chunk.iter().map(|(_, _, t)| t.as_str()).collect();
+                let embedded = if pausing {
+                    background.embed_behind_queries(&batch, &lanes.queries)
+                } else {
+                    background.embed(&batch)
+                };
+                if embedded.is_err() {
+                    break;
+                }
+                done += batch.len();
+            }
+            done
+        });
+        // Let the first batch start.
+        std::thread::sleep(Duration::from_millis(200));
+        for q in search_q {
+            search_ms.push(time_ms(|| {
+                fresco_query::run(ctx, q).expect("search runs");
+            }));
+        }
+        for q in context_q {
+            context_ms.push(time_ms(|| {
+                fresco_query::run(ctx, q).expect("context runs");
+            }));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        worker.join().map_err(|_| anyhow::anyhow!("the background embedding thread panicked"))
+    })?;
+    Ok(BusyRound {
+        search: stats(&search_ms),
+        context: stats(&context_ms),
+        embedded,
+        seconds: start.elapsed().as_secs_f64(),
+    })
 }
 
 fn time_ms(f: impl FnOnce()) -> f64 {
@@ -234,7 +303,13 @@ pub fn run(root: &Path, queries: usize, reps: usize, embed_seconds: u64) -> Resu
     let background = embedder.with_threads(1)?;
     // Queries are embedded on the daemon's query pool size (`EmbedWorkerOptions::query_threads`).
     let embedder = embedder.with_threads(embed::default_query_threads())?;
-    let lanes = FixedLanes { text, dense, embedder, last_query: std::sync::Mutex::new(None) };
+    let lanes = FixedLanes {
+        text,
+        dense,
+        embedder,
+        queries: embed::QueryFirst::default(),
+        last_query: std::sync::Mutex::new(None),
+    };
     let ctx = Context {
         snapshot: &snapshot,
         limits: Limits::default(),
@@ -299,43 +374,12 @@ pub fn run(root: &Path, queries: usize, reps: usize, embed_seconds: u64) -> Resu
         }
     }
     // The daemon right after indexing a large repository: its worker embeds units on one thread
-    // while queries arrive. One repetition of each query kind with the embedding running.
-    let stop = std::sync::atomic::AtomicBool::new(false);
-    let mut busy_search_ms = Vec::new();
-    let mut busy_context_ms = Vec::new();
-    let busy_start = Instant::now();
-    let background_embedded = std::thread::scope(|scope| -> Result<usize> {
-        let worker = scope.spawn(|| {
-            let mut done = 0usize;
-            // The texts not embedded above, as the worker would go on with them.
-            for chunk in texts[embedded..].chunks(embed::BATCH_SIZE) {
-                if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    break;
-                }
-                let batch: Vec<&str> = chunk.iter().map(|(_, _, t)| t.as_str()).collect();
-                if background.embed(&batch).is_err() {
-                    break;
-                }
-                done += batch.len();
-            }
-            done
-        });
-        // Let the first batch start.
-        std::thread::sleep(Duration::from_millis(200));
-        for q in &search_q {
-            busy_search_ms.push(time_ms(|| {
-                fresco_query::run(&ctx, q).expect("search runs");
-            }));
-        }
-        for q in &context_q {
-            busy_context_ms.push(time_ms(|| {
-                fresco_query::run(&ctx, q).expect("context runs");
-            }));
-        }
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        worker.join().map_err(|_| anyhow::anyhow!("the background embedding thread panicked"))
-    })?;
-    let busy_s = busy_start.elapsed().as_secs_f64();
+    // while queries arrive. One repetition of each query kind with the embedding running, the
+    // texts not embedded above, as the worker would go on with them: as the worker does now, then
+    // without its pauses for queries (as before).
+    let rest = &texts[embedded..];
+    let while_embedding = busy_round(&ctx, &lanes, &background, rest, &search_q, &context_q, true)?;
+    let while_embedding_unpaused = busy_round(&ctx, &lanes, &background, rest, &search_q, &context_q, false)?;
     // The full-size scan.
     let full = VectorIndex::build(synthetic(totals.units));
     for _ in 0..reps {
@@ -367,10 +411,8 @@ pub fn run(root: &Path, queries: usize, reps: usize, embed_seconds: u64) -> Resu
         bm25_alone: stats(&bm_ms),
         dense_partial_scan: stats(&dp_ms),
         dense_full_scan: stats(&df_ms),
-        search_while_embedding: stats(&busy_search_ms),
-        context_while_embedding: stats(&busy_context_ms),
-        background_embedded,
-        background_s: busy_s,
+        while_embedding,
+        while_embedding_unpaused,
         queries: search_q.len().min(context_q.len()),
         reps,
         context_tokens: stats(&tokens),
