@@ -42,10 +42,12 @@ pub const DIMENSIONS: usize = 384;
 pub const MAX_TOKENS: usize = 128;
 /// Texts per forward pass.
 pub const BATCH_SIZE: usize = 32;
-/// Texts per forward pass of the background embedding: small, so that each operation of the pass
-/// is short and a query waits little for the worker to step aside (see [`QueryFirst`]). Throughput
-/// on one thread is the same from 1 to 32 texts per pass (13 to 17 texts/s either way, measured).
-pub const BACKGROUND_BATCH_SIZE: usize = 2;
+/// Texts per forward pass of the background embedding: one, so that each operation of the pass is
+/// short (a few milliseconds) and a query waits little for the worker to step aside (see
+/// [`QueryFirst`]). Throughput on one thread is the same from 1 to 32 texts per pass (13 to 17
+/// texts/s either way, measured). With 2 texts per pass, `search` beside the worker still read
+/// 15.5 to 18.8 ms against 14.6 to 15.2 ms alone; with 1, 14.8 and 15.0 against 14.9 and 14.6.
+pub const BACKGROUND_BATCH_SIZE: usize = 1;
 pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
 
 /// An embedding: unit length, 384 dimensions.
