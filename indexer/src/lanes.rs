@@ -302,6 +302,8 @@ impl fresco_query::Lanes for RetrievalLanes {
             };
             return Err(LaneDown { reason });
         };
+        // The background embedding waits until the query is embedded and the index scanned.
+        let _turn = worker.query_turn();
         let query = self.embed_query(worker, text).map_err(|e| LaneDown { reason: e.to_string() })?;
         let ids = index.search(&query, k).into_iter().map(|(id, _)| id).collect();
         let partial = (index.missing() > 0).then(|| format!("{} units not embedded yet", index.missing()));
@@ -315,6 +317,7 @@ impl fresco_query::Lanes for RetrievalLanes {
     fn dense_similarities(&self, text: &str, ids: &[&str]) -> Option<Vec<Option<f32>>> {
         let worker = self.dense.as_ref()?;
         let (_, index) = worker.index()?;
+        let _turn = worker.query_turn();
         let query = self.embed_query(worker, text).ok()?;
         Some(index.similarities(&query, ids))
     }

@@ -769,7 +769,7 @@ fn render(
             &l.dense_full_scan,
         );
         for (round, how) in [
-            (&l.while_embedding, "the worker pausing while a query embeds"),
+            (&l.while_embedding, "the worker pausing for queries"),
             (&l.while_embedding_unpaused, "not pausing, as before"),
         ] {
             row(&mut out, &format!("`search \"…\" k 10` while the background embedding runs ({how})"), &round.search);
@@ -777,6 +777,11 @@ fn render(
                 &mut out,
                 &format!("`context X budget 4000 k 50` while the background embedding runs ({how})"),
                 &round.context,
+            );
+            row(
+                &mut out,
+                &format!("part: dense scan of the full-size index while the background embedding runs ({how})"),
+                &round.full_scan,
             );
         }
         let full_search = l.search.median + (l.dense_full_scan.median - l.dense_partial_scan.median).max(0.0);
@@ -794,7 +799,7 @@ fn render(
             "\nThe rows \"while the background embedding runs\" repeat one round of the queries with a thread \
              embedding the remaining units on one thread, as the daemon's worker does after an index. First as the \
              worker does now: passes of {} texts, pausing between two operations while a query embeds its text \
-             (`embed::QueryFirst`); it embedded {} texts in those {:.1} s ({:.1} units/s). Then without the pauses, \
+             and scans the vector index (`embed::QueryFirst`); it embedded {} texts in those {:.1} s ({:.1} units/s). Then without the pauses, \
              in passes of {} texts, as the worker did before: {} texts in {:.1} s ({:.1} units/s). Alone: {:.1} units/s.",
             fresco_indexer::embed::BACKGROUND_BATCH_SIZE,
             l.while_embedding.embedded,

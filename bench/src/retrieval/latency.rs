@@ -61,6 +61,8 @@ impl Lanes for FixedLanes {
         let Some((version, index, missing)) = &self.dense else {
             return Err(LaneDown { reason: "no vector index".into() });
         };
+        // As `RetrievalLanes::dense`: the background embedding waits for the embedding and the scan.
+        let _turn = self.queries.begin_query();
         let query = self.embed_query(text)?;
         let ids = index.search(&query, k).into_iter().map(|(id, _)| id).collect();
         let partial = (*missing > 0).then(|| format!("{missing} units not embedded yet"));
@@ -73,6 +75,7 @@ impl Lanes for FixedLanes {
 
     fn dense_similarities(&self, text: &str, ids: &[&str]) -> Option<Vec<Option<f32>>> {
         let (_, index, _) = self.dense.as_ref()?;
+        let _turn = self.queries.begin_query();
         let query = self.embed_query(text).ok()?;
         Some(index.similarities(&query, ids))
     }
@@ -119,6 +122,9 @@ pub struct LatencyReport {
 pub struct BusyRound {
     pub search: Stats,
     pub context: Stats,
+    /// The scan of the full-size index for each search's query vector, right after embedding the
+    /// query, with the background paused as the dense lane pauses it (when pausing) or not.
+    pub full_scan: Stats,
     /// Texts the background embedded meanwhile, in how many seconds (the pass in progress when the
     /// queries ended included).
     pub embedded: usize,
@@ -127,18 +133,28 @@ pub struct BusyRound {
 
 /// Runs every query of `search_q` and `context_q` once while `background` embeds `texts` on its
 /// own thread: pausing for queries (the worker's way) or not (its way before).
+/// The queries of a busy round: query strings, the search texts and their vectors, and the
+/// full-size index their scans are timed on.
+struct BusyQueries<'a> {
+    search: &'a [String],
+    context: &'a [String],
+    search_texts: &'a [String],
+    vectors: &'a [Vector],
+    full: &'a VectorIndex,
+}
+
 fn busy_round(
     ctx: &Context,
     lanes: &FixedLanes,
     background: &Embedder,
     texts: &[(u64, String, String)],
-    search_q: &[String],
-    context_q: &[String],
+    queries: &BusyQueries,
     pausing: bool,
 ) -> Result<BusyRound> {
     let stop = std::sync::atomic::AtomicBool::new(false);
     let mut search_ms = Vec::new();
     let mut context_ms = Vec::new();
+    let mut scan_ms = Vec::new();
     let start = Instant::now();
     let embedded = std::thread::scope(|scope| -> Result<usize> {
         let worker = scope.spawn(|| {
@@ -162,12 +178,21 @@ fn busy_round(
         });
         // Let the first batch start.
         std::thread::sleep(Duration::from_millis(200));
-        for q in search_q {
+        for (i, q) in queries.search.iter().enumerate() {
             search_ms.push(time_ms(|| {
                 fresco_query::run(ctx, q).expect("search runs");
             }));
+            // The scan as the dense lane runs it: right after embedding the query, under the same
+            // turn when pausing (so the worker has stopped by then).
+            if let (Some(v), Some(text)) = (queries.vectors.get(i), queries.search_texts.get(i)) {
+                let _turn = pausing.then(|| lanes.queries.begin_query());
+                lanes.embedder.embed(&[text.as_str()]).expect("embeds");
+                scan_ms.push(time_ms(|| {
+                    queries.full.search(v, 10);
+                }));
+            }
         }
-        for q in context_q {
+        for q in queries.context {
             context_ms.push(time_ms(|| {
                 fresco_query::run(ctx, q).expect("context runs");
             }));
@@ -178,6 +203,7 @@ fn busy_round(
     Ok(BusyRound {
         search: stats(&search_ms),
         context: stats(&context_ms),
+        full_scan: stats(&scan_ms),
         embedded,
         seconds: start.elapsed().as_secs_f64(),
     })
@@ -378,10 +404,17 @@ pub fn run(root: &Path, queries: usize, reps: usize, embed_seconds: u64) -> Resu
     // texts not embedded above, as the worker would go on with them: as the worker does now, then
     // without its pauses for queries (as before).
     let rest = &texts[embedded..];
-    let while_embedding = busy_round(&ctx, &lanes, &background, rest, &search_q, &context_q, true)?;
-    let while_embedding_unpaused = busy_round(&ctx, &lanes, &background, rest, &search_q, &context_q, false)?;
-    // The full-size scan.
     let full = VectorIndex::build(synthetic(totals.units));
+    let busy = BusyQueries {
+        search: &search_q,
+        context: &context_q,
+        search_texts: &searches,
+        vectors: &query_vectors,
+        full: &full,
+    };
+    let while_embedding = busy_round(&ctx, &lanes, &background, rest, &busy, true)?;
+    let while_embedding_unpaused = busy_round(&ctx, &lanes, &background, rest, &busy, false)?;
+    // The full-size scan.
     for _ in 0..reps {
         for v in &query_vectors {
             df_ms.push(time_ms(|| {
