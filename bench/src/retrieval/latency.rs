@@ -110,7 +110,7 @@ pub struct LatencyReport {
     pub dense_partial_scan: Stats,
     pub dense_full_scan: Stats,
     /// `search` and `context` while the background embedding runs on the worker's 1 thread, as
-    /// the worker does (pausing while a query embeds), then as it did before (not pausing).
+    /// the worker does (pausing for queries), then as it did before (not pausing).
     pub while_embedding: BusyRound,
     pub while_embedding_unpaused: BusyRound,
     pub queries: usize,
@@ -131,8 +131,6 @@ pub struct BusyRound {
     pub seconds: f64,
 }
 
-/// Runs every query of `search_q` and `context_q` once while `background` embeds `texts` on its
-/// own thread: pausing for queries (the worker's way) or not (its way before).
 /// The queries of a busy round: query strings, the search texts and their vectors, and the
 /// full-size index their scans are timed on.
 struct BusyQueries<'a> {
@@ -143,6 +141,8 @@ struct BusyQueries<'a> {
     full: &'a VectorIndex,
 }
 
+/// Runs every query of `queries` once while `background` embeds `texts` on its own thread:
+/// pausing for queries (the worker's way) or not (its way before).
 fn busy_round(
     ctx: &Context,
     lanes: &FixedLanes,
