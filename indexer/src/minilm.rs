@@ -2,10 +2,10 @@
 //!
 //! Written out here, rather than taken whole from a model library, for one reason: the background
 //! embedder must be able to stop between two operations of a forward pass when a query needs the
-//! cores (see [`crate::embed::QueryFirst`]). A forward pass over a batch of code takes tens of
-//! milliseconds per text; a query's own embedding takes a few. So [`Bert::forward`] calls a
-//! `pause` hook before each operation, and the background embedder's hook waits while a query
-//! embeds.
+//! cores (see [`crate::embed::QueryFirst`]). A text of code takes 60 to 90 ms to embed on one
+//! thread, longer than a whole query (about 15 ms), so pausing between passes would come too
+//! late. [`Bert::forward`] calls a `pause` hook before each operation instead, and the background
+//! embedder's hook waits while a query holds a turn.
 //!
 //! The weights and the operations are BERT's, as in Hugging Face transformers' `BertModel` and
 //! candle-transformers' port of it (which fresco used before; `tests/embed.rs` checks the vectors
