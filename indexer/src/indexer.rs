@@ -699,6 +699,7 @@ impl Indexer {
 /// freed by the worker threads, in their own malloc arenas, which the (main-thread) commit that
 /// follows cannot reuse: without this, the peak holds both.
 fn release_free_memory() {
+    crate::tree_memory::release();
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: glibc's malloc_trim only releases free pages; it is thread-safe.
     unsafe {

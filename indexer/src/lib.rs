@@ -28,6 +28,7 @@ pub mod resolve;
 pub mod summary;
 pub mod syntax;
 pub mod text_index;
+mod tree_memory;
 pub mod walk;
 pub mod watch;
 

@@ -27,12 +27,19 @@ fn parse_with(text: &str, old: Option<&Tree>) -> Option<Tree> {
     PARSER.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
-            let mut parser = Parser::new();
-            parser.set_language(&tree_sitter_python::LANGUAGE.into()).ok()?;
-            *slot = Some(parser);
+            *slot = Some(new_parser()?);
         }
         slot.as_mut()?.parse(text, old)
     })
+}
+
+/// A tree-sitter-python parser. Every parser fresco makes comes from here, so that tree-sitter's
+/// allocator is chosen before its first allocation.
+pub fn new_parser() -> Option<Parser> {
+    crate::tree_memory::use_mimalloc();
+    let mut parser = Parser::new();
+    parser.set_language(&tree_sitter_python::LANGUAGE.into()).ok()?;
+    Some(parser)
 }
 
 /// Field lookup by id. tree-sitter's `child_by_field_name` first finds the field's id by comparing

@@ -100,9 +100,7 @@ pub enum BlankSkip {
 }
 
 fn parser() -> tree_sitter::Parser {
-    let mut parser = tree_sitter::Parser::new();
-    parser.set_language(&tree_sitter_python::LANGUAGE.into()).expect("the Python grammar loads");
-    parser
+    fresco_indexer::lower::new_parser().expect("the Python grammar loads")
 }
 
 /// `text` with the body of the `def NAME` inside bytes `start..end` replaced by `...`: the
