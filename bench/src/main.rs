@@ -538,18 +538,31 @@ fn run_index(args: Args) -> Result<()> {
                 .unwrap_or(f64::NAN)
         };
         let (p1, l1, i1) = (med("parse, 1 thr"), med("lower, 1 thr"), med("cold in-memory index, 1 thr"));
-        writeln!(
-            body,
-            "\nPhase breakdown (1 thread, medians, files already in memory for parse/lower): tree-sitter parse {} \
+        if !(p1 < l1 && l1 < i1) {
+            // Each configuration is measured in its own processes, one after the other: when the
+            // machine's speed moves between them, a part can read as taking negative time.
+            writeln!(
+                body,
+                "\nPhase breakdown (1 thread): not computed in this run: the medians are out of order (parse {}, \
+                 parse+lower {}, whole cold index {}), so the machine's speed moved between configurations.",
+                ms(p1),
+                ms(l1),
+                ms(i1),
+            )?;
+        } else {
+            writeln!(
+                body,
+                "\nPhase breakdown (1 thread, medians, files already in memory for parse/lower): tree-sitter parse {} \
              ({:.0}% of the cold index), lowering {} ({:.0}%), everything else (walk, read, summaries, module table, \
              resolution, snapshot) {} ({:.0}%).",
-            ms(p1),
-            100.0 * p1 / i1,
-            ms(l1 - p1),
-            100.0 * (l1 - p1) / i1,
-            ms(i1 - l1),
-            100.0 * (i1 - l1) / i1,
-        )?;
+                ms(p1),
+                100.0 * p1 / i1,
+                ms(l1 - p1),
+                100.0 * (l1 - p1) / i1,
+                ms(i1 - l1),
+                100.0 * (i1 - l1) / i1,
+            )?;
+        }
         if t > 1 {
             let (pt, lt, it) = (
                 med(&format!("parse, {t} thr")),
