@@ -447,6 +447,11 @@ struct Resolver<'a> {
     /// same reason: a name rebound from itself many times, `terms = terms + [...]`, made the
     /// unmemoised walk exponential in the number of rebindings).
     local_elements: RefCell<FxHashMap<(ScopeId, Name), Memo>>,
+    /// What a name the module body rebinds is at a line of the module body (see
+    /// [`Resolver::module_body_values`]), memoised the same way.
+    module_body_names: RefCell<FxHashMap<(Name, u32), Memo>>,
+    /// What a variable's assignments give (see [`Resolver::var_values`]), memoised the same way.
+    variables: RefCell<FxHashMap<Target, Memo>>,
     /// What calling a function returns, memoised the same way: the returns of a function are
     /// read from summaries, which do not change while a file is resolved, and on sympy
     /// re-evaluating them at every call (through functions returning the results of others)
@@ -587,6 +592,8 @@ impl<'a> Resolver<'a> {
             names_used: RefCell::default(),
             module_names: RefCell::default(),
             local_names: RefCell::default(),
+            variables: RefCell::default(),
+            module_body_names: RefCell::default(),
             local_elements: RefCell::default(),
             call_results: RefCell::default(),
             memo_level: std::cell::Cell::new(0),
@@ -905,6 +912,13 @@ impl<'a> Resolver<'a> {
         if self.too_deep(depth) {
             return Vec::new();
         }
+        // Memoised: a variable assigned from itself (`x = x.y`, over and over) otherwise re-read
+        // every assignment at every level down to the depth bound, exponential in the number of
+        // assignments (50 of them took 15 s to index; 100, minutes).
+        self.memoised(&self.variables, var.clone(), || self.var_values_uncached(var, depth))
+    }
+
+    fn var_values_uncached(&self, var: &Target, depth: u32) -> Vec<Value> {
         let self_class = if self.summary_for(&var.module, &var.path).is_some_and(|s| s.name(&var.path).is_some()) {
             None
         } else {
@@ -916,7 +930,13 @@ impl<'a> Resolver<'a> {
         // `Registry()` and filled by subscript keeps `Registry`'s methods.
         let mut keyed = Vec::new();
         for e in self.var_exprs(var).iter() {
-            let values = self.eval_closed(e, &var.module, self_class.as_ref(), depth + 1);
+            let values = match e {
+                // `str = str` (a compat module re-exporting a builtin): the right side is read
+                // before the name is bound, so it is the builtin. Evaluated as the variable, it is
+                // the variable itself: a cycle, which gives nothing.
+                Expr::Name(n) if self_class.is_none() && **n == *var.path => builtin(n).into_iter().collect(),
+                _ => self.eval_closed(e, &var.module, self_class.as_ref(), depth + 1),
+            };
             let is_keyed = matches!(e, Expr::Keyed(_) | Expr::Container(ContainerKind::Dict, _));
             extend(if is_keyed { &mut keyed } else { &mut out }, values);
         }
@@ -1649,10 +1669,16 @@ impl<'a> Resolver<'a> {
         if indices.len() < 2 || !indices.iter().any(|&i| body.replacing_index(i)) {
             return None;
         }
-        let mut values = Vec::new();
-        for i in self.syntax.bindings_at_line(0, indices, line) {
-            extend(&mut values, self.deref(self.binding_values(&body.bindings[i].1, 0, depth + 1), depth + 1));
-        }
+        // Memoised by name and line: the bindings in force there are evaluated at the same line,
+        // so a name rebound from itself (`x = x.y`, over and over) read every binding again at
+        // every level down to the depth bound (25 lines took 0.5 s, 50 lines 15 s).
+        let values = self.memoised(&self.module_body_names, (Name::new(name), line), || {
+            let mut values = Vec::new();
+            for i in self.syntax.bindings_at_line(0, indices, line) {
+                extend(&mut values, self.deref(self.binding_values(&body.bindings[i].1, 0, depth + 1), depth + 1));
+            }
+            values
+        });
         let variable = self
             .defs_by_path
             .get(name)
@@ -2708,6 +2734,8 @@ impl<'a> Resolver<'a> {
             self.local_names.borrow_mut().clear();
             self.local_elements.borrow_mut().clear();
             self.call_results.borrow_mut().clear();
+            self.variables.borrow_mut().clear();
+            self.module_body_names.borrow_mut().clear();
         }
 
         let mut edges: Vec<Edge> = Vec::new();
