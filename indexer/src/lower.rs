@@ -869,7 +869,7 @@ impl<'a> Lowerer<'a> {
         if conditional {
             self.conditional_depth += 1;
         }
-        self.statement_inner(node, scope);
+        self.nested((), |l| l.statement_inner(node, scope));
         if conditional {
             self.conditional_depth -= 1;
         }
@@ -1427,6 +1427,10 @@ impl<'a> Lowerer<'a> {
 
     /// Lowers `left = right` (or `left: T = right`); returns the assigned value.
     fn assignment(&mut self, node: Node, stmt: Node, scope: ScopeId) -> Expr {
+        self.nested(Expr::Unknown, |l| l.assignment_inner(node, stmt, scope))
+    }
+
+    fn assignment_inner(&mut self, node: Node, stmt: Node, scope: ScopeId) -> Expr {
         let value = match node.field("right") {
             Some(right) if right.kind() == "assignment" => self.assignment(right, stmt, scope),
             Some(right) if right.kind() == "augmented_assignment" => {
@@ -1503,6 +1507,10 @@ impl<'a> Lowerer<'a> {
 
     /// Binds an assignment target. `stmt` is the statement, when the target can define a unit.
     fn bind_target(&mut self, target: Node, binding: Binding, scope: ScopeId, stmt: Option<Node>) {
+        self.nested((), |l| l.bind_target_inner(target, binding, scope, stmt))
+    }
+
+    fn bind_target_inner(&mut self, target: Node, binding: Binding, scope: ScopeId, stmt: Option<Node>) {
         match target.kind() {
             "identifier" => {
                 let name = Name::new(self.text(target));
@@ -1936,6 +1944,13 @@ impl<'a> Lowerer<'a> {
     fn chain(&mut self, node: Node, scope: ScopeId) -> Expr {
         match node.kind() {
             "identifier" => Expr::Name(Name::new(self.text(node))),
+            "attribute" => self.nested(Expr::Unknown, |l| l.attribute_chain(node, scope)),
+            _ => self.value(node, scope),
+        }
+    }
+
+    fn attribute_chain(&mut self, node: Node, scope: ScopeId) -> Expr {
+        match node.kind() {
             "attribute" => {
                 let object = node.field("object");
                 let attr = node.field("attribute").map(|a| Name::new(self.text(a)));
@@ -1990,14 +2005,23 @@ impl<'a> Lowerer<'a> {
     }
 
     fn value(&mut self, node: Node, scope: ScopeId) -> Expr {
+        self.nested(Expr::Unknown, |l| l.value_inner(node, scope))
+    }
+
+    /// Runs `lower` one level deeper, or, past [`MAX_NESTING`] levels, counts the cut and gives
+    /// `cut` instead. Every recursion of lowering goes through here (expressions, attribute
+    /// chains, chained assignments, nested targets, statements), so that no file can exhaust the
+    /// stack: tree-sitter parses any depth, and a file of 10,000 chained assignment targets or
+    /// attribute links (`v0 = v1 = ... = 1`) used to overflow it and kill the process.
+    fn nested<R>(&mut self, cut: R, lower: impl FnOnce(&mut Self) -> R) -> R {
         if self.nesting >= MAX_NESTING {
             self.too_deep += 1;
-            return Expr::Unknown;
+            return cut;
         }
         self.nesting += 1;
-        let value = self.value_inner(node, scope);
+        let lowered = lower(self);
         self.nesting -= 1;
-        value
+        lowered
     }
 
     fn value_inner(&mut self, node: Node, scope: ScopeId) -> Expr {
@@ -2643,6 +2667,34 @@ mod tests {
         assert_eq!(calls, 10_000, "every call of the flat chains is kept");
         assert!(has_h, "what follows is lowered");
         assert!(errors >= 1, "the over-deep parentheses flag the file");
+    }
+
+    #[test]
+    fn deep_targets_attribute_chains_and_blocks_do_not_exhaust_the_stack() {
+        // Each of these overflowed the stack before lowering bounded every recursion (a chained
+        // assignment recursed per target, an attribute chain per link, a nested target per level).
+        let cases = [
+            format!("{}1\n", (0..10_000).map(|i| format!("v{i} = ")).collect::<String>()),
+            format!("x = a{}\n", ".b".repeat(10_000)),
+            format!("{}a,{}) = b\n", "(".repeat(10_000), "),".repeat(9_999)),
+            format!(
+                "{}{}f()\n",
+                (0..1_000).map(|i| format!("{}if x:\n", " ".repeat(i))).collect::<String>(),
+                " ".repeat(1_000)
+            ),
+        ];
+        for text in cases {
+            let handle = std::thread::Builder::new()
+                .stack_size(2 * 1024 * 1024)
+                .spawn(move || {
+                    let syn = lower(&format!("{text}def after():\n    return 1\n"));
+                    (syn.defs.iter().any(|d| d.path == "after"), syn.parse_errors)
+                })
+                .expect("spawn");
+            let (has_after, errors) = handle.join().expect("no stack overflow");
+            assert!(has_after, "what follows is lowered");
+            assert!(errors >= 1, "the cut flags the file");
+        }
     }
 
     #[test]
