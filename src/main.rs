@@ -6,6 +6,7 @@
 mod client;
 mod daemon;
 mod export;
+mod output;
 mod paths;
 mod protocol;
 mod render;
@@ -17,6 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use fresco_indexer::{Indexer, IndexerOptions};
+use output::{out, outln};
 use serde_json::{Value, json};
 
 /// Exit codes (documented in the README).
@@ -238,7 +240,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         Format::Dot => render::dot(&value),
                         Format::Mermaid => render::mermaid(&value),
                     };
-                    print!("{rendered}");
+                    out!("{rendered}");
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(error) => Ok(report_error(&text, &error, format == Format::Json)),
@@ -263,7 +265,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }),
             };
             if json {
-                println!("{value}");
+                outln!("{value}");
             } else {
                 print_status(&value);
             }
@@ -370,7 +372,7 @@ fn report_error(text: &str, error: &Value, json: bool) -> ExitCode {
     let code = error["code"].as_str().unwrap_or("ERROR");
     let exit = if code == "STALE" { EXIT_STALE } else { EXIT_QUERY_ERROR };
     if json {
-        println!("{}", json!({ "error": error }));
+        outln!("{}", json!({ "error": error }));
         return ExitCode::from(exit);
     }
     let message = error["message"].as_str().unwrap_or("error");
@@ -482,8 +484,8 @@ fn print_status(v: &Value) {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     };
-    println!("root               {}", field("root"));
-    println!(
+    outln!("root               {}", field("root"));
+    outln!(
         "daemon             {}",
         if v["daemon"].as_bool() == Some(true) {
             format!("running (pid {})", field("pid"))
@@ -491,25 +493,25 @@ fn print_status(v: &Value) {
             "not running (in-process)".into()
         }
     );
-    println!("version            {}", field("version"));
-    println!("files              {}", field("files"));
-    println!("units              {}", field("units"));
-    println!("edges              {}", field("edges"));
-    println!("unresolved calls   {}", field("unresolved_calls"));
-    println!("pending changes    {}", field("pending_changes"));
-    println!("skipped files      {}", field("skipped_files"));
+    outln!("version            {}", field("version"));
+    outln!("files              {}", field("files"));
+    outln!("units              {}", field("units"));
+    outln!("edges              {}", field("edges"));
+    outln!("unresolved calls   {}", field("unresolved_calls"));
+    outln!("pending changes    {}", field("pending_changes"));
+    outln!("skipped files      {}", field("skipped_files"));
     for skipped in v["skipped"].as_array().into_iter().flatten() {
-        println!("  {}: {}", skipped["file"].as_str().unwrap_or("?"), skipped["reason"].as_str().unwrap_or("?"));
+        outln!("  {}: {}", skipped["file"].as_str().unwrap_or("?"), skipped["reason"].as_str().unwrap_or("?"));
     }
     if let Some(bytes) = v["memory_bytes"].as_u64() {
-        println!("memory             {:.1} MiB", bytes as f64 / (1024.0 * 1024.0));
+        outln!("memory             {:.1} MiB", bytes as f64 / (1024.0 * 1024.0));
     }
     if let Some(up) = v["uptime_s"].as_f64() {
-        println!("uptime             {up:.0} s");
+        outln!("uptime             {up:.0} s");
     }
     if let Some(lanes) = v["lanes"].as_object() {
         for (name, lane) in lanes {
-            println!("lane {name:<13} {}", lane["status"].as_str().unwrap_or("?"));
+            outln!("lane {name:<13} {}", lane["status"].as_str().unwrap_or("?"));
         }
     }
 }
@@ -535,21 +537,21 @@ fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
             "skipped_files": skipped.iter().map(|(p, r)| json!({"file": p, "reason": r})).collect::<Vec<_>>(),
             "seconds": elapsed.as_secs_f64(),
         });
-        println!("{value}");
+        outln!("{value}");
         return;
     }
-    println!("version            {}", snap.version());
-    println!("files              {}", t.files);
-    println!("units              {}", t.units);
-    println!("edges              {}", t.edges);
-    println!("unresolved calls   {}", t.unresolved);
-    println!("parse-error files  {}", parse_errors.len());
+    outln!("version            {}", snap.version());
+    outln!("files              {}", t.files);
+    outln!("units              {}", t.units);
+    outln!("edges              {}", t.edges);
+    outln!("unresolved calls   {}", t.unresolved);
+    outln!("parse-error files  {}", parse_errors.len());
     for (path, n) in &parse_errors {
-        println!("  {path}: {n} parse error(s)");
+        outln!("  {path}: {n} parse error(s)");
     }
-    println!("skipped files      {}", skipped.len());
+    outln!("skipped files      {}", skipped.len());
     for (path, why) in &skipped {
-        println!("  {path}: {why}");
+        outln!("  {path}: {why}");
     }
-    println!("time               {:.3} s", elapsed.as_secs_f64());
+    outln!("time               {:.3} s", elapsed.as_secs_f64());
 }

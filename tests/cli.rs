@@ -282,3 +282,30 @@ fn lambdas_are_units_that_queries_and_the_export_name() {
     assert!(edges.contains(&("app.ordered".into(), "app.ordered.<lambda1>".into(), "contains".into())), "{edges:?}");
     assert!(edges.contains(&("app.ordered".into(), "app.ordered.<lambda1>".into(), "calls".into())), "{edges:?}");
 }
+
+#[test]
+fn a_reader_that_closes_the_pipe_early_ends_fresco_quietly() {
+    // `fresco query ... | head -1`: the reader goes away after the first line.
+    let files: Vec<(String, Vec<u8>)> =
+        (0..300).map(|i| (format!("m{i}.py"), format!("def f{i}():\n    return {i}\n").into_bytes())).collect();
+    let files: Vec<(&str, &[u8])> = files.iter().map(|(p, c)| (p.as_str(), c.as_slice())).collect();
+    let repo = repo(&files);
+    let root = repo.path().to_str().expect("utf8");
+    assert!(run(&["index", root]).status.success());
+    for args in [vec!["query", root, "find \"*\""], vec!["query", root, "find \"*\"", "--json"]] {
+        let mut child = fresco()
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn fresco");
+        let mut stdout = child.stdout.take().expect("stdout");
+        let mut first = [0u8; 16];
+        std::io::Read::read_exact(&mut stdout, &mut first).expect("some output");
+        drop(stdout);
+        let out = child.wait_with_output().expect("wait");
+        let err = stderr(&out);
+        assert!(out.status.success(), "{args:?}: {:?}, stderr: {err}", out.status);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
