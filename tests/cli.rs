@@ -106,6 +106,14 @@ fn queries_answer_in_json_and_tables_with_stable_errors() {
     let v = json(&out);
     assert_eq!(v["error"]["code"], "UNKNOWN_SYMBOL");
     assert!(v["error"]["suggestions"].as_array().expect("suggestions").iter().any(|s| s == "pkg.core.helper"));
+    // A one-character name is not "close" to every short name; a name pasted by mistake is cut
+    // in the message.
+    let out = run(&["query", root, "show x", "--json"]);
+    assert_eq!(json(&out)["error"]["suggestions"], serde_json::json!([]), "{}", stdout(&out));
+    let long = format!("callers {}", "y".repeat(20_000));
+    let out = run(&["query", root, &long]);
+    let err = stderr(&out);
+    assert!(err.contains("… (20000 characters)") && err.len() < 1_000, "{}", &err[..err.len().min(300)]);
 
     // Parse errors point at the position.
     let out = run(&["query", root, "callers pkg.core.helper depth x"]);

@@ -34,7 +34,7 @@ impl Default for Limits {
 pub enum QueryError {
     #[error("{0}")]
     Parse(#[from] ParseError),
-    #[error("no unit named '{name}'{}", suggestion_text(.suggestions))]
+    #[error("no unit named '{}'{}", shortened(.name), suggestion_text(.suggestions))]
     UnknownSymbol { name: String, suggestions: Vec<String> },
     #[error("{0}")]
     Invalid(String),
@@ -54,6 +54,15 @@ impl QueryError {
             QueryError::Cancelled => "CANCELLED",
             QueryError::HistoryExpired(_) => "HISTORY_EXPIRED",
         }
+    }
+}
+
+/// A name as an error message shows it: a name pasted by mistake (a whole file, say) is cut.
+fn shortened(name: &str) -> String {
+    const SHOWN: usize = 200;
+    match name.char_indices().nth(SHOWN) {
+        Some((end, _)) => format!("{}… ({} characters)", &name[..end], name.chars().count()),
+        None => name.to_string(),
     }
 }
 
@@ -402,7 +411,18 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
         }
         Stage::Where(conditions) => {
             let snapshot = exec.snapshot();
-            Ok(input.into_iter().filter(|r| conditions.iter().all(|c| condition_holds(snapshot, r, c))).collect())
+            // Regexes are compiled once per stage, not once per row (the parser has checked them).
+            let regexes: Vec<Option<regex::Regex>> = conditions
+                .iter()
+                .map(|c| match c {
+                    Condition::NameRegex(p) => regex::Regex::new(p).ok(),
+                    _ => None,
+                })
+                .collect();
+            Ok(input
+                .into_iter()
+                .filter(|r| conditions.iter().zip(&regexes).all(|(c, re)| condition_holds(snapshot, r, c, re.as_ref())))
+                .collect())
         }
         Stage::Limit(n) => {
             let mut rows = input;
@@ -540,7 +560,7 @@ fn compare_rows(snapshot: &Snapshot, a: &Row, b: &Row, field: Field) -> std::cmp
     }
 }
 
-fn condition_holds(snapshot: &Snapshot, row: &Row, condition: &Condition) -> bool {
+fn condition_holds(snapshot: &Snapshot, row: &Row, condition: &Condition, regex: Option<&regex::Regex>) -> bool {
     match condition {
         Condition::Kind { kinds, negated } => {
             let k = snapshot.kind_of(&row.id);
@@ -550,7 +570,7 @@ fn condition_holds(snapshot: &Snapshot, row: &Row, condition: &Condition) -> boo
             let simple = row.id.rsplit('.').next().unwrap_or(&row.id);
             glob::matches(p, &row.id) || glob::matches(p, simple)
         }
-        Condition::NameRegex(p) => regex::Regex::new(p).map(|re| re.is_match(&row.id)).unwrap_or(false),
+        Condition::NameRegex(_) => regex.is_some_and(|re| re.is_match(&row.id)),
         Condition::FileGlob(p) => snapshot.unit(&row.id).is_some_and(|u| glob::matches(p, &u.file.graph.path)),
         Condition::Depth(op, n) => {
             let d = row.depth.unwrap_or(0);
@@ -631,16 +651,26 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// The closest existing names: same last segment first, then by edit distance.
+///
+/// Edit distances are computed only between strings whose lengths allow a close match, so the
+/// work stays proportional to the number of units whatever the name's length (a name of 100,000
+/// characters took 9 s here when every unit's name was compared with it in full). A short name
+/// needs a near-exact match: within 2 edits of a 1-character name is every short name.
 fn suggestions(snapshot: &Snapshot, name: &str) -> Vec<String> {
     let last = name.rsplit('.').next().unwrap_or(name).to_ascii_lowercase();
+    let simple_slack = (last.chars().count() / 3).min(2);
+    let id_slack = (name.chars().count() / 3).min(3);
     let mut scored: Vec<(usize, String)> = Vec::new();
     for u in snapshot.units() {
         let id = &u.unit.id;
         let simple = id.rsplit('.').next().unwrap_or(id).to_ascii_lowercase();
-        let close_simple =
-            simple == last || (last.len() > 3 && simple.contains(&last)) || edit_distance(&simple, &last) <= 2;
-        if close_simple || (id.len().abs_diff(name.len()) <= 3 && edit_distance(id, name) <= 3) {
-            scored.push((edit_distance(id, name), id.clone()));
+        let close_simple = simple == last
+            || (last.len() > 3 && simple.contains(&last))
+            || (simple.len().abs_diff(last.len()) <= simple_slack && edit_distance(&simple, &last) <= simple_slack);
+        let close_id = id.len().abs_diff(name.len()) <= id_slack && edit_distance(id, name) <= id_slack;
+        if close_simple || close_id {
+            let distance = if id.len().abs_diff(name.len()) <= 64 { edit_distance(id, name) } else { usize::MAX };
+            scored.push((distance, id.clone()));
         }
     }
     scored.sort();

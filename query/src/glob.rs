@@ -1,27 +1,36 @@
 //! Glob matching for names and paths: `*` matches any run of characters (dots and slashes
 //! included), `?` one character; everything else matches itself.
 
+/// Works on the two strings in place (no copies): a query's pattern is matched against every
+/// unit, and collecting a long pattern into characters for each of them made a 1 MB pattern
+/// take 5 s over 2,000 units. Most candidates now fail within their first characters.
 pub fn matches(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
+    let (p, t) = (pattern.as_bytes(), text.as_bytes());
+    let char_len = |s: &str, at: usize| s[at..].chars().next().map_or(1, char::len_utf8);
     let (mut pi, mut ti) = (0usize, 0usize);
+    // Where the last `*` was, and where in the text its current match ends.
     let mut star: Option<(usize, usize)> = None;
     while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+        let tc = char_len(text, ti);
+        if pi < p.len() && p[pi] == b'?' {
             pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
+            ti += tc;
+        } else if pi < p.len() && p[pi] != b'*' && pattern[pi..].starts_with(&text[ti..ti + tc]) {
+            pi += tc;
+            ti += tc;
+        } else if pi < p.len() && p[pi] == b'*' {
             star = Some((pi, ti));
             pi += 1;
         } else if let Some((sp, st)) = star {
+            let advanced = st + char_len(text, st);
             pi = sp + 1;
-            ti = st + 1;
-            star = Some((sp, st + 1));
+            ti = advanced;
+            star = Some((sp, advanced));
         } else {
             return false;
         }
     }
-    while pi < p.len() && p[pi] == '*' {
+    while pi < p.len() && p[pi] == b'*' {
         pi += 1;
     }
     pi == p.len()
@@ -40,5 +49,12 @@ mod tests {
         assert!(matches("a?c", "abc"));
         assert!(!matches("a?c", "ac"));
         assert!(matches("*", ""));
+        assert!(matches("é?日*", "éx日本語"));
+        assert!(!matches("é?日", "éx日本語"));
+        assert!(matches("*語", "日本語"));
+        assert!(matches("??", "日本"));
+        assert!(!matches("???", "日本"));
+        assert!(matches("a*b*c", "axxbyyc"));
+        assert!(!matches("a*b*c", "axxbyy"));
     }
 }
