@@ -378,10 +378,12 @@ fn report_error(text: &str, error: &Value, json: bool) -> ExitCode {
     let message = error["message"].as_str().unwrap_or("error");
     match (code, error["position"].as_u64()) {
         ("PARSE_ERROR", Some(position)) => {
-            let err = fresco_query::ParseError { position: position as usize, message: message.to_string() };
-            let rendered = err.render(text);
-            // The message already names the column; show the caret picture.
-            eprintln!("fresco: query error\n{}", rendered.replace(&format!("at column {}: ", position + 1), ""));
+            // The message names the place; the picture shows it.
+            let bare = message
+                .split_once(": ")
+                .map_or(message, |(place, rest)| if place.starts_with("at ") { rest } else { message });
+            let err = fresco_query::ParseError::at(text, position as usize, bare.to_string());
+            eprintln!("fresco: query error\n{}", err.render(text));
         }
         _ => eprintln!("fresco: {message}"),
     }

@@ -144,7 +144,7 @@ pub fn query_error(err: &fresco_query::QueryError) -> ProtoError {
     let mut e = ProtoError::new(err.code(), err.to_string());
     match err {
         fresco_query::QueryError::Parse(p) => {
-            e = e.with("position", json!(p.position));
+            e = e.with("position", json!(p.position)).with("line", json!(p.line)).with("column", json!(p.column));
         }
         fresco_query::QueryError::UnknownSymbol { suggestions, .. } => {
             e = e.with("suggestions", json!(suggestions));

@@ -10,20 +10,46 @@ use crate::ast::*;
 pub struct ParseError {
     /// Byte offset in the query text.
     pub position: usize,
+    /// Where that is, for people: 1-based line and 1-based column in characters (a query may
+    /// span lines, and names may hold non-ASCII characters).
+    pub line: usize,
+    pub column: usize,
     pub message: String,
 }
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "at column {}: {}", self.position + 1, self.message)
+        if self.line > 1 {
+            write!(f, "at line {}, column {}: {}", self.line, self.column, self.message)
+        } else {
+            write!(f, "at column {}: {}", self.column, self.message)
+        }
     }
 }
 
 impl ParseError {
-    /// The query with a caret under the error position, then the message.
+    /// An error at byte `position` of `query`.
+    pub fn at(query: &str, position: usize, message: String) -> ParseError {
+        let mut position = position.min(query.len());
+        while !query.is_char_boundary(position) {
+            position -= 1;
+        }
+        let before = &query[..position];
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        ParseError {
+            position,
+            line: before.matches('\n').count() + 1,
+            column: before[line_start..].chars().count() + 1,
+            message,
+        }
+    }
+
+    /// The query line the error is on with a caret under the error position, then the message.
     pub fn render(&self, query: &str) -> String {
-        let column = query[..self.position.min(query.len())].chars().count();
-        format!("{query}\n{}^\n{}", " ".repeat(column), self.message)
+        let line_text = query.lines().nth(self.line - 1).unwrap_or("");
+        let place = if query.contains('\n') { format!("line {}: ", self.line) } else { String::new() };
+        let indent = place.chars().count() + self.column - 1;
+        format!("{place}{line_text}\n{}^\n{}", " ".repeat(indent), self.message)
     }
 }
 
@@ -104,6 +130,8 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
                 if !closed {
                     return Err(ParseError {
                         position: start,
+                        line: 0,
+                        column: 0,
                         message: "unterminated string: expected a closing quote".into(),
                     });
                 }
@@ -154,7 +182,9 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
                 if i == start {
                     return Err(ParseError {
                         position: start,
-                        message: format!("unexpected character '{}'", c as char),
+                        line: 0,
+                        column: 0,
+                        message: format!("unexpected character '{}'", text[start..].chars().next().unwrap_or('?')),
                     });
                 }
                 out.push((Tok::Word(text[start..i].to_string()), start));
@@ -188,7 +218,8 @@ impl Parser {
         t
     }
     fn error<T>(&self, message: String) -> Result<T, ParseError> {
-        Err(ParseError { position: self.at(), message })
+        // Placed by `parse`, which knows the text.
+        Err(ParseError { position: self.at(), line: 0, column: 0, message })
     }
     fn expected<T>(&self, what: &str) -> Result<T, ParseError> {
         self.error(format!("expected {what}, found {}", self.peek().describe()))
@@ -632,6 +663,11 @@ fn is_keyword(word: &str) -> bool {
 }
 
 pub fn parse(text: &str) -> Result<Query, ParseError> {
+    parse_at_bytes(text).map_err(|e| ParseError::at(text, e.position, e.message))
+}
+
+/// The parse, with errors placed by byte offset only (`parse` adds the line and column).
+fn parse_at_bytes(text: &str) -> Result<Query, ParseError> {
     let toks = lex(text)?;
     let mut parser = Parser { toks, pos: 0 };
     if matches!(parser.peek(), Tok::End) {
@@ -727,5 +763,21 @@ mod tests {
         assert!(parse("find \"abc").unwrap_err().message.contains("unterminated"));
         assert!(parse("").is_err());
         assert!(parse("callers").unwrap_err().message.contains("unit name"));
+    }
+
+    #[test]
+    fn errors_are_placed_by_line_and_character() {
+        let err = parse("callers a.b\ndepth x").expect_err("bad depth");
+        assert_eq!((err.position, err.line, err.column), (18, 2, 7));
+        assert_eq!(
+            err.render("callers a.b\ndepth x"),
+            format!("line 2: depth x\n{}^\n{}", " ".repeat(14), err.message)
+        );
+        let query = "find \"été日本語\" kind klass";
+        let err = parse(query).expect_err("bad kind");
+        assert_eq!((err.line, err.column), (1, 20));
+        assert!(err.to_string().starts_with("at column 20: "), "{err}");
+        let err = parse("find é | ü").expect_err("unexpected character");
+        assert!(err.message.contains("'ü'"), "{}", err.message);
     }
 }
