@@ -29,8 +29,34 @@ fn parse_with(text: &str, old: Option<&Tree>) -> Option<Tree> {
         if slot.is_none() {
             *slot = Some(new_parser()?);
         }
-        slot.as_mut()?.parse(text, old)
+        let parser = slot.as_mut()?;
+        // A UTF-8 byte order mark, which Python skips, is an error to tree-sitter: parse what
+        // follows it. Byte offsets and lines stay those of the file.
+        let after_bom = text.strip_prefix('\u{feff}').map(|rest| text.len() - rest.len());
+        if let Some(start) = after_bom {
+            let range = tree_sitter::Range {
+                start_byte: start,
+                end_byte: text.len(),
+                start_point: tree_sitter::Point { row: 0, column: start },
+                end_point: end_point(text),
+            };
+            parser.set_included_ranges(&[range]).ok()?;
+        }
+        let tree = parser.parse(text, old);
+        if after_bom.is_some() {
+            // Back to whole documents for the next file.
+            parser.set_included_ranges(&[]).ok()?;
+        }
+        tree
     })
+}
+
+/// Where `text` ends, as tree-sitter counts (row, byte column).
+fn end_point(text: &str) -> tree_sitter::Point {
+    match text.rfind('\n') {
+        Some(i) => tree_sitter::Point { row: text.matches('\n').count(), column: text.len() - i - 1 },
+        None => tree_sitter::Point { row: 0, column: text.len() },
+    }
 }
 
 /// A tree-sitter-python parser. Every parser fresco makes comes from here, so that tree-sitter's
@@ -824,7 +850,11 @@ impl<'a> Lowerer<'a> {
             if matches!(statement.kind(), "print_statement" | "exec_statement") {
                 self.refused_statements += 1;
             }
-            let start = statement.start_position();
+            let mut start = statement.start_position();
+            if start.row == 0 && self.src.starts_with('\u{feff}') {
+                // The byte order mark is not indentation.
+                start.column -= '\u{feff}'.len_utf8().min(start.column);
+            }
             let previous = last.replace(*statement);
             // A statement after `;` shares its line with the one before.
             if let Some(previous) = previous.filter(|p| p.end_position().row == start.row) {
@@ -2667,6 +2697,19 @@ mod tests {
         assert_eq!(calls, 10_000, "every call of the flat chains is kept");
         assert!(has_h, "what follows is lowered");
         assert!(errors >= 1, "the over-deep parentheses flag the file");
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_a_parse_error() {
+        let text = "\u{feff}import os\n\ndef f():\n    return os.getcwd()\n";
+        let syn = lower(text);
+        assert_eq!(syn.parse_errors, 0);
+        let f = syn.defs.iter().find(|d| d.path == "f").expect("f is a unit");
+        assert_eq!(&text[f.start_byte as usize..f.end_byte as usize], "def f():\n    return os.getcwd()");
+        // The parser parses whole documents again afterwards.
+        let plain = lower("def g():\n    return 1\n");
+        assert_eq!(plain.parse_errors, 0);
+        assert!(plain.defs.iter().any(|d| d.path == "g"));
     }
 
     #[test]
