@@ -39,7 +39,10 @@ impl Client {
                 bail!("the daemon closed the connection");
             }
             let response: Value = serde_json::from_str(line.trim()).context("the daemon sent invalid JSON")?;
-            if response.get("id") != Some(&json!(id)) {
+            // An error without an id is about the connection itself (`BUSY`): it answers this
+            // request too.
+            let about_connection = response.get("id").is_none_or(Value::is_null) && response.get("error").is_some();
+            if response.get("id") != Some(&json!(id)) && !about_connection {
                 continue;
             }
             if let Some(err) = response.get("error") {

@@ -226,14 +226,13 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         UnixListener::bind(&paths.socket).with_context(|| format!("cannot bind {}", paths.socket.display()))?;
     fs::set_permissions(&paths.socket, fs::Permissions::from_mode(0o600))?;
     listener.set_nonblocking(true)?;
+    let refusing = Arc::new(AtomicUsize::new(0));
     while !shared.shutdown.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((stream, _)) => {
                 let _ = stream.set_nonblocking(false);
                 if shared.connections.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
-                    let mut s = stream;
-                    let err = ProtoError::new("BUSY", format!("too many connections (limit {MAX_CONNECTIONS})"));
-                    let _ = writeln!(s, "{}", protocol::response_err(&Value::Null, &err));
+                    refuse_busy(stream, &refusing);
                     continue;
                 }
                 shared.connections.fetch_add(1, Ordering::Relaxed);
@@ -533,4 +532,34 @@ fn handle_export(shared: &Shared, params: &Value) -> Result<Value, ProtoError> {
     let counts = crate::export::write(&published.snapshot, Path::new(out))
         .map_err(|e| ProtoError::new("EXPORT_FAILED", format!("{e:#}")))?;
     Ok(json!({"version": published.snapshot.version(), "nodes": counts.nodes, "edges": counts.edges, "out": out}))
+}
+
+/// How many refused connections are being answered at once (see [`refuse_busy`]).
+const MAX_REFUSING: usize = 16;
+
+/// Tells a client over the connection limit that the daemon is busy. The client has usually
+/// sent its request already: closing the socket with that request unread would reset the
+/// connection, and the client would see "connection reset" instead of the answer. So the
+/// answer is written, the request read and dropped (for a second at most), then the socket
+/// closed, on a thread of its own; past [`MAX_REFUSING`] of those the socket is just closed.
+fn refuse_busy(mut stream: UnixStream, refusing: &Arc<AtomicUsize>) {
+    let err = ProtoError::new(
+        "BUSY",
+        format!("the daemon is busy: too many connections (limit {MAX_CONNECTIONS}); try again"),
+    );
+    let _ = writeln!(stream, "{}", protocol::response_err(&Value::Null, &err));
+    if refusing.fetch_add(1, Ordering::Relaxed) >= MAX_REFUSING {
+        refusing.fetch_sub(1, Ordering::Relaxed);
+        return;
+    }
+    let counter = refusing.clone();
+    let spawned = std::thread::Builder::new().name("fresco-busy".into()).spawn(move || {
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+        let _ = std::io::copy(&mut (&mut stream).take(1 << 16), &mut std::io::sink());
+        counter.fetch_sub(1, Ordering::Relaxed);
+    });
+    if spawned.is_err() {
+        refusing.fetch_sub(1, Ordering::Relaxed);
+    }
 }

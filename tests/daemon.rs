@@ -540,6 +540,20 @@ fn many_clients_at_once_all_get_correct_answers() {
     for (id, k) in ids {
         assert_eq!(answers[&id], expected[k], "query {id}");
     }
+
+    // Past the connection limit the CLI reports the daemon busy, not a reset connection.
+    let idle: Vec<std::os::unix::net::UnixStream> =
+        (0..80).filter_map(|_| std::os::unix::net::UnixStream::connect(&socket).ok()).collect();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = d.cli(&["query", env.root_s(), "callees requests.api.get", "--daemon"]);
+    let err = stderr(&out);
+    assert!(!out.status.success());
+    assert!(err.contains("the daemon is busy"), "{err}");
+    drop(idle);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out =
+        fresco().args(["query", env.root_s(), "callees requests.api.get", "--json"]).output().expect("run fresco");
+    assert!(out.status.success(), "{}", stderr(&out));
 }
 
 #[test]
