@@ -35,7 +35,7 @@ struct Cli {
 
 #[derive(clap::Args, Clone, Default)]
 struct IndexArgs {
-    /// The repository root (default: the current directory).
+    /// The repository root (default: the nearest enclosing directory fresco indexes, else the current directory).
     path: Option<PathBuf>,
     /// Where the index lives (default: PATH/.fresco).
     #[arg(long)]
@@ -73,7 +73,7 @@ enum Command {
     },
     /// Ask the graph a question (see docs/query-language.md).
     Query {
-        /// `[PATH] QUERY`: the repository root (default: the current directory) and the query.
+        /// `[PATH] QUERY`: the repository root (default: the nearest enclosing directory fresco indexes, else the current directory) and the query.
         #[arg(num_args = 1..=2, required = true, value_names = ["PATH", "QUERY"])]
         words: Vec<String>,
         #[arg(long)]
@@ -395,9 +395,19 @@ fn report_error(text: &str, error: &Value, json: bool) -> ExitCode {
     ExitCode::from(exit)
 }
 
+/// The repository root: the path given, else the current directory's nearest ancestor (itself
+/// included) that fresco indexes (it holds `.fresco/`, or a daemon serves it), else the current
+/// directory. So a command run in a subdirectory of an indexed repository answers about that
+/// repository, as git's do, instead of indexing the subdirectory as a repository of its own (with
+/// other module names).
 fn root_of(path: &Option<PathBuf>) -> Result<PathBuf> {
-    let root = path.clone().unwrap_or_else(|| PathBuf::from("."));
-    root.canonicalize().with_context(|| format!("cannot open {}", root.display()))
+    if let Some(root) = path {
+        return root.canonicalize().with_context(|| format!("cannot open {}", root.display()));
+    }
+    let here = PathBuf::from(".").canonicalize().context("cannot open the current directory")?;
+    let indexed =
+        |dir: &Path| dir.join(".fresco").is_dir() || paths::daemon_paths(dir).is_ok_and(|p| p.socket.exists());
+    Ok(here.ancestors().find(|dir| indexed(dir)).map_or_else(|| here.clone(), Path::to_path_buf))
 }
 
 fn db_dir(root: &Path, db: &Option<PathBuf>) -> PathBuf {

@@ -317,3 +317,21 @@ fn a_reader_that_closes_the_pipe_early_ends_fresco_quietly() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn a_command_run_in_a_subdirectory_answers_about_the_enclosing_indexed_repository() {
+    let repo = repo(&[
+        ("src/shop/__init__.py", b""),
+        (
+            "src/shop/orders.py",
+            b"def total(items):\n    return sum(items)\n\n\ndef report(items):\n    return total(items)\n",
+        ),
+    ]);
+    let root = repo.path().to_str().expect("utf8");
+    assert!(run(&["index", root]).status.success());
+    let sub = repo.path().join("src/shop");
+    let out = fresco().args(["query", "callers shop.orders.total", "--json"]).current_dir(&sub).output().expect("run");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(names(&json(&out)), vec!["shop.orders.report".to_string()]);
+    assert!(!sub.join(".fresco").exists(), "no second index in the subdirectory");
+}
