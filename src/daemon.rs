@@ -281,6 +281,13 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
                 batch.rescan = more.rescan;
             }
         }
+        if !indexer.root().is_dir() {
+            // Moved or deleted: what is there now is not this repository, and writing the index
+            // back would re-create the old path. Stop; a new `fresco serve` serves the new place.
+            eprintln!("fresco: the repository root {} is gone (moved or deleted); stopping", indexer.root().display());
+            shared.shutdown.store(true, Ordering::Relaxed);
+            return;
+        }
         match indexer.apply_batch(&batch) {
             Ok(report) => {
                 if report.published {

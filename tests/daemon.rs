@@ -839,3 +839,17 @@ fn cancel_stops_a_long_query_and_time_limits_truncate() {
     assert_eq!(c.call("cancel", json!({"id": id}))["result"], json!({"cancelled": false}));
     assert_eq!(c.ok("find \"f1_1_*\" | count", "wait")["count"], 1);
 }
+
+#[test]
+fn moving_the_repository_away_stops_its_daemon_without_recreating_the_old_path() {
+    let env = Env::generated(&[("app.py".to_string(), "def main():\n    return 1\n".to_string())]);
+    let mut d = env.start();
+    let moved = env.tmp.path().join("moved");
+    std::fs::rename(&env.root, &moved).expect("move the repository");
+    // An edit in the moved tree: the watcher still watches it, under the old path.
+    std::fs::write(moved.join("app.py"), "def main():\n    return 2\n").expect("edit");
+    let status = d.wait_exit(Duration::from_secs(30));
+    assert!(status.is_some(), "the daemon still runs; log:\n{}", d.log());
+    assert!(d.log().contains("is gone (moved or deleted); stopping"), "{}", d.log());
+    assert!(!env.root.exists(), "the old path was re-created");
+}

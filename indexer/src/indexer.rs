@@ -639,6 +639,11 @@ impl Indexer {
         if dir.join("graph").exists() {
             return Ok(());
         }
+        if !dir.parent().is_some_and(Path::is_dir) {
+            // The directory holding the index went too (the repository was moved or deleted):
+            // re-creating the path would write an index of nothing where nothing is.
+            return Err(IndexError::NotADirectory { path: dir.parent().unwrap_or(dir).display().to_string() });
+        }
         self.rebuilt_store = Some(format!("the index directory {} disappeared; rewritten", dir.display()));
         self.store = None;
         let store = Store::open(&dir.join("graph"), crate::ANALYSIS_FINGERPRINT)?;
