@@ -136,6 +136,15 @@ pub fn discover(root: &Path, options: &WalkOptions) -> (Vec<String>, Vec<WalkIss
                     continue;
                 }
                 if !is_link && !entry.file_type().is_some_and(|t| t.is_file()) {
+                    // A FIFO, socket or device named like a source file: reading it could block
+                    // or never end, so it is not read, but it is not left out silently either.
+                    let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+                    if !is_dir && entry.file_name().to_string_lossy().ends_with(".py") {
+                        issues.push(WalkIssue {
+                            path: entry.path().display().to_string(),
+                            message: "not a regular file (a FIFO, socket or device); skipped".into(),
+                        });
+                    }
                     continue;
                 }
                 let Some(rel) = relative(root, entry.path()) else {
@@ -256,6 +265,21 @@ fn skipped(reason: SkipReason, stamp: FileStamp, bytes: &[u8]) -> SourceRead {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fifo_named_like_a_source_file_is_reported_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("ok.py"), "x = 1\n").unwrap();
+        let fifo = dir.path().join("pipe.py");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        let (files, issues) = discover(dir.path(), &WalkOptions::default());
+        assert_eq!(files, vec!["ok.py".to_string()]);
+        assert!(
+            issues.iter().any(|i| i.path.ends_with("pipe.py") && i.message.contains("not a regular file")),
+            "{issues:?}"
+        );
+    }
 
     #[test]
     fn discovers_python_files_and_skips_what_it_should() {
