@@ -464,22 +464,32 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
 
 /// Whether opening the index failed because another process holds its store.
 fn store_in_use(err: &anyhow::Error) -> bool {
-    err.chain().any(|e| e.to_string().contains("could not acquire lock"))
+    err.chain().any(|e| e.is::<StoreInUse>() || e.to_string().contains("could not acquire lock"))
 }
+
+/// Another fresco process holds the index's store.
+#[derive(Debug)]
+struct StoreInUse(PathBuf);
+
+impl std::fmt::Display for StoreInUse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the index at {} is in use by another fresco process (a daemon serving this repository: query through \
+             it, or stop it with `fresco stop`)",
+            self.0.display()
+        )
+    }
+}
+
+impl std::error::Error for StoreInUse {}
 
 fn open_index(args: &IndexArgs) -> Result<Indexer> {
     let root = root_of(&args.path)?;
     let db = db_dir(&root, &args.db);
     let indexer = Indexer::open(&root, &db, indexer_options(args)).map_err(anyhow::Error::from).map_err(|err| {
-        if store_in_use(&err) {
-            err.context(format!(
-                "the index at {} is in use by another fresco process (a daemon serving this repository: query \
-                 through it, or stop it with `fresco stop`)",
-                db.display()
-            ))
-        } else {
-            err
-        }
+        // The lock error itself says the same thing twice, in Rust's debug form: say it once.
+        if store_in_use(&err) { anyhow::Error::new(StoreInUse(db.clone())) } else { err }
     })?;
     if let Some(why) = &indexer.rebuilt_store {
         eprintln!("fresco: warning: {why}");

@@ -772,6 +772,18 @@ fn daemon_and_in_process_answer_the_same() {
         }
         assert_eq!(a, b, "{q}");
     }
+    // In-process on the daemon's own store: one clear sentence, not the lock error twice.
+    let out = d.cli(&[
+        "query",
+        env.root_s(),
+        "callees requests.api.get",
+        "--no-daemon",
+        "--db",
+        d.db.to_str().expect("utf8"),
+    ]);
+    let err = stderr(&out);
+    assert!(!out.status.success());
+    assert!(err.contains("is in use by another fresco process") && !err.contains("Os {"), "{err}");
 }
 
 // ---------------------------------------------------------------------------------------------
