@@ -294,6 +294,8 @@ pub struct TextIndexStats {
     pub version: u64,
     /// Live documents (units).
     pub docs: u64,
+    /// Deleted documents not yet merged away (they still count in BM25's statistics).
+    pub deleted: u64,
     pub segments: usize,
     /// Bytes of the index data (postings, dictionaries, field norms, stored ids), as tantivy
     /// accounts them.
@@ -330,6 +332,8 @@ impl TextIndex {
             add_file(&writer, &fields, file)?;
         }
         writer.commit()?;
+        // Segments are merged by `update`, at known points, not by tantivy in the background.
+        writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         let searcher = reader.searcher();
         Ok(TextIndex {
@@ -365,6 +369,7 @@ impl TextIndex {
                 }
             }
             writer.commit()?;
+            merge_segments(&self._index, &mut writer)?;
             Ok::<(), TextIndexError>(())
         })();
         if let Err(e) = result {
@@ -442,8 +447,47 @@ impl TextIndex {
             (current.searcher.clone(), current.version)
         };
         let bytes = searcher.space_usage().map(|u| u.total().get_bytes()).unwrap_or(0);
-        Ok(TextIndexStats { version, docs: searcher.num_docs(), segments: searcher.segment_readers().len(), bytes })
+        let deleted = searcher.segment_readers().iter().map(|r| u64::from(r.num_deleted_docs())).sum();
+        Ok(TextIndexStats {
+            version,
+            docs: searcher.num_docs(),
+            deleted,
+            segments: searcher.segment_readers().len(),
+            bytes,
+        })
     }
+}
+
+/// More segments than this after an update: the smaller ones are merged into one.
+const MAX_SEGMENTS: usize = 8;
+
+/// A larger share of deleted documents than this: every segment is merged, which drops them.
+const MAX_DELETED_SHARE: f64 = 0.1;
+
+/// Merges segments after an update, synchronously, so that the index after any sequence of
+/// updates ranks as one built afresh would, give or take [`MAX_DELETED_SHARE`]. BM25's
+/// statistics (how many documents hold a term, the average field length) count deleted
+/// documents until their segment is merged: after a few branch switches a long-running daemon's
+/// top 10 differed from a fresh index's. Every update adds a segment (the edited files'
+/// documents); past [`MAX_SEGMENTS`] the smallest are merged, which is cheap, and once deleted
+/// documents pass the share, everything is.
+fn merge_segments(index: &Index, writer: &mut IndexWriter<TantivyDocument>) -> Result<(), TextIndexError> {
+    let mut metas = index.searchable_segment_metas()?;
+    let deleted: u64 = metas.iter().map(|m| u64::from(m.num_deleted_docs())).sum();
+    let total: u64 = metas.iter().map(|m| u64::from(m.max_doc())).sum();
+    let merge: Vec<tantivy::index::SegmentId> = if total > 0 && deleted as f64 > MAX_DELETED_SHARE * total as f64 {
+        metas.iter().map(|m| m.id()).collect()
+    } else if metas.len() > MAX_SEGMENTS {
+        // The smallest ones: the updates' own segments, not the large ones of the first build.
+        metas.sort_by_key(|m| m.max_doc());
+        metas.iter().take(metas.len() - MAX_SEGMENTS / 2).map(|m| m.id()).collect()
+    } else {
+        Vec::new()
+    };
+    if !merge.is_empty() {
+        writer.merge(&merge).wait()?;
+    }
+    Ok(())
 }
 
 /// Adds one document per indexable unit of `file`.

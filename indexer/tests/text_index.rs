@@ -269,6 +269,61 @@ fn updates_follow_edits_and_removals() {
 }
 
 #[test]
+fn after_many_updates_the_index_ranks_as_one_built_afresh() {
+    // Deleted documents count in BM25's statistics until their segment is merged: a daemon's
+    // index, updated over and over, ranked differently from a fresh one.
+    let (dir, mut indexer) = small_repo();
+    let index = TextIndex::build(indexer.snapshot(), 2).expect("build");
+    let queries = ["retry a failed connection", "close socket", "connection pool", "backoff delay"];
+    for round in 0..12 {
+        write(dir.path(), "pkg/net.py", &format!("{NET}\n# edit {round}\n"));
+        let report = indexer.apply(vec![FileEvent::Changed("pkg/net.py".into())]).expect("apply");
+        index.update(indexer.snapshot(), &report.changed_files, &report.removed_files).expect("update");
+        let stats = index.stats().expect("stats");
+        assert!(stats.segments <= 9, "round {round}: {stats:?}");
+        // Each edit re-indexes about half of the documents: past the share, all are merged.
+        assert_eq!(stats.deleted, 0, "round {round}: {stats:?}");
+        let fresh = TextIndex::build(indexer.snapshot(), 2).expect("fresh build");
+        for q in queries {
+            let (a, b) = (index.search(q, 10).expect("search"), fresh.search(q, 10).expect("search"));
+            assert_eq!(ids(&a), ids(&b), "round {round}, {q:?}");
+            for ((_, x), (_, y)) in a.iter().zip(&b) {
+                assert!((x - y).abs() < 1e-4, "round {round}, {q:?}: {a:?} vs {b:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn small_updates_keep_few_segments_and_few_deleted_documents() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for i in 0..100 {
+        write(
+            dir.path(),
+            &format!("m{i}.py"),
+            &format!("def open_{i}():\n    return {i}\n\n\ndef close_{i}():\n    return -{i}\n"),
+        );
+    }
+    let mut indexer = Indexer::in_memory(dir.path(), Default::default());
+    indexer.refresh().expect("refresh");
+    let index = TextIndex::build(indexer.snapshot(), 2).expect("build");
+    for round in 0..40 {
+        let i = round % 100;
+        write(
+            dir.path(),
+            &format!("m{i}.py"),
+            &format!("def open_{i}():\n    return {round}\n\n\ndef close_{i}():\n    return -{i}\n"),
+        );
+        let report = indexer.apply(vec![FileEvent::Changed(format!("m{i}.py"))]).expect("apply");
+        index.update(indexer.snapshot(), &report.changed_files, &report.removed_files).expect("update");
+        let stats = index.stats().expect("stats");
+        assert!(stats.segments <= 8, "round {round}: {stats:?}");
+        assert!(stats.deleted * 10 <= stats.docs + stats.deleted, "round {round}: {stats:?}");
+        assert_eq!(stats.docs, indexer.snapshot().units().count() as u64);
+    }
+}
+
+#[test]
 fn searches_run_concurrently_with_updates() {
     let (dir, mut indexer) = small_repo();
     let index = Arc::new(TextIndex::build(indexer.snapshot(), 1).expect("build"));
