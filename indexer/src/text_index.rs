@@ -405,7 +405,10 @@ impl TextIndex {
         if k == 0 {
             return Ok((version, Vec::new()));
         }
-        let top = searcher.search(&query, &TopDocs::with_limit(k).order_by_score())?;
+        // Equal scores are ordered by unit id, not by where the documents sit in the segments
+        // (which depends on the order of updates and merges): a few more hits than asked for are
+        // fetched so that ties at the cut are decided the same way too.
+        let top = searcher.search(&query, &TopDocs::with_limit(k + TIE_SLACK).order_by_score())?;
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
             let doc: TantivyDocument = searcher.doc(address)?;
@@ -413,6 +416,8 @@ impl TextIndex {
                 hits.push((id.to_string(), score));
             }
         }
+        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        hits.truncate(k);
         Ok((version, hits))
     }
 
@@ -457,6 +462,9 @@ impl TextIndex {
         })
     }
 }
+
+/// How many hits past the `k` asked for are fetched to order ties at the cut by unit id.
+const TIE_SLACK: usize = 16;
 
 /// More segments than this after an update: the smaller ones are merged into one.
 const MAX_SEGMENTS: usize = 8;
