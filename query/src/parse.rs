@@ -271,6 +271,13 @@ impl Parser {
             "members" => Some(Traversal::Members),
             _ => None,
         };
+        if first && matches!(keyword.as_str(), "where" | "limit" | "order" | "count") {
+            // Run first, they would filter or count nothing and answer "no results" or 0.
+            return self.error(format!(
+                "'{keyword}' works on the units of an earlier step: start with a step that finds units \
+                 (find, callers, callees, search, ...), e.g. find \"*\" | {keyword} ..."
+            ));
+        }
         if let Some(traversal) = traversal {
             self.bump();
             let symbol = if self.at_stage_end() || self.is_word("depth") {
@@ -779,5 +786,15 @@ mod tests {
         assert!(err.to_string().starts_with("at column 20: "), "{err}");
         let err = parse("find é | ü").expect_err("unexpected character");
         assert!(err.message.contains("'ü'"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_filter_cannot_come_first() {
+        for q in ["where kind = method", "count", "limit 3", "order by name"] {
+            let err = parse(q).expect_err(q);
+            assert_eq!(err.position, 0, "{q}");
+            assert!(err.message.contains("works on the units of an earlier step"), "{q}: {}", err.message);
+        }
+        assert!(parse("find \"*\" | where kind = method | count").is_ok());
     }
 }
