@@ -190,7 +190,7 @@ struct Summariser<'a> {
     is_package: bool,
     /// Closed names, by (scope, name, depth). A name rebound from itself (`text =
     /// text.replace(..)`, 40 times over) otherwise closes each binding by closing every binding
-    /// again, down to the substitution depth: 40 lines took 4 s to summarise, 100 minutes.
+    /// again, down to the substitution depth: 20 lines took 0.2 s to index, 40 lines 4 s.
     closed_names: std::cell::RefCell<FxHashMap<(ScopeId, Name, u32), Expr>>,
 }
 

@@ -1,8 +1,8 @@
 //! tree-sitter's memory. tree-sitter allocates every node of a tree, and every entry of its parse
 //! stack, one block at a time, and frees them all when the tree goes: for django, millions of
 //! small, short-lived blocks. Served by mimalloc (per-thread pages of blocks of one size) instead
-//! of glibc's malloc, a cold index of django took about a sixth less CPU time, at the same peak
-//! memory (bench/reports/index.md). Only tree-sitter's C library uses mimalloc: fresco's own
+//! of glibc's malloc, a cold index of django took about a sixth less CPU time, at about the same
+//! peak memory (286 against 282 MB; bench/reports/index.md). Only tree-sitter's C library uses mimalloc: fresco's own
 //! allocations stay with the system allocator (mimalloc for everything was tried: no faster, and
 //! 150 MB more at the peak).
 

@@ -667,10 +667,11 @@ fn suggestions(snapshot: &Snapshot, name: &str) -> Vec<String> {
         let close_simple = simple == last
             || (last.len() > 3 && simple.contains(&last))
             || (simple.len().abs_diff(last.len()) <= simple_slack && edit_distance(&simple, &last) <= simple_slack);
-        let close_id = id.len().abs_diff(name.len()) <= id_slack && edit_distance(id, name) <= id_slack;
+        // Only between names of similar length (id_slack is at most 3).
+        let distance = (id.len().abs_diff(name.len()) <= 64).then(|| edit_distance(id, name));
+        let close_id = id.len().abs_diff(name.len()) <= id_slack && distance.is_some_and(|d| d <= id_slack);
         if close_simple || close_id {
-            let distance = if id.len().abs_diff(name.len()) <= 64 { edit_distance(id, name) } else { usize::MAX };
-            scored.push((distance, id.clone()));
+            scored.push((distance.unwrap_or(usize::MAX), id.clone()));
         }
     }
     scored.sort();

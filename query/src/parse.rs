@@ -46,9 +46,9 @@ impl ParseError {
 
     /// The query line the error is on with a caret under the error position, then the message.
     pub fn render(&self, query: &str) -> String {
-        let line_text = query.lines().nth(self.line - 1).unwrap_or("");
+        let line_text = query.lines().nth(self.line.saturating_sub(1)).unwrap_or("");
         let place = if query.contains('\n') { format!("line {}: ", self.line) } else { String::new() };
-        let indent = place.chars().count() + self.column - 1;
+        let indent = place.chars().count() + self.column.saturating_sub(1);
         format!("{place}{line_text}\n{}^\n{}", " ".repeat(indent), self.message)
     }
 }
