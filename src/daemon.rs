@@ -405,6 +405,12 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
             continue;
         };
         let params = request.get("params").cloned().unwrap_or(json!({}));
+        if let Err(err) = protocol::check_params(method, &params) {
+            if !send(&writer, &protocol::response_err(&id, &err)) {
+                return;
+            }
+            continue;
+        }
         match method {
             "query" => {
                 if running.load(Ordering::Relaxed) >= MAX_QUERIES_PER_CONNECTION {
@@ -533,8 +539,7 @@ fn handle_export(shared: &Shared, params: &Value) -> Result<Value, ProtoError> {
     if !Path::new(out).is_absolute() {
         return Err(ProtoError::new("INVALID_REQUEST", "params.out must be an absolute path"));
     }
-    let freshness =
-        params.get("freshness").and_then(Value::as_str).and_then(Freshness::parse).unwrap_or(Freshness::Wait);
+    let freshness = protocol::freshness_param(params)?;
     let (published, _) = shared.gate(freshness, Duration::from_millis(protocol::DEFAULT_WAIT_MS))?;
     let counts = crate::export::write(&published.snapshot, Path::new(out))
         .map_err(|e| ProtoError::new("EXPORT_FAILED", format!("{e:#}")))?;

@@ -96,6 +96,42 @@ impl Freshness {
     }
 }
 
+/// The parameters each method takes. A misspelt one (`timeout` for `timeout_ms`) is an error,
+/// not a silent default.
+pub fn check_params(method: &str, params: &Value) -> Result<(), ProtoError> {
+    let known: &[&str] = match method {
+        "query" => &["query", "freshness", "limit", "timeout_ms", "wait_ms"],
+        "export" => &["out", "freshness"],
+        "cancel" => &["id"],
+        "status" | "shutdown" => &[],
+        _ => return Ok(()),
+    };
+    if params.is_null() {
+        return Ok(());
+    }
+    let Some(object) = params.as_object() else {
+        return Err(ProtoError::new("INVALID_REQUEST", "params must be an object"));
+    };
+    match object.keys().find(|key| !known.contains(&key.as_str())) {
+        None => Ok(()),
+        Some(key) => {
+            let takes = if known.is_empty() { "no parameters".to_string() } else { known.join(", ") };
+            let key: String = key.chars().take(60).collect();
+            Err(ProtoError::new("INVALID_REQUEST", format!("unknown parameter '{key}': {method} takes {takes}")))
+        }
+    }
+}
+
+/// The freshness a request asks for: `wait` when absent.
+pub fn freshness_param(params: &Value) -> Result<Freshness, ProtoError> {
+    match params.get("freshness") {
+        None | Some(Value::Null) => Ok(Freshness::Wait),
+        Some(Value::String(s)) => Freshness::parse(s)
+            .ok_or_else(|| ProtoError::new("INVALID_REQUEST", "params.freshness must be wait, strict or allow")),
+        Some(_) => Err(ProtoError::new("INVALID_REQUEST", "params.freshness must be a string")),
+    }
+}
+
 /// The parameters of a `query` request, validated.
 pub struct QueryParams {
     pub text: String,
@@ -110,14 +146,7 @@ pub fn query_params(params: &Value) -> Result<QueryParams, ProtoError> {
         .and_then(Value::as_str)
         .ok_or_else(|| ProtoError::new("INVALID_REQUEST", "params.query (a string) is required"))?
         .to_string();
-    let freshness = match params.get("freshness") {
-        None | Some(Value::Null) => Freshness::Wait,
-        Some(Value::String(s)) => Freshness::parse(s)
-            .ok_or_else(|| ProtoError::new("INVALID_REQUEST", "params.freshness must be wait, strict or allow"))?,
-        Some(_) => {
-            return Err(ProtoError::new("INVALID_REQUEST", "params.freshness must be a string"));
-        }
-    };
+    let freshness = freshness_param(params)?;
     let number = |key: &str, default: u64, max: u64| -> Result<u64, ProtoError> {
         match params.get(key) {
             None | Some(Value::Null) => Ok(default),
@@ -178,11 +207,7 @@ pub fn run_query(
     if output.lanes.is_some() {
         trace_retrieval(&params.text, &output, started.elapsed());
     }
-    for item in &mut output.results {
-        if let Some(file) = &item.file {
-            item.stale = is_stale(file);
-        }
-    }
+    mark_stale_evidence(snapshot, &mut output.results, is_stale);
     if let Some(context) = &mut output.context {
         for unit in &mut context.units {
             unit.stale = is_stale(&unit.file);
@@ -190,6 +215,33 @@ pub fn run_query(
     }
     let value = crate::render::to_json(&output, stale);
     Ok((output, value))
+}
+
+/// Marks the rows whose evidence comes from a file that changed on disk after the snapshot
+/// (allow mode): a row is stale when its own file changed, when the edge that reached it does
+/// (its other end, `from`, lies in a changed file: a call site or the definition it resolved
+/// to), when it was reached from a row that is stale (the rest of the chain stands on that
+/// edge), and when any row of its path or cycle is.
+fn mark_stale_evidence(snapshot: &Snapshot, results: &mut [fresco_query::Item], is_stale: &dyn Fn(&str) -> bool) {
+    let in_stale_file = |name: &str| snapshot.unit(name).is_some_and(|u| is_stale(&u.file.graph.path));
+    // Rows come in the order they were reached: a row's `from` is a start or an earlier row.
+    let mut stale_rows: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
+    for item in results.iter_mut() {
+        let own = item.file.as_deref().is_some_and(is_stale);
+        let through = item
+            .from
+            .as_deref()
+            .is_some_and(|from| stale_rows.get(from).copied().unwrap_or(false) || in_stale_file(from));
+        item.stale = own || through;
+        stale_rows.entry(item.name.clone()).or_insert(item.stale);
+    }
+    let stale_groups: std::collections::HashSet<usize> =
+        results.iter().filter(|i| i.stale).filter_map(|i| i.group).collect();
+    for item in results.iter_mut() {
+        if item.group.is_some_and(|g| stale_groups.contains(&g)) {
+            item.stale = true;
+        }
+    }
 }
 
 fn rss_bytes() -> Option<u64> {

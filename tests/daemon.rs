@@ -436,9 +436,23 @@ fn garbage_on_the_socket_gets_errors_and_the_daemon_keeps_serving() {
         json!({"query": "callees requests.api.get", "limit": 0}),
         json!({"query": "callees requests.api.get", "timeout_ms": -1}),
         json!({"query": "callees requests.api.get", "wait_ms": "soon"}),
+        json!({"query": "callees requests.api.get", "timeout": 5}),
+        json!("callees requests.api.get"),
     ] {
         let r = c.call("query", params.clone());
         assert_eq!(error_code(&r), "INVALID_REQUEST", "{params} -> {r}");
+    }
+    // A misspelt parameter is named, with those the method takes.
+    let r = c.call("query", json!({"query": "callees requests.api.get", "timeout": 5}));
+    let message = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("'timeout'") && message.contains("timeout_ms"), "{r}");
+    for (method, params) in [
+        ("status", json!({"verbose": true})),
+        ("export", json!({"out": "/tmp/x", "freshness": "sometimes"})),
+        ("cancel", json!({"query_id": 1})),
+    ] {
+        let r = c.call(method, params.clone());
+        assert_eq!(error_code(&r), "INVALID_REQUEST", "{method} {params} -> {r}");
     }
     let r = c.call("query", json!({"query": "callees requests.api.get depth x"}));
     assert_eq!(error_code(&r), "PARSE_ERROR", "{r}");
@@ -732,9 +746,30 @@ fn while_a_change_is_pending_strict_exits_3_allow_marks_and_wait_answers_fresh()
     assert!(v["results"].as_array().expect("results").iter().all(|it| it["stale"] == true), "{v}");
     let out = d.cli(&["query", env.root_s(), q, "--daemon", "--freshness", "allow"]);
     assert!(stdout(&out).contains("requests.api.request (stale)"), "{}", stdout(&out));
-    // Items of other files are not marked.
+    // Items of other files are not marked...
     let r = c.ok("callees requests.sessions.Session.request", "allow");
     assert!(r["results"].as_array().expect("results").iter().all(|it| it.get("stale").is_none()), "{r}");
+    // ... unless the edge that reached them starts in the pending file, or the chain does.
+    let r = c.ok("callees requests.api.head depth 2", "allow");
+    let items = r["results"].as_array().expect("results");
+    let session_request = items
+        .iter()
+        .find(|it| it["name"] == "requests.sessions.Session.request")
+        .unwrap_or_else(|| panic!("api.request calls Session.request: {r}"));
+    assert_eq!(session_request["file"], "src/requests/sessions.py", "{r}");
+    assert_eq!(session_request["stale"], true, "reached by a call from the pending file: {r}");
+    assert!(items.iter().all(|it| it["stale"] == true), "every row stands on an edge from api.py: {r}");
+    // A path through the pending file is stale as a whole, its last row (in sessions.py) too.
+    let r = c.ok("path requests.api.head -> requests.sessions.Session.request", "allow");
+    let items = r["results"].as_array().expect("results");
+    assert!(items.iter().any(|it| it["file"] == "src/requests/sessions.py"), "{r}");
+    assert!(items.iter().all(|it| it["stale"] == true), "{r}");
+    // context names the pending target file in its notes.
+    let r = c.ok("context requests.api.head budget 500", "allow");
+    assert!(
+        r["notes"].as_array().is_some_and(|n| n.iter().any(|n| n.as_str().is_some_and(|n| n.contains(API)))),
+        "{r}"
+    );
 
     // wait does not wait for the debounce: it asks for the batch at once.
     let t = Instant::now();

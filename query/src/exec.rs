@@ -510,6 +510,14 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 if graph.is_empty() { FxHashSet::default() } else { dependency_set(snapshot, &target, &graph, *k) };
             let fused = context_order(fuse(&ranked), &graph, &deps);
             let block = assemble(snapshot, exec.ctx.lanes, &target, &fused, &deps, *budget, exec.ctx.is_stale);
+            // The choice itself stands on the target's file: its imports, its class, its body.
+            if exec.ctx.is_stale.is_some_and(|stale| stale(&target.file)) {
+                exec.notes.push(format!(
+                    "{} changed on disk after version {}: the context was chosen from its earlier text",
+                    target.file,
+                    snapshot.version()
+                ));
+            }
             exec.lanes = Some(health);
             exec.context = Some(block);
             Ok(fused
