@@ -42,6 +42,8 @@ struct Published {
 
 struct Shared {
     root: PathBuf,
+    /// What the last walk could not index (shown by `status` with the skipped files).
+    walk_issues: Mutex<Vec<fresco_indexer::WalkIssue>>,
     current: Mutex<Arc<Published>>,
     tracker: Arc<Tracker>,
     flush: Sender<()>,
@@ -211,6 +213,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         connections: AtomicUsize::new(0),
         cookie_counter: AtomicU64::new(0),
         last_error: Mutex::new(None),
+        walk_issues: Mutex::new(indexer.walk_issues().to_vec()),
     });
 
     let indexer_thread = {
@@ -288,7 +291,9 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
             shared.shutdown.store(true, Ordering::Relaxed);
             return;
         }
-        match indexer.apply_batch(&batch) {
+        let applied = indexer.apply_batch(&batch);
+        *shared.walk_issues.lock().unwrap_or_else(|p| p.into_inner()) = indexer.walk_issues().to_vec();
+        match applied {
             Ok(report) => {
                 if report.published {
                     let previous = shared.current();
@@ -471,6 +476,7 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
                     watcher: Some(shared.tracker.counters()),
                     last_error: shared.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
                     lanes: Some(protocol::lanes_json(&shared.lanes.health(published.snapshot.version()))),
+                    walk_issues: &shared.walk_issues.lock().unwrap_or_else(|p| p.into_inner()).clone(),
                 });
                 if !send(&writer, &protocol::response_ok(&id, result)) {
                     return;

@@ -262,6 +262,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     watcher: None,
                     last_error: None,
                     lanes: None,
+                    walk_issues: indexer.walk_issues(),
                 }),
             };
             if json {
@@ -541,8 +542,7 @@ fn print_status(v: &Value) {
 fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
     let snap = indexer.snapshot();
     let t = snap.totals();
-    let skipped: Vec<(String, String)> =
-        snap.files().filter_map(|f| f.graph.skipped.as_ref().map(|r| (f.graph.path.clone(), r.to_string()))).collect();
+    let skipped = protocol::skipped_files(indexer.root(), snap, indexer.walk_issues());
     let parse_errors: Vec<(String, u32)> = snap
         .files()
         .filter(|f| f.graph.parse_errors > 0)

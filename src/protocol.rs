@@ -262,10 +262,31 @@ pub struct StatusInfo<'a> {
     pub last_error: Option<String>,
     /// Lane health (see `lanes.rs`); `None` when no lanes are loaded.
     pub lanes: Option<Value>,
+    /// What the walk met and could not index (a name that is not UTF-8, a FIFO named `x.py`, a
+    /// link to a directory): skipped too, though no file of the graph stands for it.
+    pub walk_issues: &'a [fresco_indexer::WalkIssue],
+}
+
+/// Every skipped file with its reason: those the graph records (binary, not UTF-8, too large,
+/// unreadable, a symbolic link) and those the walk could not even name as graph files.
+pub fn skipped_files(
+    root: &Path,
+    snapshot: &Snapshot,
+    walk_issues: &[fresco_indexer::WalkIssue],
+) -> Vec<(String, String)> {
+    let recorded =
+        snapshot.files().filter_map(|f| f.graph.skipped.as_ref().map(|r| (f.graph.path.clone(), r.to_string())));
+    let walked = walk_issues.iter().map(|issue| {
+        let path = Path::new(&issue.path);
+        let shown = path.strip_prefix(root).unwrap_or(path).to_string_lossy().into_owned();
+        (shown, issue.message.clone())
+    });
+    recorded.chain(walked).collect()
 }
 
 pub fn status(info: StatusInfo) -> Value {
     let t = info.snapshot.totals();
+    let skipped = skipped_files(info.root, info.snapshot, info.walk_issues);
     json!({
         "daemon": info.daemon,
         "pid": std::process::id(),
@@ -276,14 +297,14 @@ pub fn status(info: StatusInfo) -> Value {
         "edges": t.edges,
         "unresolved_calls": t.unresolved,
         "parse_error_files": t.parse_error_files,
-        "skipped_files": t.skipped_files,
-        // Which, and why (binary, not UTF-8, too large, unreadable, a symbolic link): a file
-        // that turns to non-UTF-8 under the daemon takes its edges with it, visibly.
-        "skipped": info
-            .snapshot
-            .files()
-            .filter_map(|f| f.graph.skipped.as_ref().map(|r| json!({"file": f.graph.path, "reason": r.to_string()})))
+        "skipped_files": skipped.len(),
+        // Which, and why (binary, not UTF-8, too large, unreadable, a symbolic link, a name
+        // that is not UTF-8): a file that turns to non-UTF-8 under the daemon takes its edges
+        // with it, visibly.
+        "skipped": skipped
+            .iter()
             .take(50)
+            .map(|(file, reason)| json!({"file": file, "reason": reason}))
             .collect::<Vec<_>>(),
         "pending_changes": info.pending.len(),
         "pending": info.pending.iter().take(50).collect::<Vec<_>>(),

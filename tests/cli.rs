@@ -178,6 +178,24 @@ fn bad_files_are_skipped_with_reasons_and_broken_python_is_indexed_as_far_as_it_
     let out = run(&["query", root, "context broken.Later.m budget 500", "--json"]);
     let text = json(&out)["context"]["text"].as_str().unwrap_or("").to_string();
     assert!(text.contains("parse error"), "the context marks the broken file: {text}");
+
+    // A file whose name is not UTF-8 cannot be a graph file, but it is listed as skipped, with
+    // why, in the summary and in `status`: not only as a warning.
+    use std::os::unix::ffi::OsStrExt;
+    std::fs::write(repo.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9.py")), "x = 1\n").expect("write");
+    let out = run(&["index", root, "--json", "--max-file-size", "4096"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    let named = |v: &serde_json::Value, key: &str| -> Vec<String> {
+        v[key].as_array().into_iter().flatten().map(|s| format!("{} {}", s["file"], s["reason"])).collect()
+    };
+    let skipped = named(&v, "skipped_files");
+    assert!(skipped.iter().any(|s| s.starts_with("\"caf\u{fffd}.py\"") && s.contains("UTF-8")), "{skipped:?}");
+    assert_eq!(skipped.len(), 4, "{skipped:?}");
+    let out = run(&["status", root, "--json"]);
+    let v = json(&out);
+    assert_eq!(v["skipped_files"], 4, "{v}");
+    assert!(named(&v, "skipped").iter().any(|s| s.contains("caf\u{fffd}.py")), "{v}");
 }
 
 #[test]

@@ -599,12 +599,18 @@ impl Indexer {
                     self.inputs.keys().filter(|p| p.starts_with(&prefix)).map(|p| FileEvent::Changed(p.clone())),
                 );
                 let (found, issues) = walk::discover_under(&self.root, dir, &self.options.walk);
-                self.walk_issues.extend(issues);
+                for issue in issues {
+                    if !self.walk_issues.contains(&issue) {
+                        self.walk_issues.push(issue);
+                    }
+                }
                 events.extend(found.into_iter().map(FileEvent::Changed));
             } else if self.is_candidate(path) {
                 events.push(FileEvent::Changed(path.clone()));
             }
         }
+        // What is gone from the disk is no longer a problem of the walk.
+        self.walk_issues.retain(|issue| std::fs::symlink_metadata(&issue.path).is_ok());
         self.apply(events)
     }
 
