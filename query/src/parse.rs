@@ -45,11 +45,40 @@ impl ParseError {
     }
 
     /// The query line the error is on with a caret under the error position, then the message.
+    /// The caret is placed by terminal columns: a tab before it is repeated, a wide (CJK) character
+    /// takes two columns, a combining mark none.
     pub fn render(&self, query: &str) -> String {
         let line_text = query.lines().nth(self.line.saturating_sub(1)).unwrap_or("");
         let place = if query.contains('\n') { format!("line {}: ", self.line) } else { String::new() };
-        let indent = place.chars().count() + self.column.saturating_sub(1);
-        format!("{place}{line_text}\n{}^\n{}", " ".repeat(indent), self.message)
+        let mut indent = " ".repeat(place.chars().count());
+        for c in line_text.chars().take(self.column.saturating_sub(1)) {
+            match c {
+                '\t' => indent.push('\t'),
+                c => indent.push_str(&" ".repeat(terminal_width(c))),
+            }
+        }
+        format!("{place}{line_text}\n{indent}^\n{}", self.message)
+    }
+}
+
+/// How many terminal columns a character takes: 2 for East Asian wide and fullwidth characters
+/// (CJK ideographs, kana, Hangul, fullwidth forms, most emoji), 0 for combining marks and
+/// zero-width characters, 1 otherwise. A table of the main ranges, not the whole of Unicode's
+/// East Asian Width property: enough to keep a caret under the right character.
+fn terminal_width(c: char) -> usize {
+    let code = c as u32;
+    let zero = matches!(code, 0x0300..=0x036F | 0x1AB0..=0x1AFF | 0x1DC0..=0x1DFF | 0x200B..=0x200F
+        | 0x20D0..=0x20FF | 0xFE00..=0xFE0F | 0xFE20..=0xFE2F);
+    let wide = matches!(code, 0x1100..=0x115F | 0x2E80..=0x303E | 0x3041..=0x33FF | 0x3400..=0x4DBF
+        | 0x4E00..=0x9FFF | 0xA000..=0xA4CF | 0xAC00..=0xD7A3 | 0xF900..=0xFAFF | 0xFE30..=0xFE4F
+        | 0xFF00..=0xFF60 | 0xFFE0..=0xFFE6 | 0x1F300..=0x1F64F | 0x1F900..=0x1F9FF
+        | 0x20000..=0x3FFFD);
+    if zero {
+        0
+    } else if wide {
+        2
+    } else {
+        1
     }
 }
 
@@ -784,6 +813,11 @@ mod tests {
         let err = parse(query).expect_err("bad kind");
         assert_eq!((err.line, err.column), (1, 20));
         assert!(err.to_string().starts_with("at column 20: "), "{err}");
+        // The caret sits under `klass` in a terminal: the three ideographs take two columns each.
+        assert_eq!(err.render(query).lines().nth(1), Some(&*format!("{}^", " ".repeat(22))));
+        let query = "find\t\"x\"\tkind klass";
+        let err = parse(query).expect_err("bad kind");
+        assert_eq!(err.render(query).lines().nth(1), Some("    \t   \t     ^"));
         let err = parse("find é | ü").expect_err("unexpected character");
         assert!(err.message.contains("'ü'"), "{}", err.message);
     }
