@@ -780,6 +780,30 @@ fn while_a_change_is_pending_strict_exits_3_allow_marks_and_wait_answers_fresh()
     assert!(names(&r).contains(&"requests.api.patch".to_string()), "{r}");
     let r = c.ok(q, "allow");
     assert_eq!(r["stale"], json!([]));
+
+    // A change to a module other files resolved names through (the package's `__init__.py`,
+    // which re-exports `requests.get`): the callers whose call sites were resolved through it
+    // are stale, though neither end of their edge lies in the changed file.
+    const INIT: &str = "src/requests/__init__.py";
+    let callers = c.ok("callers requests.api.get", "wait");
+    let from_tests = |r: &Value| -> Vec<Value> {
+        r["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .filter(|it| it["file"].as_str().is_some_and(|f| f.starts_with("tests/")))
+            .cloned()
+            .collect()
+    };
+    assert!(!from_tests(&callers).is_empty(), "the tests call requests.get: {callers}");
+    env.edit(INIT, "from .api import delete", "# touched\nfrom .api import delete");
+    let r = c.ok("callers requests.api.get", "allow");
+    assert_eq!(r["stale"], json!([INIT]), "{r}");
+    assert!(from_tests(&r).iter().all(|it| it["stale"] == true), "{r}");
+    // A unit whose file and edges do not involve the package's `__init__` is not marked.
+    let r = c.ok("callees requests.structures.CaseInsensitiveDict.__init__", "allow");
+    assert!(!r["results"].as_array().expect("results").is_empty(), "{r}");
+    assert!(r["results"].as_array().expect("results").iter().all(|it| it.get("stale").is_none()), "{r}");
 }
 
 // ---------------------------------------------------------------------------------------------
