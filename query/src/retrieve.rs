@@ -482,6 +482,10 @@ pub struct CandidateFeatures {
     pub file_users: f64,
     /// 1 when it is (a member of) an import nothing else in the file uses.
     pub unused_import: f64,
+    /// 1 when it is a private definition of the target's file (`_name`, not a dunder) that no
+    /// code outside the target and the tests uses: a helper nothing else calls was written for
+    /// the target, or is dead. The same evidence as an unused import, for what the file defines.
+    pub unused_private: f64,
     /// Rare-word overlap with the target's signature and docstring.
     pub word_affinity: f64,
     /// Dense similarity to the target text, as a z-score over the candidates.
@@ -516,6 +520,7 @@ impl CandidateFeatures {
             + 0.8 * self.class_users
             + 0.5 * self.file_users
             + 2.5 * self.unused_import
+            + 2.5 * self.unused_private
             + 2.0 * self.word_affinity
             + 0.5 * self.dense_affinity
             + 2.0 * self.analogue_users
@@ -577,6 +582,7 @@ pub fn candidate_features(
                 class_users: (usage.class_body_users(&c.id) as f64).ln_1p(),
                 file_users: (usage.file_body_users(&c.id) as f64).ln_1p(),
                 unused_import: if c.unused_import { 1.0 } else { 0.0 },
+                unused_private: if is_unused_private(snapshot, target, &c.id) { 1.0 } else { 0.0 },
                 word_affinity: idf.affinity(cand_words, &target_words),
                 dense_affinity: dense,
                 analogue_users: analogue_use.score(&c.id),
@@ -587,6 +593,29 @@ pub fn candidate_features(
             (c.id, features)
         })
         .collect()
+}
+
+/// Whether `id` is a private definition of the target's file (`_helper`, `_CACHE`; not a dunder,
+/// not inside the target) that nothing uses but the target and tests: no call, read or
+/// inheritance from any other unit outside test files (its own code and lambdas left out).
+fn is_unused_private(snapshot: &Snapshot, target: &Target, id: &str) -> bool {
+    let name = last_name(id);
+    if !name.starts_with('_') || name.ends_with("__") {
+        return false;
+    }
+    let Some(unit) = snapshot.unit(id) else { return false };
+    let within = |inner: &str, outer: &str| {
+        inner == outer || (inner.starts_with(outer) && inner[outer.len()..].starts_with('.'))
+    };
+    if unit.file.graph.path != target.file || target.id.as_deref().is_some_and(|t| within(id, t)) {
+        return false;
+    }
+    !snapshot.edges_to(id).into_iter().any(|(e, file)| {
+        matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits)
+            && !within(&e.src, id)
+            && !target.id.as_deref().is_some_and(|t| within(&e.src, t))
+            && !is_test_path(&file.graph.path)
+    })
 }
 
 /// Dense affinity of each candidate to the target text, as a z-score over the candidates

@@ -264,3 +264,23 @@ fn a_neighbour_naming_a_type_in_its_signature_does_not_count_as_using_it() {
     assert!(pos("pkg.types.Alias").is_some(), "{ranked:?}");
     assert!(pos("pkg.util.helper") < pos("pkg.types.Alias"), "{ranked:?}");
 }
+
+#[test]
+fn a_private_helper_nothing_else_uses_ranks_above_one_other_code_uses() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "pkg/__init__.py",
+        "def _used_elsewhere(x):\n    return x\n\n\
+         def _orphan(x):\n    return x\n\n\
+         def public(x):\n    return _used_elsewhere(x)\n\n\
+         def stub(value):\n    \"\"\"Check a value.\"\"\"\n    ...\n",
+    );
+    // A test calling the orphan does not make it used: tests are not what code is written for.
+    write(dir.path(), "tests/test_pkg.py", "from pkg import _orphan\n\n\ndef test_orphan():\n    _orphan(1)\n");
+    let snapshot = index(dir.path());
+    let ranked = lane_for(&snapshot, "pkg.stub", &[]);
+    let pos = |id: &str| ranked.iter().position(|r| r == id).unwrap_or(usize::MAX);
+    assert!(pos("pkg._orphan") < pos("pkg._used_elsewhere"), "{ranked:?}");
+    assert_eq!(pos("pkg._orphan"), 0, "{ranked:?}");
+}
