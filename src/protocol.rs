@@ -324,8 +324,10 @@ pub fn skipped_files(
     let recorded =
         snapshot.files().filter_map(|f| f.graph.skipped.as_ref().map(|r| (f.graph.path.clone(), r.to_string())));
     let walked = walk_issues.iter().map(|issue| {
-        let path = Path::new(&issue.path);
-        let shown = path.strip_prefix(root).unwrap_or(path).to_string_lossy().into_owned();
+        let shown = match issue.on_disk.strip_prefix(root) {
+            Ok(relative) => relative.to_string_lossy().into_owned(),
+            Err(_) => issue.path.clone(),
+        };
         (shown, issue.message.clone())
     });
     recorded.chain(walked).collect()

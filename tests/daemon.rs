@@ -926,3 +926,55 @@ fn moving_the_repository_away_stops_its_daemon_without_recreating_the_old_path()
     assert!(d.log().contains("is gone (moved or deleted); stopping"), "{}", d.log());
     assert!(!env.root.exists(), "the old path was re-created");
 }
+
+#[test]
+fn the_skipped_list_follows_the_disk_for_names_fifos_and_files_that_become_regular() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::generated(&[
+        ("pkg/__init__.py".to_string(), String::new()),
+        ("pkg/core.py".to_string(), "def fa():\n    return 1\n".to_string()),
+    ]);
+    std::fs::write(env.root.join(std::ffi::OsStr::from_bytes(b"pkg/caf\xe9.py")), "x = 1\n").expect("write");
+    let d = env.start();
+    let mut c = d.conn();
+    let skipped = |c: &mut Conn| -> Vec<(String, String)> {
+        let status = c.status();
+        status["skipped"]
+            .as_array()
+            .expect("skipped")
+            .iter()
+            .map(|s| (s["file"].as_str().unwrap_or("").to_string(), s["reason"].as_str().unwrap_or("").to_string()))
+            .collect()
+    };
+    let bad_name = "pkg/caf\u{fffd}.py".to_string();
+    assert!(skipped(&mut c).iter().any(|(f, r)| *f == bad_name && r.contains("UTF-8")), "{:?}", skipped(&mut c));
+
+    // A batch elsewhere keeps the name listed (it still exists, under its real name).
+    env.edit("pkg/core.py", "return 1", "return 2");
+    c.ok("show pkg.core.fa", "wait");
+    assert!(skipped(&mut c).iter().any(|(f, _)| *f == bad_name), "{:?}", skipped(&mut c));
+
+    // A FIFO named like a source file, created while the daemon runs: listed, not read.
+    let fifo = env.path("pkg/pipe.py");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    c.ok("show pkg.core.fa", "wait");
+    let listed = skipped(&mut c);
+    assert!(listed.iter().any(|(f, r)| f == "pkg/pipe.py" && r.contains("not a regular file")), "{listed:?}");
+
+    // Replaced by a regular file: indexed, and no longer listed.
+    std::fs::remove_file(&fifo).expect("rm fifo");
+    env.write("pkg/pipe.py", "def piped():\n    return 3\n");
+    let r = c.ok("show pkg.pipe.piped", "wait");
+    assert_eq!(r["results"][0]["name"], "pkg.pipe.piped", "{r}");
+    let listed = skipped(&mut c);
+    assert!(!listed.iter().any(|(f, _)| f == "pkg/pipe.py"), "{listed:?}");
+    assert!(listed.iter().any(|(f, _)| *f == bad_name), "{listed:?}");
+    assert_eq!(c.status()["skipped_files"], 1);
+
+    // The name removed from the disk: gone from the list.
+    std::fs::remove_file(env.root.join(std::ffi::OsStr::from_bytes(b"pkg/caf\xe9.py"))).expect("rm");
+    env.edit("pkg/core.py", "return 2", "return 4");
+    c.ok("show pkg.core.fa", "wait");
+    assert_eq!(c.status()["skipped_files"], 0, "{:?}", skipped(&mut c));
+}

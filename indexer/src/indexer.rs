@@ -599,18 +599,24 @@ impl Indexer {
                     self.inputs.keys().filter(|p| p.starts_with(&prefix)).map(|p| FileEvent::Changed(p.clone())),
                 );
                 let (found, issues) = walk::discover_under(&self.root, dir, &self.options.walk);
-                for issue in issues {
-                    if !self.walk_issues.contains(&issue) {
-                        self.walk_issues.push(issue);
-                    }
-                }
+                // The subtree was walked again: its problems are those found now.
+                let under = self.root.join(dir);
+                self.walk_issues.retain(|issue| !issue.on_disk.starts_with(&under));
+                self.walk_issues.extend(issues);
                 events.extend(found.into_iter().map(FileEvent::Changed));
-            } else if self.is_candidate(path) {
-                events.push(FileEvent::Changed(path.clone()));
+            } else {
+                // A FIFO created as `x.py`, or a link to a directory, is recorded as the walk
+                // would record it; a path that changed is examined again.
+                let on_disk = self.root.join(path);
+                self.walk_issues.retain(|issue| issue.on_disk != on_disk);
+                if self.is_candidate(path) {
+                    self.walk_issues.extend(walk::issue_at(&on_disk));
+                    events.push(FileEvent::Changed(path.clone()));
+                }
             }
         }
-        // What is gone from the disk is no longer a problem of the walk.
-        self.walk_issues.retain(|issue| std::fs::symlink_metadata(&issue.path).is_ok());
+        // A problem that no longer applies (the path is gone, or a regular file now) is dropped.
+        self.walk_issues.retain(|issue| issue.still_applies());
         self.apply(events)
     }
 

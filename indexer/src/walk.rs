@@ -59,17 +59,78 @@ impl Default for WalkOptions {
 /// Something the walk could not do, reported rather than fatal.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WalkIssue {
+    /// The path for display (a name that is not UTF-8 shown with replacement characters).
     pub path: String,
     pub message: String,
+    /// The path as it is on disk, to check later whether the problem still applies.
+    pub on_disk: PathBuf,
+    pub kind: WalkIssueKind,
+}
+
+/// What kind of problem a [`WalkIssue`] is: how to tell whether it still applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WalkIssueKind {
+    /// A symbolic link to a directory (not followed).
+    LinkToDirectory,
+    /// A FIFO, socket or device named like a source file (not read).
+    NotARegularFile,
+    /// A path that is not valid UTF-8 or escapes the root.
+    UnusableName,
+    /// An error of the walk itself (a directory that cannot be read, a loop).
+    WalkError,
+}
+
+impl WalkIssue {
+    fn new(on_disk: &Path, kind: WalkIssueKind) -> WalkIssue {
+        let message = match kind {
+            WalkIssueKind::LinkToDirectory => {
+                "a symbolic link to a directory: not followed (changes to its target could not be watched)"
+            }
+            WalkIssueKind::NotARegularFile => "not a regular file (a FIFO, socket or device); skipped",
+            WalkIssueKind::UnusableName => "path is not valid UTF-8 or escapes the root; skipped",
+            WalkIssueKind::WalkError => "could not be walked",
+        };
+        WalkIssue {
+            path: on_disk.display().to_string(),
+            message: message.to_string(),
+            on_disk: on_disk.to_path_buf(),
+            kind,
+        }
+    }
+
+    /// Whether the problem is still there: the path exists and is still the kind of thing that
+    /// was not indexed (a FIFO replaced by a regular file is indexed now, and no longer listed).
+    pub fn still_applies(&self) -> bool {
+        let Ok(meta) = fs::symlink_metadata(&self.on_disk) else { return false };
+        let file_type = meta.file_type();
+        match self.kind {
+            WalkIssueKind::LinkToDirectory => file_type.is_symlink() && self.on_disk.is_dir(),
+            WalkIssueKind::NotARegularFile => !file_type.is_file() && !file_type.is_dir() && !file_type.is_symlink(),
+            WalkIssueKind::UnusableName | WalkIssueKind::WalkError => true,
+        }
+    }
+}
+
+/// The problem a single path the watcher reported has, if the walk would have recorded one: a
+/// FIFO, socket or device named like a source file, or a link to a directory.
+pub fn issue_at(path: &Path) -> Option<WalkIssue> {
+    let meta = fs::symlink_metadata(path).ok()?;
+    let file_type = meta.file_type();
+    if file_type.is_symlink() {
+        return path.is_dir().then(|| WalkIssue::new(path, WalkIssueKind::LinkToDirectory));
+    }
+    let named_like_source = path.extension().is_some_and(|e| e == "py");
+    (!file_type.is_file() && !file_type.is_dir() && named_like_source)
+        .then(|| WalkIssue::new(path, WalkIssueKind::NotARegularFile))
 }
 
 /// The path a walk error is about, when it names one.
-fn error_path(err: &ignore::Error) -> String {
+fn error_path(err: &ignore::Error) -> PathBuf {
     match err {
-        ignore::Error::WithPath { path, .. } => path.display().to_string(),
-        ignore::Error::Loop { child, .. } => child.display().to_string(),
+        ignore::Error::WithPath { path, .. } => path.clone(),
+        ignore::Error::Loop { child, .. } => child.clone(),
         ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => error_path(err),
-        _ => String::new(),
+        _ => PathBuf::new(),
     }
 }
 
@@ -127,12 +188,7 @@ pub fn discover(root: &Path, options: &WalkOptions) -> (Vec<String>, Vec<WalkIss
             Ok(entry) => {
                 let is_link = entry.path_is_symlink();
                 if is_link && entry.path().is_dir() {
-                    issues.push(WalkIssue {
-                        path: entry.path().display().to_string(),
-                        message: "a symbolic link to a directory: not followed (changes to its target could not \
-                                  be watched)"
-                            .into(),
-                    });
+                    issues.push(WalkIssue::new(entry.path(), WalkIssueKind::LinkToDirectory));
                     continue;
                 }
                 if !is_link && !entry.file_type().is_some_and(|t| t.is_file()) {
@@ -140,25 +196,22 @@ pub fn discover(root: &Path, options: &WalkOptions) -> (Vec<String>, Vec<WalkIss
                     // or never end, so it is not read, but it is not left out silently either.
                     let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
                     if !is_dir && entry.file_name().to_string_lossy().ends_with(".py") {
-                        issues.push(WalkIssue {
-                            path: entry.path().display().to_string(),
-                            message: "not a regular file (a FIFO, socket or device); skipped".into(),
-                        });
+                        issues.push(WalkIssue::new(entry.path(), WalkIssueKind::NotARegularFile));
                     }
                     continue;
                 }
                 let Some(rel) = relative(root, entry.path()) else {
-                    issues.push(WalkIssue {
-                        path: entry.path().display().to_string(),
-                        message: "path is not valid UTF-8 or escapes the root; skipped".into(),
-                    });
+                    issues.push(WalkIssue::new(entry.path(), WalkIssueKind::UnusableName));
                     continue;
                 };
                 if rel.ends_with(".py") {
                     files.push(rel);
                 }
             }
-            Err(err) => issues.push(WalkIssue { path: error_path(&err), message: err.to_string() }),
+            Err(err) => {
+                let issue = WalkIssue::new(&error_path(&err), WalkIssueKind::WalkError);
+                issues.push(WalkIssue { message: err.to_string(), ..issue });
+            }
         }
     }
     files.sort();
@@ -174,11 +227,7 @@ pub fn discover_under(root: &Path, rel_dir: &str, options: &WalkOptions) -> (Vec
         return (Vec::new(), Vec::new());
     }
     if fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
-        let issue = WalkIssue {
-            path: dir.display().to_string(),
-            message: "a symbolic link to a directory: not followed (changes to its target could not be watched)".into(),
-        };
-        return (Vec::new(), vec![issue]);
+        return (Vec::new(), vec![WalkIssue::new(&dir, WalkIssueKind::LinkToDirectory)]);
     }
     let name = rel_dir.rsplit('/').next().unwrap_or(rel_dir);
     if options.excluded_dirs.iter().any(|e| e == name) || is_virtualenv(&dir) {
