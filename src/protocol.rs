@@ -195,6 +195,23 @@ pub fn run_query(
     is_stale: &dyn Fn(&str) -> bool,
     stale: &[String],
 ) -> Result<(fresco_query::Output, Value), ProtoError> {
+    // Which files were resolved against a module whose file changed (memoised per file: a
+    // traversal asks once per edge).
+    let stale_modules = stale_module_names(snapshot, stale);
+    let consulted_stale: std::cell::RefCell<HashMap<String, bool>> = Default::default();
+    let resolution_is_stale = |file: &str| -> bool {
+        if stale_modules.is_empty() {
+            return false;
+        }
+        if let Some(&known) = consulted_stale.borrow().get(file) {
+            return known;
+        }
+        let consulted = snapshot.file(file).is_some_and(|entry| {
+            entry.deps.modules.iter().any(|key| stale_modules.contains(key.split('\u{1}').next().unwrap_or(key)))
+        });
+        consulted_stale.borrow_mut().insert(file.to_string(), consulted);
+        consulted
+    };
     let ctx = fresco_query::Context {
         snapshot,
         limits: params.limits.clone(),
@@ -202,13 +219,13 @@ pub fn run_query(
         history,
         lanes,
         is_stale: Some(is_stale),
+        resolution_is_stale: Some(&resolution_is_stale),
     };
     let started = std::time::Instant::now();
     let mut output = fresco_query::run(&ctx, &params.text).map_err(|e| query_error(&e))?;
     if output.lanes.is_some() {
         trace_retrieval(&params.text, &output, started.elapsed());
     }
-    mark_stale_evidence(snapshot, &mut output.results, is_stale, stale);
     if let Some(context) = &mut output.context {
         for unit in &mut context.units {
             unit.stale = is_stale(&unit.file);
@@ -218,75 +235,28 @@ pub fn run_query(
     Ok((output, value))
 }
 
-/// Marks the rows whose evidence comes from a file that changed on disk after the snapshot
-/// (allow mode). A row is stale when
-/// - its own file changed;
-/// - the edge that reached it stands on a changed file: its other end (`from`) lies in one, or
-///   the file holding the edge's source consulted a changed module while it was resolved (a call
-///   resolved through a re-export in an `__init__.py` that changed; `IndexDeps::modules`);
-/// - it was reached from a stale row (the rest of the chain stands on that edge);
-/// - any row of its path or cycle is stale.
-fn mark_stale_evidence(
-    snapshot: &Snapshot,
-    results: &mut [fresco_query::Item],
-    is_stale: &dyn Fn(&str) -> bool,
-    stale_files: &[String],
-) {
-    let stale_modules = stale_module_names(snapshot, stale_files);
-    let file_of = |name: &str| snapshot.unit(name).map(|u| u.file.graph.path.clone());
-    let mut consulted_stale: HashMap<String, bool> = HashMap::new();
-    let mut resolved_against_stale = |file: &str| -> bool {
-        if stale_modules.is_empty() {
-            return false;
-        }
-        *consulted_stale.entry(file.to_string()).or_insert_with(|| {
-            snapshot.file(file).is_some_and(|entry| {
-                entry.deps.modules.iter().any(|key| {
-                    let module = key.split('\u{1}').next().unwrap_or(key);
-                    stale_modules.contains(module)
-                })
-            })
-        })
-    };
-    // Rows come in the order they were reached: a row's `from` is a start or an earlier row.
-    let mut stale_rows: HashMap<String, bool> = HashMap::new();
-    for item in results.iter_mut() {
-        let own = item.file.as_deref().is_some_and(is_stale);
-        let through = item.from.as_deref().is_some_and(|from| {
-            if stale_rows.get(from).copied().unwrap_or(false) {
-                return true;
-            }
-            let from_file = file_of(from);
-            if from_file.as_deref().is_some_and(is_stale) {
-                return true;
-            }
-            // The file whose resolution made the edge: the source's (`from` for an edge leaving
-            // it, this row for one coming in). `contains` is structure, resolved against nothing.
-            let source_file = if item.direction == Some("in") { item.file.clone() } else { from_file };
-            item.via != Some("contains") && source_file.as_deref().is_some_and(&mut resolved_against_stale)
-        });
-        item.stale = own || through;
-        stale_rows.entry(item.name.clone()).or_insert(item.stale);
-    }
-    let stale_groups: HashSet<usize> = results.iter().filter(|i| i.stale).filter_map(|i| i.group).collect();
-    for item in results.iter_mut() {
-        if item.group.is_some_and(|g| stale_groups.contains(&g)) {
-            item.stale = true;
-        }
-    }
-}
-
 /// The module names a changed file stands for: the one the snapshot gives it, and the ones its
 /// path would give a new file (with and without a leading `src.`), as lookups record them.
 fn stale_module_names(snapshot: &Snapshot, stale_files: &[String]) -> HashSet<String> {
     let mut out = HashSet::new();
-    for path in stale_files.iter().filter(|p| p.ends_with(".py")) {
-        if let Some(entry) = snapshot.file(path) {
-            out.insert(entry.graph.module.clone());
-        }
-        let dotted = path.trim_end_matches(".py").trim_end_matches("/__init__").replace('/', ".");
+    let by_path = |path: &str, out: &mut HashSet<String>| {
+        let dotted = path.trim_end_matches('/').trim_end_matches(".py").trim_end_matches("/__init__").replace('/', ".");
         out.insert(dotted.trim_start_matches("src.").to_string());
         out.insert(dotted);
+    };
+    for path in stale_files {
+        if path.ends_with('/') {
+            // A directory created, removed or renamed: every module under it, and the package.
+            for entry in snapshot.files().filter(|f| f.graph.path.starts_with(path.as_str())) {
+                out.insert(entry.graph.module.clone());
+            }
+            by_path(path, &mut out);
+        } else if path.ends_with(".py") {
+            if let Some(entry) = snapshot.file(path) {
+                out.insert(entry.graph.module.clone());
+            }
+            by_path(path, &mut out);
+        }
     }
     out
 }

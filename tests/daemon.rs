@@ -978,3 +978,52 @@ fn the_skipped_list_follows_the_disk_for_names_fifos_and_files_that_become_regul
     c.ok("show pkg.core.fa", "wait");
     assert_eq!(c.status()["skipped_files"], 0, "{:?}", skipped(&mut c));
 }
+
+#[test]
+fn allow_marks_stale_evidence_through_filters_orderings_pipes_and_directory_renames() {
+    let file = |name: &str, text: &str| (format!("pkg/{name}"), text.to_string());
+    let env = Env::generated(&[
+        file("__init__.py", ""),
+        file("a.py", "def fa():\n    return 1\n"),
+        file("b.py", "from pkg.a import fa\n\n\ndef fb():\n    return fa()\n"),
+        file("c.py", "from pkg.b import fb\n\n\ndef fc():\n    return fb()\n"),
+        file("d.py", "from pkg.c import fc\n\n\ndef fd():\n    return fc()\n"),
+        file("f.py", "from pkg.b import fb\n\n\ndef ff():\n    return fb()\n"),
+        file("g.py", "from pkg.d import fd\n\n\ndef fg():\n    return fd()\n"),
+        file("sub/__init__.py", "from pkg.a import fa\n"),
+        file("h.py", "from pkg.sub import fa\n\n\ndef fh():\n    return fa()\n"),
+    ]);
+    let d = Daemon::start_with(&env.root, &env.db, &env.rt, &["--debounce-ms", "3000"]);
+    let mut c = d.conn();
+    let all_stale = |r: &Value| {
+        let items = r["results"].as_array().expect("results");
+        !items.is_empty() && items.iter().all(|it| it["stale"] == true)
+    };
+    let none_stale = |r: &Value| r["results"].as_array().expect("results").iter().all(|it| it.get("stale").is_none());
+    c.ok("callers pkg.a.fa depth *", "wait");
+    env.edit("pkg/a.py", "return 1", "return 1  # touched");
+    for q in [
+        "callers pkg.a.fa depth *",
+        "callers pkg.a.fa depth * | order by name desc",
+        "callers pkg.a.fa depth * | where depth = 3",
+        "callers pkg.a.fa | callers",
+        "callers pkg.a.fa | callers | order by name",
+    ] {
+        let r = c.ok(q, "allow");
+        assert_eq!(r["stale"], json!(["pkg/a.py"]), "{q}: {r}");
+        assert!(all_stale(&r), "{q}: {r}");
+    }
+    // g calls d, and neither file nor what g.py was resolved against changed.
+    let r = c.ok("callers pkg.d.fd", "allow");
+    assert!(!r["results"].as_array().expect("results").is_empty() && none_stale(&r), "{r}");
+    c.ok("callers pkg.a.fa", "wait");
+
+    // A package renamed: what was resolved through it is stale, though the edge's ends are not
+    // in it.
+    std::fs::rename(env.path("pkg/sub"), env.path("pkg/sub2")).expect("rename");
+    let r = c.ok("callers pkg.a.fa", "allow");
+    let fh = r["results"].as_array().expect("results").iter().find(|it| it["name"] == "pkg.h.fh").cloned();
+    assert_eq!(fh.as_ref().map(|it| it["stale"].clone()), Some(json!(true)), "{r}");
+    let fb = r["results"].as_array().expect("results").iter().find(|it| it["name"] == "pkg.b.fb").cloned();
+    assert!(fb.is_some_and(|it| it.get("stale").is_none()), "b.py was not resolved through pkg.sub: {r}");
+}

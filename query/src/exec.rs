@@ -158,6 +158,10 @@ struct Row {
     score: Option<f64>,
     ranks: Option<std::collections::BTreeMap<&'static str, usize>>,
     role: Option<&'static str>,
+    /// The row stands on evidence from a file that changed after the snapshot: the edge that
+    /// reached it, or one before it on its chain (through earlier steps too), or its path or
+    /// cycle.
+    stale_evidence: bool,
 }
 
 impl Row {
@@ -175,13 +179,25 @@ pub struct Context<'a> {
     /// The lexical and dense retrieval lanes, when loaded.
     pub lanes: Option<&'a dyn crate::retrieve::Lanes>,
     /// Whether a file (relative path) changed on disk after the snapshot (the daemon's
-    /// freshness `allow`): `context` marks such files in the text it assembles.
+    /// freshness `allow`): `context` marks such files in the text it assembles, and rows
+    /// standing on such a file are marked `stale` (see [`Exec::edge_is_stale`]).
     pub is_stale: Option<&'a dyn Fn(&str) -> bool>,
+    /// Whether a file's resolution consulted a module whose file changed on disk after the
+    /// snapshot: the edges leaving its units may change once that file is indexed.
+    pub resolution_is_stale: Option<&'a dyn Fn(&str) -> bool>,
 }
 
 impl<'a> Context<'a> {
     pub fn new(snapshot: &'a Snapshot) -> Context<'a> {
-        Context { snapshot, limits: Limits::default(), cancel: None, history: None, lanes: None, is_stale: None }
+        Context {
+            snapshot,
+            limits: Limits::default(),
+            cancel: None,
+            history: None,
+            lanes: None,
+            is_stale: None,
+            resolution_is_stale: None,
+        }
     }
 }
 
@@ -225,6 +241,28 @@ impl Exec<'_, '_> {
         Ok(true)
     }
 
+    /// Whether the unit's file changed on disk after the snapshot.
+    fn unit_is_stale(&self, id: &str) -> bool {
+        let Some(is_stale) = self.ctx.is_stale else { return false };
+        self.ctx.snapshot.unit(id).is_some_and(|u| is_stale(&u.file.graph.path))
+    }
+
+    /// Whether an edge stands on a file that changed on disk after the snapshot: the file of
+    /// either end (the call site, the definition it resolved to), or a module the source's file
+    /// consulted when it was resolved (a re-export in an `__init__.py`). `contains` is
+    /// structure within one file, resolved against nothing.
+    fn edge_is_stale(&self, src: &str, dst: &str, kind: EdgeKind) -> bool {
+        if self.ctx.is_stale.is_none() {
+            return false;
+        }
+        if self.unit_is_stale(src) || self.unit_is_stale(dst) {
+            return true;
+        }
+        let Some(resolution_is_stale) = self.ctx.resolution_is_stale else { return false };
+        kind != EdgeKind::Contains
+            && self.ctx.snapshot.unit(src).is_some_and(|u| resolution_is_stale(&u.file.graph.path))
+    }
+
     fn full(&mut self, rows: &[Row]) -> bool {
         if rows.len() >= self.ctx.limits.max_results {
             self.truncated = true;
@@ -258,7 +296,13 @@ pub fn execute(ctx: &Context, query: &Query) -> Result<Output, QueryError> {
         }
     }
     let snapshot = ctx.snapshot;
-    let results = if count.is_some() { Vec::new() } else { rows.iter().map(|r| item(snapshot, r)).collect() };
+    let results = if count.is_some() {
+        Vec::new()
+    } else {
+        rows.iter()
+            .map(|r| Item { stale: r.stale_evidence || exec.unit_is_stale(&r.id), ..item(snapshot, r) })
+            .collect()
+    };
     Ok(Output {
         version: snapshot.version(),
         results,
@@ -311,8 +355,11 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 Some(s) => resolve_symbol(exec.snapshot(), s)?,
                 None => input.iter().map(|r| r.id.clone()).collect(),
             };
+            // What an earlier step reached through stale evidence passes it on.
+            let tainted: FxHashSet<String> =
+                input.iter().filter(|r| symbol.is_none() && r.stale_evidence).map(|r| r.id.clone()).collect();
             let depth = depth.clone().unwrap_or_else(|| traversal.default_depth());
-            let rows = traverse(exec, &starts, *traversal, &depth)?;
+            let rows = traverse(exec, &starts, &tainted, *traversal, &depth)?;
             if starts.len() == 1 {
                 completeness_notes(exec, &starts[0], *traversal);
             }
@@ -322,7 +369,9 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             let from = resolve_symbol(exec.snapshot(), from)?;
             let to = resolve_symbol(exec.snapshot(), to)?;
             let kinds = if via.is_empty() { vec![EdgeKind::Calls] } else { via.clone() };
-            shortest_paths(exec, &from, &to, &kinds)
+            let mut rows = shortest_paths(exec, &from, &to, &kinds)?;
+            taint_groups(exec, &mut rows);
+            Ok(rows)
         }
         Stage::Find { pattern, kind, file } => {
             let keep = |exec: &Exec, id: &str| -> bool {
@@ -382,7 +431,11 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 .collect())
         }
         Stage::Unresolved { scope } => unresolved(exec, scope.as_ref()),
-        Stage::Cycles { kind } => cycles(exec, *kind),
+        Stage::Cycles { kind } => {
+            let mut rows = cycles(exec, *kind)?;
+            taint_groups(exec, &mut rows);
+            Ok(rows)
+        }
         Stage::Changes { since } => {
             let Some(history) = exec.ctx.history else {
                 return Err(QueryError::Invalid(
@@ -717,7 +770,13 @@ fn neighbours<'s>(snapshot: &'s Snapshot, id: &str, traversal: Traversal) -> Vec
     out
 }
 
-fn traverse(exec: &mut Exec, starts: &[String], traversal: Traversal, depth: &Depth) -> Result<Vec<Row>, QueryError> {
+fn traverse(
+    exec: &mut Exec,
+    starts: &[String],
+    tainted: &FxHashSet<String>,
+    traversal: Traversal,
+    depth: &Depth,
+) -> Result<Vec<Row>, QueryError> {
     let max_depth = match depth {
         Depth::Limited(n) => *n,
         Depth::Unbounded => u32::MAX,
@@ -729,9 +788,11 @@ fn traverse(exec: &mut Exec, starts: &[String], traversal: Traversal, depth: &De
     let start_set: FxHashSet<&str> = starts.iter().map(String::as_str).collect();
     let mut seen: FxHashSet<String> = starts.iter().cloned().collect();
     let mut reported_starts: FxHashSet<String> = FxHashSet::default();
-    let mut queue: VecDeque<(String, u32, usize)> = starts.iter().enumerate().map(|(i, s)| (s.clone(), 0, i)).collect();
+    // Each node carries whether the way it was reached stands on stale evidence.
+    let mut queue: VecDeque<(String, u32, usize, bool)> =
+        starts.iter().enumerate().map(|(i, s)| (s.clone(), 0, i, tainted.contains(s))).collect();
     let mut rows = Vec::new();
-    'outer: while let Some((node, d, origin)) = queue.pop_front() {
+    'outer: while let Some((node, d, origin, node_tainted)) = queue.pop_front() {
         if d >= max_depth {
             continue;
         }
@@ -750,6 +811,8 @@ fn traverse(exec: &mut Exec, starts: &[String], traversal: Traversal, depth: &De
             if exec.full(&rows) {
                 break 'outer;
             }
+            let (src, dst) = if direction == "in" { (&next, &node) } else { (&node, &next) };
+            let stale_evidence = node_tainted || exec.edge_is_stale(src, dst, kind);
             rows.push(Row {
                 id: next.clone(),
                 depth: Some(d + 1),
@@ -757,10 +820,11 @@ fn traverse(exec: &mut Exec, starts: &[String], traversal: Traversal, depth: &De
                 from: Some(node.clone()),
                 direction: Some(direction),
                 line,
+                stale_evidence,
                 ..Row::default()
             });
             if !is_start {
-                queue.push_back((next, d + 1, origin));
+                queue.push_back((next, d + 1, origin, stale_evidence));
             }
         }
     }
@@ -877,6 +941,31 @@ fn cycles(exec: &mut Exec, kind: EdgeKind) -> Result<Vec<Row>, QueryError> {
         }
     }
     Ok(rows)
+}
+
+/// Marks every row of a path or cycle stale when one of its units, or one of its edges, stands
+/// on a file that changed after the snapshot: the path or cycle may not exist any more.
+fn taint_groups(exec: &Exec, rows: &mut [Row]) {
+    if exec.ctx.is_stale.is_none() {
+        return;
+    }
+    let stale_groups: FxHashSet<usize> = rows
+        .iter()
+        .filter(|r| {
+            exec.unit_is_stale(&r.id)
+                || match (&r.from, r.via) {
+                    (Some(from), Some(kind)) => exec.edge_is_stale(from, &r.id, kind),
+                    // A cycle lists its units only: the edges among them leave their files.
+                    _ => exec.edge_is_stale(&r.id, &r.id, EdgeKind::Calls),
+                }
+        })
+        .filter_map(|r| r.group)
+        .collect();
+    for row in rows.iter_mut() {
+        if row.group.is_some_and(|g| stale_groups.contains(&g)) {
+            row.stale_evidence = true;
+        }
+    }
 }
 
 /// All shortest paths (up to a bound) from any of `from` to any of `to` over `kinds`.

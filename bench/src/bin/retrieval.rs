@@ -412,6 +412,7 @@ fn evaluate(
         history: None,
         lanes: Some(lanes_dyn),
         is_stale: None,
+        resolution_is_stale: None,
     };
     let query = format!("context \"{}\" budget {} k {}", cand.id, args.budget, args.k);
     let t = Instant::now();

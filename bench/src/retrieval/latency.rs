@@ -343,6 +343,7 @@ pub fn run(root: &Path, queries: usize, reps: usize, embed_seconds: u64) -> Resu
         history: None,
         lanes: Some(&lanes as &dyn Lanes),
         is_stale: None,
+        resolution_is_stale: None,
     };
 
     let (searches, contexts) = pick(&snapshot, queries);
