@@ -8,6 +8,7 @@ pub mod exec;
 pub mod glob;
 pub mod parse;
 pub mod retrieve;
+mod width_table;
 
 pub use exec::{Context, Item, Limits, Output, QueryError, execute, resolve_symbol, run};
 pub use parse::{ParseError, parse};

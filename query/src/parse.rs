@@ -61,24 +61,16 @@ impl ParseError {
     }
 }
 
-/// How many terminal columns a character takes: 2 for East Asian wide and fullwidth characters
-/// (CJK ideographs, kana, Hangul, fullwidth forms, most emoji), 0 for combining marks and
-/// zero-width characters, 1 otherwise. A table of the main ranges, not the whole of Unicode's
-/// East Asian Width property: enough to keep a caret under the right character.
+/// How many terminal columns a character takes: 2 for East Asian Wide and Fullwidth characters
+/// (CJK ideographs, kana, Hangul, fullwidth forms, emoji), 0 for combining marks and format
+/// characters, 1 otherwise (`width_table.rs`, generated from Unicode's data).
 fn terminal_width(c: char) -> usize {
     let code = c as u32;
-    let zero = matches!(code, 0x0300..=0x036F | 0x1AB0..=0x1AFF | 0x1DC0..=0x1DFF | 0x200B..=0x200F
-        | 0x20D0..=0x20FF | 0xFE00..=0xFE0F | 0xFE20..=0xFE2F);
-    let wide = matches!(code, 0x1100..=0x115F | 0x2E80..=0x303E | 0x3041..=0x33FF | 0x3400..=0x4DBF
-        | 0x4E00..=0x9FFF | 0xA000..=0xA4CF | 0xAC00..=0xD7A3 | 0xF900..=0xFAFF | 0xFE30..=0xFE4F
-        | 0xFF00..=0xFF60 | 0xFFE0..=0xFFE6 | 0x1F300..=0x1F64F | 0x1F900..=0x1F9FF
-        | 0x20000..=0x3FFFD);
-    if zero {
-        0
-    } else if wide {
-        2
-    } else {
-        1
+    let table = crate::width_table::WIDTHS;
+    let at = table.partition_point(|&(_, last, _)| last < code);
+    match table.get(at) {
+        Some(&(first, _, width)) if first <= code => width as usize,
+        _ => 1,
     }
 }
 
@@ -818,6 +810,13 @@ mod tests {
         let query = "find\t\"x\"\tkind klass";
         let err = parse(query).expect_err("bad kind");
         assert_eq!(err.render(query).lines().nth(1), Some("    \t   \t     ^"));
+        // Emoji take two columns, combining marks and format characters none.
+        for (text, columns) in [("🚀☕", 4), ("e\u{301}", 1), ("\u{628}\u{64e}", 1), ("a\u{ad}\u{2060}b", 2)] {
+            let query = format!("find \"{text}\" kind klass");
+            let err = parse(&query).expect_err("bad kind");
+            let caret = err.render(&query).lines().nth(1).map(|l| l.len() - 1);
+            assert_eq!(caret, Some("find \"".len() + columns + "\" kind ".len()), "{text}: {}", err.render(&query));
+        }
         let err = parse("find é | ü").expect_err("unexpected character");
         assert!(err.message.contains("'ü'"), "{}", err.message);
     }
