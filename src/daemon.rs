@@ -518,11 +518,10 @@ fn handle_query(shared: &Shared, params: &Value, cancel: Arc<AtomicBool>) -> Res
     // than the one answering), or changed since.
     let pending_at_gate = stale.clone();
     let is_stale = move |file: &str| {
-        allow
-            && (pending_at_gate
-                .iter()
-                .any(|p| p == file || p == "(full rescan)" || (p.ends_with('/') && file.starts_with(p.as_str())))
-                || tracker.is_stale(file))
+        pending_at_gate
+            .iter()
+            .any(|p| p == file || p == "(full rescan)" || (p.ends_with('/') && file.starts_with(p.as_str())))
+            || tracker.is_stale(file)
     };
     let (_, value) = protocol::run_query(
         &published.snapshot,
@@ -530,7 +529,7 @@ fn handle_query(shared: &Shared, params: &Value, cancel: Arc<AtomicBool>) -> Res
         &params,
         Some(cancel),
         Some(&*shared.lanes as &dyn fresco_query::Lanes),
-        &is_stale,
+        if allow { Some(&is_stale as &dyn Fn(&str) -> bool) } else { None },
         &stale,
     )?;
     Ok(value)

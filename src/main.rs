@@ -226,7 +226,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     });
                     let lanes_ref = lanes.as_ref().map(|l| l as &dyn fresco_query::Lanes);
                     // In-process, the index has just been brought up to date with the disk.
-                    match protocol::run_query(indexer.snapshot(), None, &params, None, lanes_ref, &|_| false, &[]) {
+                    match protocol::run_query(indexer.snapshot(), None, &params, None, lanes_ref, None, &[]) {
                         Ok((_, value)) => Ok(value),
                         Err(e) => Err(e.to_json()),
                     }

@@ -184,15 +184,16 @@ pub fn query_error(err: &fresco_query::QueryError) -> ProtoError {
     e
 }
 
-/// Runs a query over one snapshot. `is_stale` marks items whose file changed on disk after the
-/// snapshot (allow mode); `stale` lists those files for the response.
+/// Runs a query over one snapshot. `is_stale` (freshness `allow` only: `None` otherwise, so that
+/// no other query pays for the checks) tells which files changed on disk after the snapshot, to
+/// mark the items standing on them; `stale` lists those files for the response.
 pub fn run_query(
     snapshot: &Snapshot,
     history: Option<&VersionLog>,
     params: &QueryParams,
     cancel: Option<Arc<AtomicBool>>,
     lanes: Option<&dyn fresco_query::Lanes>,
-    is_stale: &dyn Fn(&str) -> bool,
+    is_stale: Option<&dyn Fn(&str) -> bool>,
     stale: &[String],
 ) -> Result<(fresco_query::Output, Value), ProtoError> {
     // Which files were resolved against a module whose file changed (memoised per file: a
@@ -218,15 +219,15 @@ pub fn run_query(
         cancel,
         history,
         lanes,
-        is_stale: Some(is_stale),
-        resolution_is_stale: Some(&resolution_is_stale),
+        is_stale,
+        resolution_is_stale: is_stale.map(|_| &resolution_is_stale as &dyn Fn(&str) -> bool),
     };
     let started = std::time::Instant::now();
     let mut output = fresco_query::run(&ctx, &params.text).map_err(|e| query_error(&e))?;
     if output.lanes.is_some() {
         trace_retrieval(&params.text, &output, started.elapsed());
     }
-    if let Some(context) = &mut output.context {
+    if let (Some(context), Some(is_stale)) = (&mut output.context, is_stale) {
         for unit in &mut context.units {
             unit.stale = is_stale(&unit.file);
         }
