@@ -198,7 +198,7 @@ pub fn run_query(
 ) -> Result<(fresco_query::Output, Value), ProtoError> {
     // Which files were resolved against a module whose file changed (memoised per file: a
     // traversal asks once per edge).
-    let stale_modules = stale_module_names(snapshot, stale);
+    let stale_modules = if is_stale.is_some() { stale_module_names(snapshot, stale) } else { HashSet::new() };
     let consulted_stale: std::cell::RefCell<HashMap<String, bool>> = Default::default();
     let resolution_is_stale = |file: &str| -> bool {
         if stale_modules.is_empty() {

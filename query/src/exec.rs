@@ -247,20 +247,22 @@ impl Exec<'_, '_> {
         self.ctx.snapshot.unit(id).is_some_and(|u| is_stale(&u.file.graph.path))
     }
 
+    /// Whether the unit's file was resolved against a module whose file changed on disk after
+    /// the snapshot (a re-export in an `__init__.py`): the edges leaving it may change.
+    fn resolved_against_stale(&self, id: &str) -> bool {
+        let Some(resolution_is_stale) = self.ctx.resolution_is_stale else { return false };
+        self.ctx.snapshot.unit(id).is_some_and(|u| resolution_is_stale(&u.file.graph.path))
+    }
+
     /// Whether an edge stands on a file that changed on disk after the snapshot: the file of
     /// either end (the call site, the definition it resolved to), or a module the source's file
-    /// consulted when it was resolved (a re-export in an `__init__.py`). `contains` is
-    /// structure within one file, resolved against nothing.
+    /// consulted when it was resolved. `contains` is structure within one file, resolved
+    /// against nothing.
     fn edge_is_stale(&self, src: &str, dst: &str, kind: EdgeKind) -> bool {
-        if self.ctx.is_stale.is_none() {
-            return false;
-        }
-        if self.unit_is_stale(src) || self.unit_is_stale(dst) {
-            return true;
-        }
-        let Some(resolution_is_stale) = self.ctx.resolution_is_stale else { return false };
-        kind != EdgeKind::Contains
-            && self.ctx.snapshot.unit(src).is_some_and(|u| resolution_is_stale(&u.file.graph.path))
+        self.ctx.is_stale.is_some()
+            && (self.unit_is_stale(src)
+                || self.unit_is_stale(dst)
+                || (kind != EdgeKind::Contains && self.resolved_against_stale(src)))
     }
 
     fn full(&mut self, rows: &[Row]) -> bool {
@@ -951,13 +953,10 @@ fn taint_groups(exec: &Exec, rows: &mut [Row]) {
     }
     let stale_groups: FxHashSet<usize> = rows
         .iter()
-        .filter(|r| {
-            exec.unit_is_stale(&r.id)
-                || match (&r.from, r.via) {
-                    (Some(from), Some(kind)) => exec.edge_is_stale(from, &r.id, kind),
-                    // A cycle lists its units only: the edges among them leave their files.
-                    _ => exec.edge_is_stale(&r.id, &r.id, EdgeKind::Calls),
-                }
+        .filter(|r| match (&r.from, r.via) {
+            (Some(from), Some(kind)) => exec.edge_is_stale(from, &r.id, kind),
+            // A cycle lists its units only: the edges among them leave their files.
+            _ => exec.unit_is_stale(&r.id) || exec.resolved_against_stale(&r.id),
         })
         .filter_map(|r| r.group)
         .collect();

@@ -604,18 +604,20 @@ fn is_unused_private(snapshot: &Snapshot, target: &Target, id: &str) -> bool {
         return false;
     }
     let Some(unit) = snapshot.unit(id) else { return false };
-    let within = |inner: &str, outer: &str| {
-        inner == outer || (inner.starts_with(outer) && inner[outer.len()..].starts_with('.'))
-    };
-    if unit.file.graph.path != target.file || target.id.as_deref().is_some_and(|t| within(id, t)) {
+    if unit.file.graph.path != target.file || target.id.as_deref().is_some_and(|t| is_within(id, t)) {
         return false;
     }
     !snapshot.edges_to(id).into_iter().any(|(e, file)| {
         matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits)
-            && !within(&e.src, id)
-            && !target.id.as_deref().is_some_and(|t| within(&e.src, t))
+            && !is_within(&e.src, id)
+            && !target.id.as_deref().is_some_and(|t| is_within(&e.src, t))
             && !is_test_path(&file.graph.path)
     })
+}
+
+/// Whether unit id `inner` is `outer` or nested in it (`pkg.f.<lambda1>` in `pkg.f`).
+fn is_within(inner: &str, outer: &str) -> bool {
+    inner == outer || (inner.starts_with(outer) && inner[outer.len()..].starts_with('.'))
 }
 
 /// Dense affinity of each candidate to the target text, as a z-score over the candidates
@@ -726,9 +728,7 @@ pub const ANALOGUES: usize = 10;
 pub fn analogues(text_lanes: &[(Lane, Vec<String>)], target: &Target) -> Vec<String> {
     let lists: Vec<&[String]> =
         text_lanes.iter().filter(|(l, _)| *l != Lane::Graph).map(|(_, ids)| ids.as_slice()).collect();
-    let inside_target = |id: &str| {
-        target.id.as_deref().is_some_and(|t| id == t || (id.starts_with(t) && id[t.len()..].starts_with('.')))
-    };
+    let inside_target = |id: &str| target.id.as_deref().is_some_and(|t| is_within(id, t));
     rrf(&lists).into_iter().map(|(id, _)| id).filter(|id| !inside_target(id)).take(ANALOGUES).collect()
 }
 
@@ -819,11 +819,8 @@ impl NeighbourUsage {
         let mut class_body_pairs: FxHashSet<(&str, &str)> = FxHashSet::default();
         let mut file_body_pairs: FxHashSet<(&str, &str)> = FxHashSet::default();
         let mut header_ends: FxHashMap<&str, u32> = FxHashMap::default();
-        let inside_target = |src: &str| {
-            target.id.as_deref().is_some_and(|t| src == t || (src.starts_with(t) && src[t.len()..].starts_with('.')))
-        };
-        let in_class =
-            |src: &str| target.class.as_deref().is_some_and(|c| src.starts_with(c) && src[c.len()..].starts_with('.'));
+        let inside_target = |src: &str| target.id.as_deref().is_some_and(|t| is_within(src, t));
+        let in_class = |src: &str| target.class.as_deref().is_some_and(|c| src != c && is_within(src, c));
         if let Some(file) = snapshot.file(&target.file) {
             let adjacent = target.id.as_deref().map(|id| source_order_neighbours(&file.graph, id)).unwrap_or_default();
             for e in file.edges() {

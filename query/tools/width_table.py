@@ -52,6 +52,7 @@ def main():
     print("//! Wide and Fullwidth characters, width 1 for everything else (not listed).")
     print()
     print("/// `(first, last, width)`, sorted and disjoint.")
+    print("#[rustfmt::skip]")
     print("pub const WIDTHS: &[(u32, u32, u8)] = &[")
     line = "   "
     for first, last, w in ranges():
