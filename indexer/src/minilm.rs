@@ -32,13 +32,13 @@ pub struct Config {
 }
 
 struct Layer {
-    query: Linear,
-    key: Linear,
-    value: Linear,
-    attention_output: Linear,
+    query: Dense,
+    key: Dense,
+    value: Dense,
+    attention_output: Dense,
     attention_norm: LayerNorm,
-    intermediate: Linear,
-    output: Linear,
+    intermediate: Dense,
+    output: Dense,
     output_norm: LayerNorm,
 }
 
@@ -75,13 +75,13 @@ impl Bert {
                 let vb = vb.pp(format!("encoder.layer.{i}"));
                 let attention = vb.pp("attention");
                 Ok(Layer {
-                    query: linear(hidden, hidden, attention.pp("self.query"))?,
-                    key: linear(hidden, hidden, attention.pp("self.key"))?,
-                    value: linear(hidden, hidden, attention.pp("self.value"))?,
-                    attention_output: linear(hidden, hidden, attention.pp("output.dense"))?,
+                    query: Dense(linear(hidden, hidden, attention.pp("self.query"))?),
+                    key: Dense(linear(hidden, hidden, attention.pp("self.key"))?),
+                    value: Dense(linear(hidden, hidden, attention.pp("self.value"))?),
+                    attention_output: Dense(linear(hidden, hidden, attention.pp("output.dense"))?),
                     attention_norm: layer_norm(hidden, eps, attention.pp("output.LayerNorm"))?,
-                    intermediate: linear(hidden, config.intermediate_size, vb.pp("intermediate.dense"))?,
-                    output: linear(config.intermediate_size, hidden, vb.pp("output.dense"))?,
+                    intermediate: Dense(linear(hidden, config.intermediate_size, vb.pp("intermediate.dense"))?),
+                    output: Dense(linear(config.intermediate_size, hidden, vb.pp("output.dense"))?),
                     output_norm: layer_norm(hidden, eps, vb.pp("output.LayerNorm"))?,
                 })
             })
@@ -134,5 +134,34 @@ impl Bert {
             hidden = layer.output_norm.forward(&(layer.output.forward(&intermediate)? + &attended)?)?;
         }
         Ok(hidden)
+    }
+}
+
+/// Token rows (batch x tokens) up to which [`Dense::forward`] multiplies the weight by the
+/// transposed input: a query's 5 to 20 tokens, not the background embedder's texts of code.
+const WEIGHT_FIRST_MAX_ROWS: usize = 24;
+
+/// A linear layer whose product is computed weight-first for a few token rows.
+///
+/// `x · Wᵀ` runs the matrix kernel along the token rows: with a query's handful of tokens most
+/// of its vector lanes are empty. `(W · xᵀ)ᵀ` runs it along the weight's output rows and fills
+/// them. The same dot products summed in another order (the vectors agree to about 1e-6); on
+/// this machine a 5- to 12-token query embeds 15 to 25 % faster (examples measured on 1 thread,
+/// paired runs), no gain from 24 tokens on.
+struct Dense(Linear);
+
+impl Dense {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let (batch, tokens, inputs) = x.dims3()?;
+        let rows = batch * tokens;
+        if rows > WEIGHT_FIRST_MAX_ROWS {
+            return self.0.forward(x);
+        }
+        let product = self.0.weight().matmul(&x.reshape((rows, inputs))?.t()?)?;
+        let product = product.t()?.contiguous()?.reshape((batch, tokens, ()))?;
+        match self.0.bias() {
+            Some(bias) => product.broadcast_add(bias),
+            None => Ok(product),
+        }
     }
 }

@@ -284,3 +284,81 @@ fn a_private_helper_nothing_else_uses_ranks_above_one_other_code_uses() {
     assert!(pos("pkg._orphan") < pos("pkg._used_elsewhere"), "{ranked:?}");
     assert_eq!(pos("pkg._orphan"), 0, "{ranked:?}");
 }
+
+fn features_for(snapshot: &Snapshot, name: &str) -> Vec<(String, fresco_query::retrieve::CandidateFeatures)> {
+    let target = resolve_target(snapshot, &ContextTarget::Unit(Symbol::Name(name.to_string()))).expect("target");
+    let exclude: FxHashSet<String> = target.id.iter().cloned().collect();
+    fresco_query::retrieve::candidate_features(snapshot, &target, None, false, &[], &exclude)
+}
+
+#[test]
+fn a_methods_namesake_on_a_collaborator_ranks_above_its_other_members() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    write(
+        dir.path(),
+        "pkg/transport.py",
+        "class Transport:\n    def open(self):\n        return 1\n\n    def send(self, request):\n        \
+         return request\n\n    def reset(self):\n        return 2\n",
+    );
+    write(
+        dir.path(),
+        "pkg/client.py",
+        "from pkg.transport import Transport\n\n\
+         class Client:\n    def send(self, request):\n        \"\"\"Deliver it.\"\"\"\n        ...\n",
+    );
+    let snapshot = index(dir.path());
+    let features = features_for(&snapshot, "pkg.client.Client.send");
+    let same_name = |id: &str| features.iter().find(|(c, _)| c == id).map(|(_, f)| f.same_name);
+    assert_eq!(same_name("pkg.transport.Transport.send"), Some(1.0));
+    assert_eq!(same_name("pkg.transport.Transport.open"), Some(0.0));
+    let ranked = lane_for(&snapshot, "pkg.client.Client.send", &[]);
+    let pos = |id: &str| ranked.iter().position(|r| r == id).unwrap_or(usize::MAX);
+    assert!(pos("pkg.transport.Transport.send") < pos("pkg.transport.Transport.open"), "{ranked:?}");
+    assert!(pos("pkg.transport.Transport.send") < pos("pkg.transport.Transport.reset"), "{ranked:?}");
+}
+
+#[test]
+fn what_the_overridden_and_sibling_versions_use_counts_for_an_override() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    write(
+        dir.path(),
+        "pkg/base.py",
+        "class Base:\n    def flush(self):\n        return 1\n\n    def other(self):\n        return 2\n\n    \
+         def close(self):\n        self.flush()\n",
+    );
+    // A sibling subclass's `close` uses its own `release`: the target's class has one too.
+    write(
+        dir.path(),
+        "pkg/sibling.py",
+        "from pkg.base import Base\n\n\
+         class Sibling(Base):\n    def release(self):\n        return 3\n\n    def close(self):\n        \
+         self.release()\n",
+    );
+    write(
+        dir.path(),
+        "pkg/sub.py",
+        "from pkg.base import Base\n\n\
+         class Sub(Base):\n    def release(self):\n        return 4\n\n    def unrelated(self):\n        \
+         return 5\n\n    def close(self):\n        \"\"\"Close it.\"\"\"\n        ...\n",
+    );
+    // A test's subclass is not family.
+    write(
+        dir.path(),
+        "tests/test_sub.py",
+        "from pkg.base import Base\n\n\nclass Fake(Base):\n    def close(self):\n        self.other()\n",
+    );
+    let snapshot = index(dir.path());
+    let features = features_for(&snapshot, "pkg.sub.Sub.close");
+    let family = |id: &str| features.iter().find(|(c, _)| c == id).map(|(_, f)| f.family_users);
+    // The family: `Base.close` and `Sibling.close`; each uses one thing.
+    assert_eq!(family("pkg.base.Base.flush"), Some(0.5), "{features:?}");
+    assert_eq!(family("pkg.sub.Sub.release"), Some(0.5), "{features:?}");
+    assert_eq!(family("pkg.base.Base.other"), Some(0.0), "{features:?}");
+    assert_eq!(family("pkg.sub.Sub.unrelated"), Some(0.0), "{features:?}");
+    let ranked = lane_for(&snapshot, "pkg.sub.Sub.close", &[]);
+    let pos = |id: &str| ranked.iter().position(|r| r == id).unwrap_or(usize::MAX);
+    assert!(pos("pkg.sub.Sub.release") < pos("pkg.sub.Sub.unrelated"), "{ranked:?}");
+    assert!(pos("pkg.base.Base.flush") < pos("pkg.base.Base.other"), "{ranked:?}");
+}
