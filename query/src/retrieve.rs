@@ -404,8 +404,7 @@ fn is_code_unit(unit: &fresco_graph::Unit) -> bool {
 /// - word affinity with the target's signature and docstring, words weighted by how rare they
 ///   are among the candidates, and dense (embedding) affinity;
 /// - the target's name: a namesake on a collaborator (a method often delegates to it), and what
-///   the methods of that name in its file and its class's family (bases and their subclasses)
-///   use.
+///   the methods of that name in its file and on its class's bases use.
 ///
 /// How much the rest of the repository uses a candidate was a feature too: it changed Recall@10
 /// by 0.001 on the retrieval benchmark and, counted through every file that refers to the
@@ -512,9 +511,8 @@ pub struct CandidateFeatures {
     /// `HTTPAdapter.send`, `Response.aclose` calls `AsyncByteStream.aclose`).
     pub same_name: f64,
     /// Use by the target's family (see [`FamilyUsage`]): the share of the methods of the target's
-    /// name in its file and in the classes related to its class by inheritance that use it (or
-    /// its counterpart on the target's class). Overrides and sibling implementations do the same
-    /// job for another class.
+    /// name in its file and on its class's bases that use it (or its counterpart on the target's
+    /// class). The version an override extends and sibling implementations do the same job.
     pub family_users: f64,
 }
 
@@ -823,17 +821,18 @@ fn target_name(target: &Target) -> Option<&str> {
     }
 }
 
-/// At most this many classes related to the target's are looked at for its family, and at most
-/// this many family members counted (a root class of django has hundreds of subclasses).
-const FAMILY_CLASSES: usize = 64;
+/// At most this many family members are counted.
 const FAMILY_MEMBERS: usize = 32;
 
 /// What the target's family uses. The family: the functions and methods of the target's name in
-/// its file, and the methods of that name of the classes related to the target's class by
-/// inheritance (its bases, and their other subclasses) outside test files: the base's version an
-/// override extends, the other implementations of the same operation. Per used unit, the share of the family that
-/// calls, reads or inherits it, a member of the member's own class carried over by name to the
-/// target's class (as for analogues).
+/// its file (a sibling class's version, a sync and an async twin) and the methods of that name of
+/// its class's bases, transitively (the version an override extends). Per used unit, the share of
+/// the family that calls, reads or inherits it, a member of the member's own class carried over
+/// by name to the target's class (as for analogues).
+///
+/// The other subclasses of the bases were family too, found through the edges into each base: on
+/// django that cost 5.5 ms per target (hundreds of files import a base like `Field`), and on the
+/// retrieval benchmark's trace Recall@10 read the same without them (0.692 either way).
 struct FamilyUsage {
     share: FxHashMap<String, f64>,
 }
@@ -855,14 +854,12 @@ impl FamilyUsage {
             );
         }
         if let Some(class) = &target.class {
-            for related in related_classes(snapshot, class) {
-                let member = format!("{related}.{name}");
+            for base in bases_of(snapshot, class) {
+                let member = format!("{base}.{name}");
                 if !family.contains(&member)
-                    && !inside_target(&member)
-                    && snapshot.unit(&member).is_some_and(|u| {
-                        matches!(u.unit.kind, UnitKind::Function | UnitKind::Method)
-                            && !is_test_path(&u.file.graph.path)
-                    })
+                    && snapshot
+                        .unit(&member)
+                        .is_some_and(|u| matches!(u.unit.kind, UnitKind::Function | UnitKind::Method))
                 {
                     family.push(member);
                 }
@@ -907,35 +904,23 @@ impl FamilyUsage {
     }
 }
 
-/// The classes related to `class` by inheritance, nearest first: its bases (transitively), then
-/// the subclasses of those bases and of itself (transitively), `class` left out. Classes of the
-/// repository only (not `object`), at most [`FAMILY_CLASSES`].
-fn related_classes(snapshot: &Snapshot, class: &str) -> Vec<String> {
-    let is_class = |id: &str| snapshot.kind_of(id) == Some(UnitKind::Class);
-    let mut ancestors: Vec<String> = vec![class.to_string()];
+/// The bases of `class` in the repository (not `object`), transitively, nearest first, at most 16.
+fn bases_of(snapshot: &Snapshot, class: &str) -> Vec<String> {
+    let mut classes: Vec<String> = vec![class.to_string()];
     let mut i = 0;
-    while i < ancestors.len() && ancestors.len() < FAMILY_CLASSES {
-        for (e, _) in snapshot.edges_from(&ancestors[i]) {
-            if e.kind == EdgeKind::Inherits && is_class(&e.dst) && !ancestors.contains(&e.dst) {
-                ancestors.push(e.dst.clone());
+    while i < classes.len() && classes.len() <= 16 {
+        for (e, _) in snapshot.edges_from(&classes[i]) {
+            if e.kind == EdgeKind::Inherits
+                && snapshot.kind_of(&e.dst) == Some(UnitKind::Class)
+                && !classes.contains(&e.dst)
+            {
+                classes.push(e.dst.clone());
             }
         }
         i += 1;
     }
-    let mut related = ancestors.clone();
-    let mut i = 0;
-    while i < related.len() && related.len() < FAMILY_CLASSES {
-        for (e, _) in snapshot.edges_to(&related[i]) {
-            let sub = without_lambdas(&e.src);
-            if e.kind == EdgeKind::Inherits && is_class(sub) && !related.iter().any(|r| r == sub) {
-                related.push(sub.to_string());
-            }
-        }
-        i += 1;
-    }
-    related.retain(|r| r != class);
-    related.truncate(FAMILY_CLASSES);
-    related
+    classes.remove(0);
+    classes
 }
 
 /// Who, around the target, uses what: per used unit, how many of the target's class's other

@@ -319,7 +319,7 @@ fn a_methods_namesake_on_a_collaborator_ranks_above_its_other_members() {
 }
 
 #[test]
-fn what_the_overridden_and_sibling_versions_use_counts_for_an_override() {
+fn what_the_overridden_version_and_a_sibling_in_the_file_use_counts_for_an_override() {
     let dir = tempfile::tempdir().expect("tempdir");
     write(dir.path(), "pkg/__init__.py", "");
     write(
@@ -328,22 +328,18 @@ fn what_the_overridden_and_sibling_versions_use_counts_for_an_override() {
         "class Base:\n    def flush(self):\n        return 1\n\n    def other(self):\n        return 2\n\n    \
          def close(self):\n        self.flush()\n",
     );
-    // A sibling subclass's `close` uses its own `release`: the target's class has one too.
-    write(
-        dir.path(),
-        "pkg/sibling.py",
-        "from pkg.base import Base\n\n\
-         class Sibling(Base):\n    def release(self):\n        return 3\n\n    def close(self):\n        \
-         self.release()\n",
-    );
+    // A sibling class in the target's file: its `close` uses its own `release`, and the target's
+    // class has one too.
     write(
         dir.path(),
         "pkg/sub.py",
         "from pkg.base import Base\n\n\
+         class Sibling(Base):\n    def release(self):\n        return 3\n\n    def close(self):\n        \
+         self.release()\n\n\
          class Sub(Base):\n    def release(self):\n        return 4\n\n    def unrelated(self):\n        \
          return 5\n\n    def close(self):\n        \"\"\"Close it.\"\"\"\n        ...\n",
     );
-    // A test's subclass is not family.
+    // Subclasses elsewhere are not family (a test's fake, here).
     write(
         dir.path(),
         "tests/test_sub.py",
