@@ -506,9 +506,11 @@ pub struct CandidateFeatures {
     /// name to the target's owner: `Live.__exit__` calls `Live.stop`, so for
     /// `Progress.__exit__` the member `Progress.stop` counts (sum of 1 / analogue rank).
     pub analogue_role_users: f64,
-    /// 1 when it has the target's name (not a dunder) and is not the target: a method often
-    /// delegates to its namesake on a collaborator or a base (`Session.send` calls
-    /// `HTTPAdapter.send`, `Response.aclose` calls `AsyncByteStream.aclose`).
+    /// 1 when it has the target's name, up to leading underscores (not a dunder), and is not the
+    /// target: a method often delegates to its namesake on a collaborator or a base
+    /// (`Session.send` calls `HTTPAdapter.send`, `Response.aclose` calls
+    /// `AsyncByteStream.aclose`), and a public name to its private implementation
+    /// (`Live.get_renderable` calls `Live._get_renderable`; a property `x` reads `self._x`).
     pub same_name: f64,
     /// Use by the target's family (see [`FamilyUsage`]): the share of the methods of the target's
     /// name in its file and on its class's bases that use it (or its counterpart on the target's
@@ -569,7 +571,7 @@ pub fn candidate_features(
     let usage = NeighbourUsage::of(snapshot, target);
     let analogue_use = AnalogueUsage::of(snapshot, target, analogues);
     let family_use = FamilyUsage::of(snapshot, target);
-    let name = target_name(target).filter(|n| !(n.starts_with("__") && n.ends_with("__")));
+    let name = target_name(target);
     let candidates = reachable_candidates(snapshot, target, &usage, &analogue_use, exclude);
     let target_words: FxHashSet<String> = words(lanes, &target.own_text).into_iter().collect();
     let candidate_words: Vec<FxHashSet<String>> = candidates
@@ -604,7 +606,7 @@ pub fn candidate_features(
                 named_in_text: if identifiers.contains(last_name(&c.id)) { 1.0 } else { 0.0 },
                 adjacent_users: usage.adjacent_users(&c.id) as f64,
                 analogue_role_users: analogue_use.role_score(&c.id),
-                same_name: if name.is_some_and(|n| last_name(&c.id) == n) { 1.0 } else { 0.0 },
+                same_name: if name.is_some_and(|n| are_namesakes(last_name(&c.id), n)) { 1.0 } else { 0.0 },
                 family_users: family_use.share(&c.id),
             };
             (c.id, features)
@@ -819,6 +821,14 @@ fn target_name(target: &Target) -> Option<&str> {
         Some(id) => Some(last_name(id)),
         None => defined_name(&target.own_text),
     }
+}
+
+/// Whether two names are the same up to leading underscores (`send` and `send`, `_x` and `x`),
+/// dunders left out (every class has an `__init__`).
+fn are_namesakes(a: &str, b: &str) -> bool {
+    let is_dunder = |n: &str| n.len() > 4 && n.starts_with("__") && n.ends_with("__");
+    let bare = a.trim_start_matches('_');
+    !is_dunder(a) && !is_dunder(b) && !bare.is_empty() && bare == b.trim_start_matches('_')
 }
 
 /// At most this many family members are counted.
@@ -1535,6 +1545,17 @@ mod tests {
         // Provenance survives the reordering.
         assert_eq!(order[0].ranks.get("graph"), Some(&1));
         assert_eq!(order[0].ranks.get("bm25"), Some(&4));
+    }
+
+    #[test]
+    fn namesakes_are_equal_up_to_leading_underscores_and_never_dunders() {
+        assert!(are_namesakes("send", "send"));
+        assert!(are_namesakes("_get_renderable", "get_renderable"));
+        assert!(are_namesakes("x", "__x"));
+        assert!(!are_namesakes("__init__", "__init__"));
+        assert!(!are_namesakes("__init__", "init"));
+        assert!(!are_namesakes("send", "sender"));
+        assert!(!are_namesakes("_", ""));
     }
 
     #[test]

@@ -305,13 +305,17 @@ fn a_methods_namesake_on_a_collaborator_ranks_above_its_other_members() {
         dir.path(),
         "pkg/client.py",
         "from pkg.transport import Transport\n\n\
-         class Client:\n    def send(self, request):\n        \"\"\"Deliver it.\"\"\"\n        ...\n",
+         class Client:\n    def _send(self, request):\n        return request\n\n    def _other(self):\n        \
+         return 1\n\n    def send(self, request):\n        \"\"\"Deliver it.\"\"\"\n        ...\n",
     );
     let snapshot = index(dir.path());
     let features = features_for(&snapshot, "pkg.client.Client.send");
     let same_name = |id: &str| features.iter().find(|(c, _)| c == id).map(|(_, f)| f.same_name);
     assert_eq!(same_name("pkg.transport.Transport.send"), Some(1.0));
     assert_eq!(same_name("pkg.transport.Transport.open"), Some(0.0));
+    // A private implementation of the same name is a namesake too.
+    assert_eq!(same_name("pkg.client.Client._send"), Some(1.0));
+    assert_eq!(same_name("pkg.client.Client._other"), Some(0.0));
     let ranked = lane_for(&snapshot, "pkg.client.Client.send", &[]);
     let pos = |id: &str| ranked.iter().position(|r| r == id).unwrap_or(usize::MAX);
     assert!(pos("pkg.transport.Transport.send") < pos("pkg.transport.Transport.open"), "{ranked:?}");
