@@ -889,7 +889,8 @@ impl FamilyUsage {
                     continue;
                 }
                 used.insert(e.dst.clone());
-                // `self.stream.close()` in `Response.close` is `self.stream...` of the target's class.
+                // A member's use of its own class (`Sibling.release` in `Sibling.close`) stands for
+                // the target's class's member of that name (`Sub.release`).
                 let Some(owner) = member_owner.filter(|o| *o != target_owner) else { continue };
                 if let Some((dst_owner, used_member)) = e.dst.rsplit_once('.')
                     && dst_owner == owner
@@ -930,6 +931,7 @@ fn bases_of(snapshot: &Snapshot, class: &str) -> Vec<String> {
         i += 1;
     }
     classes.remove(0);
+    classes.truncate(16);
     classes
 }
 
