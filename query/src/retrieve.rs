@@ -403,8 +403,9 @@ fn is_code_unit(unit: &fresco_graph::Unit) -> bool {
 ///   as likely as a member of its own class;
 /// - word affinity with the target's signature and docstring, words weighted by how rare they
 ///   are among the candidates, and dense (embedding) affinity;
-/// - the target's name: a namesake on a collaborator (a method often delegates to it), and what
-///   the methods of that name in its file and on its class's bases use.
+/// - the target's name: a namesake on a collaborator (a method often delegates to it), what the
+///   methods of that name in its file and on its class's bases use, and what its name siblings
+///   (names that differ from it in one word) use.
 ///
 /// How much the rest of the repository uses a candidate was a feature too: it changed Recall@10
 /// by 0.001 on the retrieval benchmark and, counted through every file that refers to the
@@ -512,10 +513,15 @@ pub struct CandidateFeatures {
     /// `AsyncByteStream.aclose`), and a public name to its private implementation
     /// (`Live.get_renderable` calls `Live._get_renderable`; a property `x` reads `self._x`).
     pub same_name: f64,
-    /// Use by the target's family (see [`FamilyUsage`]): the share of the methods of the target's
+    /// Use by the target's family (see [`family_of`]): the share of the methods of the target's
     /// name in its file and on its class's bases that use it (or its counterpart on the target's
     /// class). The version an override extends and sibling implementations do the same job.
     pub family_users: f64,
+    /// Use by the target's name siblings (see [`name_siblings`]): the share of the functions or
+    /// methods of its class or module whose names differ from its name in one word that use it
+    /// (`_get_text_stdin` uses `_WindowsConsoleReader`; `_get_text_stdout`, its sibling, uses
+    /// `_WindowsConsoleWriter`, and so may `_get_text_stderr`).
+    pub sibling_users: f64,
 }
 
 impl CandidateFeatures {
@@ -541,6 +547,7 @@ impl CandidateFeatures {
             + 2.0 * self.analogue_role_users
             + 2.0 * self.same_name
             + 2.0 * self.family_users
+            + 2.0 * self.sibling_users
     }
 
     /// The score without the text lanes' evidence (word and dense affinity, what analogues
@@ -570,7 +577,8 @@ pub fn candidate_features(
 ) -> Vec<(String, CandidateFeatures)> {
     let usage = NeighbourUsage::of(snapshot, target);
     let analogue_use = AnalogueUsage::of(snapshot, target, analogues);
-    let family_use = FamilyUsage::of(snapshot, target);
+    let family_use = UseShare::of(snapshot, target, &family_of(snapshot, target));
+    let sibling_use = UseShare::of(snapshot, target, &name_siblings(snapshot, target));
     let name = target_name(target);
     let candidates = reachable_candidates(snapshot, target, &usage, &analogue_use, exclude);
     let target_words: FxHashSet<String> = words(lanes, &target.own_text).into_iter().collect();
@@ -608,6 +616,7 @@ pub fn candidate_features(
                 analogue_role_users: analogue_use.role_score(&c.id),
                 same_name: if name.is_some_and(|n| are_namesakes(last_name(&c.id), n)) { 1.0 } else { 0.0 },
                 family_users: family_use.share(&c.id),
+                sibling_users: sibling_use.share(&c.id),
             };
             (c.id, features)
         })
@@ -831,57 +840,91 @@ fn are_namesakes(a: &str, b: &str) -> bool {
     !is_dunder(a) && !is_dunder(b) && !bare.is_empty() && bare == b.trim_start_matches('_')
 }
 
-/// At most this many family members are counted.
+/// At most this many family members (and name siblings) are counted.
 const FAMILY_MEMBERS: usize = 32;
 
-/// What the target's family uses. The family: the functions and methods of the target's name in
-/// its file (a sibling class's version, a sync and an async twin) and the methods of that name of
-/// its class's bases, transitively (the version an override extends). Per used unit, the share of
-/// the family that calls, reads or inherits it, a member of the member's own class carried over
-/// by name to the target's class (as for analogues).
+/// The target's family: the functions and methods of the target's name in its file (a sibling
+/// class's version, a sync and an async twin) and the methods of that name of its class's bases,
+/// transitively (the version an override extends).
 ///
 /// The other subclasses of the bases were family too, found through the edges into each base: on
 /// django that cost 5.5 ms per target (hundreds of files import a base like `Field`), and on the
 /// retrieval benchmark's trace Recall@10 read the same without them (0.692 either way).
-struct FamilyUsage {
+fn family_of(snapshot: &Snapshot, target: &Target) -> Vec<String> {
+    let Some(name) = target_name(target) else { return Vec::new() };
+    let inside_target = |id: &str| target.id.as_deref().is_some_and(|t| is_within(id, t));
+    let mut family: Vec<String> = Vec::new();
+    if let Some(file) = snapshot.file(&target.file) {
+        family.extend(
+            file.graph
+                .units
+                .iter()
+                .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method) && !u.is_lambda())
+                .filter(|u| last_name(&u.id) == name && !inside_target(&u.id))
+                .map(|u| u.id.clone()),
+        );
+    }
+    if let Some(class) = &target.class {
+        for base in bases_of(snapshot, class) {
+            let member = format!("{base}.{name}");
+            if !family.contains(&member)
+                && snapshot.unit(&member).is_some_and(|u| matches!(u.unit.kind, UnitKind::Function | UnitKind::Method))
+            {
+                family.push(member);
+            }
+        }
+    }
+    family.truncate(FAMILY_MEMBERS);
+    family
+}
+
+/// The target's name siblings: the functions or methods of its class (or module, for a function)
+/// whose names have as many words as its name and differ from it in exactly one
+/// (`_get_text_stdin` and `_get_text_stdout` for `_get_text_stderr`, `iter_text` for
+/// `iter_bytes`): variants of one operation, written alike.
+fn name_siblings(snapshot: &Snapshot, target: &Target) -> Vec<String> {
+    let Some(name) = target_name(target) else { return Vec::new() };
+    let words = |n: &str| -> Vec<String> { n.trim_matches('_').split('_').map(str::to_string).collect() };
+    let target_words = words(name);
+    if target_words.len() < 2 {
+        return Vec::new();
+    }
+    let owner = target_owner(target);
+    let Some(file) = snapshot.file(&target.file) else { return Vec::new() };
+    let mut siblings: Vec<String> = file
+        .graph
+        .units
+        .iter()
+        .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method) && !u.is_lambda())
+        .filter(|u| u.id.rsplit_once('.').is_some_and(|(o, _)| o == owner))
+        .filter(|u| {
+            let theirs = words(last_name(&u.id));
+            theirs.len() == target_words.len() && theirs.iter().zip(&target_words).filter(|(a, b)| a != b).count() == 1
+        })
+        .map(|u| u.id.clone())
+        .collect();
+    siblings.truncate(FAMILY_MEMBERS);
+    siblings
+}
+
+/// What a group of the target's relatives uses (its family, its name siblings): per used unit,
+/// the share of the group that calls, reads or inherits it. A member's use of its own class
+/// (`Sibling.release` in `Sibling.close`) also stands for the target's class's member of that
+/// name (`Sub.release`), as for analogues.
+struct UseShare {
     share: FxHashMap<String, f64>,
 }
 
-impl FamilyUsage {
-    fn of(snapshot: &Snapshot, target: &Target) -> FamilyUsage {
+impl UseShare {
+    fn of(snapshot: &Snapshot, target: &Target, members: &[String]) -> UseShare {
         let mut share: FxHashMap<String, f64> = FxHashMap::default();
-        let Some(name) = target_name(target) else { return FamilyUsage { share } };
+        if members.is_empty() {
+            return UseShare { share };
+        }
         let inside_target = |id: &str| target.id.as_deref().is_some_and(|t| is_within(id, t));
-        let mut family: Vec<String> = Vec::new();
-        if let Some(file) = snapshot.file(&target.file) {
-            family.extend(
-                file.graph
-                    .units
-                    .iter()
-                    .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method) && !u.is_lambda())
-                    .filter(|u| last_name(&u.id) == name && !inside_target(&u.id))
-                    .map(|u| u.id.clone()),
-            );
-        }
-        if let Some(class) = &target.class {
-            for base in bases_of(snapshot, class) {
-                let member = format!("{base}.{name}");
-                if !family.contains(&member)
-                    && snapshot
-                        .unit(&member)
-                        .is_some_and(|u| matches!(u.unit.kind, UnitKind::Function | UnitKind::Method))
-                {
-                    family.push(member);
-                }
-            }
-        }
-        family.truncate(FAMILY_MEMBERS);
-        if family.is_empty() {
-            return FamilyUsage { share };
-        }
         let target_owner = target_owner(target);
-        let each = 1.0 / family.len() as f64;
-        for member in &family {
+        let each = 1.0 / members.len() as f64;
+        for member in members {
             let member_owner = member.rsplit_once('.').map(|(owner, _)| owner);
             let mut used: FxHashSet<String> = FxHashSet::default();
             for e in code_edges(snapshot, member) {
@@ -889,8 +932,6 @@ impl FamilyUsage {
                     continue;
                 }
                 used.insert(e.dst.clone());
-                // A member's use of its own class (`Sibling.release` in `Sibling.close`) stands for
-                // the target's class's member of that name (`Sub.release`).
                 let Some(owner) = member_owner.filter(|o| *o != target_owner) else { continue };
                 if let Some((dst_owner, used_member)) = e.dst.rsplit_once('.')
                     && dst_owner == owner
@@ -907,7 +948,7 @@ impl FamilyUsage {
                 }
             }
         }
-        FamilyUsage { share }
+        UseShare { share }
     }
 
     fn share(&self, id: &str) -> f64 {

@@ -362,3 +362,25 @@ fn what_the_overridden_version_and_a_sibling_in_the_file_use_counts_for_an_overr
     assert!(pos("pkg.sub.Sub.release") < pos("pkg.sub.Sub.unrelated"), "{ranked:?}");
     assert!(pos("pkg.base.Base.flush") < pos("pkg.base.Base.other"), "{ranked:?}");
 }
+
+#[test]
+fn what_a_name_sibling_uses_counts_for_the_target() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "pkg/__init__.py",
+        "class Reader:\n    pass\n\n\nclass Writer:\n    pass\n\n\nclass Other:\n    pass\n\n\n\
+         def get_text_stdin():\n    return Reader()\n\n\n\
+         def get_text_stdout():\n    return Writer()\n\n\n\
+         def get_binary_stream():\n    return Other()\n\n\n\
+         def get_text_stderr():\n    \"\"\"The error stream.\"\"\"\n    ...\n",
+    );
+    let snapshot = index(dir.path());
+    let features = features_for(&snapshot, "pkg.get_text_stderr");
+    let sibling = |id: &str| features.iter().find(|(c, _)| c == id).map(|(_, f)| f.sibling_users);
+    // Its siblings differ from it in one word: `get_text_stdin` and `get_text_stdout`, not
+    // `get_binary_stream` (two words differ).
+    assert_eq!(sibling("pkg.Reader"), Some(0.5), "{features:?}");
+    assert_eq!(sibling("pkg.Writer"), Some(0.5), "{features:?}");
+    assert_eq!(sibling("pkg.Other"), Some(0.0), "{features:?}");
+}
