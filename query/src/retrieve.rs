@@ -865,7 +865,7 @@ fn family_of(snapshot: &Snapshot, target: &Target) -> Vec<String> {
         );
     }
     if let Some(class) = &target.class {
-        for base in bases_of(snapshot, class) {
+        for base in class_and_bases(snapshot, class).into_iter().skip(1) {
             let member = format!("{base}.{name}");
             if !family.contains(&member)
                 && snapshot.unit(&member).is_some_and(|u| matches!(u.unit.kind, UnitKind::Function | UnitKind::Method))
@@ -884,7 +884,9 @@ fn family_of(snapshot: &Snapshot, target: &Target) -> Vec<String> {
 /// `iter_bytes`): variants of one operation, written alike.
 fn name_siblings(snapshot: &Snapshot, target: &Target) -> Vec<String> {
     let Some(name) = target_name(target) else { return Vec::new() };
-    let words = |n: &str| -> Vec<String> { n.trim_matches('_').split('_').map(str::to_string).collect() };
+    fn words(n: &str) -> Vec<&str> {
+        n.trim_matches('_').split('_').collect()
+    }
     let target_words = words(name);
     if target_words.len() < 2 {
         return Vec::new();
@@ -956,23 +958,19 @@ impl UseShare {
     }
 }
 
-/// The bases of `class` in the repository (not `object`), transitively, nearest first, at most 16.
-fn bases_of(snapshot: &Snapshot, class: &str) -> Vec<String> {
-    let mut classes: Vec<String> = vec![class.to_string()];
+/// `class` and its bases in the repository, transitively, nearest first: at most 16 classes
+/// (a base is looked for while fewer are known).
+fn class_and_bases(snapshot: &Snapshot, class: &str) -> Vec<String> {
+    let mut classes = vec![class.to_string()];
     let mut i = 0;
-    while i < classes.len() && classes.len() <= 16 {
+    while i < classes.len() && classes.len() < 16 {
         for (e, _) in snapshot.edges_from(&classes[i]) {
-            if e.kind == EdgeKind::Inherits
-                && snapshot.kind_of(&e.dst) == Some(UnitKind::Class)
-                && !classes.contains(&e.dst)
-            {
+            if e.kind == EdgeKind::Inherits && snapshot.contains_unit(&e.dst) && !classes.contains(&e.dst) {
                 classes.push(e.dst.clone());
             }
         }
         i += 1;
     }
-    classes.remove(0);
-    classes.truncate(16);
     classes
 }
 
@@ -1172,17 +1170,7 @@ fn reachable_candidates(
     let mut used_classes: Vec<String> = Vec::new();
     // The class and its bases, with their members.
     if let Some(class) = &target.class {
-        let mut classes = vec![class.clone()];
-        let mut i = 0;
-        while i < classes.len() && classes.len() < 16 {
-            for (e, _) in snapshot.edges_from(&classes[i]) {
-                if e.kind == EdgeKind::Inherits && snapshot.contains_unit(&e.dst) && !classes.contains(&e.dst) {
-                    classes.push(e.dst.clone());
-                }
-            }
-            i += 1;
-        }
-        for (i, c) in classes.iter().enumerate() {
+        for (i, c) in class_and_bases(snapshot, class).iter().enumerate() {
             let tier = if i == 0 { Tier::Class } else { Tier::BaseClass };
             for m in members(c) {
                 push(&m, tier, false, &mut out);
