@@ -384,3 +384,32 @@ fn what_a_name_sibling_uses_counts_for_the_target() {
     assert_eq!(sibling("pkg.Writer"), Some(0.5), "{features:?}");
     assert_eq!(sibling("pkg.Other"), Some(0.0), "{features:?}");
 }
+
+#[test]
+fn the_constructor_of_the_returned_class_counts_even_when_inherited() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    write(
+        dir.path(),
+        "pkg/models.py",
+        "class Session:\n    def __init__(self, data):\n        self.data = data\n\n    def save(self):\n        \
+         return 1\n\n\nclass NullSession(Session):\n    pass\n\n\nclass Other:\n    def __init__(self):\n        \
+         pass\n",
+    );
+    write(
+        dir.path(),
+        "pkg/factory.py",
+        "from pkg.models import NullSession, Other\n\n\n\
+         def make(kind: Other) -> \"NullSession\":\n    \"\"\"An empty session.\"\"\"\n    ...\n",
+    );
+    let snapshot = index(dir.path());
+    let features = features_for(&snapshot, "pkg.factory.make");
+    let constructor = |id: &str| features.iter().find(|(c, _)| c == id).map(|(_, f)| f.return_constructor);
+    // `NullSession` has no `__init__` of its own: the one it inherits runs. A parameter's class
+    // is not what the function builds.
+    assert_eq!(constructor("pkg.models.Session.__init__"), Some(1.0), "{features:?}");
+    assert_eq!(constructor("pkg.models.Other.__init__"), Some(0.0), "{features:?}");
+    let ranked = lane_for(&snapshot, "pkg.factory.make", &[]);
+    let pos = |id: &str| ranked.iter().position(|r| r == id).unwrap_or(usize::MAX);
+    assert!(pos("pkg.models.Session.__init__") < pos("pkg.models.Other.__init__"), "{ranked:?}");
+}
