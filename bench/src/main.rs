@@ -624,10 +624,10 @@ pub(crate) fn copy_tree(from: &Path, to: &Path) -> Result<()> {
             copy_tree(&entry.path(), &dst)?;
         } else if ty.is_file() {
             std::fs::copy(entry.path(), &dst)?;
-        } else if ty.is_symlink() {
-            if let Ok(target) = std::fs::read_link(entry.path()) {
-                std::os::unix::fs::symlink(target, &dst).ok();
-            }
+        } else if ty.is_symlink()
+            && let Ok(target) = std::fs::read_link(entry.path())
+        {
+            std::os::unix::fs::symlink(target, &dst).ok();
         }
     }
     Ok(())

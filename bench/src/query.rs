@@ -183,17 +183,16 @@ pub(crate) fn wait_ready(daemon: &mut Daemon, timeout: Duration) -> Result<(Conn
     let start = Instant::now();
     let mut pause = Duration::from_millis(5);
     loop {
-        if let Ok(mut c) = Conn::connect(&daemon.socket) {
-            if let Ok(status) = c.call("status", json!({})) {
-                if status.get("version").is_some() {
-                    return Ok((c, start.elapsed().as_secs_f64()));
-                }
-            }
+        if let Ok(mut c) = Conn::connect(&daemon.socket)
+            && let Ok(status) = c.call("status", json!({}))
+            && status.get("version").is_some()
+        {
+            return Ok((c, start.elapsed().as_secs_f64()));
         }
-        if let Some(child) = daemon.child.as_mut() {
-            if let Ok(Some(code)) = child.try_wait() {
-                bail!("the daemon exited ({code}); log:\n{}", daemon.log());
-            }
+        if let Some(child) = daemon.child.as_mut()
+            && let Ok(Some(code)) = child.try_wait()
+        {
+            bail!("the daemon exited ({code}); log:\n{}", daemon.log());
         }
         if start.elapsed() > timeout {
             bail!("the daemon did not answer in {timeout:?}; log:\n{}", daemon.log());

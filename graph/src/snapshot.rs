@@ -419,12 +419,11 @@ impl Snapshot {
     pub fn unit(&self, id: &str) -> Option<UnitRef<'_>> {
         let mut prefix = id;
         loop {
-            if let Some(path) = self.modules.get(prefix) {
-                if let Some(file) = self.files.get(path) {
-                    if let Some(unit) = file.unit(id) {
-                        return Some(UnitRef { unit, file });
-                    }
-                }
+            if let Some(path) = self.modules.get(prefix)
+                && let Some(file) = self.files.get(path)
+                && let Some(unit) = file.unit(id)
+            {
+                return Some(UnitRef { unit, file });
             }
             prefix = &prefix[..prefix.rfind('.')?];
         }
@@ -441,7 +440,7 @@ impl Snapshot {
 
     /// Every unit of every file, in path order and source order within a file.
     pub fn units(&self) -> impl Iterator<Item = UnitRef<'_>> {
-        self.files.values().flat_map(|file| file.graph.units.iter().map(move |unit| UnitRef { unit, file: &**file }))
+        self.files.values().flat_map(|file| file.graph.units.iter().map(move |unit| UnitRef { unit, file }))
     }
 
     /// The ids of external targets (stdlib, third party) referenced by some edge, sorted.

@@ -521,12 +521,12 @@ impl Indexer {
             if changed_files.contains(path) || removed.contains(path) || reflowed_files.contains(path) {
                 continue;
             }
-            if let (Some(old), Some(stamp)) = (self.snapshot.file(path), self.stamps.get(path)) {
-                if old.stamp != *stamp {
-                    let entry = Arc::new(old.restamped(*stamp));
-                    upserts.push(entry.clone());
-                    changes.push(FileChange::Upsert(entry));
-                }
+            if let (Some(old), Some(stamp)) = (self.snapshot.file(path), self.stamps.get(path))
+                && old.stamp != *stamp
+            {
+                let entry = Arc::new(old.restamped(*stamp));
+                upserts.push(entry.clone());
+                changes.push(FileChange::Upsert(entry));
             }
         }
         for path in &removed {

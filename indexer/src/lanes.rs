@@ -79,12 +79,12 @@ impl RetrievalLanes {
     /// Embeds a query text, reusing the last embedding when the text is the same.
     fn embed_query(&self, worker: &EmbedWorker, text: &str) -> Result<embed::Vector, embed::EmbedError> {
         let cached =
-            |guard: &Option<(String, embed::Vector)>| guard.as_ref().filter(|(t, _)| t == text).map(|(_, v)| v.clone());
+            |guard: &Option<(String, embed::Vector)>| guard.as_ref().filter(|(t, _)| t == text).map(|(_, v)| *v);
         if let Some(v) = cached(&self.last_query.lock().unwrap_or_else(|p| p.into_inner())) {
             return Ok(v);
         }
         let v = worker.embed_query(text)?;
-        *self.last_query.lock().unwrap_or_else(|p| p.into_inner()) = Some((text.to_string(), v.clone()));
+        *self.last_query.lock().unwrap_or_else(|p| p.into_inner()) = Some((text.to_string(), v));
         Ok(v)
     }
 

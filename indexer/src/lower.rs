@@ -1144,28 +1144,28 @@ impl<'a> Lowerer<'a> {
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
         let decorator_count = children.iter().filter(|c| c.kind() == "decorator").count();
         for child in &children {
-            if child.kind() == "decorator" {
-                if let Some(expr_node) = child.named_child(0) {
-                    // Decorators run in the enclosing scope: the module or class calls them.
-                    let e = self.chain_or_value(expr_node, scope);
-                    let callee_span = span(expr_node);
-                    // The decorator receives the decorated function (or class) as the decorators
-                    // below it made it (they apply innermost first).
-                    let below = (decorator_count - decorators.len() - 1) as u32;
-                    let decorated = node
-                        .field("definition")
-                        .and_then(|d| d.field("name"))
-                        .map(|n| Expr::Name(Name::new(self.text(n))))
-                        .map(|name| Expr::Decorated(Box::new(name), below));
-                    self.scope(scope).calls.push(CallSite {
-                        callee: e.clone(),
-                        callee_span,
-                        line: line(*child),
-                        args: decorated.into_iter().collect(),
-                        keywords: Box::default(),
-                    });
-                    decorators.push(e);
-                }
+            if child.kind() == "decorator"
+                && let Some(expr_node) = child.named_child(0)
+            {
+                // Decorators run in the enclosing scope: the module or class calls them.
+                let e = self.chain_or_value(expr_node, scope);
+                let callee_span = span(expr_node);
+                // The decorator receives the decorated function (or class) as the decorators
+                // below it made it (they apply innermost first).
+                let below = (decorator_count - decorators.len() - 1) as u32;
+                let decorated = node
+                    .field("definition")
+                    .and_then(|d| d.field("name"))
+                    .map(|n| Expr::Name(Name::new(self.text(n))))
+                    .map(|name| Expr::Decorated(Box::new(name), below));
+                self.scope(scope).calls.push(CallSite {
+                    callee: e.clone(),
+                    callee_span,
+                    line: line(*child),
+                    args: decorated.into_iter().collect(),
+                    keywords: Box::default(),
+                });
+                decorators.push(e);
             }
         }
         if let Some(def) = node.field("definition") {
@@ -1680,12 +1680,12 @@ impl<'a> Lowerer<'a> {
                         // `self.adapters[prefix] = adapter`: an element of the attribute.
                         let object = container.field("object");
                         let attr = container.field("attribute");
-                        if let (Some(object), Some(attr)) = (object, attr) {
-                            if object.kind() == "identifier" {
-                                let base = Expr::Name(Name::new(self.text(object)));
-                                let attr = Name::new(self.text(attr));
-                                self.attr_store(scope, base, attr, element, true, target, stmt);
-                            }
+                        if let (Some(object), Some(attr)) = (object, attr)
+                            && object.kind() == "identifier"
+                        {
+                            let base = Expr::Name(Name::new(self.text(object)));
+                            let attr = Name::new(self.text(attr));
+                            self.attr_store(scope, base, attr, element, true, target, stmt);
                         }
                     }
                 }
@@ -1822,11 +1822,11 @@ impl<'a> Lowerer<'a> {
             return;
         }
         for (n, b) in self.scopes[owner as usize].bindings.iter_mut() {
-            if n == name {
-                if let Binding::Value(e) = b {
-                    for path in paths {
-                        remove(e, path);
-                    }
+            if n == name
+                && let Binding::Value(e) = b
+            {
+                for path in paths {
+                    remove(e, path);
                 }
             }
         }
@@ -2464,8 +2464,8 @@ impl<'a> Lowerer<'a> {
         }
         let has_statement = body.is_some_and(|b| {
             let mut cursor = b.walk();
-            let found = b.named_children(&mut cursor).any(|c| c.kind() != "comment");
-            found
+
+            b.named_children(&mut cursor).any(|c| c.kind() != "comment")
         });
         if !has_statement {
             self.empty_bodies += 1;

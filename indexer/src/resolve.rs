@@ -1088,10 +1088,10 @@ impl<'a> Resolver<'a> {
             Expr::Call(callee) => {
                 let mut out = Vec::new();
                 // `d.values()`, `d.copy()`: the elements of `d`, as in `elements_local`.
-                if let Expr::Attr(base, method) = callee.as_ref() {
-                    if is_element_preserving(method) {
-                        extend(&mut out, self.elements_closed(base, module, self_class, depth + 1));
-                    }
+                if let Expr::Attr(base, method) = callee.as_ref()
+                    && is_element_preserving(method)
+                {
+                    extend(&mut out, self.elements_closed(base, module, self_class, depth + 1));
                 }
                 for c in self.eval_closed(callee, module, self_class, depth + 1) {
                     extend(&mut out, self.call_elements(&c, depth + 1));
@@ -1279,11 +1279,11 @@ impl<'a> Resolver<'a> {
                 for r in &f.returns {
                     extend(&mut out, self.elements_closed(r, &t.module, owner.as_ref(), depth + 1));
                 }
-                if let Some(annotation) = &f.annotation {
-                    if !names_repo_value(&out) {
-                        let promised = self.elements_closed(annotation, &t.module, owner.as_ref(), depth + 1);
-                        prefer_promised(&mut out, promised);
-                    }
+                if let Some(annotation) = &f.annotation
+                    && !names_repo_value(&out)
+                {
+                    let promised = self.elements_closed(annotation, &t.module, owner.as_ref(), depth + 1);
+                    prefer_promised(&mut out, promised);
                 }
                 out
             })
@@ -1531,12 +1531,11 @@ impl<'a> Resolver<'a> {
             Value::Function(g) => {
                 let mut out: Vec<Value> =
                     self.call_result(d, depth + 1).into_iter().filter(|v| matches!(v, Value::Instance(_))).collect();
-                if out.is_empty() {
-                    if let Some(annotation) =
+                if out.is_empty()
+                    && let Some(annotation) =
                         self.summary_for(&g.module, &g.path).and_then(|s| s.function(&g.path)?.annotation.clone())
-                    {
-                        out = self.eval_closed(&annotation, &g.module, g.owner().as_ref(), depth + 1);
-                    }
+                {
+                    out = self.eval_closed(&annotation, &g.module, g.owner().as_ref(), depth + 1);
                 }
                 out
             }
@@ -1559,22 +1558,22 @@ impl<'a> Resolver<'a> {
             extend(&mut out, self.eval_closed(r, &t.module, owner.as_ref(), depth + 1));
         }
         // A lambda returned by a function of this file (summaries leave lambdas out).
-        if *t.module == *self.module {
-            if let Some(body) = self.defs_by_path.get(&*t.path).and_then(|&d| self.syntax.def(d).body) {
-                for r in self.syntax.scope(body).returns.iter() {
-                    if let Expr::Lambda(l) = r {
-                        push(&mut out, Value::Lambda(*l));
-                    }
+        if *t.module == *self.module
+            && let Some(body) = self.defs_by_path.get(&*t.path).and_then(|&d| self.syntax.def(d).body)
+        {
+            for r in self.syntax.scope(body).returns.iter() {
+                if let Expr::Lambda(l) = r {
+                    push(&mut out, Value::Lambda(*l));
                 }
             }
         }
         // The inferred values win when they say something about the code; the return
         // annotation fills in when they do not (`return unknown_ext()`, `return None`).
-        if let Some(annotation) = &f.annotation {
-            if !names_repo_value(&out) {
-                let promised = self.eval_closed(annotation, &t.module, owner.as_ref(), depth + 1);
-                prefer_promised(&mut out, promised);
-            }
+        if let Some(annotation) = &f.annotation
+            && !names_repo_value(&out)
+        {
+            let promised = self.eval_closed(annotation, &t.module, owner.as_ref(), depth + 1);
+            prefer_promised(&mut out, promised);
         }
         out
     }
@@ -1707,11 +1706,11 @@ impl<'a> Resolver<'a> {
             }
             return values;
         }
-        if self.syntax.scope(s).kind == ScopeKind::Class {
-            if let Some(&def) = self.scope_units.get(&(s, name)) {
-                let d = self.syntax.def(def);
-                return vec![def_value(&self.module, &d.path, d.kind)];
-            }
+        if self.syntax.scope(s).kind == ScopeKind::Class
+            && let Some(&def) = self.scope_units.get(&(s, name))
+        {
+            let d = self.syntax.def(def);
+            return vec![def_value(&self.module, &d.path, d.kind)];
         }
         self.memoised(&self.local_names, (s, Name::new(name)), || {
             let mut values = Vec::new();
@@ -1794,29 +1793,30 @@ impl<'a> Resolver<'a> {
             return Vec::new();
         };
         let mut values = Vec::new();
-        if index == 0 && sc.kind == ScopeKind::Function {
-            if let Some(parent) = sc.parent {
-                let ps = self.syntax.scope(parent);
-                if ps.kind == ScopeKind::Class {
-                    if let (Some(class_def), Some(def)) = (ps.def, sc.def) {
-                        let flags = method_flags(&self.syntax.def(def).decorators);
-                        let class = Target::new(&self.module, &self.syntax.def(class_def).path);
-                        let is_meta_new =
-                            self.syntax.def(def).name == "__new__" || self.syntax.def(def).name == "__init_subclass__";
-                        // `self`/`cls` is the class, or whatever receivers calls in this file
-                        // were seen to pass (subclass instances calling inherited methods).
-                        let mut classes = vec![class.clone()];
-                        for receiver in self.receiver_flow.get(&scope).map(Vec::as_slice).unwrap_or(&[]) {
-                            if !classes.contains(receiver) {
-                                classes.push(receiver.clone());
-                            }
-                        }
-                        if flags.is_class || is_meta_new {
-                            return classes.into_iter().map(Value::Class).collect();
-                        } else if !flags.is_static {
-                            return classes.into_iter().map(Value::Instance).collect();
-                        }
+        if index == 0
+            && sc.kind == ScopeKind::Function
+            && let Some(parent) = sc.parent
+        {
+            let ps = self.syntax.scope(parent);
+            if ps.kind == ScopeKind::Class
+                && let (Some(class_def), Some(def)) = (ps.def, sc.def)
+            {
+                let flags = method_flags(&self.syntax.def(def).decorators);
+                let class = Target::new(&self.module, &self.syntax.def(class_def).path);
+                let is_meta_new =
+                    self.syntax.def(def).name == "__new__" || self.syntax.def(def).name == "__init_subclass__";
+                // `self`/`cls` is the class, or whatever receivers calls in this file
+                // were seen to pass (subclass instances calling inherited methods).
+                let mut classes = vec![class.clone()];
+                for receiver in self.receiver_flow.get(&scope).map(Vec::as_slice).unwrap_or(&[]) {
+                    if !classes.contains(receiver) {
+                        classes.push(receiver.clone());
                     }
+                }
+                if flags.is_class || is_meta_new {
+                    return classes.into_iter().map(Value::Class).collect();
+                } else if !flags.is_static {
+                    return classes.into_iter().map(Value::Instance).collect();
                 }
             }
         }
@@ -1864,14 +1864,14 @@ impl<'a> Resolver<'a> {
                 let mut out = Vec::new();
                 for b in &bases {
                     for v in self.attr_of(b, attr, depth + 1) {
-                        if let (Value::Function(t), Value::Instance(_)) = (&v, b) {
-                            if self.method_flags(t).is_property {
-                                if let Some(h) = hits.as_deref_mut() {
-                                    h.properties.push(t.clone());
-                                }
-                                extend(&mut out, self.call_result(&v, depth + 1));
-                                continue;
+                        if let (Value::Function(t), Value::Instance(_)) = (&v, b)
+                            && self.method_flags(t).is_property
+                        {
+                            if let Some(h) = hits.as_deref_mut() {
+                                h.properties.push(t.clone());
                             }
+                            extend(&mut out, self.call_result(&v, depth + 1));
+                            continue;
                         }
                         push(&mut out, v);
                     }
@@ -1879,22 +1879,23 @@ impl<'a> Resolver<'a> {
                 out
             }
             Expr::Call(callee) => {
-                if let Expr::Name(n) = callee.as_ref() {
-                    if n == "super" && self.binding_scope("super", scope).is_none() {
-                        let Some((class, method_scope)) = self.enclosing_class(scope) else {
-                            return Vec::new();
-                        };
-                        let mut out = Vec::new();
-                        for v in self.param_values(method_scope, 0, depth + 1) {
-                            if let Value::Instance(k) | Value::Class(k) = v {
-                                push(&mut out, Value::Super(class.clone(), k));
-                            }
+                if let Expr::Name(n) = callee.as_ref()
+                    && n == "super"
+                    && self.binding_scope("super", scope).is_none()
+                {
+                    let Some((class, method_scope)) = self.enclosing_class(scope) else {
+                        return Vec::new();
+                    };
+                    let mut out = Vec::new();
+                    for v in self.param_values(method_scope, 0, depth + 1) {
+                        if let Value::Instance(k) | Value::Class(k) = v {
+                            push(&mut out, Value::Super(class.clone(), k));
                         }
-                        if out.is_empty() {
-                            out.push(Value::Super(class.clone(), class));
-                        }
-                        return out;
                     }
+                    if out.is_empty() {
+                        out.push(Value::Super(class.clone(), class));
+                    }
+                    return out;
                 }
                 let mut out = Vec::new();
                 for c in self.eval_local(callee, scope, depth + 1) {
@@ -2227,10 +2228,10 @@ impl<'a> Resolver<'a> {
                         return None;
                     }
                     let param = sc.params.get(*p as usize)?;
-                    if let Some(default) = &param.default {
-                        if !agree(self.constant_of(default, sc.parent.unwrap_or(0), depth + 1)?) {
-                            return None;
-                        }
+                    if let Some(default) = &param.default
+                        && !agree(self.constant_of(default, sc.parent.unwrap_or(0), depth + 1)?)
+                    {
+                        return None;
                     }
                     for (caller, arg) in flows {
                         if !agree(self.constant_of(arg, *caller, depth + 1)?) {
@@ -2322,16 +2323,15 @@ impl<'a> Resolver<'a> {
                 };
                 let indices = self.scope_bindings[s as usize].get(n.as_str()).cloned().unwrap_or_default();
                 // `kwargs["key"]` in a function: the value each call passes under that key.
-                if let [only] = indices.as_slice() {
-                    if let Binding::Param(p) = &self.syntax.scope(s).bindings[*only].1 {
-                        if self.syntax.scope(s).params.get(*p as usize).is_some_and(|p| p.keywords) {
-                            let mut out = Vec::new();
-                            for (caller, arg) in self.param_flow.get(&(s, *p)).into_iter().flatten() {
-                                extend(&mut out, self.item_local(arg, key, *caller, depth + 1));
-                            }
-                            return out;
-                        }
+                if let [only] = indices.as_slice()
+                    && let Binding::Param(p) = &self.syntax.scope(s).bindings[*only].1
+                    && self.syntax.scope(s).params.get(*p as usize).is_some_and(|p| p.keywords)
+                {
+                    let mut out = Vec::new();
+                    for (caller, arg) in self.param_flow.get(&(s, *p)).into_iter().flatten() {
+                        extend(&mut out, self.item_local(arg, key, *caller, depth + 1));
                     }
+                    return out;
                 }
                 // A dict written out with constant keys, or (for an integer key) a literal list or
                 // tuple never added to: the item is the one written there.
@@ -2456,10 +2456,10 @@ impl<'a> Resolver<'a> {
             }
             Expr::Call(callee) => {
                 let mut out = Vec::new();
-                if let Expr::Attr(base, method) = callee.as_ref() {
-                    if is_element_preserving(method) {
-                        extend(&mut out, self.elements_local(base, scope, depth + 1));
-                    }
+                if let Expr::Attr(base, method) = callee.as_ref()
+                    && is_element_preserving(method)
+                {
+                    extend(&mut out, self.elements_local(base, scope, depth + 1));
                 }
                 for c in self.eval_local(callee, scope, depth + 1) {
                     match &c {
@@ -2687,10 +2687,10 @@ impl<'a> Resolver<'a> {
         let mut flows: Vec<(u32, Expr)> = Vec::new();
         for (i, arg) in call.args.iter().enumerate() {
             let p = i + offset;
-            if let Some(param) = sc.params.get(p) {
-                if !param.variadic {
-                    flows.push((p as u32, arg.clone()));
-                }
+            if let Some(param) = sc.params.get(p)
+                && !param.variadic
+            {
+                flows.push((p as u32, arg.clone()));
             }
         }
         // Keywords no named parameter takes go to `**kwargs`, as the dict they arrive in.
@@ -2746,10 +2746,9 @@ impl<'a> Resolver<'a> {
                 return;
             }
             let hash = {
-                use std::hash::{BuildHasher, Hash, Hasher};
-                let mut h = rustc_hash::FxBuildHasher.build_hasher();
-                (src, dst.as_str(), kind, line).hash(&mut h);
-                h.finish()
+                use std::hash::BuildHasher;
+
+                rustc_hash::FxBuildHasher.hash_one((src, dst.as_str(), kind, line))
             };
             let same = seen.entry(hash).or_default();
             if same.iter().any(|&i| {
@@ -3019,10 +3018,10 @@ impl<'a> Resolver<'a> {
                 Value::Function(t) | Value::Undecorated(t) if *t.module != *self.module => add(t.clone(), None),
                 Value::Class(c) => {
                     for init in self.deref(self.class_attr(c, "__init__", None, 0), 0) {
-                        if let Value::Function(i) = init {
-                            if *i.module != *self.module {
-                                add(i, Some(1));
-                            }
+                        if let Value::Function(i) = init
+                            && *i.module != *self.module
+                        {
+                            add(i, Some(1));
                         }
                     }
                 }

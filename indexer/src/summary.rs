@@ -486,10 +486,10 @@ pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<Mod
     }
     let mut star_imports = Vec::new();
     for import in &module_scope.imports {
-        if import.names.iter().any(|n| n == "*") {
-            if let Some(m) = absolute_module(&import.module, module, is_package) {
-                star_imports.push(m);
-            }
+        if import.names.iter().any(|n| n == "*")
+            && let Some(m) = absolute_module(&import.module, module, is_package)
+        {
+            star_imports.push(m);
         }
     }
 
@@ -657,16 +657,65 @@ fn class_summary(s: &Summariser, class: DefId, body: ScopeId) -> ClassSummary {
                 continue;
             }
             let value = without_constants(s.close(&store.value, sc_id, 0));
-            if let Some(m) = members.get_mut(store.attr.as_str()) {
-                if value != Expr::Unknown && !m.values.contains(&value) {
-                    m.values.push(value);
-                }
+            if let Some(m) = members.get_mut(store.attr.as_str())
+                && value != Expr::Unknown
+                && !m.values.contains(&value)
+            {
+                m.values.push(value);
             }
         }
     }
     let mut members: Vec<(Name, Member)> = members.into_iter().collect();
     members.sort_by(|a, b| a.0.cmp(&b.0));
     ClassSummary { bases, members }
+}
+
+/// The dependency key of a module-level name (`*` stands for the module's star-import surface).
+pub fn name_key(module: &str, name: &str) -> String {
+    format!("{module}\u{1}{name}")
+}
+
+/// A hash per module-level name of everything the summary says under it (its bindings, and the
+/// classes and functions whose path starts with it), plus `*` (the module's star imports) and
+/// `__all__`. Comparing two versions name by name tells which names changed, so that only the
+/// files that looked those names up are re-resolved.
+pub fn name_hashes(summary: &ModuleSummary) -> Vec<(String, u64)> {
+    use std::hash::{Hash, Hasher};
+    let mut hashers: std::collections::BTreeMap<&str, std::hash::DefaultHasher> = std::collections::BTreeMap::new();
+    let top = |path: &str| path.split('.').next().unwrap_or(path).to_string();
+    let mut tops: Vec<(String, u64)> = Vec::new();
+    for (name, bindings) in &summary.names {
+        let h = hashers.entry(name.as_str()).or_default();
+        bindings.hash(h);
+    }
+    for (path, class) in &summary.classes {
+        let mut h = std::hash::DefaultHasher::new();
+        path.hash(&mut h);
+        class.hash(&mut h);
+        tops.push((top(path), h.finish()));
+    }
+    for (path, function) in &summary.functions {
+        let mut h = std::hash::DefaultHasher::new();
+        path.hash(&mut h);
+        function.hash(&mut h);
+        tops.push((top(path), h.finish()));
+    }
+    let mut out: std::collections::BTreeMap<String, u64> =
+        hashers.into_iter().map(|(name, h)| (name.to_string(), h.finish())).collect();
+    for (name, h) in tops {
+        let entry = out.entry(name).or_insert(0);
+        *entry = entry.rotate_left(5) ^ h;
+    }
+    // `*`: the module's own star imports (where names not defined here are looked for);
+    // `__all__`: which of its names a star import of it exports (without `__all__`, that depends
+    // only on the name itself, which its own entry covers).
+    let mut star = std::hash::DefaultHasher::new();
+    summary.star_imports.hash(&mut star);
+    out.insert("*".to_string(), star.finish());
+    let mut all = std::hash::DefaultHasher::new();
+    summary.dunder_all.hash(&mut all);
+    out.insert("__all__".to_string(), all.finish());
+    out.into_iter().collect()
 }
 
 #[cfg(test)]
@@ -742,52 +791,4 @@ mod tests {
         let member = class.member("adapter").unwrap();
         assert_eq!(member.values, vec![Expr::Call(Box::new(Expr::Name("HTTPAdapter".into())))]);
     }
-}
-
-/// The dependency key of a module-level name (`*` stands for the module's star-import surface).
-pub fn name_key(module: &str, name: &str) -> String {
-    format!("{module}\u{1}{name}")
-}
-
-/// A hash per module-level name of everything the summary says under it (its bindings, and the
-/// classes and functions whose path starts with it), plus `*` (the module's star imports) and
-/// `__all__`. Comparing two versions name by name tells which names changed, so that only the
-/// files that looked those names up are re-resolved.
-pub fn name_hashes(summary: &ModuleSummary) -> Vec<(String, u64)> {
-    use std::hash::{Hash, Hasher};
-    let mut hashers: std::collections::BTreeMap<&str, std::hash::DefaultHasher> = std::collections::BTreeMap::new();
-    let top = |path: &str| path.split('.').next().unwrap_or(path).to_string();
-    let mut tops: Vec<(String, u64)> = Vec::new();
-    for (name, bindings) in &summary.names {
-        let h = hashers.entry(name.as_str()).or_default();
-        bindings.hash(h);
-    }
-    for (path, class) in &summary.classes {
-        let mut h = std::hash::DefaultHasher::new();
-        path.hash(&mut h);
-        class.hash(&mut h);
-        tops.push((top(path), h.finish()));
-    }
-    for (path, function) in &summary.functions {
-        let mut h = std::hash::DefaultHasher::new();
-        path.hash(&mut h);
-        function.hash(&mut h);
-        tops.push((top(path), h.finish()));
-    }
-    let mut out: std::collections::BTreeMap<String, u64> =
-        hashers.into_iter().map(|(name, h)| (name.to_string(), h.finish())).collect();
-    for (name, h) in tops {
-        let entry = out.entry(name).or_insert(0);
-        *entry = entry.rotate_left(5) ^ h;
-    }
-    // `*`: the module's own star imports (where names not defined here are looked for);
-    // `__all__`: which of its names a star import of it exports (without `__all__`, that depends
-    // only on the name itself, which its own entry covers).
-    let mut star = std::hash::DefaultHasher::new();
-    summary.star_imports.hash(&mut star);
-    out.insert("*".to_string(), star.finish());
-    let mut all = std::hash::DefaultHasher::new();
-    summary.dunder_all.hash(&mut all);
-    out.insert("__all__".to_string(), all.finish());
-    out.into_iter().collect()
 }

@@ -225,7 +225,7 @@ impl Exec<'_, '_> {
     /// Checks the time limit and cancellation; `Ok(false)` means stop (time is up).
     fn tick(&mut self) -> Result<bool, QueryError> {
         self.ticks += 1;
-        if self.ticks % 256 != 0 {
+        if !self.ticks.is_multiple_of(256) {
             return Ok(true);
         }
         if self.ctx.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
@@ -379,10 +379,10 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             let keep = |exec: &Exec, id: &str| -> bool {
                 let snapshot = exec.snapshot();
                 let unit = snapshot.unit(id);
-                if let Some(k) = kind {
-                    if snapshot.kind_of(id) != Some(*k) {
-                        return false;
-                    }
+                if let Some(k) = kind
+                    && snapshot.kind_of(id) != Some(*k)
+                {
+                    return false;
                 }
                 if let Some(f) = file {
                     match unit {
@@ -742,18 +742,17 @@ fn suggestions(snapshot: &Snapshot, name: &str) -> Vec<String> {
     scored.into_iter().take(5).map(|(_, id)| id).collect()
 }
 
-fn neighbours<'s>(snapshot: &'s Snapshot, id: &str, traversal: Traversal) -> Vec<(String, EdgeKind, Option<u32>)> {
+fn neighbours(snapshot: &Snapshot, id: &str, traversal: Traversal) -> Vec<(String, EdgeKind, Option<u32>)> {
     let (kinds, backward) = traversal.edges();
     let mut out = Vec::new();
     if backward {
         // Importers of a module also import the names defined in it.
         let mut targets = vec![id.to_string()];
-        if traversal == Traversal::Importers {
-            if let Some(u) = snapshot.unit(id) {
-                if u.unit.kind == UnitKind::Module {
-                    targets.extend(u.file.graph.units.iter().skip(1).map(|x| x.id.clone()));
-                }
-            }
+        if traversal == Traversal::Importers
+            && let Some(u) = snapshot.unit(id)
+            && u.unit.kind == UnitKind::Module
+        {
+            targets.extend(u.file.graph.units.iter().skip(1).map(|x| x.id.clone()));
         }
         for target in &targets {
             for (edge, _) in snapshot.edges_to(target) {

@@ -184,11 +184,13 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
                 while i < bytes.len() {
                     let b = bytes[i];
                     // A lambda's name is part of a qualified name: `pkg.f.<lambda1>`.
-                    if b == b'<' && (i == start || bytes[i - 1] == b'.') && text[i..].starts_with("<lambda") {
-                        if let Some(close) = text[i..].find('>') {
-                            i += close + 1;
-                            continue;
-                        }
+                    if b == b'<'
+                        && (i == start || bytes[i - 1] == b'.')
+                        && text[i..].starts_with("<lambda")
+                        && let Some(close) = text[i..].find('>')
+                    {
+                        i += close + 1;
+                        continue;
                     }
                     if b.is_ascii_whitespace()
                         || matches!(b, b'|' | b',' | b'"' | b'\'' | b'=' | b'<' | b'>' | b'!' | b'~')
@@ -446,7 +448,7 @@ impl Parser {
             }
             "limit" => {
                 self.bump();
-                Ok(Stage::Limit(self.number()? as usize))
+                Ok(Stage::Limit(self.number()?))
             }
             "order" => {
                 self.bump();
@@ -528,10 +530,10 @@ impl Parser {
             _ => return self.expected("a unit: a qualified name, a glob, or file.py:LINE"),
         };
         self.bump();
-        if let Some((file, line)) = text.rsplit_once(':') {
-            if let Ok(line) = line.parse::<u32>() {
-                return Ok(Symbol::Location { file: file.to_string(), line });
-            }
+        if let Some((file, line)) = text.rsplit_once(':')
+            && let Ok(line) = line.parse::<u32>()
+        {
+            return Ok(Symbol::Location { file: file.to_string(), line });
         }
         if text.contains(['*', '?', '[']) {
             return Ok(Symbol::Glob(text));
@@ -570,21 +572,21 @@ impl Parser {
     }
 
     fn unit_kind(&mut self) -> Result<UnitKind, ParseError> {
-        if let Tok::Word(w) = self.peek().clone() {
-            if let Some(k) = UnitKind::parse(&w.to_ascii_lowercase()) {
-                self.bump();
-                return Ok(k);
-            }
+        if let Tok::Word(w) = self.peek().clone()
+            && let Some(k) = UnitKind::parse(&w.to_ascii_lowercase())
+        {
+            self.bump();
+            return Ok(k);
         }
         self.expected("a unit kind (module, class, function, method, variable, external)")
     }
 
     fn edge_kind(&mut self) -> Result<EdgeKind, ParseError> {
-        if let Tok::Word(w) = self.peek().clone() {
-            if let Some(k) = EdgeKind::parse(&w.to_ascii_lowercase()) {
-                self.bump();
-                return Ok(k);
-            }
+        if let Tok::Word(w) = self.peek().clone()
+            && let Some(k) = EdgeKind::parse(&w.to_ascii_lowercase())
+        {
+            self.bump();
+            return Ok(k);
         }
         self.expected("an edge kind (contains, imports, inherits, calls, references)")
     }

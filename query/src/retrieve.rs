@@ -529,10 +529,11 @@ pub fn graph_lane(
         let direct = ranked.clone();
         for d in direct {
             for (e, _) in snapshot.edges_from(&d) {
-                if e.kind == EdgeKind::Calls && snapshot.unit(&e.dst).is_some_and(|u| is_code_unit(u.unit)) {
-                    if seen.insert(e.dst.clone()) {
-                        ranked.push(e.dst.clone());
-                    }
+                if e.kind == EdgeKind::Calls
+                    && snapshot.unit(&e.dst).is_some_and(|u| is_code_unit(u.unit))
+                    && seen.insert(e.dst.clone())
+                {
+                    ranked.push(e.dst.clone());
                 }
             }
         }

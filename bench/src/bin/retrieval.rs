@@ -239,12 +239,11 @@ impl Lanes for CountedLanes<'_> {
 
 fn place_of(snapshot: &Snapshot, target: &str, target_kind: UnitKind, dep: &str) -> &'static str {
     let target_file = snapshot.unit(target).map(|u| u.file.graph.path.clone());
-    if target_kind == UnitKind::Method {
-        if let Some((class, _)) = target.rsplit_once('.') {
-            if dep == class || dep.strip_prefix(class).is_some_and(|r| r.starts_with('.')) {
-                return "same class";
-            }
-        }
+    if target_kind == UnitKind::Method
+        && let Some((class, _)) = target.rsplit_once('.')
+        && (dep == class || dep.strip_prefix(class).is_some_and(|r| r.starts_with('.')))
+    {
+        return "same class";
     }
     match (snapshot.unit(dep), target_file) {
         (Some(u), Some(f)) if u.file.graph.path == f => "same file",

@@ -40,10 +40,10 @@ pub struct FixedLanes {
 impl FixedLanes {
     fn embed_query(&self, text: &str) -> Result<fresco_indexer::embed::Vector, LaneDown> {
         let mut last = self.last_query.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((t, v)) = last.as_ref() {
-            if t == text {
-                return Ok(*v);
-            }
+        if let Some((t, v)) = last.as_ref()
+            && t == text
+        {
+            return Ok(*v);
         }
         let v = self.embedder.embed_query_first(text, &self.queries).map_err(|e| LaneDown { reason: e.to_string() })?;
         *last = Some((text.to_string(), v));
