@@ -483,8 +483,9 @@ fn is_code_unit(unit: &fresco_graph::Unit) -> bool {
 /// - word affinity with the target's signature and docstring, words weighted by how rare they
 ///   are among the candidates, and dense (embedding) affinity;
 /// - the target's name: a namesake on a collaborator (a method often delegates to it), what the
-///   methods of that name in its file and on its class's bases use, and what its name siblings
-///   (names that differ from it in one word) use.
+///   methods of that name in its file, on its class's bases and in its direct subclasses use,
+///   and what its name siblings (names that differ from it in one word) use;
+/// - what other code working with the classes its signature or docstring names uses of them.
 /// - its return annotation: the constructor of the class it names (a function declared to
 ///   return a class most often builds one).
 ///
@@ -607,6 +608,10 @@ pub struct CandidateFeatures {
     /// 1 when it is the constructor of a class the target's return annotation names (see
     /// [`returned_constructors`]): a function declared to return a class most often builds one.
     pub return_constructor: f64,
+    /// Use by other code working with the classes the target's signature or docstring names
+    /// (see [`TypeUsage`]): the largest share, over those classes, of the functions using the
+    /// class that also use it. Code taking a `Request` reads the same few of its members.
+    pub type_users: f64,
 }
 
 impl CandidateFeatures {
@@ -634,6 +639,7 @@ impl CandidateFeatures {
             + 2.0 * self.family_users
             + 2.0 * self.sibling_users
             + 3.0 * self.return_constructor
+            + 1.0 * self.type_users
     }
 
     /// The score without the text lanes' evidence (word and dense affinity, what analogues
@@ -667,7 +673,9 @@ pub fn candidate_features(
     let sibling_use = UseShare::of(snapshot, target, &name_siblings(snapshot, target));
     let name = target_name(target);
     let constructors = returned_constructors(snapshot, target);
-    let candidates = reachable_candidates(snapshot, target, &usage, &analogue_use, &constructors, exclude);
+    let mentioned = mentioned_classes(snapshot, target);
+    let type_use = TypeUsage::of(snapshot, target, &mentioned);
+    let candidates = reachable_candidates(snapshot, target, &usage, &analogue_use, &mentioned, &constructors, exclude);
     let target_words: FxHashSet<String> = words(lanes, &target.own_text).into_iter().collect();
     let candidate_words: Vec<FxHashSet<String>> = candidates
         .iter()
@@ -705,6 +713,7 @@ pub fn candidate_features(
                 family_users: family_use.share(&c.id),
                 sibling_users: sibling_use.share(&c.id),
                 return_constructor: if constructors.contains(&c.id) { 1.0 } else { 0.0 },
+                type_users: type_use.share(&c.id),
             };
             (c.id, features)
         })
@@ -932,8 +941,9 @@ fn are_namesakes(a: &str, b: &str) -> bool {
 const FAMILY_MEMBERS: usize = 32;
 
 /// The target's family: the functions and methods of the target's name in its file (a sibling
-/// class's version, a sync and an async twin) and the methods of that name of its class's bases,
-/// transitively (the version an override extends).
+/// class's version, a sync and an async twin), the methods of that name of its class's bases,
+/// transitively (the version an override extends), and of its class's direct subclasses (the
+/// overrides extending it).
 ///
 /// The other subclasses of the bases were family too, found through the edges into each base: on
 /// django that cost 5.5 ms per target (hundreds of files import a base like `Field`), and on the
@@ -956,6 +966,20 @@ fn family_of(snapshot: &Snapshot, target: &Target) -> Vec<String> {
         for base in class_and_bases(snapshot, class).into_iter().skip(1) {
             let member = format!("{base}.{name}");
             if !family.contains(&member)
+                && snapshot.unit(&member).is_some_and(|u| matches!(u.unit.kind, UnitKind::Function | UnitKind::Method))
+            {
+                family.push(member);
+            }
+        }
+    }
+    // The overrides in its class's direct subclasses (outside tests): what they add to the
+    // target's version tells what it does too.
+    if let Some(class) = &target.class {
+        for (e, file) in snapshot.edges_to(class) {
+            let member = format!("{}.{name}", e.src);
+            if e.kind == EdgeKind::Inherits
+                && !is_test_path(&file.graph.path)
+                && !family.contains(&member)
                 && snapshot.unit(&member).is_some_and(|u| matches!(u.unit.kind, UnitKind::Function | UnitKind::Method))
             {
                 family.push(member);
@@ -995,6 +1019,74 @@ fn name_siblings(snapshot: &Snapshot, target: &Target) -> Vec<String> {
         .collect();
     siblings.truncate(FAMILY_MEMBERS);
     siblings
+}
+
+/// At most this many users of a class are read for [`TypeUsage`]: a class like django's `Model`
+/// has thousands.
+const TYPE_USERS: usize = 64;
+
+/// What other code working with the classes the target's signature or docstring names uses:
+/// per used unit, the largest share, over those classes, of the functions and methods using the
+/// class (in a signature or a body; at least two of them) that use it too. A function taking a
+/// `Request` reads the members such functions read.
+struct TypeUsage {
+    share: FxHashMap<String, f64>,
+}
+
+impl TypeUsage {
+    fn of(snapshot: &Snapshot, target: &Target, classes: &[String]) -> TypeUsage {
+        let mut share: FxHashMap<String, f64> = FxHashMap::default();
+        let inside_target = |id: &str| target.id.as_deref().is_some_and(|t| is_within(id, t));
+        for class in classes {
+            let mut users: Vec<&str> = Vec::new();
+            for (e, _) in snapshot.edges_to(class) {
+                if !matches!(e.kind, EdgeKind::Calls | EdgeKind::References) {
+                    continue;
+                }
+                let user = without_lambdas(&e.src);
+                if !inside_target(user)
+                    && !users.contains(&user)
+                    && matches!(snapshot.kind_of(user), Some(UnitKind::Function | UnitKind::Method))
+                {
+                    users.push(user);
+                    if users.len() == TYPE_USERS {
+                        break;
+                    }
+                }
+            }
+            if users.len() < 2 {
+                continue;
+            }
+            let mut count: FxHashMap<&str, usize> = FxHashMap::default();
+            for user in &users {
+                let mut used: FxHashSet<&str> = FxHashSet::default();
+                // Its own edges (not its lambdas'): an index lookup, where a scan of its file's
+                // edges for the lambdas too cost a millisecond per django target.
+                for (e, _) in snapshot.edges_from(user) {
+                    if matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits) && e.dst != *class
+                    {
+                        used.insert(e.dst.as_str());
+                    }
+                }
+                for id in used {
+                    *count.entry(id).or_default() += 1;
+                }
+            }
+            for (id, n) in count {
+                if inside_target(id) {
+                    continue;
+                }
+                let s = n as f64 / users.len() as f64;
+                let entry = share.entry(id.to_string()).or_default();
+                *entry = entry.max(s);
+            }
+        }
+        TypeUsage { share }
+    }
+
+    fn share(&self, id: &str) -> f64 {
+        self.share.get(id).copied().unwrap_or(0.0)
+    }
 }
 
 /// What a group of the target's relatives uses (its family, its name siblings): per used unit,
@@ -1236,6 +1328,7 @@ fn reachable_candidates(
     target: &Target,
     usage: &NeighbourUsage,
     analogue_use: &AnalogueUsage,
+    mentioned: &[String],
     constructors: &FxHashSet<String>,
     exclude: &FxHashSet<String>,
 ) -> Vec<Candidate> {
@@ -1268,9 +1361,9 @@ fn reachable_candidates(
     }
     // Classes its signature and docstring name (`request: PreparedRequest`, ":class:`Request`"):
     // the body will work with their members.
-    for c in mentioned_classes(snapshot, target) {
-        push(&c, Tier::MentionedClass, false, &mut out);
-        for m in members(&c) {
+    for c in mentioned {
+        push(c, Tier::MentionedClass, false, &mut out);
+        for m in members(c) {
             push(&m, Tier::MentionedClass, false, &mut out);
         }
     }

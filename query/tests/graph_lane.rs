@@ -413,3 +413,65 @@ fn the_constructor_of_the_returned_class_counts_even_when_inherited() {
     let pos = |id: &str| ranked.iter().position(|r| r == id).unwrap_or(usize::MAX);
     assert!(pos("pkg.models.Session.__init__") < pos("pkg.models.Other.__init__"), "{ranked:?}");
 }
+
+#[test]
+fn what_other_code_taking_the_named_class_uses_of_it_counts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    write(
+        dir.path(),
+        "pkg/models.py",
+        "class Request:\n    def __init__(self):\n        self.url = ''\n        self.method = ''\n        \
+         self.body = b''\n\n    def read(self):\n        return self.body\n",
+    );
+    // Two functions taking a `Request` read its `url`; one of them its `method` too. Nothing
+    // reads `body` but the class itself.
+    write(
+        dir.path(),
+        "pkg/log.py",
+        "from pkg.models import Request\n\n\n\
+         def describe(request: Request) -> str:\n    return request.method + request.url\n\n\n\
+         def link(request: Request) -> str:\n    return request.url\n",
+    );
+    write(
+        dir.path(),
+        "pkg/send.py",
+        "from pkg.models import Request\n\n\n\
+         def send(request: Request) -> None:\n    \"\"\"Send it.\"\"\"\n    ...\n",
+    );
+    let snapshot = index(dir.path());
+    let features = features_for(&snapshot, "pkg.send.send");
+    let type_users = |id: &str| features.iter().find(|(c, _)| c == id).map(|(_, f)| f.type_users);
+    assert_eq!(type_users("pkg.models.Request.url"), Some(1.0), "{features:?}");
+    assert_eq!(type_users("pkg.models.Request.method"), Some(0.5), "{features:?}");
+    assert_eq!(type_users("pkg.models.Request.body"), Some(0.0), "{features:?}");
+}
+
+#[test]
+fn what_an_override_in_a_subclass_uses_counts_for_the_method_it_overrides() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    write(
+        dir.path(),
+        "pkg/base.py",
+        "class Base:\n    def flush(self):\n        return 1\n\n    def other(self):\n        return 2\n\n    \
+         def close(self):\n        \"\"\"Close it.\"\"\"\n        ...\n",
+    );
+    write(
+        dir.path(),
+        "pkg/sub.py",
+        "from pkg.base import Base\n\n\nclass Sub(Base):\n    def close(self):\n        self.flush()\n        \
+         super().close()\n",
+    );
+    // A test's subclass is not family.
+    write(
+        dir.path(),
+        "tests/test_base.py",
+        "from pkg.base import Base\n\n\nclass Fake(Base):\n    def close(self):\n        self.other()\n",
+    );
+    let snapshot = index(dir.path());
+    let features = features_for(&snapshot, "pkg.base.Base.close");
+    let family = |id: &str| features.iter().find(|(c, _)| c == id).map(|(_, f)| f.family_users);
+    assert_eq!(family("pkg.base.Base.flush"), Some(1.0), "{features:?}");
+    assert_eq!(family("pkg.base.Base.other"), Some(0.0), "{features:?}");
+}
