@@ -327,9 +327,10 @@ fn defined_name(text: &str) -> Option<&str> {
     (end > 0).then(|| &rest[..end])
 }
 
-/// The first parameter's name of the `def` in `text`.
+/// The first parameter's name of the `def` in `text` (past its decorators' parentheses).
 fn first_parameter(text: &str) -> Option<&str> {
-    let open = text.find('(')?;
+    let def = text.find("def ")?;
+    let open = def + text[def..].find('(')?;
     let rest = text[open + 1..].trim_start();
     let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
     (end > 0).then(|| &rest[..end])
@@ -1764,6 +1765,15 @@ mod tests {
         // Provenance survives the reordering.
         assert_eq!(order[0].ranks.get("graph"), Some(&1));
         assert_eq!(order[0].ranks.get("bm25"), Some(&4));
+    }
+
+    #[test]
+    fn the_first_parameter_is_the_defs_not_a_decorators() {
+        assert_eq!(first_parameter("def f(self, x):"), Some("self"));
+        assert_eq!(first_parameter("@app.route(\"/\")\ndef index(cls):"), Some("cls"));
+        assert_eq!(first_parameter("async def f(\n    self,\n):"), Some("self"));
+        assert_eq!(first_parameter("def f():"), None);
+        assert_eq!(first_parameter("x = (1, 2)"), None);
     }
 
     #[test]
