@@ -436,7 +436,8 @@ const DAEMON_STARTUP_WAIT: Duration = Duration::from_secs(120);
 /// Who answers a command: the daemon serving the root, or the index opened in this process.
 enum Answerer {
     Daemon(client::Client),
-    InProcess(Indexer),
+    // Boxed: an in-process indexer is large, a daemon connection small.
+    InProcess(Box<Indexer>),
 }
 
 /// The daemon serving `root`, else the index opened in-process. When another fresco process
@@ -447,7 +448,7 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
         return Ok(Answerer::Daemon(c));
     }
     match open_index(args) {
-        Ok(indexer) => Ok(Answerer::InProcess(indexer)),
+        Ok(indexer) => Ok(Answerer::InProcess(Box::new(indexer))),
         Err(err) if store_in_use(&err) && !client.no_daemon => {
             eprintln!("fresco: the index is in use by another fresco process; waiting for its daemon to answer");
             let started = Instant::now();

@@ -298,6 +298,9 @@ fn elements(kind: ContainerKind, items: Vec<Expr>) -> Expr {
 
 /// `Type[X]`: the class X itself (or the union of classes).
 fn class_of(ty: &Ty, depth: u32) -> Expr {
+    if depth > MAX_NESTING {
+        return Expr::Unknown;
+    }
     match ty {
         Ty::Name(name, args) if args.is_empty() => {
             let last = name.rsplit('.').next().unwrap_or(name);

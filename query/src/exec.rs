@@ -1008,13 +1008,17 @@ fn shortest_paths(exec: &mut Exec, from: &[String], to: &[String], kinds: &[Edge
         frontier = next;
     }
     // Enumerate paths backwards from each target.
-    let mut paths: Vec<Vec<(String, Option<(EdgeKind, Option<u32>, String)>)>> = Vec::new();
+    /// A unit on a path and the edge that reached it (kind, line, from), none for the start.
+    type Step = (String, Option<(EdgeKind, Option<u32>, String)>);
+    /// Per unit, the units one step nearer the start with an edge to it (kind, line).
+    type Parents = FxHashMap<String, Vec<(String, EdgeKind, Option<u32>)>>;
+    let mut paths: Vec<Vec<Step>> = Vec::new();
     fn walk(
         node: &str,
-        parents: &FxHashMap<String, Vec<(String, EdgeKind, Option<u32>)>>,
+        parents: &Parents,
         dist: &FxHashMap<String, u32>,
-        suffix: &mut Vec<(String, Option<(EdgeKind, Option<u32>, String)>)>,
-        out: &mut Vec<Vec<(String, Option<(EdgeKind, Option<u32>, String)>)>>,
+        suffix: &mut Vec<Step>,
+        out: &mut Vec<Vec<Step>>,
     ) {
         // One more than shown, to tell "exactly MAX_PATHS" from "more".
         if out.len() > MAX_PATHS {
