@@ -464,20 +464,25 @@ impl Snapshot {
 
     /// Edges into `id` with the file that holds each, ordered by file path.
     pub fn edges_to<'a>(&'a self, id: &str) -> Vec<(&'a Edge, &'a FileEntry)> {
+        self.edges_to_lazily(id).collect()
+    }
+
+    /// [`Snapshot::edges_to`], file by file as they are read: for a caller that stops early
+    /// (a module like sympy's `core.basic` is referred to by thousands of files).
+    pub fn edges_to_lazily<'a, 'b>(
+        &'a self,
+        id: &'b str,
+    ) -> impl Iterator<Item = (&'a Edge, &'a FileEntry)> + use<'a, 'b> {
         let key: Arc<str> = match self.module_of(id) {
             Some((module, _)) => module,
             None => Arc::from(id),
         };
-        let Some(sources) = self.incoming.get(&key) else {
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        for path in sources.iter() {
-            if let Some(file) = self.files.get(path) {
-                out.extend(file.edges_to(id).map(|e| (e, &**file)));
-            }
-        }
-        out
+        self.incoming
+            .get(&key)
+            .into_iter()
+            .flat_map(|sources| sources.iter())
+            .filter_map(|path| self.files.get(path))
+            .flat_map(move |file| file.edges_to(id).map(move |e| (e, &**file)))
     }
 
     /// All edges of the snapshot, file by file.

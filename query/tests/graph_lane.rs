@@ -422,22 +422,25 @@ fn what_other_code_taking_the_named_class_uses_of_it_counts() {
         dir.path(),
         "pkg/models.py",
         "class Request:\n    def __init__(self):\n        self.url = ''\n        self.method = ''\n        \
-         self.body = b''\n\n    def read(self):\n        return self.body\n",
+         self.body = b''\n\n    def read(self):\n        return self.body\n\n\n\
+         class Response:\n    def __init__(self):\n        self.status = 200\n",
     );
     // Two functions taking a `Request` read its `url`; one of them its `method` too. Nothing
-    // reads `body` but the class itself.
+    // reads `body` but the class itself. Two functions taking a `Response` read its `status`.
     write(
         dir.path(),
         "pkg/log.py",
-        "from pkg.models import Request\n\n\n\
+        "from pkg.models import Request, Response\n\n\n\
          def describe(request: Request) -> str:\n    return request.method + request.url\n\n\n\
-         def link(request: Request) -> str:\n    return request.url\n",
+         def link(request: Request) -> str:\n    return request.url\n\n\n\
+         def ok(response: Response) -> bool:\n    return response.status == 200\n\n\n\
+         def fine(response: Response) -> bool:\n    return response.status < 400\n",
     );
     write(
         dir.path(),
         "pkg/send.py",
-        "from pkg.models import Request\n\n\n\
-         def send(request: Request) -> None:\n    \"\"\"Send it.\"\"\"\n    ...\n",
+        "from pkg.models import Request, Response\n\n\n\
+         def send(request: Request) -> None:\n    \"\"\"Send it; the server answers with a Response.\"\"\"\n    ...\n",
     );
     let snapshot = index(dir.path());
     let features = features_for(&snapshot, "pkg.send.send");
@@ -445,6 +448,9 @@ fn what_other_code_taking_the_named_class_uses_of_it_counts() {
     assert_eq!(type_users("pkg.models.Request.url"), Some(1.0), "{features:?}");
     assert_eq!(type_users("pkg.models.Request.method"), Some(0.5), "{features:?}");
     assert_eq!(type_users("pkg.models.Request.body"), Some(0.0), "{features:?}");
+    // A class only the docstring names does not count: what code taking a `Response` reads is
+    // not what a function taking a `Request` needs.
+    assert_eq!(type_users("pkg.models.Response.status"), Some(0.0), "{features:?}");
 }
 
 #[test]
