@@ -356,15 +356,18 @@ fn mentioned_classes(snapshot: &Snapshot, target: &Target) -> Vec<String> {
             }
         }
     }
-    let written: FxHashSet<&str> = target
-        .own_text
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| w.chars().next().is_some_and(|c| c.is_uppercase()))
-        .collect();
+    let written = capitalised_words(&target.own_text);
     for class in classes_written(snapshot, &target.module, &written) {
         add(&class, &mut out);
     }
     out
+}
+
+/// The words of `text` that start with a capital letter: the names a class may go by.
+fn capitalised_words(text: &str) -> FxHashSet<&str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| w.chars().next().is_some_and(|c| c.is_uppercase()))
+        .collect()
 }
 
 /// The classes the code of `module` can reach by one of the names in `written`: its own classes
@@ -472,10 +475,7 @@ fn def_header(text: &str) -> Option<&str> {
 /// them by those names.
 fn header_classes(snapshot: &Snapshot, target: &Target) -> Vec<String> {
     let Some(header) = def_header(&target.own_text) else { return Vec::new() };
-    let written: FxHashSet<&str> = header
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| w.chars().next().is_some_and(|c| c.is_uppercase()))
-        .collect();
+    let written = capitalised_words(header);
     classes_written(snapshot, &target.module, &written)
 }
 
@@ -486,10 +486,7 @@ fn header_classes(snapshot: &Snapshot, target: &Target) -> Vec<String> {
 /// `NullSession` inherits).
 fn returned_constructors(snapshot: &Snapshot, target: &Target) -> FxHashSet<String> {
     let Some(annotation) = return_annotation(&target.own_text) else { return FxHashSet::default() };
-    let written: FxHashSet<&str> = annotation
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| w.chars().next().is_some_and(|c| c.is_uppercase()))
-        .collect();
+    let written = capitalised_words(annotation);
     let mut out = FxHashSet::default();
     for class in classes_written(snapshot, &target.module, &written) {
         let constructor = class_and_bases(snapshot, &class)
