@@ -327,10 +327,16 @@ fn defined_name(text: &str) -> Option<&str> {
     (end > 0).then(|| &rest[..end])
 }
 
-/// The first parameter's name of the `def` in `text` (past its decorators' parentheses).
-fn first_parameter(text: &str) -> Option<&str> {
+/// Where the parameter list of the `def` in `text` opens (its `(`, past the decorators'
+/// parentheses).
+fn parameters_start(text: &str) -> Option<usize> {
     let def = text.find("def ")?;
-    let open = def + text[def..].find('(')?;
+    Some(def + text[def..].find('(')?)
+}
+
+/// The first parameter's name of the `def` in `text`.
+fn first_parameter(text: &str) -> Option<&str> {
+    let open = parameters_start(text)?;
     let rest = text[open + 1..].trim_start();
     let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
     (end > 0).then(|| &rest[..end])
@@ -404,8 +410,7 @@ fn classes_written(snapshot: &Snapshot, module: &str, written: &FxHashSet<&str>)
 /// string literals in the parameters are skipped, so a default like `sep="->"` or `(a, b)` does
 /// not end it early.
 fn parameters_end(text: &str) -> Option<usize> {
-    let def = text.find("def ")?;
-    let open = def + text[def..].find('(')?;
+    let open = parameters_start(text)?;
     let mut depth = 0usize;
     let mut quote: Option<char> = None;
     let mut chars = text[open..].char_indices();
@@ -522,7 +527,7 @@ fn is_code_unit(unit: &fresco_graph::Unit) -> bool {
 /// - the target's name: a namesake on a collaborator (a method often delegates to it), what the
 ///   methods of that name in its file, on its class's bases and in its direct subclasses use,
 ///   and what its name siblings (names that differ from it in one word) use;
-/// - what other code working with the classes its header names uses of them.
+/// - what other code working with the classes its header names uses of them;
 /// - its return annotation: the constructor of the class it names (a function declared to
 ///   return a class most often builds one).
 ///

@@ -343,11 +343,11 @@ fn what_the_overridden_version_and_a_sibling_in_the_file_use_counts_for_an_overr
          class Sub(Base):\n    def release(self):\n        return 4\n\n    def unrelated(self):\n        \
          return 5\n\n    def close(self):\n        \"\"\"Close it.\"\"\"\n        ...\n",
     );
-    // Subclasses elsewhere are not family (a test's fake, here).
+    // A subclass in a test file is not family.
     write(
         dir.path(),
         "tests/test_sub.py",
-        "from pkg.base import Base\n\n\nclass Fake(Base):\n    def close(self):\n        self.other()\n",
+        "from pkg.base import Base\n\n\nclass InTests(Base):\n    def close(self):\n        self.other()\n",
     );
     let snapshot = index(dir.path());
     let features = features_for(&snapshot, "pkg.sub.Sub.close");
@@ -473,7 +473,7 @@ fn what_an_override_in_a_subclass_uses_counts_for_the_method_it_overrides() {
     write(
         dir.path(),
         "tests/test_base.py",
-        "from pkg.base import Base\n\n\nclass Fake(Base):\n    def close(self):\n        self.other()\n",
+        "from pkg.base import Base\n\n\nclass InTests(Base):\n    def close(self):\n        self.other()\n",
     );
     let snapshot = index(dir.path());
     let features = features_for(&snapshot, "pkg.base.Base.close");
