@@ -26,7 +26,7 @@ FEATURES = [
 ]
 STATED = {
     "own_class": 3.0, "base_class": 3.0, "mentioned_class": 2.0, "class_neighbourhood": 2.0, "file": 1.5, "file_neighbourhood": 0.75,
-    "imported_name": 0.5, "imported": 0.0, "class_users": 0.8, "file_users": 0.5, "unused_import": 2.5,
+    "imported_name": 0.5, "imported": 0.0, "class_users": 0.8, "file_users": 0.5, "unused_import": 100.0,
     "unused_private": 2.5,
     "word_affinity": 2.0, "dense_affinity": 0.5, "analogue_users": 2.0, "named_in_text": 1.0,
     "adjacent_users": 1.0, "analogue_role_users": 2.0, "same_name": 2.0, "family_users": 2.0,

@@ -481,3 +481,50 @@ fn what_an_override_in_a_subclass_uses_counts_for_the_method_it_overrides() {
     assert_eq!(family("pkg.base.Base.flush"), Some(1.0), "{features:?}");
     assert_eq!(family("pkg.base.Base.other"), Some(0.0), "{features:?}");
 }
+
+#[test]
+fn an_import_only_the_unwritten_body_can_use_ranks_first_unless_the_file_uses_it_otherwise() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    write(dir.path(), "pkg/_impl.py", "def impl_helper(x):\n    return x\n");
+    write(
+        dir.path(),
+        "pkg/util.py",
+        "from pkg._impl import impl_helper\n\n\
+         def for_target(x):\n    return x\n\n\
+         def kept_for_old_callers(x):\n    return x\n\n\
+         class Codes:\n    @classmethod\n    def is_error(cls, code):\n        return code >= 400\n",
+    );
+    write(dir.path(), "pkg/helpers.py", "def wanted(x):\n    return x\n\ndef exported(x):\n    return x\n");
+    write(
+        dir.path(),
+        "pkg/api.py",
+        "from pkg import util\n\
+         from pkg.util import Codes, for_target\n\
+         from pkg.util import (  # noqa: F401\n    kept_for_old_callers,\n)\n\
+         from pkg.helpers import exported, wanted\n\n\
+         __all__ = [\"exported\"]\n\n\
+         def other(code):\n    util.impl_helper(code)\n    return Codes.is_error(code)\n\n\
+         def target(x):\n    \"\"\"Do it.\"\"\"\n    ...\n\n\
+         def written(x):\n    return other(x)\n",
+    );
+    let snapshot = index(dir.path());
+    let flagged = |name: &str| -> Vec<String> {
+        let mut ids: Vec<String> = features_for(&snapshot, name)
+            .into_iter()
+            .filter(|(_, f)| f.unused_import > 0.0)
+            .map(|(id, _)| id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    // `Codes` is used through its member, `util` through what it re-exports, the `noqa` import
+    // and the `__all__` name are kept on purpose: only two imports are there for the target.
+    assert_eq!(flagged("pkg.api.target"), ["pkg.helpers.wanted", "pkg.util.for_target"]);
+    // A written body says what it uses itself: a dead import is no evidence for it.
+    assert!(flagged("pkg.api.written").is_empty(), "{:?}", flagged("pkg.api.written"));
+    let ranked = lane_for(&snapshot, "pkg.api.target", &[]);
+    let mut first_two: Vec<&str> = ranked.iter().take(2).map(String::as_str).collect();
+    first_two.sort();
+    assert_eq!(first_two, ["pkg.helpers.wanted", "pkg.util.for_target"], "{ranked:?}");
+}
