@@ -645,6 +645,10 @@ pub struct CandidateFeatures {
     /// `AsyncByteStream.aclose`), and a public name to its private implementation
     /// (`Live.get_renderable` calls `Live._get_renderable`; a property `x` reads `self._x`).
     pub same_name: f64,
+    /// 1 when it is such a namesake and a member of a class the target's class works with (its
+    /// other methods use the class or its members): `Session.send` calls `HTTPAdapter.send`, and
+    /// `Session.__init__` mounts an `HTTPAdapter`. A namesake elsewhere may only share the name.
+    pub collaborator_namesake: f64,
     /// Use by the target's family (see [`family_of`]): the share of the methods of the target's
     /// name in its file and on its class's bases that use it (or its counterpart on the target's
     /// class). The version an override extends and sibling implementations do the same job.
@@ -689,6 +693,7 @@ impl CandidateFeatures {
             + 1.0 * self.adjacent_users
             + 2.0 * self.analogue_role_users
             + 2.0 * self.same_name
+            + 2.0 * self.collaborator_namesake
             + 2.0 * self.family_users
             + 2.0 * self.sibling_users
             + 3.0 * self.return_constructor
@@ -705,6 +710,7 @@ impl CandidateFeatures {
             analogue_role_users: 0.0,
             named_in_text: 0.0,
             same_name: 0.0,
+            collaborator_namesake: 0.0,
             ..self.clone()
         }
         .score()
@@ -729,6 +735,7 @@ pub fn candidate_features(
     let mentioned = mentioned_classes(snapshot, target);
     let type_use = TypeUsage::of(snapshot, target, &header_classes(snapshot, target));
     let candidates = reachable_candidates(snapshot, target, &usage, &analogue_use, &mentioned, &constructors, exclude);
+    let collaborators = collaborator_classes(snapshot, target, &usage);
     let target_words: FxHashSet<String> = words(lanes, &target.own_text).into_iter().collect();
     let candidate_words: Vec<FxHashSet<String>> = candidates
         .iter()
@@ -743,6 +750,7 @@ pub fn candidate_features(
         .zip(dense)
         .map(|((c, cand_words), dense)| {
             let one = |t: Tier| if c.tier == t { 1.0 } else { 0.0 };
+            let namesake = name.is_some_and(|n| are_namesakes(last_name(&c.id), n));
             let features = CandidateFeatures {
                 own_class: one(Tier::Class),
                 base_class: one(Tier::BaseClass),
@@ -762,7 +770,12 @@ pub fn candidate_features(
                 named_in_text: if identifiers.contains(last_name(&c.id)) { 1.0 } else { 0.0 },
                 adjacent_users: usage.adjacent_users(&c.id) as f64,
                 analogue_role_users: analogue_use.role_score(&c.id),
-                same_name: if name.is_some_and(|n| are_namesakes(last_name(&c.id), n)) { 1.0 } else { 0.0 },
+                same_name: if namesake { 1.0 } else { 0.0 },
+                collaborator_namesake: if namesake && owner_of(&c.id).is_some_and(|o| collaborators.contains(o)) {
+                    1.0
+                } else {
+                    0.0
+                },
                 family_users: family_use.share(&c.id),
                 sibling_users: sibling_use.share(&c.id),
                 return_constructor: if constructors.contains(&c.id) { 1.0 } else { 0.0 },
@@ -980,6 +993,24 @@ fn target_name(target: &Target) -> Option<&str> {
         Some(id) => Some(last_name(id)),
         None => defined_name(&target.own_text),
     }
+}
+
+/// The classes the target's class works with: those its other methods use, directly or through
+/// one of their members. Empty for a function outside a class.
+fn collaborator_classes<'u>(snapshot: &Snapshot, target: &Target, usage: &'u NeighbourUsage) -> FxHashSet<&'u str> {
+    let Some(class) = target.class.as_deref() else { return FxHashSet::default() };
+    let is_class = |id: &str| snapshot.kind_of(id) == Some(UnitKind::Class);
+    usage
+        .class_users
+        .keys()
+        .filter_map(|used| if is_class(used) { Some(used.as_str()) } else { owner_of(used).filter(|o| is_class(o)) })
+        .filter(|c| *c != class)
+        .collect()
+}
+
+/// The class or module unit `id` is defined in (`pkg.C` for `pkg.C.m`).
+fn owner_of(id: &str) -> Option<&str> {
+    id.rsplit_once('.').map(|(owner, _)| owner)
 }
 
 /// Whether two names are the same up to leading underscores (`send` and `send`, `_x` and `x`),
@@ -1296,9 +1327,10 @@ impl NeighbourUsage {
 }
 
 /// Which of the file's imports were made for the target: those nothing else in the file uses,
-/// while the target's body is not written (a stub, a blanked body, a function given as text). An
+/// while the target's body uses nothing of the repository (a stub, a blanked body, a function
+/// given as text; a written body says what it uses itself). An
 /// import only the unwritten body can be using is the strongest evidence the lane has: on the
-/// retrieval benchmark 47 of the 51 it flagged were needed.
+/// retrieval benchmark 48 of the 52 it flagged were needed.
 ///
 /// An import counts as used by the file's other code when they use it, one of its members
 /// (`codes.is_error(...)` is a use of `codes`, `utils.echo(...)` of `utils`), or, for a module,
@@ -1307,7 +1339,7 @@ impl NeighbourUsage {
 /// one whose statement carries `# noqa` (bare or with F401) or pylint's `unused-import`, or a
 /// name the module's `__all__` lists (re-exports kept for other modules).
 struct ImportUse<'a> {
-    /// Whether the target has a written body (what it uses then comes from the body itself).
+    /// Whether the target's body uses units of the repository (then it says what it needs).
     body_written: bool,
     /// What the file's other code uses, with every owner up the dotted name.
     used: FxHashSet<&'a str>,

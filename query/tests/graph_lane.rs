@@ -528,3 +528,32 @@ fn an_import_only_the_unwritten_body_can_use_ranks_first_unless_the_file_uses_it
     first_two.sort();
     assert_eq!(first_two, ["pkg.helpers.wanted", "pkg.util.for_target"], "{ranked:?}");
 }
+
+#[test]
+fn a_namesake_on_a_class_the_targets_class_works_with_counts_more_than_one_elsewhere() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    write(
+        dir.path(),
+        "pkg/transport.py",
+        "class Transport:\n    def send(self, request):\n        return request\n\n\
+         class Mailer:\n    def send(self, letter):\n        return letter\n",
+    );
+    write(
+        dir.path(),
+        "pkg/client.py",
+        "from pkg.transport import Mailer, Transport\n\n\
+         def notify(letter):\n    return Mailer().send(letter)\n\n\
+         class Client:\n    def __init__(self):\n        self.transport = Transport()\n\n    \
+         def send(self, request):\n        \"\"\"Deliver it.\"\"\"\n        ...\n",
+    );
+    let snapshot = index(dir.path());
+    let features = features_for(&snapshot, "pkg.client.Client.send");
+    let get = |id: &str| features.iter().find(|(c, _)| c == id).map(|(_, f)| (f.same_name, f.collaborator_namesake));
+    // `Client.__init__` builds a `Transport`; only the module's function uses a `Mailer`.
+    assert_eq!(get("pkg.transport.Transport.send"), Some((1.0, 1.0)));
+    assert_eq!(get("pkg.transport.Mailer.send"), Some((1.0, 0.0)));
+    let ranked = lane_for(&snapshot, "pkg.client.Client.send", &[]);
+    let pos = |id: &str| ranked.iter().position(|r| r == id).unwrap_or(usize::MAX);
+    assert!(pos("pkg.transport.Transport.send") < pos("pkg.transport.Mailer.send"), "{ranked:?}");
+}
