@@ -1332,9 +1332,9 @@ impl NeighbourUsage {
 /// import only the unwritten body can be using is the strongest evidence the lane has: on the
 /// retrieval benchmark 48 of the 52 it flagged were needed.
 ///
-/// An import counts as used by the file's other code when they use it, one of its members
-/// (`codes.is_error(...)` is a use of `codes`, `utils.echo(...)` of `utils`), or, for a module,
-/// a name the module re-exports (`utils.should_strip_ansi` resolves to
+/// An import counts as used by the file's other code or the target's header when they use it,
+/// one of its members (`codes.is_error(...)` is a use of `codes`, `utils.echo(...)` of `utils`),
+/// or, for a module, a name the module re-exports (`utils.should_strip_ansi` resolves to
 /// `_compat.should_strip_ansi`). An import the file marks as deliberately unused is no evidence:
 /// one whose statement carries `# noqa` (bare or with F401) or pylint's `unused-import`, or a
 /// name the module's `__all__` lists (re-exports kept for other modules).
@@ -1351,9 +1351,22 @@ struct ImportUse<'a> {
 impl<'a> ImportUse<'a> {
     fn of(snapshot: &'a Snapshot, target: &Target, usage: &'a NeighbourUsage) -> ImportUse<'a> {
         let body_written = target.id.as_deref().is_some_and(|id| !body_uses(snapshot, id).is_empty());
+        // The target's own header (annotations, decorators) explains an import as well as other
+        // code does: `align: AlignMethod` is no sign the body will use `AlignMethod`.
+        let header_uses: Vec<&str> = match target.id.as_deref() {
+            Some(id) => {
+                let header_end = snapshot.unit(id).map_or(0, |u| header_end_line(&u));
+                code_edges(snapshot, id)
+                    .into_iter()
+                    .filter(|e| e.line.is_some_and(|line| line <= header_end))
+                    .map(|e| e.dst.as_str())
+                    .collect()
+            }
+            None => Vec::new(),
+        };
         let mut used: FxHashSet<&str> = FxHashSet::default();
-        for id in usage.file_users.keys() {
-            let mut owner = id.as_str();
+        for id in usage.file_users.keys().map(String::as_str).chain(header_uses) {
+            let mut owner = id;
             loop {
                 if !used.insert(owner) {
                     break; // its owners are in already

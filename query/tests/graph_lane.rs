@@ -495,17 +495,21 @@ fn an_import_only_the_unwritten_body_can_use_ranks_first_unless_the_file_uses_it
          def kept_for_old_callers(x):\n    return x\n\n\
          class Codes:\n    @classmethod\n    def is_error(cls, code):\n        return code >= 400\n",
     );
-    write(dir.path(), "pkg/helpers.py", "def wanted(x):\n    return x\n\ndef exported(x):\n    return x\n");
+    write(
+        dir.path(),
+        "pkg/helpers.py",
+        "def wanted(x):\n    return x\n\ndef exported(x):\n    return x\n\nMode = str\n",
+    );
     write(
         dir.path(),
         "pkg/api.py",
         "from pkg import util\n\
          from pkg.util import Codes, for_target\n\
          from pkg.util import (  # noqa: F401\n    kept_for_old_callers,\n)\n\
-         from pkg.helpers import exported, wanted\n\n\
+         from pkg.helpers import Mode, exported, wanted\n\n\
          __all__ = [\"exported\"]\n\n\
          def other(code):\n    util.impl_helper(code)\n    return Codes.is_error(code)\n\n\
-         def target(x):\n    \"\"\"Do it.\"\"\"\n    ...\n\n\
+         def target(x, mode: Mode):\n    \"\"\"Do it.\"\"\"\n    ...\n\n\
          def written(x):\n    return other(x)\n",
     );
     let snapshot = index(dir.path());
@@ -519,7 +523,8 @@ fn an_import_only_the_unwritten_body_can_use_ranks_first_unless_the_file_uses_it
         ids
     };
     // `Codes` is used through its member, `util` through what it re-exports, the `noqa` import
-    // and the `__all__` name are kept on purpose: only two imports are there for the target.
+    // and the `__all__` name are kept on purpose, `Mode` (a type alias) is what the target's signature names:
+    // only two imports are there for the target's body.
     assert_eq!(flagged("pkg.api.target"), ["pkg.helpers.wanted", "pkg.util.for_target"]);
     // A written body says what it uses itself: a dead import is no evidence for it.
     assert!(flagged("pkg.api.written").is_empty(), "{:?}", flagged("pkg.api.written"));
