@@ -1330,7 +1330,7 @@ impl NeighbourUsage {
 /// while the target's body uses nothing of the repository (a stub, a blanked body, a function
 /// given as text; a written body says what it uses itself). An
 /// import only the unwritten body can be using is the strongest evidence the lane has: on the
-/// retrieval benchmark 48 of the 52 it flagged were needed.
+/// retrieval benchmark 48 of the 51 it flagged were needed.
 ///
 /// An import counts as used by the file's other code or the target's header when they use it,
 /// one of its members (`codes.is_error(...)` is a use of `codes`, `utils.echo(...)` of `utils`),
