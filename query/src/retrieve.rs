@@ -621,6 +621,9 @@ pub struct CandidateFeatures {
     /// code outside the target and the tests uses: a helper nothing else calls was written for
     /// the target, or is dead. The same evidence as an unused import, for what the file defines.
     pub unused_private: f64,
+    /// 1 when it is a public variable of the target's module or class that no code outside the
+    /// target and the tests uses (see [`is_unread_variable`]).
+    pub unread_variable: f64,
     /// Rare-word overlap with the target's signature and docstring.
     pub word_affinity: f64,
     /// Dense similarity to the target text, as a z-score over the candidates.
@@ -686,6 +689,7 @@ impl CandidateFeatures {
             + 0.5 * self.file_users
             + AHEAD_OF_ALL * self.unused_import
             + 2.5 * self.unused_private
+            + 2.5 * self.unread_variable
             + 2.0 * self.word_affinity
             + 0.5 * self.dense_affinity
             + 2.0 * self.analogue_users
@@ -764,6 +768,7 @@ pub fn candidate_features(
                 file_users: (usage.file_body_users(&c.id) as f64).ln_1p(),
                 unused_import: if c.unused_import { 1.0 } else { 0.0 },
                 unused_private: if is_unused_private(snapshot, target, &c.id) { 1.0 } else { 0.0 },
+                unread_variable: if is_unread_variable(snapshot, target, &c.id) { 1.0 } else { 0.0 },
                 word_affinity: idf.affinity(cand_words, &target_words),
                 dense_affinity: dense,
                 analogue_users: analogue_use.score(&c.id),
@@ -787,8 +792,8 @@ pub fn candidate_features(
 }
 
 /// Whether `id` is a private definition of the target's file (`_helper`, `_CACHE`; not a dunder,
-/// not inside the target) that nothing uses but the target and tests: no call, read or
-/// inheritance from any other unit outside test files (its own code and lambdas left out).
+/// not inside the target) that nothing uses but the target and tests (see [`used_elsewhere`]): a
+/// helper nothing else calls was written for the target, or is dead.
 fn is_unused_private(snapshot: &Snapshot, target: &Target, id: &str) -> bool {
     let name = last_name(id);
     if !name.starts_with('_') || name.ends_with("__") {
@@ -798,10 +803,32 @@ fn is_unused_private(snapshot: &Snapshot, target: &Target, id: &str) -> bool {
     if unit.file.graph.path != target.file || target.id.as_deref().is_some_and(|t| is_within(id, t)) {
         return false;
     }
-    !snapshot.edges_to(id).into_iter().any(|(e, file)| {
+    !used_elsewhere(snapshot, target, id)
+}
+
+/// Whether `id` is a public variable of the target's module or class (a constant such as
+/// `PULSE_SIZE`, an attribute such as `default_tags`) that nothing uses but the target and tests.
+/// The same evidence as a private helper nothing else uses: a constant or attribute nothing else
+/// reads or writes is there for the target. Public functions, classes and methods are left out:
+/// they are an interface to code outside the repository.
+fn is_unread_variable(snapshot: &Snapshot, target: &Target, id: &str) -> bool {
+    let owner = owner_of(id);
+    (owner == target.class.as_deref() || owner == Some(target.module.as_str()))
+        && !last_name(id).starts_with('_')
+        && snapshot.kind_of(id) == Some(UnitKind::Variable)
+        && !used_elsewhere(snapshot, target, id)
+}
+
+/// Whether any unit other than `id` itself and tests calls, reads, writes or inherits `id` (its
+/// own code and lambdas left out), or the target's header does: the target's body is what is
+/// being predicted, but what its signature or decorators use is explained by them.
+fn used_elsewhere(snapshot: &Snapshot, target: &Target, id: &str) -> bool {
+    let header_end = target.id.as_deref().and_then(|t| snapshot.unit(t)).map_or(0, |u| header_end_line(&u));
+    snapshot.edges_to(id).into_iter().any(|(e, file)| {
+        let from_target = target.id.as_deref().is_some_and(|t| is_within(&e.src, t));
         matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits)
             && !is_within(&e.src, id)
-            && !target.id.as_deref().is_some_and(|t| is_within(&e.src, t))
+            && (!from_target || e.line.is_some_and(|line| line <= header_end))
             && !is_test_path(&file.graph.path)
     })
 }

@@ -562,3 +562,38 @@ fn a_namesake_on_a_class_the_targets_class_works_with_counts_more_than_one_elsew
     let pos = |id: &str| ranked.iter().position(|r| r == id).unwrap_or(usize::MAX);
     assert!(pos("pkg.transport.Transport.send") < pos("pkg.transport.Mailer.send"), "{ranked:?}");
 }
+
+#[test]
+fn a_public_constant_or_attribute_nothing_else_uses_counts_like_an_unused_private_helper() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "pkg/__init__.py",
+        "PULSE_SIZE = 20\nMode = str\n\n\
+         def unused_function():\n    return 1\n\n\
+         class Serializer:\n    default_tags = [1, 2]\n    read_elsewhere = 3\n\n    \
+         def __init__(self):\n        self.tags = {}\n\n    \
+         def unused_api(self):\n        return 1\n\n    \
+         def other(self):\n        return self.read_elsewhere + len(self.tags)\n\n    \
+         def setup(self, mode: Mode):\n        \"\"\"Register the default tags.\"\"\"\n        ...\n",
+    );
+    // A test reading the attribute does not make it used: tests are not what code is written for.
+    write(
+        dir.path(),
+        "tests/test_pkg.py",
+        "from pkg import Serializer\n\n\ndef test_tags():\n    assert Serializer.default_tags\n",
+    );
+    let snapshot = index(dir.path());
+    let features = features_for(&snapshot, "pkg.Serializer.setup");
+    let unread = |id: &str| features.iter().find(|(c, _)| c == id).map(|(_, f)| f.unread_variable);
+    assert_eq!(unread("pkg.Serializer.default_tags"), Some(1.0));
+    assert_eq!(unread("pkg.PULSE_SIZE"), Some(1.0));
+    // Read by another method, written by `__init__`: used elsewhere.
+    assert_eq!(unread("pkg.Serializer.read_elsewhere"), Some(0.0));
+    assert_eq!(unread("pkg.Serializer.tags"), Some(0.0));
+    // What the target's own signature uses is explained by the signature.
+    assert_eq!(unread("pkg.Mode"), Some(0.0));
+    // A public function or method nothing calls is an interface, not evidence.
+    assert_eq!(unread("pkg.Serializer.unused_api"), Some(0.0));
+    assert_eq!(unread("pkg.unused_function"), Some(0.0));
+}
