@@ -823,13 +823,21 @@ fn is_unread_variable(snapshot: &Snapshot, target: &Target, id: &str) -> bool {
 /// own code and lambdas left out), or the target's header does: the target's body is what is
 /// being predicted, but what its signature or decorators use is explained by them.
 fn used_elsewhere(snapshot: &Snapshot, target: &Target, id: &str) -> bool {
-    let header_end = target.id.as_deref().and_then(|t| snapshot.unit(t)).map_or(0, |u| header_end_line(&u));
     snapshot.edges_to(id).into_iter().any(|(e, file)| {
-        let from_target = target.id.as_deref().is_some_and(|t| is_within(&e.src, t));
-        matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits)
-            && !is_within(&e.src, id)
-            && (!from_target || e.line.is_some_and(|line| line <= header_end))
-            && !is_test_path(&file.graph.path)
+        if !matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits)
+            || is_within(&e.src, id)
+            || is_test_path(&file.graph.path)
+        {
+            return false;
+        }
+        match target.id.as_deref() {
+            // Rare (the target's own use): its header's end is found only then.
+            Some(t) if is_within(&e.src, t) => {
+                let header_end = snapshot.unit(t).map_or(0, |u| header_end_line(&u));
+                e.line.is_some_and(|line| line <= header_end)
+            }
+            _ => true,
+        }
     })
 }
 
