@@ -522,12 +522,22 @@ fn an_import_only_the_unwritten_body_can_use_ranks_first_unless_the_file_uses_it
         ids.sort();
         ids
     };
-    // `Codes` is used through its member, `util` through what it re-exports, the `noqa` import
-    // and the `__all__` name are kept on purpose, `Mode` (a type alias) is what the target's signature names:
-    // only two imports are there for the target's body.
+    // `Codes` is used through its member, the `noqa` import and the `__all__` name are kept on
+    // purpose, `Mode` (a type alias) is what the target's signature names, `util` is a whole
+    // module: only two imports are there for the target's body.
     assert_eq!(flagged("pkg.api.target"), ["pkg.helpers.wanted", "pkg.util.for_target"]);
     // A written body says what it uses itself: a dead import is no evidence for it.
     assert!(flagged("pkg.api.written").is_empty(), "{:?}", flagged("pkg.api.written"));
+    // A package's `__init__.py` imports what it offers; a whole module imported for the target
+    // says which module, not which member.
+    write(dir.path(), "pkg/sub/__init__.py", "from pkg.helpers import wanted\n\ndef stub():\n    ...\n");
+    write(dir.path(), "pkg/mod.py", "from pkg import helpers\n\ndef stub():\n    ...\n");
+    let snapshot = index(dir.path());
+    let flagged = |name: &str| -> Vec<String> {
+        features_for(&snapshot, name).into_iter().filter(|(_, f)| f.unused_import > 0.0).map(|(id, _)| id).collect()
+    };
+    assert!(flagged("pkg.sub.stub").is_empty(), "{:?}", flagged("pkg.sub.stub"));
+    assert!(flagged("pkg.mod.stub").is_empty(), "{:?}", flagged("pkg.mod.stub"));
     let ranked = lane_for(&snapshot, "pkg.api.target", &[]);
     let mut first_two: Vec<&str> = ranked.iter().take(2).map(String::as_str).collect();
     first_two.sort();
