@@ -1366,14 +1366,16 @@ impl NeighbourUsage {
 /// nothing of the repository (a stub, a blanked body, a function given as text; a written body
 /// says what it uses itself). An import only the unwritten body can be using is the strongest
 /// evidence the lane has: on the retrieval benchmark's first 60 tasks per project 48 of the 51
-/// it flagged were needed, and 34 of the 37 on 200 other tasks outside package `__init__` files.
+/// it flagged were needed, and all 34 it flagged by name on 200 other tasks, outside a package's
+/// `__init__.py` (there none of 36 was).
 ///
 /// An import counts as used by the file's other code or the target's header when they use it or
 /// one of its members (`codes.is_error(...)` is a use of `codes`). An import kept for other
 /// modules is no evidence: every import of a package's `__init__.py` (its interface), one whose
 /// statement carries `# noqa` (bare or with F401) or pylint's `unused-import`, and a name the
 /// module's `__all__` lists. A whole module imported for the target (`from . import errors`)
-/// says which module, not which of its members: none of those 11 members was needed.
+/// says which module, not which of its members: none of the 11 members flagged on those 200
+/// tasks was needed.
 struct ImportUse<'a> {
     /// Whether the target's body uses units of the repository (then it says what it needs), or
     /// the target lives in a package's `__init__.py` (whose imports are its interface): then no
