@@ -281,6 +281,15 @@ impl Conn {
         self.call("query", serde_json::json!({"query": text, "freshness": freshness}))
     }
 
+    /// A `wait` query that must succeed, allowed up to `wait_ms` to catch up: for changes whose
+    /// indexing time is not what the test checks (the default wait is a product setting, and a
+    /// loaded machine may need longer to index a thousand files).
+    pub fn ok_waiting(&mut self, text: &str, wait_ms: u64) -> serde_json::Value {
+        let r = self.call("query", serde_json::json!({"query": text, "freshness": "wait", "wait_ms": wait_ms}));
+        assert!(r.get("result").is_some(), "query {text:?} (wait up to {wait_ms} ms) failed: {r}");
+        r["result"].clone()
+    }
+
     /// A query that must succeed; returns its result.
     pub fn ok(&mut self, text: &str, freshness: &str) -> serde_json::Value {
         let r = self.query(text, freshness);
