@@ -1367,7 +1367,7 @@ impl NeighbourUsage {
 /// says what it uses itself). An import only the unwritten body can be using is the strongest
 /// evidence the lane has: on the retrieval benchmark's first 60 tasks per project 48 of the 51
 /// it flagged were needed, and all 34 it flagged by name on 200 other tasks, outside a package's
-/// `__init__.py` (there none of 36 was).
+/// `__init__.py` (there 1 of 37 was).
 ///
 /// An import counts as used by the file's other code or the target's header when they use it or
 /// one of its members (`codes.is_error(...)` is a use of `codes`). An import kept for other
