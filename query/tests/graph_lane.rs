@@ -530,14 +530,14 @@ fn an_import_only_the_unwritten_body_can_use_ranks_first_unless_the_file_uses_it
     assert!(flagged("pkg.api.written").is_empty(), "{:?}", flagged("pkg.api.written"));
     // A package's `__init__.py` imports what it offers; a whole module imported for the target
     // says which module, not which member.
-    write(dir.path(), "pkg/sub/__init__.py", "from pkg.helpers import wanted\n\ndef stub():\n    ...\n");
-    write(dir.path(), "pkg/mod.py", "from pkg import helpers\n\ndef stub():\n    ...\n");
+    write(dir.path(), "pkg/sub/__init__.py", "from pkg.helpers import wanted\n\ndef pending():\n    ...\n");
+    write(dir.path(), "pkg/mod.py", "from pkg import helpers\n\ndef pending():\n    ...\n");
     let snapshot = index(dir.path());
     let flagged = |name: &str| -> Vec<String> {
         features_for(&snapshot, name).into_iter().filter(|(_, f)| f.unused_import > 0.0).map(|(id, _)| id).collect()
     };
-    assert!(flagged("pkg.sub.stub").is_empty(), "{:?}", flagged("pkg.sub.stub"));
-    assert!(flagged("pkg.mod.stub").is_empty(), "{:?}", flagged("pkg.mod.stub"));
+    assert!(flagged("pkg.sub.pending").is_empty(), "{:?}", flagged("pkg.sub.pending"));
+    assert!(flagged("pkg.mod.pending").is_empty(), "{:?}", flagged("pkg.mod.pending"));
     let ranked = lane_for(&snapshot, "pkg.api.target", &[]);
     let mut first_two: Vec<&str> = ranked.iter().take(2).map(String::as_str).collect();
     first_two.sort();
