@@ -230,7 +230,7 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
                 QueryError::Invalid(format!("'{id}' is external: there is no code to assemble context for"))
             })?;
             let class = match unit.unit.kind {
-                UnitKind::Method => id.rsplit_once('.').map(|(c, _)| c.to_string()),
+                UnitKind::Method => owner_of(&id).map(str::to_string),
                 _ => None,
             };
             // Where it lives helps the text lanes: its class and module names, split into words.
@@ -307,7 +307,7 @@ fn place_new_function(file: &fresco_graph::FileGraph, text: &str) -> (Option<Str
         }
     };
     if let Some(u) = chosen {
-        let class = (u.kind == UnitKind::Method).then(|| u.id.rsplit_once('.').map(|(c, _)| c.to_string())).flatten();
+        let class = (u.kind == UnitKind::Method).then(|| owner_of(&u.id).map(str::to_string)).flatten();
         return (Some(u.id.clone()), class);
     }
     if first_parameter(text).is_some_and(|p| p == "self" || p == "cls") {
@@ -731,6 +731,7 @@ pub fn candidate_features(
     exclude: &FxHashSet<String>,
 ) -> Vec<(String, CandidateFeatures)> {
     let usage = NeighbourUsage::of(snapshot, target);
+    let header = header_uses(snapshot, target);
     let analogue_use = AnalogueUsage::of(snapshot, target, analogues);
     let family_use = UseShare::of(snapshot, target, &family_of(snapshot, target));
     let sibling_use = UseShare::of(snapshot, target, &name_siblings(snapshot, target));
@@ -738,6 +739,7 @@ pub fn candidate_features(
     let constructors = returned_constructors(snapshot, target);
     let mentioned = mentioned_classes(snapshot, target);
     let type_use = TypeUsage::of(snapshot, target, &header_classes(snapshot, target));
+    let import_use = ImportUse::of(snapshot, target, &usage, &header);
     let candidates = reachable_candidates(snapshot, target, &usage, &analogue_use, &mentioned, &constructors, exclude);
     let collaborators = collaborator_classes(snapshot, target, &usage);
     let target_words: FxHashSet<String> = words(lanes, &target.own_text).into_iter().collect();
@@ -766,9 +768,14 @@ pub fn candidate_features(
                 imported: one(Tier::Imported),
                 class_users: (usage.class_body_users(&c.id) as f64).ln_1p(),
                 file_users: (usage.file_body_users(&c.id) as f64).ln_1p(),
-                unused_import: if c.unused_import { 1.0 } else { 0.0 },
-                unused_private: if is_unused_private(snapshot, target, &c.id) { 1.0 } else { 0.0 },
-                unread_variable: if is_unread_variable(snapshot, target, &c.id) { 1.0 } else { 0.0 },
+                // Reached first as an imported name: not a member of its class, file or the like.
+                unused_import: if c.tier == Tier::ImportedName && import_use.imported_for_target(&c.id) {
+                    1.0
+                } else {
+                    0.0
+                },
+                unused_private: if is_unused_private(snapshot, target, &header, &c.id) { 1.0 } else { 0.0 },
+                unread_variable: if is_unread_variable(snapshot, target, &header, &c.id) { 1.0 } else { 0.0 },
                 word_affinity: idf.affinity(cand_words, &target_words),
                 dense_affinity: dense,
                 analogue_users: analogue_use.score(&c.id),
@@ -794,7 +801,7 @@ pub fn candidate_features(
 /// Whether `id` is a private definition of the target's file (`_helper`, `_CACHE`; not a dunder,
 /// not inside the target) that nothing uses but the target and tests (see [`used_elsewhere`]): a
 /// helper nothing else calls was written for the target, or is dead.
-fn is_unused_private(snapshot: &Snapshot, target: &Target, id: &str) -> bool {
+fn is_unused_private(snapshot: &Snapshot, target: &Target, header_uses: &FxHashSet<&str>, id: &str) -> bool {
     let name = last_name(id);
     if !name.starts_with('_') || name.ends_with("__") {
         return false;
@@ -803,7 +810,7 @@ fn is_unused_private(snapshot: &Snapshot, target: &Target, id: &str) -> bool {
     if unit.file.graph.path != target.file || target.id.as_deref().is_some_and(|t| is_within(id, t)) {
         return false;
     }
-    !used_elsewhere(snapshot, target, id)
+    !used_elsewhere(snapshot, target, header_uses, id)
 }
 
 /// Whether `id` is a public variable of the target's module or class (a constant such as
@@ -811,34 +818,38 @@ fn is_unused_private(snapshot: &Snapshot, target: &Target, id: &str) -> bool {
 /// The same evidence as a private helper nothing else uses: a constant or attribute nothing else
 /// reads or writes is there for the target. Public functions, classes and methods are left out:
 /// they are an interface to code outside the repository.
-fn is_unread_variable(snapshot: &Snapshot, target: &Target, id: &str) -> bool {
+fn is_unread_variable(snapshot: &Snapshot, target: &Target, header_uses: &FxHashSet<&str>, id: &str) -> bool {
     let owner = owner_of(id);
     (owner == target.class.as_deref() || owner == Some(target.module.as_str()))
         && !last_name(id).starts_with('_')
         && snapshot.kind_of(id) == Some(UnitKind::Variable)
-        && !used_elsewhere(snapshot, target, id)
+        && !used_elsewhere(snapshot, target, header_uses, id)
 }
 
 /// Whether any unit other than `id` itself and tests calls, reads, writes or inherits `id` (its
-/// own code and lambdas left out), or the target's header does: the target's body is what is
-/// being predicted, but what its signature or decorators use is explained by them.
-fn used_elsewhere(snapshot: &Snapshot, target: &Target, id: &str) -> bool {
+/// own code and lambdas left out), or the target's header does (`header_uses`, see
+/// [`header_uses`]): the target's body is what is being predicted, but what its signature or
+/// decorators use is explained by them.
+fn used_elsewhere(snapshot: &Snapshot, target: &Target, header_uses: &FxHashSet<&str>, id: &str) -> bool {
     snapshot.edges_to(id).into_iter().any(|(e, file)| {
-        if !matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits)
-            || is_within(&e.src, id)
-            || is_test_path(&file.graph.path)
-        {
-            return false;
-        }
-        match target.id.as_deref() {
-            // Rare (the target's own use): its header's end is found only then.
-            Some(t) if is_within(&e.src, t) => {
-                let header_end = snapshot.unit(t).map_or(0, |u| header_end_line(&u));
-                e.line.is_some_and(|line| line <= header_end)
-            }
-            _ => true,
-        }
+        matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits)
+            && !is_within(&e.src, id)
+            && !is_test_path(&file.graph.path)
+            && (!target.id.as_deref().is_some_and(|t| is_within(&e.src, t)) || header_uses.contains(id))
     })
+}
+
+/// What the target's header (signature, annotations, decorators) uses: calls, reads and bases on
+/// its lines before the body. Empty for a function given as text.
+fn header_uses<'s>(snapshot: &'s Snapshot, target: &Target) -> FxHashSet<&'s str> {
+    let Some(id) = target.id.as_deref() else { return FxHashSet::default() };
+    let header_end = snapshot.unit(id).map_or(0, |u| header_end_line(&u));
+    code_edges(snapshot, id)
+        .into_iter()
+        .filter(|e| matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits))
+        .filter(|e| e.line.is_some_and(|line| line <= header_end))
+        .map(|e| e.dst.as_str())
+        .collect()
 }
 
 /// Whether unit id `inner` is `outer` or nested in it (`pkg.f.<lambda1>` in `pkg.f`).
@@ -975,7 +986,7 @@ impl AnalogueUsage {
         let target_owner = target_owner(target);
         for (i, analogue) in analogues.iter().enumerate() {
             let weight = 1.0 / (i + 1) as f64;
-            let analogue_owner = analogue.rsplit_once('.').map(|(owner, _)| owner);
+            let analogue_owner = owner_of(analogue);
             let mut counted: FxHashSet<&str> = FxHashSet::default();
             for e in code_edges(snapshot, analogue) {
                 if !matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits)
@@ -1229,7 +1240,7 @@ impl UseShare {
         let target_owner = target_owner(target);
         let each = 1.0 / members.len() as f64;
         for member in members {
-            let member_owner = member.rsplit_once('.').map(|(owner, _)| owner);
+            let member_owner = owner_of(member);
             let mut used: FxHashSet<String> = FxHashSet::default();
             for e in code_edges(snapshot, member) {
                 if !matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits) {
@@ -1364,10 +1375,10 @@ impl NeighbourUsage {
 /// Which of the file's imports of a name (a class, function or variable; not a whole module)
 /// were made for the target: those nothing else in the file uses, while the target's body uses
 /// nothing of the repository (a body of `...` or `pass`, a blanked body, a function given as
-/// text; a written body says what it uses itself). An import only the unwritten body can be using is the strongest
-/// evidence the lane has: on the retrieval benchmark's first 60 tasks per project 48 of the 51
-/// it flagged were needed, and all 34 it flagged by name on 200 other tasks, outside a package's
-/// `__init__.py` (there 1 of 37 was).
+/// text; a written body says what it uses itself). An import only the unwritten body can be
+/// using is the strongest evidence the lane has: on the retrieval benchmark's first 60 tasks per
+/// project 48 of the 51 it flagged were needed, and all 34 it flagged by name on 200 other
+/// tasks, outside a package's `__init__.py` (there 1 of 37 was).
 ///
 /// An import counts as used by the file's other code or the target's header when they use it or
 /// one of its members (`codes.is_error(...)` is a use of `codes`). An import kept for other
@@ -1377,46 +1388,47 @@ impl NeighbourUsage {
 /// says which module, not which of its members: none of the 11 members flagged on those 200
 /// tasks was needed.
 struct ImportUse<'a> {
-    /// Whether the target's body uses units of the repository (then it says what it needs), or
-    /// the target lives in a package's `__init__.py` (whose imports are its interface): then no
-    /// import is evidence.
-    body_written: bool,
-    /// What the file's other code uses, with every owner up the dotted name.
+    /// False when no import can be evidence: the target's body uses units of the repository
+    /// (then it says what it needs), or it lives in a package's `__init__.py`.
+    applies: bool,
+    /// What the file's other code and the target's header use, with every owner up the dotted
+    /// name.
     used: FxHashSet<&'a str>,
     /// Imported units the file marks as deliberately unused.
     deliberate: FxHashSet<String>,
 }
 
 impl<'a> ImportUse<'a> {
-    fn of(snapshot: &'a Snapshot, target: &Target, usage: &'a NeighbourUsage) -> ImportUse<'a> {
+    fn of(
+        snapshot: &'a Snapshot,
+        target: &Target,
+        usage: &'a NeighbourUsage,
+        header_uses: &FxHashSet<&'a str>,
+    ) -> ImportUse<'a> {
         let body_written = target.id.as_deref().is_some_and(|id| !body_uses(snapshot, id).is_empty());
-        // The target's own header (annotations, decorators) explains an import as well as other
-        // code does: `align: AlignMethod` is no sign the body will use `AlignMethod`.
-        let header_uses: Vec<&str> = match target.id.as_deref() {
-            Some(id) => {
-                let header_end = snapshot.unit(id).map_or(0, |u| header_end_line(&u));
-                code_edges(snapshot, id)
-                    .into_iter()
-                    .filter(|e| e.line.is_some_and(|line| line <= header_end))
-                    .map(|e| e.dst.as_str())
-                    .collect()
-            }
-            None => Vec::new(),
+        let package_init = target.file == "__init__.py" || target.file.ends_with("/__init__.py");
+        let mut import_use = ImportUse {
+            applies: !body_written && !package_init,
+            used: FxHashSet::default(),
+            deliberate: FxHashSet::default(),
         };
-        let mut used: FxHashSet<&str> = FxHashSet::default();
-        for id in usage.file_users.keys().map(String::as_str).chain(header_uses) {
+        if !import_use.applies {
+            return import_use;
+        }
+        // The target's own header explains an import as well as other code does:
+        // `align: AlignMethod` is no sign the body will use `AlignMethod`.
+        for id in usage.file_users.keys().map(String::as_str).chain(header_uses.iter().copied()) {
             let mut owner = id;
             loop {
-                if !used.insert(owner) {
+                if !import_use.used.insert(owner) {
                     break; // its owners are in already
                 }
-                match owner.rsplit_once('.') {
-                    Some((up, _)) => owner = up,
+                match owner_of(owner) {
+                    Some(up) => owner = up,
                     None => break,
                 }
             }
         }
-        let mut deliberate: FxHashSet<String> = FxHashSet::default();
         if let Some(file) = snapshot.file(&target.file) {
             let lines: Vec<&str> = file.text.lines().collect();
             let all = snapshot.unit(&format!("{}.__all__", target.module)).map(|u| u.file.source_of(u.unit));
@@ -1429,17 +1441,16 @@ impl<'a> ImportUse<'a> {
                 let exported =
                     all.is_some_and(|a| a.contains(&format!("\"{name}\"")) || a.contains(&format!("'{name}'")));
                 if marked || exported {
-                    deliberate.insert(e.dst.clone());
+                    import_use.deliberate.insert(e.dst.clone());
                 }
             }
         }
-        let package_init = target.file == "__init__.py" || target.file.ends_with("/__init__.py");
-        ImportUse { body_written: body_written || package_init, used, deliberate }
+        import_use
     }
 
     /// Whether the name imported as `id` was imported for the target.
     fn imported_for_target(&self, id: &str) -> bool {
-        !(self.body_written || self.used.contains(id) || self.deliberate.contains(id))
+        self.applies && !self.used.contains(id) && !self.deliberate.contains(id)
     }
 }
 
@@ -1498,13 +1509,12 @@ fn without_lambdas(id: &str) -> &str {
 /// The functions or methods (not lambdas) defined just before and just after `id` with the same
 /// owner (class or module), in source order.
 fn source_order_neighbours<'g>(file: &'g fresco_graph::FileGraph, id: &str) -> Vec<&'g str> {
-    let owner = |u: &'g str| u.rsplit_once('.').map(|(o, _)| o);
-    let Some(target_owner) = id.rsplit_once('.').map(|(o, _)| o) else { return Vec::new() };
+    let Some(target_owner) = owner_of(id) else { return Vec::new() };
     let siblings: Vec<&fresco_graph::Unit> = file
         .units
         .iter()
         .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method) && !u.is_lambda())
-        .filter(|u| owner(&u.id) == Some(target_owner))
+        .filter(|u| owner_of(&u.id) == Some(target_owner))
         .collect();
     let Some(at) = siblings.iter().position(|u| u.id == id) else { return Vec::new() };
     let mut out = Vec::new();
@@ -1551,8 +1561,6 @@ enum Tier {
 struct Candidate {
     id: String,
     tier: Tier,
-    /// Imported by name for the target (see [`ImportUse`]).
-    unused_import: bool,
 }
 
 fn reachable_candidates(
@@ -1566,9 +1574,9 @@ fn reachable_candidates(
 ) -> Vec<Candidate> {
     let mut out: Vec<Candidate> = Vec::new();
     let mut seen: FxHashSet<String> = exclude.clone();
-    let mut push = |id: &str, tier: Tier, unused_import: bool, out: &mut Vec<Candidate>| {
+    let mut push = |id: &str, tier: Tier, out: &mut Vec<Candidate>| {
         if snapshot.unit(id).is_some_and(|u| is_code_unit(u.unit)) && seen.insert(id.to_string()) {
-            out.push(Candidate { id: id.to_string(), tier, unused_import });
+            out.push(Candidate { id: id.to_string(), tier });
         }
     };
     let members = |owner: &str| -> Vec<String> {
@@ -1587,29 +1595,29 @@ fn reachable_candidates(
         for (i, c) in class_and_bases(snapshot, class).iter().enumerate() {
             let tier = if i == 0 { Tier::Class } else { Tier::BaseClass };
             for m in members(c) {
-                push(&m, tier, false, &mut out);
+                push(&m, tier, &mut out);
             }
         }
     }
     // Classes its signature and docstring name (`request: PreparedRequest`, ":class:`Request`"):
     // the body will work with their members.
     for c in mentioned {
-        push(c, Tier::MentionedClass, false, &mut out);
+        push(c, Tier::MentionedClass, &mut out);
         for m in members(c) {
-            push(&m, Tier::MentionedClass, false, &mut out);
+            push(&m, Tier::MentionedClass, &mut out);
         }
     }
     // The constructor a returned class inherits is reached through it.
     let mut constructors: Vec<&String> = constructors.iter().collect();
     constructors.sort();
     for c in constructors {
-        push(c, Tier::MentionedClass, false, &mut out);
+        push(c, Tier::MentionedClass, &mut out);
     }
     if target.class.is_some() {
         let mut neighbours: Vec<&String> = usage.class_users.keys().collect();
         neighbours.sort();
         for n in neighbours {
-            push(n, Tier::ClassNeighbourhood, false, &mut out);
+            push(n, Tier::ClassNeighbourhood, &mut out);
             if is_class(n) {
                 used_classes.push(n.clone());
             }
@@ -1617,13 +1625,13 @@ fn reachable_candidates(
     }
     // The file's own definitions.
     for m in members(&target.module) {
-        push(&m, Tier::File, false, &mut out);
+        push(&m, Tier::File, &mut out);
     }
     // What the file's other code uses.
     let mut neighbours: Vec<&String> = usage.file_users.keys().collect();
     neighbours.sort();
     for n in neighbours {
-        push(n, Tier::FileNeighbourhood, false, &mut out);
+        push(n, Tier::FileNeighbourhood, &mut out);
         if is_class(n) {
             used_classes.push(n.clone());
         }
@@ -1635,18 +1643,17 @@ fn reachable_candidates(
         .filter(|(e, _)| e.kind == EdgeKind::Imports)
         .map(|(e, _)| e.dst.clone())
         .collect();
-    let import_use = ImportUse::of(snapshot, target, usage);
     for dst in &imports {
         match snapshot.kind_of(dst) {
             Some(UnitKind::Module) | None => {}
-            Some(_) => push(dst, Tier::ImportedName, import_use.imported_for_target(dst), &mut out),
+            Some(_) => push(dst, Tier::ImportedName, &mut out),
         }
     }
     for dst in &imports {
         match snapshot.kind_of(dst) {
             Some(UnitKind::Module) => {
                 for m in members(dst) {
-                    push(&m, Tier::Imported, false, &mut out);
+                    push(&m, Tier::Imported, &mut out);
                 }
             }
             Some(UnitKind::Class) => used_classes.push(dst.clone()),
@@ -1655,12 +1662,12 @@ fn reachable_candidates(
     }
     for c in used_classes {
         for m in members(&c) {
-            push(&m, Tier::Imported, false, &mut out);
+            push(&m, Tier::Imported, &mut out);
         }
     }
     // What code like the target uses, wherever it lives.
     for used in &analogue_use.order {
-        push(used, Tier::AnalogueUse, false, &mut out);
+        push(used, Tier::AnalogueUse, &mut out);
     }
     out
 }
