@@ -1679,6 +1679,14 @@ fn reachable_candidates(
                 for m in members(dst) {
                     push(&m, Tier::Imported, &mut out);
                 }
+                // And what it re-exports: `import click` reaches `click.pause`, defined in
+                // `click.termui` and imported by the package's `__init__`.
+                for (e, _) in snapshot.edges_from(dst) {
+                    if e.kind == EdgeKind::Imports && !matches!(snapshot.kind_of(&e.dst), Some(UnitKind::Module) | None)
+                    {
+                        push(&e.dst, Tier::Imported, &mut out);
+                    }
+                }
             }
             Some(UnitKind::Class) => used_classes.push(dst.clone()),
             _ => {}

@@ -635,3 +635,20 @@ fn a_definition_just_above_the_target_ranks_above_one_far_above_or_below_it() {
     assert!(pos("pkg.just_above") < pos("pkg.just_below"), "{ranked:?}");
     assert!(pos("pkg.just_above") < pos("pkg.far_above"), "{ranked:?}");
 }
+
+#[test]
+fn a_whole_module_import_reaches_what_the_module_re_exports() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "from pkg.termui import pause\n");
+    write(dir.path(), "pkg/termui.py", "def pause(info=None):\n    \"\"\"Wait for a key.\"\"\"\n    return info\n");
+    write(
+        dir.path(),
+        "examples/demo.py",
+        "import pkg\n\n\ndef menu():\n    return 1\n\n\ndef pause():\n    \"\"\"Show how to pause.\"\"\"\n    ...\n",
+    );
+    let snapshot = index(dir.path());
+    let features = features_for(&snapshot, "demo.pause");
+    assert!(features.iter().any(|(id, _)| id == "pkg.termui.pause"), "{features:?}");
+    let ranked = lane_for(&snapshot, "demo.pause", &[]);
+    assert_eq!(ranked.first().map(String::as_str), Some("pkg.termui.pause"), "{ranked:?}");
+}
