@@ -668,9 +668,6 @@ pub struct CandidateFeatures {
     /// [`TypeUsage`]): the largest share, over those classes, of the functions using the class
     /// that also use it. Code taking a `Request` reads the same few of its members.
     pub type_users: f64,
-    /// How closely it is defined above the target in the target's file (see [`defined_before`]):
-    /// a helper or constant is most often written just before the code that needs it.
-    pub defined_before: f64,
 }
 
 /// The weight of evidence that outranks every other: more than all the others can add up to, so
@@ -705,7 +702,6 @@ impl CandidateFeatures {
             + 2.0 * self.sibling_users
             + 3.0 * self.return_constructor
             + 1.0 * self.type_users
-            + 1.0 * self.defined_before
     }
 
     /// The score without the text lanes' evidence (word and dense affinity, what analogues
@@ -754,7 +750,6 @@ pub fn candidate_features(
     let idf = WordRarity::over(&candidate_words);
     let identifiers = identifiers_in(&target.own_text);
     let dense = dense_affinity(lanes.filter(|_| use_dense), &target.text, &candidates);
-    let target_start = target.id.as_deref().and_then(|id| snapshot.unit(id)).map(|u| u.unit.start_line);
     candidates
         .into_iter()
         .zip(&candidate_words)
@@ -797,7 +792,6 @@ pub fn candidate_features(
                 sibling_users: sibling_use.share(&c.id),
                 return_constructor: if constructors.contains(&c.id) { 1.0 } else { 0.0 },
                 type_users: type_use.share(&c.id),
-                defined_before: target_start.map_or(0.0, |start| defined_before(snapshot, &target.file, start, &c.id)),
             };
             (c.id, features)
         })
@@ -944,24 +938,6 @@ fn header_end_line(u: &fresco_graph::UnitRef<'_>) -> u32 {
     match u.unit.signature.as_deref().filter(|s| !s.is_empty()).and_then(|s| source.find(s).map(|at| at + s.len())) {
         Some(end) => u.unit.start_line + source[..end].matches('\n').count() as u32,
         None => u.unit.start_line,
-    }
-}
-
-/// How many lines a definition ends above the target before it counts for little: about a
-/// screenful.
-const DEFINED_BEFORE_LINES: f64 = 50.0;
-
-/// exp(-gap / 50) for a unit of `file` whose definition ends `gap` lines above `target_start`
-/// (0 for one elsewhere, below the target or around it). Python is written top-down: a module's
-/// helpers and constants, a class's attributes and the methods it builds on tend to come just
-/// before the code that uses them (`default_user_agent` above `default_headers`, `is_ascii_encoding`
-/// above `get_best_encoding`). A function given as text has no place yet, so none counts.
-fn defined_before(snapshot: &Snapshot, file: &str, target_start: u32, id: &str) -> f64 {
-    match snapshot.unit(id) {
-        Some(u) if u.file.graph.path == file && u.unit.end_line < target_start => {
-            (-f64::from(target_start - u.unit.end_line) / DEFINED_BEFORE_LINES).exp()
-        }
-        _ => 0.0,
     }
 }
 
