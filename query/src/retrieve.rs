@@ -1637,12 +1637,15 @@ fn reachable_candidates(
         }
     }
     // What the file imports: imported names first, then members of imported modules and classes.
-    let imports: Vec<String> = snapshot
-        .edges_from(&target.module)
-        .into_iter()
-        .filter(|(e, _)| e.kind == EdgeKind::Imports)
-        .map(|(e, _)| e.dst.clone())
-        .collect();
+    let imports_of = |module: &str| -> Vec<String> {
+        snapshot
+            .edges_from(module)
+            .into_iter()
+            .filter(|(e, _)| e.kind == EdgeKind::Imports)
+            .map(|(e, _)| e.dst.clone())
+            .collect()
+    };
+    let imports = imports_of(&target.module);
     for dst in &imports {
         match snapshot.kind_of(dst) {
             Some(UnitKind::Module) | None => {}
@@ -1656,12 +1659,10 @@ fn reachable_candidates(
                     push(&m, Tier::Imported, &mut out);
                 }
                 // And what it re-exports: `import click` reaches `click.pause`, defined in
-                // `click.termui` and imported by the package's `__init__`.
-                for (e, _) in snapshot.edges_from(dst) {
-                    if e.kind == EdgeKind::Imports && !matches!(snapshot.kind_of(&e.dst), Some(UnitKind::Module) | None)
-                    {
-                        push(&e.dst, Tier::Imported, &mut out);
-                    }
+                // `click.termui` and imported by the package's `__init__` (`push` leaves out the
+                // modules and external names it imports).
+                for name in imports_of(dst) {
+                    push(&name, Tier::Imported, &mut out);
                 }
             }
             Some(UnitKind::Class) => used_classes.push(dst.clone()),
