@@ -609,6 +609,10 @@ pub struct CandidateFeatures {
     pub file_neighbourhood: f64,
     pub imported_name: f64,
     pub imported: f64,
+    /// 1 when nothing but an analogue's use reaches it ([`Tier::AnalogueUse`]): neither the
+    /// target's class, its file nor its imports lead to it, so the body could use it only
+    /// through an import the file does not have.
+    pub analogue_only: f64,
     /// ln(1 + how many of the class's other methods use it in their bodies).
     pub class_users: f64,
     /// ln(1 + how many of the file's other units use it in their bodies (or at the module's top
@@ -668,6 +672,10 @@ pub struct CandidateFeatures {
     /// [`TypeUsage`]): the largest share, over those classes, of the functions using the class
     /// that also use it. Code taking a `Request` reads the same few of its members.
     pub type_users: f64,
+    /// 1 when it calls or uses the target, directly or through one or two other functions (see
+    /// [`callers_above`]): it stands above the target in the call graph, and what the target's
+    /// body needs lies below it. Recursion is the exception.
+    pub caller_of_target: f64,
 }
 
 /// The weight of evidence that outranks every other: more than all the others can add up to, so
@@ -702,6 +710,8 @@ impl CandidateFeatures {
             + 2.0 * self.sibling_users
             + 3.0 * self.return_constructor
             + 1.0 * self.type_users
+            - 2.0 * self.analogue_only
+            - 5.0 * self.caller_of_target
     }
 
     /// The score without the text lanes' evidence (word and dense affinity, what analogues
@@ -742,6 +752,7 @@ pub fn candidate_features(
     let import_use = ImportUse::of(snapshot, target, &usage, &header);
     let candidates = reachable_candidates(snapshot, target, &usage, &analogue_use, &mentioned, &constructors, exclude);
     let collaborators = collaborator_classes(snapshot, target, &usage);
+    let callers = callers_above(snapshot, target);
     let target_words: FxHashSet<String> = words(lanes, &target.own_text).into_iter().collect();
     let candidate_words: Vec<FxHashSet<String>> = candidates
         .iter()
@@ -766,6 +777,7 @@ pub fn candidate_features(
                 file_neighbourhood: one(Tier::FileNeighbourhood),
                 imported_name: one(Tier::ImportedName),
                 imported: one(Tier::Imported),
+                analogue_only: one(Tier::AnalogueUse),
                 class_users: (usage.class_body_users(&c.id) as f64).ln_1p(),
                 file_users: (usage.file_body_users(&c.id) as f64).ln_1p(),
                 // Reached first as an imported name: not a member of its class, file or the like.
@@ -792,6 +804,7 @@ pub fn candidate_features(
                 sibling_users: sibling_use.share(&c.id),
                 return_constructor: if constructors.contains(&c.id) { 1.0 } else { 0.0 },
                 type_users: type_use.share(&c.id),
+                caller_of_target: if callers.contains(c.id.as_str()) { 1.0 } else { 0.0 },
             };
             (c.id, features)
         })
@@ -850,6 +863,41 @@ fn header_uses<'s>(snapshot: &'s Snapshot, target: &Target) -> FxHashSet<&'s str
         .filter(|e| e.line.is_some_and(|line| line <= header_end))
         .map(|e| e.dst.as_str())
         .collect()
+}
+
+/// How many calls above the target [`callers_above`] looks.
+const CALLER_LEVELS: usize = 3;
+
+/// How many callers [`callers_above`] collects before it stops climbing: a helper the whole
+/// repository calls has thousands of callers a few levels up, and they are rarely candidates.
+const CALLERS_ENOUGH: usize = 256;
+
+/// The units that call or use the target (calls, reads, bases; a lambda's uses are its
+/// owner's), and their callers and users, up to [`CALLER_LEVELS`] levels above it: code the
+/// target's body is written for, not code it calls. Empty for a function given as text.
+fn callers_above<'s>(snapshot: &'s Snapshot, target: &Target) -> FxHashSet<&'s str> {
+    let Some(id) = target.id.as_deref() else { return FxHashSet::default() };
+    let mut found: FxHashSet<&str> = FxHashSet::default();
+    let mut level: Vec<String> = vec![id.to_string()];
+    for _ in 0..CALLER_LEVELS {
+        let mut next: Vec<String> = Vec::new();
+        for callee in &level {
+            for (e, _) in snapshot.edges_to_lazily(callee) {
+                if found.len() >= CALLERS_ENOUGH {
+                    return found;
+                }
+                if !matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits) {
+                    continue;
+                }
+                let user = without_lambdas(&e.src);
+                if !is_within(user, id) && found.insert(user) {
+                    next.push(user.to_string());
+                }
+            }
+        }
+        level = next;
+    }
+    found
 }
 
 /// Whether unit id `inner` is `outer` or nested in it (`pkg.f.<lambda1>` in `pkg.f`).
