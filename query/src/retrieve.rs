@@ -676,6 +676,10 @@ pub struct CandidateFeatures {
     /// [`callers_above`]): it stands above the target in the call graph, and what the target's
     /// body needs lies below it. Recursion is the exception.
     pub caller_of_target: f64,
+    /// 1 when it is defined inside a function that does not contain the target: a local name
+    /// of that function, which the target can reach only as a value handed to it (a decorator's
+    /// inner function, a callback).
+    pub local_elsewhere: f64,
 }
 
 /// The weight of evidence that outranks every other: more than all the others can add up to, so
@@ -712,6 +716,7 @@ impl CandidateFeatures {
             + 1.0 * self.type_users
             - 2.0 * self.analogue_only
             - 5.0 * self.caller_of_target
+            - 3.0 * self.local_elsewhere
     }
 
     /// The score without the text lanes' evidence (word and dense affinity, what analogues
@@ -805,6 +810,7 @@ pub fn candidate_features(
                 return_constructor: if constructors.contains(&c.id) { 1.0 } else { 0.0 },
                 type_users: type_use.share(&c.id),
                 caller_of_target: if callers.contains(c.id.as_str()) { 1.0 } else { 0.0 },
+                local_elsewhere: if is_local_elsewhere(snapshot, target, &c.id) { 1.0 } else { 0.0 },
             };
             (c.id, features)
         })
@@ -863,6 +869,14 @@ fn header_uses<'s>(snapshot: &'s Snapshot, target: &Target) -> FxHashSet<&'s str
         .filter(|e| e.line.is_some_and(|line| line <= header_end))
         .map(|e| e.dst.as_str())
         .collect()
+}
+
+/// Whether `id` is defined inside a function or method that does not contain the target.
+fn is_local_elsewhere(snapshot: &Snapshot, target: &Target, id: &str) -> bool {
+    owner_of(id).is_some_and(|owner| {
+        matches!(snapshot.kind_of(owner), Some(UnitKind::Function | UnitKind::Method))
+            && !is_within(target_owner(target), owner)
+    })
 }
 
 /// How many calls above the target [`callers_above`] looks.

@@ -653,3 +653,27 @@ fn a_whole_module_import_reaches_what_the_module_re_exports() {
     let ranked = lane_for(&snapshot, "demo.pause", &[]);
     assert_eq!(ranked.first().map(String::as_str), Some("pkg.termui.pause"), "{ranked:?}");
 }
+
+#[test]
+fn a_function_local_to_another_function_is_marked_unless_it_shares_the_targets_owner() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    write(
+        dir.path(),
+        "pkg/app.py",
+        "def route(rule):\n    def decorator(f):\n        return f\n    return decorator\n\n\n\
+         @route(\"/\")\ndef index():\n    return 1\n\n\n\
+         def outer():\n    def step():\n        return 2\n\n    def finish():\n        \"\"\"Finish.\"\"\"\n        ...\n\n    \
+         return finish() + step()\n\n\n\
+         def serve():\n    \"\"\"Serve the app.\"\"\"\n    ...\n",
+    );
+    let snapshot = index(dir.path());
+    let local = |target: &str, id: &str| {
+        features_for(&snapshot, target).into_iter().find(|(c, _)| c == id).map(|(_, f)| f.local_elsewhere)
+    };
+    assert_eq!(local("pkg.app.serve", "pkg.app.route.decorator"), Some(1.0));
+    assert_eq!(local("pkg.app.serve", "pkg.app.route"), Some(0.0));
+    assert_eq!(local("pkg.app.serve", "pkg.app.outer.step"), Some(1.0));
+    // A sibling inside the same function is the target's own neighbour.
+    assert_eq!(local("pkg.app.outer.finish", "pkg.app.outer.step"), Some(0.0));
+}
