@@ -23,7 +23,7 @@ FEATURES = [
     "imported", "class_users", "file_users", "unused_import", "unused_private", "unread_variable", "word_affinity", "dense_affinity", "analogue_users",
     "named_in_text", "adjacent_users", "analogue_role_users", "same_name", "collaborator_namesake", "family_users",
     "sibling_users", "return_constructor", "type_users", "analogue_only", "caller_of_target",
-    "local_elsewhere",
+    "local_elsewhere", "shadowed",
 ]
 STATED = {
     "own_class": 3.0, "base_class": 3.0, "mentioned_class": 2.0, "class_neighbourhood": 2.0, "file": 1.5, "file_neighbourhood": 0.75,
@@ -32,7 +32,7 @@ STATED = {
     "word_affinity": 2.0, "dense_affinity": 0.5, "analogue_users": 2.0, "named_in_text": 1.0,
     "adjacent_users": 1.0, "analogue_role_users": 2.0, "same_name": 2.0, "collaborator_namesake": 2.0, "family_users": 2.0,
     "sibling_users": 2.0, "return_constructor": 3.0, "type_users": 1.0, "analogue_only": -2.0,
-    "caller_of_target": -5.0, "local_elsewhere": -3.0,
+    "caller_of_target": -5.0, "local_elsewhere": -3.0, "shadowed": -3.0,
 }
 KS = [1, 3, 5, 10, 20, 50]
 

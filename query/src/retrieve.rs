@@ -680,6 +680,10 @@ pub struct CandidateFeatures {
     /// of that function, which the target can reach only as a value handed to it (a decorator's
     /// inner function, a callback).
     pub local_elsewhere: f64,
+    /// 1 when it is a member of one of the target's class's bases that the class, or a base
+    /// before it in the method resolution order, defines again (see [`shadowed_members`]):
+    /// `self.name` reaches the redefinition.
+    pub shadowed: f64,
 }
 
 /// The weight of evidence that outranks every other: more than all the others can add up to, so
@@ -717,6 +721,7 @@ impl CandidateFeatures {
             - 2.0 * self.analogue_only
             - 5.0 * self.caller_of_target
             - 3.0 * self.local_elsewhere
+            - 3.0 * self.shadowed
     }
 
     /// The score without the text lanes' evidence (word and dense affinity, what analogues
@@ -758,6 +763,7 @@ pub fn candidate_features(
     let candidates = reachable_candidates(snapshot, target, &usage, &analogue_use, &mentioned, &constructors, exclude);
     let collaborators = collaborator_classes(snapshot, target, &usage);
     let callers = callers_above(snapshot, target);
+    let shadowed = shadowed_members(snapshot, target);
     let target_words: FxHashSet<String> = words(lanes, &target.own_text).into_iter().collect();
     let candidate_words: Vec<FxHashSet<String>> = candidates
         .iter()
@@ -811,6 +817,7 @@ pub fn candidate_features(
                 type_users: type_use.share(&c.id),
                 caller_of_target: if callers.contains(c.id.as_str()) { 1.0 } else { 0.0 },
                 local_elsewhere: if is_local_elsewhere(snapshot, target, &c.id) { 1.0 } else { 0.0 },
+                shadowed: if shadowed.contains(&c.id) { 1.0 } else { 0.0 },
             };
             (c.id, features)
         })
@@ -869,6 +876,33 @@ fn header_uses<'s>(snapshot: &'s Snapshot, target: &Target) -> FxHashSet<&'s str
         .filter(|e| e.line.is_some_and(|line| line <= header_end))
         .map(|e| e.dst.as_str())
         .collect()
+}
+
+/// The members of the target's class's bases that the class, or a base before them in the
+/// method resolution order, defines again: `self.close()` calls the class's own `close`, not
+/// the base's. The members of the target's name are left out: an override reaches the version
+/// it overrides through `super()`.
+fn shadowed_members(snapshot: &Snapshot, target: &Target) -> FxHashSet<String> {
+    let Some(class) = &target.class else { return FxHashSet::default() };
+    let name = target_name(target);
+    let mut defined: FxHashSet<String> = FxHashSet::default();
+    let mut shadowed: FxHashSet<String> = FxHashSet::default();
+    for c in class_and_bases(snapshot, class) {
+        let members: Vec<String> = snapshot
+            .edges_from(&c)
+            .into_iter()
+            .filter(|(e, _)| e.kind == EdgeKind::Contains)
+            .map(|(e, _)| e.dst.clone())
+            .collect();
+        for m in &members {
+            let member_name = last_name(m);
+            if defined.contains(member_name) && Some(member_name) != name {
+                shadowed.insert(m.clone());
+            }
+        }
+        defined.extend(members.iter().map(|m| last_name(m).to_string()));
+    }
+    shadowed
 }
 
 /// Whether `id` is defined inside a function or method that does not contain the target.

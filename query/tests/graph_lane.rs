@@ -677,3 +677,31 @@ fn a_function_local_to_another_function_is_marked_unless_it_shares_the_targets_o
     // A sibling inside the same function is the target's own neighbour.
     assert_eq!(local("pkg.app.outer.finish", "pkg.app.outer.step"), Some(0.0));
 }
+
+#[test]
+fn a_base_member_the_class_defines_again_ranks_below_the_redefinition() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    write(
+        dir.path(),
+        "pkg/io.py",
+        "class Base:\n    def close(self):\n        return 0\n\n    def flush(self):\n        return 1\n\n\
+         \x20   def send(self, data):\n        return data\n\n\n\
+         class Stream(Base):\n    def close(self):\n        self.flush()\n        return super().close()\n\n\
+         \x20   def send(self, data):\n        \"\"\"Send and close.\"\"\"\n        ...\n\n\
+         \x20   def write(self, data):\n        \"\"\"Write and close.\"\"\"\n        ...\n",
+    );
+    let snapshot = index(dir.path());
+    let shadowed = |target: &str, id: &str| {
+        features_for(&snapshot, target).into_iter().find(|(c, _)| c == id).map(|(_, f)| f.shadowed)
+    };
+    assert_eq!(shadowed("pkg.io.Stream.write", "pkg.io.Base.close"), Some(1.0));
+    assert_eq!(shadowed("pkg.io.Stream.write", "pkg.io.Base.send"), Some(1.0));
+    assert_eq!(shadowed("pkg.io.Stream.write", "pkg.io.Base.flush"), Some(0.0));
+    assert_eq!(shadowed("pkg.io.Stream.write", "pkg.io.Stream.close"), Some(0.0));
+    // An override reaches the version it overrides through super().
+    assert_eq!(shadowed("pkg.io.Stream.send", "pkg.io.Base.send"), Some(0.0));
+    let ranked = lane_for(&snapshot, "pkg.io.Stream.write", &[]);
+    let pos = |id: &str| ranked.iter().position(|r| r == id);
+    assert!(pos("pkg.io.Base.flush") < pos("pkg.io.Base.close"), "{ranked:?}");
+}
