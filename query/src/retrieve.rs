@@ -633,7 +633,8 @@ pub struct CandidateFeatures {
     /// Dense similarity to the target text, as a z-score over the candidates.
     pub dense_affinity: f64,
     /// Use by the units most like the target (see [`analogues`]): the sum of 1 / rank over the
-    /// analogues that call, read or inherit it. Similar code needs similar building blocks.
+    /// analogues that call, read or inherit it in their bodies (not in their annotations or
+    /// decorators). Similar code needs similar building blocks.
     pub analogue_users: f64,
     /// 1 when the target's signature or docstring names it as written (`timeout` in
     /// `def __init__(self, timeout)` for the attribute `self.timeout`).
@@ -657,12 +658,12 @@ pub struct CandidateFeatures {
     /// `Session.__init__` mounts an `HTTPAdapter`. A namesake elsewhere may only share the name.
     pub collaborator_namesake: f64,
     /// Use by the target's family (see [`family_of`]): the share of the methods of the target's
-    /// name in its file and on its class's bases that use it (or its counterpart on the target's
-    /// class). The version an override extends and sibling implementations do the same job.
+    /// name in its file and on its class's bases that use it in their bodies (or its counterpart
+    /// on the target's class). The version an override extends and sibling implementations do the same job.
     pub family_users: f64,
     /// Use by the target's name siblings (see [`name_siblings`]): the share of the functions or
-    /// methods of its class or module whose names differ from its name in one word that use it
-    /// (`_get_text_stdin` uses `_WindowsConsoleReader`; `_get_text_stdout`, its sibling, uses
+    /// methods of its class or module whose names differ from its name in one word that use it in
+    /// their bodies (`_get_text_stdin` uses `_WindowsConsoleReader`; `_get_text_stdout`, its sibling, uses
     /// `_WindowsConsoleWriter`, and so may `_get_text_stderr`).
     pub sibling_users: f64,
     /// 1 when it is the constructor of a class the target's return annotation names (see
@@ -1065,8 +1066,8 @@ pub fn analogues(text_lanes: &[(Lane, Vec<String>)], target: &Target) -> Vec<Str
     rrf(&lists).into_iter().map(|(id, _)| id).filter(|id| !inside_target(id)).take(ANALOGUES).collect()
 }
 
-/// What the target's analogues use: per used unit, the sum of 1 / rank of the analogues that
-/// call, read or inherit it, and the used units in order of first appearance. Also what they use
+/// What the target's analogues use in their bodies: per used unit, the sum of 1 / rank of the
+/// analogues that call, read or inherit it, and the used units in order of first appearance. Also what they use
 /// of their own class or module, carried over by name to the target's (`role`).
 struct AnalogueUsage {
     score: FxHashMap<String, f64>,
@@ -1084,7 +1085,7 @@ impl AnalogueUsage {
             let weight = 1.0 / (i + 1) as f64;
             let analogue_owner = owner_of(analogue);
             let mut counted: FxHashSet<&str> = FxHashSet::default();
-            for e in code_edges(snapshot, analogue) {
+            for e in body_edges(snapshot, analogue) {
                 if !matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits)
                     || target.id.as_deref() == Some(e.dst.as_str())
                     || !counted.insert(e.dst.as_str())
@@ -1318,8 +1319,8 @@ impl TypeUsage {
     }
 }
 
-/// What a group of the target's relatives uses (its family, its name siblings): per used unit,
-/// the share of the group that calls, reads or inherits it. A member's use of its own class
+/// What a group of the target's relatives uses in their bodies (its family, its name siblings):
+/// per used unit, the share of the group that calls, reads or inherits it. A member's use of its own class
 /// (`Sibling.release` in `Sibling.close`) also stands for the target's class's member of that
 /// name (`Sub.release`), as for analogues.
 struct UseShare {
@@ -1338,7 +1339,7 @@ impl UseShare {
         for member in members {
             let member_owner = owner_of(member);
             let mut used: FxHashSet<String> = FxHashSet::default();
-            for e in code_edges(snapshot, member) {
+            for e in body_edges(snapshot, member) {
                 if !matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits) {
                     continue;
                 }
@@ -1588,6 +1589,20 @@ fn marked_unused(lines: &[&str], line: usize) -> bool {
 fn code_edges<'s>(snapshot: &'s Snapshot, id: &str) -> Vec<&'s fresco_graph::Edge> {
     let Some(unit) = snapshot.unit(id) else { return Vec::new() };
     unit.file.edges().filter(|e| without_lambdas(&e.src) == id).collect()
+}
+
+/// [`code_edges`] of `id` past its header: what the body of a function, method or class uses,
+/// not what its annotations, defaults, decorators or bases name. Relatives and analogues of the
+/// target count for what their bodies use, as its neighbours do: a signature's names say what
+/// the signature says, not what a body needs.
+fn body_edges<'s>(snapshot: &'s Snapshot, id: &str) -> Vec<&'s fresco_graph::Edge> {
+    let header_end = match snapshot.unit(id) {
+        Some(u) if matches!(u.unit.kind, UnitKind::Function | UnitKind::Method | UnitKind::Class) => {
+            header_end_line(&u)
+        }
+        _ => 0,
+    };
+    code_edges(snapshot, id).into_iter().filter(|e| e.line.is_none_or(|line| line > header_end)).collect()
 }
 
 /// `id` without the lambdas it is nested in (`pkg.f` for `pkg.f.<lambda1>.<lambda1>`).

@@ -705,3 +705,36 @@ fn a_base_member_the_class_defines_again_ranks_below_the_redefinition() {
     let pos = |id: &str| ranked.iter().position(|r| r == id);
     assert!(pos("pkg.io.Base.flush") < pos("pkg.io.Base.close"), "{ranked:?}");
 }
+
+#[test]
+fn analogues_and_name_siblings_count_for_what_their_bodies_use_not_their_annotations() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    write(dir.path(), "pkg/types.py", "HeaderTypes = dict\n\n\ndef encode(value):\n    return value\n");
+    write(
+        dir.path(),
+        "pkg/client.py",
+        "from pkg.types import HeaderTypes, encode\n\n\n\
+         def send_headers(headers: HeaderTypes):\n    \"\"\"Send the headers.\"\"\"\n    return encode(headers)\n\n\n\
+         def send_cookies(cookies: HeaderTypes):\n    \"\"\"Send the cookies.\"\"\"\n    ...\n",
+    );
+    let snapshot = index(dir.path());
+    let target = resolve_target(&snapshot, &ContextTarget::Unit(Symbol::Name("pkg.client.send_cookies".into())))
+        .expect("target");
+    let exclude: FxHashSet<String> = target.id.iter().cloned().collect();
+    let features = fresco_query::retrieve::candidate_features(
+        &snapshot,
+        &target,
+        None,
+        false,
+        &["pkg.client.send_headers".to_string()],
+        &exclude,
+    );
+    let analogue_users = |id: &str| features.iter().find(|(c, _)| c == id).map(|(_, f)| f.analogue_users);
+    assert_eq!(analogue_users("pkg.types.encode"), Some(1.0), "{features:?}");
+    assert_eq!(analogue_users("pkg.types.HeaderTypes"), Some(0.0), "{features:?}");
+    // `send_headers` is also a name sibling of `send_cookies`: the same rule.
+    let sibling_users = |id: &str| features.iter().find(|(c, _)| c == id).map(|(_, f)| f.sibling_users);
+    assert_eq!(sibling_users("pkg.types.encode"), Some(1.0), "{features:?}");
+    assert_eq!(sibling_users("pkg.types.HeaderTypes"), Some(0.0), "{features:?}");
+}
