@@ -659,12 +659,13 @@ pub struct CandidateFeatures {
     pub collaborator_namesake: f64,
     /// Use by the target's family (see [`family_of`]): the share of the methods of the target's
     /// name in its file and on its class's bases that use it in their bodies (or its counterpart
-    /// on the target's class). The version an override extends and sibling implementations do the same job.
+    /// on the target's class). The version an override extends and sibling implementations do
+    /// the same job.
     pub family_users: f64,
     /// Use by the target's name siblings (see [`name_siblings`]): the share of the functions or
     /// methods of its class or module whose names differ from its name in one word that use it in
-    /// their bodies (`_get_text_stdin` uses `_WindowsConsoleReader`; `_get_text_stdout`, its sibling, uses
-    /// `_WindowsConsoleWriter`, and so may `_get_text_stderr`).
+    /// their bodies (`_get_text_stdin` uses `_WindowsConsoleReader`; `_get_text_stdout`, its
+    /// sibling, uses `_WindowsConsoleWriter`, and so may `_get_text_stderr`).
     pub sibling_users: f64,
     /// 1 when it is the constructor of a class the target's return annotation names (see
     /// [`returned_constructors`]): a function declared to return a class most often builds one.
@@ -1067,8 +1068,9 @@ pub fn analogues(text_lanes: &[(Lane, Vec<String>)], target: &Target) -> Vec<Str
 }
 
 /// What the target's analogues use in their bodies: per used unit, the sum of 1 / rank of the
-/// analogues that call, read or inherit it, and the used units in order of first appearance. Also what they use
-/// of their own class or module, carried over by name to the target's (`role`).
+/// analogues that call, read or inherit it, and the used units in order of first appearance.
+/// Also what they use of their own class or module, carried over by name to the target's
+/// (`role`).
 struct AnalogueUsage {
     score: FxHashMap<String, f64>,
     order: Vec<String>,
@@ -1320,9 +1322,9 @@ impl TypeUsage {
 }
 
 /// What a group of the target's relatives uses in their bodies (its family, its name siblings):
-/// per used unit, the share of the group that calls, reads or inherits it. A member's use of its own class
-/// (`Sibling.release` in `Sibling.close`) also stands for the target's class's member of that
-/// name (`Sub.release`), as for analogues.
+/// per used unit, the share of the group that calls, reads or inherits it. A member's use of its
+/// own class (`Sibling.release` in `Sibling.close`) also stands for the target's class's member
+/// of that name (`Sub.release`), as for analogues.
 struct UseShare {
     share: FxHashMap<String, f64>,
 }
