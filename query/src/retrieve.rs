@@ -890,12 +890,7 @@ fn shadowed_members(snapshot: &Snapshot, target: &Target) -> FxHashSet<String> {
     let mut defined: FxHashSet<String> = FxHashSet::default();
     let mut shadowed: FxHashSet<String> = FxHashSet::default();
     for c in class_and_bases(snapshot, class) {
-        let members: Vec<String> = snapshot
-            .edges_from(&c)
-            .into_iter()
-            .filter(|(e, _)| e.kind == EdgeKind::Contains)
-            .map(|(e, _)| e.dst.clone())
-            .collect();
+        let members = edge_targets(snapshot, &c, EdgeKind::Contains);
         for m in &members {
             let member_name = last_name(m);
             if defined.contains(member_name) && Some(member_name) != name {
@@ -905,6 +900,12 @@ fn shadowed_members(snapshot: &Snapshot, target: &Target) -> FxHashSet<String> {
         defined.extend(members.iter().map(|m| last_name(m).to_string()));
     }
     shadowed
+}
+
+/// The targets of `id`'s edges of one kind, in edge order: a class's or module's members
+/// (`Contains`), a module's imports (`Imports`).
+fn edge_targets(snapshot: &Snapshot, id: &str, kind: EdgeKind) -> Vec<String> {
+    snapshot.edges_from(id).into_iter().filter(|(e, _)| e.kind == kind).map(|(e, _)| e.dst.clone()).collect()
 }
 
 /// Whether `id` is defined inside a function or method that does not contain the target.
@@ -928,9 +929,9 @@ const CALLERS_ENOUGH: usize = 256;
 fn callers_above<'s>(snapshot: &'s Snapshot, target: &Target) -> FxHashSet<&'s str> {
     let Some(id) = target.id.as_deref() else { return FxHashSet::default() };
     let mut found: FxHashSet<&str> = FxHashSet::default();
-    let mut level: Vec<String> = vec![id.to_string()];
+    let mut level: Vec<&str> = vec![id];
     for _ in 0..CALLER_LEVELS {
-        let mut next: Vec<String> = Vec::new();
+        let mut next: Vec<&str> = Vec::new();
         for callee in &level {
             for (e, _) in snapshot.edges_to_lazily(callee) {
                 if found.len() >= CALLERS_ENOUGH {
@@ -941,7 +942,7 @@ fn callers_above<'s>(snapshot: &'s Snapshot, target: &Target) -> FxHashSet<&'s s
                 }
                 let user = without_lambdas(&e.src);
                 if !is_within(user, id) && found.insert(user) {
-                    next.push(user.to_string());
+                    next.push(user);
                 }
             }
         }
@@ -1692,14 +1693,7 @@ fn reachable_candidates(
             out.push(Candidate { id: id.to_string(), tier });
         }
     };
-    let members = |owner: &str| -> Vec<String> {
-        snapshot
-            .edges_from(owner)
-            .into_iter()
-            .filter(|(e, _)| e.kind == EdgeKind::Contains)
-            .map(|(e, _)| e.dst.clone())
-            .collect()
-    };
+    let members = |owner: &str| edge_targets(snapshot, owner, EdgeKind::Contains);
     let is_class = |id: &str| snapshot.kind_of(id) == Some(UnitKind::Class);
     // Classes the neighbourhood works with: their members come last.
     let mut used_classes: Vec<String> = Vec::new();
@@ -1750,14 +1744,7 @@ fn reachable_candidates(
         }
     }
     // What the file imports: imported names first, then members of imported modules and classes.
-    let imports_of = |module: &str| -> Vec<String> {
-        snapshot
-            .edges_from(module)
-            .into_iter()
-            .filter(|(e, _)| e.kind == EdgeKind::Imports)
-            .map(|(e, _)| e.dst.clone())
-            .collect()
-    };
+    let imports_of = |module: &str| edge_targets(snapshot, module, EdgeKind::Imports);
     let imports = imports_of(&target.module);
     for dst in &imports {
         match snapshot.kind_of(dst) {

@@ -315,9 +315,17 @@ fn a_private_helper_nothing_else_uses_ranks_above_one_other_code_uses() {
 }
 
 fn features_for(snapshot: &Snapshot, name: &str) -> Vec<(String, fresco_query::retrieve::CandidateFeatures)> {
+    features_with_analogues(snapshot, name, &[])
+}
+
+fn features_with_analogues(
+    snapshot: &Snapshot,
+    name: &str,
+    analogues: &[String],
+) -> Vec<(String, fresco_query::retrieve::CandidateFeatures)> {
     let target = resolve_target(snapshot, &ContextTarget::Unit(Symbol::Name(name.to_string()))).expect("target");
     let exclude: FxHashSet<String> = target.id.iter().cloned().collect();
-    fresco_query::retrieve::candidate_features(snapshot, &target, None, false, &[], &exclude)
+    fresco_query::retrieve::candidate_features(snapshot, &target, None, false, analogues, &exclude)
 }
 
 #[test]
@@ -719,17 +727,7 @@ fn analogues_and_name_siblings_count_for_what_their_bodies_use_not_their_annotat
          def send_cookies(cookies: HeaderTypes):\n    \"\"\"Send the cookies.\"\"\"\n    ...\n",
     );
     let snapshot = index(dir.path());
-    let target = resolve_target(&snapshot, &ContextTarget::Unit(Symbol::Name("pkg.client.send_cookies".into())))
-        .expect("target");
-    let exclude: FxHashSet<String> = target.id.iter().cloned().collect();
-    let features = fresco_query::retrieve::candidate_features(
-        &snapshot,
-        &target,
-        None,
-        false,
-        &["pkg.client.send_headers".to_string()],
-        &exclude,
-    );
+    let features = features_with_analogues(&snapshot, "pkg.client.send_cookies", &["pkg.client.send_headers".into()]);
     let analogue_users = |id: &str| features.iter().find(|(c, _)| c == id).map(|(_, f)| f.analogue_users);
     assert_eq!(analogue_users("pkg.types.encode"), Some(1.0), "{features:?}");
     assert_eq!(analogue_users("pkg.types.HeaderTypes"), Some(0.0), "{features:?}");
