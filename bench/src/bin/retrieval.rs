@@ -658,7 +658,11 @@ fn render(
         infos.iter().map(|i| i.init_folded).sum::<usize>()
     );
     if !all.is_empty() {
-        let _ = writeln!(out, "## Results, all projects\n\n![Recall@k per lane](retrieval-recall.svg)\n");
+        let _ = writeln!(out, "## Results, all projects\n");
+        // The plot is written beside the report as `NAME-recall.svg` (see `main`).
+        if let Some(name) = args.report.as_deref().and_then(|r| Path::new(r).file_name()) {
+            let _ = writeln!(out, "![Recall@k per lane]({}-recall.svg)\n", name.to_string_lossy());
+        }
         metrics::tables(&mut out, all, true);
         let _ = writeln!(out, "\n## Targets\n");
         let r10 = metrics::mean_recall(all, 3, 10);
