@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""How sure a retrieval report's Recall@k is: intervals from a trace of the `retrieval` bench.
+
+Recall@k of the fused ranking (the order `context` returns, `fused` in the trace) is a mean of
+per-task values. Two 95 % intervals are printed for k = 10 and 50:
+
+- over tasks: the mean plus or minus 1.96 standard errors, as if the tasks were a sample of one
+  population;
+- over projects and tasks: a two-level bootstrap (resample the projects, then each chosen
+  project's tasks), since projects differ more from each other than tasks of one project do.
+
+    python3 interval.py TRACE
+
+Standard library only; a measuring tool, not part of fresco.
+"""
+import collections
+import json
+import random
+import statistics
+import sys
+
+RESAMPLES = 2000
+
+
+def per_task_recall(path, k):
+    """Project -> the Recall@k of each of its tasks with at least one needed unit."""
+    by_project = collections.defaultdict(list)
+    with open(path) as trace:
+        for line in trace:
+            try:
+                task = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            needed = {n["id"] for n in task.get("needed", [])}
+            if "fused" not in task or not needed:
+                continue
+            top = {hit["id"] for hit in task["fused"][:k]}
+            by_project[task["project"]].append(len(needed & top) / len(needed))
+    return by_project
+
+
+def two_level_bootstrap(by_project, rng):
+    projects = sorted(by_project)
+    means = []
+    for _ in range(RESAMPLES):
+        values = []
+        for project in rng.choices(projects, k=len(projects)):
+            tasks = by_project[project]
+            values.extend(rng.choices(tasks, k=len(tasks)))
+        means.append(statistics.mean(values))
+    means.sort()
+    return means[int(0.025 * RESAMPLES)], means[int(0.975 * RESAMPLES) - 1]
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    for k in (10, 50):
+        by_project = per_task_recall(sys.argv[1], k)
+        values = [v for tasks in by_project.values() for v in tasks]
+        if len(values) < 2:
+            sys.exit(f"{sys.argv[1]}: fewer than two tasks with needed units")
+        mean = statistics.mean(values)
+        error = statistics.stdev(values) / len(values) ** 0.5
+        low, high = two_level_bootstrap(by_project, random.Random(1))
+        print(
+            f"R@{k}: {mean:.3f} over {len(values)} tasks of {len(by_project)} projects; "
+            f"over tasks {mean - 1.96 * error:.3f}-{mean + 1.96 * error:.3f} (standard error {error:.4f}); "
+            f"over projects and tasks {low:.3f}-{high:.3f}"
+        )
+        for project in sorted(by_project):
+            print(f"  {project:24} {statistics.mean(by_project[project]):.3f} ({len(by_project[project])} tasks)")
+
+
+if __name__ == "__main__":
+    main()
