@@ -398,6 +398,7 @@ fn trace_retrieval(query: &str, output: &fresco_query::Output, elapsed: Duration
         "lane_results": lanes,
         "fused": output.results.iter().map(|r| json!({"name": r.name, "score": r.score, "lanes": r.lanes, "role": r.role})).collect::<Vec<_>>(),
         "context": output.context.as_ref().map(|c| json!({
+            "target": c.target,
             "units": c.units.iter().map(|u| json!({"name": u.name, "role": u.role, "tokens": u.tokens})).collect::<Vec<_>>(),
             "cut": c.cut,
             "tokens": c.tokens,

@@ -129,10 +129,11 @@ pub fn table(response: &Value) -> String {
     if let Some(context) = response.get("context").filter(|c| c.is_object()) {
         let units = context["units"].as_array().map_or(0, Vec::len);
         let cut = context["cut"].as_array().map_or(0, Vec::len);
+        let target = context["target"].as_str().map(|t| format!(" for {t}")).unwrap_or_default();
         out.push_str(&style.paint(
             "1",
             &format!(
-                "\ncontext: {units} units, {} of {} tokens (counted by {}), {cut} cut by the budget",
+                "\ncontext{target}: {units} units, {} of {} tokens (counted by {}), {cut} cut by the budget",
                 text(&context["tokens"]),
                 text(&context["budget"]),
                 text(&context["token_rule"]),
@@ -244,7 +245,8 @@ mod tests {
                 {"name": "pkg.other", "kind": "function", "file": "pkg/b.py", "start_line": 4, "end_line": 9, "role": "example"},
             ],
             "context": {
-                "budget": 2000, "tokens": 41, "token_rule": "minilm", "units": [{"name": "pkg.helper"}], "cut": ["pkg.other"],
+                "target": "pkg.caller", "budget": 2000, "tokens": 41, "token_rule": "minilm",
+                "units": [{"name": "pkg.helper"}], "cut": ["pkg.other"],
                 "text": "# file: pkg/a.py (revision abc)\ndef helper():\n    return 1\n",
             },
             "lanes": {
@@ -256,7 +258,10 @@ mod tests {
         let out = table(&response);
         assert!(out.lines().next().is_some_and(|h| h.contains("ROLE")), "{out}");
         assert!(out.contains("pkg.helper") && out.contains("dependency") && out.contains("example"), "{out}");
-        assert!(out.contains("context: 1 units, 41 of 2000 tokens (counted by minilm), 1 cut by the budget"), "{out}");
+        assert!(
+            out.contains("context for pkg.caller: 1 units, 41 of 2000 tokens (counted by minilm), 1 cut by the budget"),
+            "{out}"
+        );
         assert!(out.contains("def helper():\n    return 1\n"), "{out}");
         assert!(
             out.contains("lanes: bm25 ready; dense unavailable: embedding the repository (3/10 texts); graph ready"),

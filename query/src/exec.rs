@@ -362,7 +362,7 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 input.iter().filter(|r| symbol.is_none() && r.stale_evidence).map(|r| r.id.clone()).collect();
             let depth = depth.clone().unwrap_or_else(|| traversal.default_depth());
             let rows = traverse(exec, &starts, &tainted, *traversal, &depth)?;
-            if starts.len() == 1 {
+            if one_name(&starts) {
                 completeness_notes(exec, &starts[0], *traversal);
             }
             Ok(rows)
@@ -653,7 +653,14 @@ fn condition_holds(snapshot: &Snapshot, row: &Row, condition: &Condition, regex:
 pub fn resolve_symbol(snapshot: &Snapshot, symbol: &Symbol) -> Result<Vec<String>, QueryError> {
     match symbol {
         Symbol::Name(name) => {
-            if snapshot.contains_unit(name) || snapshot.is_external(name) {
+            if snapshot.contains_unit(name) {
+                return Ok(definitions_of(snapshot, name));
+            }
+            // `X#1` names the first definition alone, as `X#2` names the second.
+            if let Some(first) = name.strip_suffix("#1").filter(|f| !f.contains('#') && snapshot.contains_unit(f)) {
+                return Ok(vec![first.to_string()]);
+            }
+            if snapshot.is_external(name) {
                 return Ok(vec![name.clone()]);
             }
             let by_name: Vec<String> =
@@ -711,6 +718,32 @@ fn edit_distance(a: &str, b: &str) -> usize {
         prev = cur;
     }
     prev[b.len()]
+}
+
+/// Every definition of the name `id` was given: `id` itself, then `id#2`, `id#3`, … (a name
+/// defined again in the same scope: an `@overload` chain, a property's setter, a conditional
+/// redefinition), in source order. Calls resolve to the last, the one Python binds, so a query
+/// on the plain name reaches them all.
+pub fn definitions_of(snapshot: &Snapshot, id: &str) -> Vec<String> {
+    let mut out = vec![id.to_string()];
+    if id.contains('#') {
+        return out;
+    }
+    for n in 2.. {
+        let next = format!("{id}#{n}");
+        if !snapshot.contains_unit(&next) {
+            break;
+        }
+        out.push(next);
+    }
+    out
+}
+
+/// Whether `ids` are the definitions of one name (see [`definitions_of`]).
+pub(crate) fn one_name(ids: &[String]) -> bool {
+    ids.first().is_some_and(|first| {
+        ids.iter().all(|id| id == first || id.strip_prefix(first.as_str()).is_some_and(|rest| rest.starts_with('#')))
+    })
 }
 
 /// The closest existing names: same last segment first, then by edit distance.

@@ -224,8 +224,8 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
     match target {
         ContextTarget::Unit(symbol) => {
             let ids = crate::exec::resolve_symbol(snapshot, symbol)?;
-            let id =
-                ids.into_iter().next().ok_or_else(|| QueryError::Invalid("no unit to assemble context for".into()))?;
+            let id = context_definition(snapshot, ids)
+                .ok_or_else(|| QueryError::Invalid("no unit to assemble context for".into()))?;
             let unit = snapshot.unit(&id).ok_or_else(|| {
                 QueryError::Invalid(format!("'{id}' is external: there is no code to assemble context for"))
             })?;
@@ -278,6 +278,39 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
             })
         }
     }
+}
+
+/// Which unit `context NAME` assembles for when the name resolves to several (see
+/// [`crate::exec::definitions_of`]): the last definition, the one Python binds the name to and
+/// calls resolve to, passing over `@overload` stubs (the implementation comes after them) and a
+/// property's setter and deleter (the getter is what readers of the property run). Otherwise
+/// the first unit the name resolves to.
+fn context_definition(snapshot: &Snapshot, ids: Vec<String>) -> Option<String> {
+    let first = ids.first()?.clone();
+    if !crate::exec::one_name(&ids) {
+        return Some(first);
+    }
+    let name = last_name(&first);
+    let is_stub_or_accessor = |id: &str| {
+        snapshot.unit(id).and_then(|u| u.unit.signature.clone()).is_some_and(|signature| {
+            decorator_names(&signature).any(|d| {
+                d.rsplit('.').next() == Some("overload")
+                    || d == format!("{name}.setter")
+                    || d == format!("{name}.deleter")
+            })
+        })
+    };
+    ids.iter().rev().find(|id| !is_stub_or_accessor(id)).cloned().or(Some(first))
+}
+
+/// The dotted names of the decorators heading `signature` (`t.overload` for `@t.overload`,
+/// `app.route` for `@app.route("/")`).
+fn decorator_names(signature: &str) -> impl Iterator<Item = &str> {
+    signature
+        .lines()
+        .map(str::trim)
+        .take_while(|line| line.starts_with('@'))
+        .map(|line| line.trim_start_matches('@').split('(').next().unwrap_or("").trim())
 }
 
 /// Where a function given as text will live in `file`: the unit of the same name already there
@@ -1799,6 +1832,9 @@ pub struct ContextUnit {
 
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct ContextBlock {
+    /// The unit the context was assembled for, when it exists (for `context for "…" in FILE`,
+    /// the unit of that name already in FILE, if any).
+    pub target: Option<String>,
     pub budget: usize,
     pub tokens: usize,
     /// How tokens are counted: `minilm` (the MiniLM WordPiece tokenizer) or `chars/4` (one token
@@ -1984,6 +2020,7 @@ pub fn assemble(
         })
         .collect();
     ContextBlock {
+        target: target.id.clone(),
         budget,
         tokens,
         token_rule: if counted_by_tokenizer { "minilm" } else { "chars/4" },

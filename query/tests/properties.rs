@@ -145,12 +145,16 @@ fn module_text(rng: &mut Rng, mods: &[Module], me: usize) -> String {
         }
     };
     for f in &this.funcs {
-        text.push_str(&format!("\n\ndef {f}(x=None):\n"));
-        for _ in 0..rng.below(5) {
-            let s = statement(rng, "    ", f);
-            text.push_str(&s);
+        // Now and then defined twice (`f`, then `f#2`, the one calls reach): a plain name then
+        // selects both definitions.
+        for _ in 0..if rng.below(4) == 0 { 2 } else { 1 } {
+            text.push_str(&format!("\n\ndef {f}(x=None):\n"));
+            for _ in 0..rng.below(5) {
+                let s = statement(rng, "    ", f);
+                text.push_str(&s);
+            }
+            text.push_str("    return None\n");
         }
-        text.push_str("    return None\n");
     }
     for (j, (c, methods)) in this.classes.iter().enumerate() {
         let bases: Vec<&ClassRef> = classes.iter().filter(|b| b.local.is_none_or(|l| l < j)).collect();
@@ -245,6 +249,21 @@ fn names(out: &Output) -> BTreeSet<String> {
     out.results.iter().map(|r| r.name.clone()).collect()
 }
 
+/// The definitions a name selects: itself, then `#2`, `#3`, … while they exist (a suffixed id
+/// selects itself alone). Written here independently of the executor's own lookup.
+fn definitions_of(snapshot: &Snapshot, id: &str) -> Vec<String> {
+    let mut out = vec![id.to_string()];
+    if !id.contains('#') {
+        out.extend((2..).map(|n| format!("{id}#{n}")).take_while(|d| snapshot.contains_unit(d)));
+    }
+    out
+}
+
+/// Whether the name selects one definition only.
+fn single(snapshot: &Snapshot, id: &str) -> bool {
+    definitions_of(snapshot, id).len() == 1
+}
+
 /// Every edge of the snapshot, for membership checks.
 type EdgeSet = HashSet<(String, String, EdgeKind, Option<u32>)>;
 
@@ -330,14 +349,16 @@ fn check_callers_callees(label: &str, snapshot: &Snapshot) -> usize {
             in_calls.entry(&e.dst).or_default().insert(e.src.clone());
         }
     }
+    // A plain name selects every definition of it (`X`, `X#2`, …): a query on it starts from each.
     let check_rows = |q: &str, out: &Output, start: &str, backward: bool| {
         assert!(!out.truncated, "{label}: {q} truncated");
+        let starts = definitions_of(snapshot, start);
         for r in &out.results {
             assert_eq!(r.depth, Some(1), "{label}: {q}: row {r:?}");
             assert_eq!(r.via, Some("calls"), "{label}: {q}: row {r:?}");
-            assert_eq!(r.from.as_deref(), Some(start), "{label}: {q}: row {r:?}");
-            let (src, dst) =
-                if backward { (r.name.clone(), start.to_string()) } else { (start.to_string(), r.name.clone()) };
+            let from = r.from.clone().unwrap_or_default();
+            assert!(starts.contains(&from), "{label}: {q}: row {r:?} starts from none of {starts:?}");
+            let (src, dst) = if backward { (r.name.clone(), from) } else { (from, r.name.clone()) };
             assert!(
                 edges.contains(&(src.clone(), dst.clone(), EdgeKind::Calls, r.line)),
                 "{label}: {q}: no calls edge {src} -> {dst} at line {:?}",
@@ -356,7 +377,10 @@ fn check_callers_callees(label: &str, snapshot: &Snapshot) -> usize {
         queries += 1;
         check_rows(&q, &out, x, false);
         let got = names(&out);
-        let want = out_calls.get(x.as_str()).cloned().unwrap_or_default();
+        let want: BTreeSet<String> = definitions_of(snapshot, x)
+            .iter()
+            .flat_map(|d| out_calls.get(d.as_str()).cloned().unwrap_or_default())
+            .collect();
         assert_eq!(got, want, "{label}: {q} differs from the raw call edges");
         callees.insert(x.clone(), got);
     }
@@ -375,20 +399,24 @@ fn check_callers_callees(label: &str, snapshot: &Snapshot) -> usize {
         queries += 1;
         check_rows(&q, &out, y, true);
         let got = names(&out);
-        let want = in_calls.get(y.as_str()).cloned().unwrap_or_default();
+        let want: BTreeSet<String> = definitions_of(snapshot, y)
+            .iter()
+            .flat_map(|d| in_calls.get(d.as_str()).cloned().unwrap_or_default())
+            .collect();
         assert_eq!(got, want, "{label}: {q} differs from the raw call edges");
         callers.insert(y.clone(), got);
     }
-    // The inverse property itself.
+    // The inverse property itself, up to the definitions a plain name selects.
+    let any_of = |set: &BTreeSet<String>, id: &str| definitions_of(snapshot, id).iter().any(|d| set.contains(d));
     for (x, ys) in &callees {
         for y in ys.iter().filter(|y| quotable(y)) {
-            assert!(callers[y].contains(x), "{label}: {y} is a callee of {x}, but {x} is not among `callers {y}`");
+            assert!(any_of(&callers[y], x), "{label}: {y} is a callee of {x}, but {x} is not among `callers {y}`");
         }
     }
     for (y, xs) in &callers {
         for x in xs.iter().filter(|x| quotable(x)) {
             let of_x = callees.get(x).unwrap_or_else(|| panic!("{label}: caller {x} of {y} is not a unit"));
-            assert!(of_x.contains(y), "{label}: {x} is a caller of {y}, but {y} is not among `callees {x}`");
+            assert!(any_of(of_x, y), "{label}: {x} is a caller of {y}, but {y} is not among `callees {x}`");
         }
     }
     queries
@@ -403,7 +431,9 @@ fn check_impact(label: &str, snapshot: &Snapshot, sample: Option<usize>) -> usiz
     let ctx = context(snapshot);
     let edges = edge_set(snapshot);
     let reversed = Graph::new(snapshot, &IMPACT_KINDS, true);
-    let mut units: Vec<String> = snapshot.units().map(|u| u.unit.id.clone()).filter(|id| quotable(id)).collect();
+    // Names that select one definition: reachability here is from a single node.
+    let mut units: Vec<String> =
+        snapshot.units().map(|u| u.unit.id.clone()).filter(|id| quotable(id) && single(snapshot, id)).collect();
     if let Some(n) = sample {
         // Every unit with many incoming edges, then a deterministic spread of the rest.
         let mut rng = Rng::new(units.len() as u64);
@@ -558,7 +588,9 @@ fn check_paths(label: &str, snapshot: &Snapshot, sources: usize, seed: u64) -> (
     let all_kinds = [EdgeKind::Calls, EdgeKind::References, EdgeKind::Inherits, EdgeKind::Imports];
     for kinds in [&[EdgeKind::Calls][..], &all_kinds[..]] {
         let graph = Graph::new(snapshot, kinds, false);
-        let units: Vec<String> = snapshot.units().map(|u| u.unit.id.clone()).filter(|id| quotable(id)).collect();
+        // Names that select one definition: paths here run between single nodes.
+        let units: Vec<String> =
+            snapshot.units().map(|u| u.unit.id.clone()).filter(|id| quotable(id) && single(snapshot, id)).collect();
         // A deterministic shuffle of the units that have edges of these kinds.
         let mut starts: Vec<(u64, &String)> =
             units.iter().filter(|id| graph.index.contains_key(*id)).map(|id| (rng.next(), id)).collect();
@@ -566,8 +598,11 @@ fn check_paths(label: &str, snapshot: &Snapshot, sources: usize, seed: u64) -> (
         for (_, a) in starts.into_iter().take(sources) {
             let dist = graph.distances(a);
             let counts = graph.shortest_path_counts(a, &dist);
-            let mut reachable: Vec<(&String, u32)> =
-                dist.iter().filter(|(b, d)| **d > 0 && quotable(b)).map(|(b, &d)| (b, d)).collect();
+            let mut reachable: Vec<(&String, u32)> = dist
+                .iter()
+                .filter(|(b, d)| **d > 0 && quotable(b) && single(snapshot, b))
+                .map(|(b, &d)| (b, d))
+                .collect();
             reachable.sort();
             // The farthest target, the one with the most shortest paths, and a random one.
             let mut targets: Vec<String> = Vec::new();

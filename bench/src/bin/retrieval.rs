@@ -413,13 +413,21 @@ fn evaluate(
         is_stale: None,
         resolution_is_stale: None,
     };
-    let query = format!("context \"{}\" budget {} k {}", cand.id, args.budget, args.k);
+    // The plain name of a unit defined again in its scope selects every definition, and
+    // `context` would pick the last: `#1` asks for the blanked first definition itself.
+    let asked = if snap.contains_unit(&format!("{}#2", cand.id)) { format!("{}#1", cand.id) } else { cand.id.clone() };
+    let query = format!("context \"{asked}\" budget {} k {}", args.budget, args.k);
     let t = Instant::now();
     let out = fresco_query::run(&ctx, &query).with_context(|| query.clone())?;
     let latency_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let assembled_for = out.context.as_ref().and_then(|c| c.target.as_deref());
+    anyhow::ensure!(
+        assembled_for == Some(cand.id.as_str()),
+        "{query}: context was assembled for {assembled_for:?}, not the blanked unit"
+    );
 
     // Each stage alone.
-    let target = retrieve::resolve_target(snap, &ContextTarget::Unit(Symbol::Name(cand.id.clone())))?;
+    let target = retrieve::resolve_target(snap, &ContextTarget::Unit(Symbol::Name(asked.clone())))?;
     let text_lanes: Vec<(Lane, Vec<String>)> = out
         .lane_hits
         .iter()

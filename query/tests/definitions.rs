@@ -1,0 +1,108 @@
+//! A name defined more than once in one scope (`@overload` stubs before the implementation, a
+//! property's getter and setter, a conditional redefinition): its definitions have the ids
+//! `X`, `X#2`, `X#3`, calls resolve to the last, and the plain name selects them all.
+
+use std::path::Path;
+
+use fresco_graph::Snapshot;
+use fresco_indexer::{Indexer, IndexerOptions};
+use fresco_query::ast::{ContextTarget, Symbol};
+use fresco_query::retrieve::resolve_target;
+use fresco_query::{Context, Output};
+
+const MODULE: &str = r#"import typing as t
+
+
+class Adapter:
+    @t.overload
+    def match(self, x: int) -> int: ...
+
+    @t.overload
+    def match(self, x: str) -> str: ...
+
+    def match(self, x):
+        """Match x against the rules."""
+        return helper(x)
+
+    @property
+    def size(self):
+        return self._size
+
+    @size.setter
+    def size(self, value):
+        self._size = value
+
+
+def helper(x):
+    return x
+
+
+if helper(1):
+    def pick():
+        return 1
+else:
+    def pick():
+        return helper(2)
+
+
+def use():
+    return Adapter().match(1)
+
+
+def choose():
+    return pick()
+"#;
+
+fn index(root: &Path) -> Snapshot {
+    std::fs::create_dir_all(root.join("pkg")).expect("mkdir");
+    std::fs::write(root.join("pkg/__init__.py"), "").expect("write");
+    std::fs::write(root.join("pkg/m.py"), MODULE).expect("write");
+    let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().expect("index");
+    indexer.snapshot().clone()
+}
+
+fn run(snapshot: &Snapshot, text: &str) -> Output {
+    fresco_query::run(&Context::new(snapshot), text).unwrap_or_else(|e| panic!("query {text:?} failed: {e}"))
+}
+
+fn names(out: &Output) -> Vec<&str> {
+    out.results.iter().map(|r| r.name.as_str()).collect()
+}
+
+fn context_target(snapshot: &Snapshot, name: &str) -> Option<String> {
+    resolve_target(snapshot, &ContextTarget::Unit(Symbol::Name(name.to_string()))).expect("target").id
+}
+
+#[test]
+fn the_plain_name_selects_every_definition_and_reaches_what_calls_the_last() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let snapshot = index(dir.path());
+    let shown = run(&snapshot, "show pkg.m.Adapter.match");
+    assert_eq!(names(&shown), ["pkg.m.Adapter.match", "pkg.m.Adapter.match#2", "pkg.m.Adapter.match#3"]);
+    // The call resolves to the implementation, the definition Python binds last.
+    assert_eq!(names(&run(&snapshot, "callers pkg.m.Adapter.match#3")), ["pkg.m.use"]);
+    assert_eq!(names(&run(&snapshot, "callers pkg.m.Adapter.match")), ["pkg.m.use"]);
+    assert_eq!(names(&run(&snapshot, "callers pkg.m.pick")), ["pkg.m.choose"]);
+    // A suffixed id selects that definition alone; `#1` names the first.
+    assert_eq!(names(&run(&snapshot, "show pkg.m.Adapter.match#2")), ["pkg.m.Adapter.match#2"]);
+    assert_eq!(names(&run(&snapshot, "show pkg.m.pick#1")), ["pkg.m.pick"]);
+    assert!(fresco_query::run(&Context::new(&snapshot), "show pkg.m.helper#1").is_ok(), "every unit is its own #1");
+    assert!(names(&run(&snapshot, "callees pkg.m.pick")).contains(&"pkg.m.helper"), "the second `pick` calls helper");
+}
+
+#[test]
+fn context_assembles_for_the_implementation_not_an_overload_stub_nor_a_setter() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let snapshot = index(dir.path());
+    assert_eq!(context_target(&snapshot, "pkg.m.Adapter.match").as_deref(), Some("pkg.m.Adapter.match#3"));
+    assert_eq!(context_target(&snapshot, "pkg.m.Adapter.size").as_deref(), Some("pkg.m.Adapter.size"));
+    assert_eq!(context_target(&snapshot, "pkg.m.pick").as_deref(), Some("pkg.m.pick#2"));
+    assert_eq!(context_target(&snapshot, "pkg.m.Adapter.size#2").as_deref(), Some("pkg.m.Adapter.size#2"));
+    assert_eq!(context_target(&snapshot, "pkg.m.pick#1").as_deref(), Some("pkg.m.pick"));
+    // The answer says which unit it assembled for.
+    let out = run(&snapshot, "context pkg.m.Adapter.match budget 500");
+    let block = out.context.expect("a context");
+    assert_eq!(block.target.as_deref(), Some("pkg.m.Adapter.match#3"));
+    assert!(block.units.iter().any(|u| u.name == "pkg.m.helper"), "what the implementation calls comes first");
+}
