@@ -280,6 +280,48 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
     }
 }
 
+/// What the answer should say about the unit `context` chose when the request named several:
+/// which definition of a name defined more than once it took, or that a function given as text
+/// matched none or several of the same-named functions of FILE and is taken as a new one.
+pub fn target_note(snapshot: &Snapshot, asked: &ContextTarget, target: &Target) -> Option<String> {
+    match asked {
+        ContextTarget::Unit(symbol) => {
+            let ids = crate::exec::resolve_symbol(snapshot, symbol).ok()?;
+            let chosen = target.id.as_deref()?;
+            (ids.len() > 1 && crate::exec::one_name(&ids)).then(|| {
+                format!(
+                    "{} definitions of {}: the context is for {chosen}, the last that is neither an @overload stub \
+                     nor a property's setter or deleter (name another with its #N suffix)",
+                    ids.len(),
+                    ids[0]
+                )
+            })
+        }
+        ContextTarget::New { text, file } => {
+            if target.id.is_some() {
+                return None;
+            }
+            let name = defined_name(text)?;
+            let entry = snapshot.file(&target.file)?;
+            let same_name: Vec<&str> = entry
+                .graph
+                .units
+                .iter()
+                .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method) && last_name(&u.name) == name)
+                .map(|u| u.id.as_str())
+                .collect();
+            (same_name.len() > 1).then(|| {
+                format!(
+                    "{file} defines {name} {} times ({}) and the text repeats the signature of none or several of them: \
+                     the context is for a new function; name one (`context ID`) to choose",
+                    same_name.len(),
+                    same_name.join(", ")
+                )
+            })
+        }
+    }
+}
+
 /// Which unit `context NAME` assembles for when the name resolves to several (see
 /// [`crate::exec::definitions_of`]): the last definition, the one Python binds the name to and
 /// calls resolve to, passing over `@overload` stubs (the implementation comes after them) and a

@@ -57,6 +57,11 @@ fn index(root: &Path) -> Snapshot {
     std::fs::create_dir_all(root.join("pkg")).expect("mkdir");
     std::fs::write(root.join("pkg/__init__.py"), "").expect("write");
     std::fs::write(root.join("pkg/m.py"), MODULE).expect("write");
+    std::fs::write(
+        root.join("pkg/two.py"),
+        "class A:\n    def run(self, x):\n        return x\n\n\nclass B:\n    def run(self, y):\n        return y\n",
+    )
+    .expect("write");
     let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
     indexer.refresh().expect("index");
     indexer.snapshot().clone()
@@ -105,4 +110,30 @@ fn context_assembles_for_the_implementation_not_an_overload_stub_nor_a_setter() 
     let block = out.context.expect("a context");
     assert_eq!(block.target.as_deref(), Some("pkg.m.Adapter.match#3"));
     assert!(block.units.iter().any(|u| u.name == "pkg.m.helper"), "what the implementation calls comes first");
+    assert!(
+        out.notes
+            .iter()
+            .any(|n| n.starts_with("3 definitions of pkg.m.Adapter.match: the context is for pkg.m.Adapter.match#3")),
+        "{:?}",
+        out.notes
+    );
+    assert!(run(&snapshot, "context pkg.m.helper budget 500").notes.is_empty(), "one definition needs no note");
+}
+
+#[test]
+fn a_function_given_as_text_that_matches_several_says_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let snapshot = index(dir.path());
+    // Its header repeats neither `run`: it is taken as a new function, and the answer says why.
+    let out = run(&snapshot, "context for \"def run(self, z):\" in pkg/two.py budget 500");
+    assert_eq!(out.context.expect("a context").target, None);
+    assert!(
+        out.notes.iter().any(|n| n.contains("pkg/two.py defines run 2 times (pkg.two.A.run, pkg.two.B.run)")),
+        "{:?}",
+        out.notes
+    );
+    // Repeating one header picks that method, with nothing to say.
+    let out = run(&snapshot, "context for \"def run(self, y):\" in pkg/two.py budget 500");
+    assert_eq!(out.context.expect("a context").target.as_deref(), Some("pkg.two.B.run"));
+    assert!(out.notes.is_empty(), "{:?}", out.notes);
 }
