@@ -216,12 +216,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 Answerer::InProcess(indexer) => {
                     let params = protocol::query_params(&params).map_err(|e| anyhow::anyhow!(e.message))?;
                     // Retrieval needs the lanes: build them for this query (the daemon keeps
-                    // them warm instead).
-                    let lanes = needs_lanes(&params.text).then(|| {
+                    // them warm instead); embed only for a query that asks the dense lane.
+                    let lanes = lanes_needed(&params.text).map(|needed| {
                         fresco_indexer::lanes::RetrievalLanes::build_now(
                             &db_dir(&root, &args.db),
                             indexer.snapshot(),
-                            Duration::from_secs(IN_PROCESS_DENSE_WAIT_S),
+                            needed.dense.then(|| Duration::from_secs(IN_PROCESS_DENSE_WAIT_S)),
                         )
                     });
                     let lanes_ref = lanes.as_ref().map(|l| l as &dyn fresco_query::Lanes);
@@ -348,10 +348,29 @@ fn run(cli: Cli) -> Result<ExitCode> {
 const IN_PROCESS_DENSE_WAIT_S: u64 = 10;
 
 /// Whether a query uses the retrieval lanes (`search`, `context` in any step).
-fn needs_lanes(text: &str) -> bool {
-    use fresco_query::ast::Stage;
-    fresco_query::parse(text)
-        .is_ok_and(|q| q.stages.iter().any(|s| matches!(s, Stage::Search { .. } | Stage::Context { .. })))
+/// What a query needs of the retrieval lanes.
+struct LanesNeeded {
+    /// Whether a step asks the dense lane (every lane, when it names none).
+    dense: bool,
+}
+
+/// The retrieval lanes a query's `search` and `context` steps ask for; `None` without such a
+/// step.
+fn lanes_needed(text: &str) -> Option<LanesNeeded> {
+    use fresco_query::ast::{Lane, Stage};
+    let query = fresco_query::parse(text).ok()?;
+    let asked: Vec<&Vec<Lane>> = query
+        .stages
+        .iter()
+        .filter_map(|s| match s {
+            Stage::Search { lanes, .. } | Stage::Context { lanes, .. } => Some(lanes),
+            _ => None,
+        })
+        .collect();
+    if asked.is_empty() {
+        return None;
+    }
+    Some(LanesNeeded { dense: asked.iter().any(|lanes| lanes.is_empty() || lanes.contains(&Lane::Dense)) })
 }
 
 /// The daemon connection to use, per the client flags.
@@ -577,4 +596,20 @@ fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
         outln!("  {path}: {why}");
     }
     outln!("time               {:.3} s", elapsed.as_secs_f64());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lanes_needed;
+
+    #[test]
+    fn only_a_retrieval_step_that_asks_the_dense_lane_waits_for_embeddings() {
+        let dense = |q: &str| lanes_needed(q).map(|n| n.dense);
+        assert_eq!(dense("callers pkg.f"), None, "no retrieval step: no lanes");
+        assert_eq!(dense("search \"retry a failed connection\" k 10"), Some(true), "every lane by default");
+        assert_eq!(dense("search \"retry\" k 10 lanes bm25"), Some(false));
+        assert_eq!(dense("context pkg.f budget 2000 lanes bm25,graph"), Some(false));
+        assert_eq!(dense("context pkg.f budget 2000 lanes dense"), Some(true));
+        assert_eq!(dense("search \"x\" k 3 lanes bm25 | limit 2"), Some(false));
+    }
 }

@@ -132,11 +132,13 @@ impl RetrievalLanes {
 
     /// Lanes for a one-shot in-process query: built now, waiting up to `dense_wait` for the
     /// dense lane to catch up (what is not embedded by then is reported, not waited for).
-    pub fn build_now(db_dir: &Path, snapshot: &Snapshot, dense_wait: Duration) -> RetrievalLanes {
+    /// Without `dense_wait` (a query that does not ask the dense lane) nothing is embedded; the
+    /// model is still obtained, for counting a context's tokens.
+    pub fn build_now(db_dir: &Path, snapshot: &Snapshot, dense_wait: Option<Duration>) -> RetrievalLanes {
         let lanes = RetrievalLanes::new(db_dir);
         lanes.rebuild_text(snapshot);
         lanes.obtain_model();
-        if let Some(worker) = &lanes.dense {
+        if let (Some(worker), Some(dense_wait)) = (&lanes.dense, dense_wait) {
             worker.submit(snapshot.version(), snapshot.clone());
             // A short wait first: a repository whose vectors are all stored is ready at once;
             // otherwise say why the query pauses (the vectors persist, so the next query
