@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use fresco_graph::{EdgeKind, Snapshot, UnitKind};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::ast::{ContextTarget, Lane};
+use crate::ast::{ContextTarget, Lane, Symbol};
 use crate::exec::QueryError;
 
 /// The reciprocal-rank-fusion constant (Cormack et al.'s 60), fixed in configuration and not
@@ -288,12 +288,24 @@ pub fn target_note(snapshot: &Snapshot, asked: &ContextTarget, target: &Target) 
         ContextTarget::Unit(symbol) => {
             let ids = crate::exec::resolve_symbol(snapshot, symbol).ok()?;
             let chosen = target.id.as_deref()?;
-            (ids.len() > 1 && crate::exec::one_name(&ids)).then(|| {
+            if ids.len() < 2 {
+                return None;
+            }
+            Some(if crate::exec::one_name(&ids) {
                 format!(
                     "{} definitions of {}: the context is for {chosen}, the last that is neither an @overload stub \
                      nor a property's setter or deleter (name another with its #N suffix)",
                     ids.len(),
                     ids[0]
+                )
+            } else {
+                let written = match symbol {
+                    Symbol::Name(name) | Symbol::Glob(name) => name.clone(),
+                    Symbol::Location { file, line } => format!("{file}:{line}"),
+                };
+                format!(
+                    "{written} names {} units: the context is for the first, {chosen}; name one to choose",
+                    ids.len()
                 )
             })
         }

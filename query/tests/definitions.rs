@@ -118,6 +118,16 @@ fn context_assembles_for_the_implementation_not_an_overload_stub_nor_a_setter() 
         out.notes
     );
     assert!(run(&snapshot, "context pkg.m.helper budget 500").notes.is_empty(), "one definition needs no note");
+    // A glob naming several units: the first is taken, and the answer says so.
+    let out = run(&snapshot, "context pkg.two.*.run budget 500");
+    assert_eq!(out.context.expect("a context").target.as_deref(), Some("pkg.two.A.run"));
+    assert!(
+        out.notes.iter().any(
+            |n| n == "pkg.two.*.run names 2 units: the context is for the first, pkg.two.A.run; name one to choose"
+        ),
+        "{:?}",
+        out.notes
+    );
 }
 
 #[test]
