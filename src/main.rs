@@ -217,11 +217,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     let params = protocol::query_params(&params).map_err(|e| anyhow::anyhow!(e.message))?;
                     // Retrieval needs the lanes: build them for this query (the daemon keeps
                     // them warm instead); embed only for a query that asks the dense lane.
-                    let lanes = lanes_needed(&params.text).map(|needed| {
+                    let lanes = dense_asked(&params.text).map(|dense| {
                         fresco_indexer::lanes::RetrievalLanes::build_now(
                             &db_dir(&root, &args.db),
                             indexer.snapshot(),
-                            needed.dense.then(|| Duration::from_secs(IN_PROCESS_DENSE_WAIT_S)),
+                            dense.then(|| Duration::from_secs(IN_PROCESS_DENSE_WAIT_S)),
                         )
                     });
                     let lanes_ref = lanes.as_ref().map(|l| l as &dyn fresco_query::Lanes);
@@ -347,16 +347,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
 /// How long an in-process retrieval query waits for the dense lane to embed what it lacks.
 const IN_PROCESS_DENSE_WAIT_S: u64 = 10;
 
-/// Whether a query uses the retrieval lanes (`search`, `context` in any step).
-/// What a query needs of the retrieval lanes.
-struct LanesNeeded {
-    /// Whether a step asks the dense lane (every lane, when it names none).
-    dense: bool,
-}
-
-/// The retrieval lanes a query's `search` and `context` steps ask for; `None` without such a
-/// step.
-fn lanes_needed(text: &str) -> Option<LanesNeeded> {
+/// Whether a query's `search` and `context` steps ask the dense lane (a step naming no lanes asks
+/// every lane); `None` when it has no such step and needs no retrieval lanes at all.
+fn dense_asked(text: &str) -> Option<bool> {
     use fresco_query::ast::{Lane, Stage};
     let query = fresco_query::parse(text).ok()?;
     let asked: Vec<&Vec<Lane>> = query
@@ -367,10 +360,7 @@ fn lanes_needed(text: &str) -> Option<LanesNeeded> {
             _ => None,
         })
         .collect();
-    if asked.is_empty() {
-        return None;
-    }
-    Some(LanesNeeded { dense: asked.iter().any(|lanes| lanes.is_empty() || lanes.contains(&Lane::Dense)) })
+    (!asked.is_empty()).then(|| asked.iter().any(|lanes| lanes.is_empty() || lanes.contains(&Lane::Dense)))
 }
 
 /// The daemon connection to use, per the client flags.
@@ -600,11 +590,11 @@ fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
 
 #[cfg(test)]
 mod tests {
-    use super::lanes_needed;
+    use super::dense_asked;
 
     #[test]
     fn only_a_retrieval_step_that_asks_the_dense_lane_waits_for_embeddings() {
-        let dense = |q: &str| lanes_needed(q).map(|n| n.dense);
+        let dense = dense_asked;
         assert_eq!(dense("callers pkg.f"), None, "no retrieval step: no lanes");
         assert_eq!(dense("search \"retry a failed connection\" k 10"), Some(true), "every lane by default");
         assert_eq!(dense("search \"retry\" k 10 lanes bm25"), Some(false));

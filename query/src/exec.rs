@@ -524,9 +524,8 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
         Stage::Context { target, budget, k, lanes } => {
             use crate::retrieve::*;
             let snapshot = exec.ctx.snapshot;
-            let asked = target;
-            let target = resolve_target(snapshot, asked)?;
-            exec.notes.extend(target_note(snapshot, asked, &target));
+            let target = resolve_target(snapshot, target)?;
+            exec.notes.extend(target.note.clone());
             let wanted: Vec<Lane> = if lanes.is_empty() { Lane::ALL.to_vec() } else { lanes.clone() };
             let mut health = std::collections::BTreeMap::new();
             let mut ranked = run_text_lanes(snapshot, exec.ctx.lanes, &wanted, &target.text, *k, &mut health);

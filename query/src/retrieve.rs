@@ -218,14 +218,34 @@ pub struct Target {
     pub text: String,
     /// The same without the names of its module and class (which every neighbour shares).
     pub own_text: String,
+    /// What the answer should say about how it was chosen, when the request named several
+    /// units: which definition of a name defined more than once, the first of a glob's matches,
+    /// or that a function given as text matched none or several same-named functions of FILE.
+    pub note: Option<String>,
 }
 
 pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Target, QueryError> {
     match target {
         ContextTarget::Unit(symbol) => {
             let ids = crate::exec::resolve_symbol(snapshot, symbol)?;
-            let id = context_definition(snapshot, ids)
+            let (count, asked_name) = (ids.len(), ids.first().cloned().unwrap_or_default());
+            let one_name = crate::exec::one_name(&ids);
+            let id = context_definition(snapshot, ids, one_name)
                 .ok_or_else(|| QueryError::Invalid("no unit to assemble context for".into()))?;
+            let note = (count > 1).then(|| {
+                if one_name {
+                    format!(
+                        "{count} definitions of {asked_name}: the context is for {id}, the last that is neither an @overload \
+                         declaration nor a property's setter or deleter (name another with its #N suffix)"
+                    )
+                } else {
+                    let written = match symbol {
+                        Symbol::Name(name) | Symbol::Glob(name) => name.clone(),
+                        Symbol::Location { file, line } => format!("{file}:{line}"),
+                    };
+                    format!("{written} names {count} units: the context is for the first, {id}; name one to choose")
+                }
+            });
             let unit = snapshot.unit(&id).ok_or_else(|| {
                 QueryError::Invalid(format!("'{id}' is external: there is no code to assemble context for"))
             })?;
@@ -254,6 +274,7 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
                 text,
                 own_text,
                 id: Some(id),
+                note,
             })
         }
         ContextTarget::New { text, file } => {
@@ -265,7 +286,16 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
             });
             let entry = entry
                 .ok_or_else(|| QueryError::Invalid(format!("no indexed file '{file}' (or the name is ambiguous)")))?;
-            let (id, class) = place_new_function(&entry.graph, text);
+            let Placement { id, class, ambiguous } = place_new_function(&entry.graph, text);
+            let note = (ambiguous.len() > 1).then(|| {
+                format!(
+                    "{file} defines {} {} times ({}) and the text repeats the signature of none or several of them: \
+                     the context is for a new function; name one (`context ID`) to choose",
+                    defined_name(text).unwrap_or("it"),
+                    ambiguous.len(),
+                    ambiguous.join(", ")
+                )
+            });
             // The text lanes get the names of where it will live, as for an existing unit.
             let owner = class.as_deref().unwrap_or(&entry.graph.module).replace(['.', '_'], " ");
             Ok(Target {
@@ -275,77 +305,24 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
                 class,
                 text: format!("{owner}\n{text}"),
                 own_text: text.clone(),
+                note,
             })
         }
     }
 }
 
-/// What the answer should say about the unit `context` chose when the request named several:
-/// which definition of a name defined more than once it took, or that a function given as text
-/// matched none or several of the same-named functions of FILE and is taken as a new one.
-pub fn target_note(snapshot: &Snapshot, asked: &ContextTarget, target: &Target) -> Option<String> {
-    match asked {
-        ContextTarget::Unit(symbol) => {
-            let ids = crate::exec::resolve_symbol(snapshot, symbol).ok()?;
-            let chosen = target.id.as_deref()?;
-            if ids.len() < 2 {
-                return None;
-            }
-            Some(if crate::exec::one_name(&ids) {
-                format!(
-                    "{} definitions of {}: the context is for {chosen}, the last that is neither an @overload stub \
-                     nor a property's setter or deleter (name another with its #N suffix)",
-                    ids.len(),
-                    ids[0]
-                )
-            } else {
-                let written = match symbol {
-                    Symbol::Name(name) | Symbol::Glob(name) => name.clone(),
-                    Symbol::Location { file, line } => format!("{file}:{line}"),
-                };
-                format!(
-                    "{written} names {} units: the context is for the first, {chosen}; name one to choose",
-                    ids.len()
-                )
-            })
-        }
-        ContextTarget::New { text, file } => {
-            if target.id.is_some() {
-                return None;
-            }
-            let name = defined_name(text)?;
-            let entry = snapshot.file(&target.file)?;
-            let same_name: Vec<&str> = entry
-                .graph
-                .units
-                .iter()
-                .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method) && last_name(&u.name) == name)
-                .map(|u| u.id.as_str())
-                .collect();
-            (same_name.len() > 1).then(|| {
-                format!(
-                    "{file} defines {name} {} times ({}) and the text repeats the signature of none or several of them: \
-                     the context is for a new function; name one (`context ID`) to choose",
-                    same_name.len(),
-                    same_name.join(", ")
-                )
-            })
-        }
-    }
-}
-
-/// Which unit `context NAME` assembles for when the name resolves to several (see
-/// [`crate::exec::definitions_of`]): the last definition, the one Python binds the name to and
-/// calls resolve to, passing over `@overload` stubs (the implementation comes after them) and a
-/// property's setter and deleter (the getter is what readers of the property run). Otherwise
-/// the first unit the name resolves to.
-fn context_definition(snapshot: &Snapshot, ids: Vec<String>) -> Option<String> {
+/// Which unit `context NAME` assembles for. When the name resolves to several definitions of one
+/// name (`one_name`, see [`crate::exec::definitions_of`]): the last, the one Python binds the
+/// name to and calls resolve to, passing over `@overload` declarations (the implementation comes
+/// after them) and a property's setter and deleter (the getter is what readers of the property
+/// run). Otherwise the first unit the name resolves to.
+fn context_definition(snapshot: &Snapshot, ids: Vec<String>, one_name: bool) -> Option<String> {
     let first = ids.first()?.clone();
-    if !crate::exec::one_name(&ids) {
+    if !one_name {
         return Some(first);
     }
     let name = last_name(&first);
-    let is_stub_or_accessor = |id: &str| {
+    let is_declaration_or_accessor = |id: &str| {
         snapshot.unit(id).and_then(|u| u.unit.signature.clone()).is_some_and(|signature| {
             decorator_names(&signature).any(|d| {
                 d.rsplit('.').next() == Some("overload")
@@ -354,7 +331,7 @@ fn context_definition(snapshot: &Snapshot, ids: Vec<String>) -> Option<String> {
             })
         })
     };
-    ids.iter().rev().find(|id| !is_stub_or_accessor(id)).cloned().or(Some(first))
+    ids.iter().rev().find(|id| !is_declaration_or_accessor(id)).cloned().or(Some(first))
 }
 
 /// The dotted names of the decorators heading `signature` (`t.overload` for `@t.overload`,
@@ -371,8 +348,9 @@ fn decorator_names(signature: &str) -> impl Iterator<Item = &str> {
 /// (a stub, or the function being rewritten: its class and what it uses then count), and if
 /// there is none but its first parameter is `self` or `cls`, the file's class when there is only
 /// one. Returns the unit's id and its class.
-fn place_new_function(file: &fresco_graph::FileGraph, text: &str) -> (Option<String>, Option<String>) {
-    let Some(name) = defined_name(text) else { return (None, None) };
+fn place_new_function(file: &fresco_graph::FileGraph, text: &str) -> Placement {
+    let mut placed = Placement { id: None, class: None, ambiguous: Vec::new() };
+    let Some(name) = defined_name(text) else { return placed };
     let same_name: Vec<&fresco_graph::Unit> = file
         .units
         .iter()
@@ -394,16 +372,30 @@ fn place_new_function(file: &fresco_graph::FileGraph, text: &str) -> (Option<Str
         }
     };
     if let Some(u) = chosen {
-        let class = (u.kind == UnitKind::Method).then(|| owner_of(&u.id).map(str::to_string)).flatten();
-        return (Some(u.id.clone()), class);
+        placed.class = (u.kind == UnitKind::Method).then(|| owner_of(&u.id).map(str::to_string)).flatten();
+        placed.id = Some(u.id.clone());
+        return placed;
+    }
+    if same_name.len() > 1 {
+        placed.ambiguous = same_name.iter().map(|u| u.id.clone()).collect();
     }
     if first_parameter(text).is_some_and(|p| p == "self" || p == "cls") {
         let mut classes = file.units.iter().filter(|u| u.kind == UnitKind::Class);
         if let (Some(only), None) = (classes.next(), classes.next()) {
-            return (None, Some(only.id.clone()));
+            placed.class = Some(only.id.clone());
         }
     }
-    (None, None)
+    placed
+}
+
+/// Where [`place_new_function`] puts a function given as text.
+struct Placement {
+    /// The unit of that name already in the file, when one is it.
+    id: Option<String>,
+    /// Its class.
+    class: Option<String>,
+    /// The same-named functions of the file when the text matched none or several of them.
+    ambiguous: Vec<String>,
 }
 
 /// The name a `def` in `text` defines (`async def` too).

@@ -1,4 +1,4 @@
-//! A name defined more than once in one scope (`@overload` stubs before the implementation, a
+//! A name defined more than once in one scope (`@overload` declarations before the implementation, a
 //! property's getter and setter, a conditional redefinition): its definitions have the ids
 //! `X`, `X#2`, `X#3`, calls resolve to the last, and the plain name selects them all.
 
@@ -97,7 +97,7 @@ fn the_plain_name_selects_every_definition_and_reaches_what_calls_the_last() {
 }
 
 #[test]
-fn context_assembles_for_the_implementation_not_an_overload_stub_nor_a_setter() {
+fn context_assembles_for_the_implementation_not_an_overload_declaration_nor_a_setter() {
     let dir = tempfile::tempdir().expect("tempdir");
     let snapshot = index(dir.path());
     assert_eq!(context_target(&snapshot, "pkg.m.Adapter.match").as_deref(), Some("pkg.m.Adapter.match#3"));

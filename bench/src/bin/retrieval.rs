@@ -415,7 +415,8 @@ fn evaluate(
     };
     // The plain name of a unit defined again in its scope selects every definition, and
     // `context` would pick the last: `#1` asks for the blanked first definition itself.
-    let asked = if snap.contains_unit(&format!("{}#2", cand.id)) { format!("{}#1", cand.id) } else { cand.id.clone() };
+    let redefined = fresco_query::exec::definitions_of(snap, &cand.id).len() > 1;
+    let asked = if redefined { format!("{}#1", cand.id) } else { cand.id.clone() };
     let query = format!("context \"{asked}\" budget {} k {}", args.budget, args.k);
     let t = Instant::now();
     let out = fresco_query::run(&ctx, &query).with_context(|| query.clone())?;
