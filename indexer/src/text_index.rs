@@ -408,7 +408,14 @@ impl TextIndex {
         // Equal scores are ordered by unit id, not by where the documents sit in the segments
         // (which depends on the order of updates and merges): a few more hits than asked for are
         // fetched so that ties at the cut are decided the same way too.
-        let top = searcher.search(&query, &TopDocs::with_limit(k + TIE_SLACK).order_by_score())?;
+        // tantivy's collector reserves its whole limit up front, so a `k` beyond the number of
+        // documents (a client may ask for `k 4294967296`) is cut to what can be returned.
+        let documents = usize::try_from(searcher.num_docs()).unwrap_or(usize::MAX);
+        let k = k.min(documents);
+        if k == 0 {
+            return Ok((version, Vec::new()));
+        }
+        let top = searcher.search(&query, &TopDocs::with_limit(k.saturating_add(TIE_SLACK)).order_by_score())?;
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
             let doc: TantivyDocument = searcher.doc(address)?;

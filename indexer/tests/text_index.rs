@@ -208,6 +208,12 @@ fn ranks_the_matching_function_first() {
     // k bounds the result; queries with no known token or no token at all find nothing.
     assert_eq!(index.search("connection", 2).expect("search").len(), 2);
     assert!(index.search("connection", 0).expect("search").is_empty());
+    // A k far beyond the number of units returns them all instead of reserving k slots (a
+    // `k 4294967296` from a client once ran the daemon out of memory).
+    let all = index.search("connection", 10).expect("search");
+    for k in [1 << 32, usize::MAX] {
+        assert_eq!(index.search("connection", k).expect("huge k"), all);
+    }
     assert!(index.search("zebra", 10).expect("search").is_empty());
     assert!(index.search("", 10).expect("search").is_empty());
     assert!(index.search("  ?! ", 10).expect("search").is_empty());

@@ -657,7 +657,7 @@ pub fn graph_lane(
         .collect();
     scored.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal).then_with(|| a.1.cmp(&b.1)));
     ranked.extend(scored.into_iter().map(|(_, id)| id));
-    ranked.truncate(k.max(1) * 4);
+    ranked.truncate(k.max(1).saturating_mul(4));
     ranked
 }
 
