@@ -945,6 +945,7 @@ impl<'a> Lowerer<'a> {
                     }
                 }
             }
+            "type_alias_statement" => self.type_alias(node, scope),
             "import_statement" => self.import(node, scope),
             "import_from_statement" => self.import_from(node, scope),
             "future_import_statement" => {}
@@ -1514,6 +1515,26 @@ impl<'a> Lowerer<'a> {
         }
         let Some(right) = node.field("right") else { return false };
         !mentions_identifier(right, self.text(name), self.src)
+    }
+
+    /// `type Alias = expr` (Python 3.12; also `type Alias[T] = ...`): binds `Alias` as an
+    /// assignment would, to the type it names, so a module-level alias is a variable unit and the
+    /// type expression's names are read like an annotation's.
+    fn type_alias(&mut self, node: Node, scope: ScopeId) {
+        let value = match node.field("right") {
+            Some(right) => self.annotation(right, scope),
+            None => Expr::Unknown,
+        };
+        let Some(left) = node.field("left") else { return };
+        // `left` is a `type` node around the name, or around `Alias[T]` (a generic type).
+        let mut name = left;
+        while name.kind() != "identifier" {
+            match name.named_child(0) {
+                Some(child) => name = child,
+                None => return,
+            }
+        }
+        self.bind_target(name, Binding::Value(value), scope, Some(node));
     }
 
     fn augmented(&mut self, node: Node, stmt: Node, scope: ScopeId) {
