@@ -397,8 +397,22 @@ fn classify(
     let mut added = false;
     for abs in &event.paths {
         let Some(rel) = walk::relative(root, abs) else {
+            // A name that is not UTF-8 cannot be a graph file, but the walk lists such a file as
+            // skipped, with why: a rescan records it (or forgets it once it is gone).
+            if abs.starts_with(root) && abs.as_os_str().as_encoded_bytes().ends_with(b".py") {
+                batch.rescan = Some(tracker.note_rescan());
+                added = true;
+            }
             continue;
         };
+        if rel == ".git/info/exclude" {
+            // git's own ignore rules for this clone: they hide or reveal files as `.gitignore`
+            // does (and the walk applies them), though they live in an excluded directory.
+            *rules = IgnoreRules::load(root, options);
+            batch.rescan = Some(tracker.note_rescan());
+            added = true;
+            continue;
+        }
         let name = rel.rsplit('/').next().unwrap_or(&rel);
         if name.starts_with(COOKIE_PREFIX) {
             if matches!(event.kind, EventKind::Create(_) | EventKind::Modify(_)) {
@@ -477,5 +491,51 @@ mod tests {
             .collect();
         assert_eq!(walked, vec!["kept.py".to_string()]);
         assert_eq!(seen, vec!["kept.py"]);
+    }
+
+    fn event(kind: EventKind, path: PathBuf) -> notify::Event {
+        notify::Event::new(kind).add_path(path)
+    }
+
+    /// An edit of `.git/info/exclude` reloads the rules and rescans, as one of `.gitignore` does;
+    /// other files under `.git` stay irrelevant.
+    #[test]
+    fn an_edit_of_git_info_exclude_reloads_the_rules_and_rescans() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(root.join(".git/info")).expect("mkdir");
+        std::fs::write(root.join("burst.py"), "x = 1\n").expect("write");
+        let options = WalkOptions::default();
+        let mut rules = IgnoreRules::load(&root, &options);
+        assert!(!rules.is_ignored(&root.join("burst.py"), false));
+        let tracker = Tracker::default();
+        let mut batch = Batch::default();
+        let modify = EventKind::Modify(notify::event::ModifyKind::Any);
+        assert!(!classify(&root, &options, &mut rules, &tracker, &event(modify, root.join(".git/index")), &mut batch));
+        assert!(batch.rescan.is_none());
+
+        std::fs::write(root.join(".git/info/exclude"), "burst.py\n").expect("write");
+        let exclude = event(modify, root.join(".git/info/exclude"));
+        assert!(classify(&root, &options, &mut rules, &tracker, &exclude, &mut batch));
+        assert!(batch.rescan.is_some());
+        assert!(rules.is_ignored(&root.join("burst.py"), false));
+    }
+
+    /// A Python file whose name is not UTF-8 asks for a rescan, which lists it as skipped.
+    #[test]
+    fn a_python_file_with_a_name_that_is_not_utf8_asks_for_a_rescan() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().to_path_buf();
+        let options = WalkOptions::default();
+        let mut rules = IgnoreRules::load(&root, &options);
+        let tracker = Tracker::default();
+        let mut batch = Batch::default();
+        let create = EventKind::Create(notify::event::CreateKind::File);
+        let other = root.join(std::ffi::OsStr::from_bytes(b"notes\xff.txt"));
+        assert!(!classify(&root, &options, &mut rules, &tracker, &event(create, other), &mut batch));
+        let python = root.join(std::ffi::OsStr::from_bytes(b"bad\xffname.py"));
+        assert!(classify(&root, &options, &mut rules, &tracker, &event(create, python), &mut batch));
+        assert!(batch.rescan.is_some());
     }
 }
