@@ -97,11 +97,15 @@ pub enum NetChange {
 }
 
 /// `since` is outside the versions the log can answer for: older than the history kept, or newer
-/// than the newest version (the index was rebuilt since the client's version).
+/// than the newest version (a number from another index, or from before a rebuild).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error(
     "version {since} is not in the history kept (versions {oldest} to {newest}; {}); a full refresh is needed",
-    if since > newest { "the index was rebuilt since" } else { "it is older" }
+    if since > newest {
+        "it is newer than any this index published: a version number from another index, or from before a rebuild"
+    } else {
+        "it is older"
+    }
 )]
 pub struct HistoryExpired {
     pub since: u64,

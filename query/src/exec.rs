@@ -268,6 +268,14 @@ impl Exec<'_, '_> {
     fn full(&mut self, rows: &[Row]) -> bool {
         if rows.len() >= self.ctx.limits.max_results {
             self.truncated = true;
+            // The note says which limit, in every output format (the table used to print its
+            // own line, JSON said nothing).
+            if !self.notes.iter().any(|n| n.starts_with("result limit")) {
+                self.notes.push(format!(
+                    "result limit of {} reached: the results are cut there",
+                    self.ctx.limits.max_results
+                ));
+            }
             true
         } else {
             false

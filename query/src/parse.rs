@@ -394,6 +394,10 @@ impl Parser {
                 self.bump();
                 let target = if self.eat_word("for") {
                     let text = match self.peek().clone() {
+                        Tok::Str(s) if s.trim().is_empty() => {
+                            return self
+                                .error("the new function's text is empty: give its signature and docstring".into());
+                        }
                         Tok::Str(s) => {
                             self.bump();
                             s
@@ -507,6 +511,10 @@ impl Parser {
                         _ => None,
                     };
                     let Some(lane) = lane else { return self.expected("a lane (bm25, dense, graph)") };
+                    if lane == Lane::Graph && !allow_budget {
+                        // `search` has a text, not a target, to rank for.
+                        return self.error("search has no graph lane: it ranks for a target (use context NAME)".into());
+                    }
                     self.bump();
                     if !lanes.contains(&lane) {
                         lanes.push(lane);
@@ -767,6 +775,19 @@ mod tests {
         }
         // `<` is still a comparison elsewhere.
         assert!(parse("callers pkg.f | where depth < 3").is_ok());
+    }
+
+    #[test]
+    fn search_refuses_the_graph_lane_and_context_for_an_empty_text_at_their_place() {
+        let q = "search \"get\" lanes bm25,graph";
+        let err = parse(q).expect_err("graph lane in search");
+        assert_eq!(err.position, q.find("graph").expect("graph"), "{err:?}");
+        assert!(err.message.contains("no graph lane"), "{err:?}");
+        let q = "context for \"  \" in pkg/a.py";
+        let err = parse(q).expect_err("empty new function");
+        assert_eq!(err.position, q.find('"').expect("quote"), "{err:?}");
+        assert!(err.message.contains("empty"), "{err:?}");
+        assert!(parse("context pkg.f lanes graph").is_ok());
     }
 
     #[test]
