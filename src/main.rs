@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 
 /// Exit codes (documented in the README).
 const EXIT_QUERY_ERROR: u8 = 1;
+const EXIT_USAGE: u8 = 2;
 const EXIT_STALE: u8 = 3;
 const EXIT_NO_DAEMON: u8 = 4;
 
@@ -46,7 +47,8 @@ struct IndexArgs {
     /// Do not apply .gitignore rules.
     #[arg(long)]
     no_gitignore: bool,
-    /// Skip files larger than this many bytes (default 10 MiB).
+    /// Skip files larger than this many bytes (default 2 MiB). The index keeps it for later
+    /// commands that do not give one.
     #[arg(long)]
     max_file_size: Option<u64>,
 }
@@ -72,6 +74,7 @@ enum Command {
         json: bool,
     },
     /// Ask the graph a question (see docs/query-language.md).
+    #[command(override_usage = "fresco query [OPTIONS] [PATH] <QUERY>")]
     Query {
         /// `[PATH] QUERY`: the repository root (default: the nearest enclosing directory fresco indexes, else the current directory) and the query.
         #[arg(num_args = 1..=2, required = true, value_names = ["PATH", "QUERY"])]
@@ -180,7 +183,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             eprintln!("fresco: {err:#}");
-            ExitCode::from(1)
+            ExitCode::from(if err.downcast_ref::<UsageError>().is_some() { EXIT_USAGE } else { 1 })
         }
     }
 }
@@ -207,7 +210,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 "timeout_ms": timeout_ms,
                 "wait_ms": wait_ms,
             });
+            if let Some(p) = &path
+                && !p.exists()
+            {
+                return Err(UsageError(format!(
+                    "cannot open {}: no such directory (a query of several words goes in one quoted argument: \
+                     fresco query 'callers pkg.mod.f')",
+                    p.display()
+                ))
+                .into());
+            }
             let root = root_of(&path)?;
+            refuse_nested_root(&path, &root, &db)?;
             let args = IndexArgs { path, db, ..IndexArgs::default() };
             let response = match daemon_or_index(&root, &client, &args)? {
                 Answerer::Daemon(mut c) => {
@@ -248,6 +262,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Status { path, db, json, client } => {
             let root = root_of(&path)?;
+            refuse_nested_root(&path, &root, &db)?;
             let value = match daemon_or_index(&root, &client, &IndexArgs { path, db, ..IndexArgs::default() })? {
                 Answerer::Daemon(mut c) => match c.call("status", json!({}), Duration::from_secs(30))? {
                     Ok(v) => v,
@@ -274,6 +289,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Export { args, out, stored, client } => {
             let root = root_of(&args.path)?;
+            refuse_nested_root(&args.path, &root, &args.db)?;
             let out_abs = if out.is_absolute() { out.clone() } else { std::env::current_dir()?.join(&out) };
             let client = if stored { ClientArgs { daemon: false, no_daemon: true } } else { client };
             match connect(&root, &client)? {
@@ -292,10 +308,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
                 None => {
                     let indexer = if stored {
-                        let root = root_of(&args.path)?;
-                        Indexer::open_stored(&root, &db_dir(&root, &args.db), indexer_options(&args))?
+                        let db = db_dir(&root, &args.db);
+                        Indexer::open_stored(&root, &db, indexer_options(&args, &db)?)
+                            .map_err(anyhow::Error::from)
+                            .map_err(|err| {
+                                if store_in_use(&err) { anyhow::Error::new(StoreInUse(db.clone())) } else { err }
+                            })?
                     } else {
-                        open_index(&args)?
+                        match open_index(&args) {
+                            Err(err) if store_in_use(&err) && client.no_daemon => index_in_memory(&root, &args)?,
+                            other => other?,
+                        }
                     };
                     let counts = export::write(indexer.snapshot(), &out_abs)?;
                     eprintln!(
@@ -319,7 +342,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             daemon::serve(daemon::ServeOptions {
                 db: db_dir(&root, &args.db),
-                indexer: indexer_options(&args),
+                indexer: indexer_options(&args, &db_dir(&root, &args.db))?,
                 root,
                 debounce,
             })?;
@@ -331,12 +354,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 eprintln!("fresco: no daemon serves {}", root.display());
                 return Ok(ExitCode::from(EXIT_NO_DAEMON));
             };
-            let _ = c.call("shutdown", json!({}), Duration::from_secs(10))?;
+            // A refusal (`BUSY` when every connection slot is taken) means the daemon goes on
+            // running: say so instead of reporting a stop that did not happen.
+            if let Err(refusal) = c.call("shutdown", json!({}), Duration::from_secs(10))? {
+                let code = refusal.get("code").and_then(Value::as_str).unwrap_or("ERROR");
+                let message = refusal.get("message").and_then(Value::as_str).unwrap_or("");
+                eprintln!("fresco: the daemon serving {} did not stop: {code}: {message}", root.display());
+                return Ok(ExitCode::from(EXIT_QUERY_ERROR));
+            }
             // Wait until the socket is gone, so that a following `serve` can start at once.
             let socket = paths::daemon_paths(&root)?.socket;
             let deadline = Instant::now() + Duration::from_secs(10);
             while socket.exists() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(10));
+            }
+            if socket.exists() {
+                eprintln!("fresco: the daemon serving {} accepted the stop but still runs after 10 s", root.display());
+                return Ok(ExitCode::from(EXIT_QUERY_ERROR));
             }
             eprintln!("fresco: stopped the daemon serving {}", root.display());
             Ok(ExitCode::SUCCESS)
@@ -412,19 +446,62 @@ fn report_error(text: &str, error: &Value, json: bool) -> ExitCode {
 /// other module names).
 fn root_of(path: &Option<PathBuf>) -> Result<PathBuf> {
     if let Some(root) = path {
-        return root.canonicalize().with_context(|| format!("cannot open {}", root.display()));
+        let canonical = root.canonicalize().map_err(|e| UsageError(format!("cannot open {}: {e}", root.display())))?;
+        if !canonical.is_dir() {
+            return Err(UsageError(format!("{} is not a directory (PATH is a repository root)", root.display())).into());
+        }
+        return Ok(canonical);
     }
     let here = PathBuf::from(".").canonicalize().context("cannot open the current directory")?;
-    let indexed =
-        |dir: &Path| dir.join(".fresco").is_dir() || paths::daemon_paths(dir).is_ok_and(|p| p.socket.exists());
-    Ok(here.ancestors().find(|dir| indexed(dir)).map_or_else(|| here.clone(), Path::to_path_buf))
+    Ok(here.ancestors().find(|dir| is_indexed(dir)).map_or_else(|| here.clone(), Path::to_path_buf))
 }
+
+/// Whether fresco indexes `dir`: it holds `.fresco/`, or a daemon serves it.
+fn is_indexed(dir: &Path) -> bool {
+    dir.join(".fresco").is_dir() || paths::daemon_paths(dir).is_ok_and(|p| p.socket.exists())
+}
+
+/// For a command that only reads (query, status, export) given a PATH with no index of its own
+/// (and no `--db`): refuses when a directory above it is indexed. Answering would index PATH as
+/// a repository of its own, with other module names, beside the index the user meant, and that
+/// new `.fresco/` would then be found first by every command run below it.
+fn refuse_nested_root(path: &Option<PathBuf>, root: &Path, db: &Option<PathBuf>) -> Result<()> {
+    if path.is_none() || db.is_some() || is_indexed(root) {
+        return Ok(());
+    }
+    if let Some(above) = root.ancestors().skip(1).find(|dir| is_indexed(dir)) {
+        return Err(UsageError(format!(
+            "{} is inside {}, which fresco indexes: give that root (module names are relative to it), \
+             or run `fresco index {}` first to index this directory as a repository of its own",
+            root.display(),
+            above.display(),
+            root.display()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// A command line that cannot be carried out as given: exit code 2, like clap's own errors.
+#[derive(Debug)]
+struct UsageError(String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
 
 fn db_dir(root: &Path, db: &Option<PathBuf>) -> PathBuf {
     db.clone().unwrap_or_else(|| root.join(".fresco"))
 }
 
-fn indexer_options(args: &IndexArgs) -> IndexerOptions {
+/// The indexer's options for a command. The file size limit is a setting of the index: given
+/// with `--max-file-size`, it is stored in the index directory and applies to every later command
+/// on that index that does not give one (a query or `status` must not undo it with the default).
+fn indexer_options(args: &IndexArgs, db: &Path) -> Result<IndexerOptions> {
     let mut options = IndexerOptions::default();
     if let Some(t) = args.threads {
         options.threads = t.max(1);
@@ -432,11 +509,32 @@ fn indexer_options(args: &IndexArgs) -> IndexerOptions {
     if args.no_gitignore {
         options.walk.gitignore = false;
     }
-    if let Some(max) = args.max_file_size {
-        options.walk.max_file_size = max;
+    let setting = db.join(MAX_FILE_SIZE_SETTING);
+    match args.max_file_size {
+        Some(max) => {
+            std::fs::create_dir_all(db).with_context(|| format!("cannot create {}", db.display()))?;
+            std::fs::write(&setting, format!("{max}\n"))
+                .with_context(|| format!("cannot write {}", setting.display()))?;
+            options.walk.max_file_size = max;
+        }
+        None => {
+            if let Ok(text) = std::fs::read_to_string(&setting) {
+                let stored = text.trim().parse::<u64>().with_context(|| {
+                    format!(
+                        "{} holds {:?}, not a size in bytes (give --max-file-size to replace it)",
+                        setting.display(),
+                        text.trim()
+                    )
+                })?;
+                options.walk.max_file_size = stored;
+            }
+        }
     }
-    options
+    Ok(options)
 }
+
+/// The file in the index directory holding the `--max-file-size` last given.
+const MAX_FILE_SIZE_SETTING: &str = "max-file-size";
 
 /// How long a command waits for a daemon that holds the index but does not answer yet (it binds
 /// its socket once its first version is published).
@@ -469,8 +567,21 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
             }
             Err(err)
         }
+        Err(err) if store_in_use(&err) => Ok(Answerer::InProcess(Box::new(index_in_memory(root, args)?))),
         Err(err) => Err(err),
     }
+}
+
+/// `--no-daemon` promises an answer from this process even while a daemon holds the stored
+/// index: the graph is then built in memory from the files (slower, equally fresh).
+fn index_in_memory(root: &Path, args: &IndexArgs) -> Result<Indexer> {
+    eprintln!(
+        "fresco: a daemon holds the index of {}; --no-daemon indexes the repository in memory for this command",
+        root.display()
+    );
+    let mut indexer = Indexer::in_memory(root, indexer_options(args, &db_dir(root, &args.db))?);
+    indexer.refresh()?;
+    Ok(indexer)
 }
 
 /// Whether opening the index failed because another process holds its store.
@@ -498,10 +609,11 @@ impl std::error::Error for StoreInUse {}
 fn open_index(args: &IndexArgs) -> Result<Indexer> {
     let root = root_of(&args.path)?;
     let db = db_dir(&root, &args.db);
-    let indexer = Indexer::open(&root, &db, indexer_options(args)).map_err(anyhow::Error::from).map_err(|err| {
-        // The lock error itself says the same thing twice, in Rust's debug form: say it once.
-        if store_in_use(&err) { anyhow::Error::new(StoreInUse(db.clone())) } else { err }
-    })?;
+    let indexer =
+        Indexer::open(&root, &db, indexer_options(args, &db)?).map_err(anyhow::Error::from).map_err(|err| {
+            // The lock error itself says the same thing twice, in Rust's debug form: say it once.
+            if store_in_use(&err) { anyhow::Error::new(StoreInUse(db.clone())) } else { err }
+        })?;
     if let Some(why) = &indexer.rebuilt_store {
         eprintln!("fresco: warning: {why}");
     }

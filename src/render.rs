@@ -47,17 +47,19 @@ impl Style {
 
 /// An aligned table of a query response (the JSON of [`to_json`]); colours only when stdout is a
 /// terminal (and NO_COLOR is unset).
+/// A JSON value as plain text: a string without its quotes, null as nothing.
+fn text(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 pub fn table(response: &Value) -> String {
     let style = Style { on: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() };
     let empty = Vec::new();
     let results = response["results"].as_array().unwrap_or(&empty);
-    let text = |v: &Value| -> String {
-        match v {
-            Value::Null => String::new(),
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        }
-    };
     let mut out = String::new();
     if let Some(count) = response.get("count").and_then(Value::as_u64) {
         out.push_str(&format!("{count}\n"));
@@ -164,7 +166,8 @@ pub fn table(response: &Value) -> String {
         out.push_str(&style.paint("2", &format!("note: {}", text(note))));
         out.push('\n');
     }
-    if response["truncated"].as_bool().unwrap_or(false) {
+    let limit_noted = response["notes"].as_array().unwrap_or(&empty).iter().any(|n| text(n).contains("limit"));
+    if response["truncated"].as_bool().unwrap_or(false) && !limit_noted {
         out.push_str(&style.paint("33", "note: results truncated at the limit"));
         out.push('\n');
     }
@@ -207,10 +210,45 @@ fn nodes(response: &Value) -> Vec<String> {
     all
 }
 
+/// The names of result rows marked stale (their file changed on disk after the snapshot).
+fn stale_names(response: &Value) -> Vec<&str> {
+    let Some(results) = response["results"].as_array() else { return Vec::new() };
+    results.iter().filter(|r| r["stale"].as_bool().unwrap_or(false)).filter_map(|r| r["name"].as_str()).collect()
+}
+
+/// What a drawing cannot show as nodes and edges: the version, a `count`, notes, stale files. As
+/// comment lines, so that nothing of the answer is lost and the graph stays valid.
+fn comment_lines(response: &Value, prefix: &str) -> String {
+    let empty = Vec::new();
+    let mut out = String::new();
+    if let Some(version) = response["version"].as_u64() {
+        out.push_str(&format!("{prefix} version {version}\n"));
+    }
+    if let Some(count) = response.get("count").and_then(Value::as_u64) {
+        out.push_str(&format!("{prefix} count: {count}\n"));
+    }
+    for note in response["notes"].as_array().unwrap_or(&empty) {
+        out.push_str(&format!("{prefix} note: {}\n", text(note)));
+    }
+    let stale = response["stale"].as_array().unwrap_or(&empty);
+    if !stale.is_empty() {
+        let files: Vec<String> = stale.iter().map(text).collect();
+        out.push_str(&format!("{prefix} stale files: {}\n", files.join(", ")));
+    }
+    out
+}
+
 pub fn dot(response: &Value) -> String {
-    let mut out = String::from("digraph fresco {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n");
+    let mut out = String::from("digraph fresco {\n");
+    out.push_str(&comment_lines(response, "  //"));
+    out.push_str("  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n");
+    let stale = stale_names(response);
     for n in nodes(response) {
-        out.push_str(&format!("  {:?};\n", n));
+        if stale.contains(&n.as_str()) {
+            out.push_str(&format!("  {:?} [label={:?}, style=dashed];\n", n, format!("{n} (stale)")));
+        } else {
+            out.push_str(&format!("  {:?};\n", n));
+        }
     }
     for (a, b, via) in edges(response) {
         out.push_str(&format!("  {:?} -> {:?} [label={:?}];\n", a, b, via));
@@ -219,15 +257,35 @@ pub fn dot(response: &Value) -> String {
     out
 }
 
+/// Text inside a Mermaid label: its entity codes for what Mermaid would read as markup or the
+/// end of the label (`<lambda1>` is a tag to its HTML labels).
+fn mermaid_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("#quot;"),
+            '<' => out.push_str("#lt;"),
+            '>' => out.push_str("#gt;"),
+            '|' => out.push_str("#124;"),
+            '#' => out.push_str("#35;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 pub fn mermaid(response: &Value) -> String {
     let names = nodes(response);
+    let stale = stale_names(response);
     let id = |n: &str| names.iter().position(|x| x == n).map(|i| format!("n{i}")).unwrap_or_default();
     let mut out = String::from("flowchart LR\n");
+    out.push_str(&comment_lines(response, "  %%"));
     for n in &names {
-        out.push_str(&format!("  {}[\"{}\"]\n", id(n), n.replace('"', "'")));
+        let label = if stale.contains(&n.as_str()) { format!("{n} (stale)") } else { n.clone() };
+        out.push_str(&format!("  {}[\"{}\"]\n", id(n), mermaid_text(&label)));
     }
     for (a, b, via) in edges(response) {
-        out.push_str(&format!("  {} -->|{}| {}\n", id(&a), via, id(&b)));
+        out.push_str(&format!("  {} -->|{}| {}\n", id(&a), mermaid_text(&via), id(&b)));
     }
     out
 }
@@ -286,5 +344,20 @@ mod tests {
         let edges = edges(&response);
         assert!(edges.contains(&("pkg.main".into(), "pkg.helper".into(), "calls".into())), "{edges:?}");
         assert!(edges.contains(&("pkg.helper".into(), "pkg.leaf".into(), "calls".into())), "{edges:?}");
+    }
+
+    #[test]
+    fn graph_formats_mark_stale_nodes_and_escape_mermaid_labels() {
+        let response = json!({"version": 4, "stale": ["pkg/a.py"], "notes": ["a note"], "results": [
+            {"name": "pkg.a.<lambda1>", "kind": "function", "via": "calls", "from": "pkg.a.f", "direction": "out", "stale": true},
+        ]});
+        let dot = dot(&response);
+        assert!(dot.contains("\"pkg.a.<lambda1>\" [label=\"pkg.a.<lambda1> (stale)\", style=dashed];"), "{dot}");
+        assert!(dot.contains("  // version 4\n") && dot.contains("  // note: a note\n"), "{dot}");
+        assert!(dot.contains("  // stale files: pkg/a.py\n"), "{dot}");
+        let mermaid = mermaid(&response);
+        assert!(mermaid.contains("[\"pkg.a.#lt;lambda1#gt; (stale)\"]"), "{mermaid}");
+        assert!(!mermaid.contains("<lambda1>"), "{mermaid}");
+        assert!(mermaid.contains("  %% stale files: pkg/a.py\n"), "{mermaid}");
     }
 }

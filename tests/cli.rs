@@ -34,6 +34,15 @@ fn indexes_and_exports_requests_with_known_edges() {
     assert!(summary["files"].as_u64().unwrap_or(0) >= 30, "{summary}");
     assert!(summary["units"].as_u64().unwrap_or(0) > 500, "{summary}");
     assert!(summary["unresolved_calls"].as_u64().is_some());
+    // The index keeps itself out of version control: git sees none of `.fresco/`.
+    let ignore = std::fs::read_to_string(repo.join(".fresco/.gitignore")).expect(".fresco/.gitignore");
+    assert!(ignore.lines().any(|l| l.trim() == "*"), "{ignore}");
+    let git = |args: &[&str]| std::process::Command::new("git").arg("-C").arg(&repo).args(args).output();
+    if git(&["init", "-q"]).is_ok_and(|o| o.status.success()) {
+        let status = git(&["status", "--porcelain", "--untracked-files=all"]).expect("git status");
+        let listed = String::from_utf8_lossy(&status.stdout);
+        assert!(!listed.is_empty() && !listed.contains(".fresco"), "{listed}");
+    }
 
     let export = work.path().join("export");
     let out = run(&["export", repo_s, "--out", export.to_str().expect("utf8")]);
@@ -135,6 +144,11 @@ fn queries_answer_in_json_and_tables_with_stable_errors() {
     assert!(dot.starts_with("digraph fresco {") && dot.contains("\"pkg.core.run\" -> \"pkg.core.helper\""), "{dot}");
     let out = run(&["query", root, "callees pkg.core.main depth 2", "--format", "mermaid"]);
     assert!(stdout(&out).starts_with("flowchart LR"));
+    // What a drawing has no shape for stays in the output, as comments.
+    let out = run(&["query", root, "find \"*\" kind function | count", "--format", "dot"]);
+    assert!(stdout(&out).contains("// count: 3"), "{}", stdout(&out));
+    let out = run(&["query", root, "find \"*\" kind function | count", "--format", "mermaid"]);
+    assert!(stdout(&out).contains("%% count: 3"), "{}", stdout(&out));
 
     // file.py:LINE names the innermost unit there.
     let out = run(&["query", root, "callees pkg/core.py:6", "--json"]);
@@ -352,4 +366,44 @@ fn a_command_run_in_a_subdirectory_answers_about_the_enclosing_indexed_repositor
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(names(&json(&out)), vec!["shop.orders.report".to_string()]);
     assert!(!sub.join(".fresco").exists(), "no second index in the subdirectory");
+}
+
+#[test]
+fn command_line_mistakes_are_usage_errors_and_a_nested_path_is_refused_not_indexed() {
+    let repo =
+        repo(&[("pkg/__init__.py", b""), ("pkg/a.py", b"def f():\n    return 1\n\n\ndef g():\n    return f()\n")]);
+    let root = repo.path().to_str().expect("utf8");
+    let out = run(&["index", root]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // An unquoted query reads its first word as PATH: a usage error that says how to quote.
+    let out = run(&["query", "callers", "pkg.a.f"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("quoted"), "{}", stderr(&out));
+    // PATH must be a directory.
+    let out = run(&["status", repo.path().join("pkg/a.py").to_str().expect("utf8")]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+
+    // A subdirectory of an indexed root is not indexed as a second repository behind the
+    // user's back: the command refuses, naming the root, and writes nothing there.
+    let sub = repo.path().join("pkg");
+    let sub_s = sub.to_str().expect("utf8");
+    for args in [vec!["query", sub_s, "callers pkg.a.f"], vec!["status", sub_s]] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(root), "{}", stderr(&out));
+    }
+    assert!(!sub.join(".fresco").exists());
+    // The root itself answers.
+    let out = run(&["query", root, "callers pkg.a.f", "--json"]);
+    assert_eq!(json(&out)["results"][0]["name"], "pkg.a.g");
+
+    // A result limit says so in JSON too, not only in the table.
+    let out = run(&["query", root, "find \"*\"", "--json", "--limit", "1"]);
+    let v = json(&out);
+    assert_eq!(v["truncated"], true, "{v}");
+    assert!(
+        v["notes"].as_array().is_some_and(|n| n.iter().any(|n| n.as_str().is_some_and(|n| n.contains("limit")))),
+        "{v}"
+    );
 }

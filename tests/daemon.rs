@@ -567,6 +567,11 @@ fn many_clients_at_once_all_get_correct_answers() {
     let err = stderr(&out);
     assert!(!out.status.success());
     assert!(err.contains("the daemon is busy"), "{err}");
+    // `stop` refused as busy says so and fails: the daemon goes on serving.
+    let out = d.cli(&["stop", env.root_s()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("did not stop") && err.contains("BUSY"), "{err}");
     drop(idle);
     std::thread::sleep(std::time::Duration::from_millis(300));
     let out =
@@ -835,18 +840,28 @@ fn daemon_and_in_process_answer_the_same() {
         }
         assert_eq!(a, b, "{q}");
     }
-    // In-process on the daemon's own store: one clear sentence, not the lock error twice.
-    let out = d.cli(&[
-        "query",
-        env.root_s(),
-        "callees requests.api.get",
-        "--no-daemon",
-        "--db",
-        d.db.to_str().expect("utf8"),
-    ]);
+    // `--no-daemon` on the daemon's own store, which the daemon holds: the answer comes from an
+    // index built in memory for the command, says so, and equals the daemon's.
+    let q = "callees requests.api.get";
+    let out = d.cli(&["query", env.root_s(), q, "--json", "--no-daemon", "--db", d.db.to_str().expect("utf8")]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("indexes the repository in memory") && !err.contains("Os {"), "{err}");
+    let daemons = d.cli(&["query", env.root_s(), q, "--json", "--daemon"]);
+    let (mut a, mut b) = (json(&out), json(&daemons));
+    if let (Some(a), Some(b)) = (a.as_object_mut(), b.as_object_mut()) {
+        a.remove("version");
+        b.remove("version");
+    }
+    assert_eq!(a, b, "{q}");
+    // `export --stored` reads the stored version, which only the daemon may open: one clear
+    // sentence, not the lock error twice.
+    let out_dir = env.tmp.path().join("x");
+    let db = d.db.to_str().expect("utf8");
+    let out = d.cli(&["export", env.root_s(), "--stored", "--db", db, "--out", out_dir.to_str().expect("utf8")]);
     let err = stderr(&out);
     assert!(!out.status.success());
-    assert!(err.contains("is in use by another fresco process") && !err.contains("Os {"), "{err}");
+    assert!(err.contains("is in use by another fresco process") && !err.contains("WouldBlock"), "{err}");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -197,6 +197,7 @@ impl Indexer {
             }
             Err(e) => return Err(e.into()),
         };
+        keep_out_of_version_control(db_dir);
         indexer.store = Some(store);
         indexer.db_dir = Some(db_dir.to_path_buf());
         if let Some(snapshot) = loaded {
@@ -270,7 +271,11 @@ impl Indexer {
         for path in &files {
             // As `read_source` stamps it: a symbolic link's own metadata.
             let stamp = std::fs::symlink_metadata(self.root.join(path)).ok().map(|m| walk::stamp_of(&m));
-            if stamp.is_none() || self.stamps.get(path) != stamp.as_ref() {
+            let changed = match &stamp {
+                None => true,
+                Some(stamp) => self.stamps.get(path) != Some(stamp) || self.size_limit_moved(path, stamp.size),
+            };
+            if changed {
                 events.push(FileEvent::Changed(path.clone()));
             }
         }
@@ -280,6 +285,18 @@ impl Indexer {
             }
         }
         self.apply(events)
+    }
+
+    /// Whether an unchanged file must be read again because this run's size limit treats it
+    /// otherwise than the run that indexed it did: skipped as too large under another limit, or
+    /// indexed but over this one. The limit is an option of each run, not of the stored index.
+    fn size_limit_moved(&self, path: &str, size: u64) -> bool {
+        let max = self.options.walk.max_file_size;
+        match self.inputs.get(path).map(|file| file.skipped(&self.db)) {
+            Some(Some(fresco_graph::SkipReason::TooLarge { limit, .. })) => *limit != max,
+            Some(_) => size > max,
+            None => false,
+        }
     }
 
     /// Whether `path` (relative) is a file this indexer would index, by name and default
@@ -659,6 +676,7 @@ impl Indexer {
         self.rebuilt_store = Some(format!("the index directory {} disappeared; rewritten", dir.display()));
         self.store = None;
         let store = Store::open(&dir.join("graph"), crate::ANALYSIS_FINGERPRINT)?;
+        keep_out_of_version_control(dir);
         let entries: Vec<Arc<FileEntry>> = self.snapshot.files().cloned().collect();
         store.commit(self.snapshot.version(), &entries, &[], fresco_graph::manifest(&self.snapshot))?;
         self.store = Some(store);
@@ -709,6 +727,17 @@ impl Indexer {
             return files.iter().map(|f| query(&self.db, ws, *f)).collect();
         }
         parallel_map_with(&files, threads, || self.db.clone(), |db, f| query(db, ws, *f))
+    }
+}
+
+/// Writes `.gitignore` (`*`) into the index directory, as pytest and mypy do for their caches:
+/// an index committed with the repository is overwritten under a running daemon by the next
+/// checkout, and blocks checkouts with its "local changes". Best effort: an index directory that
+/// cannot take the file still works.
+fn keep_out_of_version_control(db_dir: &Path) {
+    let ignore = db_dir.join(".gitignore");
+    if !ignore.exists() {
+        let _ = std::fs::write(&ignore, "# Written by fresco: its index is not part of the repository.\n*\n");
     }
 }
 

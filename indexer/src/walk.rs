@@ -36,7 +36,12 @@ pub const DEFAULT_EXCLUDED_DIRS: &[&str] = &[
     "site-packages",
 ];
 
-pub const DEFAULT_MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
+/// Files larger than this are skipped, with the reason recorded, unless `--max-file-size` says
+/// otherwise. Indexing one file peaks at about 100 bytes of memory per source byte (a generated
+/// 9.4 MB file of small functions: 1.0 GB), so a default of 10 MiB let one file take a gigabyte;
+/// at 2 MiB the peak stays under 300 MB (280 MB for 2 MB of small functions). Real source is far
+/// smaller: django 5.1.4's largest file is 373 KB.
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 2 * 1024 * 1024;
 
 #[derive(Clone, Debug)]
 pub struct WalkOptions {

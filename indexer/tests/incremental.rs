@@ -458,3 +458,40 @@ fn a_rewrite_with_the_old_mtime_is_still_seen() {
         indexer.snapshot().files().flat_map(|f| f.graph.units.iter().map(|u| u.id.clone())).collect();
     assert!(units.contains(&"m.fifth".to_string()) && !units.contains(&"m.third".to_string()), "{units:?}");
 }
+
+#[test]
+fn the_size_limit_is_each_runs_own_not_the_stored_indexs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("repo");
+    let db = dir.path().join("db");
+    write(&root, "small.py", "A = 1\n");
+    write(&root, "big.py", &format!("def big():\n    return {}\n", "1 + ".repeat(100) + "1"));
+    let with_limit = |max_file_size: u64| IndexerOptions {
+        threads: 1,
+        walk: fresco_indexer::WalkOptions { max_file_size, ..Default::default() },
+    };
+    let skipped = |indexer: &Indexer| indexer.snapshot().file("big.py").and_then(|f| f.graph.skipped.clone());
+    let has_big = |indexer: &Indexer| indexer.snapshot().unit("big.big").is_some();
+
+    // A run with a small limit skips the big file...
+    let mut indexer = Indexer::open(&root, &db, with_limit(100)).expect("open");
+    indexer.refresh().expect("index");
+    assert!(skipped(&indexer).is_some_and(|r| r.to_string().contains("too large")));
+    assert!(!has_big(&indexer));
+    drop(indexer);
+
+    // ...and the next run, with the default limit, indexes it although the file did not change.
+    let mut indexer =
+        Indexer::open(&root, &db, IndexerOptions { threads: 1, ..IndexerOptions::default() }).expect("open");
+    indexer.refresh().expect("index");
+    assert_eq!(skipped(&indexer), None);
+    assert!(has_big(&indexer));
+    drop(indexer);
+
+    // A smaller limit applies to files indexed before, changed or not.
+    let mut indexer = Indexer::open(&root, &db, with_limit(100)).expect("open");
+    indexer.refresh().expect("index");
+    assert!(skipped(&indexer).is_some_and(|r| r.to_string().contains("limit 100")), "{:?}", skipped(&indexer));
+    assert!(!has_big(&indexer));
+    assert!(indexer.snapshot().unit("small.A").is_some());
+}
