@@ -284,8 +284,28 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
                 let first = m.next().cloned();
                 if m.next().is_some() { None } else { first }
             });
-            let entry = entry
-                .ok_or_else(|| QueryError::Invalid(format!("no indexed file '{file}' (or the name is ambiguous)")))?;
+            let Some(entry) = entry else {
+                // A function of a module not written yet: placed by the files beside it.
+                let Some((path, module)) = new_module(snapshot, file) else {
+                    return Err(QueryError::Invalid(format!(
+                        "no indexed file '{file}' (or the name is ambiguous), and no indexed file in its directory to \
+                         tell the module a new file would be"
+                    )));
+                };
+                let note = format!(
+                    "{path} is not indexed (not written yet?): the context is for a function of a new module {module}, \
+                     which can reach its package's modules"
+                );
+                return Ok(Target {
+                    id: None,
+                    text: format!("{}\n{text}", module.replace(['.', '_'], " ")),
+                    module,
+                    file: path,
+                    class: None,
+                    own_text: text.clone(),
+                    note: Some(note),
+                });
+            };
             let Placement { id, class, ambiguous } = place_new_function(&entry.graph, text);
             let note = (ambiguous.len() > 1).then(|| {
                 format!(
@@ -309,6 +329,40 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
             })
         }
     }
+}
+
+/// The path and module of `file`, a Python file not indexed yet, from an indexed file in the
+/// same directory (given as written or as a suffix, like an indexed file, when that names one
+/// directory): a sibling `pkg/util.py` of module `app.pkg.util` makes `pkg/new.py` module
+/// `app.pkg.new`. A new `__init__.py` would change what its siblings are: not placed.
+fn new_module(snapshot: &Snapshot, file: &str) -> Option<(String, String)> {
+    let (dir, name) = file.rsplit_once('/').unwrap_or(("", file));
+    let stem = name.strip_suffix(".py")?;
+    if stem.is_empty() || stem == "__init__" || stem.contains('.') {
+        return None;
+    }
+    let dir_of = |path: &str| path.rsplit_once('/').map_or("", |(d, _)| d).to_string();
+    let suffix = format!("/{dir}");
+    let mut siblings = snapshot
+        .files()
+        .filter(|f| dir_of(&f.graph.path) == dir || (!dir.is_empty() && dir_of(&f.graph.path).ends_with(&suffix)));
+    let sibling = siblings.next()?;
+    let real_dir = dir_of(&sibling.graph.path);
+    if siblings.any(|f| dir_of(&f.graph.path) != real_dir) {
+        return None;
+    }
+    let is_init = sibling.graph.path == "__init__.py" || sibling.graph.path.ends_with("/__init__.py");
+    let package = if is_init {
+        Some(sibling.graph.module.as_str())
+    } else {
+        sibling.graph.module.rsplit_once('.').map(|(package, _)| package)
+    };
+    let module = match package {
+        Some(package) if !package.is_empty() => format!("{package}.{stem}"),
+        _ => stem.to_string(),
+    };
+    let path = if real_dir.is_empty() { name.to_string() } else { format!("{real_dir}/{name}") };
+    Some((path, module))
 }
 
 /// Which unit `context NAME` assembles for. When the name resolves to several definitions of one
@@ -1851,6 +1905,23 @@ fn reachable_candidates(
     for c in used_classes {
         for m in members(&c) {
             push(&m, Tier::Imported, &mut out);
+        }
+    }
+    // A module not written yet imports nothing so far: it can reach its package's modules, a
+    // relative import away.
+    if snapshot.file(&target.file).is_none() {
+        let package_of = |module: &str| module.rsplit_once('.').map(|(package, _)| package.to_string());
+        let package = package_of(&target.module);
+        let mut siblings: Vec<&str> = snapshot
+            .files()
+            .map(|f| f.graph.module.as_str())
+            .filter(|m| *m != target.module && package_of(m) == package)
+            .collect();
+        siblings.sort_unstable();
+        for module in siblings {
+            for m in members(module) {
+                push(&m, Tier::Imported, &mut out);
+            }
         }
     }
     // What code like the target uses, wherever it lives.

@@ -147,3 +147,22 @@ fn a_function_given_as_text_that_matches_several_says_so() {
     assert_eq!(out.context.expect("a context").target.as_deref(), Some("pkg.two.B.run"));
     assert!(out.notes.is_empty(), "{:?}", out.notes);
 }
+
+#[test]
+fn a_function_of_a_module_not_written_yet_is_placed_by_its_siblings() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let snapshot = index(dir.path());
+    // `pkg/fresh.py` does not exist: its siblings make it module `pkg.fresh`, whose package's
+    // modules it can reach.
+    let out = run(
+        &snapshot,
+        "context for \"def twice(x):\\n    \\\"\\\"\\\"Call helper on x.\\\"\\\"\\\"\" in pkg/fresh.py budget 500",
+    );
+    assert!(out.notes.iter().any(|n| n.contains("new module pkg.fresh")), "{:?}", out.notes);
+    assert_eq!(out.context.as_ref().expect("a context").target, None);
+    assert!(names(&out).contains(&"pkg.m.helper"), "{:?}", names(&out));
+    // A directory no indexed file lives in tells no module: a clear error.
+    let err =
+        fresco_query::run(&Context::new(&snapshot), "context for \"def f():\" in nowhere/x.py").expect_err("no module");
+    assert!(err.to_string().contains("no indexed file in its directory"), "{err}");
+}
