@@ -136,6 +136,8 @@ pub struct ServeOptions {
     pub db: PathBuf,
     pub indexer: IndexerOptions,
     pub debounce: Debounce,
+    /// Kept in the index directory once the index is open (see `remember_settings`).
+    pub remember: Box<dyn FnOnce() -> Result<()> + Send>,
 }
 
 pub fn serve(options: ServeOptions) -> Result<()> {
@@ -179,6 +181,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         eprintln!("fresco: indexing {} ...", root.display());
     }
     let mut indexer = Indexer::open(&root, &options.db, options.indexer.clone())?;
+    (options.remember)()?;
     indexer.set_defer_persistence(true);
     if let Some(why) = indexer.rebuilt_store.take() {
         eprintln!("fresco: warning: {why}");

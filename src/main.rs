@@ -44,9 +44,12 @@ struct IndexArgs {
     /// Threads for parsing and resolution (default: all cores, at most 8).
     #[arg(long)]
     threads: Option<usize>,
-    /// Do not apply .gitignore rules.
-    #[arg(long)]
+    /// Do not apply .gitignore rules. The index keeps this for later commands.
+    #[arg(long, conflicts_with = "gitignore")]
     no_gitignore: bool,
+    /// Apply .gitignore rules again after `--no-gitignore` (the default).
+    #[arg(long)]
+    gitignore: bool,
     /// Skip files larger than this many bytes (default 2 MiB). The index keeps it for later
     /// commands that do not give one.
     #[arg(long)]
@@ -231,9 +234,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     let params = protocol::query_params(&params).map_err(|e| anyhow::anyhow!(e.message))?;
                     // Retrieval needs the lanes: build them for this query (the daemon keeps
                     // them warm instead); embed only for a query that asks the dense lane.
+                    // An index built in memory (a daemon holds the stored one, and its vectors):
+                    // the dense lane is down, and says why.
+                    let vectors = indexer.db_dir().ok_or_else(|| {
+                        "the daemon serving this root holds the stored vectors: ask it (without --no-daemon) for the \
+                         dense lane"
+                            .to_string()
+                    });
                     let lanes = dense_asked(&params.text).map(|dense| {
                         fresco_indexer::lanes::RetrievalLanes::build_now(
-                            &db_dir(&root, &args.db),
+                            vectors,
                             indexer.snapshot(),
                             dense.then(|| Duration::from_secs(IN_PROCESS_DENSE_WAIT_S)),
                         )
@@ -294,6 +304,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let client = if stored { ClientArgs { daemon: false, no_daemon: true } } else { client };
             match connect(&root, &client)? {
                 Some(mut c) => {
+                    if args.max_file_size.is_some() || args.no_gitignore || args.gitignore {
+                        eprintln!(
+                            "fresco: the daemon serving {} exports its graph, built with its own settings: \
+                             --max-file-size and --gitignore/--no-gitignore apply to `index` and `serve`",
+                            root.display()
+                        );
+                    }
                     let params = json!({"out": out_abs.display().to_string()});
                     match c.call("export", params, Duration::from_secs(600))? {
                         Ok(v) => eprintln!(
@@ -340,11 +357,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 quiet: Duration::from_millis(debounce_ms),
                 ..fresco_indexer::watch::Debounce::default()
             };
+            let db = db_dir(&root, &args.db);
+            let remember = {
+                let (args, db) = (args.clone(), db.clone());
+                Box::new(move || remember_settings(&args, &db))
+            };
             daemon::serve(daemon::ServeOptions {
-                db: db_dir(&root, &args.db),
-                indexer: indexer_options(&args, &db_dir(&root, &args.db))?,
+                indexer: indexer_options(&args, &db)?,
+                db,
                 root,
                 debounce,
+                remember,
             })?;
             Ok(ExitCode::SUCCESS)
         }
@@ -456,9 +479,12 @@ fn root_of(path: &Option<PathBuf>) -> Result<PathBuf> {
     Ok(here.ancestors().find(|dir| is_indexed(dir)).map_or_else(|| here.clone(), Path::to_path_buf))
 }
 
-/// Whether fresco indexes `dir`: it holds `.fresco/`, or a daemon serves it.
+/// Whether fresco indexes `dir`: it holds `.fresco/`, or a daemon serves it (one answers on its
+/// socket: a daemon killed without its cleanup leaves the socket file behind).
 fn is_indexed(dir: &Path) -> bool {
-    dir.join(".fresco").is_dir() || paths::daemon_paths(dir).is_ok_and(|p| p.socket.exists())
+    dir.join(".fresco").is_dir()
+        || paths::daemon_paths(dir)
+            .is_ok_and(|p| p.socket.exists() && std::os::unix::net::UnixStream::connect(&p.socket).is_ok())
 }
 
 /// For a command that only reads (query, status, export) given a PATH with no index of its own
@@ -471,8 +497,8 @@ fn refuse_nested_root(path: &Option<PathBuf>, root: &Path, db: &Option<PathBuf>)
     }
     if let Some(above) = root.ancestors().skip(1).find(|dir| is_indexed(dir)) {
         return Err(UsageError(format!(
-            "{} is inside {}, which fresco indexes: give that root (module names are relative to it), \
-             or run `fresco index {}` first to index this directory as a repository of its own",
+            "{} is inside {}, which fresco indexes: give that root or no PATH at all (module names are relative \
+             to the root), or run `fresco index {}` first to index this directory as a repository of its own",
             root.display(),
             above.display(),
             root.display()
@@ -498,43 +524,91 @@ fn db_dir(root: &Path, db: &Option<PathBuf>) -> PathBuf {
     db.clone().unwrap_or_else(|| root.join(".fresco"))
 }
 
-/// The indexer's options for a command. The file size limit is a setting of the index: given
-/// with `--max-file-size`, it is stored in the index directory and applies to every later command
-/// on that index that does not give one (a query or `status` must not undo it with the default).
+/// The indexer's options for a command: the settings of the index (see [`IndexSettings`]) as
+/// stored, overridden by the flags the command gives.
 fn indexer_options(args: &IndexArgs, db: &Path) -> Result<IndexerOptions> {
     let mut options = IndexerOptions::default();
     if let Some(t) = args.threads {
         options.threads = t.max(1);
     }
-    if args.no_gitignore {
-        options.walk.gitignore = false;
+    let settings = IndexSettings::read(db)?.overridden_by(args);
+    if let Some(max) = settings.max_file_size {
+        options.walk.max_file_size = max;
     }
-    let setting = db.join(MAX_FILE_SIZE_SETTING);
-    match args.max_file_size {
-        Some(max) => {
-            std::fs::create_dir_all(db).with_context(|| format!("cannot create {}", db.display()))?;
-            std::fs::write(&setting, format!("{max}\n"))
-                .with_context(|| format!("cannot write {}", setting.display()))?;
-            options.walk.max_file_size = max;
-        }
-        None => {
-            if let Ok(text) = std::fs::read_to_string(&setting) {
-                let stored = text.trim().parse::<u64>().with_context(|| {
-                    format!(
-                        "{} holds {:?}, not a size in bytes (give --max-file-size to replace it)",
-                        setting.display(),
-                        text.trim()
-                    )
-                })?;
-                options.walk.max_file_size = stored;
-            }
-        }
+    if let Some(gitignore) = settings.gitignore {
+        options.walk.gitignore = gitignore;
     }
     Ok(options)
 }
 
-/// The file in the index directory holding the `--max-file-size` last given.
-const MAX_FILE_SIZE_SETTING: &str = "max-file-size";
+/// What decides which files are indexed, given with `--max-file-size`, `--no-gitignore` or
+/// `--gitignore`: kept in the index directory once a command applied them, for every later
+/// command on that index that does not give them (a query or `status` must not undo them with
+/// the defaults, re-reading the tree the other way).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct IndexSettings {
+    max_file_size: Option<u64>,
+    gitignore: Option<bool>,
+}
+
+/// The file in the index directory holding [`IndexSettings`], a `key = value` per line.
+const SETTINGS_FILE: &str = "settings";
+
+impl IndexSettings {
+    fn read(db: &Path) -> Result<IndexSettings> {
+        let path = db.join(SETTINGS_FILE);
+        let Ok(text) = std::fs::read_to_string(&path) else { return Ok(IndexSettings::default()) };
+        let mut settings = IndexSettings::default();
+        for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+            let bad = || {
+                anyhow::anyhow!(
+                    "{} has a line fresco does not know: {line:?} (delete the file to reset)",
+                    path.display()
+                )
+            };
+            let (key, value) = line.split_once('=').ok_or_else(bad)?;
+            match (key.trim(), value.trim()) {
+                ("max-file-size", v) => settings.max_file_size = Some(v.parse().map_err(|_| bad())?),
+                ("gitignore", v) => settings.gitignore = Some(v.parse().map_err(|_| bad())?),
+                _ => return Err(bad()),
+            }
+        }
+        Ok(settings)
+    }
+
+    fn overridden_by(self, args: &IndexArgs) -> IndexSettings {
+        IndexSettings {
+            max_file_size: args.max_file_size.or(self.max_file_size),
+            gitignore: if args.no_gitignore {
+                Some(false)
+            } else if args.gitignore {
+                Some(true)
+            } else {
+                self.gitignore
+            },
+        }
+    }
+}
+
+/// Keeps the settings `args` gives, once the command applied them to the index in `db` (not
+/// before: a command that fails, or a daemon that answers with its own, changes nothing).
+pub(crate) fn remember_settings(args: &IndexArgs, db: &Path) -> Result<()> {
+    let stored = IndexSettings::read(db)?;
+    let settings = stored.overridden_by(args);
+    if settings == stored {
+        return Ok(());
+    }
+    let mut text =
+        String::from("# Written by fresco: how this index was built, for the commands after the one that set it.\n");
+    if let Some(max) = settings.max_file_size {
+        text.push_str(&format!("max-file-size = {max}\n"));
+    }
+    if let Some(gitignore) = settings.gitignore {
+        text.push_str(&format!("gitignore = {gitignore}\n"));
+    }
+    let path = db.join(SETTINGS_FILE);
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+}
 
 /// How long a command waits for a daemon that holds the index but does not answer yet (it binds
 /// its socket once its first version is published).
@@ -553,6 +627,10 @@ enum Answerer {
 fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result<Answerer> {
     if let Some(c) = connect(root, client)? {
         return Ok(Answerer::Daemon(c));
+    }
+    if client.no_daemon && client::Client::connect(root).is_some() {
+        // A daemon serves the root and holds its store: no need to wait on the store's lock.
+        return Ok(Answerer::InProcess(Box::new(index_in_memory(root, args)?)));
     }
     match open_index(args) {
         Ok(indexer) => Ok(Answerer::InProcess(Box::new(indexer))),
@@ -581,6 +659,9 @@ fn index_in_memory(root: &Path, args: &IndexArgs) -> Result<Indexer> {
     );
     let mut indexer = Indexer::in_memory(root, indexer_options(args, &db_dir(root, &args.db))?);
     indexer.refresh()?;
+    for issue in indexer.walk_issues() {
+        eprintln!("fresco: warning: {} {}", issue.path, issue.message);
+    }
     Ok(indexer)
 }
 
@@ -614,6 +695,7 @@ fn open_index(args: &IndexArgs) -> Result<Indexer> {
             // The lock error itself says the same thing twice, in Rust's debug form: say it once.
             if store_in_use(&err) { anyhow::Error::new(StoreInUse(db.clone())) } else { err }
         })?;
+    remember_settings(args, &db)?;
     if let Some(why) = &indexer.rebuilt_store {
         eprintln!("fresco: warning: {why}");
     }
@@ -635,7 +717,7 @@ fn print_status(v: &Value) {
         if v["daemon"].as_bool() == Some(true) {
             format!("running (pid {})", field("pid"))
         } else {
-            "not running (in-process)".into()
+            "none answered (in-process)".into()
         }
     );
     outln!("version            {}", field("version"));

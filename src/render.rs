@@ -45,8 +45,6 @@ impl Style {
     }
 }
 
-/// An aligned table of a query response (the JSON of [`to_json`]); colours only when stdout is a
-/// terminal (and NO_COLOR is unset).
 /// A JSON value as plain text: a string without its quotes, null as nothing.
 fn text(v: &Value) -> String {
     match v {
@@ -56,6 +54,8 @@ fn text(v: &Value) -> String {
     }
 }
 
+/// An aligned table of a query response (the JSON of [`to_json`]); colours only when stdout is a
+/// terminal (and NO_COLOR is unset).
 pub fn table(response: &Value) -> String {
     let style = Style { on: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() };
     let empty = Vec::new();
@@ -166,7 +166,11 @@ pub fn table(response: &Value) -> String {
         out.push_str(&style.paint("2", &format!("note: {}", text(note))));
         out.push('\n');
     }
-    let limit_noted = response["notes"].as_array().unwrap_or(&empty).iter().any(|n| text(n).contains("limit"));
+    let limit_noted = response["notes"]
+        .as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .any(|n| ["result limit", "time limit"].iter().any(|l| text(n).starts_with(l)));
     if response["truncated"].as_bool().unwrap_or(false) && !limit_noted {
         out.push_str(&style.paint("33", "note: results truncated at the limit"));
         out.push('\n');
@@ -220,6 +224,9 @@ fn stale_names(response: &Value) -> Vec<&str> {
 /// comment lines, so that nothing of the answer is lost and the graph stays valid.
 fn comment_lines(response: &Value, prefix: &str) -> String {
     let empty = Vec::new();
+    // A comment ends at a line break: one inside a note (a quoted file name can hold one) would
+    // put the rest of it into the graph.
+    let text = |v: &Value| text(v).replace(['\r', '\n'], " ");
     let mut out = String::new();
     if let Some(version) = response["version"].as_u64() {
         out.push_str(&format!("{prefix} version {version}\n"));

@@ -407,3 +407,34 @@ fn command_line_mistakes_are_usage_errors_and_a_nested_path_is_refused_not_index
         "{v}"
     );
 }
+
+#[test]
+fn the_settings_that_choose_files_are_kept_by_the_index_for_later_commands() {
+    let repo = repo(&[
+        (".gitignore", b"generated.py\n"),
+        ("kept.py", b"def f():\n    return 1\n"),
+        ("generated.py", b"def g():\n    return 2\n"),
+        ("big.py", &[b'#'; 5000]),
+    ]);
+    let root = repo.path().to_str().expect("utf8");
+    let files = |args: &[&str]| {
+        let out = run(args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let v = json(&out);
+        (v["files"].as_u64().unwrap_or(0), v["skipped_files"].clone())
+    };
+    let skipped_count =
+        |v: &serde_json::Value| v.as_array().map_or_else(|| v.as_u64().unwrap_or(0), |a| a.len() as u64);
+    // Given once, the settings hold for the commands after, which do not give them.
+    let (n, skipped) = files(&["index", root, "--json", "--no-gitignore", "--max-file-size", "4096"]);
+    assert_eq!((n, skipped_count(&skipped)), (3, 1), "{skipped}");
+    let (n, skipped) = files(&["status", root, "--json"]);
+    assert_eq!((n, skipped_count(&skipped)), (3, 1), "{skipped}");
+    let out = run(&["query", root, "show generated.g", "--json"]);
+    assert_eq!(json(&out)["results"][0]["name"], "generated.g");
+    // Given again, other values replace them, for unchanged files too.
+    let (n, skipped) = files(&["index", root, "--json", "--gitignore", "--max-file-size", "100000"]);
+    assert_eq!((n, skipped_count(&skipped)), (2, 0), "{skipped}");
+    let (n, _) = files(&["status", root, "--json"]);
+    assert_eq!(n, 2);
+}

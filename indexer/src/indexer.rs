@@ -151,6 +151,7 @@ impl Indexer {
             return Err(IndexError::NotADirectory { path: root.display().to_string() });
         }
         let mut indexer = Indexer::in_memory(root, options);
+        let db_dir_existed = db_dir.exists();
         let analysis = crate::ANALYSIS_FINGERPRINT;
         // The index directory holds the graph store (`graph/`) beside derived data that outlives
         // it (the dense lane's vectors, keyed by text): a rebuild replaces only `graph/`.
@@ -197,7 +198,7 @@ impl Indexer {
             }
             Err(e) => return Err(e.into()),
         };
-        keep_out_of_version_control(db_dir);
+        keep_out_of_version_control(db_dir, db_dir_existed);
         indexer.store = Some(store);
         indexer.db_dir = Some(db_dir.to_path_buf());
         if let Some(snapshot) = loaded {
@@ -238,6 +239,11 @@ impl Indexer {
             }
         }
         self.snapshot = if reflowed.is_empty() { snapshot } else { snapshot.apply_as(snapshot.version(), reflowed) };
+    }
+
+    /// Where the index is stored; `None` for an index kept in memory only.
+    pub fn db_dir(&self) -> Option<&Path> {
+        self.db_dir.as_deref()
     }
 
     pub fn root(&self) -> &Path {
@@ -676,7 +682,7 @@ impl Indexer {
         self.rebuilt_store = Some(format!("the index directory {} disappeared; rewritten", dir.display()));
         self.store = None;
         let store = Store::open(&dir.join("graph"), crate::ANALYSIS_FINGERPRINT)?;
-        keep_out_of_version_control(dir);
+        keep_out_of_version_control(dir, false);
         let entries: Vec<Arc<FileEntry>> = self.snapshot.files().cloned().collect();
         store.commit(self.snapshot.version(), &entries, &[], fresco_graph::manifest(&self.snapshot))?;
         self.store = Some(store);
@@ -732,11 +738,14 @@ impl Indexer {
 
 /// Writes `.gitignore` (`*`) into the index directory, as pytest and mypy do for their caches:
 /// an index committed with the repository is overwritten under a running daemon by the next
-/// checkout, and blocks checkouts with its "local changes". Best effort: an index directory that
-/// cannot take the file still works.
-fn keep_out_of_version_control(db_dir: &Path) {
+/// checkout, and blocks checkouts with its "local changes". Only into a directory that is
+/// fresco's own: the default `.fresco`, or one this open created. A `--db` naming an existing
+/// directory of the user's (the repository itself, say) is left alone: `*` there would hide
+/// everything in it from git. Best effort: an index directory that cannot take the file works.
+fn keep_out_of_version_control(db_dir: &Path, existed: bool) {
+    let ours = !existed || db_dir.file_name().is_some_and(|n| n == ".fresco");
     let ignore = db_dir.join(".gitignore");
-    if !ignore.exists() {
+    if ours && !ignore.exists() {
         let _ = std::fs::write(&ignore, "# Written by fresco: its index is not part of the repository.\n*\n");
     }
 }

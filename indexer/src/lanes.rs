@@ -90,20 +90,23 @@ impl RetrievalLanes {
 
     /// Lanes for the index stored in `db_dir`: the lexical index starts building, the dense
     /// worker starts (loading the model if there is one; vectors persist in `db_dir/vectors`).
-    fn new(db_dir: &Path) -> RetrievalLanes {
+    /// `Err(why)` instead of a directory: no vector store, the dense lane is down for `why`.
+    fn new(db_dir: Result<&Path, String>) -> RetrievalLanes {
         let model_dir = embed::default_model_dir();
         let tokenizer = RwLock::new(load_tokenizer(&model_dir));
         let disabled = std::env::var("FRESCO_DENSE").is_ok_and(|v| v == "off" || v == "0");
-        let (dense, dense_error) = match VectorStore::open(&db_dir.join("vectors")) {
+        let store = db_dir.map(|dir| VectorStore::open(&dir.join("vectors")));
+        let (dense, dense_error) = match store {
             _ if disabled => (None, Some("disabled by configuration (FRESCO_DENSE=off)".to_string())),
-            Ok(store) => (
+            Err(why) => (None, Some(why)),
+            Ok(Ok(store)) => (
                 Some(EmbedWorker::start(
                     store,
                     EmbedWorkerOptions { model_dir: model_dir.clone(), ..EmbedWorkerOptions::default() },
                 )),
                 None,
             ),
-            Err(e) => (None, Some(format!("cannot open the vector store: {e}"))),
+            Ok(Err(e)) => (None, Some(format!("cannot open the vector store: {e}"))),
         };
         RetrievalLanes {
             text: RwLock::new(TextLane::Building),
@@ -119,7 +122,7 @@ impl RetrievalLanes {
     /// Starts the lanes' thread for a daemon: it builds the lexical index from `first`, then
     /// applies every update sent on the returned channel (coalescing bursts).
     pub fn start(db_dir: &Path, first: Snapshot) -> (Arc<RetrievalLanes>, Sender<LaneUpdate>) {
-        let lanes = Arc::new(RetrievalLanes::new(db_dir));
+        let lanes = Arc::new(RetrievalLanes::new(Ok(db_dir)));
         let (tx, rx) = crossbeam::channel::unbounded::<LaneUpdate>();
         let worker = lanes.clone();
         let spawned = std::thread::Builder::new().name("fresco-lanes".into()).spawn(move || worker.run(first, rx));
@@ -134,7 +137,13 @@ impl RetrievalLanes {
     /// dense lane to catch up (what is not embedded by then is reported, not waited for).
     /// Without `dense_wait` (a query that does not ask the dense lane) nothing is embedded; the
     /// model is still obtained, for counting a context's tokens.
-    pub fn build_now(db_dir: &Path, snapshot: &Snapshot, dense_wait: Option<Duration>) -> RetrievalLanes {
+    /// `db_dir` is `Err(why)` when the index's vectors cannot be used (another process holds
+    /// them): the dense lane then reports itself down for `why`.
+    pub fn build_now(
+        db_dir: Result<&Path, String>,
+        snapshot: &Snapshot,
+        dense_wait: Option<Duration>,
+    ) -> RetrievalLanes {
         let lanes = RetrievalLanes::new(db_dir);
         lanes.rebuild_text(snapshot);
         lanes.obtain_model();

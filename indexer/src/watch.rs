@@ -399,7 +399,11 @@ fn classify(
         let Some(rel) = walk::relative(root, abs) else {
             // A name that is not UTF-8 cannot be a graph file, but the walk lists such a file as
             // skipped, with why: a rescan records it (or forgets it once it is gone).
-            if abs.starts_with(root) && abs.as_os_str().as_encoded_bytes().ends_with(b".py") {
+            let lossy = abs.strip_prefix(root).map(|r| r.to_string_lossy().replace('\\', "/"));
+            if lossy.is_ok_and(|rel| !in_excluded_dir(&rel, options))
+                && abs.as_os_str().as_encoded_bytes().ends_with(b".py")
+                && !rules.is_ignored(abs, false)
+            {
                 batch.rescan = Some(tracker.note_rescan());
                 added = true;
             }

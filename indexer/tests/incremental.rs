@@ -495,3 +495,22 @@ fn the_size_limit_is_each_runs_own_not_the_stored_indexs() {
     assert!(!has_big(&indexer));
     assert!(indexer.snapshot().unit("small.A").is_some());
 }
+
+#[test]
+fn the_index_ignores_itself_for_git_only_in_a_directory_of_its_own() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("repo");
+    write(&root, "a.py", "A = 1\n");
+    let options = || IndexerOptions { threads: 1, ..IndexerOptions::default() };
+    // The default `.fresco`, and a directory the index creates: `*` keeps git out.
+    for db in [root.join(".fresco"), dir.path().join("fresh-index")] {
+        Indexer::open(&root, &db, options()).expect("open");
+        let ignore = std::fs::read_to_string(db.join(".gitignore")).expect(".gitignore");
+        assert!(ignore.lines().any(|l| l == "*"), "{ignore}");
+    }
+    // A directory of the user's that existed before (here the repository itself): left alone.
+    let db = dir.path().join("existing");
+    std::fs::create_dir_all(&db).expect("mkdir");
+    Indexer::open(&root, &db, options()).expect("open");
+    assert!(!db.join(".gitignore").exists());
+}

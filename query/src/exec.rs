@@ -272,7 +272,7 @@ impl Exec<'_, '_> {
             // own line, JSON said nothing).
             if !self.notes.iter().any(|n| n.starts_with("result limit")) {
                 self.notes.push(format!(
-                    "result limit of {} reached: the results are cut there",
+                    "result limit of {} reached: results past it, if any, are not shown",
                     self.ctx.limits.max_results
                 ));
             }

@@ -331,38 +331,53 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
     }
 }
 
-/// The path and module of `file`, a Python file not indexed yet, from an indexed file in the
-/// same directory (given as written or as a suffix, like an indexed file, when that names one
-/// directory): a sibling `pkg/util.py` of module `app.pkg.util` makes `pkg/new.py` module
-/// `app.pkg.new`. A new `__init__.py` would change what its siblings are: not placed.
+/// The path and module of `file`, a Python file not indexed yet, from the indexed files in its
+/// directory (given as written, else as a suffix naming one directory, as for an indexed file): a
+/// sibling `pkg/util.py` of module `app.pkg.util`, or `pkg/__init__.py` of module `app.pkg`, makes
+/// `pkg/new.py` module `app.pkg.new`; a sibling whose module name is not its file's (renamed to
+/// avoid a clash, `tests.unit.conftest`) says nothing. A new `__init__.py` would change what its
+/// siblings are: not placed.
 fn new_module(snapshot: &Snapshot, file: &str) -> Option<(String, String)> {
     let (dir, name) = file.rsplit_once('/').unwrap_or(("", file));
     let stem = name.strip_suffix(".py")?;
     if stem.is_empty() || stem == "__init__" || stem.contains('.') {
         return None;
     }
-    let dir_of = |path: &str| path.rsplit_once('/').map_or("", |(d, _)| d).to_string();
-    let suffix = format!("/{dir}");
-    let mut siblings = snapshot
-        .files()
-        .filter(|f| dir_of(&f.graph.path) == dir || (!dir.is_empty() && dir_of(&f.graph.path).ends_with(&suffix)));
-    let sibling = siblings.next()?;
-    let real_dir = dir_of(&sibling.graph.path);
-    if siblings.any(|f| dir_of(&f.graph.path) != real_dir) {
-        return None;
+    let mut siblings: Vec<&fresco_graph::FileEntry> =
+        snapshot.files().filter(|f| dir_of(&f.graph.path) == dir).map(|f| &**f).collect();
+    if siblings.is_empty() && !dir.is_empty() {
+        let suffix = format!("/{dir}");
+        siblings = snapshot.files().filter(|f| dir_of(&f.graph.path).ends_with(&suffix)).map(|f| &**f).collect();
+        let first_dir = dir_of(&siblings.first()?.graph.path);
+        if siblings.iter().any(|f| dir_of(&f.graph.path) != first_dir) {
+            return None;
+        }
     }
-    let is_init = sibling.graph.path == "__init__.py" || sibling.graph.path.ends_with("/__init__.py");
-    let package = if is_init {
-        Some(sibling.graph.module.as_str())
-    } else {
-        sibling.graph.module.rsplit_once('.').map(|(package, _)| package)
-    };
+    let real_dir = dir_of(&siblings.first()?.graph.path).to_string();
+    // The package the directory is: an `__init__.py`'s module, else what a sibling's module
+    // name holds before its own file's name.
+    let package = siblings.iter().find_map(|f| {
+        let (own_name, module) = (f.graph.path.rsplit('/').next().unwrap_or(&f.graph.path), f.graph.module.as_str());
+        let own_stem = own_name.strip_suffix(".py")?;
+        if own_stem == "__init__" {
+            return (module != "__init__" && !module.is_empty()).then(|| Some(module.to_string()));
+        }
+        if module == own_stem {
+            return Some(None);
+        }
+        module.strip_suffix(own_stem)?.strip_suffix('.').map(|package| Some(package.to_string()))
+    })?;
     let module = match package {
-        Some(package) if !package.is_empty() => format!("{package}.{stem}"),
-        _ => stem.to_string(),
+        Some(package) => format!("{package}.{stem}"),
+        None => stem.to_string(),
     };
     let path = if real_dir.is_empty() { name.to_string() } else { format!("{real_dir}/{name}") };
     Some((path, module))
+}
+
+/// The directory part of a relative path (`""` for a file at the root).
+fn dir_of(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(dir, _)| dir)
 }
 
 /// Which unit `context NAME` assembles for. When the name resolves to several definitions of one
@@ -1907,16 +1922,12 @@ fn reachable_candidates(
             push(&m, Tier::Imported, &mut out);
         }
     }
-    // A module not written yet imports nothing so far: it can reach its package's modules, a
-    // relative import away.
+    // A module not written yet imports nothing so far: it can reach the modules beside it (its
+    // package's), a relative import away.
     if snapshot.file(&target.file).is_none() {
-        let package_of = |module: &str| module.rsplit_once('.').map(|(package, _)| package.to_string());
-        let package = package_of(&target.module);
-        let mut siblings: Vec<&str> = snapshot
-            .files()
-            .map(|f| f.graph.module.as_str())
-            .filter(|m| *m != target.module && package_of(m) == package)
-            .collect();
+        let dir = dir_of(&target.file);
+        let mut siblings: Vec<&str> =
+            snapshot.files().filter(|f| dir_of(&f.graph.path) == dir).map(|f| f.graph.module.as_str()).collect();
         siblings.sort_unstable();
         for module in siblings {
             for m in members(module) {
