@@ -85,6 +85,21 @@ impl Shared {
         }
     }
 
+    /// `pending` less the directories that cannot make anything stale: gone from the disk, with
+    /// no indexed file under them. The watcher cannot tell what a vanished path was, so a
+    /// temporary file renamed away (`sed -i` writes one) is registered as a directory to
+    /// re-examine; listing it as stale, or refusing a strict query for it, would be noise.
+    fn without_phantoms(&self, pending: Vec<String>, published: &Published) -> Vec<String> {
+        pending
+            .into_iter()
+            .filter(|key| {
+                !key.ends_with('/')
+                    || self.root.join(key.trim_end_matches('/')).exists()
+                    || published.snapshot.files().any(|f| f.graph.path.starts_with(key.as_str()))
+            })
+            .collect()
+    }
+
     /// The freshness gate: the snapshot to answer from and the files to mark stale.
     fn gate(&self, mode: Freshness, wait: Duration) -> Result<(Arc<Published>, Vec<String>), ProtoError> {
         match mode {
@@ -96,7 +111,7 @@ impl Shared {
                 self.sync_with_disk()?;
                 let (pending, rescan) = self.tracker.pending();
                 let published = self.current();
-                let mut stale = pending;
+                let mut stale = self.without_phantoms(pending, &published);
                 if rescan {
                     stale.push("(full rescan)".into());
                 }
@@ -107,6 +122,7 @@ impl Shared {
                 // Only changes made before the query count; later ones may stay pending.
                 let upto = self.tracker.watermark();
                 let (pending, rescan) = self.tracker.pending_upto(upto);
+                let pending = self.without_phantoms(pending, &self.current());
                 if !pending.is_empty() || rescan {
                     let mut files = pending;
                     if rescan {
@@ -466,7 +482,7 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
             "status" => {
                 let published = shared.current();
                 let (pending, rescan) = shared.tracker.pending();
-                let mut pending = pending;
+                let mut pending = shared.without_phantoms(pending, &published);
                 if rescan {
                     pending.push("(full rescan)".into());
                 }

@@ -729,7 +729,13 @@ fn while_a_change_is_pending_strict_exits_3_allow_marks_and_wait_answers_fresh()
     let d = Daemon::start_with(&env.root, &env.db, &env.rt, &["--debounce-ms", "3000"]);
     let mut c = d.conn();
     let before = c.ok("callees requests.api.head", "wait");
-    env.edit(API, "    return request(\"head\"", "    patch(url)\n    return request(\"head\"");
+    // Edited as `sed -i` does: a temporary file written beside it and renamed over it. The
+    // vanished temporary name is no stale file: only the edited one is listed.
+    let edited =
+        env.read(API).replacen("    return request(\"head\"", "    patch(url)\n    return request(\"head\"", 1);
+    let temporary = env.path("src/requests/sedAbC123");
+    std::fs::write(&temporary, edited).expect("write");
+    std::fs::rename(&temporary, env.path(API)).expect("rename");
 
     // strict through the CLI: exit 3, the file named, in JSON and in text.
     let q = "callees requests.api.head";
