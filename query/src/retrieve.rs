@@ -2065,30 +2065,42 @@ pub fn assemble(
     let mut tokens_of: FxHashMap<usize, usize> = FxHashMap::default();
     let mut headers: FxHashMap<(&'static str, &str), usize> = FxHashMap::default();
     let mut used = 0usize;
-    for i in consider {
-        let (u, role) = &ranked[i];
-        // Once the budget is (nearly) spent, the rest is cut without counting its tokens.
-        if budget.saturating_sub(used) < 24 {
-            cut_ranks.push(i);
-            continue;
+    // Two passes: a unit that contains units chosen before it takes their place and gives their
+    // tokens back, so what the first pass cut may fit in the second.
+    for pass in 0..2 {
+        let order = if pass == 0 { consider.clone() } else { std::mem::take(&mut cut_ranks) };
+        for i in order {
+            let (u, role) = &ranked[i];
+            // Once the budget is (nearly) spent, the rest is cut without counting its tokens.
+            if budget.saturating_sub(used) < 24 {
+                cut_ranks.push(i);
+                continue;
+            }
+            // A unit nested in one already chosen is already in the text.
+            if taken.iter().any(|&t| inside(&ranked[t].0, u)) {
+                continue;
+            }
+            let tokens = count(&unit_comment(u, role)) + count(u.file.display_source_of(u.unit));
+            let header_key = (*role, u.file.graph.path.as_str());
+            let header = if headers.contains_key(&header_key) { 0 } else { count(&file_header(u)) };
+            // Units already chosen inside this one leave the text with it in: their tokens return.
+            let absorbed: Vec<usize> = taken.iter().copied().filter(|&t| inside(u, &ranked[t].0)).collect();
+            let returned: usize = absorbed.iter().map(|t| tokens_of.get(t).copied().unwrap_or(0)).sum();
+            if (used + tokens + header).saturating_sub(returned) > budget {
+                cut_ranks.push(i);
+                continue;
+            }
+            used = (used + tokens + header).saturating_sub(returned);
+            taken.retain(|t| !absorbed.contains(t));
+            for t in &absorbed {
+                tokens_of.remove(t);
+            }
+            if header > 0 {
+                headers.insert(header_key, header);
+            }
+            tokens_of.insert(i, tokens);
+            taken.push(i);
         }
-        // A unit nested in one already chosen is already in the text.
-        if taken.iter().any(|&t| inside(&ranked[t].0, u)) {
-            continue;
-        }
-        let tokens = count(&unit_comment(u, role)) + count(u.file.display_source_of(u.unit));
-        let header_key = (*role, u.file.graph.path.as_str());
-        let header = if headers.contains_key(&header_key) { 0 } else { count(&file_header(u)) };
-        if used + tokens + header > budget {
-            cut_ranks.push(i);
-            continue;
-        }
-        used += tokens + header;
-        if header > 0 {
-            headers.insert(header_key, header);
-        }
-        tokens_of.insert(i, tokens);
-        taken.push(i);
     }
     // A unit chosen before the unit that contains it was chosen is in the text twice: drop it.
     let contained: FxHashSet<usize> = taken

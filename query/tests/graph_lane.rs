@@ -147,6 +147,44 @@ fn context_prefers_several_short_dependencies_to_one_long_one_of_similar_rank() 
 }
 
 #[test]
+fn a_container_chosen_after_its_members_gives_their_tokens_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The function is long enough to come after the class by value per token.
+    let steps: String = (0..12).map(|i| format!("    x = x + {i}\n")).collect();
+    write(
+        dir.path(),
+        "pkg/__init__.py",
+        &format!(
+            "class Box:\n    def a(self):\n        return 1\n\n    def b(self):\n        return 2\n\n\
+         \x20   def c(self):\n        return self.a() + self.b()\n\n\n\
+         def tail_fn(x):\n{}    return x\n\n\n\
+         def target():\n    ...\n",
+            steps
+        ),
+    );
+    let snapshot = index(dir.path());
+    let target = resolve_target(&snapshot, &ContextTarget::Unit(Symbol::Name("pkg.target".into()))).expect("target");
+    let alone = |id: &str| {
+        let one = vec![id.to_string()];
+        let deps: FxHashSet<String> = one.iter().cloned().collect();
+        assemble(&snapshot, None, &target, &fuse(&[(Lane::Graph, one)]), &deps, 4000, None).tokens
+    };
+    let order: Vec<String> =
+        ["pkg.Box.a", "pkg.Box.b", "pkg.Box", "pkg.tail_fn"].iter().map(|s| s.to_string()).collect();
+    let fused = fuse(&[(Lane::Graph, order.clone())]);
+    let deps: FxHashSet<String> = order.iter().cloned().collect();
+    // Room for the class and the function (their file header counted twice, less a little):
+    // the short methods are taken first, then the class that holds them, and what they cost
+    // returns, so the function fits too.
+    let budget = alone("pkg.Box") + alone("pkg.tail_fn") - 5;
+    let block = assemble(&snapshot, None, &target, &fused, &deps, budget, None);
+    let chosen: Vec<&str> = block.units.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(chosen, ["pkg.Box", "pkg.tail_fn"], "{block:?}");
+    assert!(block.cut.is_empty(), "{block:?}");
+    assert!(block.tokens <= budget, "{} > {budget}", block.tokens);
+}
+
+#[test]
 fn context_never_repeats_the_target_nor_what_contains_it_and_marks_stale_files() {
     let dir = tempfile::tempdir().expect("tempdir");
     write(
