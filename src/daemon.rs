@@ -530,7 +530,15 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
 
 fn handle_query(shared: &Shared, params: &Value, cancel: Arc<AtomicBool>) -> Result<Value, ProtoError> {
     let params = protocol::query_params(params)?;
+    let started = Instant::now();
     let (published, stale) = shared.gate(params.freshness, params.wait)?;
+    // Retrieval reads the lexical lane too: under `wait` and `strict` it catches up with the
+    // version answering (milliseconds after it is published) within what is left of the wait.
+    // The dense lane may take longer; a lane still behind is reported lagging in the answer.
+    if params.freshness != Freshness::Allow && asks_retrieval(&params.text) {
+        let left = params.wait.saturating_sub(started.elapsed()).max(Duration::from_millis(100));
+        shared.lanes.wait_text(published.snapshot.version(), left);
+    }
     let tracker = shared.tracker.clone();
     let allow = params.freshness == Freshness::Allow;
     // Pending when the version was taken (it may have been applied since, in a later version
@@ -552,6 +560,13 @@ fn handle_query(shared: &Shared, params: &Value, cancel: Arc<AtomicBool>) -> Res
         &stale,
     )?;
     Ok(value)
+}
+
+/// Whether a query has a `search` or `context` step (one that reads the retrieval lanes).
+fn asks_retrieval(text: &str) -> bool {
+    use fresco_query::ast::Stage;
+    fresco_query::parse(text)
+        .is_ok_and(|q| q.stages.iter().any(|s| matches!(s, Stage::Search { .. } | Stage::Context { .. })))
 }
 
 fn handle_export(shared: &Shared, params: &Value) -> Result<Value, ProtoError> {

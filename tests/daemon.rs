@@ -121,6 +121,23 @@ fn edited_body_is_visible_to_the_next_wait_query() {
 }
 
 #[test]
+fn a_search_right_after_a_save_finds_what_was_saved() {
+    let env = Env::requests();
+    let d = env.start();
+    let mut c = d.conn();
+    for i in 0..5 {
+        let name = format!("qwertz_alpha_{i}");
+        let text = env.read(API) + &format!("\n\ndef {name}(session):\n    return session\n");
+        env.write(API, &text);
+        // `wait` covers the lexical lane: the new function is found at once, with its revision.
+        let r = c.ok(&format!("search \"{name}\" k 3 lanes bm25"), "wait");
+        assert_eq!(names(&r).first().map(String::as_str), Some(format!("requests.api.{name}").as_str()), "{r}");
+        assert_eq!(r["lanes"]["bm25"]["status"], "ready", "{r}");
+        assert!(r["results"][0]["revision"].as_str().is_some_and(|v| !v.is_empty()), "{r}");
+    }
+}
+
+#[test]
 fn added_and_deleted_functions_are_visible_at_once() {
     let env = Env::requests();
     let d = env.start();

@@ -226,6 +226,28 @@ impl RetrievalLanes {
         }
     }
 
+    /// Waits until the lexical lane reflects graph version `version` (or a later one), for at
+    /// most `timeout`; whether it does. Its updates take milliseconds, so a query that waits for
+    /// freshness waits for it too rather than answer from text a version behind.
+    pub fn wait_text(&self, version: u64, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let current = match &*read(&self.text) {
+                TextLane::Ready(index) => Some(index.version()),
+                TextLane::Building => None,
+                // A failed lane will not catch up: it reports itself down instead.
+                TextLane::Failed(_) => return false,
+            };
+            if current.is_some_and(|v| v >= version) {
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
     /// Every lane's health, for `status`.
     pub fn health(&self, graph_version: u64) -> Vec<LaneHealth> {
         let bm25 = match &*read(&self.text) {
@@ -258,6 +280,10 @@ impl RetrievalLanes {
                     health.version = Some(version);
                     health.lag = Some(graph_version.saturating_sub(version));
                     health.missing = Some(index.missing());
+                    // Done with what it was given, but behind the graph: not "ready".
+                    if health.status == "ready" && version < graph_version {
+                        health.status = "lagging";
+                    }
                 }
                 health
             }
