@@ -44,11 +44,14 @@ pub struct RetrievalLanes {
 
 /// Makes sure the embedding model is in `dir`, downloading it on first use when allowed.
 fn obtain_model(dir: &Path) -> Result<(), String> {
-    if embed::locate_model(dir).is_ok() {
-        return Ok(());
-    }
+    let local = match embed::locate_model(dir) {
+        Ok(_) => return Ok(()),
+        Err(e) => e.reason,
+    };
     if !crate::model_fetch::download_allowed() {
-        return Err("model download disabled by FRESCO_NO_MODEL_DOWNLOAD".into());
+        // Why the model at hand is refused (missing, or failing its hash check), then why no
+        // other is fetched.
+        return Err(format!("{local}; and downloading it is disabled by FRESCO_NO_MODEL_DOWNLOAD"));
     }
     eprintln!("fresco: downloading the embedding model {} (about 84 MB) into {} ...", embed::MODEL_NAME, dir.display());
     let mut shown = 0;
