@@ -310,8 +310,20 @@ impl Embedder {
 
     /// Embeds `texts` the way the background worker does: in passes of [`BACKGROUND_BATCH_SIZE`]
     /// texts, pausing between operations while a query embeds through `queries`.
+    /// The pauses are capped at [`PAUSE_BUDGET_PER_TEXT`] per text: a stream of queries, each
+    /// holding one operation for up to [`LONGEST_PAUSE`], stretched one text over dozens of
+    /// operations to 6-8 s (five clients querying without a break; the lane never caught up
+    /// while edits kept coming). Past the cap the pass runs to its end at full speed.
     pub fn embed_behind_queries(&self, texts: &[&str], queries: &QueryFirst) -> Result<Vec<Vector>, EmbedError> {
-        self.embed_pausing(texts, BACKGROUND_BATCH_SIZE, &|| queries.pause_for_queries())
+        let budget_us = PAUSE_BUDGET_PER_TEXT.as_micros() as u64 * texts.len().max(1) as u64;
+        let paused_us = AtomicU64::new(0);
+        self.embed_pausing(texts, BACKGROUND_BATCH_SIZE, &|| {
+            if paused_us.load(Ordering::Relaxed) < budget_us {
+                let started = std::time::Instant::now();
+                queries.pause_for_queries();
+                paused_us.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+            }
+        })
     }
 
     /// Embeds a query's text, with background embedding through `queries` paused meanwhile.
@@ -987,6 +999,10 @@ pub struct QueryFirst {
 /// How long the background embedding waits at one pause point while queries keep coming: it then
 /// does one more operation, so that a stream of queries slows it down but never starves it.
 const LONGEST_PAUSE: Duration = Duration::from_millis(200);
+
+/// How long, in all, the background embedding steps aside for queries per text it embeds (see
+/// [`Embedder::embed_behind_queries`]).
+const PAUSE_BUDGET_PER_TEXT: Duration = Duration::from_millis(250);
 
 /// A query's turn (see [`QueryFirst::begin_query`]); the background embedding resumes when the
 /// last one is dropped.

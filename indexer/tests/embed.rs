@@ -101,6 +101,22 @@ fn encoder_matches_the_recorded_vectors() {
     assert_eq!(calls.into_inner(), 3 * (1 + 6 * 8));
 }
 
+/// A query that never ends (a stream of them, one after the other) slows the background
+/// embedding but does not starve it: its pauses are capped per text. Uncapped, each of the 49
+/// pause points of a pass waited 200 ms, about 10 s per text.
+#[test]
+fn a_stream_of_queries_does_not_starve_the_background_embedding() {
+    let e = embedder();
+    let queries = embed::QueryFirst::default();
+    let _turn = queries.begin_query();
+    let t = Instant::now();
+    let v = e.embed_behind_queries(&["def retry(connection): pass"], &queries).expect("embed");
+    let took = t.elapsed();
+    assert_eq!(v.len(), 1);
+    assert!(took < Duration::from_secs(3), "one text behind an endless query took {took:?}");
+    assert!(took >= Duration::from_millis(200), "it stepped aside at first: {took:?}");
+}
+
 #[test]
 fn timings() {
     let e = embedder();
