@@ -997,7 +997,8 @@ pub struct QueryFirst {
 }
 
 /// How long the background embedding waits at one pause point while queries keep coming: it then
-/// does one more operation, so that a stream of queries slows it down but never starves it.
+/// does one more operation. With [`PAUSE_BUDGET_PER_TEXT`], a stream of queries slows it down but
+/// never starves it.
 const LONGEST_PAUSE: Duration = Duration::from_millis(200);
 
 /// How long, in all, the background embedding steps aside for queries per text it embeds (see
