@@ -28,6 +28,8 @@ use fresco_query::{Context, Lanes, Limits, retrieve};
 use rustc_hash::FxHashSet;
 use serde_json::json;
 
+#[path = "../retrieval/external.rs"]
+mod external;
 #[path = "../retrieval/latency.rs"]
 mod latency;
 #[path = "../retrieval/metrics.rs"]
@@ -48,6 +50,11 @@ struct Args {
     latency_reps: usize,
     embed_seconds: u64,
     lane_timeout: u64,
+    /// Tasks with annotated dependencies (`--tasks-from FILE`) instead of tasks derived from the
+    /// graph.
+    external: Option<Vec<external::ExternalTask>>,
+    /// No project starts after this many minutes (`--stop-after`); the report covers those run.
+    stop_after: Option<Duration>,
     roots: Vec<PathBuf>,
 }
 
@@ -64,6 +71,8 @@ impl Args {
             latency_reps: 3,
             embed_seconds: 180,
             lane_timeout: 900,
+            external: None,
+            stop_after: None,
             roots: Vec::new(),
         };
         let mut it = std::env::args().skip(1);
@@ -79,10 +88,12 @@ impl Args {
                 "--latency-reps" => out.latency_reps = value()?.parse()?,
                 "--embed-seconds" => out.embed_seconds = value()?.parse()?,
                 "--lane-timeout" => out.lane_timeout = value()?.parse()?,
+                "--stop-after" => out.stop_after = Some(Duration::from_secs_f64(value()?.parse::<f64>()? * 60.0)),
+                "--tasks-from" => out.external = Some(external::load(Path::new(&value()?))?),
                 "-h" | "--help" => {
                     eprintln!(
                         "usage: retrieval [--tasks N] [--budget B] [--trace FILE] [--report NAME] [--latency ROOT] \
-                         [--latency-queries N] [--latency-reps R] [--embed-seconds S] [--lane-timeout S] ROOT..."
+                         [--latency-queries N] [--latency-reps R] [--embed-seconds S] [--lane-timeout S] [--tasks-from FILE] [--stop-after MINUTES] ROOT..."
                     );
                     std::process::exit(0);
                 }
@@ -108,7 +119,14 @@ fn main() -> Result<()> {
     };
     let mut all: Vec<TaskResult> = Vec::new();
     let mut infos: Vec<ProjectInfo> = Vec::new();
+    let mut not_started: Vec<String> = Vec::new();
+    let started = Instant::now();
     for root in &args.roots {
+        if args.stop_after.is_some_and(|limit| started.elapsed() > limit) {
+            eprintln!("--stop-after: {} not started", root.display());
+            not_started.push(root.display().to_string());
+            continue;
+        }
         let (results, info) = run_project(root, &args, trace.as_mut().map(|t| t as &mut dyn std::io::Write))?;
         eprintln!(
             "{}: {} tasks, fused R@10 {:.3}, R@50 {:.3}",
@@ -119,6 +137,9 @@ fn main() -> Result<()> {
         );
         all.extend(results);
         infos.push(info);
+        if let Some(t) = trace.as_mut() {
+            t.flush()?;
+        }
     }
     if let Some(t) = trace.as_mut() {
         t.flush()?;
@@ -127,7 +148,7 @@ fn main() -> Result<()> {
         Some(root) => Some(latency::run(root, args.latency_queries, args.latency_reps, args.embed_seconds)?),
         None => None,
     };
-    let report = render(&args, &args_line, &all, &infos, latency.as_ref());
+    let report = render(&args, &args_line, &all, &infos, &not_started, latency.as_ref());
     println!("{report}");
     if let Some(name) = &args.report {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports");
@@ -266,7 +287,48 @@ fn run_project(
     let index_s = t.elapsed().as_secs_f64();
     let base = indexer.snapshot().clone();
     let totals = base.totals();
-    let candidates = tasks::candidates(&base);
+    // The work list: each task with its annotated dependencies (fresco id when mapped, and the
+    // benchmark's place), or with `None` when the truth comes from the graph.
+    type Annotated = Vec<(String, &'static str)>;
+    let work: Vec<(tasks::Candidate, Option<Annotated>)> = match &args.external {
+        None => tasks::candidates(&base).into_iter().map(|c| (c, None)).collect(),
+        Some(all) => {
+            let names = external::NameMap::new(&base);
+            let mut out = Vec::new();
+            for task in all.iter().filter(|t| t.project == name) {
+                let target = names.unit(&base, &task.namespace).and_then(|id| base.unit(&id));
+                let Some(target) = target.filter(|u| u.unit.kind.is_callable() && u.file.graph.path == task.file)
+                else {
+                    eprintln!("{name}: {} is not a function of {} here", task.namespace, task.file);
+                    out.push((
+                        tasks::Candidate { id: task.namespace.clone(), path: String::new(), kind: UnitKind::Function },
+                        None,
+                    ));
+                    continue;
+                };
+                let mut needed: Annotated = Vec::new();
+                for need in &task.needed {
+                    let id = names.unit(&base, &need.name).unwrap_or_else(|| need.name.clone());
+                    let place = match need.place.as_str() {
+                        "same class" => "same class",
+                        "same file" => "same file",
+                        _ => "other file",
+                    };
+                    if !needed.iter().any(|(n, _)| *n == id) {
+                        needed.push((id, place));
+                    }
+                }
+                let cand = tasks::Candidate {
+                    id: target.unit.id.clone(),
+                    path: target.file.graph.path.clone(),
+                    kind: target.unit.kind,
+                };
+                out.push((cand, Some(needed)));
+            }
+            out
+        }
+    };
+    let candidates = work.len();
     let mut info = ProjectInfo {
         name: name.clone(),
         root: root.display().to_string(),
@@ -274,10 +336,10 @@ fn run_project(
         units: totals.units,
         edges: totals.edges,
         index_s,
-        candidates: candidates.len(),
+        candidates,
         ..ProjectInfo::default()
     };
-    eprintln!("{name}: {} units, {} candidate tasks; starting the lanes", totals.units, candidates.len());
+    eprintln!("{name}: {} units, {candidates} candidate tasks; starting the lanes", totals.units);
 
     let counter = fresco_indexer::embed::locate_model(&fresco_indexer::embed::default_model_dir())
         .ok()
@@ -298,13 +360,17 @@ fn run_project(
 
     let mut results = Vec::new();
     let mut update_ms = Vec::new();
-    for cand in &candidates {
+    for (cand, annotated) in &work {
         if results.len() >= args.tasks {
             break;
         }
         info.tried += 1;
         let mut skip = |why: &str| *info.skipped.entry(why.to_string()).or_default() += 1;
-        let unit = base.unit(&cand.id).expect("candidate exists");
+        // An external task whose target this release does not define has no path.
+        let Some(unit) = base.unit(&cand.id).filter(|_| !cand.path.is_empty()) else {
+            skip("the target is not a function of its file in this release");
+            continue;
+        };
         let abs = src.join(&cand.path);
         let original = std::fs::read_to_string(&abs)?;
         let simple = unit.unit.name.rsplit('.').next().unwrap_or(&unit.unit.name).to_string();
@@ -322,12 +388,21 @@ fn run_project(
         let snap = indexer.snapshot().clone();
         let same_errors = snap.file(&cand.path).map(|f| f.graph.parse_errors) == Some(0);
         let kept = tasks::uses(&snap, &cand.id);
-        let mut needed: Vec<String> = used.difference(&kept).filter(|d| snap.contains_unit(d)).cloned().collect();
-        // A constructor call uses the class and its `__init__`: the class brings its `__init__`.
-        let before = needed.len();
-        let classes: BTreeSet<String> = needed.iter().cloned().collect();
-        needed.retain(|d| d.strip_suffix(".__init__").is_none_or(|class| !classes.contains(class)));
-        info.init_folded += before - needed.len();
+        let needed: Vec<String> = match annotated {
+            // What people annotated is the truth, whatever the graph says the body used.
+            Some(annotated) => annotated.iter().map(|(id, _)| id.clone()).collect(),
+            None => {
+                let mut needed: Vec<String> =
+                    used.difference(&kept).filter(|d| snap.contains_unit(d)).cloned().collect();
+                // A constructor call uses the class and its `__init__`: the class brings its
+                // `__init__`.
+                let before = needed.len();
+                let classes: BTreeSet<String> = needed.iter().cloned().collect();
+                needed.retain(|d| d.strip_suffix(".__init__").is_none_or(|class| !classes.contains(class)));
+                info.init_folded += before - needed.len();
+                needed
+            }
+        };
         let restore = |indexer: &mut Indexer| -> Result<()> {
             std::fs::write(&abs, &original)?;
             let report = indexer.apply(vec![FileEvent::Changed(cand.path.clone())])?;
@@ -345,7 +420,11 @@ fn run_project(
             continue;
         }
         if needed.is_empty() {
-            skip("every use is kept by the signature or decorators");
+            skip(if annotated.is_some() {
+                "no dependency annotated"
+            } else {
+                "every use is kept by the signature or decorators"
+            });
             restore(&mut indexer)?;
             continue;
         }
@@ -366,12 +445,15 @@ fn run_project(
         }
 
         let counted = CountedLanes { lanes: &lanes, counter: counter.as_ref() };
+        let places: Option<BTreeMap<String, &'static str>> =
+            annotated.as_ref().map(|a| a.iter().map(|(id, place)| (id.clone(), *place)).collect());
         let result = evaluate(
             &name,
             cand,
             &snap,
             &counted,
             &needed,
+            places.as_ref(),
             kept.len(),
             args,
             trace.as_mut().map(|t| &mut **t as &mut dyn std::io::Write),
@@ -399,6 +481,7 @@ fn evaluate(
     snap: &Snapshot,
     lanes: &CountedLanes,
     needed: &[String],
+    places: Option<&BTreeMap<String, &'static str>>,
     signature_deps: usize,
     args: &Args,
     trace: Option<&mut dyn std::io::Write>,
@@ -517,17 +600,10 @@ fn evaluate(
         } else {
             Some("other")
         };
-        let kind = snap.unit(dep).map_or("external", |u| u.unit.kind.as_str());
-        needs.push(Needed {
-            id: dep.clone(),
-            kind,
-            place: place_of(snap, &cand.id, cand.kind, dep),
-            ranks,
-            ablation_ranks,
-            in_context,
-            cut: is_cut,
-            stage,
-        });
+        let kind = snap.unit(dep).map_or("not in the index", |u| u.unit.kind.as_str());
+        let place =
+            places.and_then(|p| p.get(dep).copied()).unwrap_or_else(|| place_of(snap, &cand.id, cand.kind, dep));
+        needs.push(Needed { id: dep.clone(), kind, place, ranks, ablation_ranks, in_context, cut: is_cut, stage });
     }
     let result = TaskResult {
         project: project.to_string(),
@@ -591,39 +667,65 @@ fn render(
     args_line: &str,
     all: &[TaskResult],
     infos: &[ProjectInfo],
+    not_started: &[String],
     latency: Option<&latency::LatencyReport>,
 ) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     let _ = writeln!(out, "# Retrieval benchmark\n\n`retrieval {args_line}`\n\n{}", machine_info());
+    let (tasks_are, truth_is, proxy) = if args.external.is_some() {
+        (
+            "A task is a function or method of DevEval (Li et al., 2024: real projects, each function's dependencies \
+             annotated by people as intra-class, intra-file and cross-file), read from the file given with \
+             `--tasks-from` (`bench/deveval/fetch` writes it, with each project's source from its PyPI sdist), \
+             at most {} per project. Names are mapped onto fresco's units through the file each one lives in \
+             (bench/src/retrieval/external.rs); a task whose function this release does not define is skipped, and a \
+             dependency no unit answers to stays needed and is never found",
+            "The **truth** of a task is the set of dependencies DevEval annotated for it, whatever fresco's graph says \
+             the body used; modules among them count like any unit.",
+            "This is the held-out external benchmark the targets refer to, on the PyPI releases nearest to \
+             DevEval's snapshots (the Projects section counts the tasks whose signature is on DevEval's line).",
+        )
+    } else {
+        (
+            "A task is a function or method of a real project (outside test files, defined in a module or a class) whose \
+             original body uses at least one unit of the repository: a `calls`, `references` or `inherits` edge to a \
+             class, function, method or variable of the snapshot. Tasks are taken in a fixed pseudo-random order (xxh3 of \
+             the unit id), at most {} per project",
+            "The **truth** of a task is the set of units the original body used minus those the blanked unit still uses \
+             (through its signature, annotations or decorators: those are not retrieval).",
+            "This is a proxy for the external benchmark the targets \
+             refer to: it asks whether fresco finds what a body needs from its signature and docstring alone.",
+        )
+    };
     let _ = writeln!(
         out,
         "## What is measured\n\n\
-         A task is a function or method of a real project (outside test files, defined in a module or a class) whose \
-         original body uses at least one unit of the repository: a `calls`, `references` or `inherits` edge to a \
-         class, function, method or variable of the snapshot. Tasks are taken in a fixed pseudo-random order (xxh3 of \
-         the unit id), at most {} per project. For each task the file is rewritten with the body blanked — decorators, \
+         {}. For each task the file is rewritten with the body blanked — decorators, \
          signature and docstring kept, the rest replaced by `...` — the change is applied to the index \
          (`Indexer::apply`) and sent to the retrieval lanes (`RetrievalLanes::start`, the daemon's lanes thread: \
          BM25 updated incrementally, the changed units re-embedded), the benchmark waits until both lanes report the \
          new version, and runs `context NAME budget {} k {}` in-process (`fresco_query::run`). Then the original file \
          is restored and applied again.\n\n\
-         The **truth** of a task is the set of units the original body used minus those the blanked unit still uses \
-         (through its signature, annotations or decorators: those are not retrieval). Each lane's own ranked list \
+         {truth_is} Each lane's own ranked list \
          (`Output.lane_hits`: bm25 and dense asked for k = {}, the graph lane's list up to 4k), the fused ranking \
          (the ranking `context` returns: the dependencies — the graph lane's first k, in its order — then the \
          usage examples in the order of the reciprocal rank fusion over those lists; recomputed in full from the lists and checked against \
          `Output.results`) \
          and the assembled context (`Output.context`: a needed unit counts as in the context when it or a unit \
-         containing it was chosen) are scored against it. This is a proxy for the external benchmark the targets \
-         refer to: it asks whether fresco finds what a body needs from its signature and docstring alone. \
+         containing it was chosen) are scored against it. {proxy} \
          Context tokens are counted with the MiniLM tokenizer without truncation (`Embedder::count_tokens`), \
          as `RetrievalLanes::count_tokens` does (the shipped `tokenizer.json` truncates and pads to 128 tokens for \
          the model; both switch that off).\n\n\
          **Where a miss was lost** (a needed unit not in the context): *missing from the index* (not in the snapshot, \
          or a lane was not complete and no list had it), *not retrieved* (in no lane's list), *ranked too low* (in \
          some list but beyond fused rank {}), *cut by the budget* (within the fused top {} but listed as cut).\n",
-        args.tasks, args.budget, args.k, args.k, args.k, args.k
+        tasks_are.replace("{}", &args.tasks.to_string()),
+        args.budget,
+        args.k,
+        args.k,
+        args.k,
+        args.k
     );
     let _ = writeln!(out, "## Projects\n");
     let _ = writeln!(
@@ -658,14 +760,30 @@ fn render(
             let _ = writeln!(out, "\n{} candidates skipped: {}.", i.name, s.join("; "));
         }
     }
+    if !not_started.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nNot started (`--stop-after` reached; in the order given): {}.",
+            not_started.iter().map(|r| format!("`{r}`")).collect::<Vec<_>>().join(", ")
+        );
+    }
     let sig: usize = all.iter().map(|t| t.signature_deps).sum();
-    let _ = writeln!(
-        out,
-        "\nUses kept by the blanked signatures (not counted as needed): {sig} over {} tasks. `C.__init__` folded into \
+    if args.external.is_some() {
+        let _ = writeln!(
+            out,
+            "\nUnits the blanked signatures still use, by fresco's graph: {sig} over {} tasks (counted as needed when \
+             DevEval annotated them).\n",
+            all.len()
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "\nUses kept by the blanked signatures (not counted as needed): {sig} over {} tasks. `C.__init__` folded into \
          its class `C` when both are needed (a constructor call): {}.\n",
-        all.len(),
-        infos.iter().map(|i| i.init_folded).sum::<usize>()
-    );
+            all.len(),
+            infos.iter().map(|i| i.init_folded).sum::<usize>()
+        );
+    }
     if !all.is_empty() {
         let _ = writeln!(out, "## Results, all projects\n");
         // The plot is written beside the report as `NAME-recall.svg` (see `main`).
@@ -678,8 +796,9 @@ fn render(
         let r50 = metrics::mean_recall(all, 3, 50);
         let _ = writeln!(out, "| target | measured | |\n|---|---:|---|");
         let verdict = |ok: bool| if ok { "met" } else { "**MISSED**" };
-        let _ = writeln!(out, "| fused Recall@10 ≥ 0.75 (proxy) | {r10:.3} | {} |", verdict(r10 >= 0.75));
-        let _ = writeln!(out, "| fused Recall@50 ≥ 0.9 (proxy) | {r50:.3} | {} |", verdict(r50 >= 0.9));
+        let on = if args.external.is_some() { "DevEval" } else { "proxy" };
+        let _ = writeln!(out, "| fused Recall@10 ≥ 0.75 ({on}) | {r10:.3} | {} |", verdict(r10 >= 0.75));
+        let _ = writeln!(out, "| fused Recall@50 ≥ 0.9 ({on}) | {r50:.3} | {} |", verdict(r50 >= 0.9));
         if let Some(l) = latency {
             let _ = writeln!(
                 out,

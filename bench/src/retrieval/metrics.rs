@@ -297,7 +297,14 @@ pub fn tables(out: &mut String, tasks: &[TaskResult], headline: bool) {
             if key == 0 { "kind" } else { "place" }
         );
         let groups: Vec<&str> = if key == 0 {
-            vec!["function", "method", "class", "variable"]
+            // Annotated dependencies may also be modules, or name nothing fresco indexed.
+            let mut kinds = vec!["function", "method", "class", "variable"];
+            for other in ["module", "not in the index"] {
+                if needed.iter().any(|n| n.kind == other) {
+                    kinds.push(other);
+                }
+            }
+            kinds
         } else {
             vec!["same class", "same file", "other file"]
         };

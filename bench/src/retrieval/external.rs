@@ -1,0 +1,151 @@
+//! Tasks from an external benchmark whose dependencies were annotated by people, not derived
+//! from fresco's graph (DevEval's format; `bench/deveval/convert.py` writes the file).
+//!
+//! One JSON object per line:
+//! `{"project": "fs", "file": "fs/path.py", "namespace": "fs.path.relativefrom",
+//!   "needed": [{"name": "fs.path.iteratepath", "place": "same file"}]}`.
+//! `project` is the name of the ROOT directory the task belongs to, `file` is relative to it, and
+//! names are the benchmark's dotted names: the file's path from the project root with `src/`,
+//! `.py` and `__init__` dropped, then the qualified name inside the file. fresco names modules by
+//! their package root instead (a script in a directory without `__init__.py` is its own top-level
+//! module), so names are mapped through the file each one lives in; a name that maps to no unit
+//! stays as it is and counts as needed and never found.
+
+use std::path::Path;
+
+use anyhow::{Context as _, Result};
+use fresco_graph::Snapshot;
+use rustc_hash::FxHashMap;
+
+#[derive(Clone, Debug)]
+pub struct ExternalTask {
+    pub project: String,
+    pub file: String,
+    pub namespace: String,
+    pub needed: Vec<ExternalNeed>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ExternalNeed {
+    pub name: String,
+    /// `same class`, `same file` or `other file`, as the benchmark annotated it.
+    pub place: String,
+}
+
+pub fn load(path: &Path) -> Result<Vec<ExternalTask>> {
+    let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| parse(l).with_context(|| format!("{}:{}", path.display(), i + 1)))
+        .collect()
+}
+
+fn parse(line: &str) -> Result<ExternalTask> {
+    let v: serde_json::Value = serde_json::from_str(line)?;
+    let text = |v: &serde_json::Value, key: &str| -> Result<String> {
+        v.get(key).and_then(|s| s.as_str()).map(str::to_string).with_context(|| format!("no string \"{key}\""))
+    };
+    let needed = v
+        .get("needed")
+        .and_then(|n| n.as_array())
+        .context("no list \"needed\"")?
+        .iter()
+        .map(|n| Ok(ExternalNeed { name: text(n, "name")?, place: text(n, "place")? }))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(ExternalTask {
+        project: text(&v, "project")?,
+        file: text(&v, "file")?,
+        namespace: text(&v, "namespace")?,
+        needed,
+    })
+}
+
+/// The benchmark's dotted name of the module at `path`: `src/a/b/__init__.py` is `a.b`.
+fn benchmark_module(path: &str) -> Option<String> {
+    let stem = path.strip_suffix(".py")?;
+    let stem = stem.strip_suffix("/__init__").unwrap_or(stem);
+    Some(stem.replace('/', "."))
+}
+
+/// Maps the benchmark's dotted names onto the units of one snapshot.
+pub struct NameMap {
+    /// Benchmark module name → fresco module name.
+    modules: FxHashMap<String, String>,
+}
+
+impl NameMap {
+    pub fn new(snapshot: &Snapshot) -> NameMap {
+        let mut modules: FxHashMap<String, String> = FxHashMap::default();
+        for file in snapshot.files() {
+            let fresco = file.graph.module.clone();
+            let Some(full) = benchmark_module(&file.graph.path) else { continue };
+            // The layouts' leading directories the benchmark leaves out of its names.
+            for name in [Some(full.clone()), full.strip_prefix("src.").map(str::to_string)].into_iter().flatten() {
+                modules.entry(name).or_insert_with(|| fresco.clone());
+            }
+        }
+        NameMap { modules }
+    }
+
+    /// The unit `name` denotes: the longest prefix of it that names a module, with the rest of
+    /// the name taken inside that module. `None` when no unit of the snapshot has that name.
+    pub fn unit(&self, snapshot: &Snapshot, name: &str) -> Option<String> {
+        if snapshot.contains_unit(name) {
+            return Some(name.to_string());
+        }
+        let parts: Vec<&str> = name.split('.').collect();
+        for i in (1..=parts.len()).rev() {
+            let Some(module) = self.modules.get(&parts[..i].join(".")) else { continue };
+            let id = if i == parts.len() { module.clone() } else { format!("{module}.{}", parts[i..].join(".")) };
+            if snapshot.contains_unit(&id) {
+                return Some(id);
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn benchmark_module_names() {
+        assert_eq!(benchmark_module("src/a/b/__init__.py").as_deref(), Some("src.a.b"));
+        assert_eq!(benchmark_module("tools/cgrep.py").as_deref(), Some("tools.cgrep"));
+        assert_eq!(benchmark_module("README.md"), None);
+    }
+
+    #[test]
+    fn names_map_through_the_file_they_live_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |rel: &str, text: &str| {
+            let p = dir.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        write("src/pkg/__init__.py", "from .mod import C\n");
+        write("src/pkg/mod.py", "LIMIT = 3\n\nclass C:\n    def m(self):\n        self.x = LIMIT\n");
+        write("tools/script.py", "def g():\n    pass\n");
+        let mut indexer = fresco_indexer::Indexer::in_memory(dir.path(), fresco_indexer::IndexerOptions::default());
+        indexer.refresh().unwrap();
+        let snap = indexer.snapshot();
+        let names = NameMap::new(snap);
+        assert_eq!(names.unit(snap, "pkg.mod.C.m").as_deref(), Some("pkg.mod.C.m"));
+        assert_eq!(names.unit(snap, "pkg.mod.C.x").as_deref(), Some("pkg.mod.C.x"));
+        assert_eq!(names.unit(snap, "pkg.mod").as_deref(), Some("pkg.mod"));
+        // A script outside any package is a top-level module to fresco.
+        let script = snap.file("tools/script.py").unwrap().graph.module.clone();
+        assert_eq!(names.unit(snap, "tools.script.g"), Some(format!("{script}.g")));
+        assert_eq!(names.unit(snap, "pkg.mod.C.nothing"), None);
+    }
+
+    #[test]
+    fn a_task_line_parses_and_a_broken_one_says_what_is_missing() {
+        let t = parse(r#"{"project": "fs", "file": "fs/path.py", "namespace": "fs.path.f", "needed": [{"name": "fs.path.g", "place": "same file"}]}"#).unwrap();
+        assert_eq!((t.project.as_str(), t.needed.len(), t.needed[0].place.as_str()), ("fs", 1, "same file"));
+        let err = parse(r#"{"project": "fs", "file": "fs/path.py", "needed": []}"#).unwrap_err();
+        assert!(err.to_string().contains("namespace"), "{err}");
+    }
+}
