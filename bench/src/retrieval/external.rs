@@ -89,7 +89,10 @@ impl NameMap {
     }
 
     /// The unit `name` denotes: the longest prefix of it that names a module, with the rest of
-    /// the name taken inside that module. `None` when no unit of the snapshot has that name.
+    /// the name taken inside that module. A member named on a class that inherits it (DevEval
+    /// writes `Sub.x` for `self.x` set in `Base.__init__`) is the base's member, found along the
+    /// `inherits` edges depth first, in the order the bases are listed. `None` when no unit of the
+    /// snapshot has that name.
     pub fn unit(&self, snapshot: &Snapshot, name: &str) -> Option<String> {
         if snapshot.contains_unit(name) {
             return Some(name.to_string());
@@ -101,9 +104,41 @@ impl NameMap {
             if snapshot.contains_unit(&id) {
                 return Some(id);
             }
+            if let Some((class, member)) = id.rsplit_once('.')
+                && let Some(inherited) = inherited_member(snapshot, class, member)
+            {
+                return Some(inherited);
+            }
         }
         None
     }
+}
+
+/// `member` of the first base of `class` (depth first, bases in order) that defines it.
+fn inherited_member(snapshot: &Snapshot, class: &str, member: &str) -> Option<String> {
+    if snapshot.kind_of(class) != Some(fresco_graph::UnitKind::Class) {
+        return None;
+    }
+    let mut stack = vec![class.to_string()];
+    let mut seen = rustc_hash::FxHashSet::default();
+    while let Some(c) = stack.pop() {
+        if !seen.insert(c.clone()) {
+            continue;
+        }
+        let id = format!("{c}.{member}");
+        if c != class && snapshot.contains_unit(&id) {
+            return Some(id);
+        }
+        let Some(unit) = snapshot.unit(&c) else { continue };
+        let bases: Vec<String> = unit
+            .file
+            .edges_from(&c)
+            .filter(|e| e.kind == fresco_graph::EdgeKind::Inherits)
+            .map(|e| e.dst.clone())
+            .collect();
+        stack.extend(bases.into_iter().rev());
+    }
+    None
 }
 
 #[cfg(test)]
@@ -126,7 +161,10 @@ mod tests {
             std::fs::write(p, text).unwrap();
         };
         write("src/pkg/__init__.py", "from .mod import C\n");
-        write("src/pkg/mod.py", "LIMIT = 3\n\nclass C:\n    def m(self):\n        self.x = LIMIT\n");
+        write(
+            "src/pkg/mod.py",
+            "LIMIT = 3\n\nclass C:\n    def m(self):\n        self.x = LIMIT\n\nclass D(C):\n    pass\n",
+        );
         write("tools/script.py", "def g():\n    pass\n");
         let mut indexer = fresco_indexer::Indexer::in_memory(dir.path(), fresco_indexer::IndexerOptions::default());
         indexer.refresh().unwrap();
@@ -139,6 +177,10 @@ mod tests {
         let script = snap.file("tools/script.py").unwrap().graph.module.clone();
         assert_eq!(names.unit(snap, "tools.script.g"), Some(format!("{script}.g")));
         assert_eq!(names.unit(snap, "pkg.mod.C.nothing"), None);
+        // Named on the subclass, defined on the base.
+        assert_eq!(names.unit(snap, "pkg.mod.D.x").as_deref(), Some("pkg.mod.C.x"));
+        assert_eq!(names.unit(snap, "pkg.mod.D.m").as_deref(), Some("pkg.mod.C.m"));
+        assert_eq!(names.unit(snap, "pkg.mod.D.nothing"), None);
     }
 
     #[test]
