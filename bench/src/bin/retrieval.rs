@@ -137,12 +137,10 @@ fn main() -> Result<()> {
         );
         all.extend(results);
         infos.push(info);
+        // Flushed per project, so a run stopped early keeps what it measured.
         if let Some(t) = trace.as_mut() {
             t.flush()?;
         }
-    }
-    if let Some(t) = trace.as_mut() {
-        t.flush()?;
     }
     let latency = match &args.latency {
         Some(root) => Some(latency::run(root, args.latency_queries, args.latency_reps, args.embed_seconds)?),
@@ -290,6 +288,7 @@ fn run_project(
     // The work list: each task with its annotated dependencies (fresco id when mapped, and the
     // benchmark's place), or with `None` when the truth comes from the graph.
     type Annotated = Vec<(String, &'static str)>;
+    let mut absent_targets = 0usize;
     let work: Vec<(tasks::Candidate, Option<Annotated>)> = match &args.external {
         None => tasks::candidates(&base).into_iter().map(|c| (c, None)).collect(),
         Some(all) => {
@@ -300,10 +299,7 @@ fn run_project(
                 let Some(target) = target.filter(|u| u.unit.kind.is_callable() && u.file.graph.path == task.file)
                 else {
                     eprintln!("{name}: {} is not a function of {} here", task.namespace, task.file);
-                    out.push((
-                        tasks::Candidate { id: task.namespace.clone(), path: String::new(), kind: UnitKind::Function },
-                        None,
-                    ));
+                    absent_targets += 1;
                     continue;
                 };
                 let mut needed: Annotated = Vec::new();
@@ -328,7 +324,7 @@ fn run_project(
             out
         }
     };
-    let candidates = work.len();
+    let candidates = work.len() + absent_targets;
     let mut info = ProjectInfo {
         name: name.clone(),
         root: root.display().to_string(),
@@ -337,8 +333,12 @@ fn run_project(
         edges: totals.edges,
         index_s,
         candidates,
+        tried: absent_targets,
         ..ProjectInfo::default()
     };
+    if absent_targets > 0 {
+        info.skipped.insert("the target is not a function of its file in this release".into(), absent_targets);
+    }
     eprintln!("{name}: {} units, {candidates} candidate tasks; starting the lanes", totals.units);
 
     let counter = fresco_indexer::embed::locate_model(&fresco_indexer::embed::default_model_dir())
@@ -366,11 +366,7 @@ fn run_project(
         }
         info.tried += 1;
         let mut skip = |why: &str| *info.skipped.entry(why.to_string()).or_default() += 1;
-        // An external task whose target this release does not define has no path.
-        let Some(unit) = base.unit(&cand.id).filter(|_| !cand.path.is_empty()) else {
-            skip("the target is not a function of its file in this release");
-            continue;
-        };
+        let unit = base.unit(&cand.id).expect("candidate exists");
         let abs = src.join(&cand.path);
         let original = std::fs::read_to_string(&abs)?;
         let simple = unit.unit.name.rsplit('.').next().unwrap_or(&unit.unit.name).to_string();
@@ -684,7 +680,8 @@ fn render(
             "The **truth** of a task is the set of dependencies DevEval annotated for it, whatever fresco's graph says \
              the body used; modules among them count like any unit.",
             "This is the held-out external benchmark the targets refer to, on the PyPI releases nearest to \
-             DevEval's snapshots (the Projects section counts the tasks whose signature is on DevEval's line).",
+             DevEval's snapshots (`bench/deveval/fetch` writes how many task signatures sit on DevEval's line to \
+             `projects.tsv`).",
         )
     } else {
         (

@@ -1,5 +1,5 @@
 //! Tasks from an external benchmark whose dependencies were annotated by people, not derived
-//! from fresco's graph (DevEval's format; `bench/deveval/convert.py` writes the file).
+//! from fresco's graph (DevEval's format; `bench/deveval/fetch` writes the file).
 //!
 //! One JSON object per line:
 //! `{"project": "fs", "file": "fs/path.py", "namespace": "fs.path.relativefrom",
