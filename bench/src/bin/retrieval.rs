@@ -55,6 +55,9 @@ struct Args {
     external: Option<Vec<external::ExternalTask>>,
     /// No project starts after this many minutes (`--stop-after`); the report covers those run.
     stop_after: Option<Duration>,
+    /// Each project's stored vectors are taken from and given back to `DIR/<project>`
+    /// (`--vector-cache`), so a rerun embeds only the texts it has not seen.
+    vector_cache: Option<PathBuf>,
     roots: Vec<PathBuf>,
 }
 
@@ -73,6 +76,7 @@ impl Args {
             lane_timeout: 900,
             external: None,
             stop_after: None,
+            vector_cache: None,
             roots: Vec::new(),
         };
         let mut it = std::env::args().skip(1);
@@ -90,10 +94,11 @@ impl Args {
                 "--lane-timeout" => out.lane_timeout = value()?.parse()?,
                 "--stop-after" => out.stop_after = Some(Duration::from_secs_f64(value()?.parse::<f64>()? * 60.0)),
                 "--tasks-from" => out.external = Some(external::load(Path::new(&value()?))?),
+                "--vector-cache" => out.vector_cache = Some(PathBuf::from(value()?)),
                 "-h" | "--help" => {
                     eprintln!(
                         "usage: retrieval [--tasks N] [--budget B] [--trace FILE] [--report NAME] [--latency ROOT] \
-                         [--latency-queries N] [--latency-reps R] [--embed-seconds S] [--lane-timeout S] [--tasks-from FILE] [--stop-after MINUTES] ROOT..."
+                         [--latency-queries N] [--latency-reps R] [--embed-seconds S] [--lane-timeout S] [--tasks-from FILE] [--stop-after MINUTES] [--vector-cache DIR] ROOT..."
                     );
                     std::process::exit(0);
                 }
@@ -344,6 +349,11 @@ fn run_project(
     let counter = fresco_indexer::embed::locate_model(&fresco_indexer::embed::default_model_dir())
         .ok()
         .and_then(|files| fresco_indexer::embed::Embedder::load(&files, 1).ok());
+    let cached_vectors = args.vector_cache.as_ref().map(|dir| dir.join(&name));
+    if let Some(cached) = cached_vectors.as_ref().filter(|c| c.is_dir()) {
+        copy_tree(cached, &db.join("vectors")).with_context(|| format!("reading {}", cached.display()))?;
+        info.vectors_reused = true;
+    }
     let (lanes, tx) = RetrievalLanes::start(&db, base.clone());
     let timeout = Duration::from_secs(args.lane_timeout);
     let (bm25, dense) = wait_lanes(&lanes, base.version(), timeout, true);
@@ -467,6 +477,14 @@ fn run_project(
     }
     drop(lanes);
     drop(indexer);
+    if let Some(cached) = &cached_vectors {
+        // Replaced whole, through a sibling, so an interrupted copy never leaves a torn store.
+        let fresh = cached.with_extension("new");
+        let _ = std::fs::remove_dir_all(&fresh);
+        copy_tree(&db.join("vectors"), &fresh)?;
+        let _ = std::fs::remove_dir_all(cached);
+        std::fs::rename(&fresh, cached).with_context(|| format!("writing {}", cached.display()))?;
+    }
     Ok((results, info))
 }
 
@@ -731,6 +749,7 @@ fn render(
     );
     for i in infos {
         let dense = match i.dense_ready_s {
+            Some(s) if i.vectors_reused => format!("{s:.1} s (vectors of an earlier run)"),
             Some(s) => format!("{s:.1} s ({:.0} units/s)", i.units as f64 / s.max(1e-9)),
             None => i.dense_status.clone(),
         };

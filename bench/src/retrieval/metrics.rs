@@ -105,6 +105,8 @@ pub struct ProjectInfo {
     pub bm25_ready_s: f64,
     pub dense_ready_s: Option<f64>,
     pub dense_status: String,
+    /// The dense lane started from vectors stored by an earlier run (`--vector-cache`).
+    pub vectors_reused: bool,
     /// Median seconds from `apply` returning to both lanes reflecting the blanked version.
     pub lane_update_median_ms: f64,
     /// Needed `C.__init__` dropped because `C` itself is needed.
