@@ -416,6 +416,9 @@ fn external_call_result(external: &str) -> Option<Value> {
 struct SiteHits {
     vars: Vec<Target>,
     properties: Vec<Target>,
+    /// Modules of the repository read through a name or an attribute on the way
+    /// (`exceptions` in `exceptions.Boom()` after `from pkg import exceptions`).
+    modules: Vec<Arc<str>>,
 }
 
 struct Resolver<'a> {
@@ -1850,20 +1853,30 @@ impl<'a> Resolver<'a> {
             return Vec::new();
         }
         let raw = match expr {
-            Expr::Name(n) => match self.module_body_values(n, scope, depth + 1) {
-                Some((values, variable)) => {
-                    if let (Some(h), Some(t)) = (hits.as_deref_mut(), variable) {
-                        h.vars.push(t);
+            Expr::Name(n) => {
+                let values = match self.module_body_values(n, scope, depth + 1) {
+                    Some((values, variable)) => {
+                        if let (Some(h), Some(t)) = (hits.as_deref_mut(), variable) {
+                            h.vars.push(t);
+                        }
+                        values
                     }
-                    values
+                    None => self.name_values(n, scope, depth + 1),
+                };
+                if let Some(h) = hits.as_deref_mut() {
+                    self.note_modules(&values, h);
                 }
-                None => self.name_values(n, scope, depth + 1),
-            },
+                values
+            }
             Expr::Attr(base, attr) => {
                 let bases = self.eval_site(base, scope, hits.as_deref_mut(), depth + 1);
                 let mut out = Vec::new();
                 for b in &bases {
-                    for v in self.attr_of(b, attr, depth + 1) {
+                    let values = self.attr_of(b, attr, depth + 1);
+                    if let Some(h) = hits.as_deref_mut() {
+                        self.note_modules(&values, h);
+                    }
+                    for v in values {
                         if let (Value::Function(t), Value::Instance(_)) = (&v, b)
                             && self.method_flags(t).is_property
                         {
@@ -3107,6 +3120,19 @@ impl<'a> Resolver<'a> {
         })
     }
 
+    /// Records the repository's modules among `values` (a file of this repository, not a
+    /// namespace package or an external module) as read.
+    fn note_modules(&self, values: &[Value], hits: &mut SiteHits) {
+        for v in values {
+            if let Value::Module(m) = v
+                && matches!(self.lookup(m).0, ModuleLookup::File(_))
+                && !hits.modules.contains(m)
+            {
+                hits.modules.push(m.clone());
+            }
+        }
+    }
+
     fn add_hits(
         &self,
         edges: &mut Vec<Edge>,
@@ -3120,6 +3146,11 @@ impl<'a> Resolver<'a> {
         }
         for p in &hits.properties {
             add(edges, unit, p.id(), EdgeKind::Calls, Some(line));
+        }
+        // A module read through the name an import bound is a module-level name read, as a
+        // variable is.
+        for m in &hits.modules {
+            add(edges, unit, m.to_string(), EdgeKind::References, Some(line));
         }
     }
 }
