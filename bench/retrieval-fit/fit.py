@@ -20,14 +20,14 @@ import numpy as np
 
 FEATURES = [
     "own_class", "base_class", "mentioned_class", "class_neighbourhood", "file", "file_neighbourhood", "imported_name",
-    "imported", "class_users", "file_users", "unused_import", "unused_private", "unread_variable", "word_affinity", "dense_affinity", "analogue_users",
+    "imported_module", "imported", "class_users", "file_users", "unused_import", "unused_private", "unread_variable", "word_affinity", "dense_affinity", "analogue_users",
     "named_in_text", "adjacent_users", "analogue_role_users", "same_name", "collaborator_namesake", "family_users",
     "sibling_users", "return_constructor", "type_users", "analogue_only", "caller_of_target",
     "local_elsewhere", "shadowed",
 ]
 STATED = {
     "own_class": 3.0, "base_class": 3.0, "mentioned_class": 2.0, "class_neighbourhood": 2.0, "file": 1.5, "file_neighbourhood": 0.75,
-    "imported_name": 0.5, "imported": 0.0, "class_users": 0.8, "file_users": 0.5, "unused_import": 100.0,
+    "imported_name": 0.5, "imported_module": 0.5, "imported": 0.0, "class_users": 0.8, "file_users": 0.5, "unused_import": 100.0,
     "unused_private": 2.5, "unread_variable": 2.5,
     "word_affinity": 2.0, "dense_affinity": 0.5, "analogue_users": 2.0, "named_in_text": 1.0,
     "adjacent_users": 1.0, "analogue_role_users": 2.0, "same_name": 2.0, "collaborator_namesake": 2.0, "family_users": 2.0,

@@ -598,13 +598,13 @@ fn an_import_only_the_unwritten_body_can_use_ranks_first_unless_the_file_uses_it
         ids
     };
     // `Codes` is used through its member, the `noqa` import and the `__all__` name are kept on
-    // purpose, `Mode` (a type alias) is what the target's signature names, `util` is a whole
-    // module: only two imports are there for the target's body.
+    // purpose, `Mode` (a type alias) is what the target's signature names, the module `util` is
+    // read by `other`: only two imports are there for the target's body.
     assert_eq!(flagged("pkg.api.target"), ["pkg.helpers.wanted", "pkg.util.for_target"]);
     // A written body says what it uses itself: a dead import is no evidence for it.
     assert!(flagged("pkg.api.written").is_empty(), "{:?}", flagged("pkg.api.written"));
     // A package's `__init__.py` imports what it offers; a whole module imported for the target
-    // says which module, not which member.
+    // says which module (it is flagged itself), not which member.
     write(dir.path(), "pkg/sub/__init__.py", "from pkg.helpers import wanted\n\ndef pending():\n    ...\n");
     write(dir.path(), "pkg/mod.py", "from pkg import helpers\n\ndef pending():\n    ...\n");
     let snapshot = index(dir.path());
@@ -612,7 +612,7 @@ fn an_import_only_the_unwritten_body_can_use_ranks_first_unless_the_file_uses_it
         features_for(&snapshot, name).into_iter().filter(|(_, f)| f.unused_import > 0.0).map(|(id, _)| id).collect()
     };
     assert!(flagged("pkg.sub.pending").is_empty(), "{:?}", flagged("pkg.sub.pending"));
-    assert!(flagged("pkg.mod.pending").is_empty(), "{:?}", flagged("pkg.mod.pending"));
+    assert_eq!(flagged("pkg.mod.pending"), ["pkg.helpers"]);
     let ranked = lane_for(&snapshot, "pkg.api.target", &[]);
     let mut first_two: Vec<&str> = ranked.iter().take(2).map(String::as_str).collect();
     first_two.sort();
@@ -697,7 +697,9 @@ fn a_whole_module_import_reaches_what_the_module_re_exports() {
     let features = features_for(&snapshot, "demo.pause");
     assert!(features.iter().any(|(id, _)| id == "pkg.termui.pause"), "{features:?}");
     let ranked = lane_for(&snapshot, "demo.pause", &[]);
-    assert_eq!(ranked.first().map(String::as_str), Some("pkg.termui.pause"), "{ranked:?}");
+    // The module nothing else reads was imported for the target; what it re-exports comes next.
+    let first_two: Vec<&str> = ranked.iter().take(2).map(String::as_str).collect();
+    assert_eq!(first_two, ["pkg", "pkg.termui.pause"], "{ranked:?}");
 }
 
 #[test]
@@ -773,4 +775,48 @@ fn analogues_and_name_siblings_count_for_what_their_bodies_use_not_their_annotat
     let sibling_users = |id: &str| features.iter().find(|(c, _)| c == id).map(|(_, f)| f.sibling_users);
     assert_eq!(sibling_users("pkg.types.encode"), Some(1.0), "{features:?}");
     assert_eq!(sibling_users("pkg.types.HeaderTypes"), Some(0.0), "{features:?}");
+}
+
+#[test]
+fn a_module_the_file_binds_is_a_candidate_ranked_by_who_reads_it_and_stays_out_of_the_text() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    write(dir.path(), "pkg/errors.py", "class Missing(Exception):\n    pass\n\nclass Invalid(Exception):\n    pass\n");
+    write(dir.path(), "pkg/codec.py", "def encode(v):\n    return v\n");
+    write(dir.path(), "pkg/unused.py", "def nothing():\n    return None\n");
+    write(
+        dir.path(),
+        "pkg/store.py",
+        "from pkg import errors\nimport pkg.codec as codec\nfrom pkg import unused\n\n\
+         class Store:\n    def get(self, key):\n        if key is None:\n            raise errors.Invalid(key)\n        \
+         return codec.encode(key)\n\n    def drop(self, key):\n        raise errors.Missing(key)\n\n    \
+         def put(self, key, value):\n        \"\"\"Store value under key.\"\"\"\n        ...\n\n\
+         def helper():\n    return unused.nothing()\n",
+    );
+    let snapshot = index(dir.path());
+    let features = features_for(&snapshot, "pkg.store.Store.put");
+    let of = |id: &str| features.iter().find(|(c, _)| c == id).map(|(_, f)| f.clone());
+    // Both of the class's other methods read `errors`, one reads `codec`; `unused` is read only
+    // outside the class; the package itself is bound by no import of the file.
+    let errors = of("pkg.errors").expect("errors is a candidate");
+    let codec = of("pkg.codec").expect("codec is a candidate");
+    let unused = of("pkg.unused").expect("unused is a candidate");
+    assert_eq!((errors.imported_module, codec.imported_module, unused.imported_module), (1.0, 1.0, 1.0));
+    assert!(errors.class_users > codec.class_users && codec.class_users > unused.class_users, "{features:?}");
+    assert!(of("pkg").is_none() && of("pkg.store").is_none(), "{features:?}");
+    let ranked = lane_for(&snapshot, "pkg.store.Store.put", &[]);
+    let at = |id: &str| ranked.iter().position(|r| r == id).unwrap_or(usize::MAX);
+    assert!(at("pkg.errors") < at("pkg.codec") && at("pkg.codec") < at("pkg.unused"), "{ranked:?}");
+    // The context ranks the module but never pastes a whole file as a unit's source.
+    let target =
+        resolve_target(&snapshot, &ContextTarget::Unit(Symbol::Name("pkg.store.Store.put".into()))).expect("target");
+    let fused = fuse(&[(Lane::Graph, ranked.clone())]);
+    let deps: FxHashSet<String> = ranked.iter().take(10).cloned().collect();
+    let block = assemble(&snapshot, None, &target, &fused, &deps, 4000, None);
+    assert!(!block.units.iter().any(|u| u.name == "pkg.errors"), "{:?}", block.units);
+    assert!(
+        block.units.iter().any(|u| u.name == "pkg.errors.Missing" || u.name == "pkg.errors.Invalid"),
+        "{:?}",
+        block.units
+    );
 }
