@@ -1935,6 +1935,10 @@ fn reachable_candidates(
             _ => {}
         }
     }
+    for c in classes_named_by_attributes(snapshot, target) {
+        push(&c, Tier::Imported, &mut out);
+        used_classes.push(c);
+    }
     for c in used_classes {
         for m in members(&c) {
             push(&m, Tier::Imported, &mut out);
@@ -1959,6 +1963,59 @@ fn reachable_candidates(
     }
     out
 }
+
+/// The classes of the target's package that its class's attributes are named after: an
+/// attribute `self.connection` set from a parameter holds what the caller passed, which the graph
+/// cannot follow, and most often that is an instance of the package's `EC2Connection` (the class
+/// name ends with the attribute's words). An attribute name matching more than
+/// [`MAX_CLASSES_PER_ATTRIBUTE`] classes says nothing.
+fn classes_named_by_attributes(snapshot: &Snapshot, target: &Target) -> Vec<String> {
+    let Some(class) = target.class.as_deref() else { return Vec::new() };
+    let mut names: Vec<String> = Vec::new();
+    for c in class_and_bases(snapshot, class) {
+        for m in edge_targets(snapshot, &c, EdgeKind::Contains) {
+            if snapshot.kind_of(&m) != Some(UnitKind::Variable) {
+                continue;
+            }
+            let name: String = last_name(&m).chars().filter(|c| *c != '_').flat_map(char::to_lowercase).collect();
+            if name.len() >= 4 && !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    if names.is_empty() {
+        return Vec::new();
+    }
+    let dir = dir_of(&target.file);
+    let classes: Vec<&str> = snapshot
+        .files()
+        .filter(|f| dir_of(&f.graph.path) == dir)
+        .flat_map(|f| {
+            f.graph
+                .units
+                .iter()
+                .filter(move |u| u.kind == UnitKind::Class && owner_of(&u.id) == Some(f.graph.module.as_str()))
+        })
+        .map(|u| u.id.as_str())
+        .filter(|id| *id != class)
+        .collect();
+    let mut out: Vec<String> = Vec::new();
+    for name in &names {
+        let matching: Vec<&str> =
+            classes.iter().copied().filter(|id| last_name(id).to_lowercase().ends_with(name.as_str())).collect();
+        if matching.len() <= MAX_CLASSES_PER_ATTRIBUTE {
+            for id in matching {
+                if !out.iter().any(|o| o == id) {
+                    out.push(id.to_string());
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+const MAX_CLASSES_PER_ATTRIBUTE: usize = 3;
 
 /// A unit chosen for the context, with why.
 #[derive(Clone, Debug, serde::Serialize)]

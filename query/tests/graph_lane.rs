@@ -820,3 +820,33 @@ fn a_module_the_file_binds_is_a_candidate_ranked_by_who_reads_it_and_stays_out_o
         block.units
     );
 }
+
+#[test]
+fn an_attribute_named_after_a_class_of_the_package_reaches_that_classs_members() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    write(
+        dir.path(),
+        "pkg/connection.py",
+        "class EC2Connection:\n    def create_tags(self, ids, tags):\n        return ids\n\n\
+         class S3Connection:\n    def make_bucket(self, name):\n        return name\n",
+    );
+    write(dir.path(), "other/__init__.py", "");
+    write(dir.path(), "other/table.py", "class Table:\n    def describe(self):\n        return 1\n");
+    write(
+        dir.path(),
+        "pkg/tagged.py",
+        "class Tagged:\n    def __init__(self, connection=None, table=None):\n        \
+         self.connection = connection\n        self.table = table\n\n    \
+         def add_tags(self, tags):\n        \"\"\"Add tags to this object.\"\"\"\n        ...\n",
+    );
+    let snapshot = index(dir.path());
+    let ids: Vec<String> =
+        features_for(&snapshot, "pkg.tagged.Tagged.add_tags").into_iter().map(|(id, _)| id).collect();
+    // `connection` names both connection classes of the package (at most three may match);
+    // `table` names a class of another package, which the attribute says nothing about.
+    for reached in ["pkg.connection.EC2Connection.create_tags", "pkg.connection.S3Connection.make_bucket"] {
+        assert!(ids.iter().any(|id| id == reached), "{reached} not in {ids:?}");
+    }
+    assert!(!ids.iter().any(|id| id.starts_with("other.")), "{ids:?}");
+}
