@@ -9,11 +9,15 @@ per-task values. Two 95 % intervals are printed for k = 10 and 50:
 - over projects and tasks: a two-level bootstrap (resample the projects, then each chosen
   project's tasks), since projects differ more from each other than tasks of one project do.
 
-    python3 interval.py TRACE
+    python3 interval.py TRACE [--half tuning|held-out]
+
+`--half` keeps the projects of one half of DevEval's split (bench/README.md): the first hex digit
+of the SHA-256 of the project's name is 0-7 for the tuning half, 8-f for the held-out half.
 
 Standard library only; a measuring tool, not part of fresco.
 """
 import collections
+import hashlib
 import json
 import random
 import statistics
@@ -22,7 +26,14 @@ import sys
 RESAMPLES = 2000
 
 
-def per_task_recall(path, k):
+def in_half(project, half):
+    if half is None:
+        return True
+    tuning = hashlib.sha256(project.encode()).hexdigest()[0] in "01234567"
+    return tuning == (half == "tuning")
+
+
+def per_task_recall(path, k, half=None):
     """Project -> the Recall@k of each of its tasks with at least one needed unit."""
     by_project = collections.defaultdict(list)
     with open(path) as trace:
@@ -32,7 +43,7 @@ def per_task_recall(path, k):
             except json.JSONDecodeError:
                 continue
             needed = {n["id"] for n in task.get("needed", [])}
-            if "fused" not in task or not needed:
+            if "fused" not in task or not needed or not in_half(task["project"], half):
                 continue
             top = {hit["id"] for hit in task["fused"][:k]}
             by_project[task["project"]].append(len(needed & top) / len(needed))
@@ -53,13 +64,17 @@ def two_level_bootstrap(by_project, rng):
 
 
 def main():
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    half = None
+    if len(args) == 3 and args[1] == "--half" and args[2] in ("tuning", "held-out"):
+        half = args[2]
+    elif len(args) != 1:
         sys.exit(__doc__)
     for k in (10, 50):
-        by_project = per_task_recall(sys.argv[1], k)
+        by_project = per_task_recall(args[0], k, half)
         values = [v for tasks in by_project.values() for v in tasks]
         if len(values) < 2:
-            sys.exit(f"{sys.argv[1]}: fewer than two tasks with needed units")
+            sys.exit(f"{args[0]}: fewer than two tasks with needed units")
         mean = statistics.mean(values)
         error = statistics.stdev(values) / len(values) ** 0.5
         low, high = two_level_bootstrap(by_project, random.Random(1))
