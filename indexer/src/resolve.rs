@@ -1863,17 +1863,28 @@ impl<'a> Resolver<'a> {
                     }
                     None => self.name_values(n, scope, depth + 1),
                 };
-                if let Some(h) = hits.as_deref_mut() {
+                // A module handed over as an argument is not named by this code.
+                if let Some(h) = hits.as_deref_mut()
+                    && !self.head_is_param(expr, scope)
+                {
                     self.note_modules(&values, h);
                 }
                 values
             }
             Expr::Attr(base, attr) => {
                 let bases = self.eval_site(base, scope, hits.as_deref_mut(), depth + 1);
+                let named_here = hits.is_some() && !self.head_is_param(expr, scope);
                 let mut out = Vec::new();
                 for b in &bases {
                     let values = self.attr_of(b, attr, depth + 1);
-                    if let Some(h) = hits.as_deref_mut() {
+                    if let Some(h) = hits.as_deref_mut().filter(|_| named_here) {
+                        // `pkg.mod.f()` reads `pkg.mod`: the package on the way is only the path
+                        // to it (else everything written `pkg.…` would reference the package).
+                        if let Value::Module(outer) = b
+                            && values.iter().any(|v| matches!(v, Value::Module(_)))
+                        {
+                            h.modules.retain(|m| m != outer);
+                        }
                         self.note_modules(&values, h);
                     }
                     for v in values {
@@ -3150,7 +3161,12 @@ impl<'a> Resolver<'a> {
         // A module read through the name an import bound is a module-level name read, as a
         // variable is.
         for m in &hits.modules {
-            add(edges, unit, m.to_string(), EdgeKind::References, Some(line));
+            // Code inside a module reading that module by name (`pkg` in `pkg/__init__.py`)
+            // references nothing outside itself.
+            let inside = unit.strip_prefix(&**m).is_some_and(|rest| rest.is_empty() || rest.starts_with('.'));
+            if !inside {
+                add(edges, unit, m.to_string(), EdgeKind::References, Some(line));
+            }
         }
     }
 }

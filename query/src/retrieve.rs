@@ -1098,7 +1098,9 @@ fn callers_above<'s>(snapshot: &'s Snapshot, target: &Target) -> FxHashSet<&'s s
                     continue;
                 }
                 let user = without_lambdas(&e.src);
-                if !is_within(user, id) && found.insert(user) {
+                // Code at a module's top level stands above the target, but whoever reads the
+                // module does not stand above that code.
+                if !is_within(user, id) && found.insert(user) && snapshot.kind_of(user) != Some(UnitKind::Module) {
                     next.push(user);
                 }
             }
@@ -1643,8 +1645,9 @@ impl NeighbourUsage {
 /// statement carries `# noqa` (bare or with F401) or pylint's `unused-import`, and a name the
 /// module's `__all__` lists. A whole module imported for the target (`from . import errors`)
 /// says which module, not which of its members: none of the 11 members flagged on those 200
-/// tasks was needed. The module itself is flagged (a candidate since the graph records modules
-/// read through a name): on DevEval's tuning half, 6 of the 8 modules flagged were needed.
+/// tasks was needed. The module itself is flagged instead (a candidate since the graph records
+/// modules read through a name): on DevEval's tuning half, 6 of the 8 modules flagged were
+/// needed.
 struct ImportUse<'a> {
     /// False when no import can be evidence: the target's body uses units of the repository
     /// (then it says what it needs), or it lives in a package's `__init__.py`.
@@ -1911,9 +1914,10 @@ fn reachable_candidates(
     // What the file imports: imported names first, then members of imported modules and classes.
     let imports_of = |module: &str| edge_targets(snapshot, module, EdgeKind::Imports);
     let imports = imports_of(&target.module);
+    let bound = modules_bound_by_name(snapshot, &target.module);
     for dst in &imports {
         match snapshot.kind_of(dst) {
-            Some(UnitKind::Module) if *dst != target.module => push(dst, Tier::ImportedModule, &mut out),
+            Some(UnitKind::Module) if bound.contains(dst.as_str()) => push(dst, Tier::ImportedModule, &mut out),
             Some(UnitKind::Module) | None => {}
             Some(_) => push(dst, Tier::ImportedName, &mut out),
         }
@@ -1964,10 +1968,30 @@ fn reachable_candidates(
     out
 }
 
-/// The classes of the target's package that its class's attributes are named after: an
-/// attribute `self.connection` set from a parameter holds what the caller passed, which the graph
-/// cannot follow, and most often that is an instance of the package's `EC2Connection` (the class
-/// name ends with the attribute's words). An attribute name matching more than
+/// The modules `module`'s imports bind to a name (`import m`, `import m as x`, `from pkg import
+/// m`): not one a star import only reads names from (`from m import *`), nor `module` itself.
+fn modules_bound_by_name<'s>(snapshot: &'s Snapshot, module: &str) -> FxHashSet<&'s str> {
+    let Some(file) = snapshot.unit(module).map(|u| u.file) else { return FxHashSet::default() };
+    let lines: Vec<&str> = file.text.lines().collect();
+    let is_star = |line: Option<u32>| {
+        line.and_then(|l| lines.get((l as usize).saturating_sub(1)))
+            .is_some_and(|text| text.split('#').next().unwrap_or("").trim_end().ends_with("import *"))
+    };
+    snapshot
+        .edges_from(module)
+        .into_iter()
+        .map(|(e, _)| e)
+        .filter(|e| e.kind == EdgeKind::Imports && e.dst != module && !is_star(e.line))
+        .filter(|e| snapshot.kind_of(&e.dst) == Some(UnitKind::Module))
+        .map(|e| e.dst.as_str())
+        .collect()
+}
+
+/// The classes defined in the target's directory that its class's attributes are named after:
+/// an attribute `self.connection` whose value the graph cannot follow (set from a parameter, by
+/// a caller, through `setattr`) most often holds an instance of the package's `EC2Connection`
+/// (the class name ends with the attribute's name, underscores dropped). Every variable member
+/// of the class and its bases counts. An attribute name matching more than
 /// [`MAX_CLASSES_PER_ATTRIBUTE`] classes says nothing.
 fn classes_named_by_attributes(snapshot: &Snapshot, target: &Target) -> Vec<String> {
     let Some(class) = target.class.as_deref() else { return Vec::new() };

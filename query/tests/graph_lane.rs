@@ -784,10 +784,11 @@ fn a_module_the_file_binds_is_a_candidate_ranked_by_who_reads_it_and_stays_out_o
     write(dir.path(), "pkg/errors.py", "class Missing(Exception):\n    pass\n\nclass Invalid(Exception):\n    pass\n");
     write(dir.path(), "pkg/codec.py", "def encode(v):\n    return v\n");
     write(dir.path(), "pkg/unused.py", "def nothing():\n    return None\n");
+    write(dir.path(), "pkg/starred.py", "def spread():\n    return 1\n");
     write(
         dir.path(),
         "pkg/store.py",
-        "from pkg import errors\nimport pkg.codec as codec\nfrom pkg import unused\n\n\
+        "from pkg import errors\nimport pkg.codec as codec\nfrom pkg import unused\nfrom pkg.starred import *\n\n\
          class Store:\n    def get(self, key):\n        if key is None:\n            raise errors.Invalid(key)\n        \
          return codec.encode(key)\n\n    def drop(self, key):\n        raise errors.Missing(key)\n\n    \
          def put(self, key, value):\n        \"\"\"Store value under key.\"\"\"\n        ...\n\n\
@@ -797,17 +798,19 @@ fn a_module_the_file_binds_is_a_candidate_ranked_by_who_reads_it_and_stays_out_o
     let features = features_for(&snapshot, "pkg.store.Store.put");
     let of = |id: &str| features.iter().find(|(c, _)| c == id).map(|(_, f)| f.clone());
     // Both of the class's other methods read `errors`, one reads `codec`; `unused` is read only
-    // outside the class; the package itself is bound by no import of the file.
+    // outside the class; no name is bound to the package, nor to a module star-imported.
     let errors = of("pkg.errors").expect("errors is a candidate");
     let codec = of("pkg.codec").expect("codec is a candidate");
     let unused = of("pkg.unused").expect("unused is a candidate");
     assert_eq!((errors.imported_module, codec.imported_module, unused.imported_module), (1.0, 1.0, 1.0));
     assert!(errors.class_users > codec.class_users && codec.class_users > unused.class_users, "{features:?}");
-    assert!(of("pkg").is_none() && of("pkg.store").is_none(), "{features:?}");
+    assert!(of("pkg").is_none() && of("pkg.starred").is_none(), "{features:?}");
+    assert!(of("pkg.starred.spread").is_some(), "what the star import brings is: {features:?}");
     let ranked = lane_for(&snapshot, "pkg.store.Store.put", &[]);
     let at = |id: &str| ranked.iter().position(|r| r == id).unwrap_or(usize::MAX);
     assert!(at("pkg.errors") < at("pkg.codec") && at("pkg.codec") < at("pkg.unused"), "{ranked:?}");
-    // The context ranks the module but never pastes a whole file as a unit's source.
+    // The context ranks the module but never pastes a whole file as a unit's source (the
+    // assembler takes code units only).
     let target =
         resolve_target(&snapshot, &ContextTarget::Unit(Symbol::Name("pkg.store.Store.put".into()))).expect("target");
     let fused = fuse(&[(Lane::Graph, ranked.clone())]);

@@ -182,6 +182,23 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Replaces `cached` with a copy of the closed store `vectors`, through a sibling, so that an
+/// interrupted copy never leaves a torn store behind.
+fn save_vectors(vectors: &Path, cached: &Path) -> Result<()> {
+    let mut fresh_name = cached.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    fresh_name.push(".new");
+    let fresh = cached.with_file_name(fresh_name);
+    if fresh.exists() {
+        std::fs::remove_dir_all(&fresh)?;
+    }
+    copy_tree(vectors, &fresh)?;
+    if cached.exists() {
+        std::fs::remove_dir_all(cached)?;
+    }
+    std::fs::rename(&fresh, cached)?;
+    Ok(())
+}
+
 /// When the lanes first reflected `version`: (bm25 ready after, dense ready after or its status).
 fn wait_lanes(
     lanes: &RetrievalLanes,
@@ -351,8 +368,14 @@ fn run_project(
         .and_then(|files| fresco_indexer::embed::Embedder::load(&files, 1).ok());
     let cached_vectors = args.vector_cache.as_ref().map(|dir| dir.join(&name));
     if let Some(cached) = cached_vectors.as_ref().filter(|c| c.is_dir()) {
-        copy_tree(cached, &db.join("vectors")).with_context(|| format!("reading {}", cached.display()))?;
-        info.vectors_reused = true;
+        // A cache that cannot be read costs time, not results: the lane embeds afresh.
+        match copy_tree(cached, &db.join("vectors")) {
+            Ok(()) => info.vectors_reused = true,
+            Err(e) => {
+                eprintln!("{name}: cannot read the vector cache {}: {e:#}; embedding afresh", cached.display());
+                let _ = std::fs::remove_dir_all(db.join("vectors"));
+            }
+        }
     }
     let (lanes, tx) = RetrievalLanes::start(&db, base.clone());
     let timeout = Duration::from_secs(args.lane_timeout);
@@ -475,15 +498,18 @@ fn run_project(
     while Arc::strong_count(&lanes) > 1 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
+    // The store is closed only once the lanes' thread let go of them: a store still open is not
+    // copied.
+    let store_closed = Arc::strong_count(&lanes) == 1;
     drop(lanes);
     drop(indexer);
     if let Some(cached) = &cached_vectors {
-        // Replaced whole, through a sibling, so an interrupted copy never leaves a torn store.
-        let fresh = cached.with_extension("new");
-        let _ = std::fs::remove_dir_all(&fresh);
-        copy_tree(&db.join("vectors"), &fresh)?;
-        let _ = std::fs::remove_dir_all(cached);
-        std::fs::rename(&fresh, cached).with_context(|| format!("writing {}", cached.display()))?;
+        if !store_closed {
+            eprintln!("{name}: the lanes did not stop within 60 s; the vector cache is left as it was");
+        } else if let Err(e) = save_vectors(&db.join("vectors"), cached) {
+            // The results stand; only the next run's time is lost.
+            eprintln!("{name}: cannot write the vector cache {}: {e:#}", cached.display());
+        }
     }
     Ok((results, info))
 }
