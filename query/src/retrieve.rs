@@ -2011,7 +2011,8 @@ fn classes_named_by_attributes(snapshot: &Snapshot, target: &Target) -> Vec<Stri
         return Vec::new();
     }
     let dir = dir_of(&target.file);
-    let classes: Vec<&str> = snapshot
+    // Each class with its name lowercased once.
+    let classes: Vec<(&str, String)> = snapshot
         .files()
         .filter(|f| dir_of(&f.graph.path) == dir)
         .flat_map(|f| {
@@ -2022,11 +2023,12 @@ fn classes_named_by_attributes(snapshot: &Snapshot, target: &Target) -> Vec<Stri
         })
         .map(|u| u.id.as_str())
         .filter(|id| *id != class)
+        .map(|id| (id, last_name(id).to_lowercase()))
         .collect();
     let mut out: Vec<String> = Vec::new();
     for name in &names {
         let matching: Vec<&str> =
-            classes.iter().copied().filter(|id| last_name(id).to_lowercase().ends_with(name.as_str())).collect();
+            classes.iter().filter(|(_, lower)| lower.ends_with(name.as_str())).map(|(id, _)| *id).collect();
         if matching.len() <= MAX_CLASSES_PER_ATTRIBUTE {
             for id in matching {
                 if !out.iter().any(|o| o == id) {
