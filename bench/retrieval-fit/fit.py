@@ -26,13 +26,13 @@ FEATURES = [
     "local_elsewhere", "shadowed",
 ]
 STATED = {
-    "own_class": 3.0, "base_class": 3.0, "mentioned_class": 2.0, "class_neighbourhood": 2.0, "file": 1.5, "file_neighbourhood": 0.75,
-    "imported_name": 0.5, "imported_module": 0.5, "imported": 0.0, "class_users": 0.8, "file_users": 0.5, "unused_import": 100.0,
-    "unused_private": 2.5, "unread_variable": 2.5,
-    "word_affinity": 2.0, "dense_affinity": 0.5, "analogue_users": 2.0, "named_in_text": 1.0,
-    "adjacent_users": 1.0, "analogue_role_users": 2.0, "same_name": 2.0, "collaborator_namesake": 2.0, "family_users": 2.0,
-    "sibling_users": 2.0, "return_constructor": 3.0, "type_users": 1.0, "analogue_only": -2.0,
-    "caller_of_target": -5.0, "local_elsewhere": -3.0, "shadowed": -3.0,
+    "own_class": 3.0, "base_class": 3.0, "mentioned_class": 2.25, "class_neighbourhood": 1.75, "file": 1.75,
+    "file_neighbourhood": 0.75, "imported_name": 2.0, "imported_module": 1.5, "imported": -0.25, "class_users": 1.25,
+    "file_users": 0.5, "unused_import": 100.0, "unused_private": 3.75, "unread_variable": 3.5, "word_affinity": 2.25,
+    "dense_affinity": 0.75, "analogue_users": 2.25, "named_in_text": 1.5, "adjacent_users": 2.0,
+    "analogue_role_users": 3.25, "same_name": 1.5, "collaborator_namesake": 2.5, "family_users": 4.5,
+    "sibling_users": 2.0, "return_constructor": 3.0, "type_users": 2.5, "analogue_only": -2.75,
+    "caller_of_target": -5.75, "local_elsewhere": -5.0, "shadowed": -4.25,
 }
 KS = [1, 3, 5, 10, 20, 50]
 
