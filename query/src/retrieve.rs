@@ -751,7 +751,7 @@ fn body_uses(snapshot: &Snapshot, id: &str) -> Vec<String> {
 }
 
 /// What the graph lane knows about one candidate: each value is a feature of the score.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct CandidateFeatures {
     /// How it is reachable ([`Tier`]), one-hot.
     pub own_class: f64,
@@ -2530,5 +2530,55 @@ mod tests {
         let marked: Vec<usize> = (1..=lines.len()).filter(|&l| marked_unused(&lines, l)).collect();
         // Line 2 is marked for another rule; the statement on line 10 ends before line 13's noqa.
         assert_eq!(marked, [1, 3, 6, 7, 9, 13]);
+    }
+}
+
+/// The measuring tools (bench/retrieval-fit) rank the trace's candidates with a copy of the
+/// weights, `STATED` in fit.py: it must be the score the lane uses, feature for feature.
+#[cfg(test)]
+mod weights_match_the_measuring_tools {
+    use super::CandidateFeatures;
+
+    /// `STATED = { "name": weight, ... }` of fit.py.
+    fn stated_weights() -> Vec<(String, f64)> {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/retrieval-fit/fit.py");
+        let text = std::fs::read_to_string(path).expect("bench/retrieval-fit/fit.py is in the repository");
+        let start = text.find("STATED = {").expect("fit.py defines STATED");
+        let body = &text[start + "STATED = {".len()..];
+        let body = &body[..body.find('}').expect("STATED's closing brace")];
+        body.split(',')
+            .map(str::trim)
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| {
+                let (name, weight) = entry.split_once(':').expect("\"name\": weight");
+                (name.trim().trim_matches('"').to_string(), weight.trim().parse().expect("a number"))
+            })
+            .collect()
+    }
+
+    /// The features by name, as the trace writes them.
+    fn feature_names() -> Vec<String> {
+        let json = serde_json::to_value(CandidateFeatures::default()).expect("features serialise");
+        json.as_object().expect("an object").keys().cloned().collect()
+    }
+
+    fn with_one(name: &str) -> CandidateFeatures {
+        let mut json = serde_json::to_value(CandidateFeatures::default()).expect("features serialise");
+        json[name] = serde_json::json!(1.0);
+        serde_json::from_value(json).expect("features deserialise")
+    }
+
+    #[test]
+    fn fit_py_states_the_weights_the_score_uses() {
+        let stated = stated_weights();
+        let mut names: Vec<&str> = stated.iter().map(|(n, _)| n.as_str()).collect();
+        names.sort_unstable();
+        let mut features = feature_names();
+        features.sort_unstable();
+        assert_eq!(names, features, "fit.py's STATED names every feature, and nothing else");
+        for (name, weight) in &stated {
+            let score = with_one(name).score();
+            assert!((score - weight).abs() < 1e-9, "{name}: the score weighs it {score}, fit.py {weight}");
+        }
     }
 }
