@@ -5,8 +5,8 @@ on the others.
 The retrieval benchmark's trace (`retrieval --trace FILE`) records, per task, the graph lane's
 candidates with their features (`graph_features`) and the units the task needed. This script
 fits a logistic model of "needed" on the training projects, then compares, on every project,
-the graph lane ranked by the stated weights (`CandidateFeatures::score` in query/src/retrieve.rs)
-with the fitted ones: Recall@k (mean over tasks) of the candidate ranking.
+the graph lane ranked by the current weights (`STATED` below, the copy of `CandidateFeatures::score`
+in query/src/retrieve.rs: the priors blended with a fit, see blend.py) with the fitted ones: Recall@k (mean over tasks) of the candidate ranking.
 
     python3 fit.py TRACE --train requests-2.32.3,flask-3.0.3,click-8.1.7
 
@@ -25,6 +25,8 @@ FEATURES = [
     "sibling_users", "return_constructor", "type_users", "analogue_only", "caller_of_target",
     "local_elsewhere", "shadowed",
 ]
+# The current weights, a copy of `CandidateFeatures::score` (a test in query/src/retrieve.rs reads this
+# table: one `"name": number` per entry, no comments inside it).
 STATED = {
     "own_class": 3.0, "base_class": 3.0, "mentioned_class": 2.25, "class_neighbourhood": 1.75, "file": 1.75,
     "file_neighbourhood": 0.75, "imported_name": 2.0, "imported_module": 1.5, "imported": -0.25, "class_users": 1.25,
@@ -34,6 +36,8 @@ STATED = {
     "sibling_users": 2.0, "return_constructor": 3.0, "type_users": 2.5, "analogue_only": -2.75,
     "caller_of_target": -5.75, "local_elsewhere": -5.0, "shadowed": -4.25,
 }
+# The tools rank with FEATURES; the test in query/src/retrieve.rs checks STATED against the score.
+assert set(FEATURES) == set(STATED), "FEATURES and STATED must name the same features"
 KS = [1, 3, 5, 10, 20, 50]
 
 
@@ -99,8 +103,8 @@ def main():
     train = set(args.train.split(","))
     fitted = fit([t for t in tasks if t["project"] in train])
     stated = np.array([STATED[f] for f in FEATURES])
-    # Scale the fitted weights so the largest tier weight reads like the stated ones.
-    print("weights (stated | fitted, scaled so own_class = 3):")
+    # Scale the fitted weights so the largest tier weight reads like the current ones.
+    print("weights (current | fitted, scaled so own_class = 3):")
     scale = 3.0 / fitted[FEATURES.index("own_class")] if fitted[FEATURES.index("own_class")] > 0 else 1.0
     for f, s, v in zip(FEATURES, stated, fitted):
         print(f"  {f:20} {s:6.2f} | {v * scale:6.2f}")
@@ -118,7 +122,7 @@ def main():
         if not sel:
             continue
         role = "train" if group == "train" or group in train else "test"
-        for name, w in (("stated", stated), ("fitted", fitted)):
+        for name, w in (("current", stated), ("fitted", fitted)):
             r = recall(sel, w)
             print(f"{group:18} {role:6} {name:8} " + " ".join(f"{r[k]:.3f}" for k in KS))
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Checks whether a non-linear model of the graph lane's features ranks better than the stated
-weights on projects it was not fitted on.
+"""Checks whether a non-linear model of the graph lane's features ranks better than the current
+weights (fit.py's `STATED`) on projects it was not fitted on.
 
-`fit.py` fits a logistic model (a weighted sum, like the stated weights). This script fits a
+`fit.py` fits a logistic model (a weighted sum, like the current weights). This script fits a
 gradient-boosted tree model, which can use interactions and thresholds a weighted sum cannot,
 leaving one project of the trace out at a time, and compares Recall@10 of the graph lane's
-candidate ranking on the project left out: stated weights against the model.
+candidate ranking on the project left out: current weights against the model.
 
     python3 -m venv /tmp/gbm-venv && /tmp/gbm-venv/bin/pip install scikit-learn numpy
     /tmp/gbm-venv/bin/python gbm.py TRACE
@@ -45,10 +45,10 @@ def main():
         r_stated = np.mean([recall_at(t, t["x"] @ stated) for t in test])
         r_model = np.mean([recall_at(t, model.predict_proba(t["x"])[:, 1]) for t in test])
         totals.append((r_stated, r_model, len(test)))
-        print(f"{held:20s} R@10 stated {r_stated:.3f}  model {r_model:.3f}  ({len(test)} tasks)")
+        print(f"{held:20s} R@10 current {r_stated:.3f}  model {r_model:.3f}  ({len(test)} tasks)")
     n = sum(t[2] for t in totals)
     print(
-        f"{'all, held out':20s} R@10 stated {sum(a * c for a, _, c in totals) / n:.3f}  "
+        f"{'all, held out':20s} R@10 current {sum(a * c for a, _, c in totals) / n:.3f}  "
         f"model {sum(b * c for _, b, c in totals) / n:.3f}"
     )
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Checks whether weights fitted on a project's own tasks rank that project's other tasks better
-than the stated weights.
+than the current weights (fit.py's `STATED`).
 
 `fit.py` and `gbm.py` fit on some projects and test on others: a project's style (rich reads its
 own attributes, httpx delegates to transports) might not carry over. This script fits the
 logistic model of `fit.py` within each project instead: its tasks in 5 folds (a fixed shuffle),
 fitted on 4, ranked on the fifth. It reports Recall@10 of the graph lane's candidate ranking per
-project, stated weights against the weights fitted within the project.
+project, current weights against the weights fitted within the project.
 
     python3 within.py TRACE
 
@@ -26,7 +26,7 @@ def main():
     tasks = fit.load(sys.argv[1])
     stated = np.array([fit.STATED[f] for f in fit.FEATURES])
     total_stated = total_fitted = count = 0.0
-    print("project            stated  fitted within the project (R@10, mean over tasks)")
+    print("project            current fitted within the project (R@10, mean over tasks)")
     for project in sorted({t["project"] for t in tasks}):
         own = [t for t in tasks if t["project"] == project and t["needed"]]
         random.Random(1).shuffle(own)
