@@ -16,15 +16,16 @@ scaled so own_class reads 3 and rounded to quarters; `unused_import` keeps its r
 TRACE: a DevEval trace (`retrieval --tasks-from ... --trace TRACE`). The fit and the
 cross-validation use only the tuning half (the first hex digit of sha256(project) is 0-7, as in
 interval.py). `--held-out` also prints the held-out half's figures: read them once, after the
-weights are chosen; every reading makes the half less of a held-out set. numpy only; a measuring tool, not part of fresco.
+weights are chosen; every reading makes the half less of a held-out set. numpy only; a measuring
+tool, not part of fresco.
 """
 import argparse
-import hashlib
 import random
 
 import numpy as np
 
 import fit as F
+from interval import in_half
 
 # The weights as they were stated before any fit (locality first, then usage, then words).
 PRIORS = {
@@ -44,10 +45,6 @@ FOLDS = 5
 RANK_FIRST = F.FEATURES.index("unused_import")
 
 
-def half(project):
-    return "tuning" if hashlib.sha256(project.encode()).hexdigest()[0] in "01234567" else "held-out"
-
-
 def unit_norm(w):
     return w / np.abs(np.delete(w, RANK_FIRST)).sum()
 
@@ -60,6 +57,16 @@ def blend(priors, fitted, alpha=ALPHA):
     return w
 
 
+def weights_for(priors, fitted, alpha):
+    """The blend at `alpha`, or the fit alone (`alpha` None) with the import made for the target
+    still ranked first."""
+    if alpha is not None:
+        return blend(priors, fitted, alpha)
+    w = fitted.copy()
+    w[RANK_FIRST] = 1000.0
+    return w
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("trace")
@@ -67,7 +74,7 @@ def main():
     ap.add_argument("--held-out", action="store_true", help="also print the held-out half")
     args = ap.parse_args()
     tasks = [t for t in F.load(args.trace) if t["needed"]]
-    tuning = [t for t in tasks if half(t["project"]) == "tuning"]
+    tuning = [t for t in tasks if in_half(t["project"], "tuning")]
     priors = np.array([PRIORS[f] for f in F.FEATURES])
 
     projects = sorted({t["project"] for t in tuning})
@@ -80,12 +87,7 @@ def main():
         for fold in folds:
             train = [t for t in tuning if t["project"] not in fold]
             test = [t for t in tuning if t["project"] in fold]
-            fitted = F.fit(train)
-            if alpha is None:
-                w = fitted.copy()
-                w[RANK_FIRST] = 1000.0
-            else:
-                w = blend(priors, fitted, alpha)
+            w = weights_for(priors, F.fit(train), alpha)
             for name, ww in (("priors", priors), ("weights", w)):
                 r = F.recall(test, ww)
                 sums[name][0] += r[10] * len(test)
@@ -102,12 +104,7 @@ def main():
         r = F.recall(proxy, priors)
         print(f"  {'priors':10} {r[10]:.4f} / {r[50]:.4f}")
         for alpha in (0.25, 0.5, 1.0, None):
-            if alpha is None:
-                w = fitted.copy()
-                w[RANK_FIRST] = 1000.0
-            else:
-                w = blend(priors, fitted, alpha)
-            r = F.recall(proxy, w)
+            r = F.recall(proxy, weights_for(priors, fitted, alpha))
             label = "fit alone" if alpha is None else f"alpha {alpha}"
             print(f"  {label:10} {r[10]:.4f} / {r[50]:.4f}")
     weights = blend(priors, fitted)
@@ -121,7 +118,7 @@ def main():
     if args.proxy:
         sets.append(("tuned proxy", proxy))
     if args.held_out:
-        sets.append(("held-out half", [t for t in tasks if half(t["project"]) != "tuning"]))
+        sets.append(("held-out half", [t for t in tasks if in_half(t["project"], "held-out")]))
         sets.append(("all of the trace", tasks))
     print("\ngraph-lane ranking, Recall@k (mean over tasks): priors | weights")
     print(f"  {'set':24} " + " ".join(f"R@{k:<11}" for k in F.KS))
