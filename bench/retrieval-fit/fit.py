@@ -6,8 +6,8 @@ The retrieval benchmark's trace (`retrieval --trace FILE`) records, per task, th
 candidates with their features (`graph_features`) and the units the task needed. This script
 fits a logistic model of "needed" on the training projects, then compares, on every project,
 the graph lane ranked by the current weights (`STATED` below, the copy of
-`CandidateFeatures::score` in query/src/retrieve.rs: the priors blended with a fit, see blend.py)
-with the fitted ones: Recall@k (mean over tasks) of the candidate ranking.
+`CandidateFeatures::score` in query/src/retrieve/graph_lane.rs: the priors blended with a fit, see
+blend.py) with the fitted ones: Recall@k (mean over tasks) of the candidate ranking.
 
     python3 fit.py TRACE --train requests-2.32.3,flask-3.0.3,click-8.1.7
 
@@ -26,8 +26,9 @@ FEATURES = [
     "sibling_users", "return_constructor", "type_users", "analogue_only", "caller_of_target",
     "local_elsewhere", "shadowed",
 ]
-# The current weights, a copy of `CandidateFeatures::score` (a test in query/src/retrieve.rs reads
-# this table: one `"name": number` per entry, no comments inside it).
+# The current weights, a copy of `CandidateFeatures::score` (a test in
+# query/src/retrieve/graph_lane.rs reads this table: one `"name": number` per entry, no comments
+# inside it).
 STATED = {
     "own_class": 3.0, "base_class": 3.0, "mentioned_class": 2.25, "class_neighbourhood": 1.75, "file": 1.75,
     "file_neighbourhood": 0.75, "imported_name": 2.0, "imported_module": 1.5, "imported": -0.25, "class_users": 1.25,
@@ -37,7 +38,8 @@ STATED = {
     "sibling_users": 2.0, "return_constructor": 3.0, "type_users": 2.5, "analogue_only": -2.75,
     "caller_of_target": -5.75, "local_elsewhere": -5.0, "shadowed": -4.25,
 }
-# The tools rank with FEATURES; the test in query/src/retrieve.rs checks STATED against the score.
+# The tools rank with FEATURES; the test in query/src/retrieve/graph_lane.rs checks STATED against
+# the score.
 assert set(FEATURES) == set(STATED), "FEATURES and STATED must name the same features"
 KS = [1, 3, 5, 10, 20, 50]
 

@@ -1,0 +1,419 @@
+//! The target of a `context` request: which unit a name or a text stands for, where a function
+//! not written yet will live, and how the header of a `def` reads (its parameters, its return
+//! annotation, its decorators).
+//!
+//! Kept apart because it is the only part that reads the request: everything after it works
+//! from a resolved [`Target`].
+
+use fresco_graph::{Snapshot, UnitKind};
+
+use super::ids::{dir_of, last_name, owner_of};
+use crate::ast::{ContextTarget, Symbol};
+use crate::exec::QueryError;
+
+/// What a context is assembled for, resolved against the snapshot.
+pub struct Target {
+    /// The unit, when it exists.
+    pub id: Option<String>,
+    /// Its module (the file's module for a new function).
+    pub module: String,
+    /// The file it lives in.
+    pub file: String,
+    /// Its class, for methods.
+    pub class: Option<String>,
+    /// Text describing it: signature and docstring (what a retrieval lane is asked with).
+    pub text: String,
+    /// The same without the names of its module and class (which every neighbour shares).
+    pub own_text: String,
+    /// What the answer should say about how it was chosen, when the request named several
+    /// units: which definition of a name defined more than once, the first of a glob's matches,
+    /// or that a function given as text matched none or several same-named functions of FILE.
+    pub note: Option<String>,
+}
+
+pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Target, QueryError> {
+    match target {
+        ContextTarget::Unit(symbol) => {
+            let ids = crate::exec::resolve_symbol(snapshot, symbol)?;
+            let (count, asked_name) = (ids.len(), ids.first().cloned().unwrap_or_default());
+            let one_name = crate::exec::one_name(&ids);
+            let id = context_definition(snapshot, ids, one_name)
+                .ok_or_else(|| QueryError::Invalid("no unit to assemble context for".into()))?;
+            let note = (count > 1).then(|| {
+                if one_name {
+                    format!(
+                        "{count} definitions of {asked_name}: the context is for {id}, the last that is neither an @overload \
+                         declaration nor a property's setter or deleter (name another with its #N suffix)"
+                    )
+                } else {
+                    let written = match symbol {
+                        Symbol::Name(name) | Symbol::Glob(name) => name.clone(),
+                        Symbol::Location { file, line } => format!("{file}:{line}"),
+                    };
+                    format!("{written} names {count} units: the context is for the first, {id}; name one to choose")
+                }
+            });
+            let unit = snapshot.unit(&id).ok_or_else(|| {
+                QueryError::Invalid(format!("'{id}' is external: there is no code to assemble context for"))
+            })?;
+            let class = match unit.unit.kind {
+                UnitKind::Method => owner_of(&id).map(str::to_string),
+                _ => None,
+            };
+            // Where it lives helps the text lanes: its class and module names, split into words.
+            let mut own_text = unit.unit.signature.as_deref().unwrap_or(&unit.unit.name).to_string();
+            if let Some(doc) = &unit.unit.docstring {
+                own_text.push('\n');
+                own_text.push_str(doc);
+            }
+            // Where it lives helps the text lanes: its class and module names, split into words
+            // (measured: without them BM25 finds 0.44 of the needed units in its top 50, with
+            // them 0.61). The graph lane's word affinity uses `own_text`: every neighbour shares
+            // those names.
+            let mut text =
+                unit.unit.name.rsplit_once('.').map(|(owner, _)| owner.replace(['.', '_'], " ")).unwrap_or_default();
+            text.push('\n');
+            text.push_str(&own_text);
+            Ok(Target {
+                module: unit.file.graph.module.clone(),
+                file: unit.file.graph.path.clone(),
+                class,
+                text,
+                own_text,
+                id: Some(id),
+                note,
+            })
+        }
+        ContextTarget::New { text, file } => {
+            let entry = snapshot.file(file).cloned().or_else(|| {
+                let suffix = format!("/{file}");
+                let mut m = snapshot.files().filter(|f| f.graph.path.ends_with(&suffix));
+                let first = m.next().cloned();
+                if m.next().is_some() { None } else { first }
+            });
+            let Some(entry) = entry else {
+                // A function of a module not written yet: placed by the files beside it.
+                let Some((path, module)) = new_module(snapshot, file) else {
+                    return Err(QueryError::Invalid(format!(
+                        "no indexed file '{file}' (or the name is ambiguous), and no indexed file in its directory to \
+                         tell the module a new file would be"
+                    )));
+                };
+                let note = format!(
+                    "{path} is not indexed (not written yet?): the context is for a function of a new module {module}, \
+                     which can reach its package's modules"
+                );
+                return Ok(Target {
+                    id: None,
+                    text: format!("{}\n{text}", module.replace(['.', '_'], " ")),
+                    module,
+                    file: path,
+                    class: None,
+                    own_text: text.clone(),
+                    note: Some(note),
+                });
+            };
+            let Placement { id, class, ambiguous } = place_new_function(&entry.graph, text);
+            let note = (ambiguous.len() > 1).then(|| {
+                format!(
+                    "{file} defines {} {} times ({}) and the text repeats the signature of none or several of them: \
+                     the context is for a new function; name one (`context ID`) to choose",
+                    defined_name(text).unwrap_or("it"),
+                    ambiguous.len(),
+                    ambiguous.join(", ")
+                )
+            });
+            // The text lanes get the names of where it will live, as for an existing unit.
+            let owner = class.as_deref().unwrap_or(&entry.graph.module).replace(['.', '_'], " ");
+            Ok(Target {
+                id,
+                module: entry.graph.module.clone(),
+                file: entry.graph.path.clone(),
+                class,
+                text: format!("{owner}\n{text}"),
+                own_text: text.clone(),
+                note,
+            })
+        }
+    }
+}
+
+/// The path and module of `file`, a Python file not indexed yet, from the indexed files in its
+/// directory (given as written, else as a suffix naming one directory, as for an indexed file): a
+/// sibling `pkg/util.py` of module `app.pkg.util`, or `pkg/__init__.py` of module `app.pkg`, makes
+/// `pkg/new.py` module `app.pkg.new`; a sibling whose module name is not its file's (renamed to
+/// avoid a clash, `tests.unit.conftest`) says nothing. A new `__init__.py` would change what its
+/// siblings are: not placed.
+fn new_module(snapshot: &Snapshot, file: &str) -> Option<(String, String)> {
+    let (dir, name) = file.rsplit_once('/').unwrap_or(("", file));
+    let stem = name.strip_suffix(".py")?;
+    if stem.is_empty() || stem == "__init__" || stem.contains('.') {
+        return None;
+    }
+    let mut siblings: Vec<&fresco_graph::FileEntry> =
+        snapshot.files().filter(|f| dir_of(&f.graph.path) == dir).map(|f| &**f).collect();
+    if siblings.is_empty() && !dir.is_empty() {
+        let suffix = format!("/{dir}");
+        siblings = snapshot.files().filter(|f| dir_of(&f.graph.path).ends_with(&suffix)).map(|f| &**f).collect();
+        let first_dir = dir_of(&siblings.first()?.graph.path);
+        if siblings.iter().any(|f| dir_of(&f.graph.path) != first_dir) {
+            return None;
+        }
+    }
+    let real_dir = dir_of(&siblings.first()?.graph.path).to_string();
+    // The package the directory is: an `__init__.py`'s module, else what a sibling's module
+    // name holds before its own file's name.
+    let package = siblings.iter().find_map(|f| {
+        let (own_name, module) = (f.graph.path.rsplit('/').next().unwrap_or(&f.graph.path), f.graph.module.as_str());
+        let own_stem = own_name.strip_suffix(".py")?;
+        if own_stem == "__init__" {
+            return (module != "__init__" && !module.is_empty()).then(|| Some(module.to_string()));
+        }
+        if module == own_stem {
+            return Some(None);
+        }
+        module.strip_suffix(own_stem)?.strip_suffix('.').map(|package| Some(package.to_string()))
+    })?;
+    let module = match package {
+        Some(package) => format!("{package}.{stem}"),
+        None => stem.to_string(),
+    };
+    let path = if real_dir.is_empty() { name.to_string() } else { format!("{real_dir}/{name}") };
+    Some((path, module))
+}
+
+/// Which unit `context NAME` assembles for. When the name resolves to several definitions of one
+/// name (`one_name`, see [`crate::exec::definitions_of`]): the last, the one Python binds the
+/// name to and calls resolve to, passing over `@overload` declarations (the implementation comes
+/// after them) and a property's setter and deleter (the getter is what readers of the property
+/// run). Otherwise the first unit the name resolves to.
+fn context_definition(snapshot: &Snapshot, ids: Vec<String>, one_name: bool) -> Option<String> {
+    let first = ids.first()?.clone();
+    if !one_name {
+        return Some(first);
+    }
+    let name = last_name(&first);
+    let is_declaration_or_accessor = |id: &str| {
+        snapshot.unit(id).and_then(|u| u.unit.signature.clone()).is_some_and(|signature| {
+            decorator_names(&signature).any(|d| {
+                d.rsplit('.').next() == Some("overload")
+                    || d == format!("{name}.setter")
+                    || d == format!("{name}.deleter")
+            })
+        })
+    };
+    ids.iter().rev().find(|id| !is_declaration_or_accessor(id)).cloned().or(Some(first))
+}
+
+/// The dotted names of the decorators heading `signature` (`t.overload` for `@t.overload`,
+/// `app.route` for `@app.route("/")`).
+fn decorator_names(signature: &str) -> impl Iterator<Item = &str> {
+    signature
+        .lines()
+        .map(str::trim)
+        .take_while(|line| line.starts_with('@'))
+        .map(|line| line.trim_start_matches('@').split('(').next().unwrap_or("").trim())
+}
+
+/// Where a function given as text will live in `file`: the unit of the same name already there
+/// (a stub, or the function being rewritten: its class and what it uses then count), and if
+/// there is none but its first parameter is `self` or `cls`, the file's class when there is only
+/// one. Returns the unit's id and its class.
+fn place_new_function(file: &fresco_graph::FileGraph, text: &str) -> Placement {
+    let mut placed = Placement { id: None, class: None, ambiguous: Vec::new() };
+    let Some(name) = defined_name(text) else { return placed };
+    let same_name: Vec<&fresco_graph::Unit> = file
+        .units
+        .iter()
+        .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method) && last_name(&u.name) == name)
+        .collect();
+    let header = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let given = header(text);
+    let chosen = match same_name.as_slice() {
+        [one] => Some(*one),
+        [] => None,
+        many => {
+            // Several (methods of different classes): the one whose signature the text repeats.
+            let mut fitting =
+                many.iter().filter(|u| u.signature.as_deref().is_some_and(|s| given.contains(&header(s))));
+            match (fitting.next(), fitting.next()) {
+                (Some(u), None) => Some(*u),
+                _ => None,
+            }
+        }
+    };
+    if let Some(u) = chosen {
+        placed.class = (u.kind == UnitKind::Method).then(|| owner_of(&u.id).map(str::to_string)).flatten();
+        placed.id = Some(u.id.clone());
+        return placed;
+    }
+    if same_name.len() > 1 {
+        placed.ambiguous = same_name.iter().map(|u| u.id.clone()).collect();
+    }
+    if first_parameter(text).is_some_and(|p| p == "self" || p == "cls") {
+        let mut classes = file.units.iter().filter(|u| u.kind == UnitKind::Class);
+        if let (Some(only), None) = (classes.next(), classes.next()) {
+            placed.class = Some(only.id.clone());
+        }
+    }
+    placed
+}
+
+/// Where [`place_new_function`] puts a function given as text.
+struct Placement {
+    /// The unit of that name already in the file, when one is it.
+    id: Option<String>,
+    /// Its class.
+    class: Option<String>,
+    /// The same-named functions of the file when the text matched none or several of them.
+    ambiguous: Vec<String>,
+}
+
+/// The name a `def` in `text` defines (`async def` too).
+fn defined_name(text: &str) -> Option<&str> {
+    let at = text.find("def ")?;
+    let rest = text[at + 4..].trim_start();
+    let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+    (end > 0).then(|| &rest[..end])
+}
+
+/// Where the parameter list of the `def` in `text` opens (its `(`, past the decorators'
+/// parentheses).
+fn parameters_start(text: &str) -> Option<usize> {
+    let def = text.find("def ")?;
+    Some(def + text[def..].find('(')?)
+}
+
+/// The first parameter's name of the `def` in `text`.
+fn first_parameter(text: &str) -> Option<&str> {
+    let open = parameters_start(text)?;
+    let rest = text[open + 1..].trim_start();
+    let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+    (end > 0).then(|| &rest[..end])
+}
+
+/// Where the parameter list of the `def` in `text` ends (just past its `)`). Brackets and
+/// string literals in the parameters are skipped, so a default like `sep="->"` or `(a, b)` does
+/// not end it early.
+fn parameters_end(text: &str) -> Option<usize> {
+    let open = parameters_start(text)?;
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    let mut chars = text[open..].char_indices();
+    while let Some((i, c)) = chars.next() {
+        match (quote, c) {
+            (Some(_), '\\') => {
+                chars.next();
+            }
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '(' | '[' | '{') => depth += 1,
+            (None, ')' | ']' | '}') => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return Some(open + i + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Where the return annotation of the `def` in `text` lies (`Response` in
+/// `def send(self) -> Response:`), as a byte range, when it has one.
+fn return_annotation_range(text: &str) -> Option<(usize, usize)> {
+    let close = parameters_end(text)?;
+    let after = text[close..].trim_start();
+    let rest = after.strip_prefix("->")?;
+    let start = text.len() - rest.len();
+    // The annotation ends at the colon that ends the header, or at the end of its line (a unit's
+    // stored signature has no colon, and its docstring follows on the next line): one outside
+    // brackets.
+    let mut depth = 0usize;
+    let mut end = text.len();
+    for (i, c) in rest.char_indices() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            ':' | '\n' if depth == 0 => {
+                end = start + i;
+                break;
+            }
+            _ => {}
+        }
+    }
+    Some((start, end))
+}
+
+/// The return annotation of the `def` in `text`, trimmed.
+pub(super) fn return_annotation(text: &str) -> Option<&str> {
+    return_annotation_range(text).map(|(start, end)| text[start..end].trim())
+}
+
+/// The header of the `def` in `text`: its decorators, name, parameters and return annotation,
+/// without the docstring that follows.
+pub(super) fn def_header(text: &str) -> Option<&str> {
+    let end = match return_annotation_range(text) {
+        Some((_, end)) => end,
+        None => parameters_end(text)?,
+    };
+    Some(&text[..end])
+}
+
+/// The class or module a target is defined in (for a new function: where it will live).
+pub(super) fn target_owner(target: &Target) -> &str {
+    match &target.id {
+        Some(id) => id.rsplit_once('.').map_or(id.as_str(), |(owner, _)| owner),
+        None => target.class.as_deref().unwrap_or(&target.module),
+    }
+}
+
+/// The name the target has or will have (`send` for `pkg.Session.send`).
+pub(super) fn target_name(target: &Target) -> Option<&str> {
+    match &target.id {
+        Some(id) => Some(last_name(id)),
+        None => defined_name(&target.own_text),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_ends_before_the_docstring() {
+        assert_eq!(def_header("def f(a: A) -> B:\n    \"\"\"Uses C.\"\"\""), Some("def f(a: A) -> B"));
+        assert_eq!(def_header("@d(x)\ndef f(a=\")\"):\n    \"\"\"Doc (C).\"\"\""), Some("@d(x)\ndef f(a=\")\")"));
+        assert_eq!(def_header("class C:"), None);
+        // A unit's stored signature has no colon; its docstring follows.
+        assert_eq!(def_header("def f(a: A) -> B\nUses C."), Some("def f(a: A) -> B"));
+        assert_eq!(return_annotation("def f() -> Dict[\n    str, B\n]\nReturns C."), Some("Dict[\n    str, B\n]"));
+    }
+
+    #[test]
+    fn the_first_parameter_is_the_defs_not_a_decorators() {
+        assert_eq!(first_parameter("def f(self, x):"), Some("self"));
+        assert_eq!(first_parameter("@app.route(\"/\")\ndef index(cls):"), Some("cls"));
+        assert_eq!(first_parameter("async def f(\n    self,\n):"), Some("self"));
+        assert_eq!(first_parameter("def f():"), None);
+        assert_eq!(first_parameter("x = (1, 2)"), None);
+    }
+
+    #[test]
+    fn the_return_annotation_is_read_past_brackets_and_strings_in_the_parameters() {
+        assert_eq!(return_annotation("def send(self, r: Request) -> Response:"), Some("Response"));
+        assert_eq!(
+            return_annotation("async def f(sep=\"->\", p=(1, 2)) -> t.Optional[\"Style\"]"),
+            Some("t.Optional[\"Style\"]")
+        );
+        assert_eq!(
+            return_annotation("@property\ndef f(\n    self,\n) -> dict[str, t.Any]:\n    \"\"\"Doc: -> X.\"\"\""),
+            Some("dict[str, t.Any]")
+        );
+        assert_eq!(return_annotation("def f(self):\n    \"\"\"Returns -> Response.\"\"\""), None);
+        assert_eq!(return_annotation("def f(s='a)b') -> int"), Some("int"));
+        assert_eq!(return_annotation("no function here"), None);
+    }
+}
