@@ -3,6 +3,11 @@
 //! This crate knows nothing of tree-sitter, salsa, sockets or JSON: it is the vocabulary the
 //! indexer produces and the query engine consumes.
 
+// These crates are read by the people who work on fresco, with their private items
+// (`cargo doc --document-private-items`): a public item's docs may link to the private code that
+// explains it.
+#![allow(rustdoc::private_intra_doc_links)]
+
 pub mod history;
 pub mod model;
 pub mod snapshot;

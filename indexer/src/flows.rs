@@ -3,10 +3,10 @@
 //! A file's own resolution never looks at its callers (that would make its graph depend on other
 //! files' bodies, and a body edit anywhere could invalidate it). Instead each file exports the
 //! callables its calls pass to other modules' functions ([`ArgFlow`]) and the calls its functions
-//! make of their own parameters ([`ParamCall`]). [`FlowIndex`] remembers who exports what, and
-//! the indexer turns the join into *flow edges* of the called file's entry when it publishes a
-//! version: re-deriving them costs a lookup per affected parameter call, and no file is
-//! re-resolved because another one changed what it passes.
+//! make of their own parameters ([`ParamCall`](fresco_graph::ParamCall)). [`FlowIndex`]
+//! remembers who exports what, and the indexer turns the join into *flow edges* of the called
+//! file's entry when it publishes a version: re-deriving them costs a lookup per affected
+//! parameter call, and no file is re-resolved because another one changed what it passes.
 
 use fresco_graph::{ArgFlow, Edge, EdgeKind, FileGraph};
 use rustc_hash::{FxHashMap, FxHashSet};

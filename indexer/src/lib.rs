@@ -11,6 +11,11 @@
 //! - [`walk`]: finding and reading files.
 //! - [`indexer`]: the single writer that applies file changes and publishes versions.
 
+// These crates are read by the people who work on fresco, with their private items
+// (`cargo doc --document-private-items`): a public item's docs may link to the private code that
+// explains it.
+#![allow(rustdoc::private_intra_doc_links)]
+
 pub mod annotation;
 mod builtin_members;
 pub mod db;
