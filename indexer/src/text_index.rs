@@ -20,18 +20,25 @@
 //! tokenizer into a disjunction of term queries over the four fields, boosted
 //! name 3, signature 2, docstring 1.5, body 1. Any text is a valid query.
 //!
+//! Ranking is a function of the snapshot alone, not of the index's history: BM25's statistics
+//! count live documents only ([`LiveStatistics`]), scores are rounded to four significant digits
+//! ([`rounded`]) and equal scores are ordered by unit id, also at the cut.
+//!
 //! Concurrency: one writer (behind a mutex) and any number of searchers. A search takes the
 //! current searcher and version under a short read lock and runs without locks, so searches
 //! proceed while an update indexes, and each search sees exactly one version.
 
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use fresco_graph::{EdgeKind, FileEntry, Snapshot, Unit, UnitKind};
+use rustc_hash::FxHashMap;
 use tantivy::collector::TopDocs;
-use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::query::{Bm25StatisticsProvider, BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value};
 use tantivy::tokenizer::{TextAnalyzer, Token, TokenStream, Tokenizer};
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
+use tantivy::{
+    DocId, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TERMINATED, TantivyDocument, Term,
+};
 
 /// The name the code tokenizer is registered under in the index's tokenizer manager.
 pub const TOKENIZER_NAME: &str = "fresco_code";
@@ -282,10 +289,118 @@ impl Fields {
     }
 }
 
-/// What a search sees: one reader generation and the snapshot version it reflects.
+/// What a search sees: one reader generation, BM25's statistics over its live documents and
+/// the snapshot version it reflects.
 struct Current {
     searcher: Searcher,
+    statistics: Arc<LiveStatistics>,
     version: u64,
+}
+
+impl Current {
+    fn of(searcher: Searcher, fields: &Fields, version: u64) -> Result<Current, TextIndexError> {
+        let statistics = Arc::new(LiveStatistics::of(&searcher, fields)?);
+        Ok(Current { searcher, statistics, version })
+    }
+}
+
+/// BM25's statistics (how many documents there are, how many hold a term, how long a field is
+/// on average) over the live documents of one reader generation.
+///
+/// tantivy's own statistics count a document an update deleted until a merge drops its segment's
+/// deleted documents, and which merges have happened depends on the history of updates and on
+/// how they were batched. Scores of the same query on the same snapshot then differed between
+/// two processes: on the retrieval benchmark, two runs of the same binary ordered the lexical
+/// lane's hits differently for 132 of 756 targets. These statistics depend on the live documents
+/// alone, so an index ranks as one built afresh from its snapshot would, whatever its history.
+struct LiveStatistics {
+    searcher: Searcher,
+    docs: u64,
+    /// Per text field: the sum of the live documents' field norms (tantivy's encoding of a
+    /// field's length, exact up to 40 tokens and within a few percent above).
+    tokens: FxHashMap<Field, u64>,
+    /// Per segment (by ordinal): its deleted documents, ascending.
+    deleted: Vec<Vec<DocId>>,
+    /// Document frequencies already counted in this generation (queries repeat terms).
+    doc_freqs: Mutex<FxHashMap<Term, u64>>,
+}
+
+impl LiveStatistics {
+    fn of(searcher: &Searcher, fields: &Fields) -> Result<LiveStatistics, TextIndexError> {
+        let readers = searcher.segment_readers();
+        let deleted: Vec<Vec<DocId>> = readers
+            .iter()
+            .map(|r| match r.alive_bitset() {
+                Some(alive) => (0..r.max_doc()).filter(|&d| alive.is_deleted(d)).collect(),
+                None => Vec::new(),
+            })
+            .collect();
+        let mut tokens: FxHashMap<Field, u64> = FxHashMap::default();
+        for (field, _) in fields.boosted() {
+            let mut total = 0u64;
+            for r in readers {
+                let norms = r.get_fieldnorms_reader(field)?;
+                total += match r.alive_bitset() {
+                    Some(alive) => alive.iter_alive().map(|d| u64::from(norms.fieldnorm(d))).sum::<u64>(),
+                    None => (0..r.max_doc()).map(|d| u64::from(norms.fieldnorm(d))).sum::<u64>(),
+                };
+            }
+            tokens.insert(field, total);
+        }
+        Ok(LiveStatistics {
+            searcher: searcher.clone(),
+            docs: searcher.num_docs(),
+            tokens,
+            deleted,
+            doc_freqs: Mutex::new(FxHashMap::default()),
+        })
+    }
+
+    /// How many live documents hold `term`: tantivy's count minus the deleted documents that
+    /// hold it, found by seeking the term's postings to each deleted document (few, and in
+    /// order; a merge drops them past [`MAX_DELETED_SHARE`]).
+    fn count_doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        let mut live = 0u64;
+        for (r, deleted) in self.searcher.segment_readers().iter().zip(&self.deleted) {
+            let inverted = r.inverted_index(term.field())?;
+            live += u64::from(inverted.doc_freq(term)?);
+            if deleted.is_empty() {
+                continue;
+            }
+            let Some(mut postings) = inverted.read_postings(term, IndexRecordOption::Basic)? else { continue };
+            for &d in deleted {
+                // `seek` only moves forward: a document past `d` already means `d` lacks the term.
+                if postings.doc() == TERMINATED {
+                    break;
+                }
+                if postings.doc() <= d && postings.seek(d) == d {
+                    live = live.saturating_sub(1);
+                }
+            }
+        }
+        Ok(live)
+    }
+}
+
+impl Bm25StatisticsProvider for LiveStatistics {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        Ok(self.tokens.get(&field).copied().unwrap_or(0))
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(self.docs)
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        if let Some(&n) = self.doc_freqs.lock().ok().as_ref().and_then(|m| m.get(term)) {
+            return Ok(n);
+        }
+        let n = self.count_doc_freq(term)?;
+        if let Ok(mut cache) = self.doc_freqs.lock() {
+            cache.insert(term.clone(), n);
+        }
+        Ok(n)
+    }
 }
 
 /// Sizes of a text index.
@@ -294,7 +409,8 @@ pub struct TextIndexStats {
     pub version: u64,
     /// Live documents (units).
     pub docs: u64,
-    /// Deleted documents not yet merged away (they still count in BM25's statistics).
+    /// Deleted documents not yet merged away (BM25's statistics leave them out; their postings
+    /// still cost time until merged).
     pub deleted: u64,
     pub segments: usize,
     /// Bytes of the index data (postings, dictionaries, field norms, stored ids), as tantivy
@@ -335,14 +451,8 @@ impl TextIndex {
         // Segments are merged by `update`, at known points, not by tantivy in the background.
         writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
-        let searcher = reader.searcher();
-        Ok(TextIndex {
-            fields,
-            _index: index,
-            reader,
-            writer: Mutex::new(writer),
-            current: RwLock::new(Current { searcher, version: snapshot.version() }),
-        })
+        let current = Current::of(reader.searcher(), &fields, snapshot.version())?;
+        Ok(TextIndex { fields, _index: index, reader, writer: Mutex::new(writer), current: RwLock::new(current) })
     }
 
     /// Brings the index to `snapshot`: drops every document of `changed_paths` and
@@ -377,9 +487,9 @@ impl TextIndex {
             return Err(e);
         }
         self.reader.reload()?;
-        let searcher = self.reader.searcher();
+        let next = Current::of(self.reader.searcher(), &self.fields, snapshot.version())?;
         let mut current = self.current.write().map_err(|_| TextIndexError::Poisoned)?;
-        *current = Current { searcher, version: snapshot.version() };
+        *current = next;
         Ok(())
     }
 
@@ -388,16 +498,17 @@ impl TextIndex {
         self.current.read().map(|c| c.version).unwrap_or(0)
     }
 
-    /// The `k` best units for `query` by BM25, best first: (unit id, score).
+    /// The `k` best units for `query` by BM25, best first: (unit id, score to four significant
+    /// digits); equal scores in unit id order.
     pub fn search(&self, query: &str, k: usize) -> Result<Vec<(String, f32)>, TextIndexError> {
         Ok(self.search_versioned(query, k)?.1)
     }
 
     /// Like [`search`](Self::search), also returning the snapshot version the hits come from.
     pub fn search_versioned(&self, query: &str, k: usize) -> Result<(u64, Vec<(String, f32)>), TextIndexError> {
-        let (searcher, version) = {
+        let (searcher, statistics, version) = {
             let current = self.current.read().map_err(|_| TextIndexError::Poisoned)?;
-            (current.searcher.clone(), current.version)
+            (current.searcher.clone(), current.statistics.clone(), current.version)
         };
         let Some(query) = self.query(query) else {
             return Ok((version, Vec::new()));
@@ -406,8 +517,9 @@ impl TextIndex {
             return Ok((version, Vec::new()));
         }
         // Equal scores are ordered by unit id, not by where the documents sit in the segments
-        // (which depends on the order of updates and merges): a few more hits than asked for are
-        // fetched so that ties at the cut are decided the same way too.
+        // (which depends on the order of updates and merges): more hits than asked for are
+        // fetched, until the last one scores below the k-th, so that every document tied with
+        // the k-th takes part in deciding the cut.
         // tantivy's collector reserves its whole limit up front, so a `k` beyond the number of
         // documents (a client may ask for `k 4294967296`) is cut to what can be returned.
         let documents = usize::try_from(searcher.num_docs()).unwrap_or(usize::MAX);
@@ -415,12 +527,23 @@ impl TextIndex {
         if k == 0 {
             return Ok((version, Vec::new()));
         }
-        let top = searcher.search(&query, &TopDocs::with_limit(k.saturating_add(TIE_SLACK)).order_by_score())?;
+        let mut limit = k.saturating_add(TIE_SLACK).min(documents);
+        let top = loop {
+            let collector = TopDocs::with_limit(limit).order_by_score();
+            let top = searcher.search_with_statistics_provider(&query, &collector, statistics.as_ref())?;
+            let tied_at_the_end = top.len() == limit
+                && limit > k
+                && top.get(limit - 1).zip(top.get(k - 1)).is_some_and(|(last, kth)| rounded(last.0) == rounded(kth.0));
+            if !tied_at_the_end || limit == documents {
+                break top;
+            }
+            limit = limit.saturating_mul(4).min(documents);
+        };
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
             let doc: TantivyDocument = searcher.doc(address)?;
             if let Some(id) = doc.get_first(self.fields.id).and_then(|v| v.as_str()) {
-                hits.push((id.to_string(), score));
+                hits.push((id.to_string(), rounded(score)));
             }
         }
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
@@ -470,7 +593,22 @@ impl TextIndex {
     }
 }
 
-/// How many hits past the `k` asked for are fetched to order ties at the cut by unit id.
+/// A BM25 score to 1 part in 2^14 (about four significant digits), rounded to nearest. The same
+/// document's score differs in its last bits from segment to segment: tantivy's block-max WAND
+/// adds a document's term scores in an order that depends on the segment's other documents.
+/// Rounded scores are equal where the ranking should call them equal, so ties are ordered by
+/// unit id and the same snapshot ranks the same, however its segments were built.
+fn rounded(score: f32) -> f32 {
+    const DROPPED_BITS: u32 = 23 - 14;
+    if !score.is_finite() {
+        return score;
+    }
+    let bits = score.to_bits().wrapping_add(1 << (DROPPED_BITS - 1)) & !((1 << DROPPED_BITS) - 1);
+    f32::from_bits(bits)
+}
+
+/// How many hits past the `k` asked for are fetched at first to order ties at the cut by unit id
+/// (four times as many each time the last one still ties with the k-th).
 const TIE_SLACK: usize = 16;
 
 /// More segments than this after an update: the smaller ones are merged into one.
@@ -479,13 +617,12 @@ const MAX_SEGMENTS: usize = 8;
 /// A larger share of deleted documents than this: every segment is merged, which drops them.
 const MAX_DELETED_SHARE: f64 = 0.1;
 
-/// Merges segments after an update, synchronously, so that the index after any sequence of
-/// updates ranks as one built afresh would, give or take [`MAX_DELETED_SHARE`]. BM25's
-/// statistics (how many documents hold a term, the average field length) count deleted
-/// documents until their segment is merged: after a few branch switches a long-running daemon's
-/// top 10 differed from a fresh index's. Every update adds a segment (the edited files'
+/// Merges segments after an update, synchronously. Ranking does not depend on it (BM25's
+/// statistics count live documents only, see [`LiveStatistics`]), but speed does: every segment
+/// is searched on its own, deleted documents stay in the postings a search reads, and the
+/// statistics seek the postings to each of them. Every update adds a segment (the edited files'
 /// documents); past [`MAX_SEGMENTS`] the smallest are merged, which is cheap, and once deleted
-/// documents pass the share, everything is.
+/// documents pass [`MAX_DELETED_SHARE`], everything is.
 fn merge_segments(index: &Index, writer: &mut IndexWriter<TantivyDocument>) -> Result<(), TextIndexError> {
     let mut metas = index.searchable_segment_metas()?;
     let deleted: u64 = metas.iter().map(|m| u64::from(m.num_deleted_docs())).sum();
