@@ -958,6 +958,15 @@ fn render(
                 &round.full_scan,
             );
         }
+        let e = &l.edited;
+        row(
+            &mut out,
+            &format!("BM25 index update: one file re-indexed ({} files, one per update)", e.files),
+            &e.update,
+        );
+        row(&mut out, "BM25 index update with nothing to re-index (commit, reload, live statistics)", &e.empty_update);
+        row(&mut out, "part: BM25 top 10, after those updates", &e.bm25);
+        row(&mut out, "`context X budget 4000 k 50 lanes bm25,graph`, after those updates", &e.context_bm25_graph);
         let full_search = l.search.median + (l.dense_full_scan.median - l.dense_partial_scan.median).max(0.0);
         let full_context = l.context.median + (l.dense_full_scan.median - l.dense_partial_scan.median).max(0.0);
         let _ = writeln!(
@@ -966,6 +975,15 @@ fn render(
              estimated `search` median ≈ {full_search:.1} ms and `context` median ≈ {full_context:.1} ms. \
              Context tokens used on django: median {:.0} of 4000.",
             l.context_tokens.median
+        );
+        let _ = writeln!(
+            out,
+            "\nThe rows \"after those updates\" come last: the BM25 index had re-indexed {} files one per update, as \
+             a daemon does on saves, and kept {} deleted documents in {} segments (merges drop them past a share of \
+             10 %). BM25's statistics count live documents only, so that the same snapshot ranks the same whatever \
+             the index's history: an update computes them for the new reader generation, and a query term's count \
+             seeks its postings to each deleted document.",
+            e.files, e.deleted, e.segments
         );
         let rate = |r: &latency::BusyRound| r.embedded as f64 / r.seconds.max(1e-9);
         let _ = writeln!(

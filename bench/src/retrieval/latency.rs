@@ -116,7 +116,29 @@ pub struct LatencyReport {
     pub queries: usize,
     pub reps: usize,
     pub context_tokens: Stats,
+    /// The lexical lane after saves (see [`EditedText`]).
+    pub edited: EditedText,
 }
+
+/// The lexical lane of a daemon that has seen saves: [`EDITED_FILES`] files re-indexed one per
+/// update, the documents each replaced left in their segments until a merge drops them. BM25's
+/// statistics count live documents only, which costs an update (the statistics of the new
+/// reader generation) and a search (each deleted document a query term's postings are sought
+/// to).
+pub struct EditedText {
+    pub files: usize,
+    /// One file re-indexed (delete, add, commit, merge when due, reload, statistics).
+    pub update: Stats,
+    /// An update with nothing to re-index: commit, reload and the statistics alone.
+    pub empty_update: Stats,
+    pub deleted: u64,
+    pub segments: usize,
+    pub bm25: Stats,
+    pub context_bm25_graph: Stats,
+}
+
+/// How many files the edited-lexical-lane measurement re-indexes.
+pub const EDITED_FILES: usize = 40;
 
 /// One round of queries with the background embedding running beside them.
 pub struct BusyRound {
@@ -423,6 +445,7 @@ pub fn run(root: &Path, queries: usize, reps: usize, embed_seconds: u64) -> Resu
             }));
         }
     }
+    let edited = edited_text(&snapshot, &ctx, &lanes, &searches, &context_bg_q, reps)?;
     Ok(LatencyReport {
         root: root.display().to_string(),
         files: snapshot.file_count(),
@@ -450,5 +473,59 @@ pub fn run(root: &Path, queries: usize, reps: usize, embed_seconds: u64) -> Resu
         queries: search_q.len().min(context_q.len()),
         reps,
         context_tokens: stats(&tokens),
+        edited,
+    })
+}
+
+/// Re-indexes [`EDITED_FILES`] files (non-test files with units, in xxh3 order of their paths)
+/// one per update, then times updates with nothing to re-index and the BM25 queries again.
+fn edited_text(
+    snapshot: &Snapshot,
+    ctx: &Context<'_>,
+    lanes: &FixedLanes,
+    searches: &[String],
+    context_queries: &[String],
+    reps: usize,
+) -> Result<EditedText> {
+    let mut paths: Vec<(u64, String)> = snapshot
+        .files()
+        .filter(|f| !f.graph.units.is_empty() && !fresco_query::retrieve::is_test_path(&f.graph.path))
+        .map(|f| (xxhash_rust::xxh3::xxh3_64(f.graph.path.as_bytes()), f.graph.path.clone()))
+        .collect();
+    paths.sort();
+    paths.truncate(EDITED_FILES);
+    let mut update_ms = Vec::new();
+    for (_, path) in &paths {
+        update_ms.push(time_ms(|| {
+            lanes.text.update(snapshot, std::slice::from_ref(path), &[]).expect("text index update");
+        }));
+    }
+    let mut empty_ms = Vec::new();
+    for _ in 0..EDITED_FILES {
+        empty_ms.push(time_ms(|| lanes.text.update(snapshot, &[], &[]).expect("text index update")));
+    }
+    let after = lanes.text.stats()?;
+    let mut bm_ms = Vec::new();
+    let mut cb_ms = Vec::new();
+    for _ in 0..reps {
+        for text in searches {
+            bm_ms.push(time_ms(|| {
+                lanes.text.search(text, 10).expect("bm25");
+            }));
+        }
+        for q in context_queries {
+            cb_ms.push(time_ms(|| {
+                fresco_query::run(ctx, q).expect("context runs");
+            }));
+        }
+    }
+    Ok(EditedText {
+        files: paths.len(),
+        update: stats(&update_ms),
+        empty_update: stats(&empty_ms),
+        deleted: after.deleted,
+        segments: after.segments,
+        bm25: stats(&bm_ms),
+        context_bm25_graph: stats(&cb_ms),
     })
 }
