@@ -31,7 +31,7 @@
 use std::sync::{Arc, Mutex, RwLock};
 
 use fresco_graph::{EdgeKind, FileEntry, Snapshot, Unit, UnitKind};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use tantivy::collector::TopDocs;
 use tantivy::query::{Bm25StatisticsProvider, BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value};
@@ -469,11 +469,15 @@ impl TextIndex {
         removed_paths: &[String],
     ) -> Result<(), TextIndexError> {
         let mut writer = self.writer.lock().map_err(|_| TextIndexError::Poisoned)?;
+        // A batch the lanes put together from several versions can name a file more than once
+        // (saved twice, or changed in two of them): its documents must be added once.
+        let mut seen: FxHashSet<&str> = FxHashSet::default();
+        let changed_paths: Vec<&String> = changed_paths.iter().filter(|p| seen.insert(String::as_str(p))).collect();
         let result = (|| {
-            for path in removed_paths.iter().chain(changed_paths) {
+            for path in removed_paths.iter().chain(changed_paths.iter().copied()) {
                 writer.delete_term(Term::from_field_text(self.fields.path, path));
             }
-            for path in changed_paths {
+            for path in &changed_paths {
                 if let Some(file) = snapshot.file(path) {
                     add_file(&writer, &self.fields, file)?;
                 }

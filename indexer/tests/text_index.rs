@@ -463,3 +463,53 @@ fn finds_sensible_units_in_requests() {
     let hits = index.search("to_key_val_list", 3).expect("search");
     assert_eq!(hits[0].0, "requests.utils.to_key_val_list", "{hits:?}");
 }
+
+#[test]
+fn updates_through_both_kinds_of_merge_rank_as_a_fresh_index() {
+    // One file per update: past 8 segments the smallest are merged (rounds 7 and 11), and once a
+    // tenth of the documents are deleted everything is (round 12); after each, the index answers
+    // as one built afresh from the same snapshot.
+    let dir = tempfile::tempdir().expect("tempdir");
+    for i in 0..120 {
+        let extra = if i % 3 == 0 { "\n\ndef retry_connection():\n    \"\"\"Open it again.\"\"\"\n" } else { "" };
+        write(dir.path(), &format!("m{i:03}.py"), &format!("def open_{i}(conn):\n    return conn.open({i}){extra}\n"));
+    }
+    let mut indexer = Indexer::in_memory(dir.path(), Default::default());
+    indexer.refresh().expect("refresh");
+    let index = TextIndex::build(indexer.snapshot(), 1).expect("build");
+    let mut merged = (false, false);
+    for round in 0..14 {
+        let before = index.stats().expect("stats");
+        let path = format!("m{:03}.py", (round * 7) % 120);
+        write(dir.path(), &path, &format!("def open_{round}(conn, retry=3):\n    return conn.open({round})\n"));
+        let report = indexer.apply(vec![FileEvent::Changed(path)]).expect("apply");
+        index.update(indexer.snapshot(), &report.changed_files, &report.removed_files).expect("update");
+        let after = index.stats().expect("stats");
+        merged.0 |= after.segments < before.segments && after.deleted > 0;
+        merged.1 |= after.segments == 1 && after.deleted == 0;
+        let fresh = TextIndex::build(indexer.snapshot(), 1).expect("fresh build");
+        for q in ["retry connection", "open conn", "open it again"] {
+            assert_eq!(
+                index.search(q, 20).expect("search"),
+                fresh.search(q, 20).expect("search"),
+                "round {round}, {q:?}"
+            );
+        }
+    }
+    assert_eq!(merged, (true, true), "the test needs both kinds of merge");
+}
+
+#[test]
+fn a_file_named_twice_in_one_update_is_indexed_once() {
+    // The lanes put the changes of several versions into one update when they come faster than
+    // it runs (a file saved twice): each unit must stay one document.
+    let (dir, mut indexer) = small_repo();
+    let index = TextIndex::build(indexer.snapshot(), 1).expect("build");
+    write(dir.path(), "pkg/net.py", &format!("{NET}\n# saved\n"));
+    let report = indexer.apply(vec![FileEvent::Changed("pkg/net.py".into())]).expect("apply");
+    let twice: Vec<String> = report.changed_files.iter().chain(&report.changed_files).cloned().collect();
+    index.update(indexer.snapshot(), &twice, &report.removed_files).expect("update");
+    assert_eq!(index.stats().expect("stats").docs, indexer.snapshot().units().count() as u64);
+    let hits = index.search("retry_failed_connection", 50).expect("search");
+    assert_eq!(ids(&hits).iter().filter(|id| **id == "pkg.net.retry_failed_connection").count(), 1, "{hits:?}");
+}
