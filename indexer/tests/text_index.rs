@@ -300,12 +300,9 @@ fn after_many_updates_the_index_ranks_as_one_built_afresh() {
     }
 }
 
-#[test]
-fn deleted_documents_left_in_segments_do_not_change_scores() {
-    // Small edits leave deleted documents in their segments (below the share that merges
-    // everything). BM25's statistics leave them out: the updated index scores every hit exactly
-    // as an index built afresh from the same snapshot, so two processes that saw the same edits
-    // batched differently answer alike.
+/// 120 one-function modules, a third of them with a second function: enough documents that
+/// editing one file deletes far fewer than the share that merges everything.
+fn many_small_modules() -> (tempfile::TempDir, Indexer) {
     let dir = tempfile::tempdir().expect("tempdir");
     for i in 0..120 {
         let extra = if i % 3 == 0 { "\n\ndef retry_connection():\n    \"\"\"Open it again.\"\"\"\n" } else { "" };
@@ -313,8 +310,24 @@ fn deleted_documents_left_in_segments_do_not_change_scores() {
     }
     let mut indexer = Indexer::in_memory(dir.path(), Default::default());
     indexer.refresh().expect("refresh");
+    (dir, indexer)
+}
+
+/// The two indexes give the same top `k`, scores included, for queries over [`many_small_modules`].
+fn assert_ranks_alike(index: &TextIndex, fresh: &TextIndex, k: usize, when: &str) {
+    for q in ["retry connection", "open conn", "open it again"] {
+        assert_eq!(index.search(q, k).expect("search"), fresh.search(q, k).expect("search"), "{when}, {q:?}");
+    }
+}
+
+#[test]
+fn deleted_documents_left_in_segments_do_not_change_scores() {
+    // Small edits leave deleted documents in their segments (below the share that merges
+    // everything). BM25's statistics leave them out: the updated index scores every hit exactly
+    // as an index built afresh from the same snapshot, so two processes that saw the same edits
+    // batched differently answer alike.
+    let (dir, mut indexer) = many_small_modules();
     let index = TextIndex::build(indexer.snapshot(), 2).expect("build");
-    let queries = ["retry connection", "open conn", "open it again"];
     for round in 0..6 {
         let path = format!("m{:03}.py", round * 3);
         write(dir.path(), &path, &format!("def open_{round}(conn, retry=3):\n    return conn.open({round})\n"));
@@ -322,19 +335,13 @@ fn deleted_documents_left_in_segments_do_not_change_scores() {
         index.update(indexer.snapshot(), &report.changed_files, &report.removed_files).expect("update");
         assert!(index.stats().expect("stats").deleted > 0, "round {round}: the test needs deleted documents left");
         let fresh = TextIndex::build(indexer.snapshot(), 1).expect("fresh build");
-        for q in queries {
-            assert_eq!(
-                index.search(q, 20).expect("search"),
-                fresh.search(q, 20).expect("search"),
-                "round {round}, {q:?}"
-            );
-        }
+        assert_ranks_alike(&index, &fresh, 20, &format!("round {round}"));
     }
 }
 
 #[test]
 fn ties_at_the_cut_go_to_the_smallest_unit_ids() {
-    // Sixty modules define the same function (boto has 43 `connect_to_region`s): the top 10 are
+    // Sixty modules define the same function (boto has 45 `connect_to_region`s, most alike): the top 10 are
     // the first ten by id, wherever the segments put their documents, even once the first ones
     // are re-indexed into a segment of their own, after the others.
     let dir = tempfile::tempdir().expect("tempdir");
@@ -469,13 +476,7 @@ fn updates_through_both_kinds_of_merge_rank_as_a_fresh_index() {
     // One file per update: past 8 segments the smallest are merged (rounds 7 and 11), and once a
     // tenth of the documents are deleted everything is (round 12); after each, the index answers
     // as one built afresh from the same snapshot.
-    let dir = tempfile::tempdir().expect("tempdir");
-    for i in 0..120 {
-        let extra = if i % 3 == 0 { "\n\ndef retry_connection():\n    \"\"\"Open it again.\"\"\"\n" } else { "" };
-        write(dir.path(), &format!("m{i:03}.py"), &format!("def open_{i}(conn):\n    return conn.open({i}){extra}\n"));
-    }
-    let mut indexer = Indexer::in_memory(dir.path(), Default::default());
-    indexer.refresh().expect("refresh");
+    let (dir, mut indexer) = many_small_modules();
     let index = TextIndex::build(indexer.snapshot(), 1).expect("build");
     let mut merged = (false, false);
     for round in 0..14 {
@@ -488,13 +489,7 @@ fn updates_through_both_kinds_of_merge_rank_as_a_fresh_index() {
         merged.0 |= after.segments < before.segments && after.deleted > 0;
         merged.1 |= after.segments == 1 && after.deleted == 0;
         let fresh = TextIndex::build(indexer.snapshot(), 1).expect("fresh build");
-        for q in ["retry connection", "open conn", "open it again"] {
-            assert_eq!(
-                index.search(q, 20).expect("search"),
-                fresh.search(q, 20).expect("search"),
-                "round {round}, {q:?}"
-            );
-        }
+        assert_ranks_alike(&index, &fresh, 20, &format!("round {round}"));
     }
     assert_eq!(merged, (true, true), "the test needs both kinds of merge");
 }
