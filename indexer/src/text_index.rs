@@ -20,9 +20,12 @@
 //! tokenizer into a disjunction of term queries over the four fields, boosted
 //! name 3, signature 2, docstring 1.5, body 1. Any text is a valid query.
 //!
-//! Ranking is a function of the snapshot alone, not of the index's history: BM25's statistics
-//! count live documents only ([`LiveStatistics`]), scores are rounded to four significant digits
-//! ([`rounded`]) and equal scores are ordered by unit id, also at the cut.
+//! Ranking is a function of the snapshot, not of the index's history: BM25's statistics count
+//! live documents only ([`LiveStatistics`]), scores are rounded to four significant digits
+//! ([`rounded`]) and equal scores are ordered by unit id, also at the cut. One gap is left: two
+//! scores that should be equal but differ in their last bits can still round apart when they
+//! straddle a rounding step (for scores a unit or two in the last place apart, about one pair in
+//! 300).
 //!
 //! Concurrency: one writer (behind a mutex) and any number of searchers. A search takes the
 //! current searcher and version under a short read lock and runs without locks, so searches
@@ -310,18 +313,19 @@ impl Current {
 /// tantivy's own statistics count a document an update deleted until a merge drops its segment's
 /// deleted documents, and which merges have happened depends on the history of updates and on
 /// how they were batched. Scores of the same query on the same snapshot then differed between
-/// two processes: on the retrieval benchmark, two runs of the same binary ordered the lexical
-/// lane's hits differently for 132 of 756 targets. These statistics depend on the live documents
-/// alone, so an index ranks as one built afresh from its snapshot would, whatever its history.
+/// two processes that saw the same edits batched differently (bench/reports/retrieval-fit.md,
+/// twenty-fifth round). These statistics depend on the live documents alone, so an index scores
+/// as one built afresh from its snapshot would, whatever its history.
 struct LiveStatistics {
     searcher: Searcher,
     docs: u64,
     /// Per text field: the sum of the live documents' field norms (tantivy's encoding of a
-    /// field's length, exact up to 40 tokens and within a few percent above).
+    /// field's length in one byte: exact up to 40 tokens, rounded down above, by up to about 12 %).
     tokens: FxHashMap<Field, u64>,
     /// Per segment (by ordinal): its deleted documents, ascending.
     deleted: Vec<Vec<DocId>>,
-    /// Document frequencies already counted in this generation (queries repeat terms).
+    /// Document frequencies already counted in this generation (queries repeat terms); only
+    /// used while some segment has deleted documents.
     doc_freqs: Mutex<FxHashMap<Term, u64>>,
 }
 
@@ -356,27 +360,43 @@ impl LiveStatistics {
         })
     }
 
-    /// How many live documents hold `term`: tantivy's count minus the deleted documents that
-    /// hold it, found by seeking the term's postings to each deleted document (few, and in
-    /// order; a merge drops them past [`MAX_DELETED_SHARE`]).
+    /// How many live documents hold `term`. Per segment with deleted documents, whichever is
+    /// shorter: the term's postings, walked and tested against the segment's alive documents,
+    /// or its deleted documents, each sought in the postings (in order; a merge drops them past
+    /// [`MAX_DELETED_SHARE`]) and taken off tantivy's count.
     fn count_doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
         let mut live = 0u64;
         for (r, deleted) in self.searcher.segment_readers().iter().zip(&self.deleted) {
             let inverted = r.inverted_index(term.field())?;
-            live += u64::from(inverted.doc_freq(term)?);
-            if deleted.is_empty() {
+            let Some(info) = inverted.get_term_info(term)? else { continue };
+            let held = u64::from(info.doc_freq);
+            let alive = match r.alive_bitset() {
+                Some(alive) if !deleted.is_empty() => alive,
+                _ => {
+                    live += held;
+                    continue;
+                }
+            };
+            let mut postings = inverted.read_postings_from_terminfo(&info, IndexRecordOption::Basic)?;
+            if held <= deleted.len() as u64 {
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    live += u64::from(alive.is_alive(doc));
+                    doc = postings.advance();
+                }
                 continue;
             }
-            let Some(mut postings) = inverted.read_postings(term, IndexRecordOption::Basic)? else { continue };
+            let mut dead = 0u64;
             for &d in deleted {
                 // `seek` only moves forward: a document past `d` already means `d` lacks the term.
                 if postings.doc() == TERMINATED {
                     break;
                 }
                 if postings.doc() <= d && postings.seek(d) == d {
-                    live = live.saturating_sub(1);
+                    dead += 1;
                 }
             }
+            live += held.saturating_sub(dead);
         }
         Ok(live)
     }
@@ -392,6 +412,10 @@ impl Bm25StatisticsProvider for LiveStatistics {
     }
 
     fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        if self.deleted.iter().all(Vec::is_empty) {
+            // Nothing deleted: tantivy's count is the live one, a lookup per segment.
+            return self.searcher.doc_freq(term);
+        }
         if let Some(&n) = self.doc_freqs.lock().ok().as_ref().and_then(|m| m.get(term)) {
             return Ok(n);
         }
@@ -601,7 +625,8 @@ impl TextIndex {
 /// document's score differs in its last bits from segment to segment: tantivy's block-max WAND
 /// adds a document's term scores in an order that depends on the segment's other documents.
 /// Rounded scores are equal where the ranking should call them equal, so ties are ordered by
-/// unit id and the same snapshot ranks the same, however its segments were built.
+/// unit id and the same snapshot ranks the same however its segments were built, unless two such
+/// scores straddle a rounding step (see the module's docs).
 fn rounded(score: f32) -> f32 {
     const DROPPED_BITS: u32 = 23 - 14;
     if !score.is_finite() {

@@ -276,10 +276,12 @@ fn updates_follow_edits_and_removals() {
 
 #[test]
 fn after_many_updates_the_index_ranks_as_one_built_afresh() {
-    // Deleted documents count in BM25's statistics until their segment is merged: a daemon's
-    // index, updated over and over, ranked differently from a fresh one.
+    // tantivy's BM25 statistics count deleted documents until their segment is merged: a
+    // daemon's index, updated over and over, ranked differently from a fresh one. (One indexing
+    // thread here and below: the segments, and so the last bits of the scores, are then the same
+    // in every run, and the comparisons cannot depend on luck at a rounding step.)
     let (dir, mut indexer) = small_repo();
-    let index = TextIndex::build(indexer.snapshot(), 2).expect("build");
+    let index = TextIndex::build(indexer.snapshot(), 1).expect("build");
     let queries = ["retry a failed connection", "close socket", "connection pool", "backoff delay"];
     for round in 0..12 {
         write(dir.path(), "pkg/net.py", &format!("{NET}\n# edit {round}\n"));
@@ -289,7 +291,7 @@ fn after_many_updates_the_index_ranks_as_one_built_afresh() {
         assert!(stats.segments <= 9, "round {round}: {stats:?}");
         // Each edit re-indexes about half of the documents: past the share, all are merged.
         assert_eq!(stats.deleted, 0, "round {round}: {stats:?}");
-        let fresh = TextIndex::build(indexer.snapshot(), 2).expect("fresh build");
+        let fresh = TextIndex::build(indexer.snapshot(), 1).expect("fresh build");
         for q in queries {
             assert_eq!(
                 index.search(q, 10).expect("search"),
@@ -327,7 +329,7 @@ fn deleted_documents_left_in_segments_do_not_change_scores() {
     // as an index built afresh from the same snapshot, so two processes that saw the same edits
     // batched differently answer alike.
     let (dir, mut indexer) = many_small_modules();
-    let index = TextIndex::build(indexer.snapshot(), 2).expect("build");
+    let index = TextIndex::build(indexer.snapshot(), 1).expect("build");
     for round in 0..6 {
         let path = format!("m{:03}.py", round * 3);
         write(dir.path(), &path, &format!("def open_{round}(conn, retry=3):\n    return conn.open({round})\n"));
@@ -351,7 +353,7 @@ fn ties_at_the_cut_go_to_the_smallest_unit_ids() {
     }
     let mut indexer = Indexer::in_memory(dir.path(), Default::default());
     indexer.refresh().expect("refresh");
-    let index = TextIndex::build(indexer.snapshot(), 2).expect("build");
+    let index = TextIndex::build(indexer.snapshot(), 1).expect("build");
     let expected: Vec<String> = (0..10).map(|i| format!("r{i:02}.connect_to_region")).collect();
     let top = |index: &TextIndex| -> Vec<String> {
         let hits = index.search("connect_to_region", 10).expect("search");
