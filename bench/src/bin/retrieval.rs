@@ -964,9 +964,25 @@ fn render(
             &format!("BM25 index update: one file re-indexed ({} files, one per update)", e.files),
             &e.update,
         );
+        row(
+            &mut out,
+            "part: BM25 top 10 right after each of those updates (a new generation's first query)",
+            &e.first_search,
+        );
         row(&mut out, "BM25 index update with nothing to re-index (commit, reload, live statistics)", &e.empty_update);
         row(&mut out, "part: BM25 top 10, after those updates", &e.bm25);
         row(&mut out, "`context X budget 4000 k 50 lanes bm25,graph`, after those updates", &e.context_bm25_graph);
+        let heavy_share = 100.0 * e.heavy_deleted as f64 / (e.heavy_docs + e.heavy_deleted).max(1) as f64;
+        row(
+            &mut out,
+            &format!("BM25 index update: one file re-indexed, {heavy_share:.1} % of documents deleted"),
+            &e.heavy_update,
+        );
+        row(
+            &mut out,
+            &format!("part: BM25 top 10 right after each of those updates, {heavy_share:.1} % deleted"),
+            &e.heavy_first_search,
+        );
         let full_search = l.search.median + (l.dense_full_scan.median - l.dense_partial_scan.median).max(0.0);
         let full_context = l.context.median + (l.dense_full_scan.median - l.dense_partial_scan.median).max(0.0);
         let _ = writeln!(
@@ -978,12 +994,15 @@ fn render(
         );
         let _ = writeln!(
             out,
-            "\nThe rows \"after those updates\" come last: the BM25 index had re-indexed {} files one per update, as \
-             a daemon does on saves, and kept {} deleted documents in {} segments (merges drop them past a share of \
-             10 %). BM25's statistics count live documents only, so that the same snapshot ranks the same whatever \
-             the index's history: an update computes them for the new reader generation, and a query term's count \
-             seeks its postings to each deleted document.",
-            e.files, e.deleted, e.segments
+            "\nThe BM25 rows after the dense ones come last: the index re-indexed {} files one per update, as a daemon \
+             does on saves, each followed by one query (the first of its reader generation, which counts its terms' \
+             statistics afresh), and kept {} deleted documents in {} segments (merges drop them past a share of \
+             10 %); then the queries again, their statistics counted once per generation. Then more files, until \
+             8 % of the documents were deleted, and {} more update-then-query pairs ({} deleted at the end). BM25's \
+             statistics count live documents only, so that the same snapshot ranks the same whatever the index's \
+             history: an update computes them for the new reader generation, and a query term's count walks its \
+             postings or seeks them to each deleted document, whichever is shorter.",
+            e.files, e.deleted, e.segments, e.heavy_update.n, e.heavy_deleted
         );
         let rate = |r: &latency::BusyRound| r.embedded as f64 / r.seconds.max(1e-9);
         let _ = writeln!(

@@ -129,16 +129,28 @@ pub struct EditedText {
     pub files: usize,
     /// One file re-indexed (delete, add, commit, merge when due, reload, statistics).
     pub update: Stats,
+    /// The BM25 query right after each of those updates (the generation's first).
+    pub first_search: Stats,
     /// An update with nothing to re-index: commit, reload and the statistics alone.
     pub empty_update: Stats,
     pub deleted: u64,
     pub segments: usize,
     pub bm25: Stats,
     pub context_bm25_graph: Stats,
+    /// The same update-then-query pairs once deleted documents near the share that merges
+    /// everything ([`NEAR_FULL_MERGE`]).
+    pub heavy_update: Stats,
+    pub heavy_first_search: Stats,
+    pub heavy_deleted: u64,
+    pub heavy_docs: u64,
 }
 
-/// How many files the edited-lexical-lane measurement re-indexes.
+/// How many files the edited-lexical-lane measurement re-indexes per series.
 pub const EDITED_FILES: usize = 40;
+
+/// The share of deleted documents the heavy series starts from: below the text index's 10 %,
+/// past which an update merges everything, with room for the series' own deletions.
+const NEAR_FULL_MERGE: f64 = 0.08;
 
 /// One round of queries with the background embedding running beside them.
 pub struct BusyRound {
@@ -493,12 +505,26 @@ fn edited_text(
         .map(|f| (xxhash_rust::xxh3::xxh3_64(f.graph.path.as_bytes()), f.graph.path.clone()))
         .collect();
     paths.sort();
-    paths.truncate(EDITED_FILES);
-    let mut update_ms = Vec::new();
-    for (_, path) in &paths {
+    let mut paths = paths.into_iter().map(|(_, p)| p);
+    let search_texts = searches.iter().cycle();
+    // One file re-indexed, then one BM25 query: the first query of a reader generation, whose
+    // statistics are counted afresh for its terms.
+    let update_and_search = |path: &String, text: &String, update_ms: &mut Vec<f64>, search_ms: &mut Vec<f64>| {
         update_ms.push(time_ms(|| {
             lanes.text.update(snapshot, std::slice::from_ref(path), &[]).expect("text index update");
         }));
+        search_ms.push(time_ms(|| {
+            lanes.text.search(text, 10).expect("bm25");
+        }));
+    };
+    let mut update_ms = Vec::new();
+    let mut first_ms = Vec::new();
+    let mut texts = search_texts.clone();
+    let mut files = 0;
+    for path in paths.by_ref().take(EDITED_FILES) {
+        let text = texts.next().expect("search texts");
+        update_and_search(&path, text, &mut update_ms, &mut first_ms);
+        files += 1;
     }
     let mut empty_ms = Vec::new();
     for _ in 0..EDITED_FILES {
@@ -519,13 +545,32 @@ fn edited_text(
             }));
         }
     }
+    // More files, until deleted documents near the share that merges everything, then the
+    // same pairs again.
+    let share = |s: &text_index::TextIndexStats| s.deleted as f64 / (s.docs + s.deleted).max(1) as f64;
+    while share(&lanes.text.stats()?) < NEAR_FULL_MERGE {
+        let Some(path) = paths.next() else { break };
+        lanes.text.update(snapshot, std::slice::from_ref(&path), &[])?;
+    }
+    let mut heavy_update_ms = Vec::new();
+    let mut heavy_first_ms = Vec::new();
+    for path in paths.by_ref().take(EDITED_FILES) {
+        let text = texts.next().expect("search texts");
+        update_and_search(&path, text, &mut heavy_update_ms, &mut heavy_first_ms);
+    }
+    let heavy = lanes.text.stats()?;
     Ok(EditedText {
-        files: paths.len(),
+        files,
         update: stats(&update_ms),
+        first_search: stats(&first_ms),
         empty_update: stats(&empty_ms),
         deleted: after.deleted,
         segments: after.segments,
         bm25: stats(&bm_ms),
         context_bm25_graph: stats(&cb_ms),
+        heavy_update: stats(&heavy_update_ms),
+        heavy_first_search: stats(&heavy_first_ms),
+        heavy_deleted: heavy.deleted,
+        heavy_docs: heavy.docs,
     })
 }
