@@ -506,7 +506,6 @@ fn edited_text(
         .collect();
     paths.sort();
     let mut paths = paths.into_iter().map(|(_, p)| p);
-    let search_texts = searches.iter().cycle();
     // One file re-indexed, then one BM25 query: the first query of a reader generation, whose
     // statistics are counted afresh for its terms.
     let update_and_search = |path: &String, text: &String, update_ms: &mut Vec<f64>, search_ms: &mut Vec<f64>| {
@@ -519,7 +518,7 @@ fn edited_text(
     };
     let mut update_ms = Vec::new();
     let mut first_ms = Vec::new();
-    let mut texts = search_texts.clone();
+    let mut texts = searches.iter().cycle();
     let mut files = 0;
     for path in paths.by_ref().take(EDITED_FILES) {
         let text = texts.next().expect("search texts");
