@@ -128,6 +128,12 @@ impl NamesUsed {
 
 const MAX_VALUES: usize = 24;
 const MAX_DEPTH: u32 = 16;
+/// How many levels of nesting an element path follows (`a, (b, (c, d)) = x`: `d` is element 1
+/// of element 1 of element 1 of `x`, a path of three). Each unpacking of a name adds a level, so
+/// a name unpacked from itself (`rv, status = rv`, as flask's `make_response` does) made paths
+/// grow until the depth bound, one walk per binding at every level: exponential in the number
+/// of such lines (three took 1.5 s, five did not finish). Deeper than this, nothing is known.
+const MAX_ELEMENT_PATH: usize = 4;
 
 /// How many distinct arguments are kept per parameter (a full list may have dropped some).
 const MAX_PARAM_FLOWS: usize = 16;
@@ -455,6 +461,11 @@ struct Resolver<'a> {
     module_body_names: RefCell<FxHashMap<(Name, u32), Memo>>,
     /// What a variable's assignments give (see [`Resolver::var_values`]), memoised the same way.
     variables: RefCell<FxHashMap<Target, Memo>>,
+    /// The element at a path of a name of this file (see [`Resolver::element_at`]): by binding
+    /// scope, name, path and, for the module scope, the line of the site being resolved.
+    local_element_paths: RefCell<FxHashMap<(ScopeId, Name, Vec<u32>, Option<u32>), Memo>>,
+    /// The element at a path of a module-level name (see [`Resolver::element_closed`]).
+    module_element_paths: RefCell<FxHashMap<(Arc<str>, Name, Vec<u32>), Memo>>,
     /// What calling a function returns, memoised the same way: the returns of a function are
     /// read from summaries, which do not change while a file is resolved, and on sympy
     /// re-evaluating them at every call (through functions returning the results of others)
@@ -471,6 +482,10 @@ struct Resolver<'a> {
     /// How many evaluations were cut short by the depth bound. A memoised result computed while
     /// this moved is partial and is not cached.
     cuts: std::cell::Cell<u64>,
+    /// How many evaluation steps resolving this file took (each call of [`Resolver::too_deep`],
+    /// which every recursive evaluation makes first), reported with slow files under
+    /// `FRESCO_TRACE`: a superlinear path shows as millions of steps for a few lines.
+    steps: std::cell::Cell<u64>,
     /// The line of the module-body site being resolved, if any: names the module rebinds are
     /// looked up as they are at that line (see [`FileSyntax::bindings_at_line`]).
     module_site_line: std::cell::Cell<Option<u32>>,
@@ -494,7 +509,12 @@ pub fn resolve_file(db: &dyn salsa::Database, ws: Workspace, file: SourceFile) -
     let mut graph = resolver.run(path, revision);
     if let Some(took) = started.map(|s| s.elapsed()).filter(|t| t.as_millis() >= 100) {
         // A file far slower than the rest points at a superlinear path in the resolver.
-        eprintln!("fresco: slow file: {}: {} ms", graph.path, took.as_millis());
+        eprintln!(
+            "fresco: slow file: {}: {} ms, {} evaluation steps",
+            graph.path,
+            took.as_millis(),
+            resolver.steps.get()
+        );
     }
     let mut deps: Vec<String> = resolver.lookups.borrow().keys().cloned().collect();
     deps.extend(resolver.names_used.borrow().keys());
@@ -596,6 +616,8 @@ impl<'a> Resolver<'a> {
             module_names: RefCell::default(),
             local_names: RefCell::default(),
             variables: RefCell::default(),
+            local_element_paths: RefCell::default(),
+            module_element_paths: RefCell::default(),
             module_body_names: RefCell::default(),
             local_elements: RefCell::default(),
             call_results: RefCell::default(),
@@ -604,11 +626,13 @@ impl<'a> Resolver<'a> {
             mros: RefCell::default(),
             receiver_flow: FxHashMap::default(),
             cuts: std::cell::Cell::new(0),
+            steps: std::cell::Cell::new(0),
             module_site_line: std::cell::Cell::new(None),
         }
     }
 
     fn too_deep(&self, depth: u32) -> bool {
+        self.steps.set(self.steps.get() + 1);
         if depth > MAX_DEPTH {
             self.cuts.set(self.cuts.get() + 1);
             true
@@ -1006,7 +1030,10 @@ impl<'a> Resolver<'a> {
                 }
                 out
             }
-            Expr::Subscript(base) | Expr::Item(base, _) => self.elements_closed(base, module, self_class, depth + 1),
+            Expr::Subscript(base) => self.elements_closed(base, module, self_class, depth + 1),
+            // At this depth: its fallback, any element, is evaluated as deep as it always was (one
+            // more level would make more evaluations meet the depth bound).
+            Expr::Item(base, key) => self.item_closed(base, key, module, self_class, depth),
             // A slice is a sequence of the same type.
             Expr::Slice(base, _) => self.eval_closed(base, module, self_class, depth + 1),
             Expr::Element(base, index) => self.element_closed(base, &[*index], module, self_class, depth + 1),
@@ -1123,6 +1150,79 @@ impl<'a> Resolver<'a> {
         }
     }
 
+    /// `base["key"]` in a summary expression: the value written under that key when `base` is a
+    /// dict with constant keys (or a module-level variable holding only such dicts, see
+    /// [`Resolver::variable_items`]); any element otherwise.
+    fn item_closed(
+        &self,
+        base: &Expr,
+        key: &str,
+        module: &Arc<str>,
+        self_class: Option<&Target>,
+        depth: u32,
+    ) -> Vec<Value> {
+        if self.too_deep(depth) {
+            return Vec::new();
+        }
+        match base {
+            Expr::Keyed(items) => {
+                let mut out = Vec::new();
+                for (k, e) in items {
+                    if k == key {
+                        extend(&mut out, self.eval_closed(e, module, self_class, depth + 1));
+                    }
+                }
+                out
+            }
+            Expr::Container(ContainerKind::List | ContainerKind::Tuple, items)
+                if integer_key(key).is_some_and(|i| i < items.len()) =>
+            {
+                let i = integer_key(key).unwrap_or_default();
+                items.get(i).map(|e| self.eval_closed(e, module, self_class, depth + 1)).unwrap_or_default()
+            }
+            Expr::Name(n) => match self.variable_items(self.module_member(module, n, depth + 1), key, depth + 1) {
+                Some(items) => items,
+                None => self.elements_closed(base, module, self_class, depth + 1),
+            },
+            _ => self.elements_closed(base, module, self_class, depth + 1),
+        }
+    }
+
+    /// The items under `key` of the module-level variables `raw` names (`TABLE["b"]` with
+    /// `TABLE` imported from another module, or read as `settings.TABLE`), read from their
+    /// modules' summaries. `None` unless `raw` names only module-level variables, each assigned
+    /// only dicts with constant keys (or, for an integer key, literal lists or tuples): then the
+    /// item is what is written under the key (by literals, `d["k"] = v` and `d.update({...})`
+    /// in the module, as for the module's own reads), and nothing else.
+    fn variable_items(&self, raw: Vec<Value>, key: &str, depth: u32) -> Option<Vec<Value>> {
+        if self.too_deep(depth) || raw.is_empty() {
+            return None;
+        }
+        let by_index = integer_key(key).is_some();
+        let mut out = Vec::new();
+        for v in raw {
+            let Value::Var(t) = v else { return None };
+            let exprs = self.var_exprs(&t);
+            // An attribute's dict is filled from anywhere (`self.r2.update(...)` in a method,
+            // `obj.table[k] = f` elsewhere), which its class's summary does not record.
+            if exprs.member_of.is_some() {
+                return None;
+            }
+            let keyed = |e: &Expr| match e {
+                Expr::Keyed(_) => true,
+                Expr::Container(ContainerKind::List | ContainerKind::Tuple, _) => by_index,
+                _ => false,
+            };
+            if exprs.iter().next().is_none() || !exprs.iter().all(keyed) {
+                return None;
+            }
+            for e in exprs.iter() {
+                extend(&mut out, self.item_closed(e, key, &t.module, t.owner().as_ref(), depth + 1));
+            }
+        }
+        Some(out)
+    }
+
     /// The element at `path` (`[1, 0]`: element 0 of element 1, for `a, (b, c) = ...`) of a
     /// summary expression: of literal tuples and lists, of those a module-level variable is
     /// assigned, of those a function returns; any element otherwise (one level only: deeper,
@@ -1135,7 +1235,7 @@ impl<'a> Resolver<'a> {
         self_class: Option<&Target>,
         depth: u32,
     ) -> Vec<Value> {
-        if self.too_deep(depth) {
+        if self.too_deep(depth) || path.len() > MAX_ELEMENT_PATH {
             return Vec::new();
         }
         let Some((&index, rest)) = path.split_first() else {
@@ -1146,16 +1246,23 @@ impl<'a> Resolver<'a> {
                 .get(index as usize)
                 .map(|e| self.element_closed(e, rest, module, self_class, depth + 1))
                 .unwrap_or_default(),
+            // Memoised, as a variable unpacked from itself reads its own assignments again at
+            // every level (see [`MAX_ELEMENT_PATH`]).
             Expr::Name(n) => {
-                let mut out = Vec::new();
-                for v in self.module_member(module, n, depth + 1) {
-                    if let Value::Var(t) = v {
-                        for e in self.var_exprs(&t).iter() {
-                            extend(&mut out, self.element_closed(e, path, &t.module, t.owner().as_ref(), depth + 1));
+                self.memoised(&self.module_element_paths, (module.clone(), n.clone(), path.to_vec()), || {
+                    let mut out = Vec::new();
+                    for v in self.module_member(module, n, depth + 1) {
+                        if let Value::Var(t) = v {
+                            for e in self.var_exprs(&t).iter() {
+                                extend(
+                                    &mut out,
+                                    self.element_closed(e, path, &t.module, t.owner().as_ref(), depth + 1),
+                                );
+                            }
                         }
                     }
-                }
-                out
+                    out
+                })
             }
             Expr::Call(callee) => {
                 let mut out = Vec::new();
@@ -1994,7 +2101,7 @@ impl<'a> Resolver<'a> {
     /// Element `index` of `expr` when it is (bound to) a literal tuple or list of the right
     /// shape; otherwise any of its elements.
     fn element_at(&self, expr: &Expr, path: &[u32], scope: ScopeId, depth: u32) -> Vec<Value> {
-        if self.too_deep(depth) {
+        if self.too_deep(depth) || path.len() > MAX_ELEMENT_PATH {
             return Vec::new();
         }
         let Some((&index, rest)) = path.split_first() else {
@@ -2027,19 +2134,24 @@ impl<'a> Resolver<'a> {
                 let Some(s) = self.binding_scope(n, scope) else {
                     return Vec::new();
                 };
-                let indices = self.scope_bindings[s as usize].get(n.as_str()).cloned().unwrap_or_default();
-                let mut out = Vec::new();
-                for i in indices {
-                    match &self.syntax.scope(s).bindings[i].1 {
-                        Binding::Value(e) => extend(&mut out, self.element_at(e, path, s, depth + 1)),
-                        Binding::Unpack(e, j) => {
-                            let outer: Vec<u32> = std::iter::once(*j).chain(path.iter().copied()).collect();
-                            extend(&mut out, self.element_at(e, &outer, s, depth + 1));
+                // Memoised, as a name unpacked from itself (`rv, status = rv`) reads its own
+                // bindings again at every level (see [`MAX_ELEMENT_PATH`]).
+                let site_line = if s == 0 { self.module_site_line.get() } else { None };
+                self.memoised(&self.local_element_paths, (s, n.clone(), path.to_vec(), site_line), || {
+                    let indices = self.scope_bindings[s as usize].get(n.as_str()).cloned().unwrap_or_default();
+                    let mut out = Vec::new();
+                    for i in indices {
+                        match &self.syntax.scope(s).bindings[i].1 {
+                            Binding::Value(e) => extend(&mut out, self.element_at(e, path, s, depth + 1)),
+                            Binding::Unpack(e, j) => {
+                                let outer: Vec<u32> = std::iter::once(*j).chain(path.iter().copied()).collect();
+                                extend(&mut out, self.element_at(e, &outer, s, depth + 1));
+                            }
+                            _ => extend(&mut out, any_element()),
                         }
-                        _ => extend(&mut out, any_element()),
                     }
-                }
-                out
+                    out
+                })
             }
             // `a, (b, c) = x`: element 0 of element 1 of `x`.
             Expr::Element(inner, j) => {
@@ -2367,7 +2479,12 @@ impl<'a> Resolver<'a> {
                     _ => false,
                 });
                 if !all_keyed {
-                    return self.elements_local(base, scope, depth + 1);
+                    // `TABLE["b"]` with `TABLE` imported: what its module writes under the key.
+                    let raw = if s == 0 { self.name_values(n, s, depth + 1) } else { Vec::new() };
+                    return match self.variable_items(raw, key, depth + 1) {
+                        Some(items) => items,
+                        None => self.elements_local(base, scope, depth + 1),
+                    };
                 }
                 let mut out = Vec::new();
                 for i in indices {
@@ -2376,6 +2493,17 @@ impl<'a> Resolver<'a> {
                     }
                 }
                 out
+            }
+            // `settings.TABLE["b"]`: what the module writes under the key.
+            Expr::Attr(inner, attr) => {
+                let mut raw = Vec::new();
+                for v in self.eval_local(inner, scope, depth + 1) {
+                    extend(&mut raw, self.attr_of(&v, attr, depth + 1));
+                }
+                match self.variable_items(raw, key, depth + 1) {
+                    Some(items) => items,
+                    None => self.elements_local(base, scope, depth + 1),
+                }
             }
             _ => self.elements_local(base, scope, depth + 1),
         }
@@ -2759,6 +2887,8 @@ impl<'a> Resolver<'a> {
             self.local_elements.borrow_mut().clear();
             self.call_results.borrow_mut().clear();
             self.variables.borrow_mut().clear();
+            self.local_element_paths.borrow_mut().clear();
+            self.module_element_paths.borrow_mut().clear();
             self.module_body_names.borrow_mut().clear();
         }
 
