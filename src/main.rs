@@ -87,9 +87,9 @@ enum Command {
         /// Print JSON (same as --format json).
         #[arg(long)]
         json: bool,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Table)]
-        format: Format,
+        /// Output format (table by default).
+        #[arg(long, value_enum, conflicts_with = "json")]
+        format: Option<Format>,
         /// How fresh the answer must be: wait for the index to catch up with the disk, fail
         /// if it has not (strict), or answer at once marking stale items (allow).
         #[arg(long, value_enum, default_value_t = FreshnessArg::Wait)]
@@ -205,7 +205,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 [p, q] => (Some(PathBuf::from(p)), q.clone()),
                 _ => unreachable!("clap enforces one or two words"),
             };
-            let format = if json { Format::Json } else { format };
+            let format = if json { Format::Json } else { format.unwrap_or(Format::Table) };
             let params = json!({
                 "query": text,
                 "freshness": freshness.as_str(),
@@ -290,6 +290,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     walk_issues: indexer.walk_issues(),
                 }),
             };
+            // Where a daemon for this root listens (or would): for clients that speak the
+            // protocol themselves (docs/protocol.md).
+            let mut value = value;
+            if let (Some(fields), Ok(paths)) = (value.as_object_mut(), paths::daemon_paths(&root)) {
+                fields.insert("socket".into(), json!(paths.socket.display().to_string()));
+            }
             if json {
                 outln!("{value}");
             } else {
@@ -720,6 +726,7 @@ fn print_status(v: &Value) {
             "none answered (in-process)".into()
         }
     );
+    outln!("socket             {}", field("socket"));
     outln!("version            {}", field("version"));
     outln!("files              {}", field("files"));
     outln!("units              {}", field("units"));

@@ -149,6 +149,10 @@ fn queries_answer_in_json_and_tables_with_stable_errors() {
     assert!(stdout(&out).contains("// count: 3"), "{}", stdout(&out));
     let out = run(&["query", root, "find \"*\" kind function | count", "--format", "mermaid"]);
     assert!(stdout(&out).contains("%% count: 3"), "{}", stdout(&out));
+    // Two formats asked for at once is a usage error, not a silent choice.
+    let out = run(&["query", root, "callees pkg.core.main", "--format", "dot", "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--json"), "{}", stderr(&out));
 
     // file.py:LINE names the innermost unit there.
     let out = run(&["query", root, "callees pkg/core.py:6", "--json"]);
@@ -210,6 +214,8 @@ fn bad_files_are_skipped_with_reasons_and_broken_python_is_indexed_as_far_as_it_
     let v = json(&out);
     assert_eq!(v["skipped_files"], 4, "{v}");
     assert!(named(&v, "skipped").iter().any(|s| s.contains("caf\u{fffd}.py")), "{v}");
+    // Where a daemon for the root listens, for clients speaking the protocol themselves.
+    assert!(v["socket"].as_str().is_some_and(|s| s.ends_with(".sock")), "{v}");
 }
 
 #[test]

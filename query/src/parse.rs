@@ -643,10 +643,18 @@ impl Parser {
                         }
                     }
                 };
+                let pattern_at = self.at();
                 let pattern = self.pattern()?;
                 if regex {
                     if let Err(e) = regex::Regex::new(&pattern) {
-                        return self.error(format!("invalid regular expression: {e}"));
+                        // At the pattern, not after it: the regex crate's own caret is relative
+                        // to the pattern.
+                        return Err(ParseError {
+                            position: pattern_at,
+                            line: 0,
+                            column: 0,
+                            message: format!("invalid regular expression: {e}"),
+                        });
                     }
                     Ok(Condition::NameRegex(pattern))
                 } else {
@@ -804,6 +812,11 @@ mod tests {
         assert_eq!(err.position, 31);
         assert!(err.message.contains("expected a depth"));
         assert_eq!(err.render(q).lines().nth(1), Some(&*format!("{}^", " ".repeat(31))));
+
+        let q = "callers a.b | where name ~ \"[a-\" depth 2";
+        let err = parse(q).unwrap_err();
+        assert_eq!(err.position, q.find('"').expect("quote"), "{err:?}");
+        assert!(err.message.contains("invalid regular expression"), "{err:?}");
 
         let err = parse("callerz foo").unwrap_err();
         assert_eq!(err.position, 0);
