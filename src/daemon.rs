@@ -404,8 +404,18 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
             }
             Ok(Some(true)) => &buf,
         };
-        let text = String::from_utf8_lossy(line);
-        let text = text.trim();
+        // JSON is UTF-8 (RFC 8259): a request that is not is refused, not silently altered (a
+        // lossy decoding would turn its bytes into U+FFFD and answer a different question).
+        let text = match std::str::from_utf8(line) {
+            Ok(text) => text.trim(),
+            Err(e) => {
+                let err = ProtoError::new("INVALID_JSON", format!("the request is not valid UTF-8: {e}"));
+                if !send(&writer, &protocol::response_err(&Value::Null, &err)) {
+                    return;
+                }
+                continue;
+            }
+        };
         if text.is_empty() {
             continue;
         }

@@ -357,6 +357,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Serve { args, debounce_ms, retrieval_trace } => {
             let root = root_of(&args.path)?;
+            refuse_nested_root(&args.path, &root, &args.db)?;
             protocol::set_retrieval_trace(retrieval_trace.as_deref())
                 .with_context(|| "cannot open the retrieval trace file".to_string())?;
             let debounce = fresco_indexer::watch::Debounce {

@@ -115,6 +115,15 @@ fn queries_answer_in_json_and_tables_with_stable_errors() {
     let v = json(&out);
     assert_eq!(v["error"]["code"], "UNKNOWN_SYMBOL");
     assert!(v["error"]["suggestions"].as_array().expect("suggestions").iter().any(|s| s == "pkg.core.helper"));
+    // Nothing like it anywhere, but its module exists: what the module defines.
+    let out = run(&["query", root, "callers pkg.core.nothing", "--json"]);
+    let v = json(&out);
+    assert_eq!(v["error"]["code"], "UNKNOWN_SYMBOL", "{v}");
+    let suggested = v["error"]["suggestions"].as_array().expect("suggestions");
+    assert!(
+        !suggested.is_empty() && suggested.iter().all(|s| s.as_str().is_some_and(|s| s.starts_with("pkg.core."))),
+        "{v}"
+    );
     // A one-character name is not "close" to every short name; a name pasted by mistake is cut
     // in the message.
     let out = run(&["query", root, "show x", "--json"]);
@@ -399,6 +408,20 @@ fn command_line_mistakes_are_usage_errors_and_a_nested_path_is_refused_not_index
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         assert!(stderr(&out).contains(root), "{}", stderr(&out));
     }
+    // `serve` too: it would otherwise start a second daemon with its own index in there.
+    let mut serve = fresco().args(["serve", sub_s]).stderr(std::process::Stdio::piped()).spawn().expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = serve.try_wait().expect("wait") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = serve.kill();
+            panic!("`fresco serve` on a subdirectory of an indexed root kept running");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(2));
     assert!(!sub.join(".fresco").exists());
     // The root itself answers.
     let out = run(&["query", root, "callers pkg.a.f", "--json"]);

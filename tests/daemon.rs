@@ -439,6 +439,12 @@ fn garbage_on_the_socket_gets_errors_and_the_daemon_keeps_serving() {
     assert_eq!(r["id"], Value::Null);
     c.send_raw(b"{\"id\": 1, \"method\": \n").expect("send");
     assert_eq!(error_code(&c.read().expect("a response")), "INVALID_JSON");
+    // Invalid UTF-8 inside a JSON string: refused, not decoded into U+FFFD and answered.
+    c.send_raw(b"{\"id\": 2, \"method\": \"query\", \"params\": {\"query\": \"find \\\"caf\xe9\\\"\"}}\n")
+        .expect("send");
+    let r = c.read().expect("a response");
+    assert_eq!(error_code(&r), "INVALID_JSON", "{r}");
+    assert!(r["error"]["message"].as_str().is_some_and(|m| m.contains("UTF-8")), "{r}");
     c.send_raw(b"\n   \n[1, 2, 3]\n").expect("send");
     assert_eq!(error_code(&c.read().expect("a response")), "INVALID_REQUEST", "blank lines are skipped");
     c.send_raw(b"{\"id\": 7}\n").expect("send");

@@ -755,7 +755,8 @@ pub(crate) fn one_name(ids: &[String]) -> bool {
     })
 }
 
-/// The closest existing names: same last segment first, then by edit distance.
+/// The closest existing names: same last segment first, then by edit distance; when none is
+/// close, the members of the name's module or class, if it exists.
 ///
 /// Edit distances are computed only between strings whose lengths allow a close match, so the
 /// work stays proportional to the number of units whatever the name's length (a name of 100,000
@@ -777,6 +778,23 @@ fn suggestions(snapshot: &Snapshot, name: &str) -> Vec<String> {
         let close_id = id.len().abs_diff(name.len()) <= id_slack && distance.is_some_and(|d| d <= id_slack);
         if close_simple || close_id {
             scored.push((distance.unwrap_or(usize::MAX), id.clone()));
+        }
+    }
+    if scored.is_empty()
+        && let Some((parent, _)) = name.rsplit_once('.')
+        && snapshot.unit(parent).is_some()
+    {
+        // Nothing of that name anywhere, but its module or class exists (`requests.api.nothing`):
+        // what that defines, the closest names first.
+        let prefix = format!("{parent}.");
+        for u in snapshot.units() {
+            let id = &u.unit.id;
+            if let Some(member) = id.strip_prefix(&prefix).filter(|m| !m.contains('.')) {
+                let distance = (member.len().abs_diff(last.len()) <= 64)
+                    .then(|| edit_distance(&member.to_ascii_lowercase(), &last))
+                    .unwrap_or(usize::MAX);
+                scored.push((distance, id.clone()));
+            }
         }
     }
     scored.sort();
