@@ -790,9 +790,12 @@ fn suggestions(snapshot: &Snapshot, name: &str) -> Vec<String> {
         for u in snapshot.units() {
             let id = &u.unit.id;
             if let Some(member) = id.strip_prefix(&prefix).filter(|m| !m.contains('.')) {
-                let distance = (member.len().abs_diff(last.len()) <= 64)
-                    .then(|| edit_distance(&member.to_ascii_lowercase(), &last))
-                    .unwrap_or(usize::MAX);
+                // Only between names of similar length, as above.
+                let distance = if member.len().abs_diff(last.len()) <= 64 {
+                    edit_distance(&member.to_ascii_lowercase(), &last)
+                } else {
+                    usize::MAX
+                };
                 scored.push((distance, id.clone()));
             }
         }
