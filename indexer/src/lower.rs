@@ -1786,6 +1786,30 @@ impl<'a> Lowerer<'a> {
             }
             return;
         }
+        // Calls that move, drop or replace what sits under a key or an index (`pop`, `sort`,
+        // `update` with anything but a dict literal, ...): the items are no longer the ones the
+        // literals wrote where they wrote them, so an item read by key or index falls back to any
+        // element. An empty `Added` says so and adds no element.
+        if matches!(
+            method.as_str(),
+            "pop"
+                | "popitem"
+                | "clear"
+                | "setdefault"
+                | "update"
+                | "remove"
+                | "reverse"
+                | "sort"
+                | "__setitem__"
+                | "__delitem__"
+        ) {
+            let owner = self.container_scope(name, scope);
+            let is_literal = |e: &Expr| matches!(e, Expr::Keyed(_) | Expr::Container(..));
+            if self.bound_to(owner, name, is_literal) {
+                self.bind(owner, &name.clone(), Binding::Value(Expr::Added(Vec::new())));
+            }
+            return;
+        }
         let added = match (method.as_str(), args) {
             ("append" | "add" | "appendleft", [v]) => vec![v.clone()],
             ("insert", [_, v]) => vec![v.clone()],

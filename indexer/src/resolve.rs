@@ -132,8 +132,10 @@ const MAX_DEPTH: u32 = 16;
 /// of element 1 of element 1 of `x`, a path of three). Each unpacking of a name adds a level, so
 /// a name unpacked from itself (`rv, status = rv`, as flask's `make_response` does) made paths
 /// grow until the depth bound, one walk per binding at every level: exponential in the number
-/// of such lines (three took 1.5 s, five did not finish). Deeper than this, nothing is known.
-const MAX_ELEMENT_PATH: usize = 4;
+/// of such lines (three took 1.5 s, five did not finish). The paths are memoised, so the cost
+/// grows with the number of distinct paths (three positions, six levels: 729; flask indexes in
+/// 0.15 s, 0.11 s with four levels, 0.41 s with eight). Deeper than this, nothing is known.
+const MAX_ELEMENT_PATH: usize = 6;
 
 /// How many distinct arguments are kept per parameter (a full list may have dropped some).
 const MAX_PARAM_FLOWS: usize = 16;
@@ -1184,6 +1186,17 @@ impl<'a> Resolver<'a> {
                 Some(items) => items,
                 None => self.elements_closed(base, module, self_class, depth + 1),
             },
+            // `settings.TABLE["b"]`, as in `item_local`.
+            Expr::Attr(inner, attr) => {
+                let mut raw = Vec::new();
+                for v in self.eval_closed(inner, module, self_class, depth + 1) {
+                    extend(&mut raw, self.attr_of(&v, attr, depth + 1));
+                }
+                match self.variable_items(raw, key, depth + 1) {
+                    Some(items) => items,
+                    None => self.elements_closed(base, module, self_class, depth + 1),
+                }
+            }
             _ => self.elements_closed(base, module, self_class, depth + 1),
         }
     }
@@ -2455,7 +2468,13 @@ impl<'a> Resolver<'a> {
             }
             Expr::Name(n) => {
                 let Some(s) = self.binding_scope(n, scope) else {
-                    return Vec::new();
+                    // Bound by no statement of this file: a star import, whose module's dict
+                    // gives what it writes under the key.
+                    let raw = self.name_values(n, scope, depth + 1);
+                    return match self.variable_items(raw.clone(), key, depth + 1) {
+                        Some(items) => items,
+                        None => self.variable_elements(raw, depth + 1),
+                    };
                 };
                 let indices = self.scope_bindings[s as usize].get(n.as_str()).cloned().unwrap_or_default();
                 // `kwargs["key"]` in a function: the value each call passes under that key.
@@ -2480,7 +2499,12 @@ impl<'a> Resolver<'a> {
                 });
                 if !all_keyed {
                     // `TABLE["b"]` with `TABLE` imported: what its module writes under the key.
-                    let raw = if s == 0 { self.name_values(n, s, depth + 1) } else { Vec::new() };
+                    // Only a name this file binds by imports alone: the module's own names are
+                    // read as they are at the site's line, which its summary (the final
+                    // bindings) does not say.
+                    let imported = !indices.is_empty()
+                        && indices.iter().all(|&i| matches!(self.syntax.scope(s).bindings[i].1, Binding::Import(_)));
+                    let raw = if s == 0 && imported { self.name_values(n, s, depth + 1) } else { Vec::new() };
                     return match self.variable_items(raw, key, depth + 1) {
                         Some(items) => items,
                         None => self.elements_local(base, scope, depth + 1),

@@ -123,7 +123,25 @@ fn fixtures() {
     let mut passed = Vec::new();
     for case in &cases {
         let name = case.file_name().unwrap().to_string_lossy().to_string();
-        let actual = render(&case.join("input"));
+        // Indexed on a thread of its own, so that a fixture the resolver takes exponential time
+        // over (as `self_unpacking` and `self_rebinding` once did) fails instead of hanging the
+        // run. The limit is generous: each fixture takes milliseconds.
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let input = case.join("input");
+        std::thread::spawn(move || {
+            let _ = sender.send(render(&input));
+        });
+        let actual = match receiver.recv_timeout(std::time::Duration::from_secs(120)) {
+            Ok(actual) => actual,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                failures.push(format!("fixture `{name}` was not indexed within 120 s"));
+                continue;
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                failures.push(format!("fixture `{name}`: indexing panicked (see above)"));
+                continue;
+            }
+        };
         let expected_path = case.join("expected.txt");
         if update {
             let mut text = header(&expected_path);
