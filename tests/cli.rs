@@ -228,6 +228,35 @@ fn bad_files_are_skipped_with_reasons_and_broken_python_is_indexed_as_far_as_it_
 }
 
 #[test]
+fn files_declaring_their_encoding_are_decoded_as_python_reads_them() {
+    let repo = repo(&[
+        ("names.py", b"#!/usr/bin/env python\n# -*- coding: latin-1 -*-\n\ndef greet():\n    \"\"\"Dit bonjour \xe0 Jos\xe9.\"\"\"\n    return 'Jos\xe9'\n"),
+        ("japan.py", b"# coding: shift_jis\nfrom names import greet\n\ndef hello():\n    return greet() + '\x93\xfa\x96\x7b'\n"),
+        ("rot.py", b"# coding: rot13\nx = 1\n"),
+        ("lying.py", b"# coding: ascii\ns = '\xe9'\n"),
+    ]);
+    let root = repo.path().to_str().expect("utf8");
+    let out = run(&["index", root, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    let skipped: Vec<String> =
+        v["skipped_files"].as_array().into_iter().flatten().map(|s| format!("{} {}", s["file"], s["reason"])).collect();
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    assert!(skipped.iter().any(|s| s.starts_with("\"rot.py\"") && s.contains("rot13")), "{skipped:?}");
+    assert!(skipped.iter().any(|s| s.starts_with("\"lying.py\"") && s.contains("not valid ascii")), "{skipped:?}");
+
+    let out = run(&["query", root, "callees japan.hello", "--json"]);
+    assert_eq!(json(&out)["results"][0]["name"], "names.greet", "{}", stdout(&out));
+    let out = run(&["query", root, "show names.greet", "--json"]);
+    let v = json(&out);
+    let source = v["results"][0]["source"].as_str().unwrap_or("");
+    assert!(source.contains("\"\"\"Dit bonjour \u{e0} Jos\u{e9}.\"\"\""), "{v}");
+    let out = run(&["query", root, "context japan.hello budget 500", "--json"]);
+    let text = json(&out)["context"]["text"].as_str().unwrap_or("").to_string();
+    assert!(text.contains("return 'Jos\u{e9}'"), "the decoded source: {text}");
+}
+
+#[test]
 fn context_lists_dependencies_first_and_places_a_function_given_as_text() {
     let repo = repo(&[
         ("shop/__init__.py", b""),

@@ -174,8 +174,21 @@ impl Unresolved {
 pub enum SkipReason {
     Binary,
     NotUtf8,
-    TooLarge { size: u64, limit: u64 },
-    Unreadable { error: String },
+    /// Its coding declaration (PEP 263) names an encoding the bytes are not valid in.
+    NotValidIn {
+        encoding: String,
+    },
+    /// Its coding declaration names an encoding fresco cannot decode.
+    UnknownEncoding {
+        encoding: String,
+    },
+    TooLarge {
+        size: u64,
+        limit: u64,
+    },
+    Unreadable {
+        error: String,
+    },
 }
 
 impl fmt::Display for SkipReason {
@@ -183,6 +196,12 @@ impl fmt::Display for SkipReason {
         match self {
             SkipReason::Binary => write!(f, "binary file (contains NUL bytes)"),
             SkipReason::NotUtf8 => write!(f, "not valid UTF-8"),
+            SkipReason::NotValidIn { encoding } => {
+                write!(f, "not valid {encoding}, the encoding its coding declaration names")
+            }
+            SkipReason::UnknownEncoding { encoding } => {
+                write!(f, "its coding declaration names {encoding}, an encoding fresco cannot decode")
+            }
             SkipReason::TooLarge { size, limit } => {
                 write!(f, "too large ({size} bytes > limit {limit})")
             }

@@ -30,6 +30,7 @@ pub mod modules;
 pub mod process;
 mod repair;
 pub mod resolve;
+pub mod source_encoding;
 pub mod summary;
 pub mod syntax;
 pub mod text_index;

@@ -16,6 +16,8 @@ use std::sync::Arc;
 
 use fresco_graph::{FileStamp, Revision, SkipReason};
 
+use crate::source_encoding::{DecodeError, decode_source};
+
 /// Directory names skipped by default, wherever they are.
 pub const DEFAULT_EXCLUDED_DIRS: &[&str] = &[
     ".git",
@@ -305,10 +307,16 @@ pub fn read_source(root: &Path, rel: &str, max_size: u64) -> Option<SourceRead> 
     if bytes.iter().take(8192).any(|&b| b == 0) {
         return Some(skipped(SkipReason::Binary, stamp, &bytes));
     }
+    // The revision is the hash of the bytes on disk, whatever their encoding: the freshness gate
+    // compares it with what is there.
     let revision = Revision::of(&bytes);
-    match String::from_utf8(bytes) {
+    match decode_source(&bytes) {
         Ok(text) => Some(SourceRead { text: Arc::from(text), revision, stamp, skipped: None }),
-        Err(e) => Some(skipped(SkipReason::NotUtf8, stamp, e.as_bytes())),
+        Err(DecodeError::NotUtf8) => Some(skipped(SkipReason::NotUtf8, stamp, &bytes)),
+        Err(DecodeError::NotValidIn { encoding }) => Some(skipped(SkipReason::NotValidIn { encoding }, stamp, &bytes)),
+        Err(DecodeError::UnknownEncoding { encoding }) => {
+            Some(skipped(SkipReason::UnknownEncoding { encoding }, stamp, &bytes))
+        }
     }
 }
 
@@ -357,10 +365,14 @@ mod tests {
         let root = dir.path();
         fs::write(root.join("bin.py"), b"x = 1\0\n").unwrap();
         fs::write(root.join("latin1.py"), b"s = '\xe9'\n").unwrap();
+        fs::write(root.join("declared.py"), b"# -*- coding: latin-1 -*-\ns = '\xe9'\n").unwrap();
         fs::write(root.join("big.py"), "x = 1\n".repeat(100)).unwrap();
         fs::write(root.join("ok.py"), "x = 1\n").unwrap();
         assert_eq!(read_source(root, "bin.py", 1000).unwrap().skipped, Some(SkipReason::Binary));
         assert_eq!(read_source(root, "latin1.py", 1000).unwrap().skipped, Some(SkipReason::NotUtf8));
+        let declared = read_source(root, "declared.py", 1000).unwrap();
+        assert_eq!((declared.skipped, &*declared.text), (None, "# -*- coding: latin-1 -*-\ns = '\u{e9}'\n"));
+        assert_eq!(declared.revision, Revision::of(b"# -*- coding: latin-1 -*-\ns = '\xe9'\n"), "the bytes' hash");
         assert!(matches!(read_source(root, "big.py", 100).unwrap().skipped, Some(SkipReason::TooLarge { .. })));
         assert!(read_source(root, "ok.py", 1000).unwrap().skipped.is_none());
         assert!(read_source(root, "gone.py", 1000).is_none());
