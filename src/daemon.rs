@@ -27,8 +27,6 @@ use crate::paths::daemon_paths;
 use crate::protocol::{self, Freshness, ProtoError};
 use fresco_indexer::lanes::{LaneUpdate, RetrievalLanes};
 
-/// Versions of history kept for `changes since`.
-const HISTORY_VERSIONS: usize = 10_000;
 const MAX_CONNECTIONS: usize = 64;
 const MAX_QUERIES_PER_CONNECTION: usize = 8;
 const IDLE_TIMEOUT: Duration = Duration::from_secs(600);
@@ -223,7 +221,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         root: root.clone(),
         current: Mutex::new(Arc::new(Published {
             snapshot: indexer.snapshot().clone(),
-            history: Arc::new(VersionLog::new(indexer.snapshot().version(), HISTORY_VERSIONS)),
+            history: Arc::new(indexer.history().clone()),
         })),
         tracker: tracker.clone(),
         flush: flush_tx,
@@ -315,10 +313,8 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
         match applied {
             Ok(report) => {
                 if report.published {
-                    let previous = shared.current();
-                    let mut history = (*previous.history).clone();
-                    history.push(report.version, report.diff.clone());
-                    shared.publish(Published { snapshot: indexer.snapshot().clone(), history: Arc::new(history) });
+                    let history = Arc::new(indexer.history().clone());
+                    shared.publish(Published { snapshot: indexer.snapshot().clone(), history });
                     let _ = lanes.send(LaneUpdate {
                         snapshot: indexer.snapshot().clone(),
                         changed: report.changed_files.clone(),
@@ -506,6 +502,7 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
                     last_error: shared.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
                     lanes: Some(protocol::lanes_json(&shared.lanes.health(published.snapshot.version()))),
                     walk_issues: &shared.walk_issues.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+                    history: Some(&published.history),
                 });
                 if !send(&writer, &protocol::response_ok(&id, result)) {
                     return;

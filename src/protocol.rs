@@ -283,6 +283,8 @@ pub struct StatusInfo<'a> {
     /// What the walk met and could not index (a name that is not UTF-8, a FIFO named `x.py`, a
     /// link to a directory): skipped too, though no file of the graph stands for it.
     pub walk_issues: &'a [fresco_indexer::WalkIssue],
+    /// The version history, for `history_since`; `None` for an index built in memory.
+    pub history: Option<&'a VersionLog>,
 }
 
 /// Every skipped file with its reason: those the graph records (binary, not UTF-8, too large,
@@ -333,6 +335,8 @@ pub fn status(info: StatusInfo) -> Value {
         "watcher": info.watcher.map(|(events, rescans)| json!({"events": events, "rescans": rescans})),
         "lanes": info.lanes.unwrap_or_else(|| json!({"graph": {"status": "ready", "version": info.snapshot.version()}, "bm25": {"status": "not loaded", "reason": "lanes are built by the daemon or by a search/context query"}, "dense": {"status": "not loaded", "reason": "lanes are built by the daemon or by a search/context query"}})),
         "last_error": info.last_error,
+        // `changes since V` answers for every V from this one to `version`.
+        "history_since": info.history.map(|h| h.oldest()),
     })
 }
 

@@ -620,6 +620,7 @@ fn status_reports_every_documented_field() {
     assert_eq!(s["lanes"]["graph"]["status"], "ready");
     assert!(s["lanes"].as_object().is_some_and(|l| l.contains_key("bm25") && l.contains_key("dense")), "{s}");
     assert_eq!(s["root"], env.root_s());
+    assert_eq!(s["history_since"], s["version"], "a new index: changes are known since its first version");
 
     // The CLI shows the same, in JSON and as text.
     let out = d.cli(&["status", env.root_s(), "--json"]);
@@ -1072,4 +1073,71 @@ fn allow_marks_stale_evidence_through_filters_orderings_pipes_and_directory_rena
     assert_eq!(fh.as_ref().map(|it| it["stale"].clone()), Some(json!(true)), "{r}");
     let fb = r["results"].as_array().expect("results").iter().find(|it| it["name"] == "pkg.b.fb").cloned();
     assert!(fb.is_some_and(|it| it.get("stale").is_none()), "b.py was not resolved through pkg.sub: {r}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// `changes since V` outlives a restart, and covers what changed while no daemon watched.
+
+fn changed(result: &Value) -> Vec<String> {
+    result["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| match r["name"].as_str() {
+            Some(name) => format!("{} {name}", r["change"].as_str().unwrap_or("?")),
+            None => format!("{} {} -> {}", r["change"].as_str().unwrap_or("?"), r["src"], r["dst"]),
+        })
+        .collect()
+}
+
+#[test]
+fn changes_since_a_version_outlive_a_restart_and_include_edits_made_meanwhile() {
+    let env = Env::generated(&[
+        ("app/__init__.py".into(), String::new()),
+        ("app/core.py".into(), "def helper():\n    return 1\n\n\ndef main():\n    return helper()\n".into()),
+    ]);
+    let mut d = env.start();
+    let mut c = d.conn();
+    let first = version(&c.ok("show app.core.main", "wait"));
+    env.write("app/extra.py", "from app.core import helper\n\n\ndef extra():\n    return helper()\n");
+    let second = version(&c.ok("show app.extra.extra", "wait"));
+    assert!(second > first);
+    let before = c.ok(&format!("changes since {first}"), "wait");
+    let listed = changed(&before);
+    assert!(listed.contains(&"added app.extra.extra".to_string()), "{before}");
+    drop(c);
+
+    let out = d.cli(&["stop", env.root_s()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    d.wait_exit(Duration::from_secs(30)).expect("the daemon stops");
+    // While nobody watches: a new function, and a body that now calls something else.
+    env.edit(
+        "app/core.py",
+        "def main():\n    return helper()\n",
+        "def main():\n    return other()\n\n\ndef other():\n    return 2\n",
+    );
+
+    // In-process, from the stored history.
+    let db = env.db.to_str().expect("utf8");
+    let out = run(&["query", env.root_s(), &format!("changes since {first}"), "--json", "--no-daemon", "--db", db]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let in_process = json(&out);
+    let listed = changed(&in_process);
+    for expected in ["added app.extra.extra", "added app.core.other", "changed app.core.main"] {
+        assert!(listed.contains(&expected.to_string()), "{expected}: {in_process}");
+    }
+
+    // And from a restarted daemon, which answers for versions from before it started.
+    let d2 = env.start();
+    let mut c = d2.conn();
+    let after = c.ok(&format!("changes since {first}"), "wait");
+    assert_eq!(changed(&after), listed, "{after}");
+    assert_eq!(c.status()["history_since"], first);
+    let since_second = c.ok(&format!("changes since {second}"), "wait");
+    let listed = changed(&since_second);
+    assert!(!listed.contains(&"added app.extra.extra".to_string()), "{since_second}");
+    assert!(listed.contains(&"added app.core.other".to_string()), "{since_second}");
+    // Before the first version there is nothing to compare with: a full refresh is needed.
+    let r = c.query(&format!("changes since {}", first - 1), "wait");
+    assert_eq!(error_code(&r), "HISTORY_EXPIRED", "{r}");
 }

@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap;
 use crate::model::{Edge, EdgeKind, Unit};
 use crate::snapshot::FileEntry;
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub enum Change {
     Added,
     Removed,
@@ -26,8 +26,9 @@ impl Change {
     }
 }
 
-/// What one version changed.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// What one version changed. Stored beside the version it describes (see `store.rs`), so that
+/// `changes since V` outlives a restart.
+#[derive(Clone, Debug, Default, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct VersionDiff {
     pub units: Vec<(String, Change)>,
     pub edges_added: Vec<Edge>,
@@ -113,8 +114,11 @@ pub struct HistoryExpired {
     pub newest: u64,
 }
 
+/// Versions of history kept (in memory and in the store) for `changes since`.
+pub const HISTORY_VERSIONS: usize = 10_000;
+
 /// The diffs of the last `capacity` versions.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct VersionLog {
     entries: VecDeque<(u64, Arc<VersionDiff>)>,
     capacity: usize,
@@ -140,9 +144,19 @@ impl VersionLog {
         self.base
     }
 
+    /// The newest version the log knows (its base when it holds no diff).
+    pub fn newest(&self) -> u64 {
+        self.entries.back().map_or(self.base, |(v, _)| *v)
+    }
+
+    /// The diffs the log holds with their versions, oldest first.
+    pub fn diffs(&self) -> impl Iterator<Item = &(u64, Arc<VersionDiff>)> + '_ {
+        self.entries.iter()
+    }
+
     /// Net changes after `since` up to the newest version, units first then edges, sorted.
     pub fn changes_since(&self, since: u64) -> Result<Vec<NetChange>, HistoryExpired> {
-        let newest = self.entries.back().map_or(self.base, |(v, _)| *v);
+        let newest = self.newest();
         if since < self.base || since > newest {
             return Err(HistoryExpired { since, oldest: self.base, newest });
         }

@@ -5,6 +5,9 @@
 //! - `meta/version`: the last committed version, u64 little-endian.
 //! - `file/<path>`: an 8-byte xxh3 checksum of the payload followed by the rkyv bytes of a
 //!   [`FileRecord`] (graph, text, stamp).
+//! - `history/<version, u64 big-endian>`: what that version changed ([`VersionDiff`], same
+//!   layout), for the last [`HISTORY_VERSIONS`] versions; written in the batch of the version it
+//!   describes, so a restart answers `changes since V` for versions before it.
 //!
 //! A version is committed with a single `apply_batch` (all changed files and the version number
 //! together) followed by a flush: after a crash at any point the store holds either the previous
@@ -15,6 +18,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::history::{HISTORY_VERSIONS, VersionDiff, VersionLog};
 use crate::model::{FileGraph, FileStamp, IndexDeps};
 use crate::snapshot::{FileChange, FileEntry, Snapshot};
 
@@ -28,6 +32,7 @@ const KEY_MANIFEST: &[u8] = b"meta/manifest";
 /// Records per write when the first version is written in chunks.
 const FIRST_COMMIT_CHUNK: usize = 256;
 const FILE_PREFIX: &[u8] = b"file/";
+const HISTORY_PREFIX: &[u8] = b"history/";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -190,15 +195,48 @@ impl Store {
         Ok(snapshot)
     }
 
+    /// The history of the versions up to `version` that the store holds: the diffs of the
+    /// longest unbroken run of versions ending at `version`. A record that does not read back
+    /// ends the run there (the history is a convenience: losing part of it costs a client a full
+    /// refresh, never a wrong answer).
+    pub fn load_history(&self, version: u64) -> Result<VersionLog, StoreError> {
+        let mut run: Vec<(u64, Arc<VersionDiff>)> = Vec::new();
+        for item in self.tree.scan_prefix(HISTORY_PREFIX).rev() {
+            let (key, value) = item.map_err(read_error)?;
+            let Some(at) = key.get(HISTORY_PREFIX.len()..).and_then(|b| <[u8; 8]>::try_from(b).ok()) else { break };
+            let at = u64::from_be_bytes(at);
+            let expected = run.last().map_or(version, |(v, _)| v.saturating_sub(1));
+            if at > version {
+                continue;
+            }
+            if at != expected {
+                break;
+            }
+            let Ok(diff) = decode_diff(&value) else { break };
+            run.push((at, Arc::new(diff)));
+            if run.len() >= HISTORY_VERSIONS || at <= 1 {
+                break;
+            }
+        }
+        let base = run.last().map_or(version, |(v, _)| v.saturating_sub(1));
+        let mut log = VersionLog::new(base, HISTORY_VERSIONS);
+        for (at, diff) in run.into_iter().rev() {
+            log.push(at, diff);
+        }
+        Ok(log)
+    }
+
     /// Atomically commits `version`: the given files are written or removed together with the
-    /// version number and the manifest of the resulting snapshot (see [`manifest`]), then
-    /// flushed to disk.
+    /// version number, the manifest of the resulting snapshot (see [`manifest`]) and the diffs
+    /// of the versions published since the last commit (`history`), then flushed to disk.
+    /// History older than [`HISTORY_VERSIONS`] versions is dropped in the same batch.
     pub fn commit(
         &self,
         version: u64,
         upserts: &[Arc<FileEntry>],
         removals: &[String],
         manifest: (u64, u64),
+        history: &[(u64, Arc<VersionDiff>)],
     ) -> Result<(), StoreError> {
         let mut batch = sled::Batch::default();
         if self.version()? == 0 && upserts.len() > FIRST_COMMIT_CHUNK {
@@ -223,6 +261,14 @@ impl Store {
         }
         for path in removals {
             batch.remove(file_key(path));
+        }
+        for (at, diff) in history {
+            batch.insert(history_key(*at), encode_diff(diff)?);
+        }
+        let oldest_kept = version.saturating_sub(HISTORY_VERSIONS as u64 - 1);
+        for item in self.tree.range(history_key(0)..history_key(oldest_kept)) {
+            let (key, _) = item.map_err(read_error)?;
+            batch.remove(key);
         }
         batch.insert(KEY_VERSION, &version.to_le_bytes());
         let mut m = manifest.0.to_le_bytes().to_vec();
@@ -301,6 +347,12 @@ fn encode_all(entries: &[Arc<FileEntry>]) -> Vec<Result<Vec<u8>, StoreError>> {
     })
 }
 
+fn history_key(version: u64) -> Vec<u8> {
+    let mut key = HISTORY_PREFIX.to_vec();
+    key.extend_from_slice(&version.to_be_bytes());
+    key
+}
+
 fn file_key(path: &str) -> Vec<u8> {
     let mut key = FILE_PREFIX.to_vec();
     key.extend_from_slice(path.as_bytes());
@@ -318,14 +370,35 @@ fn encode(entry: &FileEntry) -> Result<Vec<u8>, StoreError> {
         deps: entry.deps.clone(),
     };
     let payload = rkyv::to_bytes::<rkyv::rancor::Error>(&record).map_err(|e| StoreError::Serialise(e.to_string()))?;
-    let compressed = lz4_flex::compress_prepend_size(&payload);
+    Ok(seal(&payload))
+}
+
+fn encode_diff(diff: &VersionDiff) -> Result<Vec<u8>, StoreError> {
+    let payload = rkyv::to_bytes::<rkyv::rancor::Error>(diff).map_err(|e| StoreError::Serialise(e.to_string()))?;
+    Ok(seal(&payload))
+}
+
+/// Compresses and checksums rkyv bytes (the layout above).
+fn seal(payload: &[u8]) -> Vec<u8> {
+    let compressed = lz4_flex::compress_prepend_size(payload);
     let mut out = Vec::with_capacity(compressed.len() + 8);
     out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&compressed).to_le_bytes());
     out.extend_from_slice(&compressed);
-    Ok(out)
+    out
 }
 
 fn decode(bytes: &[u8]) -> Result<FileRecord, String> {
+    let payload = unseal(bytes)?;
+    rkyv::from_bytes::<FileRecord, rkyv::rancor::Error>(&payload).map_err(|e| e.to_string())
+}
+
+fn decode_diff(bytes: &[u8]) -> Result<VersionDiff, String> {
+    let payload = unseal(bytes)?;
+    rkyv::from_bytes::<VersionDiff, rkyv::rancor::Error>(&payload).map_err(|e| e.to_string())
+}
+
+/// Checks and decompresses what [`seal`] wrote.
+fn unseal(bytes: &[u8]) -> Result<Vec<u8>, String> {
     if bytes.len() < 8 {
         return Err("truncated".into());
     }
@@ -334,8 +407,7 @@ fn decode(bytes: &[u8]) -> Result<FileRecord, String> {
     if xxhash_rust::xxh3::xxh3_64(payload) != expected {
         return Err("checksum mismatch".into());
     }
-    let payload = lz4_flex::decompress_size_prepended(payload).map_err(|e| e.to_string())?;
-    rkyv::from_bytes::<FileRecord, rkyv::rancor::Error>(&payload).map_err(|e| e.to_string())
+    lz4_flex::decompress_size_prepended(payload).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -381,9 +453,9 @@ mod tests {
             let store = Store::open(dir.path(), 1).unwrap();
             let (a, b) = (entry("a.py", "x = 1\n"), entry("b.py", ""));
             let both = Snapshot::empty().apply([FileChange::Upsert(a.clone()), FileChange::Upsert(b.clone())]);
-            store.commit(3, &[a, b], &[], manifest(&both)).unwrap();
+            store.commit(3, &[a, b], &[], manifest(&both), &[]).unwrap();
             let one = both.apply([FileChange::Remove("b.py".into())]);
-            store.commit(4, &[], &["b.py".to_string()], manifest(&one)).unwrap();
+            store.commit(4, &[], &["b.py".to_string()], manifest(&one), &[]).unwrap();
         }
         let store = Store::open(dir.path(), 1).unwrap();
         let snap = store.load().unwrap();
@@ -408,6 +480,57 @@ mod tests {
             store.db.flush().unwrap();
         }
         assert!(matches!(Store::open(dir.path(), 1), Err(StoreError::IncompatibleFormat { found: 999, .. })));
+    }
+
+    #[test]
+    fn history_is_read_back_up_to_the_first_gap_and_old_versions_are_dropped() {
+        use crate::history::{Change, NetChange};
+        let dir = tempfile::tempdir().unwrap();
+        let diff =
+            |id: &str| Arc::new(VersionDiff { units: vec![(id.to_string(), Change::Added)], ..VersionDiff::default() });
+        let a = entry("a.py", "x = 1\n");
+        let snap = Snapshot::empty().apply([FileChange::Upsert(a.clone())]);
+        {
+            let store = Store::open(dir.path(), 1).unwrap();
+            store.commit(1, std::slice::from_ref(&a), &[], manifest(&snap), &[]).unwrap();
+            store.commit(2, &[], &[], manifest(&snap), &[(2, diff("b"))]).unwrap();
+            // Two versions in one commit (the daemon persists after answering).
+            store.commit(4, &[], &[], manifest(&snap), &[(3, diff("c")), (4, diff("d"))]).unwrap();
+        }
+        let store = Store::open(dir.path(), 1).unwrap();
+        let log = store.load_history(4).unwrap();
+        assert_eq!((log.oldest(), log.newest()), (1, 4));
+        let added = |log: &VersionLog, since| -> Vec<String> {
+            log.changes_since(since)
+                .unwrap()
+                .into_iter()
+                .filter_map(|c| match c {
+                    NetChange::Unit(id, Change::Added) => Some(id),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(added(&log, 1), vec!["b", "c", "d"]);
+
+        // A version whose diff is missing (not written, or unreadable) ends what can be answered.
+        store.commit(6, &[], &[], manifest(&snap), &[(6, diff("f"))]).unwrap();
+        let log = store.load_history(6).unwrap();
+        assert_eq!((log.oldest(), log.newest()), (5, 6));
+        assert!(log.changes_since(4).is_err(), "version 5 is unknown: a full refresh, not a wrong answer");
+        store.tree.insert(history_key(7), b"garbage".to_vec()).unwrap();
+        store.tree.insert(KEY_VERSION, &7u64.to_le_bytes()).unwrap();
+        assert_eq!(store.load_history(7).unwrap().oldest(), 7);
+
+        // Versions more than HISTORY_VERSIONS old are dropped in the batch that commits.
+        let far = 6 + HISTORY_VERSIONS as u64;
+        store.commit(far, &[], &[], manifest(&snap), &[(far, diff("z"))]).unwrap();
+        let kept: Vec<u64> = store
+            .tree
+            .scan_prefix(HISTORY_PREFIX)
+            .keys()
+            .map(|k| u64::from_be_bytes(k.unwrap()[HISTORY_PREFIX.len()..].try_into().unwrap()))
+            .collect();
+        assert_eq!(kept, vec![7, far], "2 to 6 are more than {HISTORY_VERSIONS} versions old");
     }
 }
 

@@ -10,7 +10,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use fresco_graph::{FileChange, FileEntry, FileGraph, FileStamp, IndexDeps, Snapshot, Store, StoreError, VersionDiff};
+use fresco_graph::{
+    FileChange, FileEntry, FileGraph, FileStamp, HISTORY_VERSIONS, IndexDeps, Snapshot, Store, StoreError, VersionDiff,
+    VersionLog,
+};
 use rustc_hash::{FxHashMap, FxHashSet};
 use salsa::Setter;
 
@@ -88,6 +91,9 @@ pub struct Indexer {
     defer_persistence: bool,
     /// Who passes callables to whom across files, for the flow edges (see [`crate::flows`]).
     flows: FlowIndex,
+    /// What each recent version changed, for `changes since V`; loaded from the store, so it
+    /// outlives a restart.
+    history: VersionLog,
 }
 
 /// What published versions changed that the store does not hold yet.
@@ -95,6 +101,8 @@ pub struct Indexer {
 struct Unpersisted {
     upserts: BTreeMap<String, Arc<FileEntry>>,
     removed: Vec<String>,
+    /// The diffs of the versions published since the last commit.
+    diffs: Vec<(u64, Arc<VersionDiff>)>,
 }
 
 /// Moves a damaged graph store out of the way, to `graph.damaged` beside it (replacing an older
@@ -133,6 +141,7 @@ impl Indexer {
             unpersisted: None,
             defer_persistence: false,
             flows: FlowIndex::default(),
+            history: VersionLog::new(0, HISTORY_VERSIONS),
         }
     }
 
@@ -199,6 +208,12 @@ impl Indexer {
             Err(e) => return Err(e.into()),
         };
         keep_out_of_version_control(db_dir, db_dir_existed);
+        if let Some(snapshot) = &loaded {
+            let version = snapshot.version();
+            // History that cannot be read costs clients a full refresh, not the index.
+            indexer.history =
+                store.load_history(version).unwrap_or_else(|_| VersionLog::new(version, HISTORY_VERSIONS));
+        }
         indexer.store = Some(store);
         indexer.db_dir = Some(db_dir.to_path_buf());
         if let Some(snapshot) = loaded {
@@ -256,6 +271,11 @@ impl Indexer {
 
     pub fn walk_issues(&self) -> &[WalkIssue] {
         &self.walk_issues
+    }
+
+    /// What the recent versions changed (see [`VersionLog`]).
+    pub fn history(&self) -> &VersionLog {
+        &self.history
     }
 
     pub fn options(&self) -> &IndexerOptions {
@@ -571,16 +591,27 @@ impl Indexer {
                 VersionDiff::of_file(old, new, &mut diff);
             }
         }
+        let diff = Arc::new(diff);
         self.ensure_store()?;
         let metadata_only = !published && !upserts.is_empty();
         if published || metadata_only {
             let version = if published { self.snapshot.version() + 1 } else { self.snapshot.version() };
             trace.mark("diff");
+            let first = self.snapshot.version() == 0;
             let next = self.snapshot.apply_as(version, changes);
             self.snapshot = next;
             trace.mark("publish");
+            if published && first {
+                // Nothing before the first version: changes are known since it.
+                self.history = VersionLog::new(version, HISTORY_VERSIONS);
+            } else if published {
+                self.history.push(version, diff.clone());
+            }
             if self.store.is_some() {
                 let pending = self.unpersisted.get_or_insert_with(Unpersisted::default);
+                if published && !first {
+                    pending.diffs.push((version, diff.clone()));
+                }
                 for entry in upserts {
                     let path = entry.graph.path.clone();
                     pending.removed.retain(|p| *p != path);
@@ -604,7 +635,7 @@ impl Indexer {
             removed_files: removed,
             resolved_files: affected.len(),
             published,
-            diff: Arc::new(diff),
+            diff,
         })
     }
 
@@ -656,8 +687,13 @@ impl Indexer {
         let Some(pending) = self.unpersisted.take() else { return Ok(()) };
         let Some(store) = &self.store else { return Ok(()) };
         let upserts: Vec<Arc<FileEntry>> = pending.upserts.values().cloned().collect();
-        let result =
-            store.commit(self.snapshot.version(), &upserts, &pending.removed, fresco_graph::manifest(&self.snapshot));
+        let result = store.commit(
+            self.snapshot.version(),
+            &upserts,
+            &pending.removed,
+            fresco_graph::manifest(&self.snapshot),
+            &pending.diffs,
+        );
         if let Err(e) = result {
             self.unpersisted = Some(pending);
             return Err(e.into());
@@ -684,7 +720,8 @@ impl Indexer {
         let store = Store::open(&dir.join("graph"), crate::ANALYSIS_FINGERPRINT)?;
         keep_out_of_version_control(dir, false);
         let entries: Vec<Arc<FileEntry>> = self.snapshot.files().cloned().collect();
-        store.commit(self.snapshot.version(), &entries, &[], fresco_graph::manifest(&self.snapshot))?;
+        let history: Vec<(u64, Arc<VersionDiff>)> = self.history.diffs().cloned().collect();
+        store.commit(self.snapshot.version(), &entries, &[], fresco_graph::manifest(&self.snapshot), &history)?;
         self.store = Some(store);
         self.unpersisted = None;
         Ok(())

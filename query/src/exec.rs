@@ -174,7 +174,8 @@ pub struct Context<'a> {
     pub snapshot: &'a Snapshot,
     pub limits: Limits,
     pub cancel: Option<Arc<AtomicBool>>,
-    /// The daemon's version history, for `changes since V` (absent in-process).
+    /// The index's version history, for `changes since V` (absent for an index built in memory,
+    /// whose version numbers are its own).
     pub history: Option<&'a fresco_graph::VersionLog>,
     /// The lexical and dense retrieval lanes, when loaded.
     pub lanes: Option<&'a dyn crate::retrieve::Lanes>,
@@ -449,7 +450,8 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
         Stage::Changes { since } => {
             let Some(history) = exec.ctx.history else {
                 return Err(QueryError::Invalid(
-                    "'changes since' needs the version history that a running daemon keeps (start one with `fresco serve`)"
+                    "'changes since' needs the stored index's version history; this answer comes from files indexed in \
+                     memory (a daemon holds the index: ask it, without --no-daemon)"
                         .into(),
                 ));
             };
