@@ -6,8 +6,9 @@
 //! - `file/<path>`: an 8-byte xxh3 checksum of the payload followed by the rkyv bytes of a
 //!   [`FileRecord`] (graph, text, stamp).
 //! - `history/<version, u64 big-endian>`: what that version changed ([`VersionDiff`], same
-//!   layout), for the last [`HISTORY_VERSIONS`] versions; written in the batch of the version it
-//!   describes, so a restart answers `changes since V` for versions before it.
+//!   layout), for the versions the indexer's history keeps (see [`HISTORY_MAX_CHANGES`]); written
+//!   in the batch of the version it describes, so a restart answers `changes since V` for
+//!   versions before it.
 //!
 //! A version is committed with a single `apply_batch` (all changed files and the version number
 //! together) followed by a flush: after a crash at any point the store holds either the previous
@@ -18,7 +19,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::history::{HISTORY_VERSIONS, VersionDiff, VersionLog};
+use crate::history::{HISTORY_MAX_CHANGES, HISTORY_VERSIONS, VersionDiff, VersionLog};
 use crate::model::{FileGraph, FileStamp, IndexDeps};
 use crate::snapshot::{FileChange, FileEntry, Snapshot};
 
@@ -201,6 +202,7 @@ impl Store {
     /// refresh, never a wrong answer).
     pub fn load_history(&self, version: u64) -> Result<VersionLog, StoreError> {
         let mut run: Vec<(u64, Arc<VersionDiff>)> = Vec::new();
+        let mut changes = 0;
         for item in self.tree.scan_prefix(HISTORY_PREFIX).rev() {
             let (key, value) = item.map_err(read_error)?;
             let Some(at) = key.get(HISTORY_PREFIX.len()..).and_then(|b| <[u8; 8]>::try_from(b).ok()) else { break };
@@ -213,6 +215,10 @@ impl Store {
                 break;
             }
             let Ok(diff) = decode_diff(&value) else { break };
+            changes += diff.len();
+            if changes > HISTORY_MAX_CHANGES {
+                break;
+            }
             run.push((at, Arc::new(diff)));
             if run.len() >= HISTORY_VERSIONS || at <= 1 {
                 break;
@@ -229,7 +235,8 @@ impl Store {
     /// Atomically commits `version`: the given files are written or removed together with the
     /// version number, the manifest of the resulting snapshot (see [`manifest`]) and the diffs
     /// of the versions published since the last commit (`history`), then flushed to disk.
-    /// History older than [`HISTORY_VERSIONS`] versions is dropped in the same batch.
+    /// History up to `history_since` (the oldest version of the caller's [`VersionLog`]) is
+    /// dropped in the same batch.
     pub fn commit(
         &self,
         version: u64,
@@ -237,6 +244,7 @@ impl Store {
         removals: &[String],
         manifest: (u64, u64),
         history: &[(u64, Arc<VersionDiff>)],
+        history_since: u64,
     ) -> Result<(), StoreError> {
         let mut batch = sled::Batch::default();
         if self.version()? == 0 && upserts.len() > FIRST_COMMIT_CHUNK {
@@ -262,11 +270,10 @@ impl Store {
         for path in removals {
             batch.remove(file_key(path));
         }
-        for (at, diff) in history {
+        for (at, diff) in history.iter().filter(|(at, _)| *at > history_since) {
             batch.insert(history_key(*at), encode_diff(diff)?);
         }
-        let oldest_kept = version.saturating_sub(HISTORY_VERSIONS as u64 - 1);
-        for item in self.tree.range(history_key(0)..history_key(oldest_kept)) {
+        for item in self.tree.range(history_key(0)..=history_key(history_since)) {
             let (key, _) = item.map_err(read_error)?;
             batch.remove(key);
         }
@@ -453,9 +460,9 @@ mod tests {
             let store = Store::open(dir.path(), 1).unwrap();
             let (a, b) = (entry("a.py", "x = 1\n"), entry("b.py", ""));
             let both = Snapshot::empty().apply([FileChange::Upsert(a.clone()), FileChange::Upsert(b.clone())]);
-            store.commit(3, &[a, b], &[], manifest(&both), &[]).unwrap();
+            store.commit(3, &[a, b], &[], manifest(&both), &[], 0).unwrap();
             let one = both.apply([FileChange::Remove("b.py".into())]);
-            store.commit(4, &[], &["b.py".to_string()], manifest(&one), &[]).unwrap();
+            store.commit(4, &[], &["b.py".to_string()], manifest(&one), &[], 0).unwrap();
         }
         let store = Store::open(dir.path(), 1).unwrap();
         let snap = store.load().unwrap();
@@ -492,10 +499,10 @@ mod tests {
         let snap = Snapshot::empty().apply([FileChange::Upsert(a.clone())]);
         {
             let store = Store::open(dir.path(), 1).unwrap();
-            store.commit(1, std::slice::from_ref(&a), &[], manifest(&snap), &[]).unwrap();
-            store.commit(2, &[], &[], manifest(&snap), &[(2, diff("b"))]).unwrap();
+            store.commit(1, std::slice::from_ref(&a), &[], manifest(&snap), &[], 1).unwrap();
+            store.commit(2, &[], &[], manifest(&snap), &[(2, diff("b"))], 1).unwrap();
             // Two versions in one commit (the daemon persists after answering).
-            store.commit(4, &[], &[], manifest(&snap), &[(3, diff("c")), (4, diff("d"))]).unwrap();
+            store.commit(4, &[], &[], manifest(&snap), &[(3, diff("c")), (4, diff("d"))], 1).unwrap();
         }
         let store = Store::open(dir.path(), 1).unwrap();
         let log = store.load_history(4).unwrap();
@@ -513,7 +520,7 @@ mod tests {
         assert_eq!(added(&log, 1), vec!["b", "c", "d"]);
 
         // A version whose diff is missing (not written, or unreadable) ends what can be answered.
-        store.commit(6, &[], &[], manifest(&snap), &[(6, diff("f"))]).unwrap();
+        store.commit(6, &[], &[], manifest(&snap), &[(6, diff("f"))], 1).unwrap();
         let log = store.load_history(6).unwrap();
         assert_eq!((log.oldest(), log.newest()), (5, 6));
         assert!(log.changes_since(4).is_err(), "version 5 is unknown: a full refresh, not a wrong answer");
@@ -521,16 +528,15 @@ mod tests {
         store.tree.insert(KEY_VERSION, &7u64.to_le_bytes()).unwrap();
         assert_eq!(store.load_history(7).unwrap().oldest(), 7);
 
-        // Versions more than HISTORY_VERSIONS old are dropped in the batch that commits.
-        let far = 6 + HISTORY_VERSIONS as u64;
-        store.commit(far, &[], &[], manifest(&snap), &[(far, diff("z"))]).unwrap();
+        // What the caller's log no longer holds is dropped in the batch that commits.
+        store.commit(8, &[], &[], manifest(&snap), &[(8, diff("h"))], 3).unwrap();
         let kept: Vec<u64> = store
             .tree
             .scan_prefix(HISTORY_PREFIX)
             .keys()
             .map(|k| u64::from_be_bytes(k.unwrap()[HISTORY_PREFIX.len()..].try_into().unwrap()))
             .collect();
-        assert_eq!(kept, vec![7, far], "2 to 6 are more than {HISTORY_VERSIONS} versions old");
+        assert_eq!(kept, vec![4, 6, 7, 8]);
     }
 }
 

@@ -693,6 +693,7 @@ impl Indexer {
             &pending.removed,
             fresco_graph::manifest(&self.snapshot),
             &pending.diffs,
+            self.history.oldest(),
         );
         if let Err(e) = result {
             self.unpersisted = Some(pending);
@@ -721,7 +722,8 @@ impl Indexer {
         keep_out_of_version_control(dir, false);
         let entries: Vec<Arc<FileEntry>> = self.snapshot.files().cloned().collect();
         let history: Vec<(u64, Arc<VersionDiff>)> = self.history.diffs().cloned().collect();
-        store.commit(self.snapshot.version(), &entries, &[], fresco_graph::manifest(&self.snapshot), &history)?;
+        let manifest = fresco_graph::manifest(&self.snapshot);
+        store.commit(self.snapshot.version(), &entries, &[], manifest, &history, self.history.oldest())?;
         self.store = Some(store);
         self.unpersisted = None;
         Ok(())
