@@ -764,6 +764,7 @@ fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
         .filter(|f| f.graph.parse_errors > 0)
         .map(|f| (f.graph.path.clone(), f.graph.parse_errors))
         .collect();
+    let cut: Vec<&str> = snap.files().filter(|f| f.graph.resolution_cut).map(|f| f.graph.path.as_str()).collect();
     if json {
         let value = json!({
             "version": snap.version(),
@@ -773,6 +774,7 @@ fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
             "unresolved_calls": t.unresolved,
             "parse_error_files": parse_errors.iter().map(|(p, n)| json!({"file": p, "parse_errors": n})).collect::<Vec<_>>(),
             "skipped_files": skipped.iter().map(|(p, r)| json!({"file": p, "reason": r})).collect::<Vec<_>>(),
+            "resolution_cut_files": cut,
             "seconds": elapsed.as_secs_f64(),
         });
         outln!("{value}");
@@ -790,6 +792,13 @@ fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
     outln!("skipped files      {}", skipped.len());
     for (path, why) in &skipped {
         outln!("  {path}: {why}");
+    }
+    // Only when it happens: a superlinear path in the resolver, cut by the step budget.
+    if !cut.is_empty() {
+        outln!("resolution cut     {} (FRESCO_RESOLUTION_STEPS; what was not reached is unresolved)", cut.len());
+        for path in &cut {
+            outln!("  {path}");
+        }
     }
     outln!("time               {:.3} s", elapsed.as_secs_f64());
 }

@@ -320,6 +320,7 @@ pub fn status(info: StatusInfo) -> Value {
         "unresolved_calls": t.unresolved,
         "parse_error_files": t.parse_error_files,
         "skipped_files": skipped.len(),
+        "resolution_cut_files": t.resolution_cut_files,
         // Which, and why (binary, not UTF-8, too large, unreadable, a symbolic link, a name
         // that is not UTF-8): a file that turns to non-UTF-8 under the daemon takes its edges
         // with it, visibly.

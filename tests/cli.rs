@@ -257,6 +257,42 @@ fn files_declaring_their_encoding_are_decoded_as_python_reads_them() {
 }
 
 #[test]
+fn a_file_over_the_resolution_step_budget_is_flagged_and_keeps_what_it_did_not_reach_unresolved() {
+    let repo = repo(&[
+        ("a.py", b"import os\n\n\ndef helper():\n    return os.path.join('a', 'b')\n\n\ndef main():\n    helper()\n    return helper()\n"),
+        ("b.py", b"from a import main\n\n\ndef run():\n    return main()\n"),
+    ]);
+    let root = repo.path().to_str().expect("utf8");
+    let with_budget = |steps: &str, args: &[&str]| {
+        let out = fresco().env("FRESCO_RESOLUTION_STEPS", steps).args(args).output().expect("run fresco");
+        assert!(out.status.success(), "{}", stderr(&out));
+        json(&out)
+    };
+    // Twenty steps resolve b.py and part of a.py (measured: 6 of 9 edges).
+    let v = with_budget("20", &["index", root, "--json"]);
+    assert_eq!(v["resolution_cut_files"], serde_json::json!(["a.py"]), "{v}");
+    let (cut_edges, cut_unresolved) = (v["edges"].as_u64().unwrap_or(0), v["unresolved_calls"].as_u64().unwrap_or(0));
+    assert!(cut_unresolved > 0, "what was not reached is kept unresolved, not dropped: {v}");
+    let v = with_budget("20", &["status", root, "--json"]);
+    assert_eq!(v["resolution_cut_files"], 1, "{v}");
+    let v = with_budget("20", &["query", root, "show a.main", "--json"]);
+    assert_eq!(v["results"][0]["resolution_cut"], true, "{v}");
+    let v = with_budget("20", &["query", root, "show b.run", "--json"]);
+    assert_eq!(v["results"][0].get("resolution_cut"), None, "{v}");
+    let v = with_budget("20", &["query", root, "context b.run budget 500", "--json"]);
+    let text = v["context"]["text"].as_str().unwrap_or("");
+    assert!(text.contains("# file: a.py") && text.contains("name resolution cut short"), "{text}");
+
+    // The default budget: an index built under another one is rebuilt, and nothing is cut.
+    let out = run(&["index", root, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    assert_eq!(v["resolution_cut_files"], serde_json::json!([]), "{v}");
+    assert!(v["edges"].as_u64().unwrap_or(0) > cut_edges, "{v}");
+    assert_eq!(v["unresolved_calls"], 0, "{v}");
+}
+
+#[test]
 fn context_lists_dependencies_first_and_places_a_function_given_as_text() {
     let repo = repo(&[
         ("shop/__init__.py", b""),

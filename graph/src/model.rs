@@ -229,6 +229,10 @@ pub struct FileGraph {
     pub arg_flows: Vec<ArgFlow>,
     /// Calls this file's functions make of their own parameters (see [`ParamCall`]).
     pub param_calls: Vec<ParamCall>,
+    /// Name resolution stopped at the file's step budget: calls and references it had not
+    /// reached are kept as unresolved. Set only by a superlinear path in the resolver, which
+    /// the budget keeps from holding the indexer up.
+    pub resolution_cut: bool,
 }
 
 impl FileGraph {
@@ -245,6 +249,7 @@ impl FileGraph {
             unresolved: Vec::new(),
             arg_flows: Vec::new(),
             param_calls: Vec::new(),
+            resolution_cut: false,
         }
     }
 }

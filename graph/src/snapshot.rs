@@ -216,6 +216,8 @@ pub struct Totals {
     pub unresolved: usize,
     pub parse_error_files: usize,
     pub skipped_files: usize,
+    /// Files whose resolution stopped at the step budget (see [`crate::FileGraph::resolution_cut`]).
+    pub resolution_cut_files: usize,
 }
 
 impl Totals {
@@ -230,6 +232,7 @@ impl Totals {
         apply(&mut self.unresolved, entry.unresolved().count());
         apply(&mut self.parse_error_files, usize::from(g.parse_errors > 0));
         apply(&mut self.skipped_files, usize::from(g.skipped.is_some()));
+        apply(&mut self.resolution_cut_files, usize::from(g.resolution_cut));
     }
 }
 
@@ -542,6 +545,7 @@ mod tests {
             unresolved: vec![],
             arg_flows: vec![],
             param_calls: vec![],
+            resolution_cut: false,
         };
         Arc::new(FileEntry::new(Arc::new(graph), Arc::from(""), FileStamp::default(), IndexDeps::default()))
     }
@@ -561,6 +565,7 @@ mod tests {
                 unresolved: vec![],
                 arg_flows: vec![],
                 param_calls: vec![],
+                resolution_cut: false,
             }),
             Arc::from(text),
             FileStamp::default(),

@@ -444,6 +444,7 @@ mod tests {
             unresolved: vec![],
             arg_flows: vec![],
             param_calls: vec![],
+            resolution_cut: false,
         };
         Arc::new(FileEntry::new(
             Arc::new(graph),

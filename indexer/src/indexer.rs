@@ -161,7 +161,7 @@ impl Indexer {
         }
         let mut indexer = Indexer::in_memory(root, options);
         let db_dir_existed = db_dir.exists();
-        let analysis = crate::ANALYSIS_FINGERPRINT;
+        let analysis = crate::analysis_fingerprint();
         // The index directory holds the graph store (`graph/`) beside derived data that outlives
         // it (the dense lane's vectors, keyed by text): a rebuild replaces only `graph/`.
         let graph_dir = db_dir.join("graph");
@@ -718,7 +718,7 @@ impl Indexer {
         }
         self.rebuilt_store = Some(format!("the index directory {} disappeared; rewritten", dir.display()));
         self.store = None;
-        let store = Store::open(&dir.join("graph"), crate::ANALYSIS_FINGERPRINT)?;
+        let store = Store::open(&dir.join("graph"), crate::analysis_fingerprint())?;
         keep_out_of_version_control(dir, false);
         let entries: Vec<Arc<FileEntry>> = self.snapshot.files().cloned().collect();
         let history: Vec<(u64, Arc<VersionDiff>)> = self.history.diffs().cloned().collect();

@@ -60,7 +60,20 @@ pub const ANALYSIS_FINGERPRINT: u64 = xxhash_rust::const_xxh3::xxh3_64(
         include_str!("summary.rs"),
         include_str!("modules.rs"),
         include_str!("resolve.rs"),
+        include_str!("source_encoding.rs"),
         include_str!("walk.rs"),
     )
     .as_bytes(),
 );
+
+/// [`ANALYSIS_FINGERPRINT`] with the settings that change what the analysis derives: a step
+/// budget other than the default (`FRESCO_RESOLUTION_STEPS`) resolves cut files differently, so
+/// an index built under another budget is rebuilt, not served.
+pub fn analysis_fingerprint() -> u64 {
+    let budget = resolve::step_budget();
+    if budget == resolve::DEFAULT_STEP_BUDGET {
+        ANALYSIS_FINGERPRINT
+    } else {
+        ANALYSIS_FINGERPRINT ^ xxhash_rust::xxh3::xxh3_64(&budget.to_le_bytes())
+    }
+}

@@ -128,6 +128,20 @@ impl NamesUsed {
 
 const MAX_VALUES: usize = 24;
 const MAX_DEPTH: u32 = 16;
+
+/// Evaluation steps one file's resolution may take (see [`Resolver::too_deep`]). The largest
+/// file of the corpora, sympy's, takes 5.3 M (0.4 s); a step costs about 100 ns, so the budget is
+/// about two seconds. Past it every evaluation is cut: what was not resolved yet stays
+/// unresolved and the file is flagged (`resolution_cut`), instead of a superlinear path not yet
+/// found holding the indexer up for minutes. `FRESCO_RESOLUTION_STEPS` overrides it.
+pub(crate) const DEFAULT_STEP_BUDGET: u64 = 20_000_000;
+
+pub(crate) fn step_budget() -> u64 {
+    static BUDGET: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *BUDGET.get_or_init(|| {
+        std::env::var("FRESCO_RESOLUTION_STEPS").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(DEFAULT_STEP_BUDGET)
+    })
+}
 /// How many levels of nesting an element path follows (`a, (b, (c, d)) = x`: `d` is element 1
 /// of element 1 of element 1 of `x`, a path of three). Each unpacking of a name adds a level, so
 /// a name unpacked from itself (`rv, status = rv`, as flask's `make_response` does) made paths
@@ -488,6 +502,8 @@ struct Resolver<'a> {
     /// which every recursive evaluation makes first), reported with slow files under
     /// `FRESCO_TRACE`: a superlinear path shows as millions of steps for a few lines.
     steps: std::cell::Cell<u64>,
+    /// [`step_budget`], read once per file.
+    step_budget: u64,
     /// The line of the module-body site being resolved, if any: names the module rebinds are
     /// looked up as they are at that line (see [`FileSyntax::bindings_at_line`]).
     module_site_line: std::cell::Cell<Option<u32>>,
@@ -629,13 +645,14 @@ impl<'a> Resolver<'a> {
             receiver_flow: FxHashMap::default(),
             cuts: std::cell::Cell::new(0),
             steps: std::cell::Cell::new(0),
+            step_budget: step_budget(),
             module_site_line: std::cell::Cell::new(None),
         }
     }
 
     fn too_deep(&self, depth: u32) -> bool {
         self.steps.set(self.steps.get() + 1);
-        if depth > MAX_DEPTH {
+        if depth > MAX_DEPTH || self.steps.get() > self.step_budget {
             self.cuts.set(self.cuts.get() + 1);
             true
         } else {
@@ -3162,6 +3179,7 @@ impl<'a> Resolver<'a> {
             unresolved,
             arg_flows,
             param_calls,
+            resolution_cut: self.steps.get() > self.step_budget,
         }
     }
 

@@ -120,6 +120,10 @@ pub struct Item {
     /// does not parse as written (as far as it parses, or from its repaired text).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parse_errors: Option<u32>,
+    /// The item's file had its name resolution cut at the step budget: some of its calls and
+    /// references may be missing (kept as unresolved).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub resolution_cut: bool,
 }
 
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -351,6 +355,7 @@ fn item(snapshot: &Snapshot, row: &Row) -> Item {
             item.end_line = Some(u.unit.end_line);
             item.revision = Some(u.file.graph.revision.to_string());
             item.parse_errors = Some(u.file.graph.parse_errors).filter(|&n| n > 0);
+            item.resolution_cut = u.file.graph.resolution_cut;
         }
         None => {
             item.kind = if snapshot.is_external(&row.id) { "external" } else { "removed" };

@@ -106,11 +106,14 @@ pub fn assemble(
     let file_header = |u: &fresco_graph::UnitRef<'_>| {
         let (path, revision) = (&u.file.graph.path, u.file.graph.revision);
         // A file that does not parse as written says so: its units may be incomplete.
-        let broken = match u.file.graph.parse_errors {
+        let mut broken = match u.file.graph.parse_errors {
             0 => String::new(),
             1 => "; 1 parse error".to_string(),
             n => format!("; {n} parse errors"),
         };
+        if u.file.graph.resolution_cut {
+            broken.push_str("; name resolution cut short: some calls unresolved");
+        }
         if stale(path) {
             format!(
                 "# file: {path} (revision {revision}{broken}; STALE: changed on disk after version {})\n",
