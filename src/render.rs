@@ -316,7 +316,7 @@ mod tests {
             },
             "lanes": {
                 "bm25": {"status": "ready", "lag": 0, "hits": 2},
-                "dense": {"status": "unavailable", "reason": "embedding the repository (3/10 texts)", "hits": 0},
+                "dense": {"status": "unavailable", "reason": "embedding the repository (3 of 10 unit texts have vectors)", "hits": 0},
                 "graph": {"status": "ready", "lag": 0, "hits": 2},
             },
         });
@@ -329,7 +329,7 @@ mod tests {
         );
         assert!(out.contains("def helper():\n    return 1\n"), "{out}");
         assert!(
-            out.contains("lanes: bm25 ready; dense unavailable: embedding the repository (3/10 texts); graph ready"),
+            out.contains("lanes: bm25 ready; dense unavailable: embedding the repository (3 of 10 unit texts have vectors); graph ready"),
             "{out}"
         );
         assert!(out.trim_end().ends_with("version 3"), "{out}");

@@ -923,7 +923,8 @@ fn scan(q: &[i8; DIMENSIONS], data: &[i8], out: &mut [i32]) {
 pub enum LaneState {
     /// Loading the model (or waiting for the first snapshot).
     Loading,
-    /// Embedding the texts of `version` not yet in the store.
+    /// Embedding the texts of `version` not yet in the store: `done` of the version's `total`
+    /// distinct unit texts have a vector (those embedded before this job included).
     Embedding { done: usize, total: usize },
     /// The index of `version` is published.
     Ready,
@@ -1329,6 +1330,11 @@ impl Worker {
             };
             files.insert(g.path.clone(), keys);
         }
+        // Progress counts the snapshot's distinct texts, those with a vector from before
+        // included: a job resumed after an interrupted one reads "700 of 977", not "124 of 401".
+        let distinct: std::collections::HashSet<u64> =
+            files.values().flat_map(|f| f.units.iter().map(|(_, key)| *key)).collect();
+        let already = distinct.len().saturating_sub(missing.len());
         self.files = files;
 
         // 2. Embed what is missing, shortest first, persisting every batch.
@@ -1342,7 +1348,7 @@ impl Worker {
         let mut done = 0;
         let mut last_publish = Instant::now();
         if total > 0 {
-            self.shared.set(LaneState::Embedding { done: 0, total }, version);
+            self.shared.set(LaneState::Embedding { done: already, total: already + total }, version);
         }
         for chunk in missing.chunks(BATCH_SIZE) {
             if self.stopped() {
@@ -1364,7 +1370,7 @@ impl Worker {
             }
             done += chunk.len();
             self.shared.embedded.fetch_add(chunk.len() as u64, Ordering::Relaxed);
-            self.shared.set(LaneState::Embedding { done, total }, version);
+            self.shared.set(LaneState::Embedding { done: already + done, total: already + total }, version);
             if done < total && last_publish.elapsed() >= self.options.partial_every {
                 let index = self.build(snapshot, previous.as_ref(), &known, &fresh)?;
                 *self.shared.index.write().unwrap_or_else(|p| p.into_inner()) = Some((version, Arc::new(index)));

@@ -94,7 +94,8 @@ impl RetrievalLanes {
     /// Lanes for the index stored in `db_dir`: the lexical index starts building, the dense
     /// worker starts (loading the model if there is one; vectors persist in `db_dir/vectors`).
     /// `Err(why)` instead of a directory: no vector store, the dense lane is down for `why`.
-    fn new(db_dir: Result<&Path, String>) -> RetrievalLanes {
+    /// During a long embedding job a partial vector index is published every `partial_every`.
+    fn new(db_dir: Result<&Path, String>, partial_every: Duration) -> RetrievalLanes {
         let model_dir = embed::default_model_dir();
         let tokenizer = RwLock::new(load_tokenizer(&model_dir));
         let disabled = std::env::var("FRESCO_DENSE").is_ok_and(|v| v == "off" || v == "0");
@@ -105,7 +106,7 @@ impl RetrievalLanes {
             Ok(Ok(store)) => (
                 Some(EmbedWorker::start(
                     store,
-                    EmbedWorkerOptions { model_dir: model_dir.clone(), ..EmbedWorkerOptions::default() },
+                    EmbedWorkerOptions { model_dir: model_dir.clone(), partial_every, ..EmbedWorkerOptions::default() },
                 )),
                 None,
             ),
@@ -125,7 +126,7 @@ impl RetrievalLanes {
     /// Starts the lanes' thread for a daemon: it builds the lexical index from `first`, then
     /// applies every update sent on the returned channel (coalescing bursts).
     pub fn start(db_dir: &Path, first: Snapshot) -> (Arc<RetrievalLanes>, Sender<LaneUpdate>) {
-        let lanes = Arc::new(RetrievalLanes::new(Ok(db_dir)));
+        let lanes = Arc::new(RetrievalLanes::new(Ok(db_dir), EmbedWorkerOptions::default().partial_every));
         let (tx, rx) = crossbeam::channel::unbounded::<LaneUpdate>();
         let worker = lanes.clone();
         let spawned = std::thread::Builder::new().name("fresco-lanes".into()).spawn(move || worker.run(first, rx));
@@ -147,7 +148,13 @@ impl RetrievalLanes {
         snapshot: &Snapshot,
         dense_wait: Option<Duration>,
     ) -> RetrievalLanes {
-        let lanes = RetrievalLanes::new(db_dir);
+        // A query that waits for the dense lane answers from the units embedded by the end of
+        // its wait (marked partial) rather than not at all: publish a partial index before then.
+        let partial_every = match dense_wait {
+            Some(wait) => wait.mul_f64(0.7),
+            None => EmbedWorkerOptions::default().partial_every,
+        };
+        let lanes = RetrievalLanes::new(db_dir, partial_every);
         lanes.rebuild_text(snapshot);
         lanes.obtain_model();
         if let (Some(worker), Some(dense_wait)) = (&lanes.dense, dense_wait) {
@@ -165,7 +172,8 @@ impl RetrievalLanes {
             if !finished {
                 if let LaneState::Embedding { done, total } = status.state {
                     eprintln!(
-                        "fresco: embedding units for the dense lane ({done} of {total} done); this query waits up to \
+                        "fresco: embedding units for the dense lane ({done} of {total} unit texts have vectors); this \
+                         query waits up to \
                          {} s for them (`fresco serve` embeds in the background)",
                         dense_wait.as_secs()
                     );
@@ -337,7 +345,9 @@ impl fresco_query::Lanes for RetrievalLanes {
         }
         let Some((version, index)) = worker.index() else {
             let reason = match worker.status().state {
-                LaneState::Embedding { done, total } => format!("embedding the repository ({done}/{total} texts)"),
+                LaneState::Embedding { done, total } => {
+                    format!("embedding the repository ({done} of {total} unit texts have vectors)")
+                }
                 _ => "the embedding model is loading".into(),
             };
             return Err(LaneDown { reason });
