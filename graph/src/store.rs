@@ -3,10 +3,11 @@
 //! Layout (one sled tree, so that a version is one atomic batch):
 //! - `meta/format`: [`FORMAT_VERSION`] as little-endian u32. A store of another format is never read.
 //! - `meta/version`: the last committed version, u64 little-endian.
-//! - `file/<path>`: an 8-byte xxh3 checksum of the payload followed by the rkyv bytes of a
-//!   [`FileRecord`] (graph, text, stamp).
-//! - `history/<version, u64 big-endian>`: what that version changed ([`VersionDiff`], same
-//!   layout), for the versions the indexer's history keeps (see [`HISTORY_MAX_CHANGES`]); written
+//! - `file/<path>\0<piece>`: an 8-byte xxh3 checksum of the payload followed by the rkyv bytes
+//!   of a [`FileRecord`] (graph, text, stamp), LZ4-compressed, cut into pieces of at most
+//!   [`PIECE`] bytes (`piece` a u32, big-endian; see [`PIECE`] for why).
+//! - `history/<version, u64 big-endian><piece>`: what that version changed ([`VersionDiff`],
+//!   same layout), for the versions the indexer's history keeps (see [`HISTORY_MAX_CHANGES`]); written
 //!   in the batch of the version it describes, so a restart answers `changes since V` for
 //!   versions before it.
 //!
@@ -24,7 +25,7 @@ use crate::model::{FileGraph, FileStamp, IndexDeps};
 use crate::snapshot::{FileChange, FileEntry, Snapshot};
 
 /// Bump whenever the record layout or the meaning of a field changes.
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 
 const KEY_FORMAT: &[u8] = b"meta/format";
 const KEY_VERSION: &[u8] = b"meta/version";
@@ -34,6 +35,14 @@ const KEY_MANIFEST: &[u8] = b"meta/manifest";
 const FIRST_COMMIT_CHUNK: usize = 256;
 const FILE_PREFIX: &[u8] = b"file/";
 const HISTORY_PREFIX: &[u8] = b"history/";
+
+/// Records are stored in pieces of at most this many bytes. sled 0.34 writes a tree node larger
+/// than a quarter of its 512 KiB segment to a file of its own (a blob), and removes a replaced
+/// blob only when the log segment that replaced it is sealed: a process that exits first (every
+/// `fresco index`) leaves the old blob behind for good. Whole records made such nodes (a leaf
+/// holds up to 17 items): django's index grew by 14 MB with every rewrite of all its files, 955
+/// orphaned blob files after 16. Pieces of 4 KiB keep every node under the blob threshold.
+const PIECE: usize = 4096;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -172,13 +181,43 @@ impl Store {
             return Ok(Snapshot::empty());
         }
         let mut changes = Vec::new();
-        for item in self.tree.scan_prefix(FILE_PREFIX) {
-            let (key, value) = item.map_err(read_error)?;
-            let record = decode(&value).map_err(|why| {
-                StoreError::Corrupt(format!("record {}: {why}", String::from_utf8_lossy(&key[FILE_PREFIX.len()..])))
+        let mut decode_record = |base: &[u8], bytes: &[u8]| -> Result<(), StoreError> {
+            let record = decode(bytes).map_err(|why| {
+                let path = &base[FILE_PREFIX.len()..base.len() - 1];
+                StoreError::Corrupt(format!("record {}: {why}", String::from_utf8_lossy(path)))
             })?;
             let entry = FileEntry::new(Arc::new(record.graph), Arc::from(record.text), record.stamp, record.deps);
             changes.push(FileChange::Upsert(Arc::new(entry)));
+            Ok(())
+        };
+        // Pieces come in key order: a record's are adjacent, first to last.
+        let mut current: Option<(Vec<u8>, Vec<u8>)> = None;
+        for item in self.tree.scan_prefix(FILE_PREFIX) {
+            let (key, value) = item.map_err(read_error)?;
+            let (base, piece) = split_piece_key(&key).ok_or_else(|| StoreError::Corrupt("a record key".into()))?;
+            match &mut current {
+                Some((at, bytes)) if at.as_slice() == base => {
+                    if piece as usize != bytes.len().div_ceil(PIECE) {
+                        return Err(StoreError::Corrupt(format!("record {}: a missing piece", piece_path(base))));
+                    }
+                    bytes.extend_from_slice(&value);
+                }
+                _ => {
+                    if let Some((at, bytes)) = current.take() {
+                        decode_record(&at, &bytes)?;
+                    }
+                    if piece != 0 {
+                        return Err(StoreError::Corrupt(format!(
+                            "record {}: its first piece is missing",
+                            piece_path(base)
+                        )));
+                    }
+                    current = Some((base.to_vec(), value.to_vec()));
+                }
+            }
+        }
+        if let Some((at, bytes)) = current.take() {
+            decode_record(&at, &bytes)?;
         }
         let snapshot = Snapshot::empty().apply_as(version, changes);
         // A store that lost records (a damaged or truncated log that sled recovered from by
@@ -203,18 +242,29 @@ impl Store {
     pub fn load_history(&self, version: u64) -> Result<VersionLog, StoreError> {
         let mut run: Vec<(u64, Arc<VersionDiff>)> = Vec::new();
         let mut changes = 0;
-        for item in self.tree.scan_prefix(HISTORY_PREFIX).rev() {
+        // Newest first; a version's pieces come last to first.
+        let mut pieces: Vec<sled::IVec> = Vec::new();
+        let mut keys = self.tree.scan_prefix(HISTORY_PREFIX).rev().peekable();
+        while let Some(item) = keys.next() {
             let (key, value) = item.map_err(read_error)?;
-            let Some(at) = key.get(HISTORY_PREFIX.len()..).and_then(|b| <[u8; 8]>::try_from(b).ok()) else { break };
-            let at = u64::from_be_bytes(at);
+            let Some((at, piece)) = split_history_key(&key) else { break };
+            pieces.push(value);
+            let next_is_same = match keys.peek() {
+                Some(Ok((next, _))) => split_history_key(next).is_some_and(|(v, _)| v == at),
+                _ => false,
+            };
+            if next_is_same {
+                continue;
+            }
+            let bytes: Vec<u8> = pieces.drain(..).rev().flat_map(|p| p.to_vec()).collect();
             let expected = run.last().map_or(version, |(v, _)| v.saturating_sub(1));
             if at > version {
                 continue;
             }
-            if at != expected {
+            if at != expected || piece != 0 {
                 break;
             }
-            let Ok(diff) = decode_diff(&value) else { break };
+            let Ok(diff) = decode_diff(&bytes) else { break };
             changes += diff.len();
             if changes > HISTORY_MAX_CHANGES {
                 break;
@@ -255,7 +305,7 @@ impl Store {
             for chunk in upserts.chunks(FIRST_COMMIT_CHUNK) {
                 let mut part = sled::Batch::default();
                 for (entry, record) in chunk.iter().zip(encode_all(chunk)) {
-                    part.insert(file_key(&entry.graph.path), record?);
+                    self.put_pieces(&mut part, &file_key(&entry.graph.path), &record?)?;
                 }
                 self.tree.apply_batch(part)?;
                 // Flushing per chunk lets sled write its buffers out instead of holding the
@@ -264,16 +314,16 @@ impl Store {
             }
         } else {
             for (entry, record) in upserts.iter().zip(encode_all(upserts)) {
-                batch.insert(file_key(&entry.graph.path), record?);
+                self.put_pieces(&mut batch, &file_key(&entry.graph.path), &record?)?;
             }
         }
         for path in removals {
-            batch.remove(file_key(path));
+            self.remove_pieces(&mut batch, &file_key(path))?;
         }
         for (at, diff) in history.iter().filter(|(at, _)| *at > history_since) {
-            batch.insert(history_key(*at), encode_diff(diff)?);
+            self.put_pieces(&mut batch, &history_key(*at), &encode_diff(diff)?)?;
         }
-        for item in self.tree.range(history_key(0)..=history_key(history_since)) {
+        for item in self.tree.range(history_key(0)..history_key(history_since.saturating_add(1))) {
             let (key, _) = item.map_err(read_error)?;
             batch.remove(key);
         }
@@ -287,6 +337,31 @@ impl Store {
         let tmp = self.version_file.with_extension("tmp");
         if std::fs::write(&tmp, version.to_string()).is_ok() {
             let _ = std::fs::rename(&tmp, &self.version_file);
+        }
+        Ok(())
+    }
+
+    /// Writes `bytes` as the pieces of the record keyed `base`, removing pieces a longer earlier
+    /// record left beyond them.
+    fn put_pieces(&self, batch: &mut sled::Batch, base: &[u8], bytes: &[u8]) -> Result<(), StoreError> {
+        let mut count = 0;
+        for (i, piece) in bytes.chunks(PIECE).enumerate() {
+            batch.insert(piece_key(base, i as u32), piece);
+            count += 1;
+        }
+        if count == 0 {
+            batch.insert(piece_key(base, 0), &[][..]);
+            count = 1;
+        }
+        for key in self.tree.range(piece_key(base, count)..=piece_key(base, u32::MAX)).keys() {
+            batch.remove(key.map_err(read_error)?);
+        }
+        Ok(())
+    }
+
+    fn remove_pieces(&self, batch: &mut sled::Batch, base: &[u8]) -> Result<(), StoreError> {
+        for key in self.tree.scan_prefix(base).keys() {
+            batch.remove(key.map_err(read_error)?);
         }
         Ok(())
     }
@@ -354,16 +429,48 @@ fn encode_all(entries: &[Arc<FileEntry>]) -> Vec<Result<Vec<u8>, StoreError>> {
     })
 }
 
+/// The base of a version's history record (its pieces follow).
 fn history_key(version: u64) -> Vec<u8> {
     let mut key = HISTORY_PREFIX.to_vec();
     key.extend_from_slice(&version.to_be_bytes());
     key
 }
 
+/// The base of a file's record: the path then a NUL, which no path contains, so that the pieces
+/// of `a.py` are not a prefix of those of `a.py.orig`.
 fn file_key(path: &str) -> Vec<u8> {
     let mut key = FILE_PREFIX.to_vec();
     key.extend_from_slice(path.as_bytes());
+    key.push(0);
     key
+}
+
+fn piece_key(base: &[u8], piece: u32) -> Vec<u8> {
+    let mut key = base.to_vec();
+    key.extend_from_slice(&piece.to_be_bytes());
+    key
+}
+
+/// A file record's key as (base, piece).
+fn split_piece_key(key: &[u8]) -> Option<(&[u8], u32)> {
+    let (base, piece) = key.split_at_checked(key.len().checked_sub(4)?)?;
+    if base.last() != Some(&0) {
+        return None;
+    }
+    Some((base, u32::from_be_bytes(piece.try_into().ok()?)))
+}
+
+/// A history record's key as (version, piece).
+fn split_history_key(key: &[u8]) -> Option<(u64, u32)> {
+    let rest = key.strip_prefix(HISTORY_PREFIX)?;
+    let version = u64::from_be_bytes(rest.get(..8)?.try_into().ok()?);
+    let piece = u32::from_be_bytes(rest.get(8..)?.try_into().ok()?);
+    Some((version, piece))
+}
+
+/// The path in a file record's base, for messages.
+fn piece_path(base: &[u8]) -> String {
+    String::from_utf8_lossy(&base[FILE_PREFIX.len()..base.len().saturating_sub(1)]).into_owned()
 }
 
 /// Record layout: xxh3 checksum of the rest (8 bytes), then an LZ4 block (size-prefixed) of the
@@ -472,10 +579,10 @@ mod tests {
         assert_eq!(&*snap.file("a.py").unwrap().text, "x = 1\n");
 
         // Flip one payload byte: the checksum catches it.
-        let mut raw = store.tree.get(file_key("a.py")).unwrap().unwrap().to_vec();
+        let mut raw = store.tree.get(piece_key(&file_key("a.py"), 0)).unwrap().unwrap().to_vec();
         let last = raw.len() - 1;
         raw[last] ^= 0xff;
-        store.tree.insert(file_key("a.py"), raw).unwrap();
+        store.tree.insert(piece_key(&file_key("a.py"), 0), raw).unwrap();
         assert!(matches!(store.load(), Err(StoreError::Corrupt(_))));
     }
 
@@ -488,6 +595,40 @@ mod tests {
             store.db.flush().unwrap();
         }
         assert!(matches!(Store::open(dir.path(), 1), Err(StoreError::IncompatibleFormat { found: 999, .. })));
+    }
+
+    #[test]
+    fn records_are_stored_in_pieces_that_shrink_and_go_with_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let pieces = |store: &Store, path: &str| store.tree.scan_prefix(file_key(path)).count();
+        // Text that LZ4 cannot shrink much: about 30 KB, several pieces.
+        let big: String = (0..3000u32).map(|i| format!("{:08x}\n", i.wrapping_mul(2654435761))).collect();
+        let (a, a_orig) = (entry("a.py", &big), entry("a.py.orig", "y = 2\n"));
+        let snap = Snapshot::empty().apply([FileChange::Upsert(a.clone()), FileChange::Upsert(a_orig.clone())]);
+        let store = Store::open(dir.path(), 1).unwrap();
+        store.commit(1, &[a.clone(), a_orig.clone()], &[], manifest(&snap), &[], 1).unwrap();
+        assert!(pieces(&store, "a.py") > 3, "{}", pieces(&store, "a.py"));
+        assert_eq!(pieces(&store, "a.py.orig"), 1);
+        let loaded = store.load().unwrap();
+        assert_eq!(&*loaded.file("a.py").unwrap().text, big.as_str());
+        assert_eq!(&*loaded.file("a.py.orig").unwrap().text, "y = 2\n");
+
+        // Shrunk: the pieces beyond the new end go; removed: all of them, and only them.
+        let small = entry("a.py", "x = 1\n");
+        let snap = snap.apply([FileChange::Upsert(small.clone())]);
+        store.commit(2, &[small], &[], manifest(&snap), &[], 1).unwrap();
+        assert_eq!(pieces(&store, "a.py"), 1);
+        assert_eq!(&*store.load().unwrap().file("a.py").unwrap().text, "x = 1\n");
+        let snap = snap.apply([FileChange::Remove("a.py".into())]);
+        store.commit(3, &[], &["a.py".to_string()], manifest(&snap), &[], 1).unwrap();
+        assert_eq!(pieces(&store, "a.py"), 0);
+        assert_eq!(pieces(&store, "a.py.orig"), 1);
+
+        // A missing piece is corruption, not a shorter record.
+        let snap = snap.apply([FileChange::Upsert(a.clone())]);
+        store.commit(4, &[a], &[], manifest(&snap), &[], 1).unwrap();
+        store.tree.remove(piece_key(&file_key("a.py"), 1)).unwrap();
+        assert!(matches!(store.load(), Err(StoreError::Corrupt(why)) if why.contains("a.py")));
     }
 
     #[test]
@@ -525,7 +666,7 @@ mod tests {
         let log = store.load_history(6).unwrap();
         assert_eq!((log.oldest(), log.newest()), (5, 6));
         assert!(log.changes_since(4).is_err(), "version 5 is unknown: a full refresh, not a wrong answer");
-        store.tree.insert(history_key(7), b"garbage".to_vec()).unwrap();
+        store.tree.insert(piece_key(&history_key(7), 0), b"garbage".to_vec()).unwrap();
         store.tree.insert(KEY_VERSION, &7u64.to_le_bytes()).unwrap();
         assert_eq!(store.load_history(7).unwrap().oldest(), 7);
 
@@ -535,7 +676,7 @@ mod tests {
             .tree
             .scan_prefix(HISTORY_PREFIX)
             .keys()
-            .map(|k| u64::from_be_bytes(k.unwrap()[HISTORY_PREFIX.len()..].try_into().unwrap()))
+            .filter_map(|k| split_history_key(&k.unwrap()).map(|(v, _)| v))
             .collect();
         assert_eq!(kept, vec![4, 6, 7, 8]);
     }
