@@ -27,6 +27,9 @@ use crate::paths::daemon_paths;
 use crate::protocol::{self, Freshness, ProtoError};
 use fresco_indexer::lanes::{LaneUpdate, RetrievalLanes};
 
+/// How long a stopping daemon waits for the indexer to write what it published.
+const SHUTDOWN_PERSIST_WAIT: Duration = Duration::from_secs(30);
+
 const MAX_CONNECTIONS: usize = 64;
 const MAX_QUERIES_PER_CONNECTION: usize = 8;
 const IDLE_TIMEOUT: Duration = Duration::from_secs(600);
@@ -267,7 +270,17 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         }
     }
     let _ = fs::remove_file(&paths.socket);
-    drop(indexer_thread);
+    // Let the indexer finish the batch in hand and write what it published: a version clients
+    // saw is then stored, and `changes since` it still answers after a restart. Bounded, so a
+    // stuck write cannot keep the daemon from exiting (its numbers are reserved: see the
+    // indexer's version reservation).
+    let deadline = Instant::now() + SHUTDOWN_PERSIST_WAIT;
+    while !indexer_thread.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if !indexer_thread.is_finished() {
+        eprintln!("fresco: the index was still being written at exit; the next start catches up from the disk");
+    }
     Ok(())
 }
 
@@ -277,9 +290,20 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
     let mut failed: Option<Batch> = None;
     loop {
         let first = match &failed {
-            None => match batches.recv() {
+            // Woken now and then to notice a shutdown.
+            None => match batches.recv_timeout(Duration::from_millis(100)) {
                 Ok(b) => b,
-                Err(_) => return,
+                Err(crossbeam::channel::RecvTimeoutError::Timeout) => {
+                    if shared.shutdown.load(Ordering::Relaxed) {
+                        persist_at_exit(&mut indexer);
+                        return;
+                    }
+                    continue;
+                }
+                Err(crossbeam::channel::RecvTimeoutError::Disconnected) => {
+                    persist_at_exit(&mut indexer);
+                    return;
+                }
             },
             Some(_) => match batches.recv_timeout(Duration::from_secs(1)) {
                 Ok(b) => b,
@@ -339,8 +363,17 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
             }
         }
         if shared.shutdown.load(Ordering::Relaxed) {
+            persist_at_exit(&mut indexer);
             return;
         }
+    }
+}
+
+/// Writes what was published and not yet stored (normally nothing: each batch is written after
+/// it is published).
+fn persist_at_exit(indexer: &mut Indexer) {
+    if let Err(e) = indexer.persist() {
+        eprintln!("fresco: cannot write the index at exit: {e}");
     }
 }
 

@@ -30,6 +30,10 @@ impl Change {
 /// `changes since V` outlives a restart.
 #[derive(Clone, Debug, Default, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct VersionDiff {
+    /// The version this diff goes from. Usually the one before; after a daemon stopped without
+    /// storing versions it had published, the next version skips their numbers (see the
+    /// indexer's version reservation) and its diff goes from the last stored one.
+    pub previous: u64,
     pub units: Vec<(String, Change)>,
     pub edges_added: Vec<Edge>,
     pub edges_removed: Vec<Edge>,
@@ -102,15 +106,18 @@ pub enum NetChange {
     Edge(Edge, Change),
 }
 
-/// `since` is outside the versions the log can answer for: older than the history kept, or newer
-/// than the newest version (a number from another index, or from before a rebuild).
+/// `since` is not a version the log can answer for: older than the history kept, newer than the
+/// newest version (a number from another index), or a version published but never stored before
+/// the daemon stopped (its numbers are skipped, not reused).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error(
     "version {since} is not in the history kept (versions {oldest} to {newest}; {}); a full refresh is needed",
     if since > newest {
-        "it is newer than any this index published: a version number from another index, or from before a rebuild"
-    } else {
+        "it is newer than any this index published: a version number from another index"
+    } else if since < oldest {
         "it is older"
+    } else {
+        "it was published by a daemon that stopped before storing it"
     }
 )]
 pub struct HistoryExpired {
@@ -151,8 +158,14 @@ impl VersionLog {
     }
 
     /// Appends the next version's diff, dropping the oldest beyond the limits (the new one too,
-    /// when it alone is over the change budget).
+    /// when it alone is over the change budget). A diff that does not go from the newest version
+    /// the log knows starts the log afresh at its `previous`.
     pub fn push(&mut self, version: u64, diff: Arc<VersionDiff>) {
+        if diff.previous != self.newest() {
+            self.entries.clear();
+            self.changes = 0;
+            self.base = diff.previous;
+        }
         self.changes += diff.len();
         self.entries.push_back((version, diff));
         while self.entries.len() > self.capacity || self.changes > self.max_changes {
@@ -179,7 +192,10 @@ impl VersionLog {
     /// Net changes after `since` up to the newest version, units first then edges, sorted.
     pub fn changes_since(&self, since: u64) -> Result<Vec<NetChange>, HistoryExpired> {
         let newest = self.newest();
-        if since < self.base || since > newest {
+        // Only the versions the log has a state for: its base and each diff's version (numbers
+        // skipped after an unclean stop are neither).
+        let known = since == self.base || self.entries.binary_search_by_key(&since, |(v, _)| *v).is_ok();
+        if !known {
             return Err(HistoryExpired { since, oldest: self.base, newest });
         }
         let mut units: FxHashMap<String, Change> = FxHashMap::default();
@@ -239,48 +255,63 @@ mod tests {
     #[test]
     fn folds_changes_and_expires_old_versions() {
         let mut log = VersionLog::new(0, 3);
-        let diff = |units: Vec<(&str, Change)>| {
+        let diff = |previous: u64, units: Vec<(&str, Change)>| {
             Arc::new(VersionDiff {
+                previous,
                 units: units.into_iter().map(|(i, c)| (i.to_string(), c)).collect(),
                 ..VersionDiff::default()
             })
         };
-        log.push(1, diff(vec![("a", Change::Added), ("b", Change::Changed)]));
-        log.push(2, diff(vec![("a", Change::Removed), ("c", Change::Removed)]));
-        log.push(3, diff(vec![("c", Change::Added)]));
+        log.push(1, diff(0, vec![("a", Change::Added), ("b", Change::Changed)]));
+        log.push(2, diff(1, vec![("a", Change::Removed), ("c", Change::Removed)]));
+        log.push(3, diff(2, vec![("c", Change::Added)]));
         let net = log.changes_since(0).unwrap();
         assert_eq!(
             net,
             vec![NetChange::Unit("b".into(), Change::Changed), NetChange::Unit("c".into(), Change::Changed)]
         );
         assert_eq!(log.changes_since(2).unwrap(), vec![NetChange::Unit("c".into(), Change::Added)]);
-        log.push(4, diff(vec![("d", Change::Added)]));
+        log.push(4, diff(3, vec![("d", Change::Added)]));
         assert_eq!(log.changes_since(0), Err(HistoryExpired { since: 0, oldest: 1, newest: 4 }));
         // A version newer than any published (the index was rebuilt): not "no changes".
         assert_eq!(log.changes_since(9), Err(HistoryExpired { since: 9, oldest: 1, newest: 4 }));
         assert!(log.changes_since(1).is_ok());
         assert_eq!(log.changes_since(4), Ok(Vec::new()), "the newest version itself: nothing since");
+
+        // After an unclean stop, 5 to 8 were published but never stored: the next version is 9,
+        // from 4. The skipped numbers are not states the log can compare with.
+        log.push(9, diff(4, vec![("e", Change::Added)]));
+        assert_eq!(log.changes_since(4).map(|c| c.len()), Ok(1));
+        for lost in 5..9 {
+            let err = log.changes_since(lost).unwrap_err();
+            assert!(err.to_string().contains("stopped before storing it"), "{err}");
+        }
+        // A diff from a version the log does not end at starts it afresh.
+        log.push(12, diff(11, vec![]));
+        assert_eq!((log.oldest(), log.newest()), (11, 12));
+        assert!(log.changes_since(9).is_err());
     }
 
     #[test]
     fn a_budget_of_changes_drops_the_oldest_and_a_version_over_it_alone() {
-        let diff = |n: usize| {
+        let diff = |previous: u64, n: usize| {
             Arc::new(VersionDiff {
+                previous,
                 units: (0..n).map(|i| (format!("u{i}"), Change::Changed)).collect(),
                 ..VersionDiff::default()
             })
         };
         let mut log = VersionLog::with_limits(0, 100, 10);
-        log.push(1, diff(4));
-        log.push(2, diff(4));
+        log.push(1, diff(0, 4));
+        log.push(2, diff(1, 4));
         assert_eq!(log.oldest(), 0);
-        log.push(3, diff(4));
+        log.push(3, diff(2, 4));
         assert_eq!((log.oldest(), log.newest()), (1, 3), "12 changes > 10: version 1 goes");
-        log.push(4, diff(11));
+        log.push(4, diff(3, 11));
         assert_eq!((log.oldest(), log.newest()), (4, 4), "a version over the budget alone is not kept");
         assert!(log.changes_since(3).is_err());
         assert_eq!(log.changes_since(4), Ok(Vec::new()));
-        log.push(5, diff(1));
+        log.push(5, diff(4, 1));
         assert_eq!(log.changes_since(4).map(|c| c.len()), Ok(1));
     }
 }

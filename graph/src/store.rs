@@ -235,8 +235,8 @@ impl Store {
         Ok(snapshot)
     }
 
-    /// The history of the versions up to `version` that the store holds: the diffs of the
-    /// longest unbroken run of versions ending at `version`. A record that does not read back
+    /// The history of the versions up to `version` that the store holds: the longest unbroken
+    /// chain of diffs (each from its `previous`) ending at `version`. A record that does not read back
     /// ends the run there (the history is a convenience: losing part of it costs a client a full
     /// refresh, never a wrong answer).
     pub fn load_history(&self, version: u64) -> Result<VersionLog, StoreError> {
@@ -257,11 +257,12 @@ impl Store {
                 continue;
             }
             let bytes: Vec<u8> = pieces.drain(..).rev().flat_map(|p| p.to_vec()).collect();
-            let expected = run.last().map_or(version, |(v, _)| v.saturating_sub(1));
-            if at > version {
+            // Each diff says which version it goes from: the run follows that chain down.
+            let expected = run.last().map_or(version, |(_, d)| d.previous);
+            if at > expected {
                 continue;
             }
-            if at != expected || piece != 0 {
+            if at < expected || piece != 0 {
                 break;
             }
             let Ok(diff) = decode_diff(&bytes) else { break };
@@ -269,12 +270,13 @@ impl Store {
             if changes > HISTORY_MAX_CHANGES {
                 break;
             }
+            let first = diff.previous == 0;
             run.push((at, Arc::new(diff)));
-            if run.len() >= HISTORY_VERSIONS || at <= 1 {
+            if run.len() >= HISTORY_VERSIONS || first {
                 break;
             }
         }
-        let base = run.last().map_or(version, |(v, _)| v.saturating_sub(1));
+        let base = run.last().map_or(version, |(_, d)| d.previous);
         let mut log = VersionLog::new(base, HISTORY_VERSIONS);
         for (at, diff) in run.into_iter().rev() {
             log.push(at, diff);
@@ -369,6 +371,12 @@ impl Store {
     pub fn size_on_disk(&self) -> Result<u64, StoreError> {
         Ok(self.db.size_on_disk()?)
     }
+}
+
+/// The version the store in `dir` last committed, by the marker file beside sled (0 when there
+/// is none), readable whatever state or format the database itself is in.
+pub fn last_committed(dir: &Path) -> u64 {
+    std::fs::read_to_string(dir.join("committed-version")).ok().and_then(|t| t.trim().parse().ok()).unwrap_or(0)
 }
 
 /// Whether a sled error means the database on disk is damaged rather than unreachable: sled
@@ -635,16 +643,17 @@ mod tests {
     fn history_is_read_back_up_to_the_first_gap_and_old_versions_are_dropped() {
         use crate::history::{Change, NetChange};
         let dir = tempfile::tempdir().unwrap();
-        let diff =
-            |id: &str| Arc::new(VersionDiff { units: vec![(id.to_string(), Change::Added)], ..VersionDiff::default() });
+        let diff = |previous: u64, id: &str| {
+            Arc::new(VersionDiff { previous, units: vec![(id.to_string(), Change::Added)], ..VersionDiff::default() })
+        };
         let a = entry("a.py", "x = 1\n");
         let snap = Snapshot::empty().apply([FileChange::Upsert(a.clone())]);
         {
             let store = Store::open(dir.path(), 1).unwrap();
             store.commit(1, std::slice::from_ref(&a), &[], manifest(&snap), &[], 1).unwrap();
-            store.commit(2, &[], &[], manifest(&snap), &[(2, diff("b"))], 1).unwrap();
+            store.commit(2, &[], &[], manifest(&snap), &[(2, diff(1, "b"))], 1).unwrap();
             // Two versions in one commit (the daemon persists after answering).
-            store.commit(4, &[], &[], manifest(&snap), &[(3, diff("c")), (4, diff("d"))], 1).unwrap();
+            store.commit(4, &[], &[], manifest(&snap), &[(3, diff(2, "c")), (4, diff(3, "d"))], 1).unwrap();
         }
         let store = Store::open(dir.path(), 1).unwrap();
         let log = store.load_history(4).unwrap();
@@ -662,7 +671,7 @@ mod tests {
         assert_eq!(added(&log, 1), vec!["b", "c", "d"]);
 
         // A version whose diff is missing (not written, or unreadable) ends what can be answered.
-        store.commit(6, &[], &[], manifest(&snap), &[(6, diff("f"))], 1).unwrap();
+        store.commit(6, &[], &[], manifest(&snap), &[(6, diff(5, "f"))], 1).unwrap();
         let log = store.load_history(6).unwrap();
         assert_eq!((log.oldest(), log.newest()), (5, 6));
         assert!(log.changes_since(4).is_err(), "version 5 is unknown: a full refresh, not a wrong answer");
@@ -671,7 +680,7 @@ mod tests {
         assert_eq!(store.load_history(7).unwrap().oldest(), 7);
 
         // What the caller's log no longer holds is dropped in the batch that commits.
-        store.commit(8, &[], &[], manifest(&snap), &[(8, diff("h"))], 3).unwrap();
+        store.commit(8, &[], &[], manifest(&snap), &[(8, diff(7, "h"))], 3).unwrap();
         let kept: Vec<u64> = store
             .tree
             .scan_prefix(HISTORY_PREFIX)

@@ -45,6 +45,8 @@ pub enum IndexError {
     Store(#[from] StoreError),
     #[error("{path} is not a directory")]
     NotADirectory { path: String },
+    #[error("cannot reserve version numbers in {path}: {source}")]
+    Io { path: String, source: std::io::Error },
 }
 
 /// A change to one file, by path relative to the root.
@@ -94,6 +96,45 @@ pub struct Indexer {
     /// What each recent version changed, for `changes since V`; loaded from the store, so it
     /// outlives a restart.
     history: VersionLog,
+    /// Version numbers up to this one may have been handed out before this session (see
+    /// [`VersionReservation`]): the next version numbers past it.
+    version_floor: u64,
+    /// Numbers up to this one are reserved on disk for this session's versions.
+    reserved: u64,
+}
+
+/// Version numbers are never reused, so that `changes since V` cannot answer for a graph V did
+/// not name. A daemon publishes a version before it writes it (answering first), so a crash or a
+/// stop can lose versions clients saw: their numbers are reserved first, in blocks of
+/// [`VERSION_BLOCK`], in `INDEX/versions` (beside the graph store), and a new session numbers
+/// from past the reservation, so versions skip numbers after a daemon's restart. An index
+/// rebuilt from the files (a new fresco, a corrupt store) starts from an empty store: it numbers
+/// from past the version the old store last committed. Only deleting the whole index directory
+/// forgets the numbers.
+const VERSION_BLOCK: u64 = 64;
+
+struct VersionReservation;
+
+impl VersionReservation {
+    fn path(db_dir: &Path) -> PathBuf {
+        db_dir.join("versions")
+    }
+
+    /// The reservation on disk; 0 when there is none (a new index directory, or one from before
+    /// reservations), which is safe: the store's own version is also a floor.
+    fn read(db_dir: &Path) -> u64 {
+        std::fs::read_to_string(Self::path(db_dir)).ok().and_then(|t| t.trim().parse().ok()).unwrap_or(0)
+    }
+
+    /// Durably records `up_to` before any number up to it is handed out.
+    fn write(db_dir: &Path, up_to: u64) -> std::io::Result<()> {
+        use std::io::Write;
+        let tmp = db_dir.join("versions.tmp");
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(up_to.to_string().as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, Self::path(db_dir))
+    }
 }
 
 /// What published versions changed that the store does not hold yet.
@@ -142,6 +183,8 @@ impl Indexer {
             defer_persistence: false,
             flows: FlowIndex::default(),
             history: VersionLog::new(0, HISTORY_VERSIONS),
+            version_floor: 0,
+            reserved: 0,
         }
     }
 
@@ -173,6 +216,9 @@ impl Indexer {
             let _ = std::fs::remove_dir_all(db_dir.join("blobs"));
             indexer.rebuilt_store = Some("the index used an older layout; rebuilt from the files".into());
         }
+        // A rebuild below starts an empty store: its versions must still number past the old
+        // one's (see `VersionReservation`).
+        let committed_before = fresco_graph::store::last_committed(&graph_dir);
         let (store, loaded) = match Store::open(&graph_dir, analysis) {
             Ok(store) => match store.load() {
                 Ok(snapshot) => (store, Some(snapshot)),
@@ -216,6 +262,8 @@ impl Indexer {
         }
         indexer.store = Some(store);
         indexer.db_dir = Some(db_dir.to_path_buf());
+        indexer.version_floor = VersionReservation::read(db_dir).max(committed_before);
+        indexer.reserved = indexer.version_floor;
         if let Some(snapshot) = loaded {
             indexer.seed_from(snapshot);
         }
@@ -579,7 +627,7 @@ impl Indexer {
             changes.push(FileChange::Remove(path.clone()));
         }
         let published = !changed_files.is_empty() || !removed.is_empty() || !reflowed_files.is_empty();
-        let mut diff = VersionDiff::default();
+        let mut diff = VersionDiff { previous: self.snapshot.version(), ..VersionDiff::default() };
         // The first version has no predecessor to differ from.
         if published && self.snapshot.version() > 0 {
             for change in &changes {
@@ -595,7 +643,7 @@ impl Indexer {
         self.ensure_store()?;
         let metadata_only = !published && !upserts.is_empty();
         if published || metadata_only {
-            let version = if published { self.snapshot.version() + 1 } else { self.snapshot.version() };
+            let version = if published { self.reserve_next_version()? } else { self.snapshot.version() };
             trace.mark("diff");
             let first = self.snapshot.version() == 0;
             let next = self.snapshot.apply_as(version, changes);
@@ -674,6 +722,26 @@ impl Indexer {
         self.apply(events)
     }
 
+    /// The number of the next version: past every number handed out before, by this session or an
+    /// earlier one (see [`VersionReservation`]), reserving a new block on disk when needed.
+    fn reserve_next_version(&mut self) -> Result<u64, IndexError> {
+        let next = self.snapshot.version().max(self.version_floor) + 1;
+        // Only a daemon (deferred persistence) hands out numbers before storing them; otherwise
+        // the store's own version is the record.
+        if let Some(db_dir) = &self.db_dir
+            && self.defer_persistence
+            && next > self.reserved
+        {
+            let up_to = next + VERSION_BLOCK - 1;
+            VersionReservation::write(db_dir, up_to).map_err(|e| IndexError::Io {
+                path: VersionReservation::path(db_dir).display().to_string(),
+                source: e,
+            })?;
+            self.reserved = up_to;
+        }
+        Ok(next)
+    }
+
     /// With deferred persistence, `apply` publishes a version without writing it; the caller
     /// (the daemon, which answers queries from the published version first) then calls
     /// [`Indexer::persist`]. The store still only ever holds complete versions.
@@ -684,8 +752,9 @@ impl Indexer {
     /// Writes every published version not yet in the store, atomically, as the current version.
     /// On failure nothing is lost: the next call writes it all again.
     pub fn persist(&mut self) -> Result<(), IndexError> {
-        let Some(pending) = self.unpersisted.take() else { return Ok(()) };
+        // Without a store handle (see `ensure_store`) the pending versions wait for one.
         let Some(store) = &self.store else { return Ok(()) };
+        let Some(pending) = self.unpersisted.take() else { return Ok(()) };
         let upserts: Vec<Arc<FileEntry>> = pending.upserts.values().cloned().collect();
         let result = store.commit(
             self.snapshot.version(),
@@ -705,10 +774,13 @@ impl Indexer {
     /// If the store directory was deleted under us, recreate it and write the whole current
     /// version, so that a restart still finds a complete index.
     fn ensure_store(&mut self) -> Result<(), IndexError> {
-        let (Some(dir), Some(_)) = (&self.db_dir, &self.store) else {
+        // A stored index only. Without a store handle (an earlier attempt below failed) it tries
+        // again: giving up would leave every later version unwritten, silently.
+        let Some(dir) = self.db_dir.clone() else {
             return Ok(());
         };
-        if dir.join("graph").exists() {
+        let dir = dir.as_path();
+        if self.store.is_some() && dir.join("graph").exists() {
             return Ok(());
         }
         if !dir.parent().is_some_and(Path::is_dir) {
@@ -717,9 +789,15 @@ impl Indexer {
             return Err(IndexError::NotADirectory { path: dir.parent().unwrap_or(dir).display().to_string() });
         }
         self.rebuilt_store = Some(format!("the index directory {} disappeared; rewritten", dir.display()));
+        // The old handle's files are gone.
         self.store = None;
         let store = Store::open(&dir.join("graph"), crate::analysis_fingerprint())?;
         keep_out_of_version_control(dir, false);
+        if self.reserved > 0 {
+            // The reservation went with the directory: numbers handed out must stay used.
+            VersionReservation::write(dir, self.reserved)
+                .map_err(|e| IndexError::Io { path: VersionReservation::path(dir).display().to_string(), source: e })?;
+        }
         let entries: Vec<Arc<FileEntry>> = self.snapshot.files().cloned().collect();
         let history: Vec<(u64, Arc<VersionDiff>)> = self.history.diffs().cloned().collect();
         let manifest = fresco_graph::manifest(&self.snapshot);

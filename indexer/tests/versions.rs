@@ -1,0 +1,115 @@
+//! Version numbers and the stored history: a number clients may have seen is never handed out
+//! again for another graph, across crashes, stops and rebuilds, so `changes since V` answers for
+//! the graph V named or refuses.
+
+use std::path::Path;
+
+use fresco_graph::{Change, NetChange};
+use fresco_indexer::{FileEvent, Indexer, IndexerOptions};
+
+fn write(root: &Path, path: &str, text: &str) {
+    std::fs::write(root.join(path), text).expect("write");
+}
+
+fn options() -> IndexerOptions {
+    IndexerOptions { threads: 1, ..IndexerOptions::default() }
+}
+
+fn added_units(indexer: &Indexer, since: u64) -> Vec<String> {
+    let changes = indexer.history().changes_since(since).expect("in the history");
+    changes
+        .into_iter()
+        .filter_map(|c| match c {
+            NetChange::Unit(id, Change::Added) => Some(id),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn versions_a_daemon_published_but_never_stored_are_not_handed_out_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (root, db) = (dir.path().join("repo"), dir.path().join("db"));
+    std::fs::create_dir_all(&root).expect("mkdir");
+    write(&root, "a.py", "def f():\n    return 1\n");
+    let stored = {
+        let mut indexer = Indexer::open(&root, &db, options()).expect("open");
+        let stored = indexer.snapshot().version();
+        // As the daemon does: publish first, write afterwards. It dies before writing.
+        indexer.set_defer_persistence(true);
+        write(&root, "a.py", "def f():\n    return 1\n\n\ndef g():\n    return 2\n");
+        let report = indexer.apply(vec![FileEvent::Changed("a.py".into())]).expect("apply");
+        assert_eq!(report.version, stored + 1);
+        stored
+    };
+    let seen = stored + 1;
+
+    // Meanwhile the file changes again; the next session publishes a different graph.
+    write(&root, "a.py", "def f():\n    return 1\n\n\ndef h():\n    return 3\n");
+    let mut indexer = Indexer::open(&root, &db, options()).expect("reopen");
+    let now = indexer.snapshot().version();
+    assert!(now > seen, "version {now} reuses the number {seen} a client saw for another graph");
+    let err = indexer.history().changes_since(seen).expect_err("the lost version is unknown");
+    assert!(err.to_string().contains("stopped before storing it"), "{err}");
+    // From the stored version, the answer is exact: h added, g never was.
+    assert_eq!(added_units(&indexer, stored), vec!["a.h".to_string()]);
+
+    // Within a session versions follow each other, past the end of a reserved block too.
+    indexer.set_defer_persistence(true);
+    let mut last = now;
+    for i in 0..70 {
+        write(&root, "a.py", &format!("def f():\n    return {i}\n"));
+        let report = indexer.apply(vec![FileEvent::Changed("a.py".into())]).expect("apply");
+        assert_eq!(report.version, last + 1);
+        last = report.version;
+    }
+    indexer.persist().expect("persist");
+    assert_eq!(indexer.history().changes_since(now).map(|c| !c.is_empty()), Ok(true));
+}
+
+#[test]
+fn a_store_rebuilt_from_the_files_numbers_past_the_old_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (root, db) = (dir.path().join("repo"), dir.path().join("db"));
+    std::fs::create_dir_all(&root).expect("mkdir");
+    write(&root, "a.py", "def f():\n    return 1\n");
+    let old = {
+        let mut indexer = Indexer::open(&root, &db, options()).expect("open");
+        for body in ["2", "3", "4"] {
+            write(&root, "a.py", &format!("def f():\n    return {body}\n"));
+            indexer.apply(vec![FileEvent::Changed("a.py".into())]).expect("apply");
+        }
+        indexer.snapshot().version()
+    };
+    // A store that says it committed more than it holds is corrupt: it is rebuilt.
+    std::fs::write(db.join("graph/committed-version"), (old + 10).to_string()).expect("write marker");
+    let indexer = Indexer::open(&root, &db, options()).expect("reopen");
+    assert!(indexer.rebuilt_store.is_some());
+    let now = indexer.snapshot().version();
+    assert!(now > old + 10, "the rebuilt index's version {now} must pass the old store's {}", old + 10);
+    for earlier in [1, old] {
+        assert!(indexer.history().changes_since(earlier).is_err(), "version {earlier} named the old store's graph");
+    }
+    assert_eq!(indexer.history().changes_since(now), Ok(Vec::new()));
+}
+
+#[test]
+fn history_outlives_a_clean_reopen_and_spans_what_changed_while_closed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (root, db) = (dir.path().join("repo"), dir.path().join("db"));
+    std::fs::create_dir_all(&root).expect("mkdir");
+    write(&root, "a.py", "def f():\n    return 1\n");
+    let first = {
+        let mut indexer = Indexer::open(&root, &db, options()).expect("open");
+        let first = indexer.snapshot().version();
+        write(&root, "a.py", "def f():\n    return 1\n\n\ndef g():\n    return 2\n");
+        indexer.apply(vec![FileEvent::Changed("a.py".into())]).expect("apply");
+        first
+    };
+    write(&root, "b.py", "def k():\n    return 0\n");
+    let indexer = Indexer::open(&root, &db, options()).expect("reopen");
+    let mut added = added_units(&indexer, first);
+    added.sort();
+    assert_eq!(added, vec!["a.g", "b", "b.k"]);
+    assert_eq!(indexer.history().oldest(), first);
+}
