@@ -733,6 +733,7 @@ fn print_status(v: &Value) {
     );
     outln!("socket             {}", field("socket"));
     outln!("version            {}", field("version"));
+    outln!("history since      {}", field("history_since"));
     outln!("files              {}", field("files"));
     outln!("units              {}", field("units"));
     outln!("edges              {}", field("edges"));
@@ -741,6 +742,9 @@ fn print_status(v: &Value) {
     outln!("skipped files      {}", field("skipped_files"));
     for skipped in v["skipped"].as_array().into_iter().flatten() {
         outln!("  {}: {}", skipped["file"].as_str().unwrap_or("?"), skipped["reason"].as_str().unwrap_or("?"));
+    }
+    if v["resolution_cut_files"].as_u64().is_some_and(|n| n > 0) {
+        outln!("resolution cut     {} (FRESCO_RESOLUTION_STEPS)", field("resolution_cut_files"));
     }
     if let Some(bytes) = v["memory_bytes"].as_u64() {
         outln!("memory             {:.1} MiB", bytes as f64 / (1024.0 * 1024.0));

@@ -138,8 +138,15 @@ pub(crate) const DEFAULT_STEP_BUDGET: u64 = 20_000_000;
 
 pub(crate) fn step_budget() -> u64 {
     static BUDGET: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *BUDGET.get_or_init(|| {
-        std::env::var("FRESCO_RESOLUTION_STEPS").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(DEFAULT_STEP_BUDGET)
+    *BUDGET.get_or_init(|| match std::env::var("FRESCO_RESOLUTION_STEPS") {
+        Err(_) => DEFAULT_STEP_BUDGET,
+        Ok(value) => value.trim().parse().unwrap_or_else(|_| {
+            eprintln!(
+                "fresco: warning: FRESCO_RESOLUTION_STEPS={value:?} is not a whole number of steps; using the default \
+                 {DEFAULT_STEP_BUDGET}"
+            );
+            DEFAULT_STEP_BUDGET
+        }),
     })
 }
 /// How many levels of nesting an element path follows (`a, (b, (c, d)) = x`: `d` is element 1

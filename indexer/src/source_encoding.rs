@@ -12,6 +12,14 @@
 //! package for the encodings a source file plausibly uses, then the WHATWG labels that
 //! `encoding_rs` knows. Python's `latin-1` is exact (byte `n` is U+00nn), not the WHATWG reading of
 //! that label as windows-1252, and `ascii` refuses bytes above 0x7F.
+//!
+//! Where fresco and Python differ (checked against Python 3.11's `compile`): the WHATWG tables
+//! read a few rare characters differently (the C1 range of `iso-8859-9` and `iso-8859-11`, read
+//! as windows-1254 and windows-874; `koi8-u` read as KOI8-RU; Shift_JIS as Microsoft's variant,
+//! 0x8160 as U+FF5E, not U+301C) and accept bytes Python's codecs refuse (vendor extensions);
+//! DOS code pages (`cp437`, `cp850`) are not decoded (the file is skipped, saying so); a byte
+//! order mark with a declaration of another encoding, which Python refuses, is read as UTF-8.
+//! None of it changes what a file defines or calls, only characters inside strings and comments.
 
 use std::borrow::Cow;
 
@@ -66,20 +74,31 @@ pub fn decode_source(bytes: &[u8]) -> Result<Cow<'_, str>, DecodeError> {
 /// The encoding named by a coding declaration on line 1, or on line 2 when line 1 is blank or a
 /// comment (Python's rule), as written.
 fn declared_encoding(bytes: &[u8]) -> Option<String> {
-    let mut lines = bytes.split(|&b| b == b'\n');
-    let first = lines.next()?;
+    let (first, rest) = split_line(bytes);
     if let Some(name) = coding_in(first) {
         return Some(name);
     }
     if !is_blank_or_comment(first) {
         return None;
     }
-    coding_in(lines.next()?)
+    coding_in(split_line(rest?).0)
+}
+
+/// The first line and what follows it, if anything. Python ends a line at `\n`, `\r\n` or a
+/// lone `\r`.
+fn split_line(bytes: &[u8]) -> (&[u8], Option<&[u8]>) {
+    match bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+        None => (bytes, None),
+        Some(end) => {
+            let next = if bytes[end] == b'\r' && bytes.get(end + 1) == Some(&b'\n') { end + 2 } else { end + 1 };
+            (&bytes[..end], Some(&bytes[next..]))
+        }
+    }
 }
 
 fn is_blank_or_comment(line: &[u8]) -> bool {
     let rest = trim_leading_space(line);
-    rest.is_empty() || rest[0] == b'#' || rest == b"\r"
+    rest.is_empty() || rest[0] == b'#'
 }
 
 fn trim_leading_space(line: &[u8]) -> &[u8] {
@@ -100,7 +119,10 @@ fn coding_in(line: &[u8]) -> Option<String> {
             let len =
                 value.iter().take_while(|&&b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')).count();
             if len > 0 {
-                return Some(String::from_utf8_lossy(&value[..len]).into_owned());
+                // No encoding's name is long; a long one is only quoted in a skip reason.
+                const MAX_NAME: usize = 64;
+                let name = String::from_utf8_lossy(&value[..len.min(MAX_NAME)]).into_owned();
+                return Some(if len > MAX_NAME { format!("{name}...") } else { name });
             }
         }
         from = after;
@@ -136,7 +158,8 @@ fn lookup(declared: &str) -> Option<SourceEncoding> {
         .collect();
     let label = match normal.as_str() {
         "utf8" | "u8" | "utf" | "cp65001" | "utf8_ucs2" | "utf8_ucs4" => return Some(SourceEncoding::Utf8),
-        "latin1" | "latin" | "l1" | "iso8859_1" | "iso_8859_1" | "8859" | "cp819" | "iso_ir_100" | "csisolatin1" => {
+        "latin1" | "latin" | "l1" | "iso8859_1" | "iso_8859_1" | "8859" | "cp819" | "ibm819" | "iso_ir_100"
+        | "csisolatin1" => {
             return Some(SourceEncoding::Latin1);
         }
         "ascii" | "us_ascii" | "646" | "us" | "ansi_x3.4_1968" | "ansi_x3_4_1968" | "iso646_us" | "cp367"
@@ -253,6 +276,27 @@ mod tests {
             Err(DecodeError::UnknownEncoding { encoding: "utf-16".into() })
         );
         assert_eq!(decode_source(b"# coding: utf-8\ns = '\xe9'\n"), Err(DecodeError::NotUtf8));
+    }
+
+    #[test]
+    fn a_lone_carriage_return_ends_a_line_as_it_does_for_python() {
+        // Checked with Python 3.11's compile(): the first two are read as latin-1 and plain
+        // code; the third has its declaration on line 3, which Python ignores.
+        let leading = b"\r# coding: latin-1\ns = '\xe9'\n";
+        assert_eq!(decode_source(leading).as_deref(), Ok("\r# coding: latin-1\ns = '\u{e9}'\n"));
+        let code_after = b"# hello\rdef g(coding=None):\r    return 1\r";
+        assert_eq!(decode_source(code_after).as_deref(), Ok("# hello\rdef g(coding=None):\r    return 1\r"));
+        let third = b"#!/usr/bin/env python\r\rx = 1  # coding: latin-1\rs = '\xe9'\r";
+        assert_eq!(decode_source(third), Err(DecodeError::NotUtf8));
+    }
+
+    #[test]
+    fn a_long_declared_name_is_cut_in_the_reason() {
+        let source = format!("# coding: {}\nx = 1\n", "x".repeat(100_000));
+        match decode_source(source.as_bytes()) {
+            Err(DecodeError::UnknownEncoding { encoding }) => assert_eq!(encoding, format!("{}...", "x".repeat(64))),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
