@@ -34,9 +34,50 @@ pub struct VersionDiff {
     /// storing versions it had published, the next version skips their numbers (see the
     /// indexer's version reservation) and its diff goes from the last stored one.
     pub previous: u64,
-    pub units: Vec<(String, Change)>,
+    pub units: Vec<UnitChange>,
     pub edges_added: Vec<Edge>,
     pub edges_removed: Vec<Edge>,
+}
+
+/// A unit added, removed or changed, with a fingerprint of its content (kind, span, signature,
+/// docstring, source text) before and after: a unit changed and then changed back over several
+/// versions nets to no change.
+#[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct UnitChange {
+    pub id: String,
+    pub before: Option<u64>,
+    pub after: Option<u64>,
+}
+
+impl UnitChange {
+    pub fn change(&self) -> Option<Change> {
+        match (self.before, self.after) {
+            (None, Some(_)) => Some(Change::Added),
+            (Some(_), None) => Some(Change::Removed),
+            (Some(a), Some(b)) if a != b => Some(Change::Changed),
+            _ => None,
+        }
+    }
+}
+
+/// What `changes since` compares a unit by.
+fn fingerprint(unit: &Unit, source: &str) -> u64 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(unit.kind.as_str().as_bytes());
+    for part in [unit.signature.as_deref(), unit.docstring.as_deref()] {
+        match part {
+            Some(text) => {
+                h.update(&[1]);
+                h.update(&(text.len() as u64).to_le_bytes());
+                h.update(text.as_bytes());
+            }
+            None => h.update(&[0]),
+        }
+    }
+    h.update(&unit.start_line.to_le_bytes());
+    h.update(&unit.end_line.to_le_bytes());
+    h.update(source.as_bytes());
+    h.digest()
 }
 
 impl VersionDiff {
@@ -44,7 +85,7 @@ impl VersionDiff {
     /// units by id and content (kind, span, signature, docstring, source text), and edges,
     /// flow edges included.
     pub fn of_file(old: Option<&FileEntry>, new: Option<&FileEntry>, into: &mut VersionDiff) {
-        let units = |e: Option<&FileEntry>| -> FxHashMap<String, (Unit, u64)> {
+        let units = |e: Option<&FileEntry>| -> FxHashMap<String, u64> {
             e.map(|entry| {
                 let text = &*entry.text;
                 entry
@@ -53,7 +94,7 @@ impl VersionDiff {
                     .iter()
                     .map(|u| {
                         let source = text.get(u.start_byte as usize..u.end_byte as usize).unwrap_or("");
-                        (u.id.clone(), (u.clone(), xxhash_rust::xxh3::xxh3_64(source.as_bytes())))
+                        (u.id.clone(), fingerprint(u, source))
                     })
                     .collect()
             })
@@ -64,21 +105,9 @@ impl VersionDiff {
         ids.sort();
         ids.dedup();
         for id in ids {
-            match (before.get(id), after.get(id)) {
-                (None, Some(_)) => into.units.push((id.clone(), Change::Added)),
-                (Some(_), None) => into.units.push((id.clone(), Change::Removed)),
-                (Some((a, sa)), Some((b, sb))) => {
-                    let same = a.kind == b.kind
-                        && a.signature == b.signature
-                        && a.docstring == b.docstring
-                        && a.start_line == b.start_line
-                        && a.end_line == b.end_line
-                        && sa == sb;
-                    if !same {
-                        into.units.push((id.clone(), Change::Changed));
-                    }
-                }
-                (None, None) => {}
+            let change = UnitChange { id: id.clone(), before: before.get(id).copied(), after: after.get(id).copied() };
+            if change.change().is_some() {
+                into.units.push(change);
             }
         }
         let edges = |e: Option<&FileEntry>| -> std::collections::HashSet<Edge> {
@@ -198,26 +227,12 @@ impl VersionLog {
         if !known {
             return Err(HistoryExpired { since, oldest: self.base, newest });
         }
-        let mut units: FxHashMap<String, Change> = FxHashMap::default();
+        // Per unit, its content at `since` (the first diff's before) and now (the last's after).
+        let mut units: FxHashMap<&str, (Option<u64>, Option<u64>)> = FxHashMap::default();
         let mut edges: FxHashMap<Edge, i32> = FxHashMap::default();
         for (_, diff) in self.entries.iter().filter(|(v, _)| *v > since) {
-            for (id, change) in &diff.units {
-                let next = match (units.get(id).copied(), *change) {
-                    (None, c) => Some(c),
-                    (Some(Change::Removed), Change::Added) => Some(Change::Changed),
-                    (Some(Change::Added), Change::Removed) => None,
-                    (Some(Change::Added), _) => Some(Change::Added),
-                    (Some(_), Change::Removed) => Some(Change::Removed),
-                    (Some(prev), _) => Some(prev),
-                };
-                match next {
-                    Some(c) => {
-                        units.insert(id.clone(), c);
-                    }
-                    None => {
-                        units.remove(id);
-                    }
-                }
+            for change in &diff.units {
+                units.entry(change.id.as_str()).or_insert((change.before, change.after)).1 = change.after;
             }
             for e in &diff.edges_added {
                 *edges.entry(e.clone()).or_default() += 1;
@@ -226,7 +241,13 @@ impl VersionLog {
                 *edges.entry(e.clone()).or_default() -= 1;
             }
         }
-        let mut out: Vec<NetChange> = units.into_iter().map(|(id, c)| NetChange::Unit(id, c)).collect();
+        let mut out: Vec<NetChange> = units
+            .into_iter()
+            .filter_map(|(id, (before, after))| {
+                let net = UnitChange { id: id.to_string(), before, after };
+                net.change().map(|c| NetChange::Unit(net.id, c))
+            })
+            .collect();
         out.sort_by(|a, b| match (a, b) {
             (NetChange::Unit(x, _), NetChange::Unit(y, _)) => x.cmp(y),
             _ => std::cmp::Ordering::Equal,
@@ -255,23 +276,27 @@ mod tests {
     #[test]
     fn folds_changes_and_expires_old_versions() {
         let mut log = VersionLog::new(0, 3);
-        let diff = |previous: u64, units: Vec<(&str, Change)>| {
+        // (id, content before, content after)
+        let diff = |previous: u64, units: Vec<(&str, Option<u64>, Option<u64>)>| {
             Arc::new(VersionDiff {
                 previous,
-                units: units.into_iter().map(|(i, c)| (i.to_string(), c)).collect(),
+                units: units
+                    .into_iter()
+                    .map(|(id, before, after)| UnitChange { id: id.to_string(), before, after })
+                    .collect(),
                 ..VersionDiff::default()
             })
         };
-        log.push(1, diff(0, vec![("a", Change::Added), ("b", Change::Changed)]));
-        log.push(2, diff(1, vec![("a", Change::Removed), ("c", Change::Removed)]));
-        log.push(3, diff(2, vec![("c", Change::Added)]));
+        log.push(1, diff(0, vec![("a", None, Some(1)), ("b", Some(1), Some(2))]));
+        log.push(2, diff(1, vec![("a", Some(1), None), ("c", Some(1), None)]));
+        log.push(3, diff(2, vec![("c", None, Some(3))]));
         let net = log.changes_since(0).unwrap();
         assert_eq!(
             net,
             vec![NetChange::Unit("b".into(), Change::Changed), NetChange::Unit("c".into(), Change::Changed)]
         );
         assert_eq!(log.changes_since(2).unwrap(), vec![NetChange::Unit("c".into(), Change::Added)]);
-        log.push(4, diff(3, vec![("d", Change::Added)]));
+        log.push(4, diff(3, vec![("d", None, Some(1))]));
         assert_eq!(log.changes_since(0), Err(HistoryExpired { since: 0, oldest: 1, newest: 4 }));
         // A version newer than any published (the index was rebuilt): not "no changes".
         assert_eq!(log.changes_since(9), Err(HistoryExpired { since: 9, oldest: 1, newest: 4 }));
@@ -280,7 +305,7 @@ mod tests {
 
         // After an unclean stop, 5 to 8 were published but never stored: the next version is 9,
         // from 4. The skipped numbers are not states the log can compare with.
-        log.push(9, diff(4, vec![("e", Change::Added)]));
+        log.push(9, diff(4, vec![("e", None, Some(1))]));
         assert_eq!(log.changes_since(4).map(|c| c.len()), Ok(1));
         for lost in 5..9 {
             let err = log.changes_since(lost).unwrap_err();
@@ -293,11 +318,31 @@ mod tests {
     }
 
     #[test]
+    fn a_unit_changed_and_changed_back_nets_to_nothing() {
+        let diff = |previous: u64, before: Option<u64>, after: Option<u64>| {
+            Arc::new(VersionDiff {
+                previous,
+                units: vec![UnitChange { id: "m.f".into(), before, after }],
+                ..VersionDiff::default()
+            })
+        };
+        let mut log = VersionLog::new(0, 10);
+        log.push(1, diff(0, Some(7), Some(8)));
+        log.push(2, diff(1, Some(8), Some(7)));
+        assert_eq!(log.changes_since(0), Ok(Vec::new()), "back to what it was at 0");
+        assert_eq!(log.changes_since(1), Ok(vec![NetChange::Unit("m.f".into(), Change::Changed)]));
+        log.push(3, diff(2, Some(7), None));
+        log.push(4, diff(3, None, Some(7)));
+        assert_eq!(log.changes_since(2), Ok(Vec::new()), "removed and restored as it was");
+        assert_eq!(log.changes_since(3), Ok(vec![NetChange::Unit("m.f".into(), Change::Added)]));
+    }
+
+    #[test]
     fn a_budget_of_changes_drops_the_oldest_and_a_version_over_it_alone() {
         let diff = |previous: u64, n: usize| {
             Arc::new(VersionDiff {
                 previous,
-                units: (0..n).map(|i| (format!("u{i}"), Change::Changed)).collect(),
+                units: (0..n).map(|i| UnitChange { id: format!("u{i}"), before: Some(1), after: Some(2) }).collect(),
                 ..VersionDiff::default()
             })
         };

@@ -25,7 +25,7 @@ use crate::model::{FileGraph, FileStamp, IndexDeps};
 use crate::snapshot::{FileChange, FileEntry, Snapshot};
 
 /// Bump whenever the record layout or the meaning of a field changes.
-pub const FORMAT_VERSION: u32 = 7;
+pub const FORMAT_VERSION: u32 = 8;
 
 const KEY_FORMAT: &[u8] = b"meta/format";
 const KEY_VERSION: &[u8] = b"meta/version";
@@ -641,10 +641,11 @@ mod tests {
 
     #[test]
     fn history_is_read_back_up_to_the_first_gap_and_old_versions_are_dropped() {
-        use crate::history::{Change, NetChange};
+        use crate::history::{Change, NetChange, UnitChange};
         let dir = tempfile::tempdir().unwrap();
         let diff = |previous: u64, id: &str| {
-            Arc::new(VersionDiff { previous, units: vec![(id.to_string(), Change::Added)], ..VersionDiff::default() })
+            let units = vec![UnitChange { id: id.to_string(), before: None, after: Some(1) }];
+            Arc::new(VersionDiff { previous, units, ..VersionDiff::default() })
         };
         let a = entry("a.py", "x = 1\n");
         let snap = Snapshot::empty().apply([FileChange::Upsert(a.clone())]);

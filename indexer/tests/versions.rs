@@ -113,3 +113,22 @@ fn history_outlives_a_clean_reopen_and_spans_what_changed_while_closed() {
     assert_eq!(added, vec!["a.g", "b", "b.k"]);
     assert_eq!(indexer.history().oldest(), first);
 }
+
+#[test]
+fn a_file_restored_to_its_state_at_a_version_shows_no_change_since_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (root, db) = (dir.path().join("repo"), dir.path().join("db"));
+    std::fs::create_dir_all(&root).expect("mkdir");
+    let original = "def f():\n    return g()\n\n\ndef g():\n    return 1\n";
+    write(&root, "a.py", original);
+    let mut indexer = Indexer::open(&root, &db, options()).expect("open");
+    let at = indexer.snapshot().version();
+    write(&root, "a.py", "def f():\n    return 2\n\n\ndef g():\n    return 1\n");
+    indexer.apply(vec![FileEvent::Changed("a.py".into())]).expect("apply");
+    let changed = indexer.history().changes_since(at).expect("history");
+    assert!(changed.contains(&NetChange::Unit("a.f".into(), Change::Changed)), "{changed:?}");
+    write(&root, "a.py", original);
+    indexer.apply(vec![FileEvent::Changed("a.py".into())]).expect("apply");
+    assert!(indexer.snapshot().version() > at + 1);
+    assert_eq!(indexer.history().changes_since(at), Ok(Vec::new()), "the file is as it was at {at}");
+}
