@@ -107,6 +107,11 @@ pub fn check_params(method: &str, params: &Value) -> Result<(), ProtoError> {
         "status" | "shutdown" => &[],
         _ => return Ok(()),
     };
+    // `cancel` names the query it cancels: without one it would answer "not cancelled" to a
+    // request that cannot have meant anything.
+    if method == "cancel" && params.get("id").is_none_or(Value::is_null) {
+        return Err(ProtoError::new("INVALID_REQUEST", "cancel needs params.id, the id of the query to cancel"));
+    }
     if params.is_null() {
         return Ok(());
     }

@@ -293,6 +293,20 @@ fn a_file_over_the_resolution_step_budget_is_flagged_and_keeps_what_it_did_not_r
 }
 
 #[test]
+fn count_counts_past_the_result_limit_which_bounds_answers_not_counts() {
+    let source: String = (0..30).map(|i| format!("def f{i}():\n    return {i}\n\n\n")).collect();
+    let repo = repo(&[("m.py", source.as_bytes())]);
+    let root = repo.path().to_str().expect("utf8");
+    let out = run(&["query", root, "find \"f*\" | count", "--json", "--limit", "5"]);
+    let v = json(&out);
+    assert_eq!((v["count"].clone(), v["truncated"].clone()), (serde_json::json!(30), serde_json::json!(false)), "{v}");
+    let out = run(&["query", root, "find \"f*\"", "--json", "--limit", "5"]);
+    let v = json(&out);
+    assert_eq!(v["results"].as_array().map(Vec::len), Some(5), "{v}");
+    assert_eq!(v["truncated"], true, "{v}");
+}
+
+#[test]
 fn context_lists_dependencies_first_and_places_a_function_given_as_text() {
     let repo = repo(&[
         ("shop/__init__.py", b""),

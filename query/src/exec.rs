@@ -220,7 +220,13 @@ struct Exec<'c, 'a> {
     lanes: Option<std::collections::BTreeMap<&'static str, crate::retrieve::LaneReport>>,
     context: Option<crate::retrieve::ContextBlock>,
     lane_hits: Vec<(&'static str, Vec<String>)>,
+    /// Rows a step may produce: the result limit, or [`COUNT_CAP`] when the query only counts
+    /// them (its rows are never sent, so the result limit, which bounds answers, does not apply).
+    row_cap: usize,
 }
+
+/// Rows a counting query may go through (about 100 bytes each); the time limit bounds its work.
+const COUNT_CAP: usize = 1_000_000;
 
 impl Exec<'_, '_> {
     fn snapshot(&self) -> &Snapshot {
@@ -271,15 +277,13 @@ impl Exec<'_, '_> {
     }
 
     fn full(&mut self, rows: &[Row]) -> bool {
-        if rows.len() >= self.ctx.limits.max_results {
+        if rows.len() >= self.row_cap {
             self.truncated = true;
             // The note says which limit, in every output format (the table used to print its
             // own line, JSON said nothing).
             if !self.notes.iter().any(|n| n.starts_with("result limit")) {
-                self.notes.push(format!(
-                    "result limit of {} reached: results past it, if any, are not shown",
-                    self.ctx.limits.max_results
-                ));
+                self.notes
+                    .push(format!("result limit of {} reached: results past it, if any, are not shown", self.row_cap));
             }
             true
         } else {
@@ -298,6 +302,11 @@ pub fn execute(ctx: &Context, query: &Query) -> Result<Output, QueryError> {
         lanes: None,
         context: None,
         lane_hits: Vec::new(),
+        row_cap: if matches!(query.stages.last(), Some(Stage::Count)) {
+            ctx.limits.max_results.max(COUNT_CAP)
+        } else {
+            ctx.limits.max_results
+        },
     };
     let mut rows: Vec<Row> = Vec::new();
     let mut count = None;
