@@ -739,7 +739,10 @@ impl<'a> Lowerer<'a> {
             let line = self.src.get(start..end).unwrap_or("");
             let trimmed = line.trim_start();
             let this_indent = line.len() - trimmed.len();
-            if trimmed.starts_with('#') && this_indent == indent {
+            // A shebang and a coding declaration head the file, not the definition below them.
+            let file_header = (prev == 0 && trimmed.starts_with("#!"))
+                || (prev <= 1 && crate::source_encoding::is_coding_declaration(line.as_bytes()));
+            if trimmed.starts_with('#') && this_indent == indent && !file_header {
                 row = prev;
             } else {
                 break;
@@ -2860,6 +2863,17 @@ mod tests {
         assert_eq!((e.start_byte, e.old_end_byte, e.new_end_byte), (3, 3, 4));
         let e = edit_between("abc", "");
         assert_eq!((e.start_byte, e.old_end_byte, e.new_end_byte), (0, 3, 0));
+    }
+
+    #[test]
+    fn a_shebang_and_a_coding_declaration_are_not_a_definitions_leading_comment() {
+        let src = "#!/usr/bin/env python\n# -*- coding: utf-8 -*-\n# Greets.\ndef f():\n    return 1\n";
+        let syn = lower(src);
+        assert_eq!(syn.defs[0].start_line, 3, "the comment about f, not the file's header");
+        let src = "# -*- coding: latin-1 -*-\ndef f():\n    return 1\n";
+        assert_eq!(lower(src).defs[0].start_line, 2);
+        let src = "# Greets.\ndef f():\n    return 1\n";
+        assert_eq!(lower(src).defs[0].start_line, 1, "an ordinary comment on line 1 still leads");
     }
 
     #[test]

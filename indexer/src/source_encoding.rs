@@ -106,6 +106,12 @@ fn trim_leading_space(line: &[u8]) -> &[u8] {
     &line[start..]
 }
 
+/// Whether a line is a coding declaration (wherever it is: PEP 263 also asks that it be on line
+/// 1 or 2).
+pub(crate) fn is_coding_declaration(line: &[u8]) -> bool {
+    coding_in(line).is_some()
+}
+
 /// Python's `^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)` on one line.
 fn coding_in(line: &[u8]) -> Option<String> {
     let rest = trim_leading_space(line);
