@@ -1146,3 +1146,29 @@ fn changes_since_a_version_outlive_a_restart_and_include_edits_made_meanwhile() 
     let r = c.query(&format!("changes since {}", first - 1), "wait");
     assert_eq!(error_code(&r), "HISTORY_EXPIRED", "{r}");
 }
+
+#[test]
+fn a_removed_unit_keeps_its_kind_and_file_in_changes_so_filters_keep_it() {
+    let env = Env::generated(&[
+        ("app/__init__.py".into(), String::new()),
+        (
+            "app/core.py".into(),
+            "def helper():\n    return 1\n\n\nclass Engine:\n    def start(self):\n        return helper()\n".into(),
+        ),
+        ("lib.py".into(), "def other():\n    return 2\n".into()),
+    ]);
+    let d = env.start();
+    let mut c = d.conn();
+    let first = version(&c.ok("show app.core.helper", "wait"));
+    env.write("app/core.py", "def helper():\n    return 1\n");
+    env.write("lib.py", "def other():\n    return 3\n");
+    let r = c.ok(&format!("changes since {first} | where file \"app/*\" and kind = method"), "wait");
+    let rows = r["results"].as_array().cloned().unwrap_or_default();
+    let start = rows.iter().find(|row| row["name"] == "app.core.Engine.start").unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(
+        (&start["change"], &start["kind"], &start["file"], &start["start_line"]),
+        (&json!("removed"), &json!("method"), &json!("app/core.py"), &json!(6)),
+        "{r}"
+    );
+    assert!(rows.iter().all(|row| row["file"] == "app/core.py"), "{r}");
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::model::{Edge, EdgeKind, Unit};
+use crate::model::{Edge, EdgeKind, Unit, UnitKind};
 use crate::snapshot::FileEntry;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Hash, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
@@ -47,6 +47,18 @@ pub struct UnitChange {
     pub id: String,
     pub before: Option<u64>,
     pub after: Option<u64>,
+    /// Where a removed unit was: it is in no snapshot any more, and a client filtering the
+    /// changes by file or kind still needs to know.
+    pub place: Option<UnitPlace>,
+}
+
+/// A unit's file, kind and lines.
+#[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct UnitPlace {
+    pub file: String,
+    pub kind: UnitKind,
+    pub start_line: u32,
+    pub end_line: u32,
 }
 
 impl UnitChange {
@@ -85,7 +97,7 @@ impl VersionDiff {
     /// units by id and content (kind, span, signature, docstring, source text), and edges,
     /// flow edges included.
     pub fn of_file(old: Option<&FileEntry>, new: Option<&FileEntry>, into: &mut VersionDiff) {
-        let units = |e: Option<&FileEntry>| -> FxHashMap<String, u64> {
+        let units = |e: Option<&FileEntry>| -> FxHashMap<String, (u64, UnitPlace)> {
             e.map(|entry| {
                 let text = &*entry.text;
                 entry
@@ -94,7 +106,13 @@ impl VersionDiff {
                     .iter()
                     .map(|u| {
                         let source = text.get(u.start_byte as usize..u.end_byte as usize).unwrap_or("");
-                        (u.id.clone(), fingerprint(u, source))
+                        let place = UnitPlace {
+                            file: entry.graph.path.clone(),
+                            kind: u.kind,
+                            start_line: u.start_line,
+                            end_line: u.end_line,
+                        };
+                        (u.id.clone(), (fingerprint(u, source), place))
                     })
                     .collect()
             })
@@ -105,7 +123,13 @@ impl VersionDiff {
         ids.sort();
         ids.dedup();
         for id in ids {
-            let change = UnitChange { id: id.clone(), before: before.get(id).copied(), after: after.get(id).copied() };
+            let (was, now) = (before.get(id), after.get(id));
+            let change = UnitChange {
+                id: id.clone(),
+                before: was.map(|(fp, _)| *fp),
+                after: now.map(|(fp, _)| *fp),
+                place: if now.is_none() { was.map(|(_, place)| place.clone()) } else { None },
+            };
             if change.change().is_some() {
                 into.units.push(change);
             }
@@ -218,6 +242,20 @@ impl VersionLog {
         self.entries.iter()
     }
 
+    /// Where the units removed after `since` were when they were removed (the last removal, for
+    /// a unit removed more than once).
+    pub fn removed_places(&self, since: u64) -> FxHashMap<String, UnitPlace> {
+        let mut places = FxHashMap::default();
+        for (_, diff) in self.entries.iter().filter(|(v, _)| *v > since) {
+            for change in &diff.units {
+                if let Some(place) = &change.place {
+                    places.insert(change.id.clone(), place.clone());
+                }
+            }
+        }
+        places
+    }
+
     /// Net changes after `since` up to the newest version, units first then edges, sorted.
     pub fn changes_since(&self, since: u64) -> Result<Vec<NetChange>, HistoryExpired> {
         let newest = self.newest();
@@ -244,7 +282,7 @@ impl VersionLog {
         let mut out: Vec<NetChange> = units
             .into_iter()
             .filter_map(|(id, (before, after))| {
-                let net = UnitChange { id: id.to_string(), before, after };
+                let net = UnitChange { id: id.to_string(), before, after, place: None };
                 net.change().map(|c| NetChange::Unit(net.id, c))
             })
             .collect();
@@ -282,7 +320,7 @@ mod tests {
                 previous,
                 units: units
                     .into_iter()
-                    .map(|(id, before, after)| UnitChange { id: id.to_string(), before, after })
+                    .map(|(id, before, after)| UnitChange { id: id.to_string(), before, after, place: None })
                     .collect(),
                 ..VersionDiff::default()
             })
@@ -322,7 +360,7 @@ mod tests {
         let diff = |previous: u64, before: Option<u64>, after: Option<u64>| {
             Arc::new(VersionDiff {
                 previous,
-                units: vec![UnitChange { id: "m.f".into(), before, after }],
+                units: vec![UnitChange { id: "m.f".into(), before, after, place: None }],
                 ..VersionDiff::default()
             })
         };
@@ -342,7 +380,9 @@ mod tests {
         let diff = |previous: u64, n: usize| {
             Arc::new(VersionDiff {
                 previous,
-                units: (0..n).map(|i| UnitChange { id: format!("u{i}"), before: Some(1), after: Some(2) }).collect(),
+                units: (0..n)
+                    .map(|i| UnitChange { id: format!("u{i}"), before: Some(1), after: Some(2), place: None })
+                    .collect(),
                 ..VersionDiff::default()
             })
         };

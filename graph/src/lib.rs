@@ -13,7 +13,9 @@ pub mod model;
 pub mod snapshot;
 pub mod store;
 
-pub use history::{Change, HISTORY_VERSIONS, HistoryExpired, NetChange, UnitChange, VersionDiff, VersionLog};
+pub use history::{
+    Change, HISTORY_VERSIONS, HistoryExpired, NetChange, UnitChange, UnitPlace, VersionDiff, VersionLog,
+};
 pub use model::{
     ArgFlow, ArgSlot, Edge, EdgeKind, FileGraph, FileStamp, IndexDeps, ParamCall, Revision, SkipReason, Unit, UnitKind,
     Unresolved, is_lambda_id,

@@ -25,7 +25,7 @@ use crate::model::{FileGraph, FileStamp, IndexDeps};
 use crate::snapshot::{FileChange, FileEntry, Snapshot};
 
 /// Bump whenever the record layout or the meaning of a field changes.
-pub const FORMAT_VERSION: u32 = 8;
+pub const FORMAT_VERSION: u32 = 9;
 
 const KEY_FORMAT: &[u8] = b"meta/format";
 const KEY_VERSION: &[u8] = b"meta/version";
@@ -644,7 +644,7 @@ mod tests {
         use crate::history::{Change, NetChange, UnitChange};
         let dir = tempfile::tempdir().unwrap();
         let diff = |previous: u64, id: &str| {
-            let units = vec![UnitChange { id: id.to_string(), before: None, after: Some(1) }];
+            let units = vec![UnitChange { id: id.to_string(), before: None, after: Some(1), place: None }];
             Arc::new(VersionDiff { previous, units, ..VersionDiff::default() })
         };
         let a = entry("a.py", "x = 1\n");

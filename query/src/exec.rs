@@ -166,6 +166,8 @@ struct Row {
     /// reached it, or one before it on its chain (through earlier steps too), or its path or
     /// cycle.
     stale_evidence: bool,
+    /// Where a unit that `changes since` reports removed was: no snapshot has it any more.
+    gone: Option<fresco_graph::UnitPlace>,
 }
 
 impl Row {
@@ -366,9 +368,16 @@ fn item(snapshot: &Snapshot, row: &Row) -> Item {
             item.parse_errors = Some(u.file.graph.parse_errors).filter(|&n| n > 0);
             item.resolution_cut = u.file.graph.resolution_cut;
         }
-        None => {
-            item.kind = if snapshot.is_external(&row.id) { "external" } else { "removed" };
-        }
+        None => match &row.gone {
+            // A removed unit says what it was and where, from the history.
+            Some(place) => {
+                item.kind = place.kind.as_str();
+                item.file = Some(place.file.clone());
+                item.start_line = Some(place.start_line);
+                item.end_line = Some(place.end_line);
+            }
+            None => item.kind = if snapshot.is_external(&row.id) { "external" } else { "removed" },
+        },
     }
     item
 }
@@ -470,18 +479,26 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 ));
             };
             let changes = history.changes_since(*since).map_err(QueryError::HistoryExpired)?;
+            let places = history.removed_places(*since);
+            let gone = |id: &str| {
+                if exec.ctx.snapshot.contains_unit(id) { None } else { places.get(id).cloned() }
+            };
             let mut rows = Vec::new();
             for change in changes {
-                rows.push(match change {
-                    fresco_graph::NetChange::Unit(id, c) => Row { change: Some(unit_change(c)), ..Row::unit(id) },
+                let row = match change {
+                    fresco_graph::NetChange::Unit(id, c) => {
+                        Row { change: Some(unit_change(c)), gone: gone(&id), ..Row::unit(id) }
+                    }
                     fresco_graph::NetChange::Edge(e, c) => Row {
                         from: Some(e.src),
                         via: Some(e.kind),
                         line: e.line,
                         change: Some(edge_change(c)),
+                        gone: gone(&e.dst),
                         ..Row::unit(e.dst)
                     },
-                });
+                };
+                rows.push(row);
                 if exec.full(&rows) {
                     break;
                 }
@@ -651,7 +668,7 @@ fn compare_rows(snapshot: &Snapshot, a: &Row, b: &Row, field: Field) -> std::cmp
 fn condition_holds(snapshot: &Snapshot, row: &Row, condition: &Condition, regex: Option<&regex::Regex>) -> bool {
     match condition {
         Condition::Kind { kinds, negated } => {
-            let k = snapshot.kind_of(&row.id);
+            let k = snapshot.kind_of(&row.id).or(row.gone.as_ref().map(|g| g.kind));
             kinds.iter().any(|x| Some(*x) == k) != *negated
         }
         Condition::NameGlob(p) => {
@@ -659,7 +676,10 @@ fn condition_holds(snapshot: &Snapshot, row: &Row, condition: &Condition, regex:
             glob::matches(p, &row.id) || glob::matches(p, simple)
         }
         Condition::NameRegex(_) => regex.is_some_and(|re| re.is_match(&row.id)),
-        Condition::FileGlob(p) => snapshot.unit(&row.id).is_some_and(|u| glob::matches(p, &u.file.graph.path)),
+        Condition::FileGlob(p) => match snapshot.unit(&row.id) {
+            Some(u) => glob::matches(p, &u.file.graph.path),
+            None => row.gone.as_ref().is_some_and(|g| glob::matches(p, &g.file)),
+        },
         Condition::Depth(op, n) => {
             let d = row.depth.unwrap_or(0);
             match op {
