@@ -293,8 +293,20 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         UnixListener::bind(&paths.socket).with_context(|| format!("cannot bind {}", paths.socket.display()))?;
     fs::set_permissions(&paths.socket, fs::Permissions::from_mode(0o600))?;
     listener.set_nonblocking(true)?;
+    // `kill`, Ctrl-C and a closed terminal stop the daemon as `fresco stop` does: the socket is
+    // removed and what was published is written, instead of the process dying mid-write.
+    let terminate = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT, signal_hook::consts::SIGHUP] {
+        signal_hook::flag::register(signal, terminate.clone())
+            .with_context(|| format!("cannot handle signal {signal}"))?;
+    }
     let refusing = Arc::new(AtomicUsize::new(0));
     while !shared.shutdown.load(Ordering::Relaxed) {
+        if terminate.load(Ordering::Relaxed) {
+            eprintln!("fresco: stopping on a signal");
+            shared.shutdown.store(true, Ordering::Relaxed);
+            break;
+        }
         match listener.accept() {
             Ok((stream, _)) => {
                 let _ = stream.set_nonblocking(false);

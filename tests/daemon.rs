@@ -1172,3 +1172,23 @@ fn a_removed_unit_keeps_its_kind_and_file_in_changes_so_filters_keep_it() {
     );
     assert!(rows.iter().all(|row| row["file"] == "app/core.py"), "{r}");
 }
+
+#[test]
+fn sigterm_stops_the_daemon_like_stop_writing_what_it_published() {
+    let env = Env::generated(&[("app.py".into(), "def main():\n    return 1\n".into())]);
+    let mut d = env.start();
+    let mut c = d.conn();
+    env.write("app.py", "def main():\n    return 1\n\n\ndef extra():\n    return 2\n");
+    let seen = version(&c.ok("show app.extra", "wait"));
+    drop(c);
+    let killed = std::process::Command::new("kill").args(["-TERM", &d.pid().to_string()]).status().expect("kill");
+    assert!(killed.success());
+    let status = d.wait_exit(Duration::from_secs(30)).expect("the daemon exits on SIGTERM");
+    assert!(status.success(), "{status:?}: {}", d.log());
+    assert!(d.socket().is_none(), "the socket is removed: {}", d.log());
+    // The version a client saw was written: the stored history still answers for it.
+    let db = env.db.to_str().expect("utf8");
+    let out = run(&["query", env.root_s(), &format!("changes since {seen}"), "--json", "--no-daemon", "--db", db]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(json(&out)["version"], seen, "nothing changed since: the stored version is the one seen");
+}
