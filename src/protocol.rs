@@ -316,7 +316,8 @@ pub fn status(info: StatusInfo) -> Value {
     let skipped = skipped_files(info.root, info.snapshot, info.walk_issues);
     json!({
         "daemon": info.daemon,
-        "pid": std::process::id(),
+        // The daemon's; an in-process answer has no daemon to name.
+        "pid": info.daemon.then(std::process::id),
         "root": info.root.display().to_string(),
         "version": info.snapshot.version(),
         "files": t.files,

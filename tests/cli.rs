@@ -222,6 +222,12 @@ fn bad_files_are_skipped_with_reasons_and_broken_python_is_indexed_as_far_as_it_
     let out = run(&["status", root, "--json"]);
     let v = json(&out);
     assert_eq!(v["skipped_files"], 4, "{v}");
+    assert_eq!(
+        (&v["daemon"], &v["pid"]),
+        (&serde_json::json!(false), &serde_json::Value::Null),
+        "no daemon to name: {v}"
+    );
+    assert!(v["history_since"].as_u64().is_some(), "the stored index's history: {v}");
     assert!(named(&v, "skipped").iter().any(|s| s.contains("caf\u{fffd}.py")), "{v}");
     // Where a daemon for the root listens, for clients speaking the protocol themselves.
     assert!(v["socket"].as_str().is_some_and(|s| s.ends_with(".sock")), "{v}");
