@@ -11,6 +11,14 @@ fn write(root: &Path, path: &str, text: &str) {
     std::fs::write(root.join(path), text).expect("write");
 }
 
+/// A temporary directory with an empty repository and where its index goes.
+fn workspace() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (root, db) = (dir.path().join("repo"), dir.path().join("db"));
+    std::fs::create_dir_all(&root).expect("mkdir");
+    (dir, root, db)
+}
+
 fn options() -> IndexerOptions {
     IndexerOptions { threads: 1, ..IndexerOptions::default() }
 }
@@ -28,9 +36,7 @@ fn added_units(indexer: &Indexer, since: u64) -> Vec<String> {
 
 #[test]
 fn versions_a_daemon_published_but_never_stored_are_not_handed_out_again() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (root, db) = (dir.path().join("repo"), dir.path().join("db"));
-    std::fs::create_dir_all(&root).expect("mkdir");
+    let (_dir, root, db) = workspace();
     write(&root, "a.py", "def f():\n    return 1\n");
     let stored = {
         let mut indexer = Indexer::open(&root, &db, options()).expect("open");
@@ -69,9 +75,7 @@ fn versions_a_daemon_published_but_never_stored_are_not_handed_out_again() {
 
 #[test]
 fn a_store_rebuilt_from_the_files_numbers_past_the_old_one() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (root, db) = (dir.path().join("repo"), dir.path().join("db"));
-    std::fs::create_dir_all(&root).expect("mkdir");
+    let (_dir, root, db) = workspace();
     write(&root, "a.py", "def f():\n    return 1\n");
     let old = {
         let mut indexer = Indexer::open(&root, &db, options()).expect("open");
@@ -95,9 +99,7 @@ fn a_store_rebuilt_from_the_files_numbers_past_the_old_one() {
 
 #[test]
 fn history_outlives_a_clean_reopen_and_spans_what_changed_while_closed() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (root, db) = (dir.path().join("repo"), dir.path().join("db"));
-    std::fs::create_dir_all(&root).expect("mkdir");
+    let (_dir, root, db) = workspace();
     write(&root, "a.py", "def f():\n    return 1\n");
     let first = {
         let mut indexer = Indexer::open(&root, &db, options()).expect("open");
@@ -116,9 +118,7 @@ fn history_outlives_a_clean_reopen_and_spans_what_changed_while_closed() {
 
 #[test]
 fn a_file_restored_to_its_state_at_a_version_shows_no_change_since_it() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (root, db) = (dir.path().join("repo"), dir.path().join("db"));
-    std::fs::create_dir_all(&root).expect("mkdir");
+    let (_dir, root, db) = workspace();
     let original = "def f():\n    return g()\n\n\ndef g():\n    return 1\n";
     write(&root, "a.py", original);
     let mut indexer = Indexer::open(&root, &db, options()).expect("open");
