@@ -83,6 +83,9 @@ pub enum TextIndexError {
 /// - the subwords of each part, lowercased: split on `_` and at case changes, with acronyms kept
 ///   together (`HTTPAdapter` is `http`, `adapter`; `parseJSON2Dict` is `parse`, `json2`,
 ///   `dict`). Digits stay with the letters before them (`base64`, `utf8`, `sha256`).
+/// - Chinese, Japanese and Korean text has no spaces between words, so a run of their characters
+///   would be one word: such a run gives its overlapping character pairs instead (`返回链接`:
+///   `返回`, `回链`, `链接`), as Lucene's CJK analyser does, and a query's pairs meet a text's.
 ///
 /// Subwords get consecutive positions; a whole part or dotted name is a synonym at the position
 /// of its first subword, spanning its subwords (`position_length`). Offsets are byte offsets of
@@ -244,6 +247,45 @@ fn split_identifier(text: &str, start: usize, end: usize) -> Vec<(usize, usize)>
             }
         }
         out.push((piece_start + word_start, piece_start + piece.len()));
+    }
+    if ident.chars().any(is_cjk) {
+        out = out.into_iter().flat_map(|(s, e)| cjk_pairs(text, s, e)).collect();
+    }
+    out
+}
+
+/// Han, kana and Hangul: scripts written without spaces between words.
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF     // Hiragana, Katakana
+        | 0x3400..=0x4DBF   // CJK Extension A
+        | 0x4E00..=0x9FFF   // CJK Unified Ideographs
+        | 0xAC00..=0xD7AF   // Hangul syllables
+        | 0xF900..=0xFAFF   // CJK Compatibility Ideographs
+        | 0x20000..=0x2FA1F // CJK Extensions B and later
+    )
+}
+
+/// The word `text[start..end]` with each run of CJK characters replaced by its overlapping pairs
+/// (a lone character by itself); other characters stay whole.
+fn cjk_pairs(text: &str, start: usize, end: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let chars: Vec<(usize, char)> = text[start..end].char_indices().map(|(i, c)| (start + i, c)).collect();
+    let end_of = |i: usize| chars.get(i + 1).map_or(end, |&(at, _)| at);
+    let mut i = 0;
+    while i < chars.len() {
+        let run_start = i;
+        let cjk = is_cjk(chars[i].1);
+        while i < chars.len() && is_cjk(chars[i].1) == cjk {
+            i += 1;
+        }
+        if !cjk || i - run_start == 1 {
+            out.push((chars[run_start].0, end_of(i - 1)));
+        } else {
+            for (j, &(at, _)) in chars.iter().enumerate().take(i - 1).skip(run_start) {
+                out.push((at, end_of(j + 1)));
+            }
+        }
     }
     out
 }

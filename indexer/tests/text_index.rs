@@ -110,7 +110,11 @@ fn tokenizer_survives_unicode() {
     }
     assert_eq!(toks("größe_Überprüfen"), ["größe_überprüfen", "größe", "überprüfen"]);
     assert_eq!(toks("naïveBayes"), ["naïvebayes", "naïve", "bayes"]);
-    assert_eq!(toks("変数名"), ["変数名"]);
+    // Words of scripts written without spaces: overlapping pairs, the whole run kept too.
+    assert_eq!(toks("変数名"), ["変数名", "変数", "数名"]);
+    assert_eq!(toks("返回链接的列表"), ["返回链接的列表", "返回", "回链", "链接", "接的", "的列", "列表"]);
+    assert_eq!(toks("get_用户名"), ["get_用户名", "get", "用户", "户名"]);
+    assert_eq!(toks("値"), ["値"]);
 }
 
 fn write(root: &Path, path: &str, text: &str) {
@@ -164,6 +168,11 @@ def failed(items):
 def backoff_delay(n):
     """Seconds to wait before attempt n."""
     return 2 ** n
+
+
+def parse_links(header):
+    """返回链接的列表。"""
+    return header.split(",")
 "#;
 
 fn ids(hits: &[(String, f32)]) -> Vec<&str> {
@@ -215,6 +224,9 @@ fn ranks_the_matching_function_first() {
         assert_eq!(index.search("connection", k).expect("huge k"), all);
     }
     assert!(index.search("zebra", 10).expect("search").is_empty());
+    // A docstring in Chinese is found by a word of it (no spaces separate the words).
+    let hits = index.search("链接", 3).expect("search");
+    assert_eq!(hits.first().map(|h| h.0.as_str()), Some("pkg.other.parse_links"), "{hits:?}");
     assert!(index.search("", 10).expect("search").is_empty());
     assert!(index.search("  ?! ", 10).expect("search").is_empty());
     // Query syntax of any kind is just text.
