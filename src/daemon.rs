@@ -33,6 +33,8 @@ const SHUTDOWN_PERSIST_WAIT: Duration = Duration::from_secs(30);
 const MAX_CONNECTIONS: usize = 64;
 const MAX_QUERIES_PER_CONNECTION: usize = 8;
 const IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long writing an answer may block on a client that does not read.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 const COOKIE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// One published version, as readers see it.
@@ -295,10 +297,14 @@ pub fn serve(options: ServeOptions) -> Result<()> {
     listener.set_nonblocking(true)?;
     // `kill`, Ctrl-C and a closed terminal stop the daemon as `fresco stop` does: the socket is
     // removed and what was published is written, instead of the process dying mid-write.
+    // A signal ignored when the daemon started stays ignored: `nohup fresco serve &` must survive
+    // the terminal closing, and a shell's background job its Ctrl-C.
     let terminate = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT, signal_hook::consts::SIGHUP] {
-        signal_hook::flag::register(signal, terminate.clone())
-            .with_context(|| format!("cannot handle signal {signal}"))?;
+        if !ignored_at_start(signal) {
+            signal_hook::flag::register(signal, terminate.clone())
+                .with_context(|| format!("cannot handle signal {signal}"))?;
+        }
     }
     let refusing = Arc::new(AtomicUsize::new(0));
     while !shared.shutdown.load(Ordering::Relaxed) {
@@ -338,6 +344,16 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         eprintln!("fresco: the index was still being written at exit; the next start catches up from the disk");
     }
     Ok(())
+}
+
+/// Whether `signal` is ignored (`SIG_IGN`) in this process, as `nohup` leaves SIGHUP.
+fn ignored_at_start(signal: i32) -> bool {
+    // SAFETY: sigaction with a null new action only reads the current disposition into `old`,
+    // a zeroed, properly aligned struct owned by this frame.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+    }
 }
 
 fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shared>, lanes: Sender<LaneUpdate>) {
@@ -428,8 +444,14 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
 /// Writes what was published and not yet stored (normally nothing: each batch is written after
 /// it is published).
 fn persist_at_exit(indexer: &mut Indexer) {
-    if let Err(e) = indexer.persist() {
-        eprintln!("fresco: cannot write the index at exit: {e}");
+    match indexer.persist() {
+        // Everything published is stored: the numbers reserved past it were never handed out.
+        Ok(()) => {
+            if let Err(e) = indexer.release_unused_versions() {
+                eprintln!("fresco: cannot release unused version numbers at exit: {e}");
+            }
+        }
+        Err(e) => eprintln!("fresco: cannot write the index at exit: {e}"),
     }
 }
 
@@ -465,6 +487,9 @@ fn send(writer: &Mutex<UnixStream>, value: &Value) -> bool {
 
 fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
     let _ = stream.set_read_timeout(Some(IDLE_TIMEOUT));
+    // A client that stops reading its answers is dropped instead of holding the threads that
+    // write to it (and their answers) forever.
+    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
     let Ok(write_half) = stream.try_clone() else {
         return;
     };
@@ -547,8 +572,6 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
                 let (shared, worker_writer, cancels, running) =
                     (shared.clone(), writer.clone(), cancels.clone(), running.clone());
                 let spawned = std::thread::Builder::new().name("fresco-query".into()).spawn(move || {
-                    // Held until the answer is written: the serialised answer is the larger copy.
-                    let _slot = shared.query_slots.acquire();
                     let response = match handle_query(&shared, &params, flag) {
                         Ok(result) => protocol::response_ok(&id, result),
                         Err(err) => protocol::response_err(&id, &err),
@@ -637,6 +660,11 @@ fn handle_query(shared: &Shared, params: &Value, cancel: Arc<AtomicBool>) -> Res
         let left = params.wait.saturating_sub(started.elapsed()).max(Duration::from_millis(100));
         shared.lanes.wait_text(published.snapshot.version(), left);
     }
+    // A slot bounds the queries computing at once. Taken after the waits above (a query waiting
+    // for the index holds no memory and must not keep others from running) and given back
+    // with the result, before the answer is written (a client that does not read its answers
+    // must not hold slots others need).
+    let _slot = shared.query_slots.acquire();
     let tracker = shared.tracker.clone();
     let allow = params.freshness == Freshness::Allow;
     // Pending when the version was taken (it may have been applied since, in a later version

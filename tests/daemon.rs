@@ -1127,6 +1127,8 @@ fn changes_since_a_version_outlive_a_restart_and_include_edits_made_meanwhile() 
     let out = run(&["query", env.root_s(), &format!("changes since {first}"), "--json", "--no-daemon", "--db", db]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let in_process = json(&out);
+    // A clean stop wrote everything and gave the unused reserved numbers back: no gap.
+    assert_eq!(in_process["version"], second + 1, "{in_process}");
     let listed = changed(&in_process);
     for expected in ["added app.extra.extra", "added app.core.other", "changed app.core.main"] {
         assert!(listed.contains(&expected.to_string()), "{expected}: {in_process}");
@@ -1191,4 +1193,48 @@ fn sigterm_stops_the_daemon_like_stop_writing_what_it_published() {
     let out = run(&["query", env.root_s(), &format!("changes since {seen}"), "--json", "--no-daemon", "--db", db]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(json(&out)["version"], seen, "nothing changed since: the stored version is the one seen");
+}
+
+#[test]
+fn a_signal_ignored_at_start_stays_ignored_as_nohup_expects() {
+    let env = Env::generated(&[("app.py".into(), "def main():\n    return 1\n".into())]);
+    let mut d = Daemon::spawn_ignoring(&env.root, &env.db, &env.rt, &[], &[libc::SIGHUP]);
+    d.wait_ready();
+    let hup = std::process::Command::new("kill").args(["-HUP", &d.pid().to_string()]).status().expect("kill");
+    assert!(hup.success());
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(d.wait_exit(Duration::from_millis(10)).is_none(), "the closed terminal stopped it: {}", d.log());
+    assert!(d.conn().status()["version"].as_u64().is_some());
+    // SIGTERM, not ignored, still stops it cleanly.
+    let term = std::process::Command::new("kill").args(["-TERM", &d.pid().to_string()]).status().expect("kill");
+    assert!(term.success());
+    let status = d.wait_exit(Duration::from_secs(30)).expect("SIGTERM stops it");
+    assert!(status.success(), "{status:?}: {}", d.log());
+}
+
+#[test]
+fn a_client_that_does_not_read_its_answers_does_not_hold_up_others() {
+    // Answers of about 300 KB, more than a Unix socket buffers: writing them blocks while the
+    // client does not read.
+    let files: Vec<(String, String)> = (0..10)
+        .map(|i| {
+            let body: String = (0..300).map(|k| format!("def function_{i}_{k}():\n    return {k}\n\n\n")).collect();
+            (format!("m{i}.py"), body)
+        })
+        .collect();
+    let env = Env::generated(&files);
+    let d = env.start();
+    let mut stuck = d.conn();
+    for _ in 0..8 {
+        stuck.send("query", json!({"query": "find \"*\"", "limit": 100000}));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut other = d.conn();
+    std::thread::spawn(move || {
+        let _ = tx.send(other.ok("find \"function_1_*\" | count", "wait"));
+    });
+    let answer = rx.recv_timeout(Duration::from_secs(30)).expect("answered while the first client's answers wait");
+    assert_eq!(answer["count"], 300, "{answer}");
+    drop(stuck);
 }

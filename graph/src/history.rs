@@ -170,7 +170,7 @@ pub enum NetChange {
     } else if since < oldest {
         "it is older"
     } else {
-        "it was published by a daemon that stopped before storing it"
+        "it is not a version this index stored: a daemon stopped before storing it, or skipped the number after such a stop"
     }
 )]
 pub struct HistoryExpired {

@@ -133,7 +133,9 @@ impl VersionReservation {
         let mut file = std::fs::File::create(&tmp)?;
         file.write_all(up_to.to_string().as_bytes())?;
         file.sync_all()?;
-        std::fs::rename(&tmp, Self::path(db_dir))
+        std::fs::rename(&tmp, Self::path(db_dir))?;
+        // The rename itself is durable only once the directory is.
+        std::fs::File::open(db_dir)?.sync_all()
     }
 }
 
@@ -208,7 +210,24 @@ impl Indexer {
         // The index directory holds the graph store (`graph/`) beside derived data that outlives
         // it (the dense lane's vectors, keyed by text): a rebuild replaces only `graph/`.
         let graph_dir = db_dir.join("graph");
+        // A rebuild below starts an empty store: its versions must still number past the old
+        // one's (see `VersionReservation`). The old store's number is recorded in
+        // `INDEX/versions` before the rebuild touches it, so that a rebuild interrupted before
+        // its first commit does not forget it.
+        let committed_before = fresco_graph::store::last_committed(&graph_dir)
+            .max(fresco_graph::store::last_committed(db_dir))
+            .max(VersionReservation::read(db_dir));
+        let keep_numbering = || -> Result<(), IndexError> {
+            if committed_before > VersionReservation::read(db_dir) {
+                VersionReservation::write(db_dir, committed_before).map_err(|e| IndexError::Io {
+                    path: VersionReservation::path(db_dir).display().to_string(),
+                    source: e,
+                })?;
+            }
+            Ok(())
+        };
         if db_dir.join("db").is_file() && db_dir.join("conf").is_file() {
+            keep_numbering()?;
             // The layout before `graph/`: a sled database directly in the index directory.
             for stale in ["db", "conf", "blobs", "snap.*", "committed-version"] {
                 let _ = std::fs::remove_file(db_dir.join(stale));
@@ -216,19 +235,18 @@ impl Indexer {
             let _ = std::fs::remove_dir_all(db_dir.join("blobs"));
             indexer.rebuilt_store = Some("the index used an older layout; rebuilt from the files".into());
         }
-        // A rebuild below starts an empty store: its versions must still number past the old
-        // one's (see `VersionReservation`).
-        let committed_before = fresco_graph::store::last_committed(&graph_dir);
         let (store, loaded) = match Store::open(&graph_dir, analysis) {
             Ok(store) => match store.load() {
                 Ok(snapshot) => (store, Some(snapshot)),
                 Err(StoreError::Corrupt(why)) => {
                     indexer.rebuilt_store = Some(format!("the index was corrupt ({why}); rebuilt from the files"));
+                    keep_numbering()?;
                     store.clear(analysis)?;
                     (store, None)
                 }
                 Err(StoreError::Damaged(why)) => {
                     drop(store);
+                    keep_numbering()?;
                     let kept = set_aside_damaged(&graph_dir, db_dir);
                     indexer.rebuilt_store =
                         Some(format!("the index database was damaged ({why}){kept}; rebuilt from the files"));
@@ -237,6 +255,7 @@ impl Indexer {
                 Err(e) => return Err(e.into()),
             },
             Err(StoreError::Damaged(why)) => {
+                keep_numbering()?;
                 let kept = set_aside_damaged(&graph_dir, db_dir);
                 indexer.rebuilt_store =
                     Some(format!("the index database was damaged ({why}){kept}; rebuilt from the files"));
@@ -248,6 +267,7 @@ impl Indexer {
                 | StoreError::Corrupt(_)),
             ) => {
                 indexer.rebuilt_store = Some(format!("{e}; rebuilt from the files"));
+                keep_numbering()?;
                 std::fs::remove_dir_all(&graph_dir).ok();
                 (Store::open(&graph_dir, analysis)?, None)
             }
@@ -381,6 +401,11 @@ impl Indexer {
 
     /// Applies a batch of file events and publishes a new version if anything changed.
     pub fn apply(&mut self, events: Vec<FileEvent>) -> Result<BatchReport, IndexError> {
+        // What can fail on disk, first: past this point the batch changes the inputs, and a
+        // failure there would leave them ahead of a version never published (a retry would
+        // then see nothing to do, and the change would be lost).
+        self.ensure_store()?;
+        self.reserve_versions()?;
         let trace = Trace::start();
         // 1. Read what changed; a file that vanished before we read it is a removal.
         let mut latest: BTreeMap<String, Option<SourceRead>> = BTreeMap::new();
@@ -640,10 +665,9 @@ impl Indexer {
             }
         }
         let diff = Arc::new(diff);
-        self.ensure_store()?;
         let metadata_only = !published && !upserts.is_empty();
         if published || metadata_only {
-            let version = if published { self.reserve_next_version()? } else { self.snapshot.version() };
+            let version = if published { self.next_version() } else { self.snapshot.version() };
             trace.mark("diff");
             let first = self.snapshot.version() == 0;
             let next = self.snapshot.apply_as(version, changes);
@@ -724,8 +748,13 @@ impl Indexer {
 
     /// The number of the next version: past every number handed out before, by this session or an
     /// earlier one (see [`VersionReservation`]), reserving a new block on disk when needed.
-    fn reserve_next_version(&mut self) -> Result<u64, IndexError> {
-        let next = self.snapshot.version().max(self.version_floor) + 1;
+    fn next_version(&self) -> u64 {
+        self.snapshot.version().max(self.version_floor) + 1
+    }
+
+    /// Makes sure the next version's number is reserved on disk (see [`VersionReservation`]).
+    fn reserve_versions(&mut self) -> Result<(), IndexError> {
+        let next = self.next_version();
         // Only a daemon (deferred persistence) hands out numbers before storing them; otherwise
         // the store's own version is the record.
         if let Some(db_dir) = &self.db_dir
@@ -739,7 +768,27 @@ impl Indexer {
             })?;
             self.reserved = up_to;
         }
-        Ok(next)
+        Ok(())
+    }
+
+    /// After the daemon wrote its last version and stops: numbers past it were never handed
+    /// out, so the next session may use them (versions then run on without a gap).
+    pub fn release_unused_versions(&mut self) -> Result<(), IndexError> {
+        if self.unpersisted.is_some() {
+            return Ok(());
+        }
+        // Never below the floor this session started from (numbers an earlier store used).
+        let keep = self.snapshot.version().max(self.version_floor);
+        if let Some(db_dir) = &self.db_dir
+            && self.reserved > keep
+        {
+            VersionReservation::write(db_dir, keep).map_err(|e| IndexError::Io {
+                path: VersionReservation::path(db_dir).display().to_string(),
+                source: e,
+            })?;
+            self.reserved = keep;
+        }
+        Ok(())
     }
 
     /// With deferred persistence, `apply` publishes a version without writing it; the caller

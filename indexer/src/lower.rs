@@ -740,8 +740,14 @@ impl<'a> Lowerer<'a> {
             let trimmed = line.trim_start();
             let this_indent = line.len() - trimmed.len();
             // A shebang and a coding declaration head the file, not the definition below them.
+            let first_line_is_comment_or_blank = || {
+                let end = self.line_starts.get(1).map_or(self.src.len(), |&e| e as usize);
+                self.src.get(..end).is_some_and(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+            };
+            // (On line 2 only after a comment or blank line 1, as Python reads it.)
             let file_header = (prev == 0 && trimmed.starts_with("#!"))
-                || (prev <= 1 && crate::source_encoding::is_coding_declaration(line.as_bytes()));
+                || ((prev == 0 || (prev == 1 && first_line_is_comment_or_blank()))
+                    && crate::source_encoding::is_coding_declaration(line.as_bytes()));
             if trimmed.starts_with('#') && this_indent == indent && !file_header {
                 row = prev;
             } else {

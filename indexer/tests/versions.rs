@@ -85,10 +85,14 @@ fn a_store_rebuilt_from_the_files_numbers_past_the_old_one() {
         }
         indexer.snapshot().version()
     };
-    // A store that says it committed more than it holds is corrupt: it is rebuilt.
+    // A store that says it committed more than it holds is corrupt: it is rebuilt. The first
+    // attempt is interrupted after the old store is cleared and before anything is committed.
     std::fs::write(db.join("graph/committed-version"), (old + 10).to_string()).expect("write marker");
+    let interrupted = Indexer::open_stored(&root, &db, options()).expect("open without indexing");
+    assert!(interrupted.rebuilt_store.is_some());
+    drop(interrupted);
     let indexer = Indexer::open(&root, &db, options()).expect("reopen");
-    assert!(indexer.rebuilt_store.is_some());
+    assert!(indexer.rebuilt_store.is_none(), "the store was cleared, not corrupt: {:?}", indexer.rebuilt_store);
     let now = indexer.snapshot().version();
     assert!(now > old + 10, "the rebuilt index's version {now} must pass the old store's {}", old + 10);
     for earlier in [1, old] {

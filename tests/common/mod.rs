@@ -121,6 +121,12 @@ impl Daemon {
     }
 
     pub fn spawn_with(root: &Path, db: &Path, runtime: &Path, extra: &[&str]) -> Daemon {
+        Daemon::spawn_ignoring(root, db, runtime, extra, &[])
+    }
+
+    /// As [`Daemon::spawn_with`], with `ignored` signals set to be ignored in the child before
+    /// it starts, as `nohup` (SIGHUP) or a shell's background job (SIGINT) leaves them.
+    pub fn spawn_ignoring(root: &Path, db: &Path, runtime: &Path, extra: &[&str], ignored: &[i32]) -> Daemon {
         std::fs::create_dir_all(runtime).expect("runtime dir");
         let root = root.canonicalize().expect("canonical root");
         let log = runtime.with_extension(format!(
@@ -128,7 +134,21 @@ impl Daemon {
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
         ));
         let log_file = std::fs::File::create(&log).expect("log file");
-        let child = fresco()
+        let mut command = fresco();
+        if !ignored.is_empty() {
+            use std::os::unix::process::CommandExt;
+            let ignored = ignored.to_vec();
+            // SAFETY: between fork and exec only `signal`, which is async-signal-safe, runs.
+            unsafe {
+                command.pre_exec(move || {
+                    for &signal in &ignored {
+                        libc::signal(signal, libc::SIG_IGN);
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let child = command
             .arg("serve")
             .arg(&root)
             .arg("--db")
