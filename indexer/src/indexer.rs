@@ -126,6 +126,12 @@ impl VersionReservation {
         std::fs::read_to_string(Self::path(db_dir)).ok().and_then(|t| t.trim().parse().ok()).unwrap_or(0)
     }
 
+    /// [`VersionReservation::write`], as an index error.
+    fn record(db_dir: &Path, up_to: u64) -> Result<(), IndexError> {
+        Self::write(db_dir, up_to)
+            .map_err(|e| IndexError::Io { path: Self::path(db_dir).display().to_string(), source: e })
+    }
+
     /// Durably records `up_to` before any number up to it is handed out.
     fn write(db_dir: &Path, up_to: u64) -> std::io::Result<()> {
         use std::io::Write;
@@ -219,10 +225,7 @@ impl Indexer {
             .max(VersionReservation::read(db_dir));
         let keep_numbering = || -> Result<(), IndexError> {
             if committed_before > VersionReservation::read(db_dir) {
-                VersionReservation::write(db_dir, committed_before).map_err(|e| IndexError::Io {
-                    path: VersionReservation::path(db_dir).display().to_string(),
-                    source: e,
-                })?;
+                VersionReservation::record(db_dir, committed_before)?;
             }
             Ok(())
         };
@@ -762,10 +765,7 @@ impl Indexer {
             && next > self.reserved
         {
             let up_to = next + VERSION_BLOCK - 1;
-            VersionReservation::write(db_dir, up_to).map_err(|e| IndexError::Io {
-                path: VersionReservation::path(db_dir).display().to_string(),
-                source: e,
-            })?;
+            VersionReservation::record(db_dir, up_to)?;
             self.reserved = up_to;
         }
         Ok(())
@@ -782,10 +782,7 @@ impl Indexer {
         if let Some(db_dir) = &self.db_dir
             && self.reserved > keep
         {
-            VersionReservation::write(db_dir, keep).map_err(|e| IndexError::Io {
-                path: VersionReservation::path(db_dir).display().to_string(),
-                source: e,
-            })?;
+            VersionReservation::record(db_dir, keep)?;
             self.reserved = keep;
         }
         Ok(())
@@ -844,8 +841,7 @@ impl Indexer {
         keep_out_of_version_control(dir, false);
         if self.reserved > 0 {
             // The reservation went with the directory: numbers handed out must stay used.
-            VersionReservation::write(dir, self.reserved)
-                .map_err(|e| IndexError::Io { path: VersionReservation::path(dir).display().to_string(), source: e })?;
+            VersionReservation::record(dir, self.reserved)?;
         }
         let entries: Vec<Arc<FileEntry>> = self.snapshot.files().cloned().collect();
         let history: Vec<(u64, Arc<VersionDiff>)> = self.history.diffs().cloned().collect();
