@@ -101,7 +101,7 @@ pub fn table(response: &Value) -> String {
         let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
         for row in &rows {
             for (w, cell) in widths.iter_mut().zip(row) {
-                *w = (*w).max(cell.chars().count());
+                *w = (*w).max(display_width(cell));
             }
         }
         let line = |cells: Vec<String>| -> String {
@@ -109,7 +109,14 @@ pub fn table(response: &Value) -> String {
             cells
                 .into_iter()
                 .enumerate()
-                .map(|(i, c)| if i == last { c } else { format!("{c:<width$}", width = widths[i]) })
+                .map(|(i, c)| {
+                    if i == last {
+                        c
+                    } else {
+                        let pad = widths[i].saturating_sub(display_width(&c));
+                        format!("{c}{}", " ".repeat(pad))
+                    }
+                })
                 .collect::<Vec<_>>()
                 .join("  ")
         };
@@ -297,6 +304,32 @@ pub fn mermaid(response: &Value) -> String {
     out
 }
 
+/// The columns a terminal gives `text`: East Asian wide and fullwidth characters take two (a
+/// table of Chinese or Japanese names was misaligned when every character counted one).
+fn display_width(text: &str) -> usize {
+    text.chars()
+        .map(|c| {
+            let wide = matches!(c as u32,
+                0x1100..=0x115F     // Hangul Jamo initials
+                | 0x2E80..=0x303E   // CJK radicals, punctuation
+                | 0x3041..=0x33FF   // kana, CJK symbols
+                | 0x3400..=0x4DBF   // CJK Extension A
+                | 0x4E00..=0x9FFF   // CJK Unified Ideographs
+                | 0xA000..=0xA4CF   // Yi
+                | 0xAC00..=0xD7A3   // Hangul syllables
+                | 0xF900..=0xFAFF   // CJK Compatibility Ideographs
+                | 0xFE30..=0xFE4F   // CJK compatibility forms
+                | 0xFF00..=0xFF60   // fullwidth forms
+                | 0xFFE0..=0xFFE6
+                | 0x1F300..=0x1F64F // pictographs and emoji
+                | 0x1F900..=0x1F9FF
+                | 0x20000..=0x3FFFD // CJK Extensions B and later
+            );
+            if wide { 2 } else { 1 }
+        })
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -340,6 +373,23 @@ mod tests {
         let response = json!({"version": 1, "results": [{"name": "a.f", "kind": "function", "depth": 1}]});
         let out = table(&response);
         assert!(!out.contains("lanes:") && !out.contains("context:") && !out.contains("ROLE"), "{out}");
+    }
+
+    #[test]
+    fn columns_line_up_under_wide_characters() {
+        let response = json!({"version": 1, "results": [
+            {"name": "pkg.用户名", "kind": "function", "file": "pkg.py", "start_line": 1, "end_line": 2},
+            {"name": "pkg.username", "kind": "function", "file": "pkg.py", "start_line": 4, "end_line": 5},
+        ]});
+        let out = table(&response);
+        let columns: Vec<usize> = out
+            .lines()
+            .filter(|l| l.starts_with("pkg."))
+            .map(|l| l.split("function").next().map_or(0, display_width))
+            .collect();
+        assert_eq!(columns.len(), 2, "{out}");
+        assert_eq!(columns[0], columns[1], "the kind column starts at the same place: {out}");
+        assert_eq!(display_width("pkg.用户名"), 10);
     }
 
     #[test]

@@ -452,7 +452,12 @@ impl Parser {
             }
             "limit" => {
                 self.bump();
-                Ok(Stage::Limit(self.number()?))
+                let n = self.number()?;
+                // As `k 0` and a request's `limit: 0`: a query for nothing is a mistake.
+                if n == 0 {
+                    return self.error("limit must be at least 1".into());
+                }
+                Ok(Stage::Limit(n))
             }
             "order" => {
                 self.bump();
@@ -827,6 +832,8 @@ mod tests {
         assert!(parse("find \"abc").unwrap_err().message.contains("unterminated"));
         assert!(parse("").is_err());
         assert!(parse("callers").unwrap_err().message.contains("unit name"));
+        assert!(parse("find \"*\" | limit 0").unwrap_err().message.contains("limit must be at least 1"));
+        assert!(parse("find \"*\" | limit 1").is_ok());
     }
 
     #[test]
