@@ -163,9 +163,20 @@ fn queries_answer_in_json_and_tables_with_stable_errors() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("--json"), "{}", stderr(&out));
 
-    // file.py:LINE names the innermost unit there.
+    // file.py:LINE names the innermost unit there; a leading ./ is the root.
     let out = run(&["query", root, "callees pkg/core.py:6", "--json"]);
     assert_eq!(json(&out)["results"][0]["name"], "pkg.core.helper");
+    let out = run(&["query", root, "callees ./pkg/core.py:6", "--json"]);
+    assert_eq!(json(&out)["results"][0]["name"], "pkg.core.helper");
+    // The end of several paths is ambiguous, and the error lists them.
+    std::fs::create_dir_all(repo.path().join("other")).expect("mkdir");
+    std::fs::write(repo.path().join("other/core.py"), "def elsewhere():\n    return 0\n").expect("write");
+    let out = run(&["query", root, "callees core.py:6", "--json"]);
+    let message = json(&out)["error"]["message"].as_str().unwrap_or("").to_string();
+    assert!(
+        message.contains("ambiguous") && message.contains("other/core.py") && message.contains("pkg/core.py"),
+        "{message}"
+    );
 }
 
 #[test]

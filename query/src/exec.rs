@@ -729,24 +729,45 @@ pub fn resolve_symbol(snapshot: &Snapshot, symbol: &Symbol) -> Result<Vec<String
             Ok(ids)
         }
         Symbol::Location { file, line } => {
-            let entry = snapshot.file(file).cloned().or_else(|| {
-                let suffix = format!("/{file}");
-                let matches: Vec<_> = snapshot.files().filter(|f| f.graph.path.ends_with(&suffix)).cloned().collect();
-                if matches.len() == 1 { matches.into_iter().next() } else { None }
-            });
-            let Some(entry) = entry else {
-                return Err(QueryError::Invalid(format!("no indexed file '{file}' (or the name is ambiguous)")));
+            let Some(entry) = find_file(snapshot, file)? else {
+                return Err(QueryError::Invalid(format!("no indexed file '{file}'")));
             };
             let innermost = entry
                 .graph
                 .units
                 .iter()
                 .filter(|u| u.start_line <= *line && *line <= u.end_line)
-                .min_by_key(|u| (u.end_line - u.start_line, std::cmp::Reverse(u.start_line)));
+                // On a tie (a one-function file), the definition rather than its module.
+                .min_by_key(|u| {
+                    (u.end_line - u.start_line, std::cmp::Reverse(u.start_line), u.kind == UnitKind::Module)
+                });
             match innermost {
                 Some(u) => Ok(vec![u.id.clone()]),
                 None => Err(QueryError::Invalid(format!("{file} has no unit at line {line}"))),
             }
+        }
+    }
+}
+
+/// The indexed file `file` names: a path relative to the root (a leading `./` allowed), or the
+/// end of exactly one path (`app.py` for `src/app.py`). `Ok(None)` when none; naming several is
+/// an error that lists them.
+pub(crate) fn find_file(snapshot: &Snapshot, file: &str) -> Result<Option<Arc<fresco_graph::FileEntry>>, QueryError> {
+    let file = file.strip_prefix("./").unwrap_or(file);
+    if let Some(entry) = snapshot.file(file) {
+        return Ok(Some(entry.clone()));
+    }
+    let suffix = format!("/{file}");
+    let mut matches: Vec<_> = snapshot.files().filter(|f| f.graph.path.ends_with(&suffix)).cloned().collect();
+    match matches.len() {
+        0 => Ok(None),
+        1 => Ok(Some(matches.remove(0))),
+        n => {
+            let mut paths: Vec<&str> = matches.iter().map(|f| f.graph.path.as_str()).collect();
+            paths.sort_unstable();
+            let shown = paths.iter().take(5).copied().collect::<Vec<_>>().join(", ");
+            let more = if n > 5 { format!(" and {} more", n - 5) } else { String::new() };
+            Err(QueryError::Invalid(format!("'{file}' is ambiguous: {shown}{more}; write more of its path")))
         }
     }
 }

@@ -85,18 +85,12 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
             })
         }
         ContextTarget::New { text, file } => {
-            let entry = snapshot.file(file).cloned().or_else(|| {
-                let suffix = format!("/{file}");
-                let mut m = snapshot.files().filter(|f| f.graph.path.ends_with(&suffix));
-                let first = m.next().cloned();
-                if m.next().is_some() { None } else { first }
-            });
-            let Some(entry) = entry else {
+            let Some(entry) = crate::exec::find_file(snapshot, file)? else {
                 // A function of a module not written yet: placed by the files beside it.
                 let Some((path, module)) = new_module(snapshot, file) else {
                     return Err(QueryError::Invalid(format!(
-                        "no indexed file '{file}' (or the name is ambiguous), and no indexed file in its directory to \
-                         tell the module a new file would be"
+                        "no indexed file '{file}', and no indexed file in its directory to tell the module a new \
+                         file would be"
                     )));
                 };
                 let note = format!(
