@@ -60,10 +60,10 @@ struct Shared {
     query_slots: QuerySlots,
 }
 
-/// Bounds the queries that run at once over all connections. A query holds its result, and then
-/// its serialised answer, in memory: `find "*" limit 100000` on django is about 110 MB while it
-/// runs, so the per-connection limit alone let 5 pipelining clients take the daemon to 3 GB. A
-/// query past the bound waits for a slot (it holds nothing meanwhile) instead of being refused.
+/// Bounds the queries that compute at once over all connections. A query holds its result in
+/// memory while it runs: `find "*" limit 100000` on django is about 110 MB, so the
+/// per-connection limit alone let 5 pipelining clients take the daemon to 4 GB. A query past the
+/// bound waits for a slot (it holds nothing meanwhile) instead of being refused.
 struct QuerySlots {
     free: Mutex<usize>,
     freed: std::sync::Condvar,

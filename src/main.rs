@@ -249,10 +249,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         )
                     });
                     let lanes_ref = lanes.as_ref().map(|l| l as &dyn fresco_query::Lanes);
-                    // In-process, the index has just been brought up to date with the disk. Its
-                    // history is the stored one, unless it was built in memory (its versions are
-                    // its own, not the stored index's).
-                    let history = indexer.db_dir().map(|_| indexer.history());
+                    // In-process, the index has just been brought up to date with the disk.
+                    let history = indexer.stored_history();
                     match protocol::run_query(indexer.snapshot(), history, &params, None, lanes_ref, None, &[]) {
                         Ok((_, value)) => Ok(value),
                         Err(e) => Err(e.to_json()),
@@ -291,7 +289,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     last_error: None,
                     lanes: None,
                     walk_issues: indexer.walk_issues(),
-                    history: indexer.db_dir().map(|_| indexer.history()),
+                    history: indexer.stored_history(),
                 }),
             };
             // Where a daemon for this root listens (or would): for clients that speak the

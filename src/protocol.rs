@@ -342,7 +342,7 @@ pub fn status(info: StatusInfo) -> Value {
         "watcher": info.watcher.map(|(events, rescans)| json!({"events": events, "rescans": rescans})),
         "lanes": info.lanes.unwrap_or_else(|| json!({"graph": {"status": "ready", "version": info.snapshot.version()}, "bm25": {"status": "not loaded", "reason": "lanes are built by the daemon or by a search/context query"}, "dense": {"status": "not loaded", "reason": "lanes are built by the daemon or by a search/context query"}})),
         "last_error": info.last_error,
-        // `changes since V` answers for every V from this one to `version`.
+        // `changes since V` answers for the versions published from this one to `version`.
         "history_since": info.history.map(|h| h.oldest()),
     })
 }

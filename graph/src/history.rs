@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap;
 use crate::model::{Edge, EdgeKind, Unit, UnitKind};
 use crate::snapshot::FileEntry;
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
 pub enum Change {
     Added,
     Removed,

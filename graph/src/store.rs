@@ -343,17 +343,13 @@ impl Store {
         Ok(())
     }
 
-    /// Writes `bytes` as the pieces of the record keyed `base`, removing pieces a longer earlier
-    /// record left beyond them.
+    /// Writes `bytes` (a sealed record, never empty) as the pieces of the record keyed `base`,
+    /// removing pieces a longer earlier record left beyond them.
     fn put_pieces(&self, batch: &mut sled::Batch, base: &[u8], bytes: &[u8]) -> Result<(), StoreError> {
         let mut count = 0;
-        for (i, piece) in bytes.chunks(PIECE).enumerate() {
-            batch.insert(piece_key(base, i as u32), piece);
+        for piece in bytes.chunks(PIECE) {
+            batch.insert(piece_key(base, count), piece);
             count += 1;
-        }
-        if count == 0 {
-            batch.insert(piece_key(base, 0), &[][..]);
-            count = 1;
         }
         for key in self.tree.range(piece_key(base, count)..=piece_key(base, u32::MAX)).keys() {
             batch.remove(key.map_err(read_error)?);

@@ -220,12 +220,13 @@ impl Indexer {
         // one's (see `VersionReservation`). The old store's number is recorded in
         // `INDEX/versions` before the rebuild touches it, so that a rebuild interrupted before
         // its first commit does not forget it.
-        let committed_before = fresco_graph::store::last_committed(&graph_dir)
+        let reserved_before = VersionReservation::read(db_dir);
+        let numbered_before = fresco_graph::store::last_committed(&graph_dir)
             .max(fresco_graph::store::last_committed(db_dir))
-            .max(VersionReservation::read(db_dir));
+            .max(reserved_before);
         let keep_numbering = || -> Result<(), IndexError> {
-            if committed_before > VersionReservation::read(db_dir) {
-                VersionReservation::record(db_dir, committed_before)?;
+            if numbered_before > reserved_before {
+                VersionReservation::record(db_dir, numbered_before)?;
             }
             Ok(())
         };
@@ -285,7 +286,7 @@ impl Indexer {
         }
         indexer.store = Some(store);
         indexer.db_dir = Some(db_dir.to_path_buf());
-        indexer.version_floor = VersionReservation::read(db_dir).max(committed_before);
+        indexer.version_floor = numbered_before;
         indexer.reserved = indexer.version_floor;
         if let Some(snapshot) = loaded {
             indexer.seed_from(snapshot);
@@ -347,6 +348,12 @@ impl Indexer {
     /// What the recent versions changed (see [`VersionLog`]).
     pub fn history(&self) -> &VersionLog {
         &self.history
+    }
+
+    /// The history for clients: only a stored index's, since an index built in memory numbers
+    /// its versions on its own (they name nothing the stored index published).
+    pub fn stored_history(&self) -> Option<&VersionLog> {
+        self.db_dir.as_ref().map(|_| &self.history)
     }
 
     pub fn options(&self) -> &IndexerOptions {
@@ -750,7 +757,7 @@ impl Indexer {
     }
 
     /// The number of the next version: past every number handed out before, by this session or an
-    /// earlier one (see [`VersionReservation`]), reserving a new block on disk when needed.
+    /// earlier one (see [`VersionReservation`]).
     fn next_version(&self) -> u64 {
         self.snapshot.version().max(self.version_floor) + 1
     }

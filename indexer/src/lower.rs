@@ -740,14 +740,10 @@ impl<'a> Lowerer<'a> {
             let trimmed = line.trim_start();
             let this_indent = line.len() - trimmed.len();
             // A shebang and a coding declaration head the file, not the definition below them.
-            let first_line_is_comment_or_blank = || {
-                let end = self.line_starts.get(1).map_or(self.src.len(), |&e| e as usize);
-                self.src.get(..end).is_some_and(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
-            };
-            // (On line 2 only after a comment or blank line 1, as Python reads it.)
             let file_header = (prev == 0 && trimmed.starts_with("#!"))
-                || ((prev == 0 || (prev == 1 && first_line_is_comment_or_blank()))
-                    && crate::source_encoding::is_coding_declaration(line.as_bytes()));
+                || (prev <= 1
+                    && crate::source_encoding::coding_declaration(self.src.as_bytes())
+                        .is_some_and(|(at, _)| at == prev));
             if trimmed.starts_with('#') && this_indent == indent && !file_header {
                 row = prev;
             } else {
@@ -2880,6 +2876,8 @@ mod tests {
         assert_eq!(lower(src).defs[0].start_line, 2);
         let src = "# Greets.\ndef f():\n    return 1\n";
         assert_eq!(lower(src).defs[0].start_line, 1, "an ordinary comment on line 1 still leads");
+        let src = "x = 1\n# coding: latin-1\ndef f():\n    return 1\n";
+        assert_eq!(lower(src).defs[1].start_line, 2, "after code, line 2 declares nothing: a comment");
     }
 
     #[test]

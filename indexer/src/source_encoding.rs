@@ -51,7 +51,7 @@ pub fn decode_source(bytes: &[u8]) -> Result<Cow<'_, str>, DecodeError> {
     // With a byte order mark Python reads UTF-8 whatever a declaration says (it refuses a
     // contradicting one; reading the text is still the most useful answer). The mark itself is
     // kept: the frontend skips it as Python does.
-    let declared = if bytes.starts_with(BOM) { None } else { declared_encoding(bytes) };
+    let declared = if bytes.starts_with(BOM) { None } else { coding_declaration(bytes).map(|(_, name)| name) };
     let Some(name) = declared else {
         return std::str::from_utf8(bytes).map(Cow::Borrowed).map_err(|_| DecodeError::NotUtf8);
     };
@@ -71,17 +71,17 @@ pub fn decode_source(bytes: &[u8]) -> Result<Cow<'_, str>, DecodeError> {
     }
 }
 
-/// The encoding named by a coding declaration on line 1, or on line 2 when line 1 is blank or a
-/// comment (Python's rule), as written.
-fn declared_encoding(bytes: &[u8]) -> Option<String> {
+/// The file's coding declaration: on line 1, or on line 2 when line 1 is blank or a comment
+/// (Python's rule), as the line's index (0 or 1) and the encoding's name as written.
+pub(crate) fn coding_declaration(bytes: &[u8]) -> Option<(usize, String)> {
     let (first, rest) = split_line(bytes);
     if let Some(name) = coding_in(first) {
-        return Some(name);
+        return Some((0, name));
     }
     if !is_blank_or_comment(first) {
         return None;
     }
-    coding_in(split_line(rest?).0)
+    coding_in(split_line(rest?).0).map(|name| (1, name))
 }
 
 /// The first line and what follows it, if anything. Python ends a line at `\n`, `\r\n` or a
@@ -104,12 +104,6 @@ fn is_blank_or_comment(line: &[u8]) -> bool {
 fn trim_leading_space(line: &[u8]) -> &[u8] {
     let start = line.iter().position(|b| !matches!(b, b' ' | b'\t' | b'\x0c')).unwrap_or(line.len());
     &line[start..]
-}
-
-/// Whether a line is a coding declaration (wherever it is: PEP 263 also asks that it be on line
-/// 1 or 2).
-pub(crate) fn is_coding_declaration(line: &[u8]) -> bool {
-    coding_in(line).is_some()
 }
 
 /// Python's `^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)` on one line.
