@@ -676,9 +676,10 @@ fn handle_query(shared: &Shared, params: &Value, cancel: Arc<AtomicBool>) -> Res
             .any(|p| p == file || p == "(full rescan)" || (p.ends_with('/') && file.starts_with(p.as_str())))
             || tracker.is_stale(file)
     };
+    let index =
+        protocol::IndexView { snapshot: &published.snapshot, history: Some(&published.history), root: &shared.root };
     let (_, value) = protocol::run_query(
-        &published.snapshot,
-        Some(&published.history),
+        index,
         &params,
         Some(cancel),
         Some(&*shared.lanes as &dyn fresco_query::Lanes),

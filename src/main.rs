@@ -223,6 +223,25 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 ))
                 .into());
             }
+            // A query that cannot run indexes nothing first: a typo, or a PATH taken for the
+            // query (`fresco query httpx`), used to walk the working directory and leave an
+            // index there, which then made its subdirectories "inside an indexed root".
+            let checked = protocol::query_params(&params)
+                .map_err(|e| e.to_json())
+                .and_then(|_| fresco_query::parse(&text).map_err(|e| protocol::query_error(&e.into()).to_json()));
+            if let Err(mut error) = checked {
+                if path.is_none() && Path::new(&text).is_dir() {
+                    let hint = format!(
+                        " ('{text}' is a directory: a PATH goes before the query, fresco query {text} 'callers pkg.mod.f')"
+                    );
+                    if let Some(message) =
+                        error.get_mut("message").and_then(|m| m.as_str().map(|m| format!("{m}{hint}")))
+                    {
+                        error["message"] = json!(message);
+                    }
+                }
+                return Ok(report_error(&text, &error, format == Format::Json));
+            }
             let root = root_of(&path)?;
             refuse_nested_root(&path, &root, &db)?;
             let args = IndexArgs { path, db, ..IndexArgs::default() };
@@ -251,7 +270,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     let lanes_ref = lanes.as_ref().map(|l| l as &dyn fresco_query::Lanes);
                     // In-process, the index has just been brought up to date with the disk.
                     let history = indexer.stored_history();
-                    match protocol::run_query(indexer.snapshot(), history, &params, None, lanes_ref, None, &[]) {
+                    let index = protocol::IndexView { snapshot: indexer.snapshot(), history, root: indexer.root() };
+                    match protocol::run_query(index, &params, None, lanes_ref, None, &[]) {
                         Ok((_, value)) => Ok(value),
                         Err(e) => Err(e.to_json()),
                     }
@@ -774,9 +794,15 @@ fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
             "units": t.units,
             "edges": t.edges,
             "unresolved_calls": t.unresolved,
-            "parse_error_files": parse_errors.iter().map(|(p, n)| json!({"file": p, "parse_errors": n})).collect::<Vec<_>>(),
-            "skipped_files": skipped.iter().map(|(p, r)| json!({"file": p, "reason": r})).collect::<Vec<_>>(),
-            "resolution_cut_files": cut,
+            // The keys `status` has, with the same types: counts under `*_files`, the files
+            // under their own keys (here every one; `status` lists at most 50).
+            "root": indexer.root().display().to_string(),
+            "parse_error_files": parse_errors.len(),
+            "parse_errors": parse_errors.iter().map(|(p, n)| json!({"file": p, "parse_errors": n})).collect::<Vec<_>>(),
+            "skipped_files": skipped.len(),
+            "skipped": skipped.iter().map(|(p, r)| json!({"file": p, "reason": r})).collect::<Vec<_>>(),
+            "resolution_cut_files": cut.len(),
+            "resolution_cut": cut,
             "seconds": elapsed.as_secs_f64(),
         });
         outln!("{value}");

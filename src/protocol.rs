@@ -189,18 +189,27 @@ pub fn query_error(err: &fresco_query::QueryError) -> ProtoError {
     e
 }
 
+/// What a query reads: one snapshot, the history of versions before it, and the root its
+/// paths are relative to.
+#[derive(Clone, Copy)]
+pub struct IndexView<'a> {
+    pub snapshot: &'a Snapshot,
+    pub history: Option<&'a VersionLog>,
+    pub root: &'a std::path::Path,
+}
+
 /// Runs a query over one snapshot. `is_stale` (freshness `allow` only: `None` otherwise, so that
 /// no other query pays for the checks) tells which files changed on disk after the snapshot, to
 /// mark the items standing on them; `stale` lists those files for the response.
 pub fn run_query(
-    snapshot: &Snapshot,
-    history: Option<&VersionLog>,
+    index: IndexView<'_>,
     params: &QueryParams,
     cancel: Option<Arc<AtomicBool>>,
     lanes: Option<&dyn fresco_query::Lanes>,
     is_stale: Option<&dyn Fn(&str) -> bool>,
     stale: &[String],
 ) -> Result<(fresco_query::Output, Value), ProtoError> {
+    let IndexView { snapshot, history, root } = index;
     // Which files were resolved against a module whose file changed (memoised per file: a
     // traversal asks once per edge).
     let stale_modules = if is_stale.is_some() { stale_module_names(snapshot, stale) } else { HashSet::new() };
@@ -226,6 +235,7 @@ pub fn run_query(
         lanes,
         is_stale,
         resolution_is_stale: is_stale.map(|_| &resolution_is_stale as &dyn Fn(&str) -> bool),
+        root: Some(root),
     };
     let started = std::time::Instant::now();
     let mut output = fresco_query::run(&ctx, &params.text).map_err(|e| query_error(&e))?;
@@ -311,6 +321,10 @@ pub fn skipped_files(
     recorded.chain(walked).collect()
 }
 
+/// Files `status` lists by name under each count (it is polled: the counts are exact, the lists
+/// bounded).
+const STATUS_LISTED: usize = 50;
+
 pub fn status(info: StatusInfo) -> Value {
     let t = info.snapshot.totals();
     let skipped = skipped_files(info.root, info.snapshot, info.walk_issues);
@@ -325,18 +339,32 @@ pub fn status(info: StatusInfo) -> Value {
         "edges": t.edges,
         "unresolved_calls": t.unresolved,
         "parse_error_files": t.parse_error_files,
+        "parse_errors": info
+            .snapshot
+            .files()
+            .filter(|f| f.graph.parse_errors > 0)
+            .take(STATUS_LISTED)
+            .map(|f| json!({"file": f.graph.path, "parse_errors": f.graph.parse_errors}))
+            .collect::<Vec<_>>(),
         "skipped_files": skipped.len(),
         "resolution_cut_files": t.resolution_cut_files,
+        "resolution_cut": info
+            .snapshot
+            .files()
+            .filter(|f| f.graph.resolution_cut)
+            .take(STATUS_LISTED)
+            .map(|f| f.graph.path.as_str())
+            .collect::<Vec<_>>(),
         // Which, and why (binary, not UTF-8, too large, unreadable, a symbolic link, a name
         // that is not UTF-8): a file that turns to non-UTF-8 under the daemon takes its edges
         // with it, visibly.
         "skipped": skipped
             .iter()
-            .take(50)
+            .take(STATUS_LISTED)
             .map(|(file, reason)| json!({"file": file, "reason": reason}))
             .collect::<Vec<_>>(),
         "pending_changes": info.pending.len(),
-        "pending": info.pending.iter().take(50).collect::<Vec<_>>(),
+        "pending": info.pending.iter().take(STATUS_LISTED).collect::<Vec<_>>(),
         "memory_bytes": rss_bytes(),
         "uptime_s": info.uptime.map(|u| u.as_secs_f64()),
         "watcher": info.watcher.map(|(events, rescans)| json!({"events": events, "rescans": rescans})),

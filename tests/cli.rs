@@ -177,6 +177,15 @@ fn queries_answer_in_json_and_tables_with_stable_errors() {
         message.contains("ambiguous") && message.contains("other/core.py") && message.contains("pkg/core.py"),
         "{message}"
     );
+    // An absolute path (what an editor has) under the root names the file; one elsewhere is an
+    // error that says where the root is.
+    let canonical_root = std::fs::canonicalize(repo.path()).expect("canonical root");
+    let absolute = format!("callees {}:6", canonical_root.join("pkg/core.py").display());
+    let out = run(&["query", root, &absolute, "--json"]);
+    assert_eq!(json(&out)["results"][0]["name"], "pkg.core.helper", "{}", stderr(&out));
+    let out = run(&["query", root, "callees /elsewhere/pkg/core.py:6", "--json"]);
+    let message = json(&out)["error"]["message"].as_str().unwrap_or("").to_string();
+    assert!(message.contains("not a file under the indexed root"), "{message}");
 }
 
 #[test]
@@ -193,7 +202,7 @@ fn bad_files_are_skipped_with_reasons_and_broken_python_is_indexed_as_far_as_it_
     assert!(out.status.success(), "{}", stderr(&out));
     let v = json(&out);
     assert_eq!(v["files"], 5, "every file is accounted for: {v}");
-    let skipped: Vec<(String, String)> = v["skipped_files"]
+    let skipped: Vec<(String, String)> = v["skipped"]
         .as_array()
         .expect("skipped")
         .iter()
@@ -202,9 +211,16 @@ fn bad_files_are_skipped_with_reasons_and_broken_python_is_indexed_as_far_as_it_
     assert!(skipped.iter().any(|(f, r)| f == "binary.py" && r.contains("binary")), "{skipped:?}");
     assert!(skipped.iter().any(|(f, r)| f == "latin1.py" && r.contains("UTF-8")), "{skipped:?}");
     assert!(skipped.iter().any(|(f, r)| f == "big.py" && r.contains("too large")), "{skipped:?}");
-    let errors = v["parse_error_files"].as_array().expect("parse errors");
-    assert_eq!(errors.len(), 1);
+    let errors = v["parse_errors"].as_array().expect("parse errors");
+    assert_eq!((errors.len(), &v["parse_error_files"]), (1, &serde_json::json!(1)), "{v}");
     assert_eq!(errors[0]["file"], "broken.py");
+    // `status` has the same keys with the same types.
+    let status = json(&run(&["status", root, "--json"]));
+    for key in
+        ["parse_error_files", "parse_errors", "skipped_files", "skipped", "resolution_cut_files", "resolution_cut"]
+    {
+        assert_eq!(status[key], v[key], "{key}: index {v} status {status}");
+    }
 
     let out = run(&["query", root, "callees broken.Later.m", "--json"]);
     let v = json(&out);
@@ -227,9 +243,9 @@ fn bad_files_are_skipped_with_reasons_and_broken_python_is_indexed_as_far_as_it_
     let named = |v: &serde_json::Value, key: &str| -> Vec<String> {
         v[key].as_array().into_iter().flatten().map(|s| format!("{} {}", s["file"], s["reason"])).collect()
     };
-    let skipped = named(&v, "skipped_files");
+    let skipped = named(&v, "skipped");
     assert!(skipped.iter().any(|s| s.starts_with("\"caf\u{fffd}.py\"") && s.contains("UTF-8")), "{skipped:?}");
-    assert_eq!(skipped.len(), 4, "{skipped:?}");
+    assert_eq!((skipped.len(), &v["skipped_files"]), (4, &serde_json::json!(4)), "{skipped:?}");
     let out = run(&["status", root, "--json"]);
     let v = json(&out);
     assert_eq!(v["skipped_files"], 4, "{v}");
@@ -257,7 +273,7 @@ fn files_declaring_their_encoding_are_decoded_as_python_reads_them() {
     assert!(out.status.success(), "{}", stderr(&out));
     let v = json(&out);
     let skipped: Vec<String> =
-        v["skipped_files"].as_array().into_iter().flatten().map(|s| format!("{} {}", s["file"], s["reason"])).collect();
+        v["skipped"].as_array().into_iter().flatten().map(|s| format!("{} {}", s["file"], s["reason"])).collect();
     assert_eq!(skipped.len(), 2, "{skipped:?}");
     assert!(skipped.iter().any(|s| s.starts_with("\"rot.py\"") && s.contains("rot13")), "{skipped:?}");
     assert!(skipped.iter().any(|s| s.starts_with("\"lying.py\"") && s.contains("not valid ascii")), "{skipped:?}");
@@ -287,11 +303,19 @@ fn a_file_over_the_resolution_step_budget_is_flagged_and_keeps_what_it_did_not_r
     };
     // Twenty steps resolve b.py and part of a.py (measured: 6 of 9 edges).
     let v = with_budget("20", &["index", root, "--json"]);
-    assert_eq!(v["resolution_cut_files"], serde_json::json!(["a.py"]), "{v}");
+    assert_eq!(
+        (&v["resolution_cut_files"], &v["resolution_cut"]),
+        (&serde_json::json!(1), &serde_json::json!(["a.py"])),
+        "{v}"
+    );
     let (cut_edges, cut_unresolved) = (v["edges"].as_u64().unwrap_or(0), v["unresolved_calls"].as_u64().unwrap_or(0));
     assert!(cut_unresolved > 0, "what was not reached is kept unresolved, not dropped: {v}");
     let v = with_budget("20", &["status", root, "--json"]);
-    assert_eq!(v["resolution_cut_files"], 1, "{v}");
+    assert_eq!(
+        (&v["resolution_cut_files"], &v["resolution_cut"]),
+        (&serde_json::json!(1), &serde_json::json!(["a.py"])),
+        "{v}"
+    );
     let v = with_budget("20", &["query", root, "show a.main", "--json"]);
     assert_eq!(v["results"][0]["resolution_cut"], true, "{v}");
     let v = with_budget("20", &["query", root, "show b.run", "--json"]);
@@ -304,7 +328,11 @@ fn a_file_over_the_resolution_step_budget_is_flagged_and_keeps_what_it_did_not_r
     let out = run(&["index", root, "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let v = json(&out);
-    assert_eq!(v["resolution_cut_files"], serde_json::json!([]), "{v}");
+    assert_eq!(
+        (&v["resolution_cut_files"], &v["resolution_cut"]),
+        (&serde_json::json!(0), &serde_json::json!([])),
+        "{v}"
+    );
     assert!(v["edges"].as_u64().unwrap_or(0) > cut_edges, "{v}");
     assert_eq!(v["unresolved_calls"], 0, "{v}");
 }
@@ -491,6 +519,19 @@ fn command_line_mistakes_are_usage_errors_and_a_nested_path_is_refused_not_index
     let out = run(&["query", "callers", "pkg.a.f"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("quoted"), "{}", stderr(&out));
+    // A query that does not parse indexes nothing: not the working directory (where a typo,
+    // or a PATH taken for the query, used to leave an index), nor its PATH.
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(elsewhere.path().join("proj")).expect("mkdir");
+    std::fs::write(elsewhere.path().join("proj/m.py"), "def f():\n    return 1\n").expect("write");
+    let out = fresco().args(["query", "calers m.f"]).current_dir(elsewhere.path()).output().expect("run");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let out = fresco().args(["query", "proj"]).current_dir(elsewhere.path()).output().expect("run");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("'proj' is a directory"), "{}", stderr(&out));
+    assert!(!elsewhere.path().join(".fresco").exists(), "a failed query left an index behind");
+    let out = fresco().args(["query", "proj", "find \"*\""]).current_dir(elsewhere.path()).output().expect("run");
+    assert!(out.status.success(), "the directory is not 'inside an indexed root': {}", stderr(&out));
     // PATH must be a directory.
     let out = run(&["status", repo.path().join("pkg/a.py").to_str().expect("utf8")]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
@@ -548,8 +589,7 @@ fn the_settings_that_choose_files_are_kept_by_the_index_for_later_commands() {
         let v = json(&out);
         (v["files"].as_u64().unwrap_or(0), v["skipped_files"].clone())
     };
-    let skipped_count =
-        |v: &serde_json::Value| v.as_array().map_or_else(|| v.as_u64().unwrap_or(0), |a| a.len() as u64);
+    let skipped_count = |v: &serde_json::Value| v.as_u64().unwrap_or(u64::MAX);
     // Given once, the settings hold for the commands after, which do not give them.
     let (n, skipped) = files(&["index", root, "--json", "--no-gitignore", "--max-file-size", "4096"]);
     assert_eq!((n, skipped_count(&skipped)), (3, 1), "{skipped}");

@@ -192,6 +192,9 @@ pub struct Context<'a> {
     /// Whether a file's resolution consulted a module whose file changed on disk after the
     /// snapshot: the edges leaving its units may change once that file is indexed.
     pub resolution_is_stale: Option<&'a dyn Fn(&str) -> bool>,
+    /// The repository's root, as the index names it: a query may then name a file by its
+    /// absolute path (what an editor has), which is made relative to it.
+    pub root: Option<&'a std::path::Path>,
 }
 
 impl<'a> Context<'a> {
@@ -204,6 +207,7 @@ impl<'a> Context<'a> {
             lanes: None,
             is_stale: None,
             resolution_is_stale: None,
+            root: None,
         }
     }
 }
@@ -296,6 +300,14 @@ impl Exec<'_, '_> {
 }
 
 pub fn execute(ctx: &Context, query: &Query) -> Result<Output, QueryError> {
+    let relative;
+    let query = match ctx.root {
+        Some(root) => {
+            relative = relative_paths(query, root)?;
+            &relative
+        }
+        _ => query,
+    };
     let mut exec = Exec {
         ctx,
         started: Instant::now(),
@@ -747,6 +759,67 @@ pub fn resolve_symbol(snapshot: &Snapshot, symbol: &Symbol) -> Result<Vec<String
             }
         }
     }
+}
+
+/// The query with every absolute file path made relative to `root`: the paths the index holds
+/// are relative to it. A path outside the root is an error that says where the root is, rather
+/// than "no indexed file". File globs (`in "..."`, `where file`) are made relative when they
+/// start with the root.
+fn relative_paths(query: &Query, root: &std::path::Path) -> Result<Query, QueryError> {
+    let mut query = query.clone();
+    visit_paths(&mut query, &mut |path| {
+        if !path.starts_with('/') {
+            return Ok(());
+        }
+        let relative = std::path::Path::new(path.as_str())
+            .strip_prefix(root)
+            .ok()
+            .and_then(|rest| rest.to_str())
+            .filter(|rest| !rest.is_empty())
+            .map(str::to_string);
+        match relative {
+            Some(rest) => {
+                *path = rest;
+                Ok(())
+            }
+            None => Err(QueryError::Invalid(format!(
+                "'{path}' is not a file under the indexed root {}: name files by their path under it",
+                root.display()
+            ))),
+        }
+    })?;
+    Ok(query)
+}
+
+/// Calls `f` on every file path and file glob a query names.
+fn visit_paths(query: &mut Query, f: &mut dyn FnMut(&mut String) -> Result<(), QueryError>) -> Result<(), QueryError> {
+    let symbol = |s: &mut Symbol, f: &mut dyn FnMut(&mut String) -> Result<(), QueryError>| match s {
+        Symbol::Location { file, .. } => f(file),
+        Symbol::Name(_) | Symbol::Glob(_) => Ok(()),
+    };
+    for stage in &mut query.stages {
+        match stage {
+            Stage::Traverse { symbol: Some(s), .. }
+            | Stage::Unresolved { scope: Some(s) }
+            | Stage::Show { symbol: s } => symbol(s, f)?,
+            Stage::Path { from, to, .. } => {
+                symbol(from, f)?;
+                symbol(to, f)?;
+            }
+            Stage::Context { target: ContextTarget::Unit(s), .. } => symbol(s, f)?,
+            Stage::Context { target: ContextTarget::New { file, .. }, .. } => f(file)?,
+            Stage::Find { file: Some(glob), .. } => f(glob)?,
+            Stage::Where(conditions) => {
+                for condition in conditions {
+                    if let Condition::FileGlob(glob) = condition {
+                        f(glob)?;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// The indexed file `file` names: a path relative to the root (a leading `./` allowed), or the

@@ -535,6 +535,7 @@ fn evaluate(
         lanes: Some(lanes_dyn),
         is_stale: None,
         resolution_is_stale: None,
+        root: None,
     };
     // The plain name of a unit defined again in its scope selects every definition, and
     // `context` would pick the last: `#1` asks for the blanked first definition itself.

@@ -378,6 +378,7 @@ pub fn run(root: &Path, queries: usize, reps: usize, embed_seconds: u64) -> Resu
         lanes: Some(&lanes as &dyn Lanes),
         is_stale: None,
         resolution_is_stale: None,
+        root: None,
     };
 
     let (searches, contexts) = pick(&snapshot, queries);
