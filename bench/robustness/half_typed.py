@@ -15,7 +15,9 @@ saves between keystrokes, then indexes the edited copies and the original copies
 - `docstring`: the closing line of a multi-line triple-quoted string (a docstring, mostly)
   blanked, as while the string is still being typed;
 - `fstring`: a line cut inside an f-string's first replacement field (`log(f"{name` while
-  typing).
+  typing);
+- `newdef`: a new function's header half-typed on the blank line above a `def` or `class` of the
+  same indentation, before its colon (`def n`, `def new_helper(value) -> bo`).
 
 No edit removes a line, so every unit of the original keeps its name, kind and start
 line: a unit missing from the edited copy was lost, one not in the original was invented.
@@ -39,6 +41,9 @@ HEADER = re.compile(r'^\s*(async\s+def|def|class)\s+\w+.*:\s*$')
 STRING = re.compile(r'^(\s*[^#\'"]*?(?<![\'"])([\'"])(?!\2))[^\'"\\\\]*\2.*$')
 DEF = re.compile(r'^(\s*(?:async\s+)?def\s+\w+\(\w*(?:,\s?)?)(.*\).*:)\s*$')
 FSTRING = re.compile(r'^(\s*[^#\'"]*?\b[fF]([\'"])(?!\2)[^\'"{}]*\{\w*)(.*)$')
+# What a new function's header reads like while it is typed, before its colon.
+NEW_HEADERS = ['def n', 'def new_helper', 'def new_helper(value)', 'def new_helper(value) -> ',
+               'def new_helper(value) -> bo', 'async def new_helper(value) -> None']
 CALL = re.compile(r'^(\s+)(?!def |class |async |@|#)(.*?\w\()(.*\))\s*$')
 
 
@@ -106,6 +111,16 @@ def mutate(lines, kind, rng):
             return None
         i = rng.choice(at)
         return lines[:i] + [lines[i][2:]] + lines[i + 1:], i + 1
+    if kind == 'newdef':
+        def starts_definition(line):
+            return re.match(r'\s*(async\s+def|def|class)\s', line) is not None
+        at = [i for i in range(len(lines) - 1) if lines[i].strip() == '' and starts_definition(lines[i + 1])]
+        if not at:
+            return None
+        i = rng.choice(at)
+        indent = lines[i + 1][:len(lines[i + 1]) - len(lines[i + 1].lstrip())]
+        typed = rng.choice(NEW_HEADERS)
+        return lines[:i] + [indent + typed] + lines[i + 1:], i + 1
     if kind == 'docstring':
         at = triple_quoted_closings(lines)
         if not at:
@@ -149,7 +164,7 @@ def main():
     ap.add_argument('root')
     ap.add_argument('--files', type=int, default=300)
     ap.add_argument('--seed', type=int, default=7)
-    ap.add_argument('--edits', default='colon,call,string,indent,header,docstring,fstring')
+    ap.add_argument('--edits', default='colon,call,string,indent,header,docstring,fstring,newdef')
     args = ap.parse_args()
     files = list(python_files(args.root))
     print('| edit | files | files with every unit kept | units lost | units invented '

@@ -376,6 +376,13 @@ fn repair(text: &str, tree: &Tree) -> Option<Repair> {
     {
         return best.map(|(fix, _)| fix);
     }
+    // A `def` or `class` header typed above the next statement, with neither colon nor body
+    // yet: blanked, alone and under the other repairs. Blanking moves nothing either.
+    if let Some(headless) = crate::repair::blank_bodiless_headers(text)
+        && (consider(&mut best, original, headless.clone(), Vec::new()) || mend(&headless, &[], original, &mut best))
+    {
+        return best.map(|(fix, _)| fix);
+    }
     mend(text, &[], original, &mut best);
     best.map(|(fix, _)| fix)
 }
@@ -2809,6 +2816,30 @@ mod tests {
         assert_eq!(&src[after.start_byte as usize..after.end_byte as usize], "def after():\n    return Cache().get(1)");
         let call = &syn.scopes[syn.defs[1].body.unwrap_or(0) as usize].calls[0];
         assert_eq!(callee_text(src, call.callee_span), "self.load");
+    }
+
+    #[test]
+    fn a_definition_header_typed_above_the_next_one_hides_nothing() {
+        // Each state of typing a function above `b`: the name, a return annotation before the
+        // colon, a method's name in a class. `b` (and `C.n`) used to vanish into the header.
+        for typed in ["def ty", "def ty\n", "def f(x) -> int", "def f(x) -> ", "async def g", "class K(Base)"] {
+            let src = format!(
+                "def a():\n    return 1\n\n\n{typed}\ndef b(x) -> int:\n    \"\"\"Doc.\"\"\"\n    return a()\n\n\nclass C:\n    def ne\n    def n(self):\n        return b(1)\n"
+            );
+            let syn = lower(&src);
+            assert!(syn.parse_errors > 0, "{typed:?}: still flagged");
+            let paths: Vec<&str> = syn.defs.iter().map(|d| d.path.as_str()).collect();
+            assert_eq!(paths, ["a", "b", "C", "C.n"], "{typed:?}");
+            let b = &syn.defs[1];
+            assert_eq!(
+                &src[b.start_byte as usize..b.end_byte as usize],
+                "def b(x) -> int:\n    \"\"\"Doc.\"\"\"\n    return a()"
+            );
+            assert_eq!(b.docstring(&src), Some("Doc.".to_string()), "{typed:?}");
+            let body = syn.defs[3].body.unwrap_or(0) as usize;
+            let calls: Vec<String> = syn.scopes[body].calls.iter().map(|c| callee_text(&src, c.callee_span)).collect();
+            assert_eq!(calls, ["b"], "{typed:?}");
+        }
     }
 
     #[test]

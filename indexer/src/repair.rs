@@ -395,6 +395,60 @@ pub(crate) fn insert_missing_colons(text: &str) -> Option<(String, Vec<u32>)> {
     with_insertions(bytes, &missing)
 }
 
+/// The text with every `def` or `class` header that has neither its colon nor a body blanked
+/// (replaced by spaces, newlines kept), or `None` when there is none. Such a header is being
+/// typed above the next statement (`def ty`, or `def f(x) -> int` before its colon, above
+/// `def b(x):`), and tree-sitter read the next definition as its body: the next function lost
+/// its unit until the colon was typed (16 of 136 keystrokes of a new function typed above one of
+/// httpx's lost it). A header with no body yet defines nothing Python could call; blanking it
+/// moves no offset. A header followed by a more indented line is
+/// [`insert_missing_colons`]'s; one with its brackets still open, [`close_unclosed_brackets`]'s.
+pub(crate) fn blank_bodiless_headers(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut headers: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let line_start = i;
+        while i < bytes.len() && matches!(bytes[i], b' ' | b'\t' | b'\x0c') {
+            i += 1;
+        }
+        let indent = i - line_start;
+        let definition = starts_definition(&bytes[i..]);
+        let line = logical_line(bytes, i);
+        let start = i;
+        i = line.end + 1;
+        if definition && !line.colon && line.depth == 0 && next_code_indent(bytes, i).is_none_or(|next| next <= indent)
+        {
+            headers.push((start, line.code_end.min(bytes.len())));
+        }
+    }
+    if headers.is_empty() {
+        return None;
+    }
+    let mut out = bytes.to_vec();
+    for (start, end) in headers {
+        for byte in &mut out[start..end] {
+            if !matches!(*byte, b'\n' | b'\r') {
+                *byte = b' ';
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Whether `line` (from its first non-blank byte) starts a `def`, `async def` or `class`.
+fn starts_definition(line: &[u8]) -> bool {
+    let word_end = line.iter().position(|c| !(c.is_ascii_alphanumeric() || *c == b'_')).unwrap_or(line.len());
+    match &line[..word_end] {
+        b"def" | b"class" => true,
+        b"async" => {
+            let rest = line[word_end..].trim_ascii_start();
+            rest.starts_with(b"def") && !rest.get(3).is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        }
+        _ => false,
+    }
+}
+
 /// The text with the dot that ends a statement replaced by a space (`x = self.` while an
 /// attribute is being picked from a completion list), or `None` when no statement ends so.
 /// tree-sitter reads the next line as the attribute (`self.` then `managed = False` became one
@@ -757,8 +811,8 @@ fn string_extent(bytes: &[u8], start: usize) -> (usize, bool) {
 #[cfg(test)]
 mod tests {
     use super::{
-        Closing, Mending, StringEnd, blank_trailing_dots, close_unclosed_brackets, close_unclosed_triple_string,
-        indent_stray_dedents, insert_missing_colons, reads_as_code,
+        Closing, Mending, StringEnd, blank_bodiless_headers, blank_trailing_dots, close_unclosed_brackets,
+        close_unclosed_triple_string, indent_stray_dedents, insert_missing_colons, reads_as_code,
     };
 
     #[test]
@@ -956,6 +1010,21 @@ mod tests {
         let (repaired, inserted) = close_unclosed_brackets(text, Closing::ByKeyword, Mending::Blank).expect("repaired");
         assert_eq!(repaired, "x = foo 'abc'\n\ndef b(s=\"q\"):\r\n    pass\n");
         assert_eq!(inserted, vec![12, 25, 26, 27]);
+    }
+
+    #[test]
+    fn a_definition_header_with_neither_colon_nor_body_is_blanked() {
+        let text =
+            "def ty\ndef b(x) -> int:\n    return 1\nclass C:\n    async def g(self) -> (\n        int)\n    x = 1\n";
+        let blanked = blank_bodiless_headers(text).expect("blanked");
+        assert_eq!(
+            blanked,
+            "      \ndef b(x) -> int:\n    return 1\nclass C:\n                          \n            \n    x = 1\n"
+        );
+        assert_eq!(blanked.len(), text.len(), "offsets are kept");
+        // Headers with a colon, or with a body below (the colon repair's), and names that only
+        // start like a keyword are left alone.
+        assert_eq!(blank_bodiless_headers("def f(x)\n    return x\ndefine = 1\nclass_ = 2\ndef g(): pass\n"), None);
     }
 
     #[test]
