@@ -231,6 +231,10 @@ struct Exec<'c, 'a> {
     row_cap: usize,
 }
 
+/// Candidates `search` takes from each text lane before fusing them (`k` when larger): as
+/// many as `context` takes by default.
+const SEARCH_LANE_DEPTH: usize = 50;
+
 /// Rows a counting query may go through: about 400 bytes each as measured, so 100 MB at most;
 /// the time limit bounds its work. django has 62 k units and 340 k edges.
 const COUNT_CAP: usize = 250_000;
@@ -552,7 +556,12 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             use crate::retrieve::*;
             let wanted: Vec<Lane> = if lanes.is_empty() { vec![Lane::Bm25, Lane::Dense] } else { lanes.clone() };
             let mut health = std::collections::BTreeMap::new();
-            let mut ranked = run_text_lanes(exec.snapshot(), exec.ctx.lanes, &wanted, text, *k, &mut health);
+            // Each lane gives the same number of candidates whatever k is, so the fused ranking
+            // does not depend on it: the best of `k 3` is the best of `k 10`, and the top k is a
+            // prefix of the top k+n (fused from k per lane, `k 1` and `k 10` named different
+            // best units on httpx, a black-box finding).
+            let depth = (*k).max(SEARCH_LANE_DEPTH);
+            let mut ranked = run_text_lanes(exec.snapshot(), exec.ctx.lanes, &wanted, text, depth, &mut health);
             if wanted.contains(&Lane::Graph) {
                 health.insert(
                     "graph",
