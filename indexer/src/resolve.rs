@@ -1050,11 +1050,21 @@ impl<'a> Resolver<'a> {
                 out
             }
             Expr::Call(callee) => {
-                let mut out = Vec::new();
-                for c in self.eval_closed(callee, module, self_class, depth + 1) {
-                    extend(&mut out, self.call_result(&c, depth + 1));
+                if let Expr::Attr(base, attr) = callee.as_ref() {
+                    // As evaluating the callee would: its depth checked, then its base's.
+                    if self.too_deep(depth + 1) {
+                        Vec::new()
+                    } else {
+                        let bases = self.eval_closed(base, module, self_class, depth + 2);
+                        self.method_call_result(&bases, attr, false, depth)
+                    }
+                } else {
+                    let mut out = Vec::new();
+                    for c in self.eval_closed(callee, module, self_class, depth + 1) {
+                        extend(&mut out, self.call_result(&c, depth + 1));
+                    }
+                    out
                 }
-                out
             }
             Expr::Subscript(base) => self.elements_closed(base, module, self_class, depth + 1),
             // At this depth: its fallback, any element, is evaluated as deep as it always was (one
@@ -1693,13 +1703,19 @@ impl<'a> Resolver<'a> {
     /// What a call of function `t` returns: what its summary's returns evaluate to, lambdas it
     /// returns (this file), else what its return annotation promises.
     fn function_result(&self, t: &Target, depth: u32) -> Vec<Value> {
+        self.function_result_as(t, t.owner().as_ref(), depth)
+    }
+
+    /// What the function or method `t` returns with `self` an instance of (and `cls`) the class
+    /// `self_class`: its own class, or a subclass it was called on.
+    fn function_result_as(&self, t: &Target, self_class: Option<&Target>, depth: u32) -> Vec<Value> {
         let Some(summary) = self.summary_for(&t.module, &t.path) else {
             return Vec::new();
         };
         let Some(f) = summary.function(&t.path) else {
             return Vec::new();
         };
-        let owner = t.owner();
+        let owner = self_class.cloned();
         let mut out = Vec::new();
         for r in &f.returns {
             extend(&mut out, self.eval_closed(r, &t.module, owner.as_ref(), depth + 1));
@@ -1723,6 +1739,58 @@ impl<'a> Resolver<'a> {
             prefer_promised(&mut out, promised);
         }
         out
+    }
+
+    /// What `base.attr(...)` returns, where `bases` are the values of `base` (evaluated at
+    /// `depth + 2`, as the callee's evaluation would) and `call_properties` says whether a
+    /// property read on an instance gives its getter's result (as in this file's code). A
+    /// method found on a subclass, or its instance, or through `super()` in one, returns what it
+    /// returns for that subclass: `Engine.build()`, with `build` a classmethod of a base that
+    /// returns `cls()`, is an `Engine`, and `engine.configure()` returning `self` is the
+    /// engine (both were the base's instance, so the next call reached the base's method, not the
+    /// subclass's override).
+    fn method_call_result(&self, bases: &[Value], attr: &str, call_properties: bool, depth: u32) -> Vec<Value> {
+        let mut out = Vec::new();
+        for b in bases {
+            let receiver = match b {
+                Value::Class(k) | Value::Instance(k) | Value::Super(_, k) => Some(k),
+                _ => None,
+            };
+            for v in self.deref(self.attr_of(b, attr, depth + 2), depth + 1) {
+                let callees = match (&v, b) {
+                    (Value::Function(t), Value::Instance(_)) if call_properties && self.method_flags(t).is_property => {
+                        self.call_result(&v, depth + 2)
+                    }
+                    _ => vec![v],
+                };
+                for c in callees {
+                    match (&c, receiver) {
+                        (Value::Function(t), Some(k)) if self.inherited_by(t, k, depth + 1) => {
+                            extend(&mut out, self.call_result_on(t, k, depth + 1));
+                        }
+                        _ => extend(&mut out, self.call_result(&c, depth + 1)),
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether the method `t` belongs to a class that `class` inherits from (not `class` itself).
+    fn inherited_by(&self, t: &Target, class: &Target, depth: u32) -> bool {
+        let Some(owner) = t.owner() else { return false };
+        owner != *class
+            && self.mro(class, depth + 1).iter().any(|entry| matches!(entry, MroEntry::Class(c) if *c == owner))
+    }
+
+    /// What the method `t`, inherited by `class`, returns when called on it (or its instance).
+    fn call_result_on(&self, t: &Target, class: &Target, depth: u32) -> Vec<Value> {
+        if self.too_deep(depth) {
+            return Vec::new();
+        }
+        self.memoised(&self.call_results, CallKey::ResultOn(t.clone(), class.clone()), || {
+            self.function_result_as(t, Some(class), depth)
+        })
     }
 
     /// The values a call of `callee` returns.
@@ -2065,10 +2133,23 @@ impl<'a> Resolver<'a> {
                     }
                     return out;
                 }
-                let mut out = Vec::new();
-                for c in self.eval_local(callee, scope, depth + 1) {
-                    extend(&mut out, self.call_result(&c, depth + 1));
-                }
+                let mut out = match callee.as_ref() {
+                    Expr::Attr(base, attr) => {
+                        if self.too_deep(depth + 1) {
+                            Vec::new()
+                        } else {
+                            let bases = self.eval_local(base, scope, depth + 2);
+                            self.method_call_result(&bases, attr, true, depth)
+                        }
+                    }
+                    _ => {
+                        let mut out = Vec::new();
+                        for c in self.eval_local(callee, scope, depth + 1) {
+                            extend(&mut out, self.call_result(&c, depth + 1));
+                        }
+                        out
+                    }
+                };
                 // `d.get(k)`, `d.pop(k)`, `d.setdefault(k, v)`: a value of the dict.
                 for method in ["get", "pop", "setdefault"] {
                     if let Some(base) = self.dict_view(expr, method, scope, depth + 1) {
@@ -3539,6 +3620,8 @@ enum Memo {
 enum CallKey {
     /// What the call returns.
     Result(Target),
+    /// What the method returns called on a class that inherits it (or an instance of one).
+    ResultOn(Target, Target),
     /// What iterating over its result gives.
     Elements(Target),
     /// The element at this path of its result (`a, (b, c) = f()`).
