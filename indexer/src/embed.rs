@@ -948,6 +948,8 @@ pub struct WorkerStats {
     pub jobs: u64,
     /// Jobs abandoned for a newer snapshot (their finished batches are kept).
     pub superseded: u64,
+    /// Partial indexes published during long jobs.
+    pub partials: u64,
 }
 
 /// Threads for embedding a query: the cores there are (at most 4). A query is one short forward
@@ -963,7 +965,8 @@ pub struct EmbedWorkerOptions {
     pub threads: usize,
     /// Threads for [`EmbedWorker::embed_query`].
     pub query_threads: usize,
-    /// During a long job, publish a partial index (see [`VectorIndex::missing`]) this often.
+    /// During a long job, publish a partial index (see [`VectorIndex::missing`]) this often, and
+    /// after the first batch when no index was published yet.
     pub partial_every: Duration,
 }
 
@@ -1049,6 +1052,7 @@ struct Shared {
     query: RwLock<Option<Arc<Embedder>>>,
     embedded: AtomicU64,
     jobs: AtomicU64,
+    partials: AtomicU64,
     superseded: AtomicU64,
     stop: AtomicBool,
     query_first: QueryFirst,
@@ -1080,6 +1084,7 @@ impl EmbedWorker {
             query: RwLock::new(None),
             embedded: AtomicU64::new(0),
             jobs: AtomicU64::new(0),
+            partials: AtomicU64::new(0),
             superseded: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             query_first: QueryFirst::default(),
@@ -1130,6 +1135,7 @@ impl EmbedWorker {
             embedded: self.shared.embedded.load(Ordering::Relaxed),
             jobs: self.shared.jobs.load(Ordering::Relaxed),
             superseded: self.shared.superseded.load(Ordering::Relaxed),
+            partials: self.shared.partials.load(Ordering::Relaxed),
         }
     }
 
@@ -1371,9 +1377,14 @@ impl Worker {
             done += chunk.len();
             self.shared.embedded.fetch_add(chunk.len() as u64, Ordering::Relaxed);
             self.shared.set(LaneState::Embedding { done: already + done, total: already + total }, version);
-            if done < total && last_publish.elapsed() >= self.options.partial_every {
+            // The first batch of a lane with no index at all is published at once: a daemon
+            // started on a repository without vectors answered `dense unavailable` for the first
+            // `partial_every` (a black-box finding), while the vectors it had could serve.
+            let nothing_published = self.shared.index.read().unwrap_or_else(|p| p.into_inner()).is_none();
+            if done < total && (nothing_published || last_publish.elapsed() >= self.options.partial_every) {
                 let index = self.build(snapshot, previous.as_ref(), &known, &fresh)?;
                 *self.shared.index.write().unwrap_or_else(|p| p.into_inner()) = Some((version, Arc::new(index)));
+                self.shared.partials.fetch_add(1, Ordering::Relaxed);
                 last_publish = Instant::now();
             }
         }

@@ -463,6 +463,38 @@ fn worker_embeds_once_and_reuses_the_store() {
 }
 
 #[test]
+fn a_worker_with_no_index_publishes_the_first_batch_at_once() {
+    embedder();
+    let repo = tempfile::tempdir().unwrap();
+    let vectors = tempfile::tempdir().unwrap();
+    // More distinct texts than a batch: the job takes several batches.
+    let functions: String = (0..3 * embed::BATCH_SIZE)
+        .map(|i| format!("def helper_{i}(value):\n    \"\"\"Helper number {i}.\"\"\"\n    return value + {i}\n\n\n"))
+        .collect();
+    std::fs::write(repo.path().join("helpers.py"), functions).unwrap();
+    let mut indexer = Indexer::in_memory(repo.path(), IndexerOptions::default());
+    indexer.refresh().unwrap();
+    let snap = indexer.snapshot().clone();
+    // Partial indexes every hour: only the first batch's can be published during this job.
+    let worker = EmbedWorker::start(
+        VectorStore::open(vectors.path()).unwrap(),
+        EmbedWorkerOptions { partial_every: Duration::from_secs(3600), ..options() },
+    );
+    worker.submit(snap.version(), snap.clone());
+    let (_, index) = ready(&worker, snap.version());
+    assert_eq!(index.missing(), 0);
+    assert_eq!(worker.stats().partials, 1, "{:?}", worker.stats());
+    // A later job starts from the published index: nothing to publish early.
+    std::fs::write(repo.path().join("more.py"), "def extra():\n    return 1\n").unwrap();
+    indexer.refresh().unwrap();
+    let snap2 = indexer.snapshot().clone();
+    worker.submit(snap2.version(), snap2.clone());
+    ready(&worker, snap2.version());
+    assert_eq!(worker.stats().partials, 1, "{:?}", worker.stats());
+    worker.shutdown();
+}
+
+#[test]
 fn worker_without_model_is_unavailable_with_a_reason() {
     let missing = tempfile::tempdir().unwrap();
     let dir = missing.path().join("nowhere");
