@@ -401,6 +401,17 @@ fn context_lists_dependencies_first_and_places_a_function_given_as_text() {
     assert!(text.contains("def subtotal(self):"), "{text}");
     assert!(v["context"]["tokens"].as_u64().is_some_and(|t| t <= 1000));
 
+    // With k 1 the answer still ranks every unit of its text; units inside the target (the
+    // attributes `__init__` assigns) are its own code, not its context.
+    let out = run(&["query", root, "context shop.models.Cart.__init__ budget 1000 k 1", "--json"]);
+    let v = json(&out);
+    let ranked: Vec<String> = names_and_roles(&v).into_iter().map(|(n, _)| n).collect();
+    let in_text: Vec<&str> =
+        v["context"]["units"].as_array().into_iter().flatten().filter_map(|u| u["name"].as_str()).collect();
+    assert!(in_text.len() > 1, "{v}");
+    assert!(in_text.iter().all(|u| ranked.iter().any(|r| r == u)), "text {in_text:?}, ranking {ranked:?}");
+    assert!(!ranked.iter().any(|r| r == "shop.models.Cart.items" || r == "shop.models.Cart.discount"), "{ranked:?}");
+
     // The same method given as text is placed on the existing unit (its class, not itself).
     let query = "context for \"def total(self):\\n    \\\"\\\"\\\"The subtotal after the discount, with tax.\\\"\\\"\\\"\" \
                  in shop/models.py budget 1000";

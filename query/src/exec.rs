@@ -637,16 +637,35 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                     snapshot.version()
                 ));
             }
-            exec.lanes = Some(health);
-            exec.context = Some(block);
-            Ok(fused
+            // The ranking: its first k, and further down every unit the text holds (an example
+            // used in the text, ranked below k dependencies, kept its ranks nowhere). Units
+            // inside the target are its own code (an attribute its body assigns), never needed
+            // by it: left out, as from the text.
+            let in_text: FxHashSet<&str> = block.units.iter().map(|u| u.name.as_str()).collect();
+            let target_unit = target.id.as_ref().and_then(|id| snapshot.unit(id));
+            let inside_target = |id: &str| {
+                target_unit.as_ref().is_some_and(|t| {
+                    snapshot.unit(id).is_some_and(|u| {
+                        u.unit.id != t.unit.id
+                            && u.file.graph.path == t.file.graph.path
+                            && t.unit.start_byte <= u.unit.start_byte
+                            && u.unit.end_byte <= t.unit.end_byte
+                    })
+                })
+            };
+            let rows = fused
                 .into_iter()
-                .take(*k)
-                .map(|f| {
+                .filter(|f| !inside_target(&f.id))
+                .enumerate()
+                .filter(|(rank, f)| *rank < *k || in_text.contains(f.id.as_str()))
+                .map(|(_, f)| {
                     let role = if deps.contains(&f.id) { "dependency" } else { "example" };
                     Row { score: Some(f.score), ranks: Some(f.ranks), role: Some(role), ..Row::unit(f.id) }
                 })
-                .collect())
+                .collect();
+            exec.lanes = Some(health);
+            exec.context = Some(block);
+            Ok(rows)
         }
     }
 }

@@ -265,6 +265,10 @@ impl Parser {
     fn query(&mut self) -> Result<Query, ParseError> {
         let mut stages = Vec::new();
         loop {
+            if matches!(stages.last(), Some(Stage::Count)) {
+                // Here, not when it runs: the error then points at the step.
+                return self.error("'count' must be the last step: nothing follows a number".into());
+            }
             stages.push(self.stage(stages.is_empty())?);
             match self.peek() {
                 Tok::Pipe => {
@@ -508,7 +512,13 @@ impl Parser {
                 }
                 k = Some(n);
             } else if allow_budget && self.eat_word("budget") {
-                budget = Some(self.number()?);
+                let n = self.number()?;
+                // As `k 0`: a context of no tokens is a mistake. (A budget too small for any
+                // unit is not: the answer says what the smallest needed.)
+                if n == 0 {
+                    return self.error("budget must be at least 1".into());
+                }
+                budget = Some(n);
             } else if self.eat_word("lanes") {
                 loop {
                     let lane = match self.peek().clone() {
@@ -833,6 +843,11 @@ mod tests {
         assert!(parse("").is_err());
         assert!(parse("callers").unwrap_err().message.contains("unit name"));
         assert!(parse("find \"*\" | limit 0").unwrap_err().message.contains("limit must be at least 1"));
+        assert!(parse("context f budget 0").unwrap_err().message.contains("budget must be at least 1"));
+        let text = "callers x | count | limit 3";
+        let err = parse(text).unwrap_err();
+        assert!(err.message.contains("'count' must be the last step"), "{}", err.message);
+        assert_eq!(err.position, text.find("limit").unwrap_or(0), "the error points at the step after count");
         assert!(parse("find \"*\" | limit 1").is_ok());
     }
 

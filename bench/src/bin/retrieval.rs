@@ -595,7 +595,8 @@ fn evaluate(
     by_structure.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal).then_with(|| a.1.cmp(b.1)));
     let ablations: [Vec<&str>; 2] =
         [by_structure.iter().map(|(_, id)| *id).collect(), plain_fusion.iter().map(String::as_str).collect()];
-    let top: Vec<&str> = out.results.iter().map(|r| r.name.as_str()).collect();
+    // The ranking's first k (the answer goes on past it with the units the text holds).
+    let top: Vec<&str> = out.results.iter().take(args.k).map(|r| r.name.as_str()).collect();
     let recomputed: Vec<&str> = fused.iter().take(top.len()).map(|f| f.id.as_str()).collect();
     if top != recomputed {
         eprintln!(
@@ -679,7 +680,7 @@ fn evaluate(
             "lane_hits": out.lane_hits.iter().map(|(l, ids)| {
                 (l.to_string(), json!(ids.iter().enumerate().map(|(i, id)| json!({"rank": i + 1, "id": id})).collect::<Vec<_>>()))
             }).collect::<serde_json::Map<_, _>>(),
-            "fused": out.results.iter().enumerate().map(|(i, r)| json!({
+            "fused": out.results.iter().take(args.k).enumerate().map(|(i, r)| json!({
                 "rank": i + 1, "id": r.name, "score": r.score, "lanes": r.lanes, "role": r.role,
             })).collect::<Vec<_>>(),
             "context": {
