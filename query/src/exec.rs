@@ -1105,6 +1105,48 @@ fn traverse(
     Ok(rows)
 }
 
+/// The methods of the method `id`'s base classes (transitively, as the graph's `inherits` edges
+/// give them) that it overrides, each with how many call sites resolve to it. A call resolved to
+/// a base's method (`a.step()` with `a: A`) reaches the override whenever the receiver is an
+/// instance of the subclass: `callers` of the override cannot list such sites as its own, but
+/// must not let its list look complete.
+fn overridden_callers(snapshot: &Snapshot, id: &str) -> Vec<(String, usize)> {
+    let Some((class, method)) = id.rsplit_once('.') else { return Vec::new() };
+    let mut out: Vec<String> = Vec::new();
+    let mut seen: FxHashSet<String> = FxHashSet::default();
+    let mut queue: VecDeque<String> = VecDeque::from([class.to_string()]);
+    // Bounded: a hierarchy is rarely deeper than a few dozen classes.
+    while let Some(current) = queue.pop_front() {
+        if seen.len() >= 200 {
+            break;
+        }
+        for (edge, _) in snapshot.edges_from(&current) {
+            if edge.kind != EdgeKind::Inherits || !seen.insert(edge.dst.clone()) {
+                continue;
+            }
+            let candidate = format!("{}.{method}", edge.dst);
+            if snapshot.kind_of(&candidate) == Some(UnitKind::Method) {
+                out.push(candidate);
+            }
+            queue.push_back(edge.dst.clone());
+        }
+    }
+    // `super().step()` in the hierarchy's own `step` methods goes up the MRO, never down to the
+    // override: those sites are left out.
+    let chain: FxHashSet<String> =
+        seen.iter().chain(std::iter::once(&class.to_string())).map(|c| format!("{c}.{method}")).collect();
+    out.into_iter()
+        .filter_map(|candidate| {
+            let sites = snapshot
+                .edges_to(&candidate)
+                .iter()
+                .filter(|(e, _)| e.kind == EdgeKind::Calls && !chain.contains(&e.src))
+                .count();
+            (sites > 0).then_some((candidate, sites))
+        })
+        .collect()
+}
+
 /// "None" is not "unknown": say when call sites that fresco could not resolve might reach the
 /// unit (callers), or when the unit itself has unresolved call sites (callees).
 fn completeness_notes(exec: &mut Exec, id: &str, traversal: Traversal) {
@@ -1119,6 +1161,18 @@ fn completeness_notes(exec: &mut Exec, id: &str, traversal: Traversal) {
             if count > 0 {
                 exec.notes.push(format!(
                     "{count} unresolved call site(s) named '{simple}' might also reach {id}: the list may be incomplete (see `unresolved`)"
+                ));
+            }
+            let overridden =
+                if unit.unit.kind == UnitKind::Method { overridden_callers(snapshot, id) } else { Vec::new() };
+            if !overridden.is_empty() {
+                let class = id.rsplit_once('.').map_or(id, |(class, _)| class);
+                let listed: Vec<String> =
+                    overridden.iter().map(|(method, sites)| format!("{method} ({sites})")).collect();
+                exec.notes.push(format!(
+                    "call sites of {}, which {id} overrides, may reach {id} at run time, when the receiver is an \
+                     instance of {class} (dynamic dispatch): `callers` of those methods lists them",
+                    listed.join(", ")
                 ));
             }
         }
