@@ -94,7 +94,13 @@ pub fn table(response: &Value) -> String {
                 let stale = r["stale"].as_bool().unwrap_or(false);
                 let name = text(&r["name"]);
                 let mut row = vec![if stale { format!("{name} (stale)") } else { name }, text(&r["kind"]), location];
-                row.extend(shown.iter().map(|(k, _)| text(&r[*k])));
+                row.extend(shown.iter().map(|(k, _)| match (*k, r["also_at"].as_array()) {
+                    // Every site between the two units: `64, 67`.
+                    ("line", Some(more)) => {
+                        std::iter::once(text(&r["line"])).chain(more.iter().map(text)).collect::<Vec<_>>().join(", ")
+                    }
+                    _ => text(&r[*k]),
+                }));
                 row
             })
             .collect();

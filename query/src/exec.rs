@@ -94,6 +94,10 @@ pub struct Item {
     /// The call-site (or reference, import) line of that edge, in the file of the source unit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
+    /// For traversal rows: the further lines where the same unit calls (references, imports) the
+    /// same unit, in order (`line` is the first): a row per pair of units, every site listed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also_at: Vec<u32>,
     /// For path and cycle results: which path or cycle the row belongs to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<usize>,
@@ -155,6 +159,7 @@ struct Row {
     from: Option<String>,
     direction: Option<&'static str>,
     line: Option<u32>,
+    also_at: Vec<u32>,
     group: Option<usize>,
     callee: Option<String>,
     source: Option<String>,
@@ -366,6 +371,7 @@ fn item(snapshot: &Snapshot, row: &Row) -> Item {
         from: row.from.clone(),
         direction: row.direction,
         line: row.line,
+        also_at: row.also_at.clone(),
         group: row.group,
         callee: row.callee.clone(),
         source: row.source.clone(),
@@ -1065,7 +1071,10 @@ fn traverse(
     // Each node carries whether the way it was reached stands on stale evidence.
     let mut queue: VecDeque<(String, u32, usize, bool)> =
         starts.iter().enumerate().map(|(i, s)| (s.clone(), 0, i, tainted.contains(s))).collect();
-    let mut rows = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
+    // The row each unit reached got, by (unit, from, edge kind): a further edge between the same
+    // two units (a second call site) adds its line to that row.
+    let mut row_of: FxHashMap<(String, String, EdgeKind), usize> = FxHashMap::default();
     'outer: while let Some((node, d, origin, node_tainted)) = queue.pop_front() {
         if d >= max_depth {
             continue;
@@ -1073,6 +1082,16 @@ fn traverse(
         for (next, kind, line) in neighbours(exec.snapshot(), &node, traversal) {
             if !exec.tick()? {
                 break 'outer;
+            }
+            let reached = seen.contains(next.as_str()) || reported_starts.contains(next.as_str());
+            if let Some(&at) = reached.then(|| row_of.get(&(next.clone(), node.clone(), kind))).flatten() {
+                if let Some(line) = line
+                    && rows[at].line != Some(line)
+                    && !rows[at].also_at.contains(&line)
+                {
+                    rows[at].also_at.push(line);
+                }
+                continue;
             }
             let is_start = start_set.contains(next.as_str());
             if is_start {
@@ -1087,6 +1106,7 @@ fn traverse(
             }
             let (src, dst) = if direction == "in" { (&next, &node) } else { (&node, &next) };
             let stale_evidence = node_tainted || exec.edge_is_stale(src, dst, kind);
+            row_of.insert((next.clone(), node.clone(), kind), rows.len());
             rows.push(Row {
                 id: next.clone(),
                 depth: Some(d + 1),
@@ -1101,6 +1121,13 @@ fn traverse(
                 queue.push_back((next, d + 1, origin, stale_evidence));
             }
         }
+    }
+    // `line` is the first site, `also_at` the others in order.
+    for row in rows.iter_mut().filter(|r| !r.also_at.is_empty()) {
+        let mut lines: Vec<u32> = row.line.into_iter().chain(row.also_at.drain(..)).collect();
+        lines.sort_unstable();
+        row.line = lines.first().copied();
+        row.also_at = lines.split_off(1);
     }
     Ok(rows)
 }
