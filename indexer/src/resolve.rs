@@ -66,6 +66,35 @@ enum Value {
     Super(Target, Target),
 }
 
+/// What `self` and `cls` are in a method's code read from its summary: instances of (and)
+/// `receiver`, the class the method was called on; `defined_in` is the class whose body defines
+/// the method, where `super()` starts and private `__names` are looked up (Python mangles them
+/// to `_Class__name` of that class).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct SelfClass {
+    receiver: Target,
+    defined_in: Target,
+}
+
+impl SelfClass {
+    /// A method's code as its own class sees it.
+    fn own(class: Target) -> SelfClass {
+        SelfClass { receiver: class.clone(), defined_in: class }
+    }
+}
+
+/// Whether an attribute name is private to its class (`__name`, not `__dunder__`).
+fn is_mangled(attr: &str) -> bool {
+    attr.starts_with("__") && !attr.ends_with("__")
+}
+
+/// For a private `__name` read in a method called on a subclass: `self` as the defining class
+/// (`self.__make()` in `Base` is `self._Base__make`, never the subclass's own `__make`). `None`
+/// when the method's own view applies anyway.
+fn private_lookup(attr: &str, self_class: Option<&SelfClass>) -> Option<SelfClass> {
+    self_class.filter(|c| is_mangled(attr) && c.receiver != c.defined_in).map(|c| SelfClass::own(c.defined_in.clone()))
+}
+
 #[derive(Clone, Debug)]
 enum MroEntry {
     Class(Target),
@@ -975,7 +1004,7 @@ impl<'a> Resolver<'a> {
         let self_class = if self.summary_for(&var.module, &var.path).is_some_and(|s| s.name(&var.path).is_some()) {
             None
         } else {
-            var.owner()
+            var.owner().map(SelfClass::own)
         };
         let mut out = Vec::new();
         // Key-value stores (`self.adapters[prefix] = adapter`, or a dict written out) make the
@@ -1020,7 +1049,7 @@ impl<'a> Resolver<'a> {
     }
 
     /// Evaluates a summary expression (closed over module scope) in `module`.
-    fn eval_closed(&self, expr: &Expr, module: &Arc<str>, self_class: Option<&Target>, depth: u32) -> Vec<Value> {
+    fn eval_closed(&self, expr: &Expr, module: &Arc<str>, self_class: Option<&SelfClass>, depth: u32) -> Vec<Value> {
         if self.too_deep(depth) {
             return Vec::new();
         }
@@ -1043,11 +1072,22 @@ impl<'a> Resolver<'a> {
                 }
             }
             Expr::Attr(base, attr) => {
+                let own = private_lookup(attr, self_class);
                 let mut out = Vec::new();
-                for b in self.eval_closed(base, module, self_class, depth + 1) {
+                for b in self.eval_closed(base, module, own.as_ref().or(self_class), depth + 1) {
                     extend(&mut out, self.attr_of(&b, attr, depth + 1));
                 }
                 out
+            }
+            // `super()` in a method read from its summary (`return super().filter()`): the
+            // receiver, looked up from the class after the one defining the method in the
+            // receiver's MRO.
+            Expr::Call(callee)
+                if matches!(callee.as_ref(), Expr::Name(n) if n == "super")
+                    && self_class.is_some()
+                    && self.module_member(module, "super", depth + 1).is_empty() =>
+            {
+                self_class.map(|c| vec![Value::Super(c.defined_in.clone(), c.receiver.clone())]).unwrap_or_default()
             }
             Expr::Call(callee) => {
                 if let Expr::Attr(base, attr) = callee.as_ref() {
@@ -1055,7 +1095,8 @@ impl<'a> Resolver<'a> {
                     if self.too_deep(depth + 1) {
                         Vec::new()
                     } else {
-                        let bases = self.eval_closed(base, module, self_class, depth + 2);
+                        let own = private_lookup(attr, self_class);
+                        let bases = self.eval_closed(base, module, own.as_ref().or(self_class), depth + 2);
                         self.method_call_result(&bases, attr, false, depth)
                     }
                 } else {
@@ -1089,8 +1130,8 @@ impl<'a> Resolver<'a> {
                 vec![builtin_instance(constant_type(k))]
             }
             Expr::ItemAt(base, _) => self.elements_closed(base, module, self_class, depth + 1),
-            Expr::SelfRef => self_class.map(|c| vec![Value::Instance(c.clone())]).unwrap_or_default(),
-            Expr::ClsRef => self_class.map(|c| vec![Value::Class(c.clone())]).unwrap_or_default(),
+            Expr::SelfRef => self_class.map(|c| vec![Value::Instance(c.receiver.clone())]).unwrap_or_default(),
+            Expr::ClsRef => self_class.map(|c| vec![Value::Class(c.receiver.clone())]).unwrap_or_default(),
             Expr::Instance(ty) => instances(self.eval_closed(ty, module, self_class, depth + 1)),
             Expr::Declared(ty, value) => {
                 let promised = self.eval_closed(ty, module, self_class, depth + 1);
@@ -1115,7 +1156,13 @@ impl<'a> Resolver<'a> {
         self.deref(raw, depth)
     }
 
-    fn elements_closed(&self, expr: &Expr, module: &Arc<str>, self_class: Option<&Target>, depth: u32) -> Vec<Value> {
+    fn elements_closed(
+        &self,
+        expr: &Expr,
+        module: &Arc<str>,
+        self_class: Option<&SelfClass>,
+        depth: u32,
+    ) -> Vec<Value> {
         if self.too_deep(depth) {
             return Vec::new();
         }
@@ -1140,8 +1187,9 @@ impl<'a> Resolver<'a> {
                 let raw = match expr {
                     Expr::Name(n) => self.module_member(module, n, depth + 1),
                     Expr::Attr(base, attr) => {
+                        let own = private_lookup(attr, self_class);
                         let mut r = Vec::new();
-                        for b in self.eval_closed(base, module, self_class, depth + 1) {
+                        for b in self.eval_closed(base, module, own.as_ref().or(self_class), depth + 1) {
                             extend(&mut r, self.attr_of(&b, attr, depth + 1));
                         }
                         r
@@ -1194,7 +1242,7 @@ impl<'a> Resolver<'a> {
         base: &Expr,
         key: &str,
         module: &Arc<str>,
-        self_class: Option<&Target>,
+        self_class: Option<&SelfClass>,
         depth: u32,
     ) -> Vec<Value> {
         if self.too_deep(depth) {
@@ -1264,7 +1312,10 @@ impl<'a> Resolver<'a> {
                 return None;
             }
             for e in exprs.iter() {
-                extend(&mut out, self.item_closed(e, key, &t.module, t.owner().as_ref(), depth + 1));
+                extend(
+                    &mut out,
+                    self.item_closed(e, key, &t.module, t.owner().map(SelfClass::own).as_ref(), depth + 1),
+                );
             }
         }
         Some(out)
@@ -1279,7 +1330,7 @@ impl<'a> Resolver<'a> {
         expr: &Expr,
         path: &[u32],
         module: &Arc<str>,
-        self_class: Option<&Target>,
+        self_class: Option<&SelfClass>,
         depth: u32,
     ) -> Vec<Value> {
         if self.too_deep(depth) || path.len() > MAX_ELEMENT_PATH {
@@ -1303,7 +1354,13 @@ impl<'a> Resolver<'a> {
                             for e in self.var_exprs(&t).iter() {
                                 extend(
                                     &mut out,
-                                    self.element_closed(e, path, &t.module, t.owner().as_ref(), depth + 1),
+                                    self.element_closed(
+                                        e,
+                                        path,
+                                        &t.module,
+                                        t.owner().map(SelfClass::own).as_ref(),
+                                        depth + 1,
+                                    ),
                                 );
                             }
                         }
@@ -1350,7 +1407,7 @@ impl<'a> Resolver<'a> {
             let function = summary.as_ref().and_then(|s| s.function(&t.path));
             if let Some(f) = function.filter(|f| f.yields.is_empty() && !f.returns.is_empty()) {
                 return self.memoised(&self.call_results, CallKey::Element(t.clone(), path.to_vec()), || {
-                    let owner = t.owner();
+                    let owner = t.owner().map(SelfClass::own);
                     let mut out = Vec::new();
                     for r in &f.returns {
                         extend(&mut out, self.element_closed(r, path, &t.module, owner.as_ref(), depth + 1));
@@ -1407,7 +1464,10 @@ impl<'a> Resolver<'a> {
         for v in raw {
             if let Value::Var(t) = v {
                 for e in self.var_exprs(&t).iter() {
-                    extend(&mut out, self.elements_closed(e, &t.module, t.owner().as_ref(), depth + 1));
+                    extend(
+                        &mut out,
+                        self.elements_closed(e, &t.module, t.owner().map(SelfClass::own).as_ref(), depth + 1),
+                    );
                 }
                 // Elements a method of this file stores from its parameters
                 // (`self.adapters[prefix] = adapter`): what this file's calls pass.
@@ -1431,7 +1491,7 @@ impl<'a> Resolver<'a> {
         }
         self.with_function(callee, |t, f| {
             self.memoised(&self.call_results, CallKey::Elements(t.clone()), || {
-                let owner = t.owner();
+                let owner = t.owner().map(SelfClass::own);
                 let mut out = self.yielded(t, f, depth);
                 for r in &f.returns {
                     extend(&mut out, self.elements_closed(r, &t.module, owner.as_ref(), depth + 1));
@@ -1458,7 +1518,7 @@ impl<'a> Resolver<'a> {
 
     /// What the function `t` (summarised as `f`) yields.
     fn yielded(&self, t: &Target, f: &FunctionSummary, depth: u32) -> Vec<Value> {
-        let owner = t.owner();
+        let owner = t.owner().map(SelfClass::own);
         let mut out = Vec::new();
         for y in &f.yields {
             extend(&mut out, self.eval_closed(y, &t.module, owner.as_ref(), depth + 1));
@@ -1622,7 +1682,7 @@ impl<'a> Resolver<'a> {
                 if g_summary.returns_first_argument {
                     extend(&mut next, current.clone());
                 }
-                let owner = g.owner();
+                let owner = g.owner().map(SelfClass::own);
                 for r in &g_summary.returns {
                     for v in self.eval_closed(r, &g.module, owner.as_ref(), depth + 1) {
                         if matches!(v, Value::Function(_)) {
@@ -1672,7 +1732,7 @@ impl<'a> Resolver<'a> {
         };
         let mut returning = Vec::new();
         collect_returning(&annotation, &mut returning);
-        let owner = g.owner();
+        let owner = g.owner().map(SelfClass::own);
         let mut out = Vec::new();
         for r in returning {
             extend(&mut out, self.eval_closed(r, &g.module, owner.as_ref(), depth + 1));
@@ -1692,7 +1752,7 @@ impl<'a> Resolver<'a> {
                     && let Some(annotation) =
                         self.summary_for(&g.module, &g.path).and_then(|s| s.function(&g.path)?.annotation.clone())
                 {
-                    out = self.eval_closed(&annotation, &g.module, g.owner().as_ref(), depth + 1);
+                    out = self.eval_closed(&annotation, &g.module, g.owner().map(SelfClass::own).as_ref(), depth + 1);
                 }
                 out
             }
@@ -1703,22 +1763,26 @@ impl<'a> Resolver<'a> {
     /// What a call of function `t` returns: what its summary's returns evaluate to, lambdas it
     /// returns (this file), else what its return annotation promises.
     fn function_result(&self, t: &Target, depth: u32) -> Vec<Value> {
-        self.function_result_as(t, t.owner().as_ref(), depth)
+        self.function_result_as(t, None, depth)
     }
 
-    /// What the function or method `t` returns with `self` an instance of (and `cls`) the class
-    /// `self_class`: its own class, or a subclass it was called on.
-    fn function_result_as(&self, t: &Target, self_class: Option<&Target>, depth: u32) -> Vec<Value> {
+    /// What the function or method `t` returns; with `receiver`, called on that class (or an
+    /// instance of it), which inherits it: `self` and `cls` are then the receiver's, as at run
+    /// time (a returned `cls()` or `self`, and `self.m()` dispatched to the receiver's override),
+    /// while `super()` and private `__names` stay the defining class's (see [`SelfClass`]).
+    fn function_result_as(&self, t: &Target, receiver: Option<&Target>, depth: u32) -> Vec<Value> {
         let Some(summary) = self.summary_for(&t.module, &t.path) else {
             return Vec::new();
         };
         let Some(f) = summary.function(&t.path) else {
             return Vec::new();
         };
-        let owner = self_class.cloned();
+        let self_class = t
+            .owner()
+            .map(|owner| SelfClass { receiver: receiver.cloned().unwrap_or_else(|| owner.clone()), defined_in: owner });
         let mut out = Vec::new();
         for r in &f.returns {
-            extend(&mut out, self.eval_closed(r, &t.module, owner.as_ref(), depth + 1));
+            extend(&mut out, self.eval_closed(r, &t.module, self_class.as_ref(), depth + 1));
         }
         // A lambda returned by a function of this file (summaries leave lambdas out).
         if *t.module == *self.module
@@ -1735,7 +1799,7 @@ impl<'a> Resolver<'a> {
         if let Some(annotation) = &f.annotation
             && !names_repo_value(&out)
         {
-            let promised = self.eval_closed(annotation, &t.module, owner.as_ref(), depth + 1);
+            let promised = self.eval_closed(annotation, &t.module, self_class.as_ref(), depth + 1);
             prefer_promised(&mut out, promised);
         }
         out
@@ -1743,32 +1807,44 @@ impl<'a> Resolver<'a> {
 
     /// What `base.attr(...)` returns, where `bases` are the values of `base` (evaluated at
     /// `depth + 2`, as the callee's evaluation would) and `call_properties` says whether a
-    /// property read on an instance gives its getter's result (as in this file's code). A
-    /// method found on a subclass, or its instance, or through `super()` in one, returns what it
-    /// returns for that subclass: `Engine.build()`, with `build` a classmethod of a base that
-    /// returns `cls()`, is an `Engine`, and `engine.configure()` returning `self` is the
-    /// engine (both were the base's instance, so the next call reached the base's method, not the
-    /// subclass's override).
+    /// property read on an instance gives its getter's result (as in this file's code).
+    ///
+    /// A method defined by a base and looked up on a subclass (or its instance, or through
+    /// `super()` in one) returns what it returns for the subclass: `Engine.build()`, with `build`
+    /// a base's classmethod returning `cls()`, is an `Engine`, `engine.configure()` returning
+    /// `self` is the engine, and a base's `return self.request()` reaches the subclass's
+    /// `request`. They were the base's, so the next call reached the base's method, not the
+    /// subclass's override. Only for a method the
+    /// lookup found in a class body (not a callable an instance attribute or a property holds,
+    /// whose `self` is another object), a classmethod when the receiver is a class (an instance
+    /// method called on a class gets its `self` as an argument), never a staticmethod.
     fn method_call_result(&self, bases: &[Value], attr: &str, call_properties: bool, depth: u32) -> Vec<Value> {
         let mut out = Vec::new();
         for b in bases {
-            let receiver = match b {
-                Value::Class(k) | Value::Instance(k) | Value::Super(_, k) => Some(k),
-                _ => None,
+            let (receiver, on_class) = match b {
+                Value::Class(k) => (Some(k), true),
+                Value::Instance(k) | Value::Super(_, k) => (Some(k), false),
+                _ => (None, false),
             };
-            for v in self.deref(self.attr_of(b, attr, depth + 2), depth + 1) {
-                let callees = match (&v, b) {
-                    (Value::Function(t), Value::Instance(_)) if call_properties && self.method_flags(t).is_property => {
-                        self.call_result(&v, depth + 2)
+            for raw in self.attr_of(b, attr, depth + 2) {
+                // A method of a class body is a `Function`; an attribute's value comes as `Var`.
+                let from_class_body = matches!(raw, Value::Function(_));
+                for v in self.deref(vec![raw], depth + 1) {
+                    let property = matches!((&v, b), (Value::Function(t), Value::Instance(_))
+                        if call_properties && self.method_flags(t).is_property);
+                    if property {
+                        for c in self.call_result(&v, depth + 2) {
+                            extend(&mut out, self.call_result(&c, depth + 1));
+                        }
+                        continue;
                     }
-                    _ => vec![v],
-                };
-                for c in callees {
-                    match (&c, receiver) {
-                        (Value::Function(t), Some(k)) if self.inherited_by(t, k, depth + 1) => {
+                    match (&v, receiver) {
+                        (Value::Function(t), Some(k))
+                            if from_class_body && self.dispatches_on(t, k, on_class, depth + 1) =>
+                        {
                             extend(&mut out, self.call_result_on(t, k, depth + 1));
                         }
-                        _ => extend(&mut out, self.call_result(&c, depth + 1)),
+                        _ => extend(&mut out, self.call_result(&v, depth + 1)),
                     }
                 }
             }
@@ -1776,11 +1852,20 @@ impl<'a> Resolver<'a> {
         out
     }
 
-    /// Whether the method `t` belongs to a class that `class` inherits from (not `class` itself).
-    fn inherited_by(&self, t: &Target, class: &Target, depth: u32) -> bool {
+    /// Whether the method `t`, looked up on `class` (itself, or an instance of it when
+    /// `!on_class`), runs with `self` or `cls` the receiver's: `t` is inherited (defined by a
+    /// class `class` inherits from) and binds its first parameter to the receiver (a
+    /// classmethod, or an instance method on an instance; not a staticmethod or a property).
+    fn dispatches_on(&self, t: &Target, class: &Target, on_class: bool, depth: u32) -> bool {
         let Some(owner) = t.owner() else { return false };
-        owner != *class
-            && self.mro(class, depth + 1).iter().any(|entry| matches!(entry, MroEntry::Class(c) if *c == owner))
+        if owner == *class {
+            return false;
+        }
+        let flags = self.method_flags(t);
+        if flags.is_static || flags.is_property || (on_class && !flags.is_class) {
+            return false;
+        }
+        self.mro(class, depth + 1).iter().any(|entry| matches!(entry, MroEntry::Class(c) if *c == owner))
     }
 
     /// What the method `t`, inherited by `class`, returns when called on it (or its instance).
@@ -2415,7 +2500,7 @@ impl<'a> Resolver<'a> {
         expr: &'e Expr,
         method: &str,
         module: &Arc<str>,
-        self_class: Option<&Target>,
+        self_class: Option<&SelfClass>,
         depth: u32,
     ) -> Option<&'e Expr> {
         let base = method_receiver(expr, method)?;

@@ -780,7 +780,10 @@ pub fn resolve_symbol(snapshot: &Snapshot, symbol: &Symbol) -> Result<Vec<String
         }
         Symbol::Location { file, line } => {
             let Some(entry) = find_file(snapshot, file)? else {
-                return Err(QueryError::Invalid(format!("no indexed file '{file}'")));
+                let near = files_named_like(snapshot, file);
+                let hint =
+                    if near.is_empty() { String::new() } else { format!("; did you mean: {}?", near.join(", ")) };
+                return Err(QueryError::Invalid(format!("no indexed file '{file}'{hint}")));
             };
             let innermost = entry
                 .graph
@@ -881,6 +884,34 @@ pub(crate) fn find_file(snapshot: &Snapshot, file: &str) -> Result<Option<Arc<fr
             Err(QueryError::Invalid(format!("'{file}' is ambiguous: {shown}{more}; write more of its path")))
         }
     }
+}
+
+/// Up to five indexed files whose name is like the end of `file`: the same name but for a
+/// leading underscore (`api.py` for `httpx/_api.py`), a name an edit or two away, or one
+/// containing it (`test_api.py`), closest first.
+fn files_named_like(snapshot: &Snapshot, file: &str) -> Vec<String> {
+    let wanted = file.rsplit('/').next().unwrap_or(file).to_ascii_lowercase();
+    // A short name needs a closer match: within two edits of `api.py` are `asgi.py` and `base.py`.
+    let slack = if wanted.len() < 10 { 1 } else { 2 };
+    let mut near: Vec<(usize, String)> = snapshot
+        .files()
+        .filter_map(|f| {
+            let path = &f.graph.path;
+            let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+            let distance = if name.trim_start_matches('_') == wanted.trim_start_matches('_') {
+                0
+            } else if name.contains(wanted.trim_end_matches(".py")) {
+                slack + 1
+            } else if name.len().abs_diff(wanted.len()) <= slack {
+                Some(edit_distance(&name, &wanted)).filter(|&d| d <= slack).unwrap_or(usize::MAX)
+            } else {
+                usize::MAX
+            };
+            (distance <= slack + 1).then(|| (distance, path.clone()))
+        })
+        .collect();
+    near.sort();
+    near.into_iter().take(5).map(|(_, path)| path).collect()
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {
