@@ -760,7 +760,7 @@ pub fn resolve_symbol(snapshot: &Snapshot, symbol: &Symbol) -> Result<Vec<String
             if !by_name.is_empty() {
                 return Ok(by_name);
             }
-            let exported = reexported(snapshot, name);
+            let exported = crate::reexport::reexported(snapshot, name);
             if !exported.is_empty() {
                 return Ok(exported);
             }
@@ -946,53 +946,6 @@ pub fn definitions_of(snapshot: &Snapshot, id: &str) -> Vec<String> {
         out.push(next);
     }
     out
-}
-
-/// The definitions a name reaches through a module that imports it: `httpx.Client` for
-/// `httpx._client.Client`, which `httpx/__init__.py` re-exports (by a star import there), and
-/// `httpx.Client.send` for its method. Users and LLM tools write the public path; the units are named where they are
-/// defined. The name is matched by the imported definition's own name (an import under another
-/// name, `from .x import Y as Z`, is not found as `pkg.Z`). Empty when no module prefix of the name
-/// imports it.
-fn reexported(snapshot: &Snapshot, name: &str) -> Vec<String> {
-    let segments: Vec<&str> = name.split('.').collect();
-    let mut out = Vec::new();
-    // The longest module prefix first: `pkg.sub.Name` is looked up in `pkg.sub` before `pkg`.
-    for split in (1..segments.len()).rev() {
-        let module = segments[..split].join(".");
-        if snapshot.kind_of(&module) != Some(UnitKind::Module) {
-            continue;
-        }
-        let (imported, rest) = (segments[split], &segments[split + 1..]);
-        for (edge, file) in snapshot.edges_from(&module) {
-            if edge.kind != EdgeKind::Imports {
-                continue;
-            }
-            // `from ._client import *` (as httpx's `__init__.py` does) imports the module's
-            // public names: the edge goes to the module.
-            let star = !imported.starts_with('_')
-                && snapshot.kind_of(&edge.dst) == Some(UnitKind::Module)
-                && edge
-                    .line
-                    .and_then(|line| file.text.lines().nth(line.saturating_sub(1) as usize))
-                    .is_some_and(|line| line.split('#').next().unwrap_or("").trim_end().ends_with("import *"));
-            let definition = if star {
-                format!("{}.{imported}", edge.dst)
-            } else if edge.dst.rsplit('.').next() == Some(imported) {
-                edge.dst.to_string()
-            } else {
-                continue;
-            };
-            let candidate = if rest.is_empty() { definition } else { format!("{definition}.{}", rest.join(".")) };
-            if snapshot.contains_unit(&candidate) && !out.contains(&candidate) {
-                out.push(candidate);
-            }
-        }
-        if !out.is_empty() {
-            break;
-        }
-    }
-    out.into_iter().flat_map(|id| definitions_of(snapshot, &id)).collect()
 }
 
 /// Whether `ids` are the definitions of one name (see [`definitions_of`]).

@@ -12,6 +12,7 @@ pub mod ast;
 pub mod exec;
 pub mod glob;
 pub mod parse;
+mod reexport;
 pub mod retrieve;
 mod width_table;
 

@@ -1,5 +1,6 @@
-//! A definition named by its public path, through the module that re-exports it (`httpx.Client`
-//! for `httpx._client.Client`): what users and LLM tools write.
+//! A definition named by its public path, through the module that binds it by an import
+//! (`httpx.Client` for `httpx._client.Client`): what users and LLM tools write. Found only where
+//! Python would find it.
 
 use fresco_indexer::{Indexer, IndexerOptions};
 use fresco_query::Context;
@@ -8,23 +9,29 @@ use fresco_query::Context;
 fn a_public_path_through_a_reexport_names_the_definition() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
-    std::fs::create_dir_all(root.join("shop/_impl")).expect("mkdir");
-    std::fs::write(
-        root.join("shop/__init__.py"),
-        "from ._impl.cart import Cart\nfrom ._impl import cart\nfrom ._impl.pay import *  # the public names\n",
-    )
-    .expect("write");
-    std::fs::write(root.join("shop/_impl/__init__.py"), "").expect("write");
-    std::fs::write(
-        root.join("shop/_impl/pay.py"),
-        "def pay(amount):\n    return amount\n\n\ndef _fee():\n    return 1\n",
-    )
-    .expect("write");
-    std::fs::write(
-        root.join("shop/_impl/cart.py"),
+    let write = |path: &str, text: &str| {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    };
+    write(
+        "shop/__init__.py",
+        "from ._impl.cart import Cart\nfrom ._impl import cart\nfrom ._impl.pay import *  # the public names\n\
+         from ._impl.hidden import *\nfrom ._impl.other import Thing as _Thing\nimport shop._impl.deep\n\
+         from ._impl.first import *\nfrom ._impl.second import *\n\n\ndef lazy():\n    from ._impl.late import Late\n    return Late\n",
+    );
+    write("shop/_impl/__init__.py", "");
+    write("shop/_impl/pay.py", "def pay(amount):\n    return amount\n\n\ndef _fee():\n    return 1\n");
+    write("shop/_impl/hidden.py", "__all__ = [\"Public\"]\n\n\nclass Public:\n    pass\n\n\nclass Hidden:\n    pass\n");
+    write("shop/_impl/other.py", "class Thing:\n    pass\n");
+    write("shop/_impl/deep.py", "def g():\n    return 1\n");
+    write("shop/_impl/first.py", "def twice():\n    return 1\n");
+    write("shop/_impl/second.py", "def twice():\n    return 2\n");
+    write("shop/_impl/late.py", "class Late:\n    pass\n");
+    write(
+        "shop/_impl/cart.py",
         "class Cart:\n    def total(self):\n        return 0\n\n\ndef checkout(cart: Cart):\n    return cart.total()\n",
-    )
-    .expect("write");
+    );
     let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
     indexer.refresh().expect("index");
     let snapshot = indexer.snapshot().clone();
@@ -32,14 +39,26 @@ fn a_public_path_through_a_reexport_names_the_definition() {
         let out = fresco_query::run(&Context::new(&snapshot), query).unwrap_or_else(|e| panic!("{query}: {e}"));
         out.results.iter().map(|item| item.name.clone()).collect()
     };
+    let unknown = |query: &str| fresco_query::run(&Context::new(&snapshot), query).is_err();
     assert_eq!(names("show shop.Cart"), ["shop._impl.cart.Cart"]);
     assert_eq!(names("callers shop.Cart.total"), ["shop._impl.cart.checkout"]);
-    // A module imported by the package: its members by the package's path.
+    // A module the package binds: its members by the package's path.
     assert_eq!(names("show shop.cart.checkout"), ["shop._impl.cart.checkout"]);
-    // A star import's public names.
+    // A star import binds the public names, or what `__all__` lists.
     assert_eq!(names("show shop.pay"), ["shop._impl.pay.pay"]);
-    assert!(fresco_query::run(&Context::new(&snapshot), "show shop._fee").is_err(), "not public");
-    // A name nothing imports is still unknown, with suggestions.
+    assert!(unknown("show shop._fee"), "not public");
+    assert_eq!(names("show shop.Public"), ["shop._impl.hidden.Public"]);
+    assert!(unknown("show shop.Hidden"), "not in __all__");
+    // The name an import binds: `as` included.
+    assert_eq!(names("show shop._Thing"), ["shop._impl.other.Thing"]);
+    assert!(unknown("show shop.Thing"), "bound as _Thing");
+    // `import shop._impl.deep` binds `shop`, not `deep`; an import in a function binds nothing
+    // of the module.
+    assert!(unknown("show shop.deep.g"));
+    assert!(unknown("show shop.Late"));
+    // Two star imports of the same name: the last binds it.
+    assert_eq!(names("show shop.twice"), ["shop._impl.second.twice"]);
+    // A name nothing binds is still unknown, with suggestions.
     let err = fresco_query::run(&Context::new(&snapshot), "show shop.Basket").expect_err("unknown");
     assert!(err.to_string().contains("shop.Basket"), "{err}");
 }
