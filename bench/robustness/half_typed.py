@@ -17,7 +17,8 @@ saves between keystrokes, then indexes the edited copies and the original copies
 - `fstring`: a line cut inside an f-string's first replacement field (`log(f"{name` while
   typing);
 - `newdef`: a new function's header half-typed on the blank line above a `def` or `class` of the
-  same indentation, before its colon (`def n`, `def new_helper(value) -> bo`).
+  same indentation, before its colon (`def n`, `def new_helper(value) -> bo`);
+- `newdecorated`: the same on two blank lines, under a decorator (`@property`, `@app.route(...)`).
 
 No edit removes a line, so every unit of the original keeps its name, kind and start
 line: a unit missing from the edited copy was lost, one not in the original was invented.
@@ -121,6 +122,16 @@ def mutate(lines, kind, rng):
         indent = lines[i + 1][:len(lines[i + 1]) - len(lines[i + 1].lstrip())]
         typed = rng.choice(NEW_HEADERS)
         return lines[:i] + [indent + typed] + lines[i + 1:], i + 1
+    if kind == 'newdecorated':
+        # Two blank lines above a definition: a decorator, then the header being typed.
+        at = [i for i in range(1, len(lines) - 1) if lines[i - 1].strip() == '' and lines[i].strip() == ''
+              and re.match(r'\s*(async\s+def|def|class)\s', lines[i + 1])]
+        if not at:
+            return None
+        i = rng.choice(at)
+        indent = lines[i + 1][:len(lines[i + 1]) - len(lines[i + 1].lstrip())]
+        decorator = rng.choice(['@property', '@staticmethod', '@functools.cache', '@app.route("/new")'])
+        return lines[:i - 1] + [indent + decorator, indent + rng.choice(NEW_HEADERS)] + lines[i + 1:], i + 1
     if kind == 'docstring':
         at = triple_quoted_closings(lines)
         if not at:
@@ -164,7 +175,7 @@ def main():
     ap.add_argument('root')
     ap.add_argument('--files', type=int, default=300)
     ap.add_argument('--seed', type=int, default=7)
-    ap.add_argument('--edits', default='colon,call,string,indent,header,docstring,fstring,newdef')
+    ap.add_argument('--edits', default='colon,call,string,indent,header,docstring,fstring,newdef,newdecorated')
     args = ap.parse_args()
     files = list(python_files(args.root))
     print('| edit | files | files with every unit kept | units lost | units invented '

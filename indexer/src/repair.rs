@@ -399,13 +399,17 @@ pub(crate) fn insert_missing_colons(text: &str) -> Option<(String, Vec<u32>)> {
 /// (replaced by spaces, newlines kept), or `None` when there is none. Such a header is being
 /// typed above the next statement (`def ty`, or `def f(x) -> int` before its colon, above
 /// `def b(x):`), and tree-sitter read the next definition as its body: the next function lost
-/// its unit until the colon was typed (16 of 136 keystrokes of a new function typed above one of
+/// its unit until the colon was typed (16 of 102 keystrokes of a new function typed above one of
 /// httpx's lost it). A header with no body yet defines nothing Python could call; blanking it
-/// moves no offset. A header followed by a more indented line is
+/// moves no offset; so are the decorators above it, which would otherwise decorate the next
+/// definition. A header followed by a more indented line is
 /// [`insert_missing_colons`]'s; one with its brackets still open, [`close_unclosed_brackets`]'s.
 pub(crate) fn blank_bodiless_headers(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     let mut headers: Vec<(usize, usize)> = Vec::new();
+    // The decorators just above the current line, with their indentation: they go with the
+    // header (blanked alone, they would decorate the next definition).
+    let mut decorators: Vec<(usize, usize, usize)> = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
         let line_start = i;
@@ -413,14 +417,26 @@ pub(crate) fn blank_bodiless_headers(text: &str) -> Option<String> {
             i += 1;
         }
         let indent = i - line_start;
+        if matches!(bytes.get(i), None | Some(b'\n' | b'\r' | b'#')) {
+            // A blank or comment line: decorators may stand above it.
+            i = bytes[i..].iter().position(|&c| c == b'\n').map_or(bytes.len(), |p| i + p + 1);
+            continue;
+        }
         let definition = starts_definition(&bytes[i..]);
+        let decorator = bytes[i] == b'@';
         let line = logical_line(bytes, i);
         let start = i;
         i = line.end + 1;
+        if decorator {
+            decorators.push((start, line.code_end.min(bytes.len()), indent));
+            continue;
+        }
         if definition && !line.colon && line.depth == 0 && next_code_indent(bytes, i).is_none_or(|next| next <= indent)
         {
+            headers.extend(decorators.iter().filter(|d| d.2 == indent).map(|&(s, e, _)| (s, e)));
             headers.push((start, line.code_end.min(bytes.len())));
         }
+        decorators.clear();
     }
     if headers.is_empty() {
         return None;
@@ -1025,6 +1041,13 @@ mod tests {
         // Headers with a colon, or with a body below (the colon repair's), and names that only
         // start like a keyword are left alone.
         assert_eq!(blank_bodiless_headers("def f(x)\n    return x\ndefine = 1\nclass_ = 2\ndef g(): pass\n"), None);
+        // Its decorators go with it (else `b` would become a property); the next one's stay.
+        let text = "class C:\n    @property\n\n    def na\n    @staticmethod\n    def b():\n        return 1\n";
+        let blanked = blank_bodiless_headers(text).expect("blanked");
+        assert_eq!(
+            blanked,
+            "class C:\n             \n\n          \n    @staticmethod\n    def b():\n        return 1\n"
+        );
     }
 
     #[test]
