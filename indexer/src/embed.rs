@@ -966,7 +966,7 @@ pub struct EmbedWorkerOptions {
     /// Threads for [`EmbedWorker::embed_query`].
     pub query_threads: usize,
     /// During a long job, publish a partial index (see [`VectorIndex::missing`]) this often, and
-    /// after the first batch when no index was published yet.
+    /// as soon as half the texts have vectors when no index was published yet.
     pub partial_every: Duration,
 }
 
@@ -1377,11 +1377,17 @@ impl Worker {
             done += chunk.len();
             self.shared.embedded.fetch_add(chunk.len() as u64, Ordering::Relaxed);
             self.shared.set(LaneState::Embedding { done: already + done, total: already + total }, version);
-            // The first batch of a lane with no index at all is published at once: a daemon
-            // started on a repository without vectors answered `dense unavailable` for the first
-            // `partial_every` (a black-box finding), while the vectors it had could serve.
+            // A lane with no index at all publishes one as soon as half of the version's texts
+            // have vectors: a daemon restarted on stored vectors answered `dense unavailable` for
+            // the first `partial_every` (a black-box finding) while nearly all of them could
+            // serve. Not before half: the shortest texts come first (modules, constants), and a
+            // lane of a few dozen of them, fused at full weight, ranked worse than BM25 alone
+            // (a review finding).
             let nothing_published = self.shared.index.read().unwrap_or_else(|p| p.into_inner()).is_none();
-            if done < total && (nothing_published || last_publish.elapsed() >= self.options.partial_every) {
+            let half_covered = 2 * (already + done) >= already + total;
+            if done < total
+                && ((nothing_published && half_covered) || last_publish.elapsed() >= self.options.partial_every)
+            {
                 let index = self.build(snapshot, previous.as_ref(), &known, &fresh)?;
                 *self.shared.index.write().unwrap_or_else(|p| p.into_inner()) = Some((version, Arc::new(index)));
                 self.shared.partials.fetch_add(1, Ordering::Relaxed);

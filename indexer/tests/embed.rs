@@ -463,7 +463,7 @@ fn worker_embeds_once_and_reuses_the_store() {
 }
 
 #[test]
-fn a_worker_with_no_index_publishes_the_first_batch_at_once() {
+fn a_worker_with_no_index_publishes_one_once_half_is_embedded() {
     embedder();
     let repo = tempfile::tempdir().unwrap();
     let vectors = tempfile::tempdir().unwrap();
@@ -475,7 +475,8 @@ fn a_worker_with_no_index_publishes_the_first_batch_at_once() {
     let mut indexer = Indexer::in_memory(repo.path(), IndexerOptions::default());
     indexer.refresh().unwrap();
     let snap = indexer.snapshot().clone();
-    // Partial indexes every hour: only the first batch's can be published during this job.
+    // Partial indexes every hour: only the one at half can be published during this job (the
+    // first batch is a third of the texts, the second two thirds).
     let worker = EmbedWorker::start(
         VectorStore::open(vectors.path()).unwrap(),
         EmbedWorkerOptions { partial_every: Duration::from_secs(3600), ..options() },
