@@ -236,6 +236,7 @@ pub fn run_query(
         is_stale,
         resolution_is_stale: is_stale.map(|_| &resolution_is_stale as &dyn Fn(&str) -> bool),
         root: Some(root),
+        canonicalize: Some(&|path: &Path| std::fs::canonicalize(path).ok()),
     };
     let started = std::time::Instant::now();
     let mut output = fresco_query::run(&ctx, &params.text).map_err(|e| query_error(&e))?;

@@ -186,6 +186,14 @@ fn queries_answer_in_json_and_tables_with_stable_errors() {
     let out = run(&["query", root, "callees /elsewhere/pkg/core.py:6", "--json"]);
     let message = json(&out)["error"]["message"].as_str().unwrap_or("").to_string();
     assert!(message.contains("not a file under the indexed root"), "{message}");
+    // Through a symbolic link to the root (an editor that opened it by the link), and with `..`.
+    let links = tempfile::tempdir().expect("tempdir");
+    let link = links.path().join("link");
+    std::os::unix::fs::symlink(&canonical_root, &link).expect("symlink");
+    for path in [link.join("pkg/core.py"), canonical_root.join("pkg/../pkg/core.py")] {
+        let out = run(&["query", root, &format!("callees {}:6", path.display()), "--json"]);
+        assert_eq!(json(&out)["results"][0]["name"], "pkg.core.helper", "{}: {}", path.display(), stdout(&out));
+    }
 }
 
 #[test]

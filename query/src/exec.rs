@@ -200,6 +200,9 @@ pub struct Context<'a> {
     /// The repository's root, as the index names it: a query may then name a file by its
     /// absolute path (what an editor has), which is made relative to it.
     pub root: Option<&'a std::path::Path>,
+    /// How the file system names a path (through symbolic links), for an absolute path that is
+    /// not under `root` as written; the executor itself reads no file.
+    pub canonicalize: Option<&'a dyn Fn(&std::path::Path) -> Option<std::path::PathBuf>>,
 }
 
 impl<'a> Context<'a> {
@@ -213,6 +216,7 @@ impl<'a> Context<'a> {
             is_stale: None,
             resolution_is_stale: None,
             root: None,
+            canonicalize: None,
         }
     }
 }
@@ -309,14 +313,8 @@ impl Exec<'_, '_> {
 }
 
 pub fn execute(ctx: &Context, query: &Query) -> Result<Output, QueryError> {
-    let relative;
-    let query = match ctx.root {
-        Some(root) => {
-            relative = relative_paths(query, root)?;
-            &relative
-        }
-        _ => query,
-    };
+    let relative = relative_paths(query, ctx)?;
+    let query = &relative;
     let mut exec = Exec {
         ctx,
         started: Instant::now(),
@@ -806,23 +804,34 @@ pub fn resolve_symbol(snapshot: &Snapshot, symbol: &Symbol) -> Result<Vec<String
 /// are relative to it. A path outside the root is an error that says where the root is, rather
 /// than "no indexed file". File globs (`in "..."`, `where file`) are made relative when they
 /// start with the root.
-fn relative_paths(query: &Query, root: &std::path::Path) -> Result<Query, QueryError> {
+fn relative_paths(query: &Query, ctx: &Context) -> Result<Query, QueryError> {
+    let Some(root) = ctx.root else { return Ok(query.clone()) };
     let mut query = query.clone();
-    visit_paths(&mut query, &mut |path| {
+    visit_paths(&mut query, &mut |path, glob| {
         if !path.starts_with('/') {
             return Ok(());
         }
-        let relative = std::path::Path::new(path.as_str())
-            .strip_prefix(root)
-            .ok()
-            .and_then(|rest| rest.to_str())
-            .filter(|rest| !rest.is_empty())
-            .map(str::to_string);
+        let under = |p: &std::path::Path| -> Option<String> {
+            p.strip_prefix(root).ok().and_then(|rest| rest.to_str()).map(str::to_string)
+        };
+        if glob {
+            // A glob written from the root down; any other matches nothing, as it always did.
+            if let Some(rest) = under(std::path::Path::new(path.as_str())) {
+                *path = rest;
+            }
+            return Ok(());
+        }
+        // `a/../b` as the path it names; then, through symbolic links (an editor that opened the
+        // repository by a link has the link's path), as the file system names it.
+        let normal = lexically_normal(path);
+        let relative =
+            under(&normal).or_else(|| ctx.canonicalize.and_then(|c| c(&normal)).and_then(|real| under(&real)));
         match relative {
-            Some(rest) => {
+            Some(rest) if !rest.is_empty() => {
                 *path = rest;
                 Ok(())
             }
+            Some(_) => Err(QueryError::Invalid(format!("'{path}' is the indexed root itself, not a file under it"))),
             None => Err(QueryError::Invalid(format!(
                 "'{path}' is not a file under the indexed root {}: name files by their path under it",
                 root.display()
@@ -832,10 +841,30 @@ fn relative_paths(query: &Query, root: &std::path::Path) -> Result<Query, QueryE
     Ok(query)
 }
 
-/// Calls `f` on every file path and file glob a query names.
-fn visit_paths(query: &mut Query, f: &mut dyn FnMut(&mut String) -> Result<(), QueryError>) -> Result<(), QueryError> {
-    let symbol = |s: &mut Symbol, f: &mut dyn FnMut(&mut String) -> Result<(), QueryError>| match s {
-        Symbol::Location { file, .. } => f(file),
+/// `path` with `.` and `..` components resolved by their text (`/r/pkg/../pkg/a.py` is
+/// `/r/pkg/a.py`).
+fn lexically_normal(path: &str) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::new();
+    for component in std::path::Path::new(path).components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Calls `f` on every file path and file glob (second argument `true`) a query names.
+fn visit_paths(
+    query: &mut Query,
+    f: &mut dyn FnMut(&mut String, bool) -> Result<(), QueryError>,
+) -> Result<(), QueryError> {
+    let symbol = |s: &mut Symbol, f: &mut dyn FnMut(&mut String, bool) -> Result<(), QueryError>| match s {
+        Symbol::Location { file, .. } => f(file, false),
         Symbol::Name(_) | Symbol::Glob(_) => Ok(()),
     };
     for stage in &mut query.stages {
@@ -848,12 +877,12 @@ fn visit_paths(query: &mut Query, f: &mut dyn FnMut(&mut String) -> Result<(), Q
                 symbol(to, f)?;
             }
             Stage::Context { target: ContextTarget::Unit(s), .. } => symbol(s, f)?,
-            Stage::Context { target: ContextTarget::New { file, .. }, .. } => f(file)?,
-            Stage::Find { file: Some(glob), .. } => f(glob)?,
+            Stage::Context { target: ContextTarget::New { file, .. }, .. } => f(file, false)?,
+            Stage::Find { file: Some(glob), .. } => f(glob, true)?,
             Stage::Where(conditions) => {
                 for condition in conditions {
                     if let Condition::FileGlob(glob) = condition {
-                        f(glob)?;
+                        f(glob, true)?;
                     }
                 }
             }

@@ -536,6 +536,7 @@ fn evaluate(
         is_stale: None,
         resolution_is_stale: None,
         root: None,
+        canonicalize: None,
     };
     // The plain name of a unit defined again in its scope selects every definition, and
     // `context` would pick the last: `#1` asks for the blanked first definition itself.

@@ -379,6 +379,7 @@ pub fn run(root: &Path, queries: usize, reps: usize, embed_seconds: u64) -> Resu
         is_stale: None,
         resolution_is_stale: None,
         root: None,
+        canonicalize: None,
     };
 
     let (searches, contexts) = pick(&snapshot, queries);
