@@ -561,8 +561,8 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             let wanted: Vec<Lane> = if lanes.is_empty() { vec![Lane::Bm25, Lane::Dense] } else { lanes.clone() };
             let mut health = std::collections::BTreeMap::new();
             // Each lane gives the same number of candidates whatever k is, so the fused ranking
-            // does not depend on it: the best of `k 3` is the best of `k 10`, and the top k is a
-            // prefix of the top k+n (fused from k per lane, `k 1` and `k 10` named different
+            // does not depend on it up to 50: the best of `k 3` is the best of `k 10`, and the
+            // top k is a prefix of the top k+n while k+n is at most 50 (fused from k per lane, `k 1` and `k 10` named different
             // best units on httpx, a black-box finding).
             let depth = (*k).max(SEARCH_LANE_DEPTH);
             let mut ranked = run_text_lanes(exec.snapshot(), exec.ctx.lanes, &wanted, text, depth, &mut health);
