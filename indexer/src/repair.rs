@@ -368,6 +368,11 @@ fn starts_word(line: &[u8]) -> bool {
 /// Keywords that begin a compound statement, whose header ends with a colon.
 const COMPOUND: &[&str] = &["def", "class", "if", "elif", "else", "for", "while", "with", "try", "except", "finally"];
 
+/// Where the code of the line starting at `start` begins: after its spaces, tabs and form feeds.
+fn after_indentation(bytes: &[u8], start: usize) -> usize {
+    start + bytes[start.min(bytes.len())..].iter().take_while(|c| matches!(c, b' ' | b'\t' | b'\x0c')).count()
+}
+
 /// The text with a colon inserted at the end of every compound statement header that lacks one
 /// and is followed by a more indented line, and where the colons went (their offsets in the
 /// returned text, ascending); `None` when no header lacks its colon.
@@ -378,9 +383,7 @@ pub(crate) fn insert_missing_colons(text: &str) -> Option<(String, Vec<u32>)> {
     while i < bytes.len() {
         // The start of a logical line: its indentation, then its first token.
         let line_start = i;
-        while i < bytes.len() && matches!(bytes[i], b' ' | b'\t' | b'\x0c') {
-            i += 1;
-        }
+        i = after_indentation(bytes, i);
         let indent = i - line_start;
         let compound = starts_compound(&bytes[i..]);
         let line = logical_line(bytes, i);
@@ -413,9 +416,7 @@ pub(crate) fn blank_bodiless_headers(text: &str) -> Option<String> {
     let mut i = 0;
     while i < bytes.len() {
         let line_start = i;
-        while i < bytes.len() && matches!(bytes[i], b' ' | b'\t' | b'\x0c') {
-            i += 1;
-        }
+        i = after_indentation(bytes, i);
         let indent = i - line_start;
         if matches!(bytes.get(i), None | Some(b'\n' | b'\r' | b'#')) {
             // A blank or comment line: decorators may stand above it.
@@ -476,9 +477,7 @@ pub(crate) fn blank_trailing_dots(text: &str) -> Option<String> {
     let mut dots = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
-        while i < bytes.len() && matches!(bytes[i], b' ' | b'\t' | b'\x0c') {
-            i += 1;
-        }
+        i = after_indentation(bytes, i);
         let line = logical_line(bytes, i);
         let end = line.code_end.min(bytes.len());
         if line.depth == 0 && end > i + 1 && bytes[end - 1] == b'.' {
@@ -744,10 +743,7 @@ fn starts_compound(line: &[u8]) -> bool {
 /// comment); `None` at the end of the text.
 fn next_code_indent(bytes: &[u8], mut start: usize) -> Option<usize> {
     while start < bytes.len() {
-        let mut i = start;
-        while i < bytes.len() && matches!(bytes[i], b' ' | b'\t' | b'\x0c') {
-            i += 1;
-        }
+        let i = after_indentation(bytes, start);
         match bytes.get(i) {
             None => return None,
             Some(b'\n' | b'\r' | b'#') => {
