@@ -236,7 +236,13 @@ pub fn run_query(
         is_stale,
         resolution_is_stale: is_stale.map(|_| &resolution_is_stale as &dyn Fn(&str) -> bool),
         root: Some(root),
-        canonicalize: Some(&|path: &Path| std::fs::canonicalize(path).ok()),
+        // A file not written yet (`context for ... in FILE`) through its directory.
+        canonicalize: Some(&|path: &Path| {
+            std::fs::canonicalize(path).ok().or_else(|| {
+                let real = std::fs::canonicalize(path.parent()?).ok()?;
+                Some(real.join(path.file_name()?))
+            })
+        }),
     };
     let started = std::time::Instant::now();
     let mut output = fresco_query::run(&ctx, &params.text).map_err(|e| query_error(&e))?;

@@ -652,6 +652,20 @@ impl<'a> Lowerer<'a> {
         self.src.get(node.start_byte()..node.end_byte()).unwrap_or("")
     }
 
+    /// The simple name of the class whose method's code `scope` is (the nearest class around
+    /// it), if any.
+    fn enclosing_class_name(&self, scope: ScopeId) -> Option<String> {
+        let mut s = Some(scope);
+        while let Some(id) = s {
+            let sc = &self.scopes[id as usize];
+            if sc.kind == ScopeKind::Class {
+                return sc.def.map(|d| self.defs[d as usize].name.to_string());
+            }
+            s = sc.parent;
+        }
+        None
+    }
+
     fn scope(&mut self, id: ScopeId) -> &mut ScopeB {
         &mut self.scopes[id as usize]
     }
@@ -2178,6 +2192,15 @@ impl<'a> Lowerer<'a> {
                     }
                     _ => None,
                 };
+                // `super(C, self)` with C not the class its code is in skips past C: not the
+                // `super()` it is read as (evaluation takes the enclosing class), so its value is
+                // left unknown. `super(Enclosing, self)`, the Python 2 spelling, is `super()`.
+                let explicit_super = matches!(&callee, Expr::Name(n) if n == "super")
+                    && node.field("arguments").is_some_and(|arguments| {
+                        let mut cursor = arguments.walk();
+                        let first = arguments.named_children(&mut cursor).find(|a| a.kind() != "comment");
+                        first.is_some_and(|first| Some(self.text(first)) != self.enclosing_class_name(scope).as_deref())
+                    });
                 self.container_mutation(&callee, &args, scope);
                 self.scope(scope).calls.push(CallSite {
                     callee: callee.clone(),
@@ -2186,6 +2209,9 @@ impl<'a> Lowerer<'a> {
                     args: args.into_boxed_slice(),
                     keywords: keywords.into_boxed_slice(),
                 });
+                if explicit_super {
+                    return Expr::Unknown;
+                }
                 wrapped.unwrap_or_else(|| Expr::Call(Box::new(callee)))
             }
             "subscript" => {

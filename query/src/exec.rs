@@ -94,8 +94,9 @@ pub struct Item {
     /// The call-site (or reference, import) line of that edge, in the file of the source unit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
-    /// For traversal rows: the further lines where the same unit calls (references, imports) the
-    /// same unit, in order (`line` is the first): a row per pair of units, every site listed.
+    /// For traversal rows: the further lines where the same two units are joined by an edge the
+    /// traversal follows (calls, references, imports; `via` names the first's kind), in order
+    /// (`line` is the first): a row per pair of units, every site listed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub also_at: Vec<u32>,
     /// For path and cycle results: which path or cycle the row belongs to.
@@ -929,7 +930,7 @@ fn files_named_like(snapshot: &Snapshot, file: &str) -> Vec<String> {
             let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
             let distance = if name.trim_start_matches('_') == wanted.trim_start_matches('_') {
                 0
-            } else if name.contains(wanted.trim_end_matches(".py")) {
+            } else if wanted.trim_end_matches(".py").len() >= 3 && name.contains(wanted.trim_end_matches(".py")) {
                 slack + 1
             } else if name.len().abs_diff(wanted.len()) <= slack {
                 Some(edit_distance(&name, &wanted)).filter(|&d| d <= slack).unwrap_or(usize::MAX)
@@ -1085,9 +1086,9 @@ fn traverse(
     let mut queue: VecDeque<(String, u32, usize, bool)> =
         starts.iter().enumerate().map(|(i, s)| (s.clone(), 0, i, tainted.contains(s))).collect();
     let mut rows: Vec<Row> = Vec::new();
-    // The row each unit reached got, by (unit, from, edge kind): a further edge between the same
-    // two units (a second call site) adds its line to that row.
-    let mut row_of: FxHashMap<(String, String, EdgeKind), usize> = FxHashMap::default();
+    // The row each unit reached got, by (unit, from): a further edge between the same two units
+    // (a second call site, or a reference where `via` says calls) adds its line to that row.
+    let mut row_of: FxHashMap<(String, String), usize> = FxHashMap::default();
     'outer: while let Some((node, d, origin, node_tainted)) = queue.pop_front() {
         if d >= max_depth {
             continue;
@@ -1097,7 +1098,7 @@ fn traverse(
                 break 'outer;
             }
             let reached = seen.contains(next.as_str()) || reported_starts.contains(next.as_str());
-            if let Some(&at) = reached.then(|| row_of.get(&(next.clone(), node.clone(), kind))).flatten() {
+            if let Some(&at) = reached.then(|| row_of.get(&(next.clone(), node.clone()))).flatten() {
                 if let Some(line) = line
                     && rows[at].line != Some(line)
                     && !rows[at].also_at.contains(&line)
@@ -1119,7 +1120,7 @@ fn traverse(
             }
             let (src, dst) = if direction == "in" { (&next, &node) } else { (&node, &next) };
             let stale_evidence = node_tainted || exec.edge_is_stale(src, dst, kind);
-            row_of.insert((next.clone(), node.clone(), kind), rows.len());
+            row_of.insert((next.clone(), node.clone()), rows.len());
             rows.push(Row {
                 id: next.clone(),
                 depth: Some(d + 1),
@@ -1171,16 +1172,23 @@ fn overridden_callers(snapshot: &Snapshot, id: &str) -> Vec<(String, usize)> {
             queue.push_back(edge.dst.clone());
         }
     }
-    // `super().step()` in the hierarchy's own `step` methods goes up the MRO, never down to the
-    // override: those sites are left out.
-    let chain: FxHashSet<String> =
-        seen.iter().chain(std::iter::once(&class.to_string())).map(|c| format!("{c}.{method}")).collect();
+    // Left out, as they never reach the override: a method of the same name calling it (an
+    // override's `super().step()`, in this hierarchy or a sibling one), and a construction of
+    // the base itself (`Base(...)` calls `Base.__init__` on a `Base`).
     out.into_iter()
         .filter_map(|candidate| {
+            let base = candidate.rsplit_once('.').map_or("", |(base, _)| base);
             let sites = snapshot
                 .edges_to(&candidate)
                 .iter()
-                .filter(|(e, _)| e.kind == EdgeKind::Calls && !chain.contains(&e.src))
+                .filter(|(e, _)| {
+                    let same_name = e.src.rsplit('.').next() == Some(method);
+                    let construction = snapshot
+                        .edges_from(&e.src)
+                        .iter()
+                        .any(|(other, _)| other.kind == EdgeKind::Calls && other.dst == base && other.line == e.line);
+                    e.kind == EdgeKind::Calls && !same_name && !construction
+                })
                 .count();
             (sites > 0).then_some((candidate, sites))
         })
