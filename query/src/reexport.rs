@@ -19,6 +19,15 @@ use crate::exec::definitions_of;
 /// import (the longest such prefix first), the rest of the name looked up inside what it binds:
 /// `httpx.Client.send` is `httpx._client.Client.send`. Empty when none does.
 pub(crate) fn reexported(snapshot: &Snapshot, name: &str) -> Vec<String> {
+    found_through_imports(snapshot, name, 0).into_iter().flat_map(|id| definitions_of(snapshot, &id)).collect()
+}
+
+/// How many star imports deep a name is followed (`pkg/__init__.py` star-importing `pkg._a`,
+/// which star-imports `pkg._b`, is two).
+const MAX_STAR_DEPTH: u32 = 8;
+
+/// [`reexported`]'s units, before their redefinitions are added; `depth` star imports in.
+fn found_through_imports(snapshot: &Snapshot, name: &str, depth: u32) -> Vec<String> {
     let segments: Vec<&str> = name.split('.').collect();
     for split in (1..segments.len()).rev() {
         let module = segments[..split].join(".");
@@ -49,6 +58,11 @@ pub(crate) fn reexported(snapshot: &Snapshot, name: &str) -> Vec<String> {
                 let candidate = if rest.is_empty() { definition } else { format!("{definition}.{}", rest.join(".")) };
                 if snapshot.contains_unit(&candidate) {
                     found.push((line, candidate));
+                } else if imported == "*" && depth < MAX_STAR_DEPTH {
+                    // The star-imported module binds the name by an import of its own.
+                    for id in found_through_imports(snapshot, &candidate, depth + 1) {
+                        found.push((line, id));
+                    }
                 }
             }
         }
@@ -56,7 +70,7 @@ pub(crate) fn reexported(snapshot: &Snapshot, name: &str) -> Vec<String> {
             let mut ids: Vec<String> = found.into_iter().filter(|(line, _)| *line == last).map(|(_, id)| id).collect();
             ids.sort();
             ids.dedup();
-            return ids.into_iter().flat_map(|id| definitions_of(snapshot, &id)).collect();
+            return ids;
         }
     }
     Vec::new()

@@ -18,7 +18,7 @@ fn a_public_path_through_a_reexport_names_the_definition() {
         "shop/__init__.py",
         "from ._impl.cart import Cart\nfrom ._impl import cart\nfrom ._impl.pay import *  # the public names\n\
          from ._impl.hidden import *\nfrom ._impl.other import Thing as _Thing\nimport shop._impl.deep\n\
-         from ._impl.first import *\nfrom ._impl.second import *\n\n\ndef lazy():\n    from ._impl.late import Late\n    return Late\n",
+         from ._impl.first import *\nfrom ._impl.second import *\nfrom ._impl.outer import *\n\n\ndef lazy():\n    from ._impl.late import Late\n    return Late\n",
     );
     write("shop/_impl/__init__.py", "");
     write("shop/_impl/pay.py", "def pay(amount):\n    return amount\n\n\ndef _fee():\n    return 1\n");
@@ -28,6 +28,12 @@ fn a_public_path_through_a_reexport_names_the_definition() {
     write("shop/_impl/first.py", "def twice():\n    return 1\n");
     write("shop/_impl/second.py", "def twice():\n    return 2\n");
     write("shop/_impl/late.py", "class Late:\n    pass\n");
+    // A star import of a module that star-imports another, and binds a name by an import.
+    write(
+        "shop/_impl/outer.py",
+        "from .inner import *\nfrom .other import Thing as Aliased\n\n__all__ = [\"Nested\", \"Aliased\"]\n",
+    );
+    write("shop/_impl/inner.py", "class Nested:\n    pass\n");
     write(
         "shop/_impl/cart.py",
         "class Cart:\n    def total(self):\n        return 0\n\n\ndef checkout(cart: Cart):\n    return cart.total()\n",
@@ -58,6 +64,9 @@ fn a_public_path_through_a_reexport_names_the_definition() {
     assert!(unknown("show shop.Late"));
     // Two star imports of the same name: the last binds it.
     assert_eq!(names("show shop.twice"), ["shop._impl.second.twice"]);
+    // Through a star import of a star import, and a name the star-imported module imports.
+    assert_eq!(names("show shop.Nested"), ["shop._impl.inner.Nested"]);
+    assert_eq!(names("show shop.Aliased"), ["shop._impl.other.Thing"]);
     // A name nothing binds is still unknown, with suggestions.
     let err = fresco_query::run(&Context::new(&snapshot), "show shop.Basket").expect_err("unknown");
     assert!(err.to_string().contains("shop.Basket"), "{err}");
