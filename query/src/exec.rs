@@ -95,8 +95,8 @@ pub struct Item {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
     /// For traversal rows: the further lines where the same two units are joined by an edge the
-    /// traversal follows (calls, references, imports; `via` names the first's kind), in order
-    /// (`line` is the first): a row per pair of units, every site listed.
+    /// traversal follows (calls, references, imports), in order; `line` is the site of the edge
+    /// `via` names: a row per pair of units, every site listed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub also_at: Vec<u32>,
     /// For path and cycle results: which path or cycle the row belongs to.
@@ -1136,12 +1136,9 @@ fn traverse(
             }
         }
     }
-    // `line` is the first site, `also_at` the others in order.
+    // `line` is the site of the edge `via` names; `also_at` the others, in order.
     for row in rows.iter_mut().filter(|r| !r.also_at.is_empty()) {
-        let mut lines: Vec<u32> = row.line.into_iter().chain(row.also_at.drain(..)).collect();
-        lines.sort_unstable();
-        row.line = lines.first().copied();
-        row.also_at = lines.split_off(1);
+        row.also_at.sort_unstable();
     }
     Ok(rows)
 }

@@ -473,6 +473,13 @@ fn check_impact(label: &str, snapshot: &Snapshot, sample: Option<usize>) -> usiz
                 "{label}: {q}: no {kind:?} edge {id} -> {from} at line {:?}",
                 r.line
             );
+            // Every further site listed is an edge between the same two units.
+            for line in &r.also_at {
+                assert!(
+                    IMPACT_KINDS.iter().any(|k| edges.contains(&(id.to_string(), from.to_string(), *k, Some(*line)))),
+                    "{label}: {q}: also_at {line} of {id} -> {from} is no edge"
+                );
+            }
             let from_depth = if from == x { 0 } else { want[from] };
             assert_eq!(
                 from_depth + 1,
