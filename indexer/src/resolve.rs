@@ -1857,7 +1857,7 @@ impl<'a> Resolver<'a> {
                     let property = matches!((&v, b), (Value::Function(t), Value::Instance(_))
                         if call_properties && self.method_flags(t).is_property);
                     if property {
-                        for c in self.call_result(&v, depth + 2) {
+                        for c in self.getter_result(&v, b, depth + 2) {
                             extend(&mut out, self.call_result(&c, depth + 1));
                         }
                         continue;
@@ -1881,15 +1881,27 @@ impl<'a> Resolver<'a> {
     /// class `class` inherits from) and binds its first parameter to the receiver (a
     /// classmethod, or an instance method on an instance; not a staticmethod or a property).
     fn dispatches_on(&self, t: &Target, class: &Target, on_class: bool, depth: u32) -> bool {
-        let Some(owner) = t.owner() else { return false };
-        if owner == *class {
-            return false;
-        }
         let flags = self.method_flags(t);
-        if flags.is_static || flags.is_property || (on_class && !flags.is_class) {
-            return false;
+        !(flags.is_static || flags.is_property || (on_class && !flags.is_class)) && self.is_inherited(t, class, depth)
+    }
+
+    /// What reading the property `getter` on `instance` gives: its getter's result, evaluated
+    /// for the instance's class when that class inherits the property (`@property def form(self):
+    /// return self.get_form()` reaches the subclass's `get_form`).
+    fn getter_result(&self, getter: &Value, instance: &Value, depth: u32) -> Vec<Value> {
+        match (getter, instance) {
+            (Value::Function(t), Value::Instance(k)) if self.is_inherited(t, k, depth) => {
+                self.call_result_on(t, k, depth)
+            }
+            _ => self.call_result(getter, depth),
         }
-        self.mro(class, depth + 1).iter().any(|entry| matches!(entry, MroEntry::Class(c) if *c == owner))
+    }
+
+    /// Whether the method `t` is defined by a class that `class` inherits from (not `class`).
+    fn is_inherited(&self, t: &Target, class: &Target, depth: u32) -> bool {
+        let Some(owner) = t.owner() else { return false };
+        owner != *class
+            && self.mro(class, depth + 1).iter().any(|entry| matches!(entry, MroEntry::Class(c) if *c == owner))
     }
 
     /// What the method `t`, inherited by `class`, returns when called on it (or its instance).
@@ -2229,7 +2241,7 @@ impl<'a> Resolver<'a> {
                             if let Some(h) = hits.as_deref_mut() {
                                 h.properties.push(t.clone());
                             }
-                            extend(&mut out, self.call_result(&v, depth + 1));
+                            extend(&mut out, self.getter_result(&v, b, depth + 1));
                             continue;
                         }
                         push(&mut out, v);
