@@ -950,6 +950,8 @@ pub struct WorkerStats {
     pub superseded: u64,
     /// Partial indexes published during long jobs.
     pub partials: u64,
+    /// Of the first partial index published, the units without a vector, and all its units.
+    pub first_partial: Option<(usize, usize)>,
 }
 
 /// Threads for embedding a query: the cores there are (at most 4). A query is one short forward
@@ -1053,6 +1055,7 @@ struct Shared {
     embedded: AtomicU64,
     jobs: AtomicU64,
     partials: AtomicU64,
+    first_partial: Mutex<Option<(usize, usize)>>,
     superseded: AtomicU64,
     stop: AtomicBool,
     query_first: QueryFirst,
@@ -1085,6 +1088,7 @@ impl EmbedWorker {
             embedded: AtomicU64::new(0),
             jobs: AtomicU64::new(0),
             partials: AtomicU64::new(0),
+            first_partial: Mutex::new(None),
             superseded: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             query_first: QueryFirst::default(),
@@ -1136,6 +1140,7 @@ impl EmbedWorker {
             jobs: self.shared.jobs.load(Ordering::Relaxed),
             superseded: self.shared.superseded.load(Ordering::Relaxed),
             partials: self.shared.partials.load(Ordering::Relaxed),
+            first_partial: *self.shared.first_partial.lock().unwrap_or_else(|p| p.into_inner()),
         }
     }
 
@@ -1389,6 +1394,11 @@ impl Worker {
                 && ((nothing_published && half_covered) || last_publish.elapsed() >= self.options.partial_every)
             {
                 let index = self.build(snapshot, previous.as_ref(), &known, &fresh)?;
+                self.shared
+                    .first_partial
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get_or_insert((index.missing(), index.len() + index.missing()));
                 *self.shared.index.write().unwrap_or_else(|p| p.into_inner()) = Some((version, Arc::new(index)));
                 self.shared.partials.fetch_add(1, Ordering::Relaxed);
                 last_publish = Instant::now();
