@@ -95,10 +95,59 @@ fn private_lookup(attr: &str, self_class: Option<&SelfClass>) -> Option<SelfClas
     self_class.filter(|c| is_mangled(attr) && c.receiver != c.defined_in).map(|c| SelfClass::own(c.defined_in.clone()))
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum MroEntry {
     Class(Target),
     External(Arc<str>),
+}
+
+/// C3 linearisation (Python's MRO): `head`, then a merge of `lists` (each base's MRO, then the
+/// direct bases in order). An inconsistent hierarchy, which CPython refuses, gets what was merged
+/// so far and then the lists depth-first, left to right, without repeats.
+///
+/// Each list is consumed through a cursor and every entry's occurrences in the lists' tails are
+/// counted, so a merge costs O(entries × lists) rather than O(entries² × lists): a chain of 1,600
+/// subclasses took 27 s with the textbook merge.
+fn c3_merge(head: MroEntry, lists: &[Vec<MroEntry>]) -> Vec<MroEntry> {
+    let mut result = vec![head];
+    let mut cursors = vec![0usize; lists.len()];
+    // How often each entry sits in a list after that list's cursor.
+    let mut in_tails: FxHashMap<&MroEntry, usize> = FxHashMap::default();
+    for list in lists {
+        for entry in list.iter().skip(1) {
+            *in_tails.entry(entry).or_default() += 1;
+        }
+    }
+    loop {
+        let heads = lists.iter().zip(&cursors).filter_map(|(list, &at)| list.get(at));
+        let mut heads = heads.peekable();
+        if heads.peek().is_none() {
+            return result;
+        }
+        let candidate = heads.find(|head| in_tails.get(head).copied().unwrap_or(0) == 0).cloned();
+        let Some(candidate) = candidate else {
+            let mut seen: FxHashSet<&MroEntry> = result.iter().collect();
+            let mut rest = Vec::new();
+            for entry in lists.iter().flatten() {
+                if seen.insert(entry) {
+                    rest.push(entry.clone());
+                }
+            }
+            result.extend(rest);
+            return result;
+        };
+        for (list, at) in lists.iter().zip(cursors.iter_mut()) {
+            if list.get(*at) == Some(&candidate) {
+                *at += 1;
+                if let Some(next_head) = list.get(*at)
+                    && let Some(count) = in_tails.get_mut(next_head)
+                {
+                    *count -= 1;
+                }
+            }
+        }
+        result.push(candidate);
+    }
 }
 
 /// A variable's assigned expressions in the summary that holds them (see [`Resolver::var_exprs`]).
@@ -875,41 +924,7 @@ impl<'a> Resolver<'a> {
             }
         }
         base_lists.push(direct);
-        let mut result = vec![MroEntry::Class(class.clone())];
-        let key = |e: &MroEntry| match e {
-            MroEntry::Class(t) => t.id(),
-            MroEntry::External(x) => x.to_string(),
-        };
-        let mut lists = base_lists.clone();
-        loop {
-            lists.retain(|l| !l.is_empty());
-            if lists.is_empty() {
-                break;
-            }
-            let candidate = lists.iter().map(|l| &l[0]).find(|head| {
-                let k = key(head);
-                !lists.iter().any(|l| l[1..].iter().any(|e| key(e) == k))
-            });
-            let Some(candidate) = candidate.cloned() else {
-                // Inconsistent hierarchy: depth-first, left to right, without repeats.
-                let mut seen: FxHashSet<String> = result.iter().map(key).collect();
-                for l in &base_lists {
-                    for e in l {
-                        if seen.insert(key(e)) {
-                            result.push(e.clone());
-                        }
-                    }
-                }
-                break;
-            };
-            let k = key(&candidate);
-            for l in lists.iter_mut() {
-                if key(&l[0]) == k {
-                    l.remove(0);
-                }
-            }
-            result.push(candidate);
-        }
+        let result = c3_merge(MroEntry::Class(class.clone()), &base_lists);
         let result = Arc::new(result);
         if self.cuts.get() == cuts_before {
             self.mros.borrow_mut().insert(class.clone(), result.clone());
@@ -3832,5 +3847,74 @@ mod builtin_attr_tests {
             let names = crate::builtin_members::members(ty).expect("a builtin type");
             assert!(names.windows(2).all(|w| w[0] < w[1]), "{ty}");
         }
+    }
+}
+
+#[cfg(test)]
+mod c3_tests {
+    use super::{MroEntry, Target, c3_merge};
+
+    fn class(name: &str) -> MroEntry {
+        MroEntry::Class(Target::new("m", name))
+    }
+
+    /// What CPython's MRO is, given each class's bases (classes listed after their bases).
+    fn linearise(classes: &[(&str, &[&str])]) -> std::collections::HashMap<String, Vec<MroEntry>> {
+        let mut mros: std::collections::HashMap<String, Vec<MroEntry>> = std::collections::HashMap::new();
+        for (name, bases) in classes {
+            let mut lists: Vec<Vec<MroEntry>> = bases.iter().map(|b| mros[*b].clone()).collect();
+            lists.push(bases.iter().map(|b| class(b)).collect());
+            mros.insert(name.to_string(), c3_merge(class(name), &lists));
+        }
+        mros
+    }
+
+    fn names(mro: &[MroEntry]) -> Vec<String> {
+        mro.iter()
+            .map(|e| match e {
+                MroEntry::Class(t) => t.path.to_string(),
+                MroEntry::External(x) => x.to_string(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn merges_as_cpython_does() {
+        // The example of "The Python 2.3 Method Resolution Order"; CPython prints this MRO for Z.
+        let mros = linearise(&[
+            ("O", &[]),
+            ("A", &["O"]),
+            ("B", &["O"]),
+            ("C", &["O"]),
+            ("D", &["O"]),
+            ("E", &["O"]),
+            ("K1", &["A", "B", "C"]),
+            ("K2", &["D", "B", "E"]),
+            ("K3", &["D", "A"]),
+            ("Z", &["K1", "K2", "K3"]),
+        ]);
+        assert_eq!(names(&mros["Z"]), ["Z", "K1", "K2", "K3", "D", "A", "B", "C", "E", "O"]);
+        assert_eq!(names(&mros["K3"]), ["K3", "D", "A", "O"]);
+    }
+
+    #[test]
+    fn an_inconsistent_hierarchy_falls_back_to_depth_first_without_repeats() {
+        // class X(A, B) and class Y(B, A), then class Z(X, Y): CPython raises TypeError.
+        let mros = linearise(&[
+            ("O", &[]),
+            ("A", &["O"]),
+            ("B", &["O"]),
+            ("X", &["A", "B"]),
+            ("Y", &["B", "A"]),
+            ("Z", &["X", "Y"]),
+        ]);
+        // Merged: Z, X, Y; then A and B are each in the other's tail.
+        assert_eq!(names(&mros["Z"]), ["Z", "X", "Y", "A", "B", "O"]);
+    }
+
+    #[test]
+    fn external_bases_keep_their_place() {
+        let lists = vec![vec![class("A"), MroEntry::External("abc.ABC".into())], vec![class("A")]];
+        assert_eq!(names(&c3_merge(class("B"), &lists)), ["B", "A", "abc.ABC"]);
     }
 }
