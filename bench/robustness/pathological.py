@@ -118,36 +118,30 @@ SHAPES = {
 }
 
 
-def star_import_chain(root, n):  # noqa: E302
-    # A package of n modules, m_i doing `from .m_{i+1} import *` and the last defining the names.
-    pkg = os.path.join(root, "pkg")
+# Shapes spanning a package: each gives the body of module m_i of n (written by `write_package`).
+
+
+def star_import_chain(i, n):
+    # m_i does `from .m_{i+1} import *`; the last defines the names.
+    body = f"from .m{i + 1} import *\n" if i + 1 < n else "".join(f"def g{j}():\n    pass\n" for j in range(50))
+    return body + f"def use{i}():\n    return g{i % 50}()\n"
+
+
+def alias_chain(i, n):
+    # m_i re-exports m_{i+1}'s function under its own name, and calls it through that name.
+    body = f"from .m{i + 1} import g{i + 1} as g{i}\n" if i + 1 < n else f"def g{i}():\n    pass\n"
+    return body + f"def use{i}():\n    return g{i}()\n"
+
+
+def import_cycle(i, n):
+    # One import cycle: m_i star-imports the next module and calls the previous one's function.
+    return f"from .m{(i + 1) % n} import *\ndef f{i}():\n    return f{(i - 1) % n}()\n"
+
+
+def write_package(root, module_body, n):
     for i in range(n):
-        body = f"from .m{i + 1} import *\n" if i + 1 < n else "".join(f"def g{j}():\n    pass\n" for j in range(50))
-        body += f"def use{i}():\n    return g{i % 50}()\n"
-        with open(os.path.join(pkg, f"m{i}.py"), "w") as f:
-            f.write(body)
-
-
-def alias_chain(root, n):
-    # m_i re-exports m_{i+1}'s `g` under an alias, and every module calls it through its own name.
-    pkg = os.path.join(root, "pkg")
-    for i in range(n):
-        if i + 1 < n:
-            body = f"from .m{i + 1} import g{i + 1} as g{i}\n"
-        else:
-            body = f"def g{i}():\n    pass\n"
-        body += f"def use{i}():\n    return g{i}()\n"
-        with open(os.path.join(pkg, f"m{i}.py"), "w") as f:
-            f.write(body)
-
-
-def import_cycle(root, n):
-    # n modules in one import cycle, each star-importing the next and calling the previous one's function.
-    pkg = os.path.join(root, "pkg")
-    for i in range(n):
-        body = f"from .m{(i + 1) % n} import *\ndef f{i}():\n    return f{(i - 1) % n}()\n"
-        with open(os.path.join(pkg, f"m{i}.py"), "w") as f:
-            f.write(body)
+        with open(os.path.join(root, "pkg", f"m{i}.py"), "w") as f:
+            f.write(module_body(i, n))
 
 
 MULTI_FILE = {"star_import_chain": (star_import_chain, 8), "alias_chain": (alias_chain, 50), "import_cycle": (import_cycle, 50)}
@@ -201,7 +195,7 @@ def main():
             os.makedirs(os.path.join(root, "pkg"))
             open(os.path.join(root, "pkg", "__init__.py"), "w").close()
             if name in MULTI_FILE:
-                MULTI_FILE[name][0](root, size)
+                write_package(root, MULTI_FILE[name][0], size)
             else:
                 with open(os.path.join(root, "pkg", "shape.py"), "w") as f:
                     f.write(SHAPES[name][0](size))

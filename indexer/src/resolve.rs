@@ -861,15 +861,25 @@ impl<'a> Resolver<'a> {
                 for star in &summary.star_imports {
                     // Whether `name` comes through depends on `__all__` and on `name` itself.
                     self.names_used.borrow_mut().insert(star, name);
-                    let public = match self.summary_for(star, "__all__") {
-                        Some(s) => s.is_public(name),
-                        None => self.lookup(star).0 == ModuleLookup::Missing,
-                    };
-                    if public {
-                        extend(&mut values, self.import_name(star, name, depth + 1));
-                        if !values.is_empty() {
-                            break;
+                    match self.summary_for(star, "__all__") {
+                        Some(s) if s.is_public(name) => extend(&mut values, self.import_name(star, name, depth + 1)),
+                        // Without `__all__`, `*` takes every public name of the module's
+                        // namespace, those its own star imports put there too (`a` star-imports
+                        // `b`, which star-imports `c`: `a` sees `c`'s names). Looked up as a
+                        // module-level name only: a submodule is in the namespace only once
+                        // something imported it.
+                        Some(s) if s.dunder_all.is_none() && !name.starts_with('_') && !s.star_imports.is_empty() => {
+                            let canonical = self.lookup(star).1.unwrap_or_else(|| Arc::from(&**star));
+                            extend(&mut values, self.module_member(&canonical, name, depth + 1));
                         }
+                        Some(_) => {}
+                        None if self.lookup(star).0 == ModuleLookup::Missing => {
+                            extend(&mut values, self.import_name(star, name, depth + 1))
+                        }
+                        None => {}
+                    }
+                    if !values.is_empty() {
+                        break;
                     }
                 }
             }
