@@ -1192,6 +1192,63 @@ fn overridden_callers(snapshot: &Snapshot, id: &str) -> Vec<(String, usize)> {
         .collect()
 }
 
+/// The methods overriding the method `id` in its class's subclasses (transitively, down the
+/// graph's `inherits` edges), in breadth-first order.
+fn overriding_methods(snapshot: &Snapshot, id: &str) -> Vec<String> {
+    let Some((class, method)) = id.rsplit_once('.') else { return Vec::new() };
+    let mut out = Vec::new();
+    let mut seen: FxHashSet<String> = FxHashSet::default();
+    let mut queue: VecDeque<String> = VecDeque::from([class.to_string()]);
+    // Bounded like `overridden_callers`: a framework's base class may have hundreds of subclasses.
+    while let Some(current) = queue.pop_front() {
+        if seen.len() >= 200 {
+            break;
+        }
+        for (edge, _) in snapshot.edges_to(&current) {
+            if edge.kind != EdgeKind::Inherits || !seen.insert(edge.src.clone()) {
+                continue;
+            }
+            let candidate = format!("{}.{method}", edge.src);
+            if snapshot.kind_of(&candidate) == Some(UnitKind::Method) {
+                out.push(candidate);
+            }
+            queue.push_back(edge.src.clone());
+        }
+    }
+    out
+}
+
+/// The methods `id` calls that subclasses override, each with the overrides: a call resolved to
+/// `A.step` (`self.step()` in a method of A, `a.step()` with `a: A`) runs `B.step` when the
+/// receiver is a B. Left out, as they never dispatch down: a method of the same name calling it
+/// (`super().step()`), a construction (`A(...)` runs `A.__init__` on an A) and `__init__` and
+/// `__new__` in general.
+fn dispatched_callees(snapshot: &Snapshot, id: &str) -> Vec<(String, Vec<String>)> {
+    let own_name = id.rsplit('.').next();
+    let edges = snapshot.edges_from(id);
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for (edge, _) in edges.iter() {
+        if edge.kind != EdgeKind::Calls
+            || snapshot.kind_of(&edge.dst) != Some(UnitKind::Method)
+            || out.iter().any(|(callee, _)| *callee == edge.dst)
+        {
+            continue;
+        }
+        let Some((class, method)) = edge.dst.rsplit_once('.') else { continue };
+        let construction = edges
+            .iter()
+            .any(|(other, _)| other.kind == EdgeKind::Calls && other.dst == class && other.line == edge.line);
+        if Some(method) == own_name || construction || method == "__init__" || method == "__new__" {
+            continue;
+        }
+        let overrides = overriding_methods(snapshot, &edge.dst);
+        if !overrides.is_empty() {
+            out.push((edge.dst.clone(), overrides));
+        }
+    }
+    out
+}
+
 /// "None" is not "unknown": say when call sites that fresco could not resolve might reach the
 /// unit (callers), or when the unit itself has unresolved call sites (callees).
 fn completeness_notes(exec: &mut Exec, id: &str, traversal: Traversal) {
@@ -1222,6 +1279,17 @@ fn completeness_notes(exec: &mut Exec, id: &str, traversal: Traversal) {
             }
         }
         Traversal::Callees | Traversal::Deps => {
+            for (callee, overrides) in dispatched_callees(snapshot, id) {
+                const SHOWN: usize = 6;
+                let mut listed = overrides.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+                if overrides.len() > SHOWN {
+                    listed.push_str(&format!(", ... ({} in all)", overrides.len()));
+                }
+                exec.notes.push(format!(
+                    "{id} calls {callee}, which subclasses override: at run time the call runs the override of the \
+                     receiver's class (dynamic dispatch): {listed}"
+                ));
+            }
             let own: Vec<&fresco_graph::Unresolved> = unit.file.unresolved().filter(|u| u.caller == id).collect();
             if !own.is_empty() {
                 let sample: Vec<String> =

@@ -34,3 +34,38 @@ fn callers_of_an_override_name_the_base_methods_call_sites() {
     assert_eq!(dispatch(notes("callers m.A.step")), None);
     assert_eq!(dispatch(notes("callers m.other")), None);
 }
+
+#[test]
+fn callees_of_a_method_name_the_overrides_its_calls_may_dispatch_to() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("m.py"),
+        "class A:\n    def step(self):\n        return 1\n\n    def run(self):\n        return self.step()\n\n\n\
+         class B(A):\n    def step(self):\n        return super().step() + 1\n\n\n\
+         class C(B):\n    def step(self):\n        return 2\n\n\n\
+         def drive(a: A):\n    return a.step()\n\n\ndef exact():\n    return A().step()\n\n\n\
+         def leaf(b: C):\n    return b.step()\n",
+    )
+    .expect("write");
+    let mut indexer = Indexer::in_memory(dir.path(), IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().expect("index");
+    let snapshot = indexer.snapshot().clone();
+    let dispatch = |query: &str| -> Option<String> {
+        fresco_query::run(&Context::new(&snapshot), query)
+            .unwrap_or_else(|e| panic!("{query}: {e}"))
+            .notes
+            .into_iter()
+            .find(|n| n.contains("dynamic dispatch"))
+    };
+    // `self.step()` in A.run runs B.step or C.step on their instances: both are named, in
+    // breadth-first order down the hierarchy.
+    let note = dispatch("callees m.A.run").expect("a dispatch note");
+    assert!(note.contains("calls m.A.step") && note.contains("m.B.step, m.C.step"), "{note}");
+    // The same through a parameter annotated with the base.
+    let note = dispatch("deps m.drive").expect("a dispatch note");
+    assert!(note.contains("m.B.step, m.C.step"), "{note}");
+    // super().step() goes up, never down; A().step() runs on an A; C.step has no overrides.
+    assert_eq!(dispatch("callees m.B.step"), None);
+    assert_eq!(dispatch("callees m.exact"), None);
+    assert_eq!(dispatch("callees m.leaf"), None);
+}
