@@ -944,6 +944,43 @@ impl<'a> Resolver<'a> {
         result
     }
 
+    /// What a name declared with an annotation holds (`iface: Base = Derived()`): what the
+    /// annotation promises, and where that names a repository class, also the assigned values
+    /// that are instances (classes, for `type[Base]`) of a subclass of a promised class: calls
+    /// then reach `Derived`'s methods, which are what runs, as well as `Base`'s, which other
+    /// assignments of any `Base` may run. An annotation naming no repository class (a proxy's
+    /// `LocalProxy`, `int`) gives way to the assigned values.
+    fn declared(&self, promised: Vec<Value>, assigned: impl FnOnce() -> Vec<Value>, depth: u32) -> Vec<Value> {
+        if !names_repo_class(&promised) {
+            return assigned();
+        }
+        let mut out = promised;
+        let promised_classes: Vec<(Target, bool)> = out
+            .iter()
+            .filter_map(|v| match v {
+                Value::Instance(t) => Some((t.clone(), true)),
+                Value::Class(t) => Some((t.clone(), false)),
+                _ => None,
+            })
+            .collect();
+        for v in assigned() {
+            let (t, instance) = match &v {
+                Value::Instance(t) => (t, true),
+                Value::Class(t) => (t, false),
+                _ => continue,
+            };
+            let refines = promised_classes.iter().any(|(p, p_instance)| {
+                *p_instance == instance
+                    && p != t
+                    && self.mro(t, depth + 1).iter().any(|e| matches!(e, MroEntry::Class(c) if c == p))
+            });
+            if refines {
+                push(&mut out, v);
+            }
+        }
+        out
+    }
+
     /// Looks `attr` up on a class through its MRO, skipping entries up to and including `after`.
     fn class_attr(&self, class: &Target, attr: &str, after: Option<&Target>, depth: u32) -> Vec<Value> {
         let mro = self.mro(class, depth + 1);
@@ -1170,11 +1207,8 @@ impl<'a> Resolver<'a> {
             Expr::Instance(ty) => instances(self.eval_closed(ty, module, self_class, depth + 1)),
             Expr::Declared(ty, value) => {
                 let promised = self.eval_closed(ty, module, self_class, depth + 1);
-                if names_repo_class(&promised) {
-                    promised
-                } else {
-                    self.eval_closed(value, module, self_class, depth + 1)
-                }
+                let assigned = || self.eval_closed(value, module, self_class, depth + 1);
+                self.declared(promised, assigned, depth)
             }
             Expr::Decorated(inner, count) => {
                 let mut out = Vec::new();
@@ -1249,11 +1283,8 @@ impl<'a> Resolver<'a> {
             }
             Expr::Declared(ty, value) => {
                 let promised = self.elements_closed(ty, module, self_class, depth + 1);
-                if names_repo_class(&promised) {
-                    promised
-                } else {
-                    self.elements_closed(value, module, self_class, depth + 1)
-                }
+                let assigned = || self.elements_closed(value, module, self_class, depth + 1);
+                self.declared(promised, assigned, depth)
             }
             Expr::Union(items) => {
                 let mut out = Vec::new();
@@ -2346,11 +2377,8 @@ impl<'a> Resolver<'a> {
             Expr::Instance(ty) => instances(self.eval_local(ty, scope, depth + 1)),
             Expr::Declared(ty, value) => {
                 let promised = self.eval_local(ty, scope, depth + 1);
-                if names_repo_class(&promised) {
-                    promised
-                } else {
-                    self.eval_site(value, scope, hits.as_deref_mut(), depth + 1)
-                }
+                let assigned = || self.eval_site(value, scope, hits.as_deref_mut(), depth + 1);
+                self.declared(promised, assigned, depth)
             }
             Expr::Decorated(inner, count) => {
                 let mut out = Vec::new();
@@ -2923,7 +2951,8 @@ impl<'a> Resolver<'a> {
             }
             Expr::Declared(ty, value) => {
                 let promised = self.elements_local(ty, scope, depth + 1);
-                if names_repo_class(&promised) { promised } else { self.elements_local(value, scope, depth + 1) }
+                let assigned = || self.elements_local(value, scope, depth + 1);
+                self.declared(promised, assigned, depth)
             }
             // A string's characters are strings, a bytes object's items integers (`text[0]`
             // with `text = "..."` or `text: str`).

@@ -1241,7 +1241,10 @@ fn dispatched_callees(snapshot: &Snapshot, id: &str) -> Vec<(String, Vec<String>
         if Some(method) == own_name || construction || method == "__init__" || method == "__new__" {
             continue;
         }
-        let overrides = overriding_methods(snapshot, &edge.dst);
+        // Overrides the unit's own edges already reach (a receiver known to be the subclass)
+        // are in the list as rows.
+        let mut overrides = overriding_methods(snapshot, &edge.dst);
+        overrides.retain(|o| !edges.iter().any(|(e, _)| e.kind == EdgeKind::Calls && e.dst == *o));
         if !overrides.is_empty() {
             out.push((edge.dst.clone(), overrides));
         }
