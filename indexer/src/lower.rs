@@ -1482,6 +1482,114 @@ impl<'a> Lowerer<'a> {
 
     // ---- assignments -----------------------------------------------------------------------
 
+    /// The rest of lowering a call, once its callee and arguments are lowered: the call site,
+    /// and the call's value. Kept out of [`Lowerer::expr`], whose stack frame bounds how deep
+    /// expressions nest (a debug build's frame holds every arm's locals).
+    #[inline(never)]
+    fn finish_call(
+        &mut self,
+        node: Node,
+        callee: Expr,
+        callee_span: (u32, u32),
+        mut args: Vec<Expr>,
+        keywords: Vec<(Name, Expr)>,
+        scope: ScopeId,
+    ) -> Expr {
+        // Trailing arguments that cannot flow anywhere need no position.
+        while args.last() == Some(&Expr::Unknown) {
+            args.pop();
+        }
+        // `staticmethod(f)` and `classmethod(f)` (in a class body: `handler =
+        // staticmethod(f)`) and `functools.partial(f, ...)` are, as values, the function
+        // they wrap: calling them calls it. (The wrapping call itself is still a call site.)
+        let wrapped = match (&callee, args.as_slice(), keywords.is_empty()) {
+            (Expr::Name(n), [only], true) if n == "staticmethod" || n == "classmethod" => Some(only.clone()),
+            // `partial(f, ...)`: calling it calls `f`.
+            (Expr::Name(n), [f, ..], _) if n == "partial" && *f != Expr::Unknown => Some(f.clone()),
+            (Expr::Attr(m, n), [f, ..], _)
+                if n == "partial" && matches!(m.as_ref(), Expr::Name(m) if m == "functools") && *f != Expr::Unknown =>
+            {
+                Some(f.clone())
+            }
+            _ => None,
+        };
+        // `super(C, self)` with C not the class its code is in skips past C: not the
+        // `super()` it is read as (evaluation takes the enclosing class), so its value is
+        // left unknown. `super(Enclosing, self)`, the Python 2 spelling, is `super()`.
+        let explicit_super = matches!(&callee, Expr::Name(n) if n == "super")
+            && node.field("arguments").is_some_and(|arguments| {
+                let mut cursor = arguments.walk();
+                let first = arguments.named_children(&mut cursor).find(|a| a.kind() != "comment");
+                first.is_some_and(|first| Some(self.text(first)) != self.enclosing_class_name(scope).as_deref())
+            });
+        self.container_mutation(&callee, &args, scope);
+        let special = self.special_call_value(&callee, node, &args, &keywords, scope);
+        self.scope(scope).calls.push(CallSite {
+            callee: callee.clone(),
+            callee_span,
+            line: line(node),
+            args: args.into_boxed_slice(),
+            keywords: keywords.into_boxed_slice(),
+        });
+        if explicit_super {
+            return Expr::Unknown;
+        }
+        if let Some(special) = special {
+            return special;
+        }
+        wrapped.unwrap_or_else(|| Expr::Call(Box::new(callee)))
+    }
+
+    /// The value of a call whose callee says more than a call's result: `typing.cast` and the
+    /// builtins that iterate over their arguments (see [`iteration_view`]). Kept out of
+    /// [`Lowerer::expr`], whose stack frame bounds how deep expressions nest.
+    #[inline(never)]
+    fn special_call_value(
+        &mut self,
+        callee: &Expr,
+        call: Node,
+        args: &[Expr],
+        keywords: &[(Name, Expr)],
+        scope: ScopeId,
+    ) -> Option<Expr> {
+        if let Some(cast) = self.typing_cast(callee, call, args, scope) {
+            return Some(cast);
+        }
+        let view = iteration_view(callee, args, keywords.iter().any(|(k, _)| k == "key"))?;
+        Some(Expr::Union(vec![Expr::Call(Box::new(callee.clone())), view]))
+    }
+
+    /// `typing.cast(T, value)` (also `cast(...)`, `t.cast(...)`): the value declared as a `T`, as
+    /// `x: T = value` declares it (a forward reference in quotes too).
+    fn typing_cast(&mut self, callee: &Expr, call: Node, args: &[Expr], scope: ScopeId) -> Option<Expr> {
+        let is_cast = match callee {
+            Expr::Name(n) => n == "cast",
+            Expr::Attr(base, n) => {
+                n == "cast"
+                    && matches!(base.as_ref(), Expr::Name(m) if matches!(m.as_str(), "typing" | "t" | "typing_extensions"))
+            }
+            _ => false,
+        };
+        if !is_cast {
+            return None;
+        }
+        let arguments = call.field("arguments")?;
+        let mut cursor = arguments.walk();
+        let positional: Vec<Node> = arguments
+            .named_children(&mut cursor)
+            .filter(|a| a.kind() != "comment" && a.kind() != "keyword_argument")
+            .collect();
+        let [ty, _] = positional.as_slice() else { return None };
+        // A quoted type's names are read here; an unquoted one was read as an argument.
+        let declared = if ty.kind() == "string" {
+            self.annotation(*ty, scope)
+        } else {
+            crate::annotation::type_expr(self.text(*ty))
+        };
+        let value = args.get(1).cloned().unwrap_or(Expr::Unknown);
+        Some(Expr::Declared(Box::new(declared), Box::new(value)))
+    }
+
     /// Lowers `left = right` (or `left: T = right`); returns the assigned value.
     fn assignment(&mut self, node: Node, stmt: Node, scope: ScopeId) -> Expr {
         self.nested(Expr::Unknown, |l| l.assignment_inner(node, stmt, scope))
@@ -2172,47 +2280,7 @@ impl<'a> Lowerer<'a> {
                         }
                     }
                 }
-                // Trailing arguments that cannot flow anywhere need no position.
-                while args.last() == Some(&Expr::Unknown) {
-                    args.pop();
-                }
-                // `staticmethod(f)` and `classmethod(f)` (in a class body: `handler =
-                // staticmethod(f)`) and `functools.partial(f, ...)` are, as values, the function
-                // they wrap: calling them calls it. (The wrapping call itself is still a call site.)
-                let wrapped = match (&callee, args.as_slice(), keywords.is_empty()) {
-                    (Expr::Name(n), [only], true) if n == "staticmethod" || n == "classmethod" => Some(only.clone()),
-                    // `partial(f, ...)`: calling it calls `f`.
-                    (Expr::Name(n), [f, ..], _) if n == "partial" && *f != Expr::Unknown => Some(f.clone()),
-                    (Expr::Attr(m, n), [f, ..], _)
-                        if n == "partial"
-                            && matches!(m.as_ref(), Expr::Name(m) if m == "functools")
-                            && *f != Expr::Unknown =>
-                    {
-                        Some(f.clone())
-                    }
-                    _ => None,
-                };
-                // `super(C, self)` with C not the class its code is in skips past C: not the
-                // `super()` it is read as (evaluation takes the enclosing class), so its value is
-                // left unknown. `super(Enclosing, self)`, the Python 2 spelling, is `super()`.
-                let explicit_super = matches!(&callee, Expr::Name(n) if n == "super")
-                    && node.field("arguments").is_some_and(|arguments| {
-                        let mut cursor = arguments.walk();
-                        let first = arguments.named_children(&mut cursor).find(|a| a.kind() != "comment");
-                        first.is_some_and(|first| Some(self.text(first)) != self.enclosing_class_name(scope).as_deref())
-                    });
-                self.container_mutation(&callee, &args, scope);
-                self.scope(scope).calls.push(CallSite {
-                    callee: callee.clone(),
-                    callee_span,
-                    line: line(node),
-                    args: args.into_boxed_slice(),
-                    keywords: keywords.into_boxed_slice(),
-                });
-                if explicit_super {
-                    return Expr::Unknown;
-                }
-                wrapped.unwrap_or_else(|| Expr::Call(Box::new(callee)))
+                self.finish_call(node, callee, callee_span, args, keywords, scope)
             }
             "subscript" => {
                 let value = node.field("value").map(|v| self.expr(v, scope));
@@ -2643,6 +2711,35 @@ fn is_statement_like(kind: &str) -> bool {
 }
 
 /// A call argument as kept in a [`CallSite`]: only what can flow into a parameter.
+/// What iterating the result of a builtin that iterates over its arguments gives, as a list of
+/// those elements: `enumerate(xs)` pairs of an `int` and an element of `xs`, `zip(a, b)` pairs of
+/// their elements, `sorted(xs)`, `reversed(xs)`, `iter(xs)`, `tuple(xs)`, `frozenset(xs)` and
+/// `filter(f, xs)` the elements of `xs`. The call keeps its own value beside it (the builtin's
+/// result type), so `for i, x in enumerate(self.items)` gives `x` what `self.items` holds. (`list`
+/// and `set` are containers of their own: see [`Lowerer::container_mutation`].) `sorted` counts
+/// only with a `key=`: a container's elements are, for a dict, its values, where iterating it
+/// gives its keys, and `sorted(commands)` of a dict is how its keys are listed in order, while
+/// objects are sorted by a key. A function of the same name defined in the file would only add
+/// the argument's elements.
+fn iteration_view(callee: &Expr, args: &[Expr], sorted_by_key: bool) -> Option<Expr> {
+    let Expr::Name(name) = callee else { return None };
+    let element = |xs: &Expr| (*xs != Expr::Unknown).then(|| Expr::Subscript(Box::new(xs.clone())));
+    let list_of = |item: Expr| Expr::Container(ContainerKind::List, vec![item]);
+    match (name.as_str(), args) {
+        ("sorted", [xs, ..]) if sorted_by_key => element(xs).map(list_of),
+        ("reversed" | "iter" | "tuple" | "frozenset", [xs, ..]) => element(xs).map(list_of),
+        ("filter", [_, xs]) => element(xs).map(list_of),
+        ("enumerate", [xs, ..]) => {
+            element(xs).map(|x| list_of(Expr::Container(ContainerKind::Tuple, vec![Expr::Literal("int"), x])))
+        }
+        ("zip", items) if !items.is_empty() && items.iter().any(|xs| *xs != Expr::Unknown) => {
+            let elements = items.iter().map(|xs| element(xs).unwrap_or(Expr::Unknown)).collect();
+            Some(list_of(Expr::Container(ContainerKind::Tuple, elements)))
+        }
+        _ => None,
+    }
+}
+
 fn flow_only(arg: Expr) -> Expr {
     if is_flow_worthy(&arg) { arg } else { Expr::Unknown }
 }

@@ -969,11 +969,9 @@ impl<'a> Resolver<'a> {
                 Value::Class(t) => (t, false),
                 _ => continue,
             };
-            let refines = promised_classes.iter().any(|(p, p_instance)| {
-                *p_instance == instance
-                    && p != t
-                    && self.mro(t, depth + 1).iter().any(|e| matches!(e, MroEntry::Class(c) if c == p))
-            });
+            let refines = promised_classes
+                .iter()
+                .any(|(p, p_instance)| *p_instance == instance && p != t && self.is_subclass(t, p, depth));
             if refines {
                 push(&mut out, v);
             }
@@ -1862,13 +1860,29 @@ impl<'a> Resolver<'a> {
         }
         // The inferred values win when they say something about the code; the return
         // annotation fills in when they do not (`return unknown_ext()`, `return None`).
-        if let Some(annotation) = &f.annotation
-            && !names_repo_value(&out)
-        {
+        if let Some(annotation) = &f.annotation {
             let promised = self.eval_closed(annotation, &t.module, self_class.as_ref(), depth + 1);
-            prefer_promised(&mut out, promised);
+            if !names_repo_value(&out) {
+                prefer_promised(&mut out, promised);
+            } else {
+                // A promised class no inferred instance belongs to (`-> Group` where the values
+                // seen are `Command`s: the `Group` passed in as `cls` came from another file) is
+                // added: the values found are not all there is.
+                for p in promised {
+                    if let Value::Instance(class) = &p
+                        && !out.iter().any(|v| matches!(v, Value::Instance(t) if self.is_subclass(t, class, depth)))
+                    {
+                        push(&mut out, p);
+                    }
+                }
+            }
         }
         out
+    }
+
+    /// Whether `class` is `base` or inherits from it.
+    fn is_subclass(&self, class: &Target, base: &Target, depth: u32) -> bool {
+        class == base || self.mro(class, depth + 1).iter().any(|e| matches!(e, MroEntry::Class(c) if c == base))
     }
 
     /// What `base.attr(...)` returns, where `bases` are the values of `base` (evaluated at
@@ -2501,6 +2515,9 @@ impl<'a> Resolver<'a> {
             Expr::Name(n) => {
                 self.bound_values(n, scope).into_iter().flat_map(|(e, s)| self.element_exprs(e, s, depth + 1)).collect()
             }
+            // `enumerate(xs)`: the call, and the list of pairs it iterates as (see
+            // `lower::iteration_view`).
+            Expr::Union(items) => items.iter().flat_map(|e| self.element_exprs(e, scope, depth + 1)).collect(),
             _ => Vec::new(),
         }
     }

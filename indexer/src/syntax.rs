@@ -270,8 +270,9 @@ pub enum Expr {
     /// (`x: T`, `-> T`) promises. Only classes (and builtin/external classes) count: an
     /// annotation naming anything else promises nothing.
     Instance(Box<Expr>),
-    /// `x: T = value`: instances of T when T names a class of the repository (the value may be a
-    /// proxy or come from outside), else whatever the value is.
+    /// `x: T = value` (also `typing.cast(T, value)`): instances of T when T names a class of the
+    /// repository (the value may be a proxy or come from outside), with the value's instances of
+    /// T's subclasses; else whatever the value is.
     Declared(Box<Expr>, Box<Expr>),
     /// `Callable[..., R]` in an annotation: something whose calls give R. It is no value by
     /// itself; what a decorator's annotation promises for the decorated name is read from it.
