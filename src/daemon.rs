@@ -45,6 +45,8 @@ struct Published {
 
 struct Shared {
     root: PathBuf,
+    /// Where the freshness gate writes its cookie files (see [`cookie_dir`]).
+    cookie_dir: PathBuf,
     /// What the last walk could not index (shown by `status` with the skipped files).
     walk_issues: Mutex<Vec<fresco_indexer::WalkIssue>>,
     current: Mutex<Arc<Published>>,
@@ -111,15 +113,22 @@ impl Shared {
     }
 
     /// Synchronises with the file system: when this returns, every change made before the call
-    /// has been registered as pending by the watcher.
-    fn sync_with_disk(&self) -> Result<(), ProtoError> {
+    /// has been registered as pending by the watcher. Waits for the watcher up to `wait` (at
+    /// least [`COOKIE_TIMEOUT`]): after an overflow of the kernel's event queue the watcher
+    /// rescans the tree before it reports the cookie.
+    fn sync_with_disk(&self, wait: Duration) -> Result<(), ProtoError> {
         let n = self.cookie_counter.fetch_add(1, Ordering::Relaxed);
         let name = format!("{}{}-{n}", watch::COOKIE_PREFIX, std::process::id());
-        let path = self.root.join(&name);
-        fs::write(&path, b"").map_err(|e| {
-            ProtoError::new("SYNC_FAILED", format!("cannot write a cookie file in {}: {e}", self.root.display()))
-        })?;
-        let seen = self.tracker.wait_cookie(&name, COOKIE_TIMEOUT);
+        // The index directory may have been deleted under the daemon (it is rewritten at the
+        // next commit): the root then takes the cookie.
+        let mut path = self.cookie_dir.join(&name);
+        if fs::write(&path, b"").is_err() {
+            path = self.root.join(&name);
+            fs::write(&path, b"").map_err(|e| {
+                ProtoError::new("SYNC_FAILED", format!("cannot write a cookie file in {}: {e}", self.root.display()))
+            })?;
+        }
+        let seen = self.tracker.wait_cookie(&name, wait.max(COOKIE_TIMEOUT));
         let _ = fs::remove_file(&path);
         if seen {
             Ok(())
@@ -154,7 +163,7 @@ impl Shared {
                 // registered yet and its file's items would be served old and unmarked. Then
                 // take what is pending BEFORE the version: a change applied in between is in
                 // that version; one still pending is listed (and its items marked).
-                self.sync_with_disk()?;
+                self.sync_with_disk(wait)?;
                 let (pending, rescan) = self.tracker.pending();
                 let published = self.current();
                 let mut stale = self.without_phantoms(pending, &published);
@@ -164,7 +173,7 @@ impl Shared {
                 Ok((published, stale))
             }
             Freshness::Strict => {
-                self.sync_with_disk()?;
+                self.sync_with_disk(wait)?;
                 // Only changes made before the query count; later ones may stay pending.
                 let upto = self.tracker.watermark();
                 let (pending, rescan) = self.tracker.pending_upto(upto);
@@ -179,12 +188,13 @@ impl Shared {
                 Ok((self.current(), Vec::new()))
             }
             Freshness::Wait => {
-                self.sync_with_disk()?;
+                let asked = Instant::now();
+                self.sync_with_disk(wait)?;
                 // Wait for the changes made before the query, not for the tree to go quiet
                 // (which, under continuous writes, it never does).
                 let upto = self.tracker.watermark();
                 let _ = self.flush.try_send(());
-                match self.tracker.wait_applied(upto, wait) {
+                match self.tracker.wait_applied(upto, wait.saturating_sub(asked.elapsed())) {
                     Ok(()) => Ok((self.current(), Vec::new())),
                     Err(files) => Err(ProtoError::stale(files)),
                 }
@@ -267,6 +277,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
     let shared = Arc::new(Shared {
         lanes,
         root: root.clone(),
+        cookie_dir: cookie_dir(&root, &options.db),
         current: Mutex::new(Arc::new(Published {
             snapshot: indexer.snapshot().clone(),
             history: Arc::new(indexer.history().clone()),
@@ -739,6 +750,32 @@ fn refuse_busy(mut stream: UnixStream, refusing: &Arc<AtomicUsize>) {
     });
     if spawned.is_err() {
         refusing.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Where the freshness gate writes its cookie files: the index directory when it is inside the
+/// watched root (the default `.fresco/`, whose `.gitignore` keeps them out of `git add -A`), else
+/// the root itself. A cookie lives for a few milliseconds, but in the root a concurrent
+/// `git add -A` saw it and failed ("unable to stat") or committed it.
+fn cookie_dir(root: &Path, db: &Path) -> PathBuf {
+    let db = fs::canonicalize(db).unwrap_or_else(|_| db.to_path_buf());
+    if db.starts_with(root) && db.is_dir() { db } else { root.to_path_buf() }
+}
+
+#[cfg(test)]
+mod cookie_dir_tests {
+    use super::*;
+
+    #[test]
+    fn cookies_go_to_an_index_directory_inside_the_root() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = fs::canonicalize(dir.path()).expect("canonical");
+        let inside = root.join(".fresco");
+        fs::create_dir(&inside).expect("mkdir");
+        assert_eq!(cookie_dir(&root, &inside), inside);
+        // An index elsewhere is not watched: the root it is.
+        let other = tempfile::tempdir().expect("tempdir");
+        assert_eq!(cookie_dir(&root, other.path()), root);
     }
 }
 
