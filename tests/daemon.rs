@@ -1238,3 +1238,30 @@ fn a_client_that_does_not_read_its_answers_does_not_hold_up_others() {
     assert_eq!(answer["count"], 300, "{answer}");
     drop(stuck);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Ignore files outside the tree the daemon watches recursively.
+
+#[test]
+fn ignore_files_above_the_root_and_in_a_nested_clone_hide_and_reveal_files_at_run_time() {
+    let env = Env::generated(&[
+        ("pkg/__init__.py".into(), "def f():\n    pass\n".into()),
+        ("tests/test_a.py".into(), "def test_f():\n    pass\n".into()),
+        ("vendored/lib/a.py".into(), "def vendored_g():\n    pass\n".into()),
+    ]);
+    std::fs::create_dir_all(env.path("vendored/.git/info")).expect("mkdir");
+    let daemon = env.start();
+    let mut c = daemon.conn();
+    let count = |c: &mut Conn, name: &str| c.ok(&format!("find \"{name}\" | count"), "wait")["count"].clone();
+    assert_eq!(count(&mut c, "test_f"), 1);
+    // The root is a subproject of a repository whose .gitignore lives in the directory above.
+    let above = env.tmp.path().join(".gitignore");
+    std::fs::write(&above, "repo/tests/\n").expect("write");
+    assert_eq!(count(&mut c, "test_f"), 0, "the parent's .gitignore hides tests/");
+    std::fs::write(&above, "# nothing\n").expect("write");
+    assert_eq!(count(&mut c, "test_f"), 1, "and reveals it again");
+    // A clone nested in the tree has its own .git/info/exclude.
+    assert_eq!(count(&mut c, "vendored_g"), 1);
+    env.write("vendored/.git/info/exclude", "lib/\n");
+    assert_eq!(count(&mut c, "vendored_g"), 0, "the nested clone's exclude file hides lib/");
+}

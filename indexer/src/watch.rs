@@ -249,6 +249,16 @@ impl IgnoreRules {
                     let (matcher, _) = ignore::gitignore::Gitignore::new(entry.path());
                     matchers.push(matcher);
                 }
+                // A repository nested in the tree (a vendored checkout) has its own
+                // `.git/info/exclude`; the root's is added below.
+                let exclude = entry.path().join(".git/info/exclude");
+                if entry.depth() > 0 && entry.file_type().is_some_and(|t| t.is_dir()) && exclude.is_file() {
+                    let mut builder = ignore::gitignore::GitignoreBuilder::new(entry.path());
+                    builder.add(&exclude);
+                    if let Ok(matcher) = builder.build() {
+                        matchers.push(matcher);
+                    }
+                }
             }
             // The rest of what the walk applies (see `walk::discover`), so that the daemon and
             // an in-process index see the same files: ignore files of the directories above the
@@ -316,6 +326,14 @@ pub fn start(
         });
     })?;
     watcher.watch(&root, RecursiveMode::Recursive)?;
+    // The ignore files of the directories above the root apply too (`IgnoreRules::load`): their
+    // directories are watched, not recursively, for those files alone. A directory that cannot
+    // be watched (permissions) keeps its rules until a restart.
+    if options.gitignore {
+        for ancestor in root.ancestors().skip(1) {
+            let _ = watcher.watch(ancestor, RecursiveMode::NonRecursive);
+        }
+    }
     let thread = std::thread::Builder::new()
         .name("fresco-watch".into())
         .spawn(move || debounce_loop(root, options, debounce, tracker, raw_rx, out, flush))
@@ -396,6 +414,16 @@ fn classify(
     }
     let mut added = false;
     for abs in &event.paths {
+        if !abs.starts_with(root) {
+            // An event of a directory above the root: only its ignore files matter.
+            let name = abs.file_name().and_then(|n| n.to_str());
+            if matches!(name, Some(".gitignore" | ".ignore")) {
+                *rules = IgnoreRules::load(root, options);
+                batch.rescan = Some(tracker.note_rescan());
+                added = true;
+            }
+            continue;
+        }
         let Some(rel) = walk::relative(root, abs) else {
             // A name that is not UTF-8 cannot be a graph file, but the walk lists such a file as
             // skipped, with why: a rescan records it (or forgets it once it is gone).
@@ -409,7 +437,7 @@ fn classify(
             }
             continue;
         };
-        if rel == ".git/info/exclude" {
+        if rel == ".git/info/exclude" || rel.ends_with("/.git/info/exclude") {
             // git's own ignore rules for this clone: they hide or reveal files as `.gitignore`
             // does (and the walk applies them), though they live in an excluded directory.
             *rules = IgnoreRules::load(root, options);
