@@ -252,7 +252,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
     if interactive {
         eprintln!("fresco: indexing {} ...", root.display());
     }
-    let mut indexer = Indexer::open(&root, &options.db, options.indexer.clone())?;
+    let mut indexer = open_when_free(&root, &options)?;
     (options.remember)()?;
     indexer.set_defer_persistence(true);
     if let Some(why) = indexer.rebuilt_store.take() {
@@ -750,6 +750,36 @@ fn refuse_busy(mut stream: UnixStream, refusing: &Arc<AtomicUsize>) {
     });
     if spawned.is_err() {
         refusing.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// How long a starting daemon waits for another fresco command (an in-process `query` or
+/// `index` bringing the stored index up to date) to release the index.
+const STORE_RELEASE_WAIT: Duration = Duration::from_secs(300);
+
+/// Opens the stored index, waiting while another fresco process holds it: an in-process command
+/// catching up after a branch switch holds it for seconds, and a daemon started meanwhile (an
+/// editor checking with `status`, then starting `serve`) died on the store's lock.
+fn open_when_free(root: &Path, options: &ServeOptions) -> Result<Indexer> {
+    let started = Instant::now();
+    let mut told = false;
+    loop {
+        match Indexer::open(root, &options.db, options.indexer.clone()).map_err(anyhow::Error::from) {
+            Err(err)
+                if err.chain().any(|e| e.to_string().contains("could not acquire lock"))
+                    && started.elapsed() < STORE_RELEASE_WAIT =>
+            {
+                if !told {
+                    eprintln!(
+                        "fresco: the index at {} is in use by another fresco command; waiting for it to finish",
+                        options.db.display()
+                    );
+                    told = true;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            other => return other,
+        }
     }
 }
 

@@ -664,13 +664,19 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
     match open_index(args) {
         Ok(indexer) => Ok(Answerer::InProcess(Box::new(indexer))),
         Err(err) if store_in_use(&err) && !client.no_daemon => {
-            eprintln!("fresco: the index is in use by another fresco process; waiting for its daemon to answer");
+            // A daemon still indexing before it listens, or another command (an in-process
+            // `query` catching up): whichever answers or lets go first.
+            eprintln!("fresco: the index is in use by another fresco process; waiting for it");
             let started = Instant::now();
             while started.elapsed() < DAEMON_STARTUP_WAIT {
                 if let Some(c) = client::Client::connect(root) {
                     return Ok(Answerer::Daemon(c));
                 }
-                std::thread::sleep(Duration::from_millis(200));
+                match open_index(args) {
+                    Ok(indexer) => return Ok(Answerer::InProcess(Box::new(indexer))),
+                    Err(again) if store_in_use(&again) => std::thread::sleep(Duration::from_millis(200)),
+                    Err(other) => return Err(other),
+                }
             }
             Err(err)
         }
@@ -707,8 +713,8 @@ impl std::fmt::Display for StoreInUse {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "the index at {} is in use by another fresco process (a daemon serving this repository: query through \
-             it, or stop it with `fresco stop`)",
+            "the index at {} is in use by another fresco process: a daemon serving this repository (query through \
+             it, or stop it with `fresco stop`), or another command still indexing (try again when it ends)",
             self.0.display()
         )
     }

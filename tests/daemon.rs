@@ -1265,3 +1265,22 @@ fn ignore_files_above_the_root_and_in_a_nested_clone_hide_and_reveal_files_at_ru
     env.write("vendored/.git/info/exclude", "lib/\n");
     assert_eq!(count(&mut c, "vendored_g"), 0, "the nested clone's exclude file hides lib/");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Another fresco command holding the stored index.
+
+#[test]
+fn serve_waits_for_a_command_holding_the_index_instead_of_dying_on_its_lock() {
+    let env = Env::generated(&[("m.py".into(), "def f():\n    pass\n".into())]);
+    // This process holds the stored index, as an in-process `fresco query` catching up does.
+    let holder = fresco_indexer::Indexer::open(&env.root, &env.db, fresco_indexer::IndexerOptions::default())
+        .expect("open the index");
+    let mut daemon = Daemon::spawn(&env.root, &env.db, &env.rt);
+    // The store's own open retries for about 2 s before it reports the lock.
+    std::thread::sleep(Duration::from_millis(3500));
+    assert!(daemon.wait_exit(Duration::from_millis(10)).is_none(), "serve died on the lock: {}", daemon.log());
+    assert!(daemon.log().contains("in use by another fresco command"), "{}", daemon.log());
+    drop(holder);
+    daemon.wait_ready();
+    assert_eq!(daemon.conn().ok("find \"f\" | count", "wait")["count"], 1);
+}
