@@ -212,6 +212,17 @@ pub struct ServeOptions {
     pub remember: Box<dyn FnOnce() -> Result<()> + Send>,
 }
 
+/// The pid of a daemon that holds the root's lock: one serving, or one still indexing before it
+/// listens (its socket is not there yet).
+pub fn lock_holder(root: &Path) -> Option<String> {
+    let paths = daemon_paths(root).ok()?;
+    let lock = fs::OpenOptions::new().read(true).write(true).open(&paths.lock).ok()?;
+    if lock.try_lock().is_ok() {
+        return None;
+    }
+    Some(fs::read_to_string(&paths.lock).unwrap_or_default().trim().to_string())
+}
+
 pub fn serve(options: ServeOptions) -> Result<()> {
     let root = options.root.clone();
     let paths = daemon_paths(&root)?;

@@ -402,7 +402,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Stop { path } => {
             let root = root_of(&path)?;
-            let Some(mut c) = client::Client::connect(&root) else {
+            let mut connection = client::Client::connect(&root);
+            if connection.is_none()
+                && let Some(pid) = daemon::lock_holder(&root)
+            {
+                // A daemon still indexing before it listens: stop it once it does, rather than
+                // report that none runs while it goes on to serve.
+                eprintln!("fresco: the daemon of {} (pid {pid}) is still starting; waiting for it", root.display());
+                let started = Instant::now();
+                while connection.is_none() && started.elapsed() < DAEMON_STARTUP_WAIT {
+                    std::thread::sleep(Duration::from_millis(200));
+                    if daemon::lock_holder(&root).is_none() {
+                        break;
+                    }
+                    connection = client::Client::connect(&root);
+                }
+            }
+            let Some(mut c) = connection else {
                 eprintln!("fresco: no daemon serves {}", root.display());
                 return Ok(ExitCode::from(EXIT_NO_DAEMON));
             };

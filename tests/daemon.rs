@@ -1284,3 +1284,23 @@ fn serve_waits_for_a_command_holding_the_index_instead_of_dying_on_its_lock() {
     daemon.wait_ready();
     assert_eq!(daemon.conn().ok("find \"f\" | count", "wait")["count"], 1);
 }
+
+#[test]
+fn stop_during_a_daemons_start_waits_for_it_and_stops_it() {
+    let env = Env::generated(&[("m.py".into(), "def f():\n    pass\n".into())]);
+    // The daemon cannot open the index while this process holds it: it has taken the root's
+    // daemon lock but does not listen yet, as while it indexes a large tree.
+    let holder = fresco_indexer::Indexer::open(&env.root, &env.db, fresco_indexer::IndexerOptions::default())
+        .expect("open the index");
+    let mut daemon = Daemon::spawn(&env.root, &env.db, &env.rt);
+    std::thread::sleep(Duration::from_millis(500));
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        drop(holder);
+    });
+    let out = daemon.cli(&["stop", env.root_s()]);
+    release.join().expect("release");
+    assert!(out.status.success(), "stop: {}{}", stdout(&out), stderr(&out));
+    assert!(stderr(&out).contains("still starting"), "{}", stderr(&out));
+    assert!(daemon.wait_exit(Duration::from_secs(30)).is_some(), "the daemon stopped: {}", daemon.log());
+}
