@@ -1150,25 +1150,11 @@ fn traverse(
 /// must not let its list look complete.
 fn overridden_callers(snapshot: &Snapshot, id: &str) -> Vec<(String, usize)> {
     let Some((class, method)) = id.rsplit_once('.') else { return Vec::new() };
-    let mut out: Vec<String> = Vec::new();
-    let mut seen: FxHashSet<String> = FxHashSet::default();
-    let mut queue: VecDeque<String> = VecDeque::from([class.to_string()]);
-    // Bounded: a hierarchy is rarely deeper than a few dozen classes.
-    while let Some(current) = queue.pop_front() {
-        if seen.len() >= 200 {
-            break;
-        }
-        for (edge, _) in snapshot.edges_from(&current) {
-            if edge.kind != EdgeKind::Inherits || !seen.insert(edge.dst.clone()) {
-                continue;
-            }
-            let candidate = format!("{}.{method}", edge.dst);
-            if snapshot.kind_of(&candidate) == Some(UnitKind::Method) {
-                out.push(candidate);
-            }
-            queue.push_back(edge.dst.clone());
-        }
-    }
+    let out: Vec<String> = hierarchy(snapshot, class, Direction::Up)
+        .iter()
+        .map(|base| format!("{base}.{method}"))
+        .filter(|candidate| snapshot.kind_of(candidate) == Some(UnitKind::Method))
+        .collect();
     // Left out, as they never reach the override: a method of the same name calling it (an
     // override's `super().step()`, in this hierarchy or a sibling one), and a construction of
     // the base itself (`Base(...)` calls `Base.__init__` on a `Base`).
@@ -1196,23 +1182,38 @@ fn overridden_callers(snapshot: &Snapshot, id: &str) -> Vec<(String, usize)> {
 /// graph's `inherits` edges), in breadth-first order.
 fn overriding_methods(snapshot: &Snapshot, id: &str) -> Vec<String> {
     let Some((class, method)) = id.rsplit_once('.') else { return Vec::new() };
-    let mut out = Vec::new();
+    hierarchy(snapshot, class, Direction::Down)
+        .into_iter()
+        .map(|subclass| format!("{subclass}.{method}"))
+        .filter(|candidate| snapshot.kind_of(candidate) == Some(UnitKind::Method))
+        .collect()
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Direction {
+    Up,
+    Down,
+}
+
+/// The classes above `class` (its bases, transitively) or below it (its subclasses), along the
+/// graph's `inherits` edges, breadth first. Bounded at 200: a framework's base class may have
+/// hundreds of subclasses.
+fn hierarchy(snapshot: &Snapshot, class: &str, direction: Direction) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
     let mut seen: FxHashSet<String> = FxHashSet::default();
     let mut queue: VecDeque<String> = VecDeque::from([class.to_string()]);
-    // Bounded like `overridden_callers`: a framework's base class may have hundreds of subclasses.
     while let Some(current) = queue.pop_front() {
-        if seen.len() >= 200 {
-            break;
-        }
-        for (edge, _) in snapshot.edges_to(&current) {
-            if edge.kind != EdgeKind::Inherits || !seen.insert(edge.src.clone()) {
+        let edges = match direction {
+            Direction::Up => snapshot.edges_from(&current),
+            Direction::Down => snapshot.edges_to(&current),
+        };
+        for (edge, _) in edges {
+            let next = if direction == Direction::Up { &edge.dst } else { &edge.src };
+            if edge.kind != EdgeKind::Inherits || seen.len() >= 200 || !seen.insert(next.clone()) {
                 continue;
             }
-            let candidate = format!("{}.{method}", edge.src);
-            if snapshot.kind_of(&candidate) == Some(UnitKind::Method) {
-                out.push(candidate);
-            }
-            queue.push_back(edge.src.clone());
+            out.push(next.clone());
+            queue.push_back(next.clone());
         }
     }
     out
