@@ -728,7 +728,7 @@ fn handle_export(shared: &Shared, params: &Value) -> Result<Value, ProtoError> {
         return Err(ProtoError::new("INVALID_REQUEST", "params.out must be an absolute path"));
     }
     let freshness = protocol::freshness_param(params)?;
-    let (published, _) = shared.gate(freshness, Duration::from_millis(protocol::DEFAULT_WAIT_MS))?;
+    let (published, _) = shared.gate(freshness, protocol::export_wait(params)?)?;
     let counts = crate::export::write(&published.snapshot, Path::new(out))
         .map_err(|e| ProtoError::new("EXPORT_FAILED", format!("{e:#}")))?;
     Ok(json!({"version": published.snapshot.version(), "nodes": counts.nodes, "edges": counts.edges, "out": out}))

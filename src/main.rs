@@ -339,7 +339,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                             root.display()
                         );
                     }
-                    let params = json!({"out": out_abs.display().to_string()});
+                    // An export is no interactive answer: after a branch switch it waits for the
+                    // daemon to catch up (as an in-process export would), up to the longest wait.
+                    let params = json!({"out": out_abs.display().to_string(), "wait_ms": protocol::MAX_TIMEOUT_MS});
                     match c.call("export", params, Duration::from_secs(600))? {
                         Ok(v) => eprintln!(
                             "exported version {}: {} nodes, {} edges to {}",
@@ -673,8 +675,9 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
     if let Some(c) = connect(root, client)? {
         return Ok(Answerer::Daemon(c));
     }
-    if client.no_daemon && client::Client::connect(root).is_some() {
-        // A daemon serves the root and holds its store: no need to wait on the store's lock.
+    if client.no_daemon && args.db.is_none() && client::Client::connect(root).is_some() {
+        // A daemon serves the root and holds its default store: no need to wait on the store's
+        // lock. Another `--db` is opened as given (in memory only if that one is in use too).
         return Ok(Answerer::InProcess(Box::new(index_in_memory(root, args)?)));
     }
     match open_index(args) {

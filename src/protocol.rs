@@ -102,7 +102,7 @@ impl Freshness {
 pub fn check_params(method: &str, params: &Value) -> Result<(), ProtoError> {
     let known: &[&str] = match method {
         "query" => &["query", "freshness", "limit", "timeout_ms", "wait_ms"],
-        "export" => &["out", "freshness"],
+        "export" => &["out", "freshness", "wait_ms"],
         "cancel" => &["id"],
         "status" | "shutdown" => &[],
         _ => return Ok(()),
@@ -173,6 +173,20 @@ pub fn query_params(params: &Value) -> Result<QueryParams, ProtoError> {
         limits: fresco_query::Limits { max_results: limit, timeout: Duration::from_millis(timeout) },
         wait: Duration::from_millis(wait),
     })
+}
+
+/// `params.wait_ms` of an `export`: how long the freshness gate may wait, as for a query.
+pub fn export_wait(params: &Value) -> Result<Duration, ProtoError> {
+    match params.get("wait_ms") {
+        None | Some(Value::Null) => Ok(Duration::from_millis(DEFAULT_WAIT_MS)),
+        Some(v) => match v.as_u64() {
+            Some(n) if (1..=MAX_TIMEOUT_MS).contains(&n) => Ok(Duration::from_millis(n)),
+            _ => Err(ProtoError::new(
+                "INVALID_REQUEST",
+                format!("params.wait_ms must be an integer from 1 to {MAX_TIMEOUT_MS}"),
+            )),
+        },
+    }
 }
 
 pub fn query_error(err: &fresco_query::QueryError) -> ProtoError {
@@ -456,5 +470,21 @@ fn trace_retrieval(query: &str, output: &fresco_query::Output, elapsed: Duration
     if let Ok(mut f) = file.lock() {
         use std::io::Write;
         let _ = writeln!(f, "{line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_export_takes_a_wait_like_a_query() {
+        assert!(check_params("export", &json!({"out": "/tmp/x", "wait_ms": 60000})).is_ok());
+        assert_eq!(export_wait(&json!({"out": "/x"})).ok(), Some(Duration::from_millis(DEFAULT_WAIT_MS)));
+        assert_eq!(export_wait(&json!({"wait_ms": 60000})).ok(), Some(Duration::from_millis(60000)));
+        for bad in [json!(0), json!(MAX_TIMEOUT_MS + 1), json!("soon")] {
+            let err = export_wait(&json!({ "wait_ms": bad })).err().map(|e| e.code);
+            assert_eq!(err, Some("INVALID_REQUEST"), "{bad}");
+        }
     }
 }
