@@ -38,6 +38,27 @@ pub fn write(snapshot: &Snapshot, out_dir: &Path) -> Result<ExportCounts> {
         writeln!(nodes, "{line}")?;
         node_count += 1;
     }
+    // A module whose file was skipped (too large, binary, unreadable) has no units, but other
+    // modules' imports and references still name it: its node keeps those edges from dangling.
+    for file in snapshot.files() {
+        let graph = &file.graph;
+        let Some(reason) = &graph.skipped else { continue };
+        if graph.module.is_empty() || snapshot.unit(&graph.module).is_some() {
+            continue;
+        }
+        let line = json!({
+            "id": graph.module,
+            "kind": "module",
+            "name": graph.module,
+            "file": graph.path,
+            "start_line": 0,
+            "end_line": 0,
+            "revision": graph.revision.to_string(),
+            "skipped": reason.to_string(),
+        });
+        writeln!(nodes, "{line}")?;
+        node_count += 1;
+    }
     for external in snapshot.externals() {
         let line = json!({
             "id": external,

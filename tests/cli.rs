@@ -622,3 +622,34 @@ fn the_settings_that_choose_files_are_kept_by_the_index_for_later_commands() {
     let (n, _) = files(&["status", root, "--json"]);
     assert_eq!(n, 2);
 }
+
+#[test]
+fn every_exported_edge_has_both_ends_among_the_nodes_even_to_a_skipped_module() {
+    let big = format!("def huge():\n    pass\n{}", "# pad\n".repeat(2000));
+    let repo = repo(&[
+        ("big.py", big.as_bytes()),
+        ("blob.py", b"\x00def x(): pass\n"),
+        ("app.py", b"import big\nfrom big import huge\nimport blob\n\n\ndef use():\n    huge()\n    big.huge()\n"),
+    ]);
+    let root = repo.path().to_str().expect("utf8");
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    let out = run(&["export", root, "--out", out_dir.path().to_str().expect("utf8"), "--max-file-size", "4096"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let nodes: Vec<serde_json::Value> = std::fs::read_to_string(out_dir.path().join("nodes.jsonl"))
+        .expect("nodes")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    let ids: HashSet<&str> = nodes.iter().filter_map(|n| n["id"].as_str()).collect();
+    let edges = edges_of(out_dir.path());
+    assert!(edges.iter().any(|(src, dst, _)| src == "app" && dst == "big"), "{edges:?}");
+    for (src, dst, kind) in &edges {
+        assert!(ids.contains(src.as_str()) && ids.contains(dst.as_str()), "{kind} {src} -> {dst}: {ids:?}");
+    }
+    // The skipped modules are nodes that say why.
+    for (module, why) in [("big", "too large"), ("blob", "binary")] {
+        let node = nodes.iter().find(|n| n["id"] == module).expect("a node for the skipped module");
+        assert_eq!(node["kind"], "module");
+        assert!(node["skipped"].as_str().is_some_and(|s| s.contains(why)), "{node}");
+    }
+}
