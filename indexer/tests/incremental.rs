@@ -514,3 +514,28 @@ fn the_index_ignores_itself_for_git_only_in_a_directory_of_its_own() {
     Indexer::open(&root, &db, options()).expect("open");
     assert!(!db.join(".gitignore").exists());
 }
+
+#[test]
+fn a_file_that_comes_back_unchanged_reuses_its_input_and_is_not_lowered_again() {
+    // A branch switched away and back removes files and writes them again: salsa never frees
+    // an input or what was derived from it, so a new input per return grew without bound.
+    let dir = tempfile::tempdir().expect("tempdir");
+    star_repo(dir.path(), 3);
+    let mut indexer = fresh(dir.path());
+    let text = std::fs::read_to_string(dir.path().join("app/user0.py")).expect("read");
+    std::fs::remove_file(dir.path().join("app/user0.py")).expect("rm");
+    indexer.apply(vec![FileEvent::Removed("app/user0.py".into())]).expect("apply");
+    assert!(indexer.snapshot().unit("app.user0.use0").is_none());
+    indexer.take_execution_counts();
+    write(dir.path(), "app/user0.py", &text);
+    indexer.apply(vec![FileEvent::Changed("app/user0.py".into())]).expect("apply");
+    assert_eq!(executions(&indexer, "file_syntax"), 0, "the same text, the same input: nothing to lower");
+    assert_eq!(render(&indexer), render(&fresh(dir.path())));
+    // Back with other text, it is lowered and resolved like any edit.
+    std::fs::remove_file(dir.path().join("app/user0.py")).expect("rm");
+    indexer.apply(vec![FileEvent::Removed("app/user0.py".into())]).expect("apply");
+    write(dir.path(), "app/user0.py", "from app.core import helper\n\n\ndef again():\n    return helper(0)\n");
+    indexer.apply(vec![FileEvent::Changed("app/user0.py".into())]).expect("apply");
+    assert!(indexer.snapshot().edges_to("app.core.helper").iter().any(|(e, _)| e.src == "app.user0.again"));
+    assert_eq!(render(&indexer), render(&fresh(dir.path())));
+}
