@@ -1562,12 +1562,20 @@ impl<'a> Lowerer<'a> {
     /// `typing.cast(T, value)` (also `cast(...)`, `t.cast(...)`): the value declared as a `T`, as
     /// `x: T = value` declares it (a forward reference in quotes too).
     fn typing_cast(&mut self, callee: &Expr, call: Node, args: &[Expr], scope: ScopeId) -> Option<Expr> {
+        // Only `cast` as imported from `typing` (a module's own `cast(value, dtype)` helper keeps
+        // its own result); imports are read from the module's top level, where they are written.
+        let is_typing = |m: &ModuleRef| m.level == 0 && matches!(m.name.as_str(), "typing" | "typing_extensions");
+        let imported = |name: &str, what: &dyn Fn(&Import) -> bool| {
+            self.scopes[0].bindings.iter().any(|(n, b)| n == name && matches!(b, Binding::Import(i) if what(i)))
+        };
         let is_cast = match callee {
-            Expr::Name(n) => n == "cast",
-            Expr::Attr(base, n) => {
-                n == "cast"
-                    && matches!(base.as_ref(), Expr::Name(m) if matches!(m.as_str(), "typing" | "t" | "typing_extensions"))
+            Expr::Name(n) if n == "cast" => {
+                imported("cast", &|i| matches!(i, Import::Name { module, name } if name == "cast" && is_typing(module)))
             }
+            Expr::Attr(base, n) if n == "cast" => match base.as_ref() {
+                Expr::Name(m) => imported(m, &|i| matches!(i, Import::Module { module } if is_typing(module))),
+                _ => false,
+            },
             _ => false,
         };
         if !is_cast {
