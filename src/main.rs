@@ -26,6 +26,8 @@ const EXIT_QUERY_ERROR: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 const EXIT_STALE: u8 = 3;
 const EXIT_NO_DAEMON: u8 = 4;
+/// How many stale files a refusal names on stderr; the rest are counted (`--json` lists them all).
+const STALE_FILES_SHOWN: usize = 50;
 
 #[derive(Parser)]
 #[command(name = "fresco", version, about = "A fresh, versioned code property graph of a Python repository")]
@@ -502,8 +504,11 @@ fn report_error(text: &str, error: &Value, json: bool) -> ExitCode {
         _ => eprintln!("fresco: {message}"),
     }
     if let Some(files) = error["files"].as_array() {
-        for f in files.iter().take(50) {
+        for f in files.iter().take(STALE_FILES_SHOWN) {
             eprintln!("  stale: {}", f.as_str().unwrap_or(""));
+        }
+        if files.len() > STALE_FILES_SHOWN {
+            eprintln!("  ... and {} more stale files (--json lists them all)", files.len() - STALE_FILES_SHOWN);
         }
     }
     ExitCode::from(exit)

@@ -190,8 +190,7 @@ pub fn table(response: &Value) -> String {
     }
     let stale = response["stale"].as_array().unwrap_or(&empty);
     if !stale.is_empty() {
-        let files: Vec<String> = stale.iter().map(text).collect();
-        out.push_str(&style.paint("33", &format!("stale files: {}", files.join(", "))));
+        out.push_str(&style.paint("33", &format!("stale files: {}", stale_list(stale))));
         out.push('\n');
     }
     out.push_str(&style.paint("2", &format!("version {}", text(&response["version"]))));
@@ -252,10 +251,23 @@ fn comment_lines(response: &Value, prefix: &str) -> String {
     }
     let stale = response["stale"].as_array().unwrap_or(&empty);
     if !stale.is_empty() {
-        let files: Vec<String> = stale.iter().map(text).collect();
-        out.push_str(&format!("{prefix} stale files: {}\n", files.join(", ")));
+        out.push_str(&format!("{prefix} stale files: {}\n", stale_list(stale)));
     }
     out
+}
+
+/// How many stale files a rendering names before it counts the rest: a branch switch can leave
+/// thousands stale for a moment, and one line naming them all says less than a count.
+const STALE_FILES_NAMED: usize = 10;
+
+/// The stale files, the first [`STALE_FILES_NAMED`] by name and the rest counted (`--json` lists
+/// them all).
+fn stale_list(stale: &[Value]) -> String {
+    let named: Vec<String> = stale.iter().take(STALE_FILES_NAMED).map(text).collect();
+    match stale.len().checked_sub(STALE_FILES_NAMED) {
+        Some(rest) if rest > 0 => format!("{} and {rest} more (--json lists them all)", named.join(", ")),
+        _ => named.join(", "),
+    }
 }
 
 pub fn dot(response: &Value) -> String {
@@ -422,5 +434,15 @@ mod tests {
         assert!(mermaid.contains("[\"pkg.a.#lt;lambda1#gt; (stale)\"]"), "{mermaid}");
         assert!(!mermaid.contains("<lambda1>"), "{mermaid}");
         assert!(mermaid.contains("  %% stale files: pkg/a.py\n"), "{mermaid}");
+    }
+
+    #[test]
+    fn many_stale_files_are_named_up_to_a_count() {
+        let files: Vec<String> = (0..2491).map(|i| format!("pkg/m{i}.py")).collect();
+        let listed = stale_list(&files.iter().map(|f| json!(f)).collect::<Vec<_>>());
+        assert!(listed.starts_with("pkg/m0.py, pkg/m1.py, "), "{listed}");
+        assert!(listed.ends_with("pkg/m9.py and 2481 more (--json lists them all)"), "{listed}");
+        let few = stale_list(&files[..10].iter().map(|f| json!(f)).collect::<Vec<_>>());
+        assert!(few.ends_with("pkg/m9.py") && !few.contains("more"), "{few}");
     }
 }
