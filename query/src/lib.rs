@@ -18,4 +18,5 @@ mod width_table;
 
 pub use exec::{Context, Item, Limits, Output, QueryError, execute, resolve_symbol, run};
 pub use parse::{ParseError, parse};
+pub use reexport::reexported;
 pub use retrieve::{LaneDown, LaneHits, Lanes};

@@ -18,7 +18,7 @@ use crate::exec::definitions_of;
 /// The definitions `name` reaches through a module prefix that binds its next segment by an
 /// import (the longest such prefix first), the rest of the name looked up inside what it binds:
 /// `httpx.Client.send` is `httpx._client.Client.send`. Empty when none does.
-pub(crate) fn reexported(snapshot: &Snapshot, name: &str) -> Vec<String> {
+pub fn reexported(snapshot: &Snapshot, name: &str) -> Vec<String> {
     found_through_imports(snapshot, name, 0).into_iter().flat_map(|id| definitions_of(snapshot, &id)).collect()
 }
 

@@ -91,7 +91,9 @@ impl NameMap {
     /// The unit `name` denotes: the longest prefix of it that names a module, with the rest of
     /// the name taken inside that module. A member named on a class that inherits it (DevEval
     /// writes `Sub.x` for `self.x` set in `Base.__init__`) is the base's member, found along the
-    /// `inherits` edges depth first, in the order the bases are listed. `None` when no unit of the
+    /// `inherits` edges depth first, in the order the bases are listed. A name through a module
+    /// that imports it is what the import binds (its public path), and `C.__init__` of a class
+    /// with no `__init__` of its own in the repository is the class. `None` when no unit of the
     /// snapshot has that name.
     pub fn unit(&self, snapshot: &Snapshot, name: &str) -> Option<String> {
         if snapshot.contains_unit(name) {
@@ -109,8 +111,18 @@ impl NameMap {
             {
                 return Some(inherited);
             }
+            // A public path: DevEval writes `alembic.script.ScriptDirectory.from_config` for
+            // `alembic.script.base.ScriptDirectory.from_config`, which `alembic/script/__init__.py`
+            // imports. Python finds it there, and so does `fresco_query::reexported`.
+            if let Some(found) = fresco_query::reexported(snapshot, &id).into_iter().next() {
+                return Some(found);
+            }
         }
-        None
+        // `C.__init__` of a class that defines none in the repository (a `str` subclass): the
+        // dependency is the class's construction, and the class is the unit that answers to it.
+        let class = name.strip_suffix(".__init__")?;
+        let class = self.unit(snapshot, class)?;
+        (snapshot.kind_of(&class) == Some(fresco_graph::UnitKind::Class)).then_some(class)
     }
 }
 
@@ -160,7 +172,7 @@ mod tests {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, text).unwrap();
         };
-        write("src/pkg/__init__.py", "from .mod import C\n");
+        write("src/pkg/__init__.py", "from .mod import C\nfrom . import mod as m\n");
         write(
             "src/pkg/mod.py",
             "LIMIT = 3\n\nclass C:\n    def m(self):\n        self.x = LIMIT\n\nclass D(C):\n    pass\n",
@@ -181,6 +193,13 @@ mod tests {
         assert_eq!(names.unit(snap, "pkg.mod.D.x").as_deref(), Some("pkg.mod.C.x"));
         assert_eq!(names.unit(snap, "pkg.mod.D.m").as_deref(), Some("pkg.mod.C.m"));
         assert_eq!(names.unit(snap, "pkg.mod.D.nothing"), None);
+        // Public paths: through what `pkg/__init__.py` imports.
+        assert_eq!(names.unit(snap, "pkg.C.m").as_deref(), Some("pkg.mod.C.m"));
+        assert_eq!(names.unit(snap, "pkg.m.LIMIT").as_deref(), Some("pkg.mod.LIMIT"));
+        assert_eq!(names.unit(snap, "pkg.C.nothing"), None);
+        // A class with no `__init__` of its own: constructing it is the class.
+        assert_eq!(names.unit(snap, "pkg.mod.D.__init__").as_deref(), Some("pkg.mod.D"));
+        assert_eq!(names.unit(snap, "pkg.mod.LIMIT.__init__"), None);
     }
 
     #[test]
