@@ -1659,6 +1659,24 @@ impl<'a> Lowerer<'a> {
         !mentions_identifier(right, self.text(name), self.src)
     }
 
+    /// Marks the binding an import statement just made as replacing the earlier bindings of its
+    /// name, as an assignment does ([`Self::replaces_earlier`]): of `from .x import f` and then
+    /// `from .y import f` only the second is in force afterwards, and a call of `f` reached both.
+    /// An import under `if`/`try` (`except ImportError:` fallbacks, `TYPE_CHECKING`) may not
+    /// have run, and one in a function is read with all of the function's bindings: neither
+    /// replaces.
+    fn import_replaces_earlier(&mut self, node: Node, scope: ScopeId) {
+        if self.conditional_depth > 0
+            || !matches!(self.scopes[scope as usize].kind, ScopeKind::Module | ScopeKind::Class)
+        {
+            return;
+        }
+        let sc = self.scope(scope);
+        if let Some(last) = sc.bindings.len().checked_sub(1) {
+            sc.replacing.push((last as u32, line(node)));
+        }
+    }
+
     /// `type Alias = expr` (Python 3.12; also `type Alias[T] = ...`): binds `Alias` as an
     /// assignment would, to the type it names, so a module-level alias is a variable unit and the
     /// type expression's names are read like an annotation's.
@@ -2087,6 +2105,7 @@ impl<'a> Lowerer<'a> {
                     ));
                 }
             }
+            self.import_replaces_earlier(node, scope);
             self.scope(scope).imports.push(ImportStmt {
                 line: line(node),
                 module: ModuleRef { level: 0, name: Name::new(&module) },
@@ -2128,6 +2147,7 @@ impl<'a> Lowerer<'a> {
             self.scope(scope)
                 .bindings
                 .push((local, Binding::Import(Import::Name { module: module.clone(), name: name.clone() })));
+            self.import_replaces_earlier(node, scope);
             names.push(name);
         }
         let mut cursor = node.walk();

@@ -2079,7 +2079,7 @@ impl<'a> Resolver<'a> {
     }
 
     /// A name the module body rebinds, read by the module body's own code at the site being
-    /// resolved: its values at that line (the bindings in force there, not the final ones), and
+    /// resolved: its raw values at that line (the bindings in force there, not the final ones), and
     /// the variable unit it reads, if it is one. `None` for every other name or site.
     fn module_body_values(&self, name: &str, scope: ScopeId, depth: u32) -> Option<(Vec<Value>, Option<Target>)> {
         let line = self.module_site_line.get().filter(|_| scope == 0)?;
@@ -2093,8 +2093,11 @@ impl<'a> Resolver<'a> {
         // every level down to the depth bound (25 lines took 0.5 s, 50 lines 15 s).
         let values = self.memoised(&self.module_body_names, (Name::new(name), line), || {
             let mut values = Vec::new();
+            // Raw, as `name_values` returns them: the site records the variables among them (an
+            // imported list that `urlpatterns += [...]` reads) before they are replaced by their
+            // values.
             for i in self.syntax.bindings_at_line(0, indices, line) {
-                extend(&mut values, self.deref(self.binding_values(&body.bindings[i].1, 0, depth + 1), depth + 1));
+                extend(&mut values, self.binding_values(&body.bindings[i].1, 0, depth + 1));
             }
             values
         });

@@ -399,7 +399,8 @@ pub struct Scope {
     pub bindings: Box<[(Name, Binding)]>,
     /// Indices of the bindings that replace every earlier binding of their name once the scope
     /// ran (unconditional plain assignments in module and class bodies that do not read the
-    /// name: `handler = first` then `handler = second`), with their lines.
+    /// name: `handler = first` then `handler = second`; unconditional imports there: `from .x
+    /// import f` then `from .y import f`), with their lines.
     pub replacing: Box<[(u32, u32)]>,
     pub globals: Box<[Name]>,
     pub nonlocals: Box<[Name]>,
