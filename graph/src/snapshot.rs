@@ -255,6 +255,10 @@ pub struct Snapshot {
     /// Module name to the file defining it. Unit ids start with their module's name, so this
     /// also finds the file of any unit without a map over all units.
     modules: FxImblMap<Arc<str>, Path>,
+    /// At least the byte length of the longest module name in `modules` (it never shrinks):
+    /// a prefix of an id longer than this names no module, so looking up a name of thousands of
+    /// segments does not hash each of its thousands of prefixes.
+    longest_module: usize,
     /// For every edge-target key (the module holding the target unit, or the id of an external
     /// target), the files holding edges to it.
     incoming: FxImblMap<Arc<str>, Arc<[Path]>>,
@@ -269,6 +273,7 @@ impl Snapshot {
             version: 0,
             files: imbl::OrdMap::new(),
             modules: FxImblMap::default(),
+            longest_module: 0,
             incoming: FxImblMap::default(),
             registered: FxImblMap::default(),
             totals: Totals::default(),
@@ -329,6 +334,7 @@ impl Snapshot {
         for (path, entry) in &added {
             if entry.graph.skipped.is_none() || !entry.graph.module.is_empty() {
                 next.modules.insert(Arc::from(entry.graph.module.as_str()), path.clone());
+                next.longest_module = next.longest_module.max(entry.graph.module.len());
             }
         }
         for (path, entry) in added {
@@ -385,7 +391,7 @@ impl Snapshot {
 
     /// The module holding `id` (the longest dotted prefix of `id` that is a module) and its file.
     fn module_of(&self, id: &str) -> Option<(Arc<str>, Path)> {
-        let mut prefix = id;
+        let mut prefix = self.longest_module_prefix(id)?;
         loop {
             if let Some((module, path)) = self.modules.get_key_value(prefix) {
                 return Some((module.clone(), path.clone()));
@@ -419,8 +425,25 @@ impl Snapshot {
         self.files.get(self.modules.get(module)?)
     }
 
+    /// The longest prefix of `id` that may name a module: `id` itself, or cut at a `.` to at
+    /// most the longest module name. `None` when no prefix can.
+    fn longest_module_prefix<'i>(&self, id: &'i str) -> Option<&'i str> {
+        if id.len() <= self.longest_module {
+            return Some(id);
+        }
+        // A `.` is one byte in UTF-8, so cutting before it cuts at a character boundary.
+        let dot = id.as_bytes()[..=self.longest_module].iter().rposition(|&b| b == b'.')?;
+        Some(&id[..dot])
+    }
+
+    /// At least the byte length of the longest module name: a name whose prefix up to a `.` is
+    /// longer names no unit through that prefix.
+    pub fn longest_module_name(&self) -> usize {
+        self.longest_module
+    }
+
     pub fn unit(&self, id: &str) -> Option<UnitRef<'_>> {
-        let mut prefix = id;
+        let mut prefix = self.longest_module_prefix(id)?;
         loop {
             if let Some(path) = self.modules.get(prefix)
                 && let Some(file) = self.files.get(path)
@@ -608,6 +631,24 @@ mod tests {
         assert!(v2.unit("b.g").is_some());
         assert_eq!(v3.totals().files, 1);
         assert_eq!(v3.totals().units, 2);
+    }
+
+    #[test]
+    fn ids_longer_than_any_module_name_are_looked_up_through_their_module() {
+        let v = Snapshot::empty().apply([
+            FileChange::Upsert(file("pkg/mod.py", "pkg.mod", &["pkg.mod.C.method_with_a_long_name"], &[])),
+            FileChange::Upsert(file("é.py", "é", &["é.ü"], &[])),
+        ]);
+        assert_eq!(v.longest_module_name(), "pkg.mod".len());
+        assert!(v.unit("pkg.mod.C.method_with_a_long_name").is_some());
+        assert!(v.unit("pkg.mod").is_some());
+        // A multi-byte name longer than every module name: cut at a `.`, never inside a character.
+        assert!(v.unit("é.ü").is_some());
+        assert!(v.unit("éééééééé.ü").is_none());
+        assert!(v.unit("pkgXmodXC").is_none());
+        let many = format!("{}b", "a.".repeat(100_000));
+        assert!(v.unit(&many).is_none());
+        assert!(v.unit(&format!("pkg.mod.{many}")).is_none());
     }
 
     #[test]

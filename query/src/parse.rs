@@ -575,6 +575,9 @@ impl Parser {
                     self.bump();
                     Ok(Depth::Limited(n))
                 }
+                // A number too large for a depth is still a number: say what the largest is
+                // (and that `*` means no bound), not that a number was expected.
+                _ if is_digits(&w) => self.expected(&format!("a depth: a positive number up to {} or '*'", u32::MAX)),
                 _ => self.expected("a depth: a positive number or '*'"),
             },
             _ => self.expected("a depth: a positive number or '*'"),
@@ -588,6 +591,7 @@ impl Parser {
                     self.bump();
                     Ok(n)
                 }
+                Err(_) if is_digits(&w) => self.expected(&format!("a number up to {}", usize::MAX)),
                 Err(_) => self.expected("a number"),
             },
             _ => self.expected("a number"),
@@ -716,6 +720,11 @@ impl Parser {
     }
 }
 
+/// Whether `word` is a plain run of decimal digits (a number, however large).
+fn is_digits(word: &str) -> bool {
+    !word.is_empty() && word.bytes().all(|b| b.is_ascii_digit())
+}
+
 fn is_keyword(word: &str) -> bool {
     matches!(
         word.to_ascii_lowercase().as_str(),
@@ -827,6 +836,15 @@ mod tests {
         assert_eq!(err.position, 31);
         assert!(err.message.contains("expected a depth"));
         assert_eq!(err.render(q).lines().nth(1), Some(&*format!("{}^", " ".repeat(31))));
+
+        // Too large: the message gives the largest, at the number.
+        let q = "callers a.b depth 4294967296";
+        let err = parse(q).unwrap_err();
+        assert_eq!(err.position, q.find("4294967296").expect("number"), "{err:?}");
+        assert!(err.message.contains("up to 4294967295"), "{err:?}");
+        assert!(parse("callers a.b depth 4294967295").is_ok());
+        let err = parse("search \"x\" k 99999999999999999999999").unwrap_err();
+        assert!(err.message.contains(&format!("a number up to {}", usize::MAX)), "{err:?}");
 
         let q = "callers a.b | where name ~ \"[a-\" depth 2";
         let err = parse(q).unwrap_err();

@@ -29,7 +29,19 @@ const MAX_STAR_DEPTH: u32 = 8;
 /// [`reexported`]'s units, before their redefinitions are added; `depth` star imports in.
 fn found_through_imports(snapshot: &Snapshot, name: &str, depth: u32) -> Vec<String> {
     let segments: Vec<&str> = name.split('.').collect();
+    // Where each prefix of `split` segments ends, to skip those longer than any module name
+    // before joining them: a name of thousands of segments took cubic time.
+    let mut ends = Vec::with_capacity(segments.len());
+    let mut end = 0;
+    for s in &segments {
+        end += s.len();
+        ends.push(end);
+        end += 1;
+    }
     for split in (1..segments.len()).rev() {
+        if ends[split - 1] > snapshot.longest_module_name() {
+            continue;
+        }
         let module = segments[..split].join(".");
         if snapshot.kind_of(&module) != Some(UnitKind::Module) {
             continue;
