@@ -295,6 +295,7 @@ fn lower_text(original: &str, text: &str, root: Node) -> (FileSyntax, u32) {
         dunder_all: None,
         module_variables: FxHashMap::default(),
         conditional_depth: 0,
+        narrowings: Vec::new(),
         dunder_all_dynamic: false,
         nesting: 0,
         too_deep: 0,
@@ -629,6 +630,18 @@ struct Lowerer<'a> {
     /// Names a function declares `global` and assigns, in source order: they become module
     /// variables when the module itself never binds them (see [`Lowerer::define_global_writes`]).
     global_writes: Vec<GlobalWrite>,
+    /// The `isinstance` tests in force over the statements being lowered (see
+    /// [`Lowerer::if_clause`]).
+    narrowings: Vec<Narrowing>,
+}
+
+/// `isinstance(name, T)` holds where code of `scope` reads `name`: inside `if isinstance(x, T):`
+/// and after `if not isinstance(x, T): raise ...` in the same block.
+struct Narrowing {
+    scope: ScopeId,
+    name: Name,
+    /// The instance type the test names (`T`, or `A | B` for a tuple of classes).
+    ty: Expr,
 }
 
 /// `global CONFIG` then `CONFIG = ...` inside a function: where the assignment is.
@@ -852,9 +865,146 @@ impl<'a> Lowerer<'a> {
         let mut cursor = node.walk();
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
         self.check_statements(node, &children);
+        let narrowed_before = self.narrowings.len();
         for child in children {
             self.statement(child, scope);
+            // `if not isinstance(x, T): raise ...`: the rest of the block runs only for a T.
+            for (name, ty) in self.exit_unless_instance(child) {
+                self.narrowings.push(Narrowing { scope, name, ty });
+            }
         }
+        self.narrowings.truncate(narrowed_before);
+    }
+
+    /// Lowers `if`/`elif` with the `isinstance` tests its condition makes in force over its
+    /// body. Python runs the body only when they hold, so `x.close()` under
+    /// `if isinstance(x, Conn):` calls `Conn.close` (and an override, if what `x` holds is a
+    /// subclass); what `x` holds otherwise that is not a `Conn` is not looked at there. The
+    /// children are lowered in their order, as the other compound statements' are. A name
+    /// assigned again inside the body keeps the narrowing (rare; not followed).
+    fn if_clause(&mut self, node: Node, scope: ScopeId) {
+        let tests = node.field("condition").map(|c| self.instance_tests(c)).unwrap_or_default();
+        let consequence = node.field("consequence");
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        for child in children {
+            if Some(child) == consequence && !tests.is_empty() {
+                let before = self.narrowings.len();
+                for (name, ty) in &tests {
+                    self.narrowings.push(Narrowing { scope, name: name.clone(), ty: ty.clone() });
+                }
+                self.statement(child, scope);
+                self.narrowings.truncate(before);
+            } else if is_statement_like(child.kind()) {
+                self.statement(child, scope);
+            } else {
+                self.expr(child, scope);
+            }
+        }
+    }
+
+    /// The `isinstance(name, T)` tests that hold when `condition` is true: the test itself, or
+    /// any operand of an `and` (parenthesised or not). Only plain names other than `self` and
+    /// `cls`, and classes written as names, attribute chains or a tuple of them.
+    fn instance_tests(&self, condition: Node) -> Vec<(Name, Expr)> {
+        let mut out = Vec::new();
+        self.collect_instance_tests(condition, &mut out, 0);
+        out
+    }
+
+    fn collect_instance_tests(&self, node: Node, out: &mut Vec<(Name, Expr)>, depth: u32) {
+        if depth > MAX_NESTING {
+            return;
+        }
+        match node.kind() {
+            "parenthesized_expression" => {
+                if let Some(inner) = node.named_child(0) {
+                    self.collect_instance_tests(inner, out, depth + 1);
+                }
+            }
+            "boolean_operator" if node.child_by_field_name("operator").is_some_and(|o| o.kind() == "and") => {
+                for side in [node.field("left"), node.field("right")].into_iter().flatten() {
+                    self.collect_instance_tests(side, out, depth + 1);
+                }
+            }
+            "call" => out.extend(self.instance_test(node)),
+            _ => {}
+        }
+    }
+
+    /// `isinstance(name, T)` as the name and the instance type T names.
+    fn instance_test(&self, call: Node) -> Option<(Name, Expr)> {
+        let function = call.field("function")?;
+        if function.kind() != "identifier" || self.text(function) != "isinstance" {
+            return None;
+        }
+        let arguments = call.field("arguments")?;
+        let mut cursor = arguments.walk();
+        let args: Vec<Node> = arguments.named_children(&mut cursor).filter(|a| a.kind() != "comment").collect();
+        let [subject, class] = args.as_slice() else { return None };
+        let name = self.text(*subject);
+        if subject.kind() != "identifier" || name == "self" || name == "cls" {
+            return None;
+        }
+        let is_class_name = |n: &Node| matches!(n.kind(), "identifier" | "attribute");
+        let classes: Vec<&str> = match class.kind() {
+            "tuple" => {
+                let mut cursor = class.walk();
+                let items: Vec<Node> = class.named_children(&mut cursor).filter(|a| a.kind() != "comment").collect();
+                if items.is_empty() || !items.iter().all(is_class_name) {
+                    return None;
+                }
+                items.iter().map(|i| self.text(*i)).collect()
+            }
+            _ if is_class_name(class) => vec![self.text(*class)],
+            _ => return None,
+        };
+        let ty = crate::annotation::type_expr(&classes.join(" | "));
+        (ty != Expr::Unknown).then(|| (Name::new(name), ty))
+    }
+
+    /// The narrowings `statement` puts in force for the rest of its block: an `if` with no
+    /// `elif`/`else` whose condition is `not isinstance(name, T)` and whose body always leaves
+    /// the block (its last statement is `raise`, `return`, `continue` or `break`).
+    fn exit_unless_instance(&self, statement: Node) -> Vec<(Name, Expr)> {
+        if statement.kind() != "if_statement" || statement.child_by_field_name("alternative").is_some() {
+            return Vec::new();
+        }
+        let Some(condition) = statement.field("condition") else { return Vec::new() };
+        let condition = if condition.kind() == "parenthesized_expression" {
+            match condition.named_child(0) {
+                Some(inner) => inner,
+                None => return Vec::new(),
+            }
+        } else {
+            condition
+        };
+        if condition.kind() != "not_operator" {
+            return Vec::new();
+        }
+        let leaves = statement.field("consequence").and_then(|b| {
+            let mut cursor = b.walk();
+            let last = b.named_children(&mut cursor).filter(|c| !c.is_extra()).last();
+            last
+        });
+        let always_leaves = leaves.is_some_and(|last| {
+            matches!(last.kind(), "raise_statement" | "return_statement" | "continue_statement" | "break_statement")
+        });
+        match condition.field("argument") {
+            Some(test) if always_leaves && test.kind() == "call" => self.instance_test(test).into_iter().collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The name `object` reads as the object of an attribute (`x` of `x.close()`), as the
+    /// `isinstance` tests in force narrow it, if one does.
+    fn narrowed_object(&self, object: Node, scope: ScopeId) -> Option<Expr> {
+        if object.kind() != "identifier" || self.narrowings.is_empty() {
+            return None;
+        }
+        let name = self.text(object);
+        let n = self.narrowings.iter().rev().find(|n| n.scope == scope && n.name == name)?;
+        Some(Expr::Declared(Box::new(n.ty.clone()), Box::new(Expr::Name(n.name.clone()))))
     }
 
     /// Counts the statements of a block (or the module) that tree-sitter accepts and Python
@@ -1050,9 +1200,8 @@ impl<'a> Lowerer<'a> {
                 }
             }
             "block" => self.block(node, scope),
-            "if_statement"
-            | "elif_clause"
-            | "else_clause"
+            "if_statement" | "elif_clause" => self.if_clause(node, scope),
+            "else_clause"
             | "while_statement"
             | "try_statement"
             | "finally_clause"
@@ -2192,7 +2341,13 @@ impl<'a> Lowerer<'a> {
                 let object = node.field("object");
                 let attr = node.field("attribute").map(|a| Name::new(self.text(a)));
                 match (object, attr) {
-                    (Some(object), Some(attr)) => Expr::Attr(Box::new(self.chain(object, scope)), attr),
+                    (Some(object), Some(attr)) => {
+                        let object = match self.narrowed_object(object, scope) {
+                            Some(narrowed) => narrowed,
+                            None => self.chain(object, scope),
+                        };
+                        Expr::Attr(Box::new(object), attr)
+                    }
                     _ => Expr::Unknown,
                 }
             }
