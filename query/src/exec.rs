@@ -897,7 +897,8 @@ fn visit_paths(
 /// end of exactly one path (`app.py` for `src/app.py`). `Ok(None)` when none; naming several is
 /// an error that lists them.
 pub(crate) fn find_file(snapshot: &Snapshot, file: &str) -> Result<Option<Arc<fresco_graph::FileEntry>>, QueryError> {
-    let file = file.strip_prefix("./").unwrap_or(file);
+    let normal = relative_path(file)?;
+    let file = normal.as_str();
     if let Some(entry) = snapshot.file(file) {
         return Ok(Some(entry.clone()));
     }
@@ -914,6 +915,27 @@ pub(crate) fn find_file(snapshot: &Snapshot, file: &str) -> Result<Option<Arc<fr
             Err(QueryError::Invalid(format!("'{file}' is ambiguous: {shown}{more}; write more of its path")))
         }
     }
+}
+
+/// `file`, a path relative to the root, as the index writes paths: `.` segments and empty ones
+/// dropped, `dir/..` folded (`./pkg/sub/../new.py` is `pkg/new.py`). A path that leaves the root
+/// is an error.
+pub(crate) fn relative_path(file: &str) -> Result<String, QueryError> {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in file.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err(QueryError::Invalid(format!(
+                        "'{file}' leads outside the indexed root: give a path relative to the root"
+                    )));
+                }
+            }
+            _ => parts.push(part),
+        }
+    }
+    Ok(parts.join("/"))
 }
 
 /// Up to five indexed files whose name is like the end of `file`: the same name but for a

@@ -166,3 +166,52 @@ fn a_function_of_a_module_not_written_yet_is_placed_by_its_siblings() {
         fresco_query::run(&Context::new(&snapshot), "context for \"def f():\" in nowhere/x.py").expect_err("no module");
     assert!(err.to_string().contains("no indexed file in its directory"), "{err}");
 }
+
+#[test]
+fn a_new_method_is_written_into_its_class_which_the_text_leaves_out() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let snapshot = index(dir.path());
+    // pkg/m.py has a single class: a new method taking `self` is placed in it.
+    let out = run(&snapshot, "context for \"def brand_new(self, x):\" in pkg/m.py budget 3000");
+    let context = out.context.expect("a context");
+    assert_eq!(context.target, None);
+    let chosen: Vec<&str> = context.units.iter().map(|u| u.name.as_str()).collect();
+    assert!(!chosen.contains(&"pkg.m.Adapter"), "its class would repeat the code being written: {chosen:?}");
+    assert!(!context.text.contains("class Adapter:"), "{}", context.text);
+    // Its siblings are what it can use.
+    assert!(chosen.iter().any(|u| u.starts_with("pkg.m.Adapter.")), "{chosen:?}");
+}
+
+#[test]
+fn a_new_files_path_is_read_as_the_index_writes_paths() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let snapshot = index(dir.path());
+    for file in ["./pkg/fresh.py", "pkg/sub/../fresh.py", "pkg//fresh.py"] {
+        let out = run(&snapshot, &format!("context for \"def twice(x):\" in {file} budget 500"));
+        assert!(out.notes.iter().any(|n| n.contains("new module pkg.fresh")), "{file}: {:?}", out.notes);
+    }
+    let err = fresco_query::run(&Context::new(&snapshot), "context for \"def f():\" in ../../etc/passwd")
+        .expect_err("outside the root");
+    assert!(err.to_string().contains("outside the indexed root"), "{err}");
+    // Text that is no `def` header is taken as a description, and the answer says so.
+    let out = run(&snapshot, "context for \"parse the rules\" in pkg/m.py budget 500");
+    assert!(out.notes.iter().any(|n| n.contains("no `def` header")), "{:?}", out.notes);
+}
+
+#[test]
+fn a_file_the_index_skipped_is_named_with_its_reason() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("pkg")).expect("mkdir");
+    std::fs::write(dir.path().join("pkg/__init__.py"), "").expect("write");
+    std::fs::write(dir.path().join("pkg/bad.py"), b"def bad():\n    \"\"\"caf\xe9\"\"\"\n    return 1\n")
+        .expect("write");
+    let mut indexer = Indexer::in_memory(dir.path(), IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().expect("index");
+    let snapshot = indexer.snapshot().clone();
+    let out = run(&snapshot, "context for \"def bad():\" in pkg/bad.py budget 500");
+    assert!(
+        out.notes.iter().any(|n| n.contains("pkg/bad.py is not indexed (") && n.contains("UTF-8")),
+        "{:?}",
+        out.notes
+    );
+}

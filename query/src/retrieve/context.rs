@@ -85,8 +85,18 @@ pub fn assemble(
             && inner.unit.end_byte <= outer.unit.end_byte
     };
     let target_unit = target.id.as_ref().and_then(|id| snapshot.unit(id));
-    let overlaps_target =
-        |u: &fresco_graph::UnitRef<'_>| target_unit.as_ref().is_some_and(|t| inside(u, t) || inside(t, u));
+    // A method not written yet has no unit, but its class does: the class and the classes
+    // around it would repeat the code the method is written into.
+    let encloses_new_method = |id: &str| {
+        target.id.is_none()
+            && target
+                .class
+                .as_deref()
+                .is_some_and(|c| c == id || c.strip_prefix(id).is_some_and(|r| r.starts_with('.')))
+    };
+    let overlaps_target = |u: &fresco_graph::UnitRef<'_>| {
+        target_unit.as_ref().is_some_and(|t| inside(u, t) || inside(t, u)) || encloses_new_method(&u.unit.id)
+    };
     // Candidates in ranking order: code units other than the target (and what contains it or is
     // inside it), each once.
     let mut seen: FxHashSet<&str> = FxHashSet::default();

@@ -85,6 +85,7 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
             })
         }
         ContextTarget::New { text, file } => {
+            let file = &crate::exec::relative_path(file)?;
             let Some(entry) = crate::exec::find_file(snapshot, file)? else {
                 // A function of a module not written yet: placed by the files beside it.
                 let Some((path, module)) = new_module(snapshot, file) else {
@@ -108,7 +109,16 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
                 });
             };
             let Placement { id, class, ambiguous } = place_new_function(&entry.graph, text);
-            let note = (ambiguous.len() > 1).then(|| {
+            // A file skipped by the index (not UTF-8, too large, ...) has no code to see: not
+            // the stub it may hold, nor what it imports.
+            let skipped = entry.graph.skipped.as_ref().map(|reason| {
+                format!(
+                    "{} is not indexed ({reason}): its code is not seen (nor a stub of this name in it), and the \
+                     context is for a new function",
+                    entry.graph.path
+                )
+            });
+            let several = (ambiguous.len() > 1).then(|| {
                 format!(
                     "{file} defines {} {} times ({}) and the text repeats the signature of none or several of them: \
                      the context is for a new function; name one (`context ID`) to choose",
@@ -117,6 +127,12 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
                     ambiguous.join(", ")
                 )
             });
+            // Text that is no `def` header cannot be placed: it only describes what is wanted.
+            let no_header = defined_name(text).is_none().then(|| {
+                "the text has no `def` header: it is read as a description of a new function of the file".to_string()
+            });
+            let notes: Vec<String> = [skipped, several, no_header].into_iter().flatten().collect();
+            let note = (!notes.is_empty()).then(|| notes.join("; "));
             // The text lanes get the names of where it will live, as for an existing unit.
             let owner = class.as_deref().unwrap_or(&entry.graph.module).replace(['.', '_'], " ");
             Ok(Target {
