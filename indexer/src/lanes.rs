@@ -329,35 +329,36 @@ impl fresco_query::Lanes for RetrievalLanes {
     fn bm25(&self, text: &str, k: usize) -> Result<LaneHits, LaneDown> {
         let index = match &*read(&self.text) {
             TextLane::Ready(index) => index.clone(),
-            TextLane::Building => return Err(LaneDown { reason: "the lexical index is still being built".into() }),
-            TextLane::Failed(why) => return Err(LaneDown { reason: why.clone() }),
+            TextLane::Building => return Err(LaneDown::not_yet("building", "the lexical index is still being built")),
+            TextLane::Failed(why) => return Err(LaneDown::new(why.clone())),
         };
-        let (version, hits) = index.search_versioned(text, k).map_err(|e| LaneDown { reason: e.to_string() })?;
-        Ok(LaneHits { ids: hits.into_iter().map(|(id, _)| id).collect(), version, partial: None })
+        let (version, hits, note) = index.search_explained(text, k).map_err(|e| LaneDown::new(e.to_string()))?;
+        Ok(LaneHits { ids: hits.into_iter().map(|(id, _)| id).collect(), version, partial: None, note })
     }
 
     fn dense(&self, text: &str, k: usize) -> Result<LaneHits, LaneDown> {
         let Some(worker) = &self.dense else {
-            return Err(LaneDown { reason: self.dense_error.clone().unwrap_or_else(|| "disabled".into()) });
+            return Err(LaneDown::new(self.dense_error.clone().unwrap_or_else(|| "disabled".into())));
         };
         if let LaneState::Unavailable(reason) = worker.status().state {
-            return Err(LaneDown { reason });
+            return Err(LaneDown::new(reason));
         }
         let Some((version, index)) = worker.index() else {
-            let reason = match worker.status().state {
-                LaneState::Embedding { done, total } => {
-                    format!("embedding the repository ({done} of {total} unit texts have vectors)")
-                }
-                _ => "the embedding model is loading".into(),
-            };
-            return Err(LaneDown { reason });
+            // On its way: a client can tell this from an outage by the status.
+            return Err(match worker.status().state {
+                LaneState::Embedding { done, total } => LaneDown::not_yet(
+                    "embedding",
+                    format!("embedding the repository ({done} of {total} unit texts have vectors)"),
+                ),
+                _ => LaneDown::not_yet("loading", "the embedding model is loading"),
+            });
         };
         // The background embedding waits until the query is embedded and the index scanned.
         let _turn = worker.query_turn();
-        let query = self.embed_query(worker, text).map_err(|e| LaneDown { reason: e.to_string() })?;
+        let query = self.embed_query(worker, text).map_err(|e| LaneDown::new(e.to_string()))?;
         let ids = index.search(&query, k).into_iter().map(|(id, _)| id).collect();
         let partial = (index.missing() > 0).then(|| format!("{} units not embedded yet", index.missing()));
-        Ok(LaneHits { ids, version, partial })
+        Ok(LaneHits { ids, version, partial, note: None })
     }
 
     fn tokens(&self, text: &str) -> Vec<String> {

@@ -55,8 +55,12 @@ pub const BOOST_BODY: f32 = 1.0;
 /// Tokens longer than this (in bytes) are dropped: long literals and generated names only bloat
 /// the dictionary.
 const MAX_TOKEN_BYTES: usize = 96;
-/// At most this many distinct query tokens are used (the first ones).
+/// At most this many distinct query tokens are used: of the query's tokens the index holds, the
+/// rarest (a long docstring's common words add little to BM25 and cost a clause each).
 const MAX_QUERY_TOKENS: usize = 48;
+/// How many distinct tokens of a query are read at most before choosing (a 1 MiB query holds tens
+/// of thousands): more than any docstring has.
+const MAX_QUERY_TOKENS_READ: usize = 4096;
 /// The indexing memory budget per writer thread (tantivy needs at least 15 MB).
 const WRITER_BUDGET_PER_THREAD: usize = 48 * 1024 * 1024;
 
@@ -576,15 +580,27 @@ impl TextIndex {
 
     /// Like [`search`](Self::search), also returning the snapshot version the hits come from.
     pub fn search_versioned(&self, query: &str, k: usize) -> Result<(u64, Vec<(String, f32)>), TextIndexError> {
+        let (version, hits, _) = self.search_explained(query, k)?;
+        Ok((version, hits))
+    }
+
+    /// Like [`search_versioned`](Self::search_versioned), also saying when the query had more
+    /// words the index holds than were used (see [`MAX_QUERY_TOKENS`]).
+    pub fn search_explained(
+        &self,
+        query: &str,
+        k: usize,
+    ) -> Result<(u64, Vec<(String, f32)>, Option<String>), TextIndexError> {
         let (searcher, statistics, version) = {
             let current = self.current.read().map_err(|_| TextIndexError::Poisoned)?;
             (current.searcher.clone(), current.statistics.clone(), current.version)
         };
-        let Some(query) = self.query(query) else {
-            return Ok((version, Vec::new()));
+        let (query, note) = self.query(query, &statistics)?;
+        let Some(query) = query else {
+            return Ok((version, Vec::new(), note));
         };
         if k == 0 {
-            return Ok((version, Vec::new()));
+            return Ok((version, Vec::new(), note));
         }
         // Equal scores are ordered by unit id, not by where the documents sit in the segments
         // (which depends on the order of updates and merges): more hits than asked for are
@@ -595,7 +611,7 @@ impl TextIndex {
         let documents = usize::try_from(searcher.num_docs()).unwrap_or(usize::MAX);
         let k = k.min(documents);
         if k == 0 {
-            return Ok((version, Vec::new()));
+            return Ok((version, Vec::new(), note));
         }
         let mut limit = k.saturating_add(TIE_SLACK).min(documents);
         let top = loop {
@@ -618,23 +634,64 @@ impl TextIndex {
         }
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         hits.truncate(k);
-        Ok((version, hits))
+        Ok((version, hits, note))
     }
 
-    /// The query for `text`: every distinct code token, in every field, as a should-clause.
-    fn query(&self, text: &str) -> Option<BooleanQuery> {
+    /// The query for `text`: its distinct code tokens that the index holds, in every field, as
+    /// should-clauses; of more than [`MAX_QUERY_TOKENS`], the rarest (fewest documents over the
+    /// fields; the first written among equals), and a note saying so. A token no document
+    /// holds adds nothing to a score and is left out before counting, so filler words cost no
+    /// place. Counts are the live documents' ([`LiveStatistics`]), so the choice, like the
+    /// scores, does not depend on the index's history.
+    fn query(
+        &self,
+        text: &str,
+        statistics: &LiveStatistics,
+    ) -> Result<(Option<BooleanQuery>, Option<String>), TextIndexError> {
+        let mut seen: FxHashSet<String> = FxHashSet::default();
         let mut tokens: Vec<String> = Vec::new();
+        let mut read_all = true;
         for t in code_tokens(text) {
-            if !tokens.contains(&t) {
-                tokens.push(t);
-                if tokens.len() == MAX_QUERY_TOKENS {
-                    break;
-                }
+            if seen.contains(&t) {
+                continue;
+            }
+            if tokens.len() == MAX_QUERY_TOKENS_READ {
+                read_all = false;
+                break;
+            }
+            seen.insert(t.clone());
+            tokens.push(t);
+        }
+        let mut held: Vec<(u64, usize, String)> = Vec::new();
+        for (position, token) in tokens.into_iter().enumerate() {
+            let mut documents = 0u64;
+            for (field, _) in self.fields.boosted() {
+                documents += statistics.doc_freq(&Term::from_field_text(field, &token))?;
+            }
+            if documents > 0 {
+                held.push((documents, position, token));
             }
         }
-        if tokens.is_empty() {
-            return None;
+        let mut note = None;
+        if held.len() > MAX_QUERY_TOKENS || !read_all {
+            let present = held.len();
+            held.sort_unstable();
+            held.truncate(MAX_QUERY_TOKENS);
+            let scope = if read_all {
+                String::new()
+            } else {
+                format!(" (read up to its first {MAX_QUERY_TOKENS_READ} distinct words)")
+            };
+            note = Some(format!(
+                "the lexical lane used the {} rarest of the {present} words of the query the index holds{scope}",
+                held.len()
+            ));
+            held.sort_unstable_by_key(|(_, position, _)| *position);
         }
+        if held.is_empty() {
+            return Ok((None, note));
+        }
+        let tokens: Vec<String> = held.into_iter().map(|(_, _, t)| t).collect();
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for token in &tokens {
             for (field, boost) in self.fields.boosted() {
@@ -642,7 +699,7 @@ impl TextIndex {
                 clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(term), boost))));
             }
         }
-        Some(BooleanQuery::new(clauses))
+        Ok((Some(BooleanQuery::new(clauses)), note))
     }
 
     /// Document count, segments and bytes of the current generation.

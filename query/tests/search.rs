@@ -25,7 +25,7 @@ fn index(root: &Path) -> Snapshot {
 struct Ranked;
 
 fn first(ids: &[&str], k: usize) -> LaneHits {
-    LaneHits { ids: ids.iter().take(k).map(|id| format!("m.{id}")).collect(), version: 1, partial: None }
+    LaneHits { ids: ids.iter().take(k).map(|id| format!("m.{id}")).collect(), version: 1, partial: None, note: None }
 }
 
 impl Lanes for Ranked {

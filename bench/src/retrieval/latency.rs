@@ -45,7 +45,7 @@ impl FixedLanes {
         {
             return Ok(*v);
         }
-        let v = self.embedder.embed_query_first(text, &self.queries).map_err(|e| LaneDown { reason: e.to_string() })?;
+        let v = self.embedder.embed_query_first(text, &self.queries).map_err(|e| LaneDown::new(e.to_string()))?;
         *last = Some((text.to_string(), v));
         Ok(v)
     }
@@ -53,20 +53,20 @@ impl FixedLanes {
 
 impl Lanes for FixedLanes {
     fn bm25(&self, text: &str, k: usize) -> Result<LaneHits, LaneDown> {
-        let (version, hits) = self.text.search_versioned(text, k).map_err(|e| LaneDown { reason: e.to_string() })?;
-        Ok(LaneHits { ids: hits.into_iter().map(|(id, _)| id).collect(), version, partial: None })
+        let (version, hits) = self.text.search_versioned(text, k).map_err(|e| LaneDown::new(e.to_string()))?;
+        Ok(LaneHits { ids: hits.into_iter().map(|(id, _)| id).collect(), version, partial: None, note: None })
     }
 
     fn dense(&self, text: &str, k: usize) -> Result<LaneHits, LaneDown> {
         let Some((version, index, missing)) = &self.dense else {
-            return Err(LaneDown { reason: "no vector index".into() });
+            return Err(LaneDown::new("no vector index"));
         };
         // As `RetrievalLanes::dense`: the background embedding waits for the embedding and the scan.
         let _turn = self.queries.begin_query();
         let query = self.embed_query(text)?;
         let ids = index.search(&query, k).into_iter().map(|(id, _)| id).collect();
         let partial = (*missing > 0).then(|| format!("{missing} units not embedded yet"));
-        Ok(LaneHits { ids, version: *version, partial })
+        Ok(LaneHits { ids, version: *version, partial, note: None })
     }
 
     fn tokens(&self, text: &str) -> Vec<String> {

@@ -51,12 +51,30 @@ pub struct LaneHits {
     pub version: u64,
     /// Set when the lane's index covers only part of that version (e.g. embedding in progress).
     pub partial: Option<String>,
+    /// What the answer leaves out of the query, when it does (the lexical lane uses a long
+    /// query's rarest words): reported as the lane's `reason`.
+    pub note: Option<String>,
 }
 
 /// Why a lane did not answer.
 #[derive(Clone, Debug)]
 pub struct LaneDown {
     pub reason: String,
+    /// The lane's state as its health reports it: `unavailable`, or a state it is on its way to
+    /// answering from (`building`, `loading`, `embedding`).
+    pub status: &'static str,
+}
+
+impl LaneDown {
+    /// A lane that cannot answer.
+    pub fn new(reason: impl Into<String>) -> LaneDown {
+        LaneDown { reason: reason.into(), status: "unavailable" }
+    }
+
+    /// A lane that cannot answer yet: its index is being built (`status`).
+    pub fn not_yet(status: &'static str, reason: impl Into<String>) -> LaneDown {
+        LaneDown { reason: reason.into(), status }
+    }
 }
 
 /// The lexical and dense lanes, and the tokenizer shared by retrieval.
@@ -176,26 +194,27 @@ pub fn run_text_lanes(
     let mut out = Vec::new();
     let text_lanes: Vec<Lane> = wanted.iter().copied().filter(|l| *l != Lane::Graph).collect();
     let ask = |lane: Lane| match lanes {
-        None => Err(LaneDown { reason: "no retrieval lanes are loaded in this process".into() }),
+        None => Err(LaneDown::new("no retrieval lanes are loaded in this process")),
         Some(l) if lane == Lane::Bm25 => l.bm25(text, k),
         Some(l) => l.dense(text, k),
     };
     // The dense lane spends most of its time embedding the query (memory-bound matrix products on
     // the embedder's own threads); BM25 answers meanwhile instead of after it.
-    let answers: Vec<Result<LaneHits, LaneDown>> =
-        if lanes.is_some() && text_lanes.len() > 1 {
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = text_lanes[1..].iter().map(|&lane| scope.spawn(move || ask(lane))).collect();
-                let first = ask(text_lanes[0]);
-                std::iter::once(first)
-                    .chain(handles.into_iter().map(|h| {
-                        h.join().unwrap_or_else(|_| Err(LaneDown { reason: "the lane failed (a bug)".into() }))
-                    }))
-                    .collect()
-            })
-        } else {
-            text_lanes.iter().map(|&lane| ask(lane)).collect()
-        };
+    let answers: Vec<Result<LaneHits, LaneDown>> = if lanes.is_some() && text_lanes.len() > 1 {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = text_lanes[1..].iter().map(|&lane| scope.spawn(move || ask(lane))).collect();
+            let first = ask(text_lanes[0]);
+            std::iter::once(first)
+                .chain(
+                    handles
+                        .into_iter()
+                        .map(|h| h.join().unwrap_or_else(|_| Err(LaneDown::new("the lane failed (a bug)")))),
+                )
+                .collect()
+        })
+    } else {
+        text_lanes.iter().map(|&lane| ask(lane)).collect()
+    };
     for (lane, answer) in text_lanes.into_iter().zip(answers) {
         match answer {
             Ok(hits) => {
@@ -208,22 +227,20 @@ pub fn run_text_lanes(
                 } else {
                     "lagging"
                 };
+                let reason = match (hits.partial, hits.note) {
+                    (Some(partial), Some(note)) => Some(format!("{partial}; {note}")),
+                    (partial, note) => partial.or(note),
+                };
                 health.insert(
                     lane.as_str(),
-                    LaneReport {
-                        status,
-                        version: Some(hits.version),
-                        lag: Some(lag),
-                        reason: hits.partial,
-                        hits: ids.len(),
-                    },
+                    LaneReport { status, version: Some(hits.version), lag: Some(lag), reason, hits: ids.len() },
                 );
                 out.push((lane, ids));
             }
             Err(down) => {
                 health.insert(
                     lane.as_str(),
-                    LaneReport { status: "unavailable", version: None, lag: None, reason: Some(down.reason), hits: 0 },
+                    LaneReport { status: down.status, version: None, lag: None, reason: Some(down.reason), hits: 0 },
                 );
             }
         }
@@ -293,15 +310,15 @@ mod tests {
         fn bm25(&self, _: &str, _: usize) -> Result<LaneHits, LaneDown> {
             let may_answer = self.bm25_may_answer.lock().unwrap_or_else(|p| p.into_inner());
             match may_answer.recv_timeout(std::time::Duration::from_secs(10)) {
-                Ok(()) => Ok(LaneHits { ids: Vec::new(), version: 0, partial: None }),
-                Err(_) => Err(LaneDown { reason: "waited for the dense lane in vain".into() }),
+                Ok(()) => Ok(LaneHits::default()),
+                Err(_) => Err(LaneDown::new("waited for the dense lane in vain")),
             }
         }
         fn dense(&self, _: &str, _: usize) -> Result<LaneHits, LaneDown> {
             if let Some(tx) = self.dense_started.lock().unwrap_or_else(|p| p.into_inner()).take() {
                 tx.send(()).ok();
             }
-            Ok(LaneHits { ids: Vec::new(), version: 0, partial: None })
+            Ok(LaneHits::default())
         }
         fn tokens(&self, text: &str) -> Vec<String> {
             text.split_whitespace().map(str::to_lowercase).collect()
@@ -333,5 +350,42 @@ mod tests {
         // The lanes keep the order they were asked in.
         let order: Vec<Lane> = ranked.iter().map(|(lane, _)| *lane).collect();
         assert_eq!(order, [Lane::Bm25, Lane::Dense]);
+    }
+
+    /// A lexical lane that dropped words of a long query, and a dense lane still embedding.
+    struct OnTheWay;
+
+    impl Lanes for OnTheWay {
+        fn bm25(&self, _: &str, _: usize) -> Result<LaneHits, LaneDown> {
+            Ok(LaneHits {
+                note: Some("the lexical lane used the 48 rarest of the 60 words".into()),
+                ..LaneHits::default()
+            })
+        }
+        fn dense(&self, _: &str, _: usize) -> Result<LaneHits, LaneDown> {
+            Err(LaneDown::not_yet("embedding", "embedding the repository (3 of 9 unit texts have vectors)"))
+        }
+        fn tokens(&self, text: &str) -> Vec<String> {
+            text.split_whitespace().map(str::to_lowercase).collect()
+        }
+        fn count_tokens(&self, _: &str) -> Option<usize> {
+            None
+        }
+        fn dense_similarities(&self, _: &str, _: &[&str]) -> Option<Vec<Option<f32>>> {
+            None
+        }
+    }
+
+    #[test]
+    fn a_lane_on_its_way_and_a_shortened_query_are_reported_as_such() {
+        let mut health = BTreeMap::new();
+        run_text_lanes(&Snapshot::empty(), Some(&OnTheWay), &[Lane::Bm25, Lane::Dense], "retry", 10, &mut health);
+        let dense = health.get("dense").expect("dense health");
+        assert_eq!(dense.status, "embedding", "not an outage: {dense:?}");
+        assert!(dense.reason.as_deref().is_some_and(|r| r.contains("3 of 9")), "{dense:?}");
+        let bm25 = health.get("bm25").expect("bm25 health");
+        assert_eq!(bm25.status, "ready");
+        assert!(bm25.reason.as_deref().is_some_and(|r| r.contains("48 rarest")), "{bm25:?}");
+        assert_eq!(LaneDown::new("gone").status, "unavailable");
     }
 }
