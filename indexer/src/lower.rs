@@ -7,7 +7,7 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use tree_sitter::{Node, Parser, Tree};
 
 use crate::syntax::*;
@@ -296,6 +296,7 @@ fn lower_text(original: &str, text: &str, root: Node) -> (FileSyntax, u32) {
         module_variables: FxHashMap::default(),
         conditional_depth: 0,
         narrowings: Vec::new(),
+        rebound_builtins: rebound_iteration_builtins(root, text),
         dunder_all_dynamic: false,
         nesting: 0,
         too_deep: 0,
@@ -633,6 +634,9 @@ struct Lowerer<'a> {
     /// The `isinstance` tests in force over the statements being lowered (see
     /// [`Lowerer::if_clause`]).
     narrowings: Vec<Narrowing>,
+    /// The iterating builtins this file names other than by calling them (see
+    /// [`rebound_iteration_builtins`]): its own `zip` may be anything.
+    rebound_builtins: FxHashSet<&'static str>,
 }
 
 /// `isinstance(name, T)` holds where code of `scope` reads `name`: inside `if isinstance(x, T):`
@@ -1703,6 +1707,11 @@ impl<'a> Lowerer<'a> {
     ) -> Option<Expr> {
         if let Some(cast) = self.typing_cast(callee, call, args, scope) {
             return Some(cast);
+        }
+        if let Expr::Name(name) = callee
+            && self.rebound_builtins.contains(name.as_str())
+        {
+            return None;
         }
         let view = iteration_view(callee, args, keywords.iter().any(|(k, _)| k == "key"))?;
         Some(Expr::Union(vec![Expr::Call(Box::new(callee.clone())), view]))
@@ -2904,6 +2913,68 @@ fn is_statement_like(kind: &str) -> bool {
 /// gives its keys, and `sorted(commands)` of a dict is how its keys are listed in order, while
 /// objects are sorted by a key. A function of the same name defined in the file would only add
 /// the argument's elements.
+/// The builtins [`iteration_view`] reads.
+const ITERATION_BUILTINS: [&str; 8] =
+    ["sorted", "reversed", "iter", "tuple", "frozenset", "filter", "enumerate", "zip"];
+
+/// Those of [`ITERATION_BUILTINS`] the file binds a name to, anywhere: a function or class
+/// definition (not a method), an assignment or loop target, an import, a parameter, a walrus, a
+/// `global`. A call of such a name may be the file's own function, so it is not read as the
+/// builtin's (coarse on purpose: the file's calls of that name keep only their own value). Using
+/// the builtin as a value (`isinstance(x, tuple)`) binds nothing.
+fn rebound_iteration_builtins(root: Node, src: &str) -> FxHashSet<&'static str> {
+    let mut out = FxHashSet::default();
+    // Most files bind none of them: look only when the text holds one.
+    if !ITERATION_BUILTINS.iter().any(|b| src.contains(b)) {
+        return out;
+    }
+    let mut cursor = root.walk();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "identifier" {
+            let text = src.get(node.start_byte()..node.end_byte()).unwrap_or("");
+            if let Some(&builtin) = ITERATION_BUILTINS.iter().find(|&&b| b == text)
+                && binds_name(node)
+            {
+                out.insert(builtin);
+            }
+            continue;
+        }
+        stack.extend(node.children(&mut cursor));
+    }
+    out
+}
+
+/// Whether identifier `node` is where a statement binds its name.
+fn binds_name(node: Node) -> bool {
+    let Some(parent) = node.parent() else { return false };
+    let is_field = |field: &str| parent.child_by_field_name(field) == Some(node);
+    match parent.kind() {
+        // A method binds a name of its class, not one the module's calls read.
+        "function_definition" => {
+            is_field("name")
+                && !parent.parent().and_then(|b| b.parent()).is_some_and(|c| c.kind() == "class_definition")
+        }
+        "class_definition" => is_field("name"),
+        "assignment" | "augmented_assignment" | "for_statement" | "for_in_clause" => is_field("left"),
+        "pattern_list" | "tuple_pattern" | "list_pattern" | "list_splat_pattern" | "dictionary_splat_pattern" => true,
+        "parameters" | "lambda_parameters" | "typed_parameter" | "as_pattern_target" => true,
+        "default_parameter" | "typed_default_parameter" | "named_expression" => is_field("name"),
+        "aliased_import" => is_field("alias"),
+        "global_statement" | "nonlocal_statement" => true,
+        // `import zip` / `from m import zip`: a one-part dotted name of the statement.
+        "dotted_name" => {
+            parent.named_child_count() == 1
+                && parent.parent().is_some_and(|statement| match statement.kind() {
+                    "import_statement" => true,
+                    "import_from_statement" => statement.child_by_field_name("module_name") != Some(parent),
+                    _ => false,
+                })
+        }
+        _ => false,
+    }
+}
+
 fn iteration_view(callee: &Expr, args: &[Expr], sorted_by_key: bool) -> Option<Expr> {
     let Expr::Name(name) = callee else { return None };
     let element = |xs: &Expr| (*xs != Expr::Unknown).then(|| Expr::Subscript(Box::new(xs.clone())));
