@@ -986,11 +986,9 @@ impl<'a> Lowerer<'a> {
         if condition.kind() != "not_operator" {
             return Vec::new();
         }
-        let leaves = statement.field("consequence").and_then(|b| {
-            let mut cursor = b.walk();
-            let last = b.named_children(&mut cursor).filter(|c| !c.is_extra()).last();
-            last
-        });
+        let leaves = statement
+            .field("consequence")
+            .and_then(|b| b.named_children(&mut b.walk()).filter(|c| !c.is_extra()).last());
         let always_leaves = leaves.is_some_and(|last| {
             matches!(last.kind(), "raise_statement" | "return_statement" | "continue_statement" | "break_statement")
         });
@@ -2952,8 +2950,7 @@ fn binds_name(node: Node) -> bool {
     match parent.kind() {
         // A method binds a name of its class, not one the module's calls read.
         "function_definition" => {
-            is_field("name")
-                && !parent.parent().and_then(|b| b.parent()).is_some_and(|c| c.kind() == "class_definition")
+            is_field("name") && parent.parent().and_then(|b| b.parent()).is_none_or(|c| c.kind() != "class_definition")
         }
         "class_definition" => is_field("name"),
         "assignment" | "augmented_assignment" | "for_statement" | "for_in_clause" => is_field("left"),
