@@ -55,8 +55,10 @@ pub const BOOST_BODY: f32 = 1.0;
 /// Tokens longer than this (in bytes) are dropped: long literals and generated names only bloat
 /// the dictionary.
 const MAX_TOKEN_BYTES: usize = 96;
-/// At most this many distinct query tokens are used: of the query's tokens the index holds, the
-/// rarest (a long docstring's common words add little to BM25 and cost a clause each).
+/// At most this many distinct query tokens are used: the first the index holds. (The first
+/// words of a retrieval query name where the target lives and its signature: on DevEval's
+/// tuning half the lexical lane's Recall@50 reads 0.581 with the first 48 the index holds and
+/// 0.569 with the rarest 48.)
 const MAX_QUERY_TOKENS: usize = 48;
 /// How many distinct tokens of a query are read at most before choosing (a 1 MiB query holds tens
 /// of thousands): more than any docstring has.
@@ -638,11 +640,11 @@ impl TextIndex {
     }
 
     /// The query for `text`: its distinct code tokens that the index holds, in every field, as
-    /// should-clauses; of more than [`MAX_QUERY_TOKENS`], the rarest (fewest documents over the
-    /// fields; the first written among equals), and a note saying so. A token no document
-    /// holds adds nothing to a score and is left out before counting, so filler words cost no
-    /// place. Counts are the live documents' ([`LiveStatistics`]), so the choice, like the
-    /// scores, does not depend on the index's history.
+    /// should-clauses; of more than [`MAX_QUERY_TOKENS`], the first, and a note saying so. A
+    /// token no document holds adds nothing to a score and is left out before counting, so
+    /// words the repository never uses cost no place. Counts are the live documents'
+    /// ([`LiveStatistics`]), so the choice, like the scores, does not depend on the index's
+    /// history.
     fn query(
         &self,
         text: &str,
@@ -662,20 +664,19 @@ impl TextIndex {
             seen.insert(t.clone());
             tokens.push(t);
         }
-        let mut held: Vec<(u64, usize, String)> = Vec::new();
-        for (position, token) in tokens.into_iter().enumerate() {
+        let mut held: Vec<String> = Vec::new();
+        for token in tokens {
             let mut documents = 0u64;
             for (field, _) in self.fields.boosted() {
                 documents += statistics.doc_freq(&Term::from_field_text(field, &token))?;
             }
             if documents > 0 {
-                held.push((documents, position, token));
+                held.push(token);
             }
         }
         let mut note = None;
         if held.len() > MAX_QUERY_TOKENS || !read_all {
             let present = held.len();
-            held.sort_unstable();
             held.truncate(MAX_QUERY_TOKENS);
             let scope = if read_all {
                 String::new()
@@ -683,15 +684,14 @@ impl TextIndex {
                 format!(" (read up to its first {MAX_QUERY_TOKENS_READ} distinct words)")
             };
             note = Some(format!(
-                "the lexical lane used the {} rarest of the {present} words of the query the index holds{scope}",
+                "the lexical lane used the first {} of the {present} words of the query the index holds{scope}",
                 held.len()
             ));
-            held.sort_unstable_by_key(|(_, position, _)| *position);
         }
         if held.is_empty() {
             return Ok((None, note));
         }
-        let tokens: Vec<String> = held.into_iter().map(|(_, _, t)| t).collect();
+        let tokens = held;
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for token in &tokens {
             for (field, boost) in self.fields.boosted() {

@@ -236,7 +236,7 @@ fn ranks_the_matching_function_first() {
 }
 
 #[test]
-fn a_long_query_keeps_its_rarest_words_and_says_so() {
+fn a_long_query_keeps_its_first_words_the_index_holds_and_says_so() {
     let (_dir, indexer) = small_repo();
     let index = TextIndex::build(indexer.snapshot(), 1).expect("build");
     // Words no unit holds take no place: after 60 of them, `acquire` still counts (the first 48
@@ -245,7 +245,7 @@ fn a_long_query_keeps_its_rarest_words_and_says_so() {
     let (_, hits, note) = index.search_explained(&format!("{} acquire", filler.join(" ")), 3).expect("search");
     assert!(ids(&hits).contains(&"pkg.net.ConnectionPool"), "{hits:?}");
     assert_eq!(note, None, "nothing the index holds was left out");
-    // More words the index holds than are used: the rarest are, and the answer says how many.
+    // More words the index holds than are used: the first are, and the answer says how many.
     let mut words: Vec<String> = Vec::new();
     for (i, token) in fresco_indexer::text_index::code_tokens(&format!("{NET}\n{OTHER}")).into_iter().enumerate() {
         if !words.contains(&token) && i % 5 != 4 {
@@ -255,7 +255,7 @@ fn a_long_query_keeps_its_rarest_words_and_says_so() {
     assert!(words.len() > 48, "the fixture has {} distinct words", words.len());
     let (_, _, note) = index.search_explained(&words.join(" "), 3).expect("search");
     let note = note.expect("a note");
-    assert!(note.starts_with("the lexical lane used the 48 rarest of the "), "{note}");
+    assert!(note.starts_with("the lexical lane used the first 48 of the "), "{note}");
 }
 
 #[test]

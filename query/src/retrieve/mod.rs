@@ -52,7 +52,7 @@ pub struct LaneHits {
     /// Set when the lane's index covers only part of that version (e.g. embedding in progress).
     pub partial: Option<String>,
     /// What the answer leaves out of the query, when it does (the lexical lane uses a long
-    /// query's rarest words): reported as the lane's `reason`.
+    /// query's first words): reported as the lane's `reason`.
     pub note: Option<String>,
 }
 
@@ -358,7 +358,7 @@ mod tests {
     impl Lanes for OnTheWay {
         fn bm25(&self, _: &str, _: usize) -> Result<LaneHits, LaneDown> {
             Ok(LaneHits {
-                note: Some("the lexical lane used the 48 rarest of the 60 words".into()),
+                note: Some("the lexical lane used the first 48 of the 60 words".into()),
                 ..LaneHits::default()
             })
         }
@@ -385,7 +385,7 @@ mod tests {
         assert!(dense.reason.as_deref().is_some_and(|r| r.contains("3 of 9")), "{dense:?}");
         let bm25 = health.get("bm25").expect("bm25 health");
         assert_eq!(bm25.status, "ready");
-        assert!(bm25.reason.as_deref().is_some_and(|r| r.contains("48 rarest")), "{bm25:?}");
+        assert!(bm25.reason.as_deref().is_some_and(|r| r.contains("first 48")), "{bm25:?}");
         assert_eq!(LaneDown::new("gone").status, "unavailable");
     }
 }
