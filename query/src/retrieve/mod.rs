@@ -299,26 +299,17 @@ mod tests {
         assert_eq!(fused[1].ranks.get("graph"), Some(&3));
     }
 
-    /// BM25 answers only once the dense lane has started: run one after the other, the lanes
-    /// would wait for each other until BM25 gives up.
-    struct DenseFirst {
-        dense_started: std::sync::Mutex<Option<std::sync::mpsc::Sender<()>>>,
-        bm25_may_answer: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
-    }
+    /// Lanes whose answers are the two closures' (bm25, then dense).
+    struct Scripted<B, D>(B, D);
 
-    impl Lanes for DenseFirst {
-        fn bm25(&self, _: &str, _: usize) -> Result<LaneHits, LaneDown> {
-            let may_answer = self.bm25_may_answer.lock().unwrap_or_else(|p| p.into_inner());
-            match may_answer.recv_timeout(std::time::Duration::from_secs(10)) {
-                Ok(()) => Ok(LaneHits::default()),
-                Err(_) => Err(LaneDown::new("waited for the dense lane in vain")),
-            }
+    type Answer = Result<LaneHits, LaneDown>;
+
+    impl<B: Fn() -> Answer + Sync, D: Fn() -> Answer + Sync> Lanes for Scripted<B, D> {
+        fn bm25(&self, _: &str, _: usize) -> Answer {
+            (self.0)()
         }
-        fn dense(&self, _: &str, _: usize) -> Result<LaneHits, LaneDown> {
-            if let Some(tx) = self.dense_started.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                tx.send(()).ok();
-            }
-            Ok(LaneHits::default())
+        fn dense(&self, _: &str, _: usize) -> Answer {
+            (self.1)()
         }
         fn tokens(&self, text: &str) -> Vec<String> {
             text.split_whitespace().map(str::to_lowercase).collect()
@@ -333,9 +324,26 @@ mod tests {
 
     #[test]
     fn bm25_answers_while_the_dense_lane_runs() {
+        // BM25 answers only once the dense lane has started: run one after the other, the lanes
+        // would wait for each other until BM25 gives up.
         let (tx, rx) = std::sync::mpsc::channel();
-        let lanes =
-            DenseFirst { dense_started: std::sync::Mutex::new(Some(tx)), bm25_may_answer: std::sync::Mutex::new(rx) };
+        let dense_started = std::sync::Mutex::new(Some(tx));
+        let bm25_may_answer = std::sync::Mutex::new(rx);
+        let lanes = Scripted(
+            || {
+                let may_answer = bm25_may_answer.lock().unwrap_or_else(|p| p.into_inner());
+                match may_answer.recv_timeout(std::time::Duration::from_secs(10)) {
+                    Ok(()) => Ok(LaneHits::default()),
+                    Err(_) => Err(LaneDown::new("waited for the dense lane in vain")),
+                }
+            },
+            || {
+                if let Some(tx) = dense_started.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                    tx.send(()).ok();
+                }
+                Ok(LaneHits::default())
+            },
+        );
         let mut health = BTreeMap::new();
         let ranked = run_text_lanes(
             &Snapshot::empty(),
@@ -352,34 +360,20 @@ mod tests {
         assert_eq!(order, [Lane::Bm25, Lane::Dense]);
     }
 
-    /// A lexical lane that dropped words of a long query, and a dense lane still embedding.
-    struct OnTheWay;
-
-    impl Lanes for OnTheWay {
-        fn bm25(&self, _: &str, _: usize) -> Result<LaneHits, LaneDown> {
-            Ok(LaneHits {
-                note: Some("the lexical lane used the first 48 of the 60 words".into()),
-                ..LaneHits::default()
-            })
-        }
-        fn dense(&self, _: &str, _: usize) -> Result<LaneHits, LaneDown> {
-            Err(LaneDown::not_yet("embedding", "embedding the repository (3 of 9 unit texts have vectors)"))
-        }
-        fn tokens(&self, text: &str) -> Vec<String> {
-            text.split_whitespace().map(str::to_lowercase).collect()
-        }
-        fn count_tokens(&self, _: &str) -> Option<usize> {
-            None
-        }
-        fn dense_similarities(&self, _: &str, _: &[&str]) -> Option<Vec<Option<f32>>> {
-            None
-        }
-    }
-
     #[test]
     fn a_lane_on_its_way_and_a_shortened_query_are_reported_as_such() {
+        // A lexical lane that left words of a long query out, and a dense lane still embedding.
+        let on_the_way = Scripted(
+            || {
+                Ok(LaneHits {
+                    note: Some("the lexical lane used the first 48 of the 60 words".into()),
+                    ..LaneHits::default()
+                })
+            },
+            || Err(LaneDown::not_yet("embedding", "embedding the repository (3 of 9 unit texts have vectors)")),
+        );
         let mut health = BTreeMap::new();
-        run_text_lanes(&Snapshot::empty(), Some(&OnTheWay), &[Lane::Bm25, Lane::Dense], "retry", 10, &mut health);
+        run_text_lanes(&Snapshot::empty(), Some(&on_the_way), &[Lane::Bm25, Lane::Dense], "retry", 10, &mut health);
         let dense = health.get("dense").expect("dense health");
         assert_eq!(dense.status, "embedding", "not an outage: {dense:?}");
         assert!(dense.reason.as_deref().is_some_and(|r| r.contains("3 of 9")), "{dense:?}");
