@@ -812,6 +812,12 @@ impl VectorIndex {
         self.ids.iter().map(|s| &**s)
     }
 
+    /// The key ([`text_key`]) of the text unit `id`'s vector was computed from, if it has one.
+    /// A scan: for the few hits of a lagging lane, not for every unit.
+    pub fn key_of(&self, id: &str) -> Option<u64> {
+        self.ids.iter().position(|i| &**i == id).and_then(|i| self.keys.get(i).copied())
+    }
+
     /// Approximate heap bytes held.
     pub fn memory_bytes(&self) -> usize {
         self.ids.capacity() * std::mem::size_of::<Box<str>>()

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crossbeam::channel::{Receiver, Sender};
 use fresco_graph::Snapshot;
-use fresco_query::{LaneDown, LaneHits};
+use fresco_query::{IndexedText, LaneDown, LaneHits};
 
 use crate::embed::{self, EmbedWorker, EmbedWorkerOptions, LaneState, VectorStore};
 use crate::text_index::{self, TextIndex};
@@ -332,8 +332,14 @@ impl fresco_query::Lanes for RetrievalLanes {
             TextLane::Building => return Err(LaneDown::not_yet("building", "the lexical index is still being built")),
             TextLane::Failed(why) => return Err(LaneDown::new(why.clone())),
         };
-        let (version, hits, note) = index.search_explained(text, k).map_err(|e| LaneDown::new(e.to_string()))?;
-        Ok(LaneHits { ids: hits.into_iter().map(|(id, _)| id).collect(), version, partial: None, note })
+        let answer = index.search_explained(text, k).map_err(|e| LaneDown::new(e.to_string()))?;
+        Ok(LaneHits {
+            ids: answer.hits.into_iter().map(|(id, _)| id).collect(),
+            version: answer.version,
+            partial: None,
+            note: answer.note,
+            indexed: Some(Arc::new(IndexedSources(answer.indexed))),
+        })
     }
 
     fn dense(&self, text: &str, k: usize) -> Result<LaneHits, LaneDown> {
@@ -358,7 +364,7 @@ impl fresco_query::Lanes for RetrievalLanes {
         let query = self.embed_query(worker, text).map_err(|e| LaneDown::new(e.to_string()))?;
         let ids = index.search(&query, k).into_iter().map(|(id, _)| id).collect();
         let partial = (index.missing() > 0).then(|| format!("{} units not embedded yet", index.missing()));
-        Ok(LaneHits { ids, version, partial, note: None })
+        Ok(LaneHits { ids, version, partial, note: None, indexed: Some(Arc::new(IndexedVectors(index))) })
     }
 
     fn tokens(&self, text: &str) -> Vec<String> {
@@ -377,5 +383,57 @@ impl fresco_query::Lanes for RetrievalLanes {
         let tokenizer = self.tokenizer.read().unwrap_or_else(|p| p.into_inner());
         let tokenizer = tokenizer.as_ref()?;
         Some(self.token_counts.get_or_count(text, || tokenizer.encode_fast(text, false).map_or(0, |e| e.len())))
+    }
+}
+
+/// The snapshot a lexical answer was ranked from: a unit's text there is what BM25 scored.
+#[derive(Debug)]
+struct IndexedSources(Snapshot);
+
+impl IndexedText for IndexedSources {
+    fn ranked_by_older_text(&self, snapshot: &Snapshot, id: &str) -> bool {
+        let text_in = |s: &Snapshot| s.unit(id).map(|u| u.file.source_of(u.unit).to_string());
+        snapshot.contains_unit(id) && text_in(&self.0) != text_in(snapshot)
+    }
+}
+
+/// The vectors a dense answer was ranked from: each keyed by the text it was computed from.
+#[derive(Debug)]
+struct IndexedVectors(Arc<embed::VectorIndex>);
+
+impl IndexedText for IndexedVectors {
+    fn ranked_by_older_text(&self, snapshot: &Snapshot, id: &str) -> bool {
+        let Some(unit) = snapshot.unit(id) else { return false };
+        let now = embed::text_key(&embed::unit_text(unit.unit, unit.file.source_of(unit.unit)));
+        self.0.key_of(id).is_some_and(|then| then != now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{FileEvent, Indexer};
+
+    /// A lexical answer from a lagging index says which hits it ranked by a unit's earlier text:
+    /// those whose source changed since, not the file's other units.
+    #[test]
+    fn a_lagging_lexical_answer_names_the_units_that_changed_since() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("m.py");
+        std::fs::write(&path, "def retry():\n    return 1\n\n\ndef other():\n    return 2\n").expect("write");
+        let mut indexer = Indexer::in_memory(dir.path(), Default::default());
+        indexer.refresh().expect("index");
+        let before = indexer.snapshot().clone();
+        let index = TextIndex::build(&before, 1).expect("build");
+        std::fs::write(&path, "def retry():\n    return 3\n\n\ndef other():\n    return 2\n").expect("write");
+        indexer.apply(vec![FileEvent::Changed("m.py".into())]).expect("apply");
+        let after = indexer.snapshot().clone();
+        let answer = index.search_explained("retry other", 5).expect("search");
+        assert_eq!(answer.version, before.version());
+        let indexed = IndexedSources(answer.indexed);
+        assert!(indexed.ranked_by_older_text(&after, "m.retry"), "its body changed");
+        assert!(!indexed.ranked_by_older_text(&after, "m.other"), "unchanged, though its file changed");
+        assert!(!indexed.ranked_by_older_text(&after, "m.gone"));
+        assert!(!indexed.ranked_by_older_text(&before, "m.retry"), "the snapshot it was ranked from");
     }
 }

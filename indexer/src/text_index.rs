@@ -346,12 +346,23 @@ struct Current {
     searcher: Searcher,
     statistics: Arc<LiveStatistics>,
     version: u64,
+    /// The snapshot indexed: what a hit was ranked by, when the index lags a newer one.
+    snapshot: Snapshot,
+}
+
+/// A search's answer: the hits, the version and snapshot they were ranked from, and what the
+/// query left out (see [`MAX_QUERY_TOKENS`]).
+pub struct TextAnswer {
+    pub version: u64,
+    pub hits: Vec<(String, f32)>,
+    pub note: Option<String>,
+    pub indexed: Snapshot,
 }
 
 impl Current {
-    fn of(searcher: Searcher, fields: &Fields, version: u64) -> Result<Current, TextIndexError> {
+    fn of(searcher: Searcher, fields: &Fields, snapshot: &Snapshot) -> Result<Current, TextIndexError> {
         let statistics = Arc::new(LiveStatistics::of(&searcher, fields)?);
-        Ok(Current { searcher, statistics, version })
+        Ok(Current { searcher, statistics, version: snapshot.version(), snapshot: snapshot.clone() })
     }
 }
 
@@ -523,7 +534,7 @@ impl TextIndex {
         // Segments are merged by `update`, at known points, not by tantivy in the background.
         writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
-        let current = Current::of(reader.searcher(), &fields, snapshot.version())?;
+        let current = Current::of(reader.searcher(), &fields, snapshot)?;
         Ok(TextIndex { fields, _index: index, reader, writer: Mutex::new(writer), current: RwLock::new(current) })
     }
 
@@ -563,7 +574,7 @@ impl TextIndex {
             return Err(e);
         }
         self.reader.reload()?;
-        let next = Current::of(self.reader.searcher(), &self.fields, snapshot.version())?;
+        let next = Current::of(self.reader.searcher(), &self.fields, snapshot)?;
         let mut current = self.current.write().map_err(|_| TextIndexError::Poisoned)?;
         *current = next;
         Ok(())
@@ -582,27 +593,25 @@ impl TextIndex {
 
     /// Like [`search`](Self::search), also returning the snapshot version the hits come from.
     pub fn search_versioned(&self, query: &str, k: usize) -> Result<(u64, Vec<(String, f32)>), TextIndexError> {
-        let (version, hits, _) = self.search_explained(query, k)?;
-        Ok((version, hits))
+        let answer = self.search_explained(query, k)?;
+        Ok((answer.version, answer.hits))
     }
 
-    /// Like [`search_versioned`](Self::search_versioned), also saying when the query had more
-    /// words the index holds than were used (see [`MAX_QUERY_TOKENS`]).
-    pub fn search_explained(
-        &self,
-        query: &str,
-        k: usize,
-    ) -> Result<(u64, Vec<(String, f32)>, Option<String>), TextIndexError> {
-        let (searcher, statistics, version) = {
+    /// Like [`search_versioned`](Self::search_versioned), also with the snapshot the hits were
+    /// ranked from and a note when the query had more words the index holds than were used (see
+    /// [`MAX_QUERY_TOKENS`]).
+    pub fn search_explained(&self, query: &str, k: usize) -> Result<TextAnswer, TextIndexError> {
+        let (searcher, statistics, version, indexed) = {
             let current = self.current.read().map_err(|_| TextIndexError::Poisoned)?;
-            (current.searcher.clone(), current.statistics.clone(), current.version)
+            (current.searcher.clone(), current.statistics.clone(), current.version, current.snapshot.clone())
         };
         let (query, note) = self.query(query, &statistics)?;
+        let nothing = |note| Ok(TextAnswer { version, hits: Vec::new(), note, indexed: indexed.clone() });
         let Some(query) = query else {
-            return Ok((version, Vec::new(), note));
+            return nothing(note);
         };
         if k == 0 {
-            return Ok((version, Vec::new(), note));
+            return nothing(note);
         }
         // Equal scores are ordered by unit id, not by where the documents sit in the segments
         // (which depends on the order of updates and merges): more hits than asked for are
@@ -613,7 +622,7 @@ impl TextIndex {
         let documents = usize::try_from(searcher.num_docs()).unwrap_or(usize::MAX);
         let k = k.min(documents);
         if k == 0 {
-            return Ok((version, Vec::new(), note));
+            return nothing(note);
         }
         let mut limit = k.saturating_add(TIE_SLACK).min(documents);
         let top = loop {
@@ -636,7 +645,7 @@ impl TextIndex {
         }
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         hits.truncate(k);
-        Ok((version, hits, note))
+        Ok(TextAnswer { version, hits, note, indexed })
     }
 
     /// The query for `text`: its distinct code tokens that the index holds, in every field, as

@@ -242,9 +242,9 @@ fn a_long_query_keeps_its_first_words_the_index_holds_and_says_so() {
     // Words no unit holds take no place: after 60 of them, `acquire` still counts (the first 48
     // distinct words were all the query used).
     let filler: Vec<String> = (0..60).map(|i| format!("w{i:03}q")).collect();
-    let (_, hits, note) = index.search_explained(&format!("{} acquire", filler.join(" ")), 3).expect("search");
-    assert!(ids(&hits).contains(&"pkg.net.ConnectionPool"), "{hits:?}");
-    assert_eq!(note, None, "nothing the index holds was left out");
+    let answer = index.search_explained(&format!("{} acquire", filler.join(" ")), 3).expect("search");
+    assert!(ids(&answer.hits).contains(&"pkg.net.ConnectionPool"), "{:?}", answer.hits);
+    assert_eq!(answer.note, None, "nothing the index holds was left out");
     // More words the index holds than are used: the first are, and the answer says how many.
     let mut words: Vec<String> = Vec::new();
     for (i, token) in fresco_indexer::text_index::code_tokens(&format!("{NET}\n{OTHER}")).into_iter().enumerate() {
@@ -253,8 +253,7 @@ fn a_long_query_keeps_its_first_words_the_index_holds_and_says_so() {
         }
     }
     assert!(words.len() > 48, "the fixture has {} distinct words", words.len());
-    let (_, _, note) = index.search_explained(&words.join(" "), 3).expect("search");
-    let note = note.expect("a note");
+    let note = index.search_explained(&words.join(" "), 3).expect("search").note.expect("a note");
     assert!(note.starts_with("the lexical lane used the first 48 of the "), "{note}");
 }
 

@@ -274,6 +274,14 @@ impl Exec<'_, '_> {
     }
 
     /// Whether the unit's file changed on disk after the snapshot.
+    /// Whether a retrieval row stands on text older than the snapshot: a lane behind it ranked
+    /// the unit by its earlier text. Marked as stale evidence where freshness `allow` marks what
+    /// is stale; `wait` and `strict` wait for the lexical lane, and the dense lane reports its
+    /// lag in the answer's lane health.
+    fn ranked_by_older_text(&self, older_text: &FxHashSet<String>, id: &str) -> bool {
+        self.ctx.is_stale.is_some() && older_text.contains(id)
+    }
+
     fn unit_is_stale(&self, id: &str) -> bool {
         let Some(is_stale) = self.ctx.is_stale else { return false };
         self.ctx.snapshot.unit(id).is_some_and(|u| is_stale(&u.file.graph.path))
@@ -566,7 +574,9 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             // top k is a prefix of the top k+n while k+n is at most 50 (fused from k per lane, `k 1` and `k 10` named different
             // best units on httpx, a black-box finding).
             let depth = (*k).max(SEARCH_LANE_DEPTH);
-            let mut ranked = run_text_lanes(exec.snapshot(), exec.ctx.lanes, &wanted, text, depth, &mut health);
+            let mut older_text = FxHashSet::default();
+            let mut ranked =
+                run_text_lanes(exec.snapshot(), exec.ctx.lanes, &wanted, text, depth, &mut health, &mut older_text);
             if wanted.contains(&Lane::Graph) {
                 health.insert(
                     "graph",
@@ -586,7 +596,10 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             Ok(fused
                 .into_iter()
                 .take(*k)
-                .map(|f| Row { score: Some(f.score), ranks: Some(f.ranks), ..Row::unit(f.id) })
+                .map(|f| {
+                    let stale_evidence = exec.ranked_by_older_text(&older_text, &f.id);
+                    Row { score: Some(f.score), ranks: Some(f.ranks), stale_evidence, ..Row::unit(f.id) }
+                })
                 .collect())
         }
         Stage::Context { target, budget, k, lanes } => {
@@ -596,7 +609,9 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             exec.notes.extend(target.note.clone());
             let wanted: Vec<Lane> = if lanes.is_empty() { Lane::ALL.to_vec() } else { lanes.clone() };
             let mut health = std::collections::BTreeMap::new();
-            let mut ranked = run_text_lanes(snapshot, exec.ctx.lanes, &wanted, &target.text, *k, &mut health);
+            let mut older_text = FxHashSet::default();
+            let mut ranked =
+                run_text_lanes(snapshot, exec.ctx.lanes, &wanted, &target.text, *k, &mut health, &mut older_text);
             // Test code is not what non-test code needs: keep the text lanes to code like the target.
             if !is_test_path(&target.file) {
                 for (_, ids) in ranked.iter_mut() {
@@ -665,7 +680,14 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 .filter(|(rank, f)| *rank < *k || in_text.contains(f.id.as_str()))
                 .map(|(_, f)| {
                     let role = if deps.contains(&f.id) { "dependency" } else { "example" };
-                    Row { score: Some(f.score), ranks: Some(f.ranks), role: Some(role), ..Row::unit(f.id) }
+                    let stale_evidence = exec.ranked_by_older_text(&older_text, &f.id);
+                    Row {
+                        score: Some(f.score),
+                        ranks: Some(f.ranks),
+                        role: Some(role),
+                        stale_evidence,
+                        ..Row::unit(f.id)
+                    }
                 })
                 .collect();
             exec.lanes = Some(health);

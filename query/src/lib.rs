@@ -19,4 +19,4 @@ mod width_table;
 pub use exec::{Context, Item, Limits, Output, QueryError, execute, resolve_symbol, run};
 pub use parse::{ParseError, parse};
 pub use reexport::reexported;
-pub use retrieve::{LaneDown, LaneHits, Lanes};
+pub use retrieve::{IndexedText, LaneDown, LaneHits, Lanes};

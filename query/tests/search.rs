@@ -25,7 +25,7 @@ fn index(root: &Path) -> Snapshot {
 struct Ranked;
 
 fn first(ids: &[&str], k: usize) -> LaneHits {
-    LaneHits { ids: ids.iter().take(k).map(|id| format!("m.{id}")).collect(), version: 1, partial: None, note: None }
+    LaneHits { ids: ids.iter().take(k).map(|id| format!("m.{id}")).collect(), version: 1, ..LaneHits::default() }
 }
 
 impl Lanes for Ranked {
@@ -64,4 +64,68 @@ fn the_ranking_does_not_depend_on_k() {
     for k in 1..5 {
         assert_eq!(names(k), all[..k], "k {k}");
     }
+}
+
+/// A lexical lane one version behind: it ranked `m.b` by its body before the edit.
+#[derive(Debug)]
+struct Before(Snapshot);
+
+impl fresco_query::IndexedText for Before {
+    fn ranked_by_older_text(&self, snapshot: &Snapshot, id: &str) -> bool {
+        let text = |s: &Snapshot| s.unit(id).map(|u| u.file.source_of(u.unit).to_string());
+        text(&self.0) != text(snapshot)
+    }
+}
+
+struct Lagging(Snapshot);
+
+impl Lanes for Lagging {
+    fn bm25(&self, _: &str, _: usize) -> Result<LaneHits, LaneDown> {
+        Ok(LaneHits {
+            ids: vec!["m.b".into(), "m.a".into()],
+            version: self.0.version(),
+            indexed: Some(std::sync::Arc::new(Before(self.0.clone()))),
+            ..LaneHits::default()
+        })
+    }
+    fn dense(&self, _: &str, _: usize) -> Result<LaneHits, LaneDown> {
+        Err(LaneDown::new("not in this test"))
+    }
+    fn tokens(&self, text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_lowercase).collect()
+    }
+    fn count_tokens(&self, _: &str) -> Option<usize> {
+        None
+    }
+    fn dense_similarities(&self, _: &str, _: &[&str]) -> Option<Vec<Option<f32>>> {
+        None
+    }
+}
+
+#[test]
+fn a_hit_a_lagging_lane_ranked_by_earlier_text_is_marked_where_allow_marks_what_is_stale() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut indexer = Indexer::in_memory(dir.path(), IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    std::fs::write(dir.path().join("m.py"), "def a():\n    return 1\n\n\ndef b():\n    return 1\n").expect("write");
+    indexer.refresh().expect("index");
+    let before = indexer.snapshot().clone();
+    std::fs::write(dir.path().join("m.py"), "def a():\n    return 1\n\n\ndef b():\n    return 2\n").expect("write");
+    indexer.apply(vec![fresco_indexer::FileEvent::Changed("m.py".into())]).expect("apply");
+    let after = indexer.snapshot().clone();
+    let lanes = Lagging(before);
+    let stale_of = |allow: bool| -> Vec<(String, bool)> {
+        let nothing_on_disk_changed = |_: &str| false;
+        let mut ctx = Context::new(&after);
+        ctx.lanes = Some(&lanes);
+        if allow {
+            ctx.is_stale = Some(&nothing_on_disk_changed);
+        }
+        let out = fresco_query::run(&ctx, "search \"b\" k 5 lanes bm25").expect("search");
+        assert_eq!(out.lanes.as_ref().and_then(|l| l.get("bm25")).map(|h| h.status), Some("lagging"));
+        out.results.iter().map(|i| (i.name.clone(), i.stale)).collect()
+    };
+    // `allow` answers from what it has and marks what is not fresh: m.b was ranked by its old body.
+    assert_eq!(stale_of(true), [("m.b".to_string(), true), ("m.a".to_string(), false)]);
+    // `wait` waits for the lexical lane (here it cannot catch up): the lag is the lane health's.
+    assert_eq!(stale_of(false), [("m.b".to_string(), false), ("m.a".to_string(), false)]);
 }

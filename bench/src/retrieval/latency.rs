@@ -54,7 +54,7 @@ impl FixedLanes {
 impl Lanes for FixedLanes {
     fn bm25(&self, text: &str, k: usize) -> Result<LaneHits, LaneDown> {
         let (version, hits) = self.text.search_versioned(text, k).map_err(|e| LaneDown::new(e.to_string()))?;
-        Ok(LaneHits { ids: hits.into_iter().map(|(id, _)| id).collect(), version, partial: None, note: None })
+        Ok(LaneHits { ids: hits.into_iter().map(|(id, _)| id).collect(), version, ..LaneHits::default() })
     }
 
     fn dense(&self, text: &str, k: usize) -> Result<LaneHits, LaneDown> {
@@ -66,7 +66,7 @@ impl Lanes for FixedLanes {
         let query = self.embed_query(text)?;
         let ids = index.search(&query, k).into_iter().map(|(id, _)| id).collect();
         let partial = (*missing > 0).then(|| format!("{missing} units not embedded yet"));
-        Ok(LaneHits { ids, version: *version, partial, note: None })
+        Ok(LaneHits { ids, version: *version, partial, ..LaneHits::default() })
     }
 
     fn tokens(&self, text: &str) -> Vec<String> {

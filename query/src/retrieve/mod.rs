@@ -19,6 +19,7 @@
 //! - `ids`: small helpers on unit ids, paths and edges that the others share.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use fresco_graph::Snapshot;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -44,6 +45,13 @@ pub use target::{Target, resolve_target};
 /// tuned on outcomes.
 pub const RRF_K: f64 = 60.0;
 
+/// What a lane's answer was ranked from, to tell the hits that stood on a unit's earlier text.
+pub trait IndexedText: Send + Sync + std::fmt::Debug {
+    /// Whether the lane ranked unit `id` by text other than its text in `snapshot` (its index
+    /// is behind the snapshot, and the unit changed since).
+    fn ranked_by_older_text(&self, snapshot: &Snapshot, id: &str) -> bool;
+}
+
 /// One lane's ranked answer and the graph version its index reflects.
 #[derive(Clone, Debug, Default)]
 pub struct LaneHits {
@@ -54,6 +62,8 @@ pub struct LaneHits {
     /// What the answer leaves out of the query, when it does (the lexical lane uses a long
     /// query's first words): reported as the lane's `reason`.
     pub note: Option<String>,
+    /// What the hits were ranked from (`None`: the snapshot's own text).
+    pub indexed: Option<Arc<dyn IndexedText>>,
 }
 
 /// Why a lane did not answer.
@@ -182,7 +192,8 @@ fn rrf(lists: &[&[String]]) -> Vec<(String, f64)> {
 }
 
 /// Runs the lexical and dense lanes for `text`, recording each lane's health. Hits for units
-/// not in `snapshot` (removed since the lane's index was built) are dropped.
+/// not in `snapshot` (removed since the lane's index was built) are dropped; hits a lagging lane
+/// ranked by a unit's earlier text are added to `older_text`.
 pub fn run_text_lanes(
     snapshot: &Snapshot,
     lanes: Option<&dyn Lanes>,
@@ -190,6 +201,7 @@ pub fn run_text_lanes(
     text: &str,
     k: usize,
     health: &mut BTreeMap<&'static str, LaneReport>,
+    older_text: &mut FxHashSet<String>,
 ) -> Vec<(Lane, Vec<String>)> {
     let mut out = Vec::new();
     let text_lanes: Vec<Lane> = wanted.iter().copied().filter(|l| *l != Lane::Graph).collect();
@@ -220,6 +232,9 @@ pub fn run_text_lanes(
             Ok(hits) => {
                 let ids: Vec<String> = hits.ids.into_iter().filter(|id| snapshot.contains_unit(id)).collect();
                 let lag = snapshot.version().saturating_sub(hits.version);
+                if let Some(indexed) = hits.indexed.as_ref().filter(|_| lag > 0) {
+                    older_text.extend(ids.iter().filter(|id| indexed.ranked_by_older_text(snapshot, id)).cloned());
+                }
                 let status = if hits.partial.is_some() {
                     "partial"
                 } else if lag == 0 {
@@ -352,6 +367,7 @@ mod tests {
             "retry",
             10,
             &mut health,
+            &mut FxHashSet::default(),
         );
         assert_eq!(health.get("bm25").map(|h| h.status), Some("ready"), "{:?}", health.get("bm25"));
         assert_eq!(health.get("dense").map(|h| h.status), Some("ready"));
@@ -373,7 +389,15 @@ mod tests {
             || Err(LaneDown::not_yet("embedding", "embedding the repository (3 of 9 unit texts have vectors)")),
         );
         let mut health = BTreeMap::new();
-        run_text_lanes(&Snapshot::empty(), Some(&on_the_way), &[Lane::Bm25, Lane::Dense], "retry", 10, &mut health);
+        run_text_lanes(
+            &Snapshot::empty(),
+            Some(&on_the_way),
+            &[Lane::Bm25, Lane::Dense],
+            "retry",
+            10,
+            &mut health,
+            &mut FxHashSet::default(),
+        );
         let dense = health.get("dense").expect("dense health");
         assert_eq!(dense.status, "embedding", "not an outage: {dense:?}");
         assert!(dense.reason.as_deref().is_some_and(|r| r.contains("3 of 9")), "{dense:?}");
