@@ -62,7 +62,8 @@ fn found_through_imports(snapshot: &Snapshot, name: &str, depth: u32) -> Vec<Str
                         continue;
                     }
                     format!("{}.{wanted}", edge.dst)
-                } else if bound == wanted && imported.rsplit('.').next() == edge.dst.rsplit('.').next() {
+                } else if bound == wanted && imported.rsplit('.').next() == edge.dst.rsplit('.').next().map(plain_name)
+                {
                     edge.dst.clone()
                 } else {
                     continue;
@@ -86,6 +87,12 @@ fn found_through_imports(snapshot: &Snapshot, name: &str, depth: u32) -> Vec<Str
         }
     }
     Vec::new()
+}
+
+/// A unit's last name without its definition number: an import of a name defined more than once
+/// (`@overload`s before the implementation) reaches the last definition, `to_tuple#4`.
+fn plain_name(last: &str) -> &str {
+    last.split_once('#').map_or(last, |(name, _)| name)
 }
 
 /// Whether `line` of the module's file is outside every function and class (an import there

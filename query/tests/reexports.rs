@@ -18,7 +18,8 @@ fn a_public_path_through_a_reexport_names_the_definition() {
         "shop/__init__.py",
         "from ._impl.cart import Cart\nfrom ._impl import cart\nfrom ._impl.pay import *  # the public names\n\
          from ._impl.hidden import *\nfrom ._impl.other import Thing as _Thing\nimport shop._impl.deep\n\
-         from ._impl.first import *\nfrom ._impl.second import *\nfrom ._impl.outer import *\n\n\ndef lazy():\n    from ._impl.late import Late\n    return Late\n",
+         from ._impl.first import *\nfrom ._impl.second import *\nfrom ._impl.outer import *\n\
+         from ._impl.typed import to_tuple\n\n\ndef lazy():\n    from ._impl.late import Late\n    return Late\n",
     );
     write("shop/_impl/__init__.py", "");
     write("shop/_impl/pay.py", "def pay(amount):\n    return amount\n\n\ndef _fee():\n    return 1\n");
@@ -34,6 +35,13 @@ fn a_public_path_through_a_reexport_names_the_definition() {
         "from .inner import *\nfrom .other import Thing as Aliased\n\n__all__ = [\"Nested\", \"Aliased\"]\n",
     );
     write("shop/_impl/inner.py", "class Nested:\n    pass\n");
+    // A name defined more than once (overloads, then the implementation): the import reaches the
+    // last definition, `to_tuple#3`.
+    write(
+        "shop/_impl/typed.py",
+        "from typing import overload\n\n\n@overload\ndef to_tuple(x: int) -> tuple: ...\n\n\n@overload\n\
+         def to_tuple(x: str) -> tuple: ...\n\n\ndef to_tuple(x):\n    return (x,)\n",
+    );
     write(
         "shop/_impl/cart.py",
         "class Cart:\n    def total(self):\n        return 0\n\n\ndef checkout(cart: Cart):\n    return cart.total()\n",
@@ -67,6 +75,9 @@ fn a_public_path_through_a_reexport_names_the_definition() {
     // Through a star import of a star import, and a name the star-imported module imports.
     assert_eq!(names("show shop.Nested"), ["shop._impl.inner.Nested"]);
     assert_eq!(names("show shop.Aliased"), ["shop._impl.other.Thing"]);
+    // A name defined more than once: what the import binds, the last definition (the
+    // implementation after its overloads), as calls through it resolve.
+    assert_eq!(names("show shop.to_tuple"), ["shop._impl.typed.to_tuple#3"]);
     // A name nothing binds is still unknown, with suggestions.
     let err = fresco_query::run(&Context::new(&snapshot), "show shop.Basket").expect_err("unknown");
     assert!(err.to_string().contains("shop.Basket"), "{err}");
