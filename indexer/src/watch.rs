@@ -224,6 +224,9 @@ impl Tracker {
 pub struct IgnoreRules {
     matchers: Vec<ignore::gitignore::Gitignore>,
     enabled: bool,
+    /// The user's global excludes file (git's `core.excludesFile`, else
+    /// `$XDG_CONFIG_HOME/git/ignore`), whether it exists or not: an edit of it changes the rules.
+    global_excludes: Option<PathBuf>,
 }
 
 impl IgnoreRules {
@@ -284,7 +287,13 @@ impl IgnoreRules {
                 matchers.push(global);
             }
         }
-        IgnoreRules { matchers, enabled: options.gitignore }
+        let global_excludes = options.gitignore.then(ignore::gitignore::gitconfig_excludes_path).flatten();
+        IgnoreRules { matchers, enabled: options.gitignore, global_excludes }
+    }
+
+    /// The user's global excludes file, when the rules read it.
+    pub fn global_excludes(&self) -> Option<&Path> {
+        self.global_excludes.as_deref()
     }
 
     pub fn is_ignored(&self, abs: &Path, is_dir: bool) -> bool {
@@ -332,6 +341,14 @@ pub fn start(
     if options.gitignore {
         for ancestor in root.ancestors().skip(1) {
             let _ = watcher.watch(ancestor, RecursiveMode::NonRecursive);
+        }
+        // So is the user's global excludes file, through its directory (the file may not exist
+        // yet; a directory that does not exist at start is not watched, and its rules wait for a
+        // restart).
+        if let Some(dir) = ignore::gitignore::gitconfig_excludes_path().as_deref().and_then(Path::parent)
+            && !dir.starts_with(&root)
+        {
+            let _ = watcher.watch(dir, RecursiveMode::NonRecursive);
         }
     }
     let thread = std::thread::Builder::new()
@@ -415,9 +432,10 @@ fn classify(
     let mut added = false;
     for abs in &event.paths {
         if !abs.starts_with(root) {
-            // An event of a directory above the root: only its ignore files matter.
+            // An event of a directory above the root, or of the global excludes file's: only
+            // ignore files matter.
             let name = abs.file_name().and_then(|n| n.to_str());
-            if matches!(name, Some(".gitignore" | ".ignore")) {
+            if matches!(name, Some(".gitignore" | ".ignore")) || rules.global_excludes() == Some(abs.as_path()) {
                 *rules = IgnoreRules::load(root, options);
                 batch.rescan = Some(tracker.note_rescan());
                 added = true;
@@ -551,6 +569,28 @@ mod tests {
         assert!(classify(&root, &options, &mut rules, &tracker, &exclude, &mut batch));
         assert!(batch.rescan.is_some());
         assert!(rules.is_ignored(&root.join("burst.py"), false));
+    }
+
+    /// An edit of the user's global excludes file reloads the rules and rescans; another file
+    /// beside it does not.
+    #[test]
+    fn an_edit_of_the_global_excludes_file_reloads_the_rules_and_rescans() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("repo");
+        std::fs::create_dir_all(&root).expect("mkdir");
+        let options = WalkOptions::default();
+        let mut rules = IgnoreRules::load(&root, &options);
+        // Where git's configuration puts it on this machine; here, a file outside the root.
+        let global = dir.path().join("config/git/ignore");
+        rules.global_excludes = Some(global.clone());
+        let tracker = Tracker::default();
+        let mut batch = Batch::default();
+        let modify = EventKind::Modify(notify::event::ModifyKind::Any);
+        let beside = event(modify, dir.path().join("config/git/config"));
+        assert!(!classify(&root, &options, &mut rules, &tracker, &beside, &mut batch));
+        assert!(batch.rescan.is_none());
+        assert!(classify(&root, &options, &mut rules, &tracker, &event(modify, global), &mut batch));
+        assert!(batch.rescan.is_some());
     }
 
     /// A Python file whose name is not UTF-8 asks for a rescan, which lists it as skipped.
