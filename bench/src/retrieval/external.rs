@@ -96,6 +96,10 @@ impl NameMap {
     /// with no `__init__` of its own in the repository is the class. `None` when no unit of the
     /// snapshot has that name.
     pub fn unit(&self, snapshot: &Snapshot, name: &str) -> Option<String> {
+        self.unit_as_written(snapshot, name).map(|id| last_definition(snapshot, id))
+    }
+
+    fn unit_as_written(&self, snapshot: &Snapshot, name: &str) -> Option<String> {
         if snapshot.contains_unit(name) {
             return Some(name.to_string());
         }
@@ -121,9 +125,26 @@ impl NameMap {
         // `C.__init__` of a class that defines none in the repository (a `str` subclass): the
         // dependency is the class's construction, and the class is the unit that answers to it.
         let class = name.strip_suffix(".__init__")?;
-        let class = self.unit(snapshot, class)?;
+        let class = self.unit_as_written(snapshot, class)?;
         (snapshot.kind_of(&class) == Some(fresco_graph::UnitKind::Class)).then_some(class)
     }
+}
+
+/// The definition a name defined more than once stands for: the last (`to_tuple#4` after three
+/// `@overload`s), which Python binds and calls resolve to.
+fn last_definition(snapshot: &Snapshot, id: String) -> String {
+    if id.contains('#') {
+        return id;
+    }
+    let mut last = id.clone();
+    for n in 2.. {
+        let next = format!("{id}#{n}");
+        if !snapshot.contains_unit(&next) {
+            break;
+        }
+        last = next;
+    }
+    last
 }
 
 /// `member` of the first base of `class` (depth first, bases in order) that defines it.
@@ -177,7 +198,7 @@ mod tests {
             "src/pkg/mod.py",
             "LIMIT = 3\n\nclass C:\n    def m(self):\n        self.x = LIMIT\n\nclass D(C):\n    pass\n",
         );
-        write("tools/script.py", "def g():\n    pass\n");
+        write("tools/script.py", "def g():\n    pass\n\n\ndef g():\n    return 1\n");
         let mut indexer = fresco_indexer::Indexer::in_memory(dir.path(), fresco_indexer::IndexerOptions::default());
         indexer.refresh().unwrap();
         let snap = indexer.snapshot();
@@ -187,7 +208,8 @@ mod tests {
         assert_eq!(names.unit(snap, "pkg.mod").as_deref(), Some("pkg.mod"));
         // A script outside any package is a top-level module to fresco.
         let script = snap.file("tools/script.py").unwrap().graph.module.clone();
-        assert_eq!(names.unit(snap, "tools.script.g"), Some(format!("{script}.g")));
+        // Defined twice: the name stands for the last definition.
+        assert_eq!(names.unit(snap, "tools.script.g"), Some(format!("{script}.g#2")));
         assert_eq!(names.unit(snap, "pkg.mod.C.nothing"), None);
         // Named on the subclass, defined on the base.
         assert_eq!(names.unit(snap, "pkg.mod.D.x").as_deref(), Some("pkg.mod.C.x"));
