@@ -231,14 +231,17 @@ impl Indexer {
         let numbered_before = fresco_graph::store::last_committed(&graph_dir)
             .max(fresco_graph::store::last_committed(db_dir))
             .max(reserved_before);
-        let keep_numbering = || -> Result<(), IndexError> {
+        // `also`: a number the damaged store still gives (its own version record, when only the
+        // marker file beside it is garbage).
+        let keep_numbering = |also: u64| -> Result<(), IndexError> {
+            let numbered_before = numbered_before.max(also);
             if numbered_before > reserved_before {
                 VersionReservation::record(db_dir, numbered_before)?;
             }
             Ok(())
         };
         if db_dir.join("db").is_file() && db_dir.join("conf").is_file() {
-            keep_numbering()?;
+            keep_numbering(0)?;
             // The layout before `graph/`: a sled database directly in the index directory.
             for stale in ["db", "conf", "blobs", "snap.*", "committed-version"] {
                 let _ = std::fs::remove_file(db_dir.join(stale));
@@ -251,13 +254,15 @@ impl Indexer {
                 Ok(snapshot) => (store, Some(snapshot)),
                 Err(StoreError::Corrupt(why)) => {
                     indexer.rebuilt_store = Some(format!("the index was corrupt ({why}); rebuilt from the files"));
-                    keep_numbering()?;
+                    // A garbage `committed-version` file reads as 0 above; the store's own record
+                    // of its version may still be whole.
+                    keep_numbering(store.version().unwrap_or(0))?;
                     store.clear(analysis)?;
                     (store, None)
                 }
                 Err(StoreError::Damaged(why)) => {
                     drop(store);
-                    keep_numbering()?;
+                    keep_numbering(0)?;
                     let kept = set_aside_damaged(&graph_dir, db_dir);
                     indexer.rebuilt_store =
                         Some(format!("the index database was damaged ({why}){kept}; rebuilt from the files"));
@@ -266,7 +271,7 @@ impl Indexer {
                 Err(e) => return Err(e.into()),
             },
             Err(StoreError::Damaged(why)) => {
-                keep_numbering()?;
+                keep_numbering(0)?;
                 let kept = set_aside_damaged(&graph_dir, db_dir);
                 indexer.rebuilt_store =
                     Some(format!("the index database was damaged ({why}){kept}; rebuilt from the files"));
@@ -278,7 +283,7 @@ impl Indexer {
                 | StoreError::Corrupt(_)),
             ) => {
                 indexer.rebuilt_store = Some(format!("{e}; rebuilt from the files"));
-                keep_numbering()?;
+                keep_numbering(0)?;
                 std::fs::remove_dir_all(&graph_dir).ok();
                 (Store::open(&graph_dir, analysis)?, None)
             }
@@ -293,7 +298,9 @@ impl Indexer {
         }
         indexer.store = Some(store);
         indexer.db_dir = Some(db_dir.to_path_buf());
-        indexer.version_floor = numbered_before;
+        // What a rebuild recorded above counts too (a store's own version read past a garbage
+        // marker file).
+        indexer.version_floor = numbered_before.max(VersionReservation::read(db_dir));
         indexer.reserved = indexer.version_floor;
         if let Some(snapshot) = loaded {
             indexer.seed_from(snapshot);

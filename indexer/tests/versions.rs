@@ -102,6 +102,35 @@ fn a_store_rebuilt_from_the_files_numbers_past_the_old_one() {
 }
 
 #[test]
+fn a_garbage_version_marker_does_not_restart_the_numbering() {
+    // Indexed by the command line alone: no daemon ever reserved numbers.
+    let (_dir, root, db) = workspace();
+    write(&root, "a.py", "def f():\n    return 1\n");
+    let old = {
+        let mut indexer = Indexer::open(&root, &db, options()).expect("open");
+        for body in ["2", "3"] {
+            write(&root, "a.py", &format!("def f():\n    return {body}\n"));
+            indexer.apply(vec![FileEvent::Changed("a.py".into())]).expect("apply");
+        }
+        indexer.snapshot().version()
+    };
+    for garbage in ["garbage", "", "-5"] {
+        std::fs::write(db.join("graph/committed-version"), garbage).expect("damage the marker");
+        write(&root, "a.py", &format!("def f():\n    return 4\n\n\ndef g{}():\n    return 5\n", garbage.len()));
+        let indexer = Indexer::open(&root, &db, options()).expect("reopen");
+        assert!(indexer.rebuilt_store.is_some(), "{garbage:?}: the store is rebuilt");
+        let now = indexer.snapshot().version();
+        assert!(now > old, "{garbage:?}: version {now} names another graph than the old store's {old}");
+        for earlier in 1..=old {
+            assert!(
+                indexer.history().changes_since(earlier).is_err(),
+                "{garbage:?}: version {earlier} is not this graph's"
+            );
+        }
+    }
+}
+
+#[test]
 fn history_outlives_a_clean_reopen_and_spans_what_changed_while_closed() {
     let (_dir, root, db) = workspace();
     write(&root, "a.py", "def f():\n    return 1\n");
