@@ -677,6 +677,17 @@ enum Answerer {
 /// holds the index (a daemon still indexing before it listens), waits for that daemon instead of
 /// failing on the store's lock.
 fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result<Answerer> {
+    // `--db` names the index to answer from. A daemon serves the root from one index; it answers
+    // only when it holds this one, which its lock on the store says (the opening below fails as
+    // in use, and the daemon is asked after all). Before, the daemon answered from its own index
+    // whatever `--db` named (black-box review: `changes since 2` of another index's history).
+    if args.db.is_some() && !client.daemon && !client.no_daemon && client::Client::connect(root).is_some() {
+        match open_index(args) {
+            Ok(indexer) => return Ok(Answerer::InProcess(Box::new(indexer))),
+            Err(err) if store_in_use(&err) => {}
+            Err(err) => return Err(err),
+        }
+    }
     if let Some(c) = connect(root, client)? {
         return Ok(Answerer::Daemon(c));
     }

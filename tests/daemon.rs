@@ -1304,3 +1304,43 @@ fn stop_during_a_daemons_start_waits_for_it_and_stops_it() {
     assert!(stderr(&out).contains("still starting"), "{}", stderr(&out));
     assert!(daemon.wait_exit(Duration::from_secs(30)).is_some(), "the daemon stopped: {}", daemon.log());
 }
+
+/// `--db` names the index a command answers from: a daemon serving the root from another index
+/// does not answer for it (it answered `changes since` from its own history), and one serving
+/// that index does.
+#[test]
+fn a_command_naming_another_index_is_answered_from_it() {
+    let env = Env::empty();
+    env.write("pkg/__init__.py", "");
+    env.write("pkg/core.py", "def helper(x):\n    return x\n");
+    let alt = env.tmp.path().join("alt");
+    let alt_s = alt.to_str().expect("utf8");
+    let index_alt = |d: &Daemon| {
+        let out = d.cli(&["index", env.root_s(), "--db", alt_s]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    };
+    let d = env.start();
+    index_alt(&d);
+    let first = version(&json(&d.cli(&["status", env.root_s(), "--db", alt_s, "--json"])));
+    env.write("pkg/core.py", "def helper(x):\n    return x\n\n\ndef added():\n    return 1\n");
+    index_alt(&d);
+    // The daemon has seen the edit too; what matters is whose history answers.
+    let out = d.cli(&["query", env.root_s(), "--db", alt_s, &format!("changes since {first}"), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let answer = json(&out);
+    let added: Vec<&str> = answer["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .filter(|r| r["change"] == "added")
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert_eq!(added, ["pkg.core.added"], "{answer}");
+    let status = json(&d.cli(&["status", env.root_s(), "--db", alt_s, "--json"]));
+    assert_eq!(status["daemon"], false, "the daemon does not hold that index: {status}");
+    drop(d);
+    // A daemon serving that very index answers for it.
+    let d = Daemon::start(&env.root, &alt, &env.rt);
+    let status = json(&d.cli(&["status", env.root_s(), "--db", alt_s, "--json"]));
+    assert_eq!(status["daemon"], true, "{status}");
+}
