@@ -131,18 +131,31 @@ impl NameMap {
 }
 
 /// The definition a name defined more than once stands for: the last (`to_tuple#4` after three
-/// `@overload`s), which Python binds and calls resolve to.
+/// `@overload`s), which Python binds and calls resolve to; but a property's setter or deleter
+/// (`@x.setter`, defined after the getter) is not what a read of `x` runs: the getter stays.
 fn last_definition(snapshot: &Snapshot, id: String) -> String {
     if id.contains('#') {
         return id;
     }
+    let is_accessor = |id: &str| {
+        snapshot.unit(id).is_some_and(|u| {
+            u.file
+                .source_of(u.unit)
+                .lines()
+                .map(str::trim)
+                .take_while(|l| l.starts_with('@'))
+                .any(|decorator| decorator.ends_with(".setter") || decorator.ends_with(".deleter"))
+        })
+    };
     let mut last = id.clone();
     for n in 2.. {
         let next = format!("{id}#{n}");
         if !snapshot.contains_unit(&next) {
             break;
         }
-        last = next;
+        if !is_accessor(&next) {
+            last = next;
+        }
     }
     last
 }
@@ -198,7 +211,10 @@ mod tests {
             "src/pkg/mod.py",
             "LIMIT = 3\n\nclass C:\n    def m(self):\n        self.x = LIMIT\n\nclass D(C):\n    pass\n",
         );
-        write("tools/script.py", "def g():\n    pass\n\n\ndef g():\n    return 1\n");
+        write(
+            "tools/script.py",
+            "def g():\n    pass\n\n\ndef g():\n    return 1\n\n\nclass P:\n    @property\n    def x(self):\n        return 1\n\n    @x.setter\n    def x(self, v):\n        pass\n",
+        );
         let mut indexer = fresco_indexer::Indexer::in_memory(dir.path(), fresco_indexer::IndexerOptions::default());
         indexer.refresh().unwrap();
         let snap = indexer.snapshot();
@@ -210,6 +226,8 @@ mod tests {
         let script = snap.file("tools/script.py").unwrap().graph.module.clone();
         // Defined twice: the name stands for the last definition.
         assert_eq!(names.unit(snap, "tools.script.g"), Some(format!("{script}.g#2")));
+        // A property: its getter, not the setter defined after it.
+        assert_eq!(names.unit(snap, "tools.script.P.x"), Some(format!("{script}.P.x")));
         assert_eq!(names.unit(snap, "pkg.mod.C.nothing"), None);
         // Named on the subclass, defined on the base.
         assert_eq!(names.unit(snap, "pkg.mod.D.x").as_deref(), Some("pkg.mod.C.x"));
