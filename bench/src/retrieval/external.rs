@@ -143,6 +143,7 @@ fn last_definition(snapshot: &Snapshot, id: String) -> String {
                 .source_of(u.unit)
                 .lines()
                 .map(str::trim)
+                .skip_while(|l| l.is_empty() || l.starts_with('#'))
                 .take_while(|l| l.starts_with('@'))
                 .any(|decorator| decorator.ends_with(".setter") || decorator.ends_with(".deleter"))
         })
@@ -213,7 +214,7 @@ mod tests {
         );
         write(
             "tools/script.py",
-            "def g():\n    pass\n\n\ndef g():\n    return 1\n\n\nclass P:\n    @property\n    def x(self):\n        return 1\n\n    @x.setter\n    def x(self, v):\n        pass\n",
+            "def g():\n    pass\n\n\ndef g():\n    return 1\n\n\nclass P:\n    @property\n    def x(self):\n        return 1\n\n    # Sets it.\n    @x.setter\n    def x(self, v):\n        pass\n",
         );
         let mut indexer = fresco_indexer::Indexer::in_memory(dir.path(), fresco_indexer::IndexerOptions::default());
         indexer.refresh().unwrap();
