@@ -38,12 +38,6 @@ impl Lanes for Ranked {
     fn tokens(&self, text: &str) -> Vec<String> {
         text.split_whitespace().map(str::to_lowercase).collect()
     }
-    fn count_tokens(&self, _: &str) -> Option<usize> {
-        None
-    }
-    fn dense_similarities(&self, _: &str, _: &[&str]) -> Option<Vec<Option<f32>>> {
-        None
-    }
 }
 
 #[test]
@@ -93,12 +87,6 @@ impl Lanes for Lagging {
     }
     fn tokens(&self, text: &str) -> Vec<String> {
         text.split_whitespace().map(str::to_lowercase).collect()
-    }
-    fn count_tokens(&self, _: &str) -> Option<usize> {
-        None
-    }
-    fn dense_similarities(&self, _: &str, _: &[&str]) -> Option<Vec<Option<f32>>> {
-        None
     }
 }
 

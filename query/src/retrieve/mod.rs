@@ -93,12 +93,17 @@ pub trait Lanes: Sync {
     fn dense(&self, text: &str, k: usize) -> Result<LaneHits, LaneDown>;
     /// Splits code and prose into lowercase word tokens (identifiers split too).
     fn tokens(&self, text: &str) -> Vec<String>;
-    /// Counts tokens the way the context budget is stated; `None` to use the fallback rule.
-    fn count_tokens(&self, text: &str) -> Option<usize>;
+    /// Counts tokens the way the context budget is stated; `None` (the default: no tokenizer) to
+    /// use the fallback rule.
+    fn count_tokens(&self, _text: &str) -> Option<usize> {
+        None
+    }
     /// Dense (embedding) similarity of `text` to each unit of `ids` (`None` for a unit without a
-    /// vector); `None` when the dense lane cannot answer. Used by the graph lane to rank the
-    /// units a target can reach.
-    fn dense_similarities(&self, text: &str, ids: &[&str]) -> Option<Vec<Option<f32>>>;
+    /// vector); `None` when the dense lane cannot answer (the default: no dense lane). Used by
+    /// the graph lane to rank the units a target can reach.
+    fn dense_similarities(&self, _text: &str, _ids: &[&str]) -> Option<Vec<Option<f32>>> {
+        None
+    }
 }
 
 /// A lane's health as reported with every retrieval answer.
@@ -328,12 +333,6 @@ mod tests {
         }
         fn tokens(&self, text: &str) -> Vec<String> {
             text.split_whitespace().map(str::to_lowercase).collect()
-        }
-        fn count_tokens(&self, _: &str) -> Option<usize> {
-            None
-        }
-        fn dense_similarities(&self, _: &str, _: &[&str]) -> Option<Vec<Option<f32>>> {
-            None
         }
     }
 
