@@ -639,8 +639,9 @@ struct Lowerer<'a> {
     rebound_builtins: FxHashSet<&'static str>,
 }
 
-/// `isinstance(name, T)` holds where code of `scope` reads `name`: inside `if isinstance(x, T):`
-/// and after `if not isinstance(x, T): raise ...` in the same block.
+/// `isinstance(name, T)` holds where code of `scope` reads `name` (a name or an attribute chain,
+/// `self.conn`): inside `if isinstance(x, T):` and after `if not isinstance(x, T): raise ...` in
+/// the same block.
 struct Narrowing {
     scope: ScopeId,
     name: Name,
@@ -908,8 +909,9 @@ impl<'a> Lowerer<'a> {
     }
 
     /// The `isinstance(name, T)` tests that hold when `condition` is true: the test itself, or
-    /// any operand of an `and` (parenthesised or not). Only plain names other than `self` and
-    /// `cls`, and classes written as names, attribute chains or a tuple of them.
+    /// any operand of an `and` (parenthesised or not). Only names other than `self` and `cls`
+    /// and attribute chains on names (`self.conn`), and classes written as names, attribute
+    /// chains or a tuple of them.
     fn instance_tests(&self, condition: Node) -> Vec<(Name, Expr)> {
         let mut out = Vec::new();
         self.collect_instance_tests(condition, &mut out, 0);
@@ -946,8 +948,8 @@ impl<'a> Lowerer<'a> {
         let mut cursor = arguments.walk();
         let args: Vec<Node> = arguments.named_children(&mut cursor).filter(|a| a.kind() != "comment").collect();
         let [subject, class] = args.as_slice() else { return None };
-        let name = self.text(*subject);
-        if subject.kind() != "identifier" || name == "self" || name == "cls" {
+        let name = self.subject_key(*subject, 0)?;
+        if name == "self" || name == "cls" {
             return None;
         }
         let is_class_name = |n: &Node| matches!(n.kind(), "identifier" | "attribute");
@@ -964,7 +966,24 @@ impl<'a> Lowerer<'a> {
             _ => return None,
         };
         let ty = crate::annotation::type_expr(&classes.join(" | "));
-        (ty != Expr::Unknown).then(|| (Name::new(name), ty))
+        (ty != Expr::Unknown).then(|| (Name::new(&name), ty))
+    }
+
+    /// What an `isinstance` test narrows, as written: a name, or an attribute chain on one
+    /// (`self.conn`, `node.parent`), dots between the parts whatever the spacing; `None` for
+    /// anything else (a call, a subscript: the next evaluation may give another value).
+    fn subject_key(&self, node: Node, depth: u32) -> Option<String> {
+        if depth > MAX_NESTING {
+            return None;
+        }
+        match node.kind() {
+            "identifier" => Some(self.text(node).to_string()),
+            "attribute" => {
+                let object = self.subject_key(node.field("object")?, depth + 1)?;
+                Some(format!("{object}.{}", self.text(node.field("attribute")?)))
+            }
+            _ => None,
+        }
     }
 
     /// The narrowings `statement` puts in force for the rest of its block: an `if` with no
@@ -1000,13 +1019,14 @@ impl<'a> Lowerer<'a> {
 
     /// The name `object` reads as the object of an attribute (`x` of `x.close()`), as the
     /// `isinstance` tests in force narrow it, if one does.
-    fn narrowed_object(&self, object: Node, scope: ScopeId) -> Option<Expr> {
-        if object.kind() != "identifier" || self.narrowings.is_empty() {
+    fn narrowed_object(&mut self, object: Node, scope: ScopeId) -> Option<Expr> {
+        if self.narrowings.is_empty() {
             return None;
         }
-        let name = self.text(object);
-        let n = self.narrowings.iter().rev().find(|n| n.scope == scope && n.name == name)?;
-        Some(Expr::Declared(Box::new(n.ty.clone()), Box::new(Expr::Name(n.name.clone()))))
+        let key = self.subject_key(object, 0)?;
+        let ty = self.narrowings.iter().rev().find(|n| n.scope == scope && n.name == key)?.ty.clone();
+        let read = self.chain(object, scope);
+        Some(Expr::Declared(Box::new(ty), Box::new(read)))
     }
 
     /// Counts the statements of a block (or the module) that tree-sitter accepts and Python
