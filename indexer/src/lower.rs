@@ -2941,24 +2941,20 @@ const ITERATION_BUILTINS: [&str; 8] =
 /// builtin's (coarse on purpose: the file's calls of that name keep only their own value). Using
 /// the builtin as a value (`isinstance(x, tuple)`) binds nothing.
 fn rebound_iteration_builtins(root: Node, src: &str) -> FxHashSet<&'static str> {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
     let mut out = FxHashSet::default();
-    // Most files bind none of them: look only when the text holds one.
-    if !ITERATION_BUILTINS.iter().any(|b| src.contains(b)) {
-        return out;
-    }
-    let mut cursor = root.walk();
-    let mut stack = vec![root];
-    while let Some(node) = stack.pop() {
-        if node.kind() == "identifier" {
-            let text = src.get(node.start_byte()..node.end_byte()).unwrap_or("");
-            if let Some(&builtin) = ITERATION_BUILTINS.iter().find(|&&b| b == text)
-                && binds_name(node)
-            {
+    // Each occurrence of the word in the text, looked up in the tree, instead of a walk over
+    // every node (django's cold index read 2.58 s either way, medians of five).
+    for builtin in ITERATION_BUILTINS {
+        for (at, _) in src.match_indices(builtin) {
+            let end = at + builtin.len();
+            let whole_word = !src[..at].ends_with(is_word) && !src[end..].starts_with(is_word);
+            let Some(node) = root.descendant_for_byte_range(at, end).filter(|_| whole_word) else { continue };
+            if node.kind() == "identifier" && node.start_byte() == at && node.end_byte() == end && binds_name(node) {
                 out.insert(builtin);
+                break;
             }
-            continue;
         }
-        stack.extend(node.children(&mut cursor));
     }
     out
 }
