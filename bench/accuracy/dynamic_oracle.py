@@ -124,6 +124,16 @@ def trace_main(argv):
 
     gen_types = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
 
+    def observe(key, line):
+        """Counts one call of the pair `key` at the caller's `line`; returns its record."""
+        rec = pairs.get(key)
+        if rec is None:
+            rec = pairs[key] = {"lines": set(), "via": set(), "cls": set(), "n": 0}
+        rec["n"] += 1
+        if len(rec["lines"]) < 50:
+            rec["lines"].add(line)
+        return rec
+
     def prof(frame, event, arg):
         if event == "return":
             # a generator function's frame first runs when someone iterates it, not at the
@@ -132,13 +142,7 @@ def trace_main(argv):
                 g = getattr(arg, "gi_code", None) or getattr(arg, "cr_code", None) or \
                     getattr(arg, "ag_code", None)
                 if g is not None and kind(g) == "p":
-                    key = (frame.f_code, g)
-                    rec = pairs.get(key)
-                    if rec is None:
-                        rec = pairs[key] = {"lines": set(), "via": set(), "cls": set(), "n": 0}
-                    rec["n"] += 1
-                    if len(rec["lines"]) < 50:
-                        rec["lines"].add(frame.f_lineno)
+                    rec = observe((frame.f_code, g), frame.f_lineno)
                     rec["via"].add("<returns generator>")
             return
         if event != "call":
@@ -163,13 +167,7 @@ def trace_main(argv):
             depth += 1
         if back is None:
             return
-        key = (back.f_code, code)
-        rec = pairs.get(key)
-        if rec is None:
-            rec = pairs[key] = {"lines": set(), "via": set(), "cls": set(), "n": 0}
-        rec["n"] += 1
-        if len(rec["lines"]) < 50:
-            rec["lines"].add(back.f_lineno)
+        rec = observe((back.f_code, code), back.f_lineno)
         if via is not None and len(rec["via"]) < 5:
             rec["via"].add(via)
         elif via is None:
