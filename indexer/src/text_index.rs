@@ -341,12 +341,12 @@ impl Fields {
 }
 
 /// What a search sees: one reader generation, BM25's statistics over its live documents and
-/// the snapshot version it reflects.
+/// the snapshot it reflects.
 struct Current {
     searcher: Searcher,
     statistics: Arc<LiveStatistics>,
-    version: u64,
-    /// The snapshot indexed: what a hit was ranked by, when the index lags a newer one.
+    /// The snapshot indexed (its version is the index's): what a hit was ranked by, when the
+    /// index lags a newer one.
     snapshot: Snapshot,
 }
 
@@ -362,7 +362,7 @@ pub struct TextAnswer {
 impl Current {
     fn of(searcher: Searcher, fields: &Fields, snapshot: &Snapshot) -> Result<Current, TextIndexError> {
         let statistics = Arc::new(LiveStatistics::of(&searcher, fields)?);
-        Ok(Current { searcher, statistics, version: snapshot.version(), snapshot: snapshot.clone() })
+        Ok(Current { searcher, statistics, snapshot: snapshot.clone() })
     }
 }
 
@@ -582,7 +582,7 @@ impl TextIndex {
 
     /// The snapshot version the index reflects.
     pub fn version(&self) -> u64 {
-        self.current.read().map(|c| c.version).unwrap_or(0)
+        self.current.read().map(|c| c.snapshot.version()).unwrap_or(0)
     }
 
     /// The `k` best units for `query` by BM25, best first: (unit id, score to four significant
@@ -603,7 +603,7 @@ impl TextIndex {
     pub fn search_explained(&self, query: &str, k: usize) -> Result<TextAnswer, TextIndexError> {
         let (searcher, statistics, version, indexed) = {
             let current = self.current.read().map_err(|_| TextIndexError::Poisoned)?;
-            (current.searcher.clone(), current.statistics.clone(), current.version, current.snapshot.clone())
+            (current.searcher.clone(), current.statistics.clone(), current.snapshot.version(), current.snapshot.clone())
         };
         let (query, note) = self.query(query, &statistics)?;
         let nothing = |note| Ok(TextAnswer { version, hits: Vec::new(), note, indexed: indexed.clone() });
@@ -715,7 +715,7 @@ impl TextIndex {
     pub fn stats(&self) -> Result<TextIndexStats, TextIndexError> {
         let (searcher, version) = {
             let current = self.current.read().map_err(|_| TextIndexError::Poisoned)?;
-            (current.searcher.clone(), current.version)
+            (current.searcher.clone(), current.snapshot.version())
         };
         let bytes = searcher.space_usage().map(|u| u.total().get_bytes()).unwrap_or(0);
         let deleted = searcher.segment_readers().iter().map(|r| u64::from(r.num_deleted_docs())).sum();

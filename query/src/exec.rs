@@ -273,7 +273,6 @@ impl Exec<'_, '_> {
         Ok(true)
     }
 
-    /// Whether the unit's file changed on disk after the snapshot.
     /// Whether a retrieval row stands on text older than the snapshot: a lane behind it ranked
     /// the unit by its earlier text. Marked as stale evidence where freshness `allow` marks what
     /// is stale; `wait` and `strict` wait for the lexical lane, and the dense lane reports its
@@ -282,6 +281,7 @@ impl Exec<'_, '_> {
         self.ctx.is_stale.is_some() && older_text.contains(id)
     }
 
+    /// Whether the unit's file changed on disk after the snapshot.
     fn unit_is_stale(&self, id: &str) -> bool {
         let Some(is_stale) = self.ctx.is_stale else { return false };
         self.ctx.snapshot.unit(id).is_some_and(|u| is_stale(&u.file.graph.path))
