@@ -641,12 +641,14 @@ struct Lowerer<'a> {
 
 /// `isinstance(name, T)` holds where code of `scope` reads `name` (a name or an attribute chain,
 /// `self.conn`): inside `if isinstance(x, T):` and after `if not isinstance(x, T): raise ...` in
-/// the same block.
+/// the same block, until a statement binds the name again.
 struct Narrowing {
     scope: ScopeId,
     name: Name,
-    /// The instance type the test names (`T`, or `A | B` for a tuple of classes).
-    ty: Expr,
+    /// The instance type the test names (`T`, or `A | B` for a tuple of classes); `None` from
+    /// the statement after one that binds the name again (`x = make()`) to the end of its block:
+    /// what the test said no longer holds there.
+    ty: Option<Expr>,
 }
 
 /// `global CONFIG` then `CONFIG = ...` inside a function: where the assignment is.
@@ -872,10 +874,16 @@ impl<'a> Lowerer<'a> {
         self.check_statements(node, &children);
         let narrowed_before = self.narrowings.len();
         for child in children {
+            // A loop that binds the name anywhere (its target, or its body for the next
+            // iteration) ends the test before its body runs; so does `with ... as name`.
+            if matches!(child.kind(), "for_statement" | "while_statement" | "with_statement") {
+                self.end_rebound_narrowings(child, scope);
+            }
             self.statement(child, scope);
+            self.end_rebound_narrowings(child, scope);
             // `if not isinstance(x, T): raise ...`: the rest of the block runs only for a T.
             for (name, ty) in self.exit_unless_instance(child) {
-                self.narrowings.push(Narrowing { scope, name, ty });
+                self.narrowings.push(Narrowing { scope, name, ty: Some(ty) });
             }
         }
         self.narrowings.truncate(narrowed_before);
@@ -886,9 +894,15 @@ impl<'a> Lowerer<'a> {
     /// `if isinstance(x, Conn):` calls `Conn.close` (and an override, if what `x` holds is a
     /// subclass); what `x` holds otherwise that is not a `Conn` is not looked at there. The
     /// children are lowered in their order, as the other compound statements' are. A name
-    /// assigned again inside the body keeps the narrowing (rare; not followed).
+    /// bound again inside the body loses the narrowing after that statement (see
+    /// [`Self::end_rebound_narrowings`]).
     fn if_clause(&mut self, node: Node, scope: ScopeId) {
-        let tests = node.field("condition").map(|c| self.instance_tests(c)).unwrap_or_default();
+        let condition = node.field("condition");
+        let tests = condition.map(|c| self.instance_tests(c)).unwrap_or_default();
+        // `if (x := make()) is not None:` binds `x` before the body runs.
+        if let Some(condition) = condition {
+            self.end_rebound_narrowings(condition, scope);
+        }
         let consequence = node.field("consequence");
         let mut cursor = node.walk();
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
@@ -896,7 +910,7 @@ impl<'a> Lowerer<'a> {
             if Some(child) == consequence && !tests.is_empty() {
                 let before = self.narrowings.len();
                 for (name, ty) in &tests {
-                    self.narrowings.push(Narrowing { scope, name: name.clone(), ty: ty.clone() });
+                    self.narrowings.push(Narrowing { scope, name: name.clone(), ty: Some(ty.clone()) });
                 }
                 self.statement(child, scope);
                 self.narrowings.truncate(before);
@@ -1017,6 +1031,131 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    /// Ends, for the rest of the block, the narrowings in force in `scope` whose name
+    /// `statement` binds again anywhere in it (`x = make()`, `x += 1`, `for x in ...`,
+    /// `with ... as x`, `(x := ...)`, `except E as x`, `del x`, a `def` or `class` of the name,
+    /// an import of it), or whose attribute chain it binds a prefix of (`self.conn = ...` and
+    /// `self = ...` end `self.conn`'s). A binding inside a nested `if` may or may not have run:
+    /// either way the test no longer says what the name holds.
+    fn end_rebound_narrowings(&mut self, statement: Node, scope: ScopeId) {
+        if !self.narrowings.iter().any(|n| n.scope == scope && n.ty.is_some()) {
+            return;
+        }
+        let mut bound = Vec::new();
+        self.bound_keys(statement, &mut bound, 0);
+        if bound.is_empty() {
+            return;
+        }
+        let rebinds = |name: &str| {
+            bound.iter().any(|b| name == b || name.strip_prefix(b.as_str()).is_some_and(|rest| rest.starts_with('.')))
+        };
+        let ended: Vec<Name> = self
+            .narrowings
+            .iter()
+            .filter(|n| n.scope == scope && n.ty.is_some() && rebinds(n.name.as_str()))
+            .map(|n| n.name.clone())
+            .collect();
+        for name in ended {
+            self.narrowings.push(Narrowing { scope, name, ty: None });
+        }
+    }
+
+    /// The names and attribute chains `node` binds in the scope it runs in (not in nested
+    /// functions, classes, lambdas or comprehensions, which have scopes of their own; a `def`
+    /// or `class` binds its own name).
+    fn bound_keys(&self, node: Node, out: &mut Vec<String>, depth: u32) {
+        if depth > MAX_NESTING {
+            return;
+        }
+        match node.kind() {
+            "function_definition" | "class_definition" => {
+                out.extend(node.field("name").map(|n| self.text(n).to_string()));
+                return;
+            }
+            "lambda"
+            | "list_comprehension"
+            | "set_comprehension"
+            | "dictionary_comprehension"
+            | "generator_expression" => return,
+            "assignment" if self.rebinds_to_own_method_result(node) => {}
+            "assignment" | "augmented_assignment" | "for_statement" => {
+                if let Some(left) = node.field("left") {
+                    self.target_keys(left, out, depth + 1);
+                }
+            }
+            "named_expression" => {
+                if let Some(name) = node.field("name") {
+                    self.target_keys(name, out, depth + 1);
+                }
+            }
+            "as_pattern" => {
+                if let Some(alias) = node.field("alias") {
+                    self.target_keys(alias, out, depth + 1);
+                }
+            }
+            "delete_statement" => {
+                let mut cursor = node.walk();
+                for target in node.named_children(&mut cursor) {
+                    self.target_keys(target, out, depth + 1);
+                }
+            }
+            "dotted_name"
+                if node.parent().is_some_and(|p| matches!(p.kind(), "import_statement" | "import_from_statement")) =>
+            {
+                // `import a.b` binds `a`; `from m import x` binds `x` (the module's name is no
+                // binding: it is the `module_name` field, skipped below).
+                if let Some(first) = node.named_child(0) {
+                    out.push(self.text(first).to_string());
+                }
+            }
+            "aliased_import" => {
+                out.extend(node.field("alias").map(|a| self.text(a).to_string()));
+                return;
+            }
+            _ => {}
+        }
+        let mut cursor = node.walk();
+        for child in node.named_children(&mut cursor) {
+            if node.kind() == "import_from_statement" && node.field("module_name") == Some(child) {
+                continue;
+            }
+            self.bound_keys(child, out, depth + 1);
+        }
+    }
+
+    /// `x = x.copy()`, `field = field.asc()`: a name rebound to what a method of its own value
+    /// returns. Such methods most often return the same kind of object (a copy, a fluent
+    /// builder's next step), so the `isinstance` test is kept: in django, ending it there lost
+    /// eight edges that were right (`child = child.copy()` then `child.name` on an `F`) and
+    /// gained none.
+    fn rebinds_to_own_method_result(&self, assignment: Node) -> bool {
+        let (Some(left), Some(right)) = (assignment.field("left"), assignment.field("right")) else { return false };
+        let Some(target) = self.subject_key(left, 0) else { return false };
+        right.kind() == "call"
+            && right.field("function").is_some_and(|f| {
+                f.kind() == "attribute"
+                    && f.field("object").and_then(|o| self.subject_key(o, 0)).as_deref() == Some(&*target)
+            })
+    }
+
+    /// The names and attribute chains a binding target binds: `x`, `self.conn`, each name of
+    /// `a, (b, *c)`; a subscript (`x[0] = ...`) binds none.
+    fn target_keys(&self, target: Node, out: &mut Vec<String>, depth: u32) {
+        if depth > MAX_NESTING {
+            return;
+        }
+        match target.kind() {
+            "identifier" | "attribute" => out.extend(self.subject_key(target, 0)),
+            "subscript" => {}
+            _ => {
+                let mut cursor = target.walk();
+                for child in target.named_children(&mut cursor) {
+                    self.target_keys(child, out, depth + 1);
+                }
+            }
+        }
+    }
+
     /// The name `object` reads as the object of an attribute (`x` of `x.close()`), as the
     /// `isinstance` tests in force narrow it, if one does.
     fn narrowed_object(&mut self, object: Node, scope: ScopeId) -> Option<Expr> {
@@ -1024,7 +1163,7 @@ impl<'a> Lowerer<'a> {
             return None;
         }
         let key = self.subject_key(object, 0)?;
-        let ty = self.narrowings.iter().rev().find(|n| n.scope == scope && n.name == key)?.ty.clone();
+        let ty = self.narrowings.iter().rev().find(|n| n.scope == scope && n.name == key)?.ty.clone()?;
         let read = self.chain(object, scope);
         Some(Expr::Declared(Box::new(ty), Box::new(read)))
     }
