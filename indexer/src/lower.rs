@@ -1536,6 +1536,7 @@ impl<'a> Lowerer<'a> {
         let docstring = body.and_then(|b| self.docstring(b));
         let def = self.push_def(scope, kind, name, outer, signature, docstring, decorators);
         self.bind(scope, name, Binding::Def(def));
+        self.def_replaces_earlier(node, outer, name, scope);
         if matches!(self.scopes[scope as usize].kind, ScopeKind::Module | ScopeKind::Class) {
             self.module_variables.insert((scope, Name::new(name)), def);
         }
@@ -1684,6 +1685,7 @@ impl<'a> Lowerer<'a> {
             }
         }
         self.bind(scope, name, Binding::Def(def));
+        self.def_replaces_earlier(node, outer, name, scope);
         if matches!(self.scopes[scope as usize].kind, ScopeKind::Module | ScopeKind::Class) {
             self.module_variables.insert((scope, Name::new(name)), def);
         }
@@ -1990,6 +1992,51 @@ impl<'a> Lowerer<'a> {
         if let Some(last) = sc.bindings.len().checked_sub(1) {
             sc.replacing.push((last as u32, line(node)));
         }
+    }
+
+    /// Marks the binding a `def` or `class` statement just made as replacing the earlier
+    /// bindings of its name, as an assignment or an import does ([`Self::replaces_earlier`]):
+    /// of `from .compat import g` and then `def g(): ...` only the function is in force
+    /// afterwards. Not under `if`/`try`, not in a function body, and not when a decorator reads
+    /// the name (`@x.setter`, `@f.register`): what it makes is built from the earlier binding.
+    fn def_replaces_earlier(&mut self, node: Node, outer: Node, name: &str, scope: ScopeId) {
+        if self.conditional_depth > 0
+            || !matches!(self.scopes[scope as usize].kind, ScopeKind::Module | ScopeKind::Class)
+        {
+            return;
+        }
+        let mut cursor = outer.walk();
+        let decorator_reads_name = outer
+            .named_children(&mut cursor)
+            .filter(|c| c.kind() == "decorator")
+            .any(|d| mentions_identifier(d, name, self.src));
+        // `from ..lookups import Transform`, `class IsEmpty(Transform)`, then `class
+        // Transform(...)` (django's gis functions): the body's own code read the earlier binding
+        // while it ran, and the class summaries read bases as the module ends, so that earlier
+        // binding stays in view (both are, as before).
+        if decorator_reads_name || self.scope_code_read(scope, name) {
+            return;
+        }
+        // The name is bound once the statement ran: a class body's own code (`backend =
+        // Templates` in `class Templates`) still reads the earlier binding.
+        let bound_at = node.end_position().row as u32 + 1;
+        let sc = self.scope(scope);
+        if let Some(last) = sc.bindings.len().checked_sub(1) {
+            sc.replacing.push((last as u32, bound_at));
+        }
+    }
+
+    /// Whether the code of `scope` lowered so far (not that of functions in it) read `name`:
+    /// called it, read it or an attribute of it, or named it as a class's base.
+    fn scope_code_read(&self, scope: ScopeId, name: &str) -> bool {
+        let sc = &self.scopes[scope as usize];
+        let named = |e: &Expr| root_name(e).is_some_and(|n| n.as_str() == name);
+        sc.accesses.iter().any(|a| !a.write && named(&a.expr))
+            || sc.calls.iter().any(|c| named(&c.callee))
+            || self
+                .scopes
+                .iter()
+                .any(|c| c.kind == ScopeKind::Class && c.parent == Some(scope) && c.bases.iter().any(|(b, _)| named(b)))
     }
 
     /// `type Alias = expr` (Python 3.12; also `type Alias[T] = ...`): binds `Alias` as an
@@ -3155,6 +3202,15 @@ fn normalise_dotted(text: &str) -> String {
 }
 
 /// Whether an identifier spelled `name` occurs anywhere under `node`.
+/// The name an expression starts from: `a` of `a`, `a.b`, `a.b()`, `a[0].c`.
+fn root_name(expr: &Expr) -> Option<&Name> {
+    match expr {
+        Expr::Name(n) => Some(n),
+        Expr::Attr(base, _) | Expr::Call(base) | Expr::Subscript(base) | Expr::Item(base, _) => root_name(base),
+        _ => None,
+    }
+}
+
 fn mentions_identifier(node: Node, name: &str, src: &str) -> bool {
     let mut cursor = node.walk();
     let mut stack = vec![node];

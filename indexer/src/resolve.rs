@@ -2031,6 +2031,21 @@ impl<'a> Resolver<'a> {
 
     /// The scope whose binding of `name` is visible from `scope` (LEGB; class bodies are not
     /// visible from nested functions). `None` means builtins.
+    /// Whether the code of `scope` runs while the module body runs, at its lines: the module's
+    /// own, and a class body's at module level (`class Renderer: backend = Templates` reads
+    /// the `Templates` of that line, before a later `class Templates` rebinds it).
+    fn runs_with_module_body(&self, scope: ScopeId) -> bool {
+        let mut s = scope;
+        loop {
+            let sc = self.syntax.scope(s);
+            match (sc.kind, sc.parent) {
+                (ScopeKind::Module, _) => return true,
+                (ScopeKind::Class, Some(parent)) => s = parent,
+                _ => return false,
+            }
+        }
+    }
+
     fn binding_scope(&self, name: &str, scope: ScopeId) -> Option<ScopeId> {
         let mut s = scope;
         loop {
@@ -2082,7 +2097,10 @@ impl<'a> Resolver<'a> {
     /// resolved: its raw values at that line (the bindings in force there, not the final ones), and
     /// the variable unit it reads, if it is one. `None` for every other name or site.
     fn module_body_values(&self, name: &str, scope: ScopeId, depth: u32) -> Option<(Vec<Value>, Option<Target>)> {
-        let line = self.module_site_line.get().filter(|_| scope == 0)?;
+        let line = self.module_site_line.get()?;
+        if scope != 0 && self.binding_scope(name, scope) != Some(0) {
+            return None;
+        }
         let indices = self.scope_bindings[0].get(name).map(Vec::as_slice).unwrap_or(&[]);
         let body = self.syntax.scope(0);
         if indices.len() < 2 || !indices.iter().any(|&i| body.replacing_index(i)) {
@@ -3328,7 +3346,11 @@ impl<'a> Resolver<'a> {
             if scope.kind == ScopeKind::Class {
                 let parent = scope.parent.unwrap_or(0);
                 for (base, line) in &scope.bases {
-                    for v in self.eval_local(base, parent, 0) {
+                    // A base is read as the class statement runs, at its line.
+                    self.module_site_line.set(self.runs_with_module_body(parent).then_some(*line));
+                    let bases = self.eval_local(base, parent, 0);
+                    self.module_site_line.set(None);
+                    for v in bases {
                         match v {
                             Value::Class(t) => add(&mut edges, &unit, t.id(), EdgeKind::Inherits, Some(*line)),
                             Value::External(x) => {
@@ -3343,7 +3365,7 @@ impl<'a> Resolver<'a> {
             // calls
             for call in &scope.calls {
                 let mut hits = SiteHits::default();
-                self.module_site_line.set((scope_id == 0).then_some(call.line));
+                self.module_site_line.set(self.runs_with_module_body(scope_id).then_some(call.line));
                 let values = self.eval_site(&call.callee, scope_id, Some(&mut hits), 0);
                 self.module_site_line.set(None);
                 let (targets, resolved) = self.call_targets(&values);
@@ -3404,7 +3426,7 @@ impl<'a> Resolver<'a> {
             // references
             for access in &scope.accesses {
                 let mut hits = SiteHits::default();
-                self.module_site_line.set((scope_id == 0).then_some(access.line));
+                self.module_site_line.set(self.runs_with_module_body(scope_id).then_some(access.line));
                 let values = self.eval_site(&access.expr, scope_id, Some(&mut hits), 0);
                 self.module_site_line.set(None);
                 if access.write {

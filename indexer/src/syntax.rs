@@ -505,7 +505,14 @@ impl FileSyntax {
     pub fn live_bindings(&self, scope: ScopeId, indices: &[usize]) -> Vec<usize> {
         let sc = self.scope(scope);
         let from = indices.iter().rposition(|&i| sc.replacing_index(i)).unwrap_or(0);
-        let indices = &indices[from..];
+        self.latest_defs(scope, &indices[from..])
+    }
+
+    /// Of the bindings `indices` of one name in one scope, in binding order: an unconditional
+    /// `def`/`class` stands for every earlier unconditional one, and property setters/deleters
+    /// never stand for the property.
+    fn latest_defs(&self, scope: ScopeId, indices: &[usize]) -> Vec<usize> {
+        let sc = self.scope(scope);
         let def_of = |i: usize| match &sc.bindings[i].1 {
             Binding::Def(d) => Some(self.def(*d)),
             _ => None,
@@ -526,12 +533,23 @@ impl FileSyntax {
 
     /// Of the bindings `indices` of one name in a module body, those in force at `line` of the
     /// body's own code while it runs: from the last replacing assignment before the line up to
-    /// the first one after it (an assignment on a later line has not run yet).
+    /// the first one after it (an assignment on a later line has not run yet), without the
+    /// unconditional `def`s and `class`es that end on or after the line (not run yet either),
+    /// and of the others the last (see [`Self::live_bindings`]).
     pub fn bindings_at_line(&self, scope: ScopeId, indices: &[usize], line: u32) -> Vec<usize> {
         let sc = self.scope(scope);
         let from = indices.iter().rposition(|&i| sc.replacing_line(i).is_some_and(|l| l < line)).unwrap_or(0);
         let to = indices.iter().position(|&i| sc.replacing_line(i).is_some_and(|l| l >= line)).unwrap_or(indices.len());
-        indices.get(from..to.max(from)).map(<[usize]>::to_vec).unwrap_or_default()
+        let not_run_yet = |i: usize| match &sc.bindings[i].1 {
+            Binding::Def(d) => {
+                let d = self.def(*d);
+                !d.conditional && d.end_line >= line
+            }
+            _ => false,
+        };
+        let run: Vec<usize> =
+            indices.get(from..to.max(from)).unwrap_or_default().iter().copied().filter(|&i| !not_run_yet(i)).collect();
+        self.latest_defs(scope, &run)
     }
 
     pub fn scope(&self, id: ScopeId) -> &Scope {
