@@ -54,6 +54,8 @@ struct Shared {
     flush: Sender<()>,
     started: Instant,
     shutdown: AtomicBool,
+    /// Why the indexer thread gave up, when it did: the daemon then exits with an error.
+    indexer_failure: Mutex<Option<String>>,
     connections: AtomicUsize,
     cookie_counter: AtomicU64,
     last_error: Mutex<Option<String>>,
@@ -297,6 +299,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         flush: flush_tx,
         started,
         shutdown: AtomicBool::new(false),
+        indexer_failure: Mutex::new(None),
         connections: AtomicUsize::new(0),
         cookie_counter: AtomicU64::new(0),
         last_error: Mutex::new(None),
@@ -365,6 +368,9 @@ pub fn serve(options: ServeOptions) -> Result<()> {
     if !indexer_thread.is_finished() {
         eprintln!("fresco: the index was still being written at exit; the next start catches up from the disk");
     }
+    if let Some(why) = shared.indexer_failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        anyhow::bail!("the indexer failed ({why}); the last complete version is kept");
+    }
     Ok(())
 }
 
@@ -426,7 +432,26 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
             shared.shutdown.store(true, Ordering::Relaxed);
             return;
         }
-        let applied = indexer.apply_batch(&batch);
+        // A panic in the indexer would leave the daemon up with nothing keeping it fresh, every
+        // query then waiting for a version that never comes while `status` looked healthy: the
+        // daemon stops instead, with the reason, and the last complete version stays stored
+        // (nothing of the failed batch is written). Clients then index in-process.
+        let applied = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| indexer.apply_batch(&batch))) {
+            Ok(applied) => applied,
+            Err(panic) => {
+                let why = panic
+                    .downcast_ref::<&str>()
+                    .map(|m| m.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".to_string());
+                eprintln!("fresco: the indexer failed ({why}); stopping the daemon");
+                *shared.last_error.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some(format!("the indexer failed: {why}"));
+                *shared.indexer_failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+                shared.shutdown.store(true, Ordering::Relaxed);
+                return;
+            }
+        };
         *shared.walk_issues.lock().unwrap_or_else(|p| p.into_inner()) = indexer.walk_issues().to_vec();
         match applied {
             Ok(report) => {

@@ -47,9 +47,9 @@ impl FreshArgs {
 }
 
 /// Python files of the tree, in a deterministic order, skipping tests.
-fn candidate_files(root: &Path) -> Vec<String> {
-    let (files, _) = fresco_indexer::walk::discover(root, &Default::default());
-    files.into_iter().filter(|f| !f.contains("test") && f.ends_with(".py") && !f.ends_with("__init__.py")).collect()
+fn candidate_files(root: &Path) -> Result<Vec<String>> {
+    let (files, _) = fresco_indexer::walk::discover(root, &Default::default())?;
+    Ok(files.into_iter().filter(|f| !f.contains("test") && f.ends_with(".py") && !f.ends_with("__init__.py")).collect())
 }
 
 pub fn run_fresh_bench(args: FreshArgs) -> Result<()> {
@@ -66,7 +66,7 @@ pub fn run_fresh_bench(args: FreshArgs) -> Result<()> {
     let settle = wait_idle(pid, Duration::from_secs(120));
     let status = conn.call("status", json!({}))?;
 
-    let files = candidate_files(&root);
+    let files = candidate_files(&root)?;
     if files.is_empty() {
         bail!("no Python files under {}", root.display());
     }

@@ -265,7 +265,7 @@ fn child(args: &[String]) -> Result<()> {
             v
         }
         "parse" | "lower" => {
-            let (files, _) = walk::discover(root, &WalkOptions::default());
+            let (files, _) = walk::discover(root, &WalkOptions::default())?;
             let texts: Vec<std::sync::Arc<str>> = files
                 .iter()
                 .filter_map(|f| walk::read_source(root, f, walk::DEFAULT_MAX_FILE_SIZE))

@@ -47,6 +47,8 @@ pub enum IndexError {
     NotADirectory { path: String },
     #[error("cannot reserve version numbers in {path}: {source}")]
     Io { path: String, source: std::io::Error },
+    #[error(transparent)]
+    Walk(#[from] walk::WalkFailed),
 }
 
 /// A change to one file, by path relative to the root.
@@ -382,7 +384,7 @@ impl Indexer {
     /// Rescans the tree and applies every difference from the current version: new, changed
     /// (by size and mtime, then content) and deleted files.
     pub fn refresh(&mut self) -> Result<BatchReport, IndexError> {
-        let (files, issues) = walk::discover(&self.root, &self.options.walk);
+        let (files, issues) = walk::discover(&self.root, &self.options.walk)?;
         self.walk_issues = issues;
         let on_disk: FxHashSet<&String> = files.iter().collect();
         let mut events = Vec::new();
@@ -420,7 +422,7 @@ impl Indexer {
     /// Whether `path` (relative) is a file this indexer would index, by name and default
     /// exclusions (the watcher applies gitignore rules on top).
     pub fn is_candidate(&self, rel: &str) -> bool {
-        walk::is_candidate(rel, &self.options.walk)
+        walk::is_candidate(&self.root, rel, &self.options.walk)
     }
 
     /// Applies a batch of file events and publishes a new version if anything changed.
@@ -760,7 +762,7 @@ impl Indexer {
                 events.extend(
                     self.inputs.keys().filter(|p| p.starts_with(&prefix)).map(|p| FileEvent::Changed(p.clone())),
                 );
-                let (found, issues) = walk::discover_under(&self.root, dir, &self.options.walk);
+                let (found, issues) = walk::discover_under(&self.root, dir, &self.options.walk)?;
                 // The subtree was walked again: its problems are those found now.
                 let under = self.root.join(dir);
                 self.walk_issues.retain(|issue| !issue.on_disk.starts_with(&under));

@@ -38,6 +38,32 @@ pub const DEFAULT_EXCLUDED_DIRS: &[&str] = &[
     "site-packages",
 ];
 
+/// Of [`DEFAULT_EXCLUDED_DIRS`], the names that usually hold build output or a virtualenv
+/// (`setup.py build`, `python -m build`, `python -m venv venv`) but are also the names of real
+/// packages (pip's `_internal/operations/build`, pypa/build's `src/build`, CPython's
+/// `Lib/venv`): such a directory is skipped only when it is not a package (no `__init__.py`).
+pub const OUTPUT_DIR_NAMES: &[&str] = &["build", "dist", "venv"];
+
+/// Whether the directory `dir`, named `name`, is left out by the exclusions of `options` (not
+/// by gitignore rules): an excluded name, unless it is one of [`OUTPUT_DIR_NAMES`] and the
+/// directory is a package.
+pub fn is_excluded_dir(dir: &Path, name: &str, options: &WalkOptions) -> bool {
+    options.excluded_dirs.iter().any(|e| e == name)
+        && !(OUTPUT_DIR_NAMES.contains(&name) && dir.join("__init__.py").is_file())
+}
+
+/// Whether some directory on the relative path `rel` (a file's: its last part is not looked
+/// at) is excluded ([`is_excluded_dir`]) or hidden.
+pub fn in_excluded_dir(root: &Path, rel: &str, options: &WalkOptions) -> bool {
+    let mut parts: Vec<&str> = rel.split('/').collect();
+    parts.pop();
+    let mut dir = root.to_path_buf();
+    parts.iter().any(|p| {
+        dir.push(p);
+        (p.starts_with('.') && !p.is_empty()) || is_excluded_dir(&dir, p, options)
+    })
+}
+
 /// Files larger than this are skipped, with the reason recorded, unless `--max-file-size` says
 /// otherwise. Indexing one file peaks at about 100 bytes of memory per source byte (a generated
 /// 9.4 MB file of small functions: 1.0 GB), so a default of 10 MiB let one file take a gigabyte;
@@ -155,21 +181,58 @@ pub fn relative(root: &Path, path: &Path) -> Option<String> {
 
 /// Whether a relative path is one fresco indexes (a `.py` file outside excluded directories).
 /// The gitignore part of the decision is made by the walk and by the watcher's matcher.
-pub fn is_candidate(rel: &str, options: &WalkOptions) -> bool {
+pub fn is_candidate(root: &Path, rel: &str, options: &WalkOptions) -> bool {
     if !rel.ends_with(".py") {
         return false;
     }
-    let mut parts: Vec<&str> = rel.split('/').collect();
     // Hidden files, like hidden directories, are left out (as the walk does).
-    if parts.pop().is_some_and(|name| name.starts_with('.')) {
+    if rel.rsplit('/').next().is_some_and(|name| name.starts_with('.')) {
         return false;
     }
-    !parts.iter().any(|p| options.excluded_dirs.iter().any(|e| e == p) || p.starts_with('.'))
+    !in_excluded_dir(root, rel, options)
 }
 
+/// The directory walk failed as a whole: what it would list is not known, so nothing may be
+/// taken as deleted.
+#[derive(Debug, thiserror::Error)]
+#[error("the walk of {path} failed {attempts} times in a row (the tree kept changing under it): {message}")]
+pub struct WalkFailed {
+    pub path: String,
+    pub attempts: u32,
+    pub message: String,
+}
+
+/// How many times [`discover`] walks a tree whose walker fails before giving up.
+const WALK_ATTEMPTS: u32 = 4;
+
 /// Lists the `.py` files under `root`, sorted, with the problems met on the way.
-pub fn discover(root: &Path, options: &WalkOptions) -> (Vec<String>, Vec<WalkIssue>) {
-    let excluded = options.excluded_dirs.clone();
+///
+/// The walker (the `ignore` crate's) can panic when a directory is replaced or a symbolic link
+/// to `.` made and removed while it reads the tree (its stack of ignore rules loses a level):
+/// a walk that panics is made again, after a pause, up to [`WALK_ATTEMPTS`] times. The panic
+/// is caught here so that the thread that asked (the daemon's indexer) lives on.
+pub fn discover(root: &Path, options: &WalkOptions) -> Result<(Vec<String>, Vec<WalkIssue>), WalkFailed> {
+    let mut message = String::new();
+    for attempt in 0..WALK_ATTEMPTS {
+        if attempt > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(20 << (2 * attempt)));
+        }
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| discover_once(root, options))) {
+            Ok(found) => return Ok(found),
+            Err(panic) => {
+                message = panic
+                    .downcast_ref::<&str>()
+                    .map(|m| m.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "the directory walker panicked".to_string());
+            }
+        }
+    }
+    Err(WalkFailed { path: root.display().to_string(), attempts: WALK_ATTEMPTS, message })
+}
+
+fn discover_once(root: &Path, options: &WalkOptions) -> (Vec<String>, Vec<WalkIssue>) {
+    let exclusions = options.clone();
     let mut builder = ignore::WalkBuilder::new(root);
     builder
         .hidden(true)
@@ -186,62 +249,86 @@ pub fn discover(root: &Path, options: &WalkOptions) -> (Vec<String>, Vec<WalkIss
                 return true;
             }
             let name = entry.file_name().to_string_lossy();
-            !excluded.iter().any(|e| *e == name) && !is_virtualenv(entry.path())
+            !is_excluded_dir(entry.path(), &name, &exclusions) && !is_virtualenv(entry.path())
         });
-    let mut files = Vec::new();
-    let mut issues = Vec::new();
-    for result in builder.build() {
-        match result {
-            Ok(entry) => {
-                let is_link = entry.path_is_symlink();
-                if is_link && entry.path().is_dir() {
-                    issues.push(WalkIssue::new(entry.path(), WalkIssueKind::LinkToDirectory));
-                    continue;
-                }
-                if !is_link && !entry.file_type().is_some_and(|t| t.is_file()) {
-                    // A FIFO, socket or device named like a source file: reading it could block
-                    // or never end, so it is not read, but it is not left out silently either.
-                    let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-                    if !is_dir && entry.file_name().to_string_lossy().ends_with(".py") {
-                        issues.push(WalkIssue::new(entry.path(), WalkIssueKind::NotARegularFile));
-                    }
-                    continue;
-                }
-                let Some(rel) = relative(root, entry.path()) else {
-                    issues.push(WalkIssue::new(entry.path(), WalkIssueKind::UnusableName));
-                    continue;
-                };
-                if rel.ends_with(".py") {
-                    files.push(rel);
-                }
-            }
-            Err(err) => {
-                let issue = WalkIssue::new(&error_path(&err), WalkIssueKind::WalkError);
-                issues.push(WalkIssue { message: err.to_string(), ..issue });
-            }
-        }
-    }
+    // The parallel walker, on one thread: the sequential one loses a level of its stack of
+    // ignore rules when a link to `.` comes and goes while it reads, and panics (ignore 0.4.35,
+    // `walk.rs:1265`; 20 times in 5 s of such churn under the daemon, none since).
+    let found: std::sync::Mutex<(Vec<String>, Vec<WalkIssue>)> = std::sync::Mutex::new((Vec::new(), Vec::new()));
+    builder.threads(1).build_parallel().run(|| {
+        Box::new(|result| {
+            let mut found = found.lock().unwrap_or_else(|p| p.into_inner());
+            let (files, issues) = &mut *found;
+            visit(root, result, files, issues);
+            ignore::WalkState::Continue
+        })
+    });
+    let (mut files, mut issues) = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    // In the tree's order, whatever order the walker met them in.
+    issues.sort_by(|a, b| a.on_disk.cmp(&b.on_disk).then_with(|| a.message.cmp(&b.message)));
     files.sort();
     files.dedup();
     (files, issues)
 }
 
+/// Records one entry of the walk: a `.py` file to index, or why it is not indexed.
+fn visit(
+    root: &Path,
+    result: Result<ignore::DirEntry, ignore::Error>,
+    files: &mut Vec<String>,
+    issues: &mut Vec<WalkIssue>,
+) {
+    match result {
+        Ok(entry) => {
+            let is_link = entry.path_is_symlink();
+            if is_link && entry.path().is_dir() {
+                issues.push(WalkIssue::new(entry.path(), WalkIssueKind::LinkToDirectory));
+                return;
+            }
+            if !is_link && !entry.file_type().is_some_and(|t| t.is_file()) {
+                // A FIFO, socket or device named like a source file: reading it could block
+                // or never end, so it is not read, but it is not left out silently either.
+                let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+                if !is_dir && entry.file_name().to_string_lossy().ends_with(".py") {
+                    issues.push(WalkIssue::new(entry.path(), WalkIssueKind::NotARegularFile));
+                }
+                return;
+            }
+            let Some(rel) = relative(root, entry.path()) else {
+                issues.push(WalkIssue::new(entry.path(), WalkIssueKind::UnusableName));
+                return;
+            };
+            if rel.ends_with(".py") {
+                files.push(rel);
+            }
+        }
+        Err(err) => {
+            let issue = WalkIssue::new(&error_path(&err), WalkIssueKind::WalkError);
+            issues.push(WalkIssue { message: err.to_string(), ..issue });
+        }
+    }
+}
+
 /// Lists the `.py` files under the directory `rel_dir` (relative to `root`), as paths relative
 /// to `root`, applying the same rules as [`discover`] (including parent gitignores).
-pub fn discover_under(root: &Path, rel_dir: &str, options: &WalkOptions) -> (Vec<String>, Vec<WalkIssue>) {
+pub fn discover_under(
+    root: &Path,
+    rel_dir: &str,
+    options: &WalkOptions,
+) -> Result<(Vec<String>, Vec<WalkIssue>), WalkFailed> {
     let dir = root.join(rel_dir);
-    if !dir.is_dir() || !is_candidate(&format!("{rel_dir}/x.py"), options) {
-        return (Vec::new(), Vec::new());
+    if !dir.is_dir() || !is_candidate(root, &format!("{rel_dir}/x.py"), options) {
+        return Ok((Vec::new(), Vec::new()));
     }
     if fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
-        return (Vec::new(), vec![WalkIssue::new(&dir, WalkIssueKind::LinkToDirectory)]);
+        return Ok((Vec::new(), vec![WalkIssue::new(&dir, WalkIssueKind::LinkToDirectory)]));
     }
     let name = rel_dir.rsplit('/').next().unwrap_or(rel_dir);
-    if options.excluded_dirs.iter().any(|e| e == name) || is_virtualenv(&dir) {
-        return (Vec::new(), Vec::new());
+    if is_excluded_dir(&dir, name, options) || is_virtualenv(&dir) {
+        return Ok((Vec::new(), Vec::new()));
     }
-    let (files, issues) = discover(&dir, options);
-    (files.into_iter().map(|f| format!("{rel_dir}/{f}")).collect(), issues)
+    let (files, issues) = discover(&dir, options)?;
+    Ok((files.into_iter().map(|f| format!("{rel_dir}/{f}")).collect(), issues))
 }
 
 /// A file as read from disk.
@@ -335,7 +422,7 @@ mod tests {
         let fifo = dir.path().join("pipe.py");
         let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
         assert!(made.success());
-        let (files, issues) = discover(dir.path(), &WalkOptions::default());
+        let (files, issues) = discover(dir.path(), &WalkOptions::default()).unwrap();
         assert_eq!(files, vec!["ok.py".to_string()]);
         assert!(
             issues.iter().any(|i| i.path.ends_with("pipe.py") && i.message.contains("not a regular file")),
@@ -347,16 +434,33 @@ mod tests {
     fn discovers_python_files_and_skips_what_it_should() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        for f in ["a.py", "pkg/__init__.py", "pkg/b.py", "build/x.py", "venv2/lib/y.py", "ignored/z.py", "notes.txt"] {
+        for f in [
+            "a.py",
+            "pkg/__init__.py",
+            "pkg/b.py",
+            "build/x.py",
+            "venv2/lib/y.py",
+            "ignored/z.py",
+            "notes.txt",
+            // A package named like build output is a package: indexed.
+            "pkg/build/__init__.py",
+            "pkg/build/env.py",
+            "dist/lib/w.py",
+        ] {
             let p = root.join(f);
             fs::create_dir_all(p.parent().unwrap()).unwrap();
             fs::write(&p, "x = 1\n").unwrap();
         }
         fs::write(root.join("venv2/pyvenv.cfg"), "home = /usr\n").unwrap();
         fs::write(root.join(".gitignore"), "ignored/\n").unwrap();
-        let (files, issues) = discover(root, &WalkOptions::default());
-        assert_eq!(files, vec!["a.py", "pkg/__init__.py", "pkg/b.py"]);
+        let (files, issues) = discover(root, &WalkOptions::default()).unwrap();
+        assert_eq!(files, vec!["a.py", "pkg/__init__.py", "pkg/b.py", "pkg/build/__init__.py", "pkg/build/env.py"]);
         assert!(issues.is_empty(), "{issues:?}");
+        // The watcher's by-name decision agrees with the walk.
+        let options = WalkOptions::default();
+        for (rel, expected) in [("pkg/build/env.py", true), ("build/x.py", false), ("dist/lib/w.py", false)] {
+            assert_eq!(is_candidate(root, rel, &options), expected, "{rel}");
+        }
     }
 
     #[test]
@@ -386,7 +490,7 @@ mod tests {
         fs::create_dir_all(root.join("a")).unwrap();
         fs::write(root.join("a/m.py"), "x = 1\n").unwrap();
         std::os::unix::fs::symlink(root.join("a"), root.join("a/loop")).unwrap();
-        let (files, issues) = discover(root, &WalkOptions::default());
+        let (files, issues) = discover(root, &WalkOptions::default()).unwrap();
         assert_eq!(files, vec!["a/m.py"]);
         assert!(issues.iter().any(|i| i.message.contains("not followed") && i.path.ends_with("loop")), "{issues:?}");
     }
@@ -400,7 +504,7 @@ mod tests {
         let root = dir.path();
         fs::write(root.join("own.py"), "y = 2\n").unwrap();
         std::os::unix::fs::symlink(outside.path().join("shared.py"), root.join("linked.py")).unwrap();
-        let (files, _) = discover(root, &WalkOptions::default());
+        let (files, _) = discover(root, &WalkOptions::default()).unwrap();
         assert_eq!(files, vec!["linked.py", "own.py"]);
         let read = read_source(root, "linked.py", 1000).unwrap();
         assert!(

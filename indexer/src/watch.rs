@@ -233,7 +233,7 @@ impl IgnoreRules {
     pub fn load(root: &Path, options: &WalkOptions) -> IgnoreRules {
         let mut matchers = Vec::new();
         if options.gitignore {
-            let excluded = options.excluded_dirs.clone();
+            let exclusions = options.clone();
             let walker = ignore::WalkBuilder::new(root)
                 .hidden(false)
                 .git_ignore(false)
@@ -244,7 +244,9 @@ impl IgnoreRules {
                 .filter_entry(move |e| {
                     let name = e.file_name().to_string_lossy();
                     let is_dir = e.file_type().is_some_and(|t| t.is_dir());
-                    !is_dir || e.depth() == 0 || !(excluded.iter().any(|x| *x == name) || name.starts_with('.'))
+                    !is_dir
+                        || e.depth() == 0
+                        || !(walk::is_excluded_dir(e.path(), &name, &exclusions) || name.starts_with('.'))
                 })
                 .build();
             for entry in walker.flatten() {
@@ -446,7 +448,7 @@ fn classify(
             // A name that is not UTF-8 cannot be a graph file, but the walk lists such a file as
             // skipped, with why: a rescan records it (or forgets it once it is gone).
             let lossy = abs.strip_prefix(root).map(|r| r.to_string_lossy().replace('\\', "/"));
-            if lossy.is_ok_and(|rel| !in_excluded_dir(&rel, options))
+            if lossy.is_ok_and(|rel| !walk::in_excluded_dir(root, &rel, options))
                 && abs.as_os_str().as_encoded_bytes().ends_with(b".py")
                 && !rules.is_ignored(abs, false)
             {
@@ -470,7 +472,17 @@ fn classify(
             }
             continue;
         }
-        if in_excluded_dir(&rel, options) {
+        if name == "__init__.py"
+            && rel.rsplit('/').nth(1).is_some_and(|dir| walk::OUTPUT_DIR_NAMES.contains(&dir))
+            && !walk::in_excluded_dir(root, rel.rsplit_once('/').map_or("", |(dir, _)| dir), options)
+        {
+            // `build/__init__.py` made or removed: the directory is walked as a package now, or
+            // left out as build output; its other files come or go with it.
+            batch.rescan = Some(tracker.note_rescan());
+            added = true;
+            continue;
+        }
+        if walk::in_excluded_dir(root, &rel, options) {
             continue;
         }
         if name == ".gitignore" || name == ".ignore" {
@@ -510,12 +522,6 @@ fn classify(
     added
 }
 
-fn in_excluded_dir(rel: &str, options: &WalkOptions) -> bool {
-    let mut parts: Vec<&str> = rel.split('/').collect();
-    parts.pop();
-    parts.iter().any(|p| options.excluded_dirs.iter().any(|e| e == p) || (p.starts_with('.') && !p.is_empty()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -533,11 +539,11 @@ mod tests {
             std::fs::write(root.join(name), "x = 1\n").expect("write");
         }
         let options = WalkOptions::default();
-        let (walked, _) = crate::walk::discover(&root, &options);
+        let (walked, _) = crate::walk::discover(&root, &options).expect("walk");
         let rules = IgnoreRules::load(&root, &options);
         let seen: Vec<&str> = ["kept.py", "excluded_one.py", "generated_x.py", ".hidden_mod.py"]
             .into_iter()
-            .filter(|rel| crate::walk::is_candidate(rel, &options) && !rules.is_ignored(&root.join(rel), false))
+            .filter(|rel| crate::walk::is_candidate(&root, rel, &options) && !rules.is_ignored(&root.join(rel), false))
             .collect();
         assert_eq!(walked, vec!["kept.py".to_string()]);
         assert_eq!(seen, vec!["kept.py"]);

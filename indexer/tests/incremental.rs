@@ -391,7 +391,7 @@ fn edit_sequences_on_requests_end_where_a_clean_index_does() {
     copy_dir(&requests_corpus(), &root);
     let _ = std::fs::remove_dir_all(root.join(".fresco"));
     let files: Vec<String> = {
-        let (all, _) = fresco_indexer::walk::discover(&root, &Default::default());
+        let (all, _) = fresco_indexer::walk::discover(&root, &Default::default()).expect("walk");
         all.into_iter().filter(|f| f.starts_with("src/requests/")).collect()
     };
     let originals: Vec<String> = files.iter().map(|f| std::fs::read_to_string(root.join(f)).expect("read")).collect();
