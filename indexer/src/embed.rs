@@ -218,6 +218,33 @@ impl TokenCountCache {
     }
 }
 
+/// WordPiece's `max_input_chars_per_word` in the shipped tokenizer: a longer word is one `[UNK]`.
+const MAX_WORDPIECE_CHARS: usize = 100;
+
+/// The number of MiniLM tokens of `text`, without special tokens and without truncation,
+/// except that a word WordPiece gives up on (over 100 characters: one `[UNK]`, however long the
+/// base64 literal) counts one token per 1.4 of its characters, as WordPiece splits random
+/// 80-character words (hex 1.39, base64 1.47, letters 1.64 characters a token): a context budget
+/// must bound the text, and a 400 KB literal counted as one token did not.
+pub fn count_tokens(tokenizer: &Tokenizer, text: &str) -> usize {
+    let Ok(encoding) = tokenizer.encode_fast(text, false) else { return 0 };
+    let count = encoding.len();
+    let Some(unk) = tokenizer.token_to_id("[UNK]") else { return count };
+    if !encoding.get_ids().contains(&unk) {
+        return count;
+    }
+    // `encode_fast` leaves offsets out; the few texts with an [UNK] are encoded again.
+    let Ok(encoding) = tokenizer.encode(text, false) else { return count };
+    let mut count = encoding.len();
+    for (&id, &(start, end)) in encoding.get_ids().iter().zip(encoding.get_offsets()) {
+        let chars = if id == unk { text.get(start..end).map_or(0, |w| w.chars().count()) } else { 0 };
+        if chars > MAX_WORDPIECE_CHARS {
+            count += (chars * 5).div_ceil(7) - 1;
+        }
+    }
+    count
+}
+
 struct Model {
     bert: Bert,
     tokenizer: Tokenizer,
@@ -282,10 +309,10 @@ impl Embedder {
         &self.model.tokenizer
     }
 
-    /// The number of MiniLM tokens of `text`, without special tokens and without truncation.
+    /// The number of MiniLM tokens of `text` (see [`count_tokens`]).
     pub fn count_tokens(&self, text: &str) -> usize {
         let m = &*self.model;
-        m.token_counts.get_or_count(text, || m.tokenizer.encode_fast(text, false).map_or(0, |e| e.len()))
+        m.token_counts.get_or_count(text, || count_tokens(&m.tokenizer, text))
     }
 
     /// Embeds `texts`: unit-length vectors, in the order of `texts`.

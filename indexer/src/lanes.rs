@@ -382,7 +382,7 @@ impl fresco_query::Lanes for RetrievalLanes {
     fn count_tokens(&self, text: &str) -> Option<usize> {
         let tokenizer = self.tokenizer.read().unwrap_or_else(|p| p.into_inner());
         let tokenizer = tokenizer.as_ref()?;
-        Some(self.token_counts.get_or_count(text, || tokenizer.encode_fast(text, false).map_or(0, |e| e.len())))
+        Some(self.token_counts.get_or_count(text, || crate::embed::count_tokens(tokenizer, text)))
     }
 }
 

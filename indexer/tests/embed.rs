@@ -54,6 +54,10 @@ fn reference_similarities() {
 
     assert_eq!(e.count_tokens("The cat sits on the mat."), 7);
     assert_eq!(e.count_tokens(""), 0);
+    // A word WordPiece gives up on (over 100 characters) is one [UNK] to the model, but the
+    // budget counts its length: 1,400 characters of a literal count as 1,000 tokens.
+    let literal = format!("DATA = \"{}\"", "QUJD".repeat(350));
+    assert_eq!(e.count_tokens(&literal), 3 + 1000 + 1);
     // Long inputs are truncated, not rejected.
     let long = "word ".repeat(2000);
     assert_eq!(e.count_tokens(&long), 2000);
