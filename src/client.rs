@@ -8,7 +8,10 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use crate::paths::daemon_paths;
+use crate::paths::{self, daemon_paths};
+
+/// Whether this process already said that it reached the daemon outside its runtime directory.
+static NOTED_ELSEWHERE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 pub struct Client {
     stream: UnixStream,
@@ -18,9 +21,29 @@ pub struct Client {
 
 impl Client {
     /// Connects to the daemon serving `root`, if one does.
+    ///
+    /// The socket is looked for in this process's runtime directory, then where the daemon
+    /// recorded it beside the root's default index (see [`paths::DAEMON_SOCKET_FILE`]), so that
+    /// a client started with another `XDG_RUNTIME_DIR` does not take the daemon's index for a
+    /// busy one and wait.
     pub fn connect(root: &Path) -> Option<Client> {
-        let paths = daemon_paths(root).ok()?;
-        let stream = UnixStream::connect(&paths.socket).ok()?;
+        let own = daemon_paths(root).ok().map(|p| p.socket);
+        let stream = match own.as_ref().and_then(|socket| UnixStream::connect(socket).ok()) {
+            Some(stream) => stream,
+            None => {
+                let recorded = paths::recorded_socket(root, &root.join(".fresco"))?;
+                let stream = UnixStream::connect(&recorded).ok()?;
+                if own.as_ref() != Some(&recorded) && !NOTED_ELSEWHERE.swap(true, std::sync::atomic::Ordering::Relaxed)
+                {
+                    eprintln!(
+                        "fresco: note: the daemon's socket is {} (this process's runtime directory is another: \
+                         FRESCO_RUNTIME_DIR or XDG_RUNTIME_DIR differ)",
+                        recorded.display()
+                    );
+                }
+                stream
+            }
+        };
         let reader = BufReader::new(stream.try_clone().ok()?);
         Some(Client { stream, reader, next_id: 1 })
     }

@@ -31,6 +31,8 @@ use fresco_indexer::lanes::{LaneUpdate, RetrievalLanes};
 const SHUTDOWN_PERSIST_WAIT: Duration = Duration::from_secs(30);
 
 const MAX_CONNECTIONS: usize = 64;
+/// `sun_path`'s size on Linux, its terminating NUL included.
+const MAX_SOCKET_PATH_BYTES: usize = 108;
 const MAX_QUERIES_PER_CONNECTION: usize = 8;
 /// Of a connection's queries, how many may be computing or holding an answer not yet written.
 /// The others wait before they start, holding nothing: a client that pipelines large queries
@@ -235,6 +237,16 @@ pub fn lock_holder(root: &Path) -> Option<String> {
 pub fn serve(options: ServeOptions) -> Result<()> {
     let root = options.root.clone();
     let paths = daemon_paths(&root)?;
+    // Said before the first index, not after it: a Unix socket's path has at most 107 bytes.
+    if paths.socket.as_os_str().len() >= MAX_SOCKET_PATH_BYTES {
+        bail!(
+            "the socket path {} is {} bytes, over the {} a Unix socket allows; set FRESCO_RUNTIME_DIR to a \
+             shorter directory (for the daemon and its clients alike)",
+            paths.socket.display(),
+            paths.socket.as_os_str().len(),
+            MAX_SOCKET_PATH_BYTES - 1
+        );
+    }
 
     // One daemon per root: an advisory lock the OS releases if we die, so a crash never leaves
     // a lock that blocks the next start.
@@ -253,6 +265,16 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         let mut l = &lock;
         let _ = l.set_len(0);
         let _ = write!(l, "{}", std::process::id());
+    }
+    if let Some(other) = crate::paths::recorded_socket(&root, &options.db)
+        && other != paths.socket
+        && UnixStream::connect(&other).is_ok()
+    {
+        bail!(
+            "a daemon already serves {} on {} (started with another FRESCO_RUNTIME_DIR or XDG_RUNTIME_DIR)",
+            root.display(),
+            other.display()
+        );
     }
     if paths.socket.exists() {
         // Left by a daemon that died: we hold the lock, so nobody serves it.
@@ -282,7 +304,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         eprintln!("fresco: warning: {} {}", issue.path, issue.message);
     }
     let t = indexer.snapshot().totals();
-    eprintln!(
+    let banner = format!(
         "fresco: serving {} (version {}, {} files, {} units, {} edges) on {} after {:.2} s",
         root.display(),
         indexer.snapshot().version(),
@@ -327,6 +349,15 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         UnixListener::bind(&paths.socket).with_context(|| format!("cannot bind {}", paths.socket.display()))?;
     fs::set_permissions(&paths.socket, fs::Permissions::from_mode(0o600))?;
     listener.set_nonblocking(true)?;
+    let recorded_socket = options.db.join(crate::paths::DAEMON_SOCKET_FILE);
+    if let Err(e) = fs::write(&recorded_socket, format!("{}\n", paths.socket.display())) {
+        eprintln!(
+            "fresco: warning: cannot write {} ({e}); clients must share this runtime directory",
+            recorded_socket.display()
+        );
+    }
+    // Once it listens: a client that reads the banner can connect at once.
+    eprintln!("{banner}");
     // `kill`, Ctrl-C and a closed terminal stop the daemon as `fresco stop` does: the socket is
     // removed and what was published is written, instead of the process dying mid-write.
     // A signal ignored when the daemon started stays ignored: `nohup fresco serve &` must survive
@@ -364,6 +395,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         }
     }
     let _ = fs::remove_file(&paths.socket);
+    let _ = fs::remove_file(&recorded_socket);
     // Let the indexer finish the batch in hand and write what it published: a version clients
     // saw is then stored, and `changes since` it still answers after a restart. Bounded, so a
     // stuck write cannot keep the daemon from exiting (its numbers are reserved: see the

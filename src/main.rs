@@ -444,6 +444,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 eprintln!("fresco: the daemon serving {} accepted the stop but still runs after 10 s", root.display());
                 return Ok(ExitCode::from(EXIT_QUERY_ERROR));
             }
+            // Then until it exits (it writes what it published first): a `serve` right after
+            // `stop` found the lock still held (3 times of 3, 50 to 100 ms after the socket).
+            let deadline = Instant::now() + Duration::from_secs(40);
+            while daemon::lock_holder(&root).is_some() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if daemon::lock_holder(&root).is_some() {
+                eprintln!(
+                    "fresco: the daemon serving {} stopped listening but has not exited after 40 s",
+                    root.display()
+                );
+                return Ok(ExitCode::from(EXIT_QUERY_ERROR));
+            }
             eprintln!("fresco: stopped the daemon serving {}", root.display());
             Ok(ExitCode::SUCCESS)
         }

@@ -20,10 +20,16 @@ fn uid() -> u32 {
 /// The runtime directory: `$FRESCO_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/fresco`, else
 /// `/tmp/fresco-UID`. Created with mode 0700; refused if another user owns it.
 pub fn runtime_dir() -> Result<PathBuf> {
-    let dir = if let Some(d) = std::env::var_os("FRESCO_RUNTIME_DIR") {
-        PathBuf::from(d)
-    } else if let Some(d) = std::env::var_os("XDG_RUNTIME_DIR") {
-        PathBuf::from(d).join("fresco")
+    // Empty means unset, as for other variables of the kind; a relative path would name a
+    // different directory from each working directory (and one inside the repository).
+    let set = |name: &str| std::env::var_os(name).filter(|d| !d.is_empty()).map(PathBuf::from);
+    let dir = if let Some(d) = set("FRESCO_RUNTIME_DIR") {
+        if d.is_relative() {
+            bail!("FRESCO_RUNTIME_DIR must be an absolute path (it is {})", d.display());
+        }
+        d
+    } else if let Some(d) = set("XDG_RUNTIME_DIR").filter(|d| d.is_absolute()) {
+        d.join("fresco")
     } else {
         PathBuf::from(format!("/tmp/fresco-{}", uid()))
     };
@@ -51,8 +57,27 @@ pub struct DaemonPaths {
     pub lock: PathBuf,
 }
 
+/// The file in an index directory that names the socket of the daemon holding that index,
+/// while one runs: a client whose runtime directory differs from the daemon's (`XDG_RUNTIME_DIR`
+/// set in the daemon's session but not in an ssh, cron or editor subprocess) still finds it.
+pub const DAEMON_SOCKET_FILE: &str = "daemon-socket";
+
+/// The socket a daemon of `root` recorded in `db` ([`DAEMON_SOCKET_FILE`]), if it names one
+/// for this root (its name is the root's key: a copied `.fresco` names another root's daemon)
+/// that exists.
+pub fn recorded_socket(root: &Path, db: &Path) -> Option<PathBuf> {
+    let recorded = PathBuf::from(fs::read_to_string(db.join(DAEMON_SOCKET_FILE)).ok()?.trim_end_matches('\n'));
+    let key = socket_name(root);
+    (recorded.file_name().is_some_and(|n| n == key.as_str()) && recorded.exists()).then_some(recorded)
+}
+
+fn socket_name(root: &Path) -> String {
+    let key = xxhash_rust::xxh3::xxh3_64(root.as_os_str().as_encoded_bytes());
+    format!("{key:016x}.sock")
+}
+
 pub fn daemon_paths(root: &Path) -> Result<DaemonPaths> {
     let dir = runtime_dir()?;
     let key = xxhash_rust::xxh3::xxh3_64(root.as_os_str().as_encoded_bytes());
-    Ok(DaemonPaths { socket: dir.join(format!("{key:016x}.sock")), lock: dir.join(format!("{key:016x}.lock")) })
+    Ok(DaemonPaths { socket: dir.join(socket_name(root)), lock: dir.join(format!("{key:016x}.lock")) })
 }

@@ -1344,3 +1344,35 @@ fn a_command_naming_another_index_is_answered_from_it() {
     let status = json(&d.cli(&["status", env.root_s(), "--db", alt_s, "--json"]));
     assert_eq!(status["daemon"], true, "{status}");
 }
+
+#[test]
+fn a_client_with_another_runtime_directory_finds_the_daemon_through_the_index() {
+    // An editor or ssh session without the daemon's XDG_RUNTIME_DIR: before, `query` took the
+    // daemon's index for a busy one and waited two minutes.
+    let dir = repo(&[("a.py", b"def f():\n    return 1\n")]);
+    let root = dir.path().canonicalize().expect("canonical root");
+    let runtime = tempfile::tempdir().expect("runtime");
+    let elsewhere = tempfile::tempdir().expect("another runtime");
+    let daemon = Daemon::start(&root, &root.join(".fresco"), runtime.path());
+    let root_arg = root.to_str().expect("utf-8 root");
+    let started = Instant::now();
+    let out = fresco()
+        .args(["query", root_arg, "find f", "--daemon"])
+        .env("FRESCO_RUNTIME_DIR", elsewhere.path())
+        .output()
+        .expect("run fresco");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("a.f"), "{}", stdout(&out));
+    assert!(stderr(&out).contains("the daemon's socket is"), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
+    // A second daemon from there is refused at once, not left waiting for the index.
+    let out = fresco()
+        .args(["serve", root_arg])
+        .env("FRESCO_RUNTIME_DIR", elsewhere.path())
+        .env("FRESCO_DENSE", "off")
+        .output()
+        .expect("run fresco");
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("a daemon already serves"), "{}", stderr(&out));
+    drop(daemon);
+}
