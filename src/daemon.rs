@@ -63,6 +63,8 @@ struct Shared {
     flush: Sender<()>,
     started: Instant,
     shutdown: AtomicBool,
+    /// The root directory's device and inode when the daemon started.
+    root_identity: (u64, u64),
     /// Why the indexer thread gave up, when it did: the daemon then exits with an error.
     indexer_failure: Mutex<Option<String>>,
     connections: AtomicUsize,
@@ -143,12 +145,32 @@ impl Shared {
         let _ = fs::remove_file(&path);
         if seen {
             Ok(())
+        } else if self.root_replaced() {
+            // The watches are on the directory that was there: nothing under the new one is
+            // seen, so no query could be fresh again. Stop, as for a root moved away.
+            eprintln!("{}", self.root_replaced_message());
+            self.shutdown.store(true, Ordering::Relaxed);
+            Err(ProtoError::new("SYNC_FAILED", self.root_replaced_message()))
         } else {
             Err(ProtoError::new(
                 "SYNC_FAILED",
                 "the file watcher did not report a cookie file in time; freshness cannot be guaranteed",
             ))
         }
+    }
+
+    /// Whether the root's path now names another directory than the one the daemon watches
+    /// (`rm -rf repo && git clone ... repo`).
+    fn root_replaced(&self) -> bool {
+        directory_identity(&self.root).is_some_and(|now| now != self.root_identity)
+    }
+
+    fn root_replaced_message(&self) -> String {
+        format!(
+            "fresco: the repository root {} was replaced by another directory; stopping (start `fresco serve` \
+             again to serve the new one)",
+            self.root.display()
+        )
     }
 
     /// `pending` less the directories that cannot make anything stale: gone from the disk, with
@@ -328,6 +350,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         flush: flush_tx,
         started,
         shutdown: AtomicBool::new(false),
+        root_identity: directory_identity(&root).unwrap_or_default(),
         indexer_failure: Mutex::new(None),
         connections: AtomicUsize::new(0),
         cookie_counter: AtomicU64::new(0),
@@ -464,6 +487,11 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
                 batch.rescan = more.rescan;
             }
         }
+        if shared.root_replaced() {
+            eprintln!("{}", shared.root_replaced_message());
+            shared.shutdown.store(true, Ordering::Relaxed);
+            return;
+        }
         if !indexer.root().is_dir() {
             // Moved or deleted: what is there now is not this repository, and writing the index
             // back would re-create the old path. Stop; a new `fresco serve` serves the new place.
@@ -525,6 +553,12 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
             return;
         }
     }
+}
+
+/// The device and inode of a directory.
+fn directory_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(path).ok().filter(|m| m.is_dir()).map(|m| (m.dev(), m.ino()))
 }
 
 /// Writes what was published and not yet stored (normally nothing: each batch is written after
