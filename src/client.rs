@@ -48,6 +48,13 @@ impl Client {
         Some(Client { stream, reader, next_id: 1 })
     }
 
+    /// Connects to the daemon listening on `socket`, if one does.
+    pub fn connect_to(socket: &Path) -> Option<Client> {
+        let stream = UnixStream::connect(socket).ok()?;
+        let reader = BufReader::new(stream.try_clone().ok()?);
+        Some(Client { stream, reader, next_id: 1 })
+    }
+
     /// Sends one request and waits for its response: `Ok(Ok(result))` or `Ok(Err(error))`.
     pub fn call(&mut self, method: &str, params: Value, timeout: Duration) -> Result<Result<Value, Value>> {
         let id = self.next_id;

@@ -701,6 +701,17 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
             Err(err) => return Err(err),
         }
     }
+    if let (Some(db), true) = (&args.db, client.daemon) {
+        // `--daemon` with `--db DIR`: only the daemon holding DIR may answer (it records its
+        // socket there); the root's daemon answered from its own index before.
+        let db = db_dir(root, &Some(db.clone()));
+        let holder = paths::recorded_socket(root, &db).and_then(|socket| client::Client::connect_to(&socket));
+        let Some(c) = holder else {
+            eprintln!("fresco: no daemon holds the index {} of {}", db.display(), root.display());
+            std::process::exit(EXIT_NO_DAEMON as i32);
+        };
+        return Ok(Answerer::Daemon(c));
+    }
     if let Some(c) = connect(root, client)? {
         return Ok(Answerer::Daemon(c));
     }
