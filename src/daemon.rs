@@ -159,6 +159,19 @@ impl Shared {
         }
     }
 
+    /// The refusal for `files` not caught up with, with the indexer's last error when it has
+    /// one: a full disk showed only as "not caught up".
+    fn stale(&self, files: Vec<String>) -> ProtoError {
+        let err = ProtoError::stale(files);
+        match self.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+            Some(why) => {
+                let message = format!("{}; the indexer's last error: {why}", err.message);
+                ProtoError { message, ..err }.with("indexer_error", json!(why))
+            }
+            None => err,
+        }
+    }
+
     /// Whether the root's path now names another directory than the one the daemon watches
     /// (`rm -rf repo && git clone ... repo`).
     fn root_replaced(&self) -> bool {
@@ -216,7 +229,7 @@ impl Shared {
                     if rescan {
                         files.push("(full rescan)".into());
                     }
-                    return Err(ProtoError::stale(files));
+                    return Err(self.stale(files));
                 }
                 Ok((self.current(), Vec::new()))
             }
@@ -229,7 +242,7 @@ impl Shared {
                 let _ = self.flush.try_send(());
                 match self.tracker.wait_applied(upto, wait.saturating_sub(asked.elapsed())) {
                     Ok(()) => Ok((self.current(), Vec::new())),
-                    Err(files) => Err(ProtoError::stale(files)),
+                    Err(files) => Err(self.stale(files)),
                 }
             }
         }
@@ -537,9 +550,15 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
                 // Published first, then marked applied: a waiting query that wakes up finds
                 // the new version. Then written to disk, off the path of waiting queries.
                 shared.tracker.applied(&batch);
-                if let Err(e) = indexer.persist() {
-                    eprintln!("fresco: cannot write the index (will retry with the next change): {e}");
-                    *shared.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                let persisted = indexer.persist();
+                let mut last_error = shared.last_error.lock().unwrap_or_else(|p| p.into_inner());
+                match persisted {
+                    // Applied and written: an earlier error (a full disk, since freed) is over.
+                    Ok(()) => *last_error = None,
+                    Err(e) => {
+                        eprintln!("fresco: cannot write the index (will retry with the next change): {e}");
+                        *last_error = Some(e.to_string());
+                    }
                 }
             }
             Err(e) => {
