@@ -386,6 +386,9 @@ fn damage(error: &sled::Error) -> Option<String> {
         sled::Error::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
             Some(format!("part of sled's data is missing: {error}"))
         }
+        // A `conf` file sled cannot parse reads as a database of sled before 0.29, which
+        // fresco never used: the file is damaged (the index was unusable, never rebuilt).
+        sled::Error::Unsupported(_) => Some(format!("sled cannot read its configuration: {error}")),
         _ => None,
     }
 }
@@ -700,6 +703,9 @@ mod reopen_tests {
         let mut bytes = std::fs::read(&conf).expect("sled's conf file");
         bytes[5] ^= 0x5a;
         std::fs::write(&conf, bytes).expect("write");
+        assert!(matches!(Store::open(dir.path(), 1), Err(StoreError::Damaged(_))));
+        // Garbage sled cannot parse at all reads as a pre-0.29 database: damaged too.
+        std::fs::write(&conf, b"\xff\xfegarbage").expect("write");
         assert!(matches!(Store::open(dir.path(), 1), Err(StoreError::Damaged(_))));
     }
 
