@@ -18,7 +18,10 @@ saves between keystrokes, then indexes the edited copies and the original copies
   typing);
 - `newdef`: a new function's header half-typed on the blank line above a `def` or `class` of the
   same indentation, before its colon (`def n`, `def new_helper(value) -> bo`);
-- `newdecorated`: the same on two blank lines, under a decorator (`@property`, `@app.route(...)`).
+- `newdecorated`: the same on two blank lines, under a decorator (`@property`, `@app.route(...)`);
+- `newstatement`: another statement half-typed on the blank line above a `def` or `class` of the
+  same indentation: a compound header without its colon (`if x == 1`, `for item in items`) or an
+  expression cut short (`x = a +`, `total = 1 + \\`, `value = a if ready`).
 
 No edit removes a line, so every unit of the original keeps its name, kind and start
 line: a unit missing from the edited copy was lost, one not in the original was invented.
@@ -45,6 +48,10 @@ FSTRING = re.compile(r'^(\s*[^#\'"]*?\b[fF]([\'"])(?!\2)[^\'"{}]*\{\w*)(.*)$')
 # What a new function's header reads like while it is typed, before its colon.
 NEW_HEADERS = ['def n', 'def new_helper', 'def new_helper(value)', 'def new_helper(value) -> ',
                'def new_helper(value) -> bo', 'async def new_helper(value) -> None']
+# Other statements as they read while typed, above a definition.
+NEW_STATEMENTS = ['if x == 1', 'for item in items', 'while pending', 'with open(path) as f', 'x = a +',
+                  'total = 1 + \\', 'value = a if ready', 'ready = a and', 'handler = lambda event:',
+                  'x = 1; y =']
 CALL = re.compile(r'^(\s+)(?!def |class |async |@|#)(.*?\w\()(.*\))\s*$')
 
 
@@ -122,6 +129,14 @@ def mutate(lines, kind, rng):
         indent = lines[i + 1][:len(lines[i + 1]) - len(lines[i + 1].lstrip())]
         typed = rng.choice(NEW_HEADERS)
         return lines[:i] + [indent + typed] + lines[i + 1:], i + 1
+    if kind == 'newstatement':
+        at = [i for i in range(len(lines) - 1) if lines[i].strip() == ''
+              and re.match(r'\s*(async\s+def|def|class)\s', lines[i + 1])]
+        if not at:
+            return None
+        i = rng.choice(at)
+        indent = lines[i + 1][:len(lines[i + 1]) - len(lines[i + 1].lstrip())]
+        return lines[:i] + [indent + rng.choice(NEW_STATEMENTS)] + lines[i + 1:], i + 1
     if kind == 'newdecorated':
         # Two blank lines above a definition: a decorator, then the header being typed.
         at = [i for i in range(1, len(lines) - 1) if lines[i - 1].strip() == '' and lines[i].strip() == ''
@@ -175,7 +190,8 @@ def main():
     ap.add_argument('root')
     ap.add_argument('--files', type=int, default=300)
     ap.add_argument('--seed', type=int, default=7)
-    ap.add_argument('--edits', default='colon,call,string,indent,header,docstring,fstring,newdef,newdecorated')
+    ap.add_argument('--edits', default='colon,call,string,indent,header,docstring,fstring,newdef,newdecorated,'
+                    'newstatement')
     args = ap.parse_args()
     files = list(python_files(args.root))
     print('| edit | files | files with every unit kept | units lost | units invented '

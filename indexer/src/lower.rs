@@ -385,8 +385,79 @@ fn repair(text: &str, tree: &Tree) -> Option<Repair> {
     {
         return best.map(|(fix, _)| fix);
     }
-    mend(text, &[], original, &mut best);
+    if mend(text, &[], original, &mut best) {
+        return best.map(|(fix, _)| fix);
+    }
+    // Last, a half-typed statement none of the above knows (`if x == 1` with no colon yet,
+    // `x = a +`, `x = 1 + \`) above a definition: tree-sitter may fold the definition into its
+    // error. The lines where errors begin are blanked, as often as that leaves less in error,
+    // on the best repair so far (its insertions kept) or the text itself. Blanking moves nothing.
+    let (mut base, stages, mut tree) = match best.as_ref() {
+        Some((fix, _)) => (fix.text.clone(), fix.inserted.clone(), parse(&fix.text)),
+        None => (text.to_string(), Vec::new(), parse(text)),
+    };
+    for _ in 0..MAX_BLANKING_ROUNDS {
+        let Some(current) = tree.as_ref() else { break };
+        let Some(blanked) = blank_error_lines(&base, current.root_node()) else { break };
+        let Some(extent) = offer(&mut best, original, blanked.clone(), stages.clone()) else { break };
+        if extent == (0, 0) {
+            break;
+        }
+        tree = parse(&blanked);
+        base = blanked;
+    }
     best.map(|(fix, _)| fix)
+}
+
+/// How many times [`blank_error_lines`] is applied to what it left.
+const MAX_BLANKING_ROUNDS: usize = 3;
+
+/// `text` with each line where a statement holding an error of `root` begins blanked (every
+/// byte but the newline a space), unless it begins a definition (`def`, `class`, a decorator: the unit is what the
+/// blanking must keep); `None` when no line qualifies.
+fn blank_error_lines(text: &str, root: Node) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut lines: Vec<usize> = Vec::new();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if node.is_error() || node.is_missing() {
+            // The statement the error is in: `def f` read as part of `if x == 1`'s condition
+            // is the `if`'s error, and that line is the one to blank.
+            let mut statement = node;
+            while let Some(parent) = statement.parent() {
+                if matches!(parent.kind(), "module" | "block" | "ERROR") {
+                    break;
+                }
+                statement = parent;
+            }
+            let at = statement.start_byte().min(bytes.len());
+            lines.push(bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1));
+        }
+        if node.has_error() || node.is_error() {
+            let mut cursor = node.walk();
+            stack.extend(node.children(&mut cursor));
+        }
+    }
+    lines.sort_unstable();
+    lines.dedup();
+    let mut out = bytes.to_vec();
+    let mut blanked = false;
+    for start in lines {
+        let end = bytes[start..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| start + i);
+        let line = text.get(start..end).unwrap_or("").trim_start();
+        let defines = ["def ", "class ", "async def ", "@"].iter().any(|k| line.starts_with(k));
+        if defines || line.is_empty() {
+            continue;
+        }
+        for b in &mut out[start..end] {
+            if *b != b'\r' {
+                *b = b' ';
+            }
+        }
+        blanked = true;
+    }
+    // Only ASCII bytes of whole lines were replaced by spaces: still UTF-8.
+    if blanked { String::from_utf8(out).ok() } else { None }
 }
 
 /// Keeps a candidate text if it leaves less in error than the best so far; says whether
