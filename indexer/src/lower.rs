@@ -196,7 +196,13 @@ impl Caught {
     fn binding(self, value: Expr) -> Binding {
         match self {
             Caught::Entered => Binding::Enter(value),
-            Caught::Exception => Binding::Exception(value),
+            // `except (NotFound, Denied) as err`: an instance of any of them.
+            Caught::Exception => match value {
+                Expr::Container(ContainerKind::Tuple | ContainerKind::List, items) => {
+                    Binding::Exception(Expr::Union(items))
+                }
+                value => Binding::Exception(value),
+            },
             Caught::Group => Binding::Exception(Expr::Name(Name::new("ExceptionGroup"))),
         }
     }
