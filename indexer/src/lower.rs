@@ -577,6 +577,7 @@ struct ScopeB {
     yields: Vec<Expr>,
     raises: Vec<(Expr, u32)>,
     iterations: Vec<(Expr, u32, bool)>,
+    contexts: Vec<(Expr, u32, bool)>,
     bases: Vec<(Expr, u32)>,
     imports: Vec<ImportStmt>,
 }
@@ -599,6 +600,7 @@ impl ScopeB {
             yields: Vec::new(),
             raises: Vec::new(),
             iterations: Vec::new(),
+            contexts: Vec::new(),
             bases: Vec::new(),
             imports: Vec::new(),
         }
@@ -621,6 +623,7 @@ impl ScopeB {
             yields: self.yields.into_boxed_slice(),
             raises: self.raises.into_boxed_slice(),
             iterations: self.iterations.into_boxed_slice(),
+            contexts: self.contexts.into_boxed_slice(),
             bases: self.bases.into_boxed_slice(),
             imports: self.imports.into_boxed_slice(),
         }
@@ -1389,6 +1392,7 @@ impl<'a> Lowerer<'a> {
                 }
             }
             "with_statement" => {
+                let is_async = node.child(0).is_some_and(|c| c.kind() == "async");
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 for child in children {
@@ -1396,7 +1400,7 @@ impl<'a> Lowerer<'a> {
                         let mut c2 = child.walk();
                         let items: Vec<Node> = child.named_children(&mut c2).collect();
                         for item in items {
-                            self.with_item(item, scope);
+                            self.with_item(item, scope, is_async);
                         }
                     } else {
                         self.statement(child, scope);
@@ -1486,14 +1490,19 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn with_item(&mut self, item: Node, scope: ScopeId) {
+    /// One item of a `with` statement: the context manager is entered and exited there
+    /// (`__enter__`/`__exit__`, `__aenter__`/`__aexit__` for `async with`).
+    fn with_item(&mut self, item: Node, scope: ScopeId, is_async: bool) {
         let Some(value) = item.field("value") else {
             return;
         };
-        if value.kind() == "as_pattern" {
-            self.with_item_pattern(value, scope, Caught::Entered);
+        let manager = if value.kind() == "as_pattern" {
+            self.with_item_pattern(value, scope, Caught::Entered)
         } else {
-            self.expr(value, scope);
+            self.expr(value, scope)
+        };
+        if manager != Expr::Unknown {
+            self.scope(scope).contexts.push((manager, line(value), is_async));
         }
     }
 
@@ -1519,7 +1528,8 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn with_item_pattern(&mut self, pattern: Node, scope: ScopeId, caught: Caught) {
+    /// Binds `E as name` and returns what `E` is.
+    fn with_item_pattern(&mut self, pattern: Node, scope: ScopeId, caught: Caught) -> Expr {
         let alias = pattern.field("alias");
         let mut cursor = pattern.walk();
         let children: Vec<Node> = pattern.named_children(&mut cursor).collect();
@@ -1533,9 +1543,10 @@ impl<'a> Lowerer<'a> {
         }
         if let Some(alias) = alias {
             let target = alias.named_child(0).unwrap_or(alias);
-            let binding = caught.binding(value);
+            let binding = caught.binding(value.clone());
             self.bind_target(target, binding, scope, None);
         }
+        value
     }
 
     fn named_exprs(&mut self, node: Node, scope: ScopeId) -> Vec<Expr> {

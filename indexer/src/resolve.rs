@@ -3413,6 +3413,20 @@ impl<'a> Resolver<'a> {
             }
 
             // `for x in obj`: the iterator protocol's methods are called, on the iterable's line.
+            // `with` statements: the context manager's `__enter__` and `__exit__` run there.
+            for (expr, line, is_async) in &scope.contexts {
+                let (enter, exit) = if *is_async { ("__aenter__", "__aexit__") } else { ("__enter__", "__exit__") };
+                for value in self.eval_local(expr, scope_id, 0) {
+                    let Value::Instance(t) = &value else { continue };
+                    for name in [enter, exit] {
+                        for m in self.deref(self.class_attr(t, name, None, 1), 1) {
+                            if let Value::Function(f) = m {
+                                add(&mut edges, &unit, f.id(), EdgeKind::Calls, Some(*line));
+                            }
+                        }
+                    }
+                }
+            }
             for (expr, line, is_async) in &scope.iterations {
                 let values = self.eval_local(expr, scope_id, 0);
                 let (methods, _) = self.iterate_instances(&values, *is_async, 0);

@@ -414,6 +414,10 @@ pub struct Scope {
     /// (`async for`): iterating an instance calls its class's `__iter__`, and `__next__` on what
     /// that returns (`__aiter__` and `__anext__`).
     pub iterations: Box<[(Expr, u32, bool)]>,
+    /// The context managers `with` statements enter, where, and whether asynchronously
+    /// (`async with`): entering an instance calls its class's `__enter__` and leaving it
+    /// `__exit__` (`__aenter__` and `__aexit__`).
+    pub contexts: Box<[(Expr, u32, bool)]>,
     /// For classes: the base class expressions (keyword arguments such as `metaclass=` excluded).
     pub bases: Box<[(Expr, u32)]>,
     pub imports: Box<[ImportStmt]>,
@@ -449,6 +453,7 @@ impl Scope {
             yields: Box::default(),
             raises: Box::default(),
             iterations: Box::default(),
+            contexts: Box::default(),
             bases: Box::default(),
             imports: Box::default(),
         }
