@@ -272,7 +272,8 @@ impl ModuleTable {
             .filter_map(|p| p.strip_suffix("/__init__.py").or(if *p == "__init__.py" { Some("") } else { None }))
             .collect();
 
-        let mut proposed: Vec<(String, bool, String)> = Vec::with_capacity(paths.len());
+        // (name, is a package, full dotted path, importable by that name, outside any package)
+        let mut proposed: Vec<(String, bool, String, bool, bool)> = Vec::with_capacity(paths.len());
         for path in paths {
             let without_ext = path.strip_suffix(".py").unwrap_or(path);
             let parts: Vec<&str> = without_ext.split('/').collect();
@@ -299,20 +300,31 @@ impl ModuleTable {
             // standard module. It keeps its full dotted path.
             let outside_packages = first_in_package == dirs.len() && !dirs.is_empty();
             let name = if !is_package && outside_packages && is_stdlib_module(stem) { full.clone() } else { name };
-            proposed.push((name, is_package, full));
+            // `pkg/a.b.py` is no module Python can import as `pkg.a.b` (that is `pkg/a/b.py`).
+            let importable = !stem.contains('.') && package.iter().all(|d| !d.contains('.'));
+            proposed.push((name, is_package, full, importable, outside_packages));
         }
 
         // Resolve collisions: the shortest path keeps the short name; the others take their
         // full dotted path (and, in the worst case, the path itself).
         let mut by_name: FxHashMap<&str, Vec<usize>> = FxHashMap::default();
-        for (i, (name, _, _)) in proposed.iter().enumerate() {
+        for (i, (name, ..)) in proposed.iter().enumerate() {
             by_name.entry(name.as_str()).or_default().push(i);
         }
         let mut final_names: Vec<String> = proposed.iter().map(|p| p.0.clone()).collect();
         for (_, mut group) in by_name.into_iter().filter(|(_, g)| g.len() > 1) {
             // A package wins over a module of the same name (`p/dup/__init__.py` over
-            // `p/dup.py`), as in Python's import system; then the shallowest path.
-            group.sort_by_key(|&i| (!proposed[i].1, paths[i].matches('/').count(), paths[i]));
+            // `p/dup.py`), as in Python's import system; then a file importable by the name
+            // over one that is not (`pkg/a/b.py` over `pkg/a.b.py`); then the shallowest path.
+            let rank = |i: usize| (!proposed[i].1, !proposed[i].3, paths[i].matches('/').count());
+            group.sort_by_key(|&i| (rank(i), paths[i]));
+            // Files outside any package, equally deep (`plugins/alpha/util.py` and
+            // `plugins/beta/util.py`, imported as `plugins.alpha.util`): neither is more `util`
+            // than the other, and the first by path took the short name. All keep their paths.
+            let tied = rank(group[0]) == rank(group[1]) && proposed[group[0]].4 && proposed[group[1]].4;
+            if tied {
+                final_names[group[0]] = proposed[group[0]].2.clone();
+            }
             for &i in &group[1..] {
                 // The full dotted path, unless that is the very name the winner keeps.
                 final_names[i] = if proposed[i].2 == final_names[group[0]] {
@@ -331,7 +343,7 @@ impl ModuleTable {
         }
         let mut aliases = FxHashMap::default();
         let mut packages = FxHashSet::default();
-        for (i, (_, _, full)) in proposed.iter().enumerate() {
+        for (i, (_, _, full, ..)) in proposed.iter().enumerate() {
             for alias in [Some(full.as_str()), full.strip_prefix("src.")].into_iter().flatten() {
                 if !alias.is_empty() && !canonical.contains_key(alias) {
                     aliases.entry(alias.to_string()).or_insert(i);
@@ -350,7 +362,7 @@ impl ModuleTable {
         let modules = final_names
             .into_iter()
             .zip(proposed)
-            .map(|(name, (_, is_package, _))| ModuleInfo { name, is_package })
+            .map(|(name, (_, is_package, ..))| ModuleInfo { name, is_package })
             .collect();
         ModuleTable { modules, canonical, aliases, packages }
     }
@@ -381,6 +393,24 @@ mod tests {
         let names: Vec<&str> = table.modules.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(names[2], "p.dup", "{names:?}");
         assert_eq!(table.lookup("p.dup"), Lookup::File(2));
+    }
+
+    #[test]
+    fn a_file_python_cannot_import_by_the_name_never_takes_it() {
+        // `pkg/a.b.py` is no `pkg.a.b`: `pkg/a/b.py` is, though its path is deeper.
+        let table = ModuleTable::build(&["pkg/__init__.py", "pkg/a.b.py", "pkg/a/__init__.py", "pkg/a/b.py"]);
+        let names: Vec<&str> = table.modules.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names[3], "pkg.a.b", "{names:?}");
+        assert_eq!(table.lookup("pkg.a.b"), Lookup::File(3));
+    }
+
+    #[test]
+    fn files_outside_packages_equally_placed_keep_their_paths() {
+        // Namespace portions `plugins.alpha.util` and `plugins.beta.util`: neither is `util`.
+        let table = ModuleTable::build(&["plugins/alpha/util.py", "plugins/beta/util.py", "tools/util2.py"]);
+        let names: Vec<&str> = table.modules.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["plugins.alpha.util", "plugins.beta.util", "util2"]);
+        assert_eq!(table.lookup("util"), Lookup::Missing);
     }
 
     #[test]
