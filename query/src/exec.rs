@@ -1363,6 +1363,9 @@ fn unresolved(exec: &mut Exec, scope: Option<&Symbol>) -> Result<Vec<Row>, Query
     let mut rows = Vec::new();
     for file in snapshot.files() {
         for u in file.unresolved() {
+            if !exec.tick()? {
+                return Ok(rows);
+            }
             let wanted = match &ids {
                 None => true,
                 Some(ids) => ids
@@ -1388,6 +1391,11 @@ fn cycles(exec: &mut Exec, kind: EdgeKind) -> Result<Vec<Row>, QueryError> {
         *index.entry(id.to_string()).or_insert_with(|| g.add_node(id.to_string()))
     };
     for (edge, file) in snapshot.edges() {
+        // Out of time, the cycles of the edges read so far are cycles of the graph too (the
+        // answer says it is truncated).
+        if !exec.tick()? {
+            break;
+        }
         if edge.kind != kind {
             continue;
         }
