@@ -27,6 +27,8 @@ use crate::paths::daemon_paths;
 use crate::protocol::{self, Freshness, ProtoError};
 use fresco_indexer::lanes::{LaneUpdate, RetrievalLanes};
 
+/// How long a stopping daemon waits for the queries in flight to be answered.
+const SHUTDOWN_QUERY_WAIT: Duration = Duration::from_secs(5);
 /// How long a stopping daemon waits for the indexer to write what it published.
 const SHUTDOWN_PERSIST_WAIT: Duration = Duration::from_secs(30);
 
@@ -63,6 +65,9 @@ struct Shared {
     flush: Sender<()>,
     started: Instant,
     shutdown: AtomicBool,
+    /// Queries running or writing their answers, over all connections: a stopping daemon
+    /// waits for them (bounded), so that a query in flight gets its answer.
+    in_flight: AtomicUsize,
     /// The root directory's device and inode when the daemon started.
     root_identity: (u64, u64),
     /// Why the indexer thread gave up, when it did: the daemon then exits with an error.
@@ -363,6 +368,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         flush: flush_tx,
         started,
         shutdown: AtomicBool::new(false),
+        in_flight: AtomicUsize::new(0),
         root_identity: directory_identity(&root).unwrap_or_default(),
         indexer_failure: Mutex::new(None),
         connections: AtomicUsize::new(0),
@@ -432,6 +438,12 @@ pub fn serve(options: ServeOptions) -> Result<()> {
     }
     let _ = fs::remove_file(&paths.socket);
     let _ = fs::remove_file(&recorded_socket);
+    // Queries already running get their answers (a query stopped mid-way had its connection
+    // closed with nothing said); bounded, as a `wait` query waits at most its own time.
+    let deadline = Instant::now() + SHUTDOWN_QUERY_WAIT;
+    while shared.in_flight.load(Ordering::Relaxed) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     // Let the indexer finish the batch in hand and write what it published: a version clients
     // saw is then stored, and `changes since` it still answers after a restart. Bounded, so a
     // stuck write cannot keep the daemon from exiting (its numbers are reserved: see the
@@ -729,23 +741,27 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
                 let key = id.to_string();
                 cancels.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), flag.clone());
                 running.fetch_add(1, Ordering::Relaxed);
-                let (shared, worker_writer, cancels, running, answers) =
+                let (worker_shared, worker_writer, worker_cancels, worker_running, worker_answers) =
                     (shared.clone(), writer.clone(), cancels.clone(), running.clone(), answers.clone());
+                shared.in_flight.fetch_add(1, Ordering::Relaxed);
                 let spawned = std::thread::Builder::new().name("fresco-query".into()).spawn(move || {
-                    let answer_in_hand = answers.acquire();
-                    let response = match handle_query(&shared, &params, flag) {
+                    let answer_in_hand = worker_answers.acquire();
+                    let response = match handle_query(&worker_shared, &params, flag) {
                         Ok(result) => protocol::response_ok(&id, result),
                         Err(err) => protocol::response_err(&id, &err),
                     };
-                    cancels.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+                    worker_cancels.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
                     send_owned(&worker_writer, response);
                     drop(answer_in_hand);
+                    worker_shared.in_flight.fetch_sub(1, Ordering::Relaxed);
                     // Counted until written, not until computed: a client that sends queries
                     // and never reads would otherwise have every answer held in memory
                     // (250 MB a client measured, with 8 `find "*" limit 100000` each).
-                    running.fetch_sub(1, Ordering::Relaxed);
+                    worker_running.fetch_sub(1, Ordering::Relaxed);
                 });
                 if spawned.is_err() {
+                    shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+                    running.fetch_sub(1, Ordering::Relaxed);
                     let err = ProtoError::new("BUSY", "cannot start a query thread");
                     send(&writer, &protocol::response_err(&Value::Null, &err));
                 }
