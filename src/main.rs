@@ -43,9 +43,9 @@ struct IndexArgs {
     /// Where the index lives (default: PATH/.fresco).
     #[arg(long)]
     db: Option<PathBuf>,
-    /// Threads for parsing and resolution (default: all cores, at most 8).
-    #[arg(long)]
-    threads: Option<usize>,
+    /// Threads for parsing and resolution (default: all cores, at most 8; at most 256).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    threads: Option<u16>,
     /// Do not apply .gitignore rules. The index keeps this for later commands.
     #[arg(long, conflicts_with = "gitignore")]
     no_gitignore: bool,
@@ -84,13 +84,14 @@ enum Command {
         /// `[PATH] QUERY`: the repository root (default: the nearest enclosing directory fresco indexes, else the current directory) and the query.
         #[arg(num_args = 1..=2, required = true, value_names = ["PATH", "QUERY"])]
         words: Vec<String>,
+        /// Where the index lives (default: PATH/.fresco).
         #[arg(long)]
         db: Option<PathBuf>,
         /// Print JSON (same as --format json).
         #[arg(long)]
         json: bool,
         /// Output format (table by default).
-        #[arg(long, value_enum, conflicts_with = "json")]
+        #[arg(long, value_enum)]
         format: Option<Format>,
         /// How fresh the answer must be: wait for the index to catch up with the disk, fail
         /// if it has not (strict), or answer at once marking stale items (allow).
@@ -115,9 +116,12 @@ enum Command {
     },
     /// Show the state of the index (and of the daemon, if one serves the root).
     Status {
+        /// The repository root (default: the nearest enclosing directory fresco indexes, else the current directory).
         path: Option<PathBuf>,
+        /// Where the index lives (default: PATH/.fresco).
         #[arg(long)]
         db: Option<PathBuf>,
+        /// Print JSON.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -150,7 +154,10 @@ enum Command {
         retrieval_trace: Option<PathBuf>,
     },
     /// Stop the daemon serving the root.
-    Stop { path: Option<PathBuf> },
+    Stop {
+        /// The repository root (default: the nearest enclosing directory fresco indexes, else the current directory).
+        path: Option<PathBuf>,
+    },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -207,7 +214,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 [p, q] => (Some(PathBuf::from(p)), q.clone()),
                 _ => unreachable!("clap enforces one or two words"),
             };
-            let format = if json { Format::Json } else { format.unwrap_or(Format::Table) };
+            let format = match (json, format) {
+                (true, Some(other)) if other != Format::Json => {
+                    eprintln!("fresco: --json asks for JSON, --format for another format: give one of them");
+                    return Ok(ExitCode::from(EXIT_USAGE));
+                }
+                (true, _) => Format::Json,
+                (false, format) => format.unwrap_or(Format::Table),
+            };
             let params = json!({
                 "query": text,
                 "freshness": freshness.as_str(),
@@ -423,7 +437,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
             }
             let Some(mut c) = connection else {
-                eprintln!("fresco: no daemon serves {}", root.display());
+                // `fresco stop .` in a subdirectory of a served root: name the root to give.
+                if let Some(above) = root.ancestors().skip(1).find(|dir| client::Client::connect(dir).is_some()) {
+                    eprintln!(
+                        "fresco: no daemon serves {}; the daemon of {} does (`fresco stop {}`, or no PATH)",
+                        root.display(),
+                        above.display(),
+                        above.display()
+                    );
+                } else {
+                    eprintln!("fresco: no daemon serves {}", root.display());
+                }
                 return Ok(ExitCode::from(EXIT_NO_DAEMON));
             };
             // A refusal (`BUSY` when every connection slot is taken) means the daemon goes on
@@ -594,7 +618,7 @@ fn db_dir(root: &Path, db: &Option<PathBuf>) -> PathBuf {
 fn indexer_options(args: &IndexArgs, db: &Path) -> Result<IndexerOptions> {
     let mut options = IndexerOptions::default();
     if let Some(t) = args.threads {
-        options.threads = t.max(1);
+        options.threads = usize::from(t);
     }
     let settings = IndexSettings::read(db)?.overridden_by(args);
     if let Some(max) = settings.max_file_size {
@@ -822,6 +846,10 @@ fn print_status(v: &Value) {
     outln!("edges              {}", field("edges"));
     outln!("unresolved calls   {}", field("unresolved_calls"));
     outln!("pending changes    {}", field("pending_changes"));
+    outln!("parse-error files  {}", field("parse_error_files"));
+    for file in v["parse_errors"].as_array().into_iter().flatten() {
+        outln!("  {}: {} parse errors", file["file"].as_str().unwrap_or("?"), file["parse_errors"]);
+    }
     outln!("skipped files      {}", field("skipped_files"));
     for skipped in v["skipped"].as_array().into_iter().flatten() {
         outln!("  {}: {}", skipped["file"].as_str().unwrap_or("?"), skipped["reason"].as_str().unwrap_or("?"));
