@@ -198,6 +198,9 @@ pub fn query_error(err: &fresco_query::QueryError) -> ProtoError {
         fresco_query::QueryError::UnknownSymbol { suggestions, .. } => {
             e = e.with("suggestions", json!(suggestions));
         }
+        fresco_query::QueryError::NotIndexed { file, reason, .. } => {
+            e = e.with("file", json!(file)).with("not_indexed", json!(reason));
+        }
         _ => {}
     }
     e

@@ -76,6 +76,7 @@ pub fn table(response: &Value) -> String {
             ("change", "CHANGE"),
             ("role", "ROLE"),
             ("parse_errors", "FILE PARSE ERRORS"),
+            ("skipped", "NOT INDEXED"),
         ];
         let shown: Vec<(&str, &str)> = optional
             .iter()
@@ -89,6 +90,7 @@ pub fn table(response: &Value) -> String {
             .map(|r| {
                 let location = match (r["file"].as_str(), r["start_line"].as_u64(), r["end_line"].as_u64()) {
                     (Some(f), Some(a), Some(b)) => format!("{f}:{a}-{b}"),
+                    (Some(f), None, None) => f.to_string(),
                     _ => "-".to_string(),
                 };
                 let stale = r["stale"].as_bool().unwrap_or(false);

@@ -755,7 +755,7 @@ fn allow_right_after_a_write_marks_items_of_pending_files_stale() {
 fn while_a_change_is_pending_strict_exits_3_allow_marks_and_wait_answers_fresh() {
     // A long debounce keeps the change pending long enough to see every mode deterministically.
     let env = Env::requests();
-    let d = Daemon::start_with(&env.root, &env.db, &env.rt, &["--debounce-ms", "3000"]);
+    let d = Daemon::start_with(&env.root, &env.db, &env.rt, &["--debounce-ms", "30000"]);
     let mut c = d.conn();
     let before = c.ok("callees requests.api.head", "wait");
     // Edited as `sed -i` does: a temporary file written beside it and renamed over it. The
@@ -1045,7 +1045,9 @@ fn allow_marks_stale_evidence_through_filters_orderings_pipes_and_directory_rena
         file("sub/__init__.py", "from pkg.a import fa\n"),
         file("h.py", "from pkg.sub import fa\n\n\ndef fh():\n    return fa()\n"),
     ]);
-    let d = Daemon::start_with(&env.root, &env.db, &env.rt, &["--debounce-ms", "3000"]);
+    // A long debounce keeps the edit pending through the `allow` queries (3 s was not enough
+    // for six debug-build queries beside the rest of the suite); `wait` queries flush it.
+    let d = Daemon::start_with(&env.root, &env.db, &env.rt, &["--debounce-ms", "30000"]);
     let mut c = d.conn();
     let all_stale = |r: &Value| {
         let items = r["results"].as_array().expect("results");

@@ -3321,6 +3321,12 @@ impl<'a> Resolver<'a> {
                             callee: format!("from {module} import {name}"),
                             line: import.line,
                         });
+                        // The name is not found, but the module is a file of the repository (one
+                        // skipped as too large or not UTF-8, or one that makes the name at run
+                        // time): the statement still imports from it.
+                        if matches!(self.lookup(&module).0, ModuleLookup::File(_)) {
+                            add(&mut edges, &module_id, module.to_string(), EdgeKind::Imports, line);
+                        }
                     }
                     for v in values {
                         let dst = match v {

@@ -36,6 +36,9 @@ pub enum QueryError {
     Parse(#[from] ParseError),
     #[error("no unit named '{}'{}", shortened(.name), suggestion_text(.suggestions))]
     UnknownSymbol { name: String, suggestions: Vec<String> },
+    /// The name would be in a file that was not indexed (too large, not UTF-8, unreadable).
+    #[error("no unit named '{}': it would be in {file}, which is not indexed ({reason})", shortened(.name))]
+    NotIndexed { name: String, file: String, reason: String },
     #[error("{0}")]
     Invalid(String),
     #[error("the query was cancelled")]
@@ -49,7 +52,7 @@ impl QueryError {
     pub fn code(&self) -> &'static str {
         match self {
             QueryError::Parse(_) => "PARSE_ERROR",
-            QueryError::UnknownSymbol { .. } => "UNKNOWN_SYMBOL",
+            QueryError::UnknownSymbol { .. } | QueryError::NotIndexed { .. } => "UNKNOWN_SYMBOL",
             QueryError::Invalid(_) => "INVALID_QUERY",
             QueryError::Cancelled => "CANCELLED",
             QueryError::HistoryExpired(_) => "HISTORY_EXPIRED",
@@ -129,6 +132,10 @@ pub struct Item {
     /// references may be missing (kept as unresolved).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub resolution_cut: bool,
+    /// For a module whose file was not indexed (too large, not UTF-8, unreadable): why. Edges
+    /// of other files still name it; it has no units.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -406,7 +413,15 @@ fn item(snapshot: &Snapshot, row: &Row) -> Item {
                 item.start_line = Some(place.start_line);
                 item.end_line = Some(place.end_line);
             }
-            None => item.kind = if snapshot.is_external(&row.id) { "external" } else { "removed" },
+            None => match snapshot.module_file(&row.id).filter(|f| f.graph.skipped.is_some()) {
+                Some(file) => {
+                    item.kind = "module";
+                    item.file = Some(file.graph.path.clone());
+                    item.revision = Some(file.graph.revision.to_string());
+                    item.skipped = file.graph.skipped.as_ref().map(ToString::to_string);
+                }
+                None => item.kind = if snapshot.is_external(&row.id) { "external" } else { "removed" },
+            },
         },
     }
     item
@@ -784,6 +799,16 @@ pub fn resolve_symbol(snapshot: &Snapshot, symbol: &Symbol) -> Result<Vec<String
             let exported = crate::reexport::reexported(snapshot, name);
             if !exported.is_empty() {
                 return Ok(exported);
+            }
+            // `pkg.core.helper` with `pkg/core.py` skipped: say so, not only that it is unknown.
+            let skipped = std::iter::successors(Some(name.as_str()), |n| n.rsplit_once('.').map(|(head, _)| head))
+                .find_map(|prefix| snapshot.module_file(prefix).filter(|f| f.graph.skipped.is_some()));
+            if let Some(file) = skipped {
+                return Err(QueryError::NotIndexed {
+                    name: name.clone(),
+                    file: file.graph.path.clone(),
+                    reason: file.graph.skipped.as_ref().map(ToString::to_string).unwrap_or_default(),
+                });
             }
             Err(QueryError::UnknownSymbol { name: name.clone(), suggestions: suggestions(snapshot, name) })
         }
