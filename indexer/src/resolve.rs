@@ -993,7 +993,26 @@ impl<'a> Resolver<'a> {
                         continue;
                     }
                     // The member's value, not the member: cloning it copied its value expressions.
-                    if let Some(value) = self.with_class(t, |c| c.member(attr).map(|m| member_value(t, m))).flatten() {
+                    let found = self.with_class(t, |c| {
+                        c.member(attr).map(|m| {
+                            let assigned = matches!(m.kind, DefKind::Method)
+                                && !m.values.is_empty()
+                                && (m.method_replaced || !m.data_descriptor);
+                            (member_value(t, m), assigned, m.method_replaced)
+                        })
+                    });
+                    if let Some((mut value, assigned, replaced)) = found.flatten() {
+                        // A method whose name the class body assigns again after it (`run =
+                        // helper`) is that value; one a method assigns on `self` (`self.send =
+                        // fast_send` in `__init__`) is shadowed by it on instances, where it
+                        // is set: both are in view.
+                        if assigned {
+                            let var = Target::new(&t.module, &format!("{}.{attr}", t.path));
+                            if replaced {
+                                value.clear();
+                            }
+                            extend(&mut value, self.var_values(&var, depth + 1));
+                        }
                         return value;
                     }
                 }

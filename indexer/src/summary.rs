@@ -43,6 +43,13 @@ pub struct Member {
     pub values: Vec<Expr>,
     /// For a property: the unit path of its `@name.setter` method (assigning calls it).
     pub setter: Option<Name>,
+    /// For a method: the class body assigned the name again after the `def` (`run = helper`),
+    /// so the class holds that value, not the method.
+    pub method_replaced: bool,
+    /// A `property` (or its setter, getter, deleter): a data descriptor, which an instance
+    /// attribute of the same name does not shadow (`self.content = x` calls the setter). A
+    /// plain method or a `cached_property` is shadowed by one.
+    pub data_descriptor: bool,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
@@ -613,6 +620,8 @@ fn class_summary(s: &Summariser, class: DefId, body: ScopeId) -> ClassSummary {
             flags: MethodFlags::default(),
             values: Vec::new(),
             setter: None,
+            method_replaced: false,
+            data_descriptor: false,
         });
         if def.decorators.iter().any(|d| matches!(d, Expr::Attr(_, a) if a == "setter")) {
             entry.setter = Some(def.path.clone());
@@ -622,6 +631,11 @@ fn class_summary(s: &Summariser, class: DefId, body: ScopeId) -> ClassSummary {
             entry.path = Some(def.path.clone());
             entry.kind = def.kind;
         }
+        entry.data_descriptor |= def.decorators.iter().any(|d| match d {
+            Expr::Name(n) => n == "property",
+            Expr::Attr(_, a) => a == "setter" || a == "getter" || a == "deleter",
+            _ => false,
+        });
         if matches!(def.kind, DefKind::Method) {
             let flags = method_flags(&def.decorators);
             entry.flags.is_static |= flags.is_static;
@@ -630,12 +644,21 @@ fn class_summary(s: &Summariser, class: DefId, body: ScopeId) -> ClassSummary {
         }
     }
     for (i, (name, binding)) in scope.bindings.iter().enumerate() {
+        // A `def` after an assignment of its name replaces it, as an assignment after a `def`
+        // replaces the method.
+        if let (Binding::Def(d), Some(m)) = (binding, members.get_mut(name.as_str()))
+            && !syntax.def(*d).is_accessor()
+        {
+            m.method_replaced = false;
+            m.values.clear();
+        }
         if let Binding::Value(_) | Binding::Unpack(..) = binding {
             let value = without_constants(s.close_binding(binding, body, 0));
             if let Some(m) = members.get_mut(name.as_str()) {
                 // Once the class body ran, a replacing assignment is all that is left of earlier ones.
                 if scope.replacing_index(i) {
                     m.values.clear();
+                    m.method_replaced = matches!(m.kind, DefKind::Method);
                 }
                 if value != Expr::Unknown && !m.values.contains(&value) {
                     m.values.push(value);

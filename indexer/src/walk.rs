@@ -304,7 +304,13 @@ fn visit(
         }
         Err(err) => {
             let issue = WalkIssue::new(&error_path(&err), WalkIssueKind::WalkError);
-            issues.push(WalkIssue { message: err.to_string(), ..issue });
+            // The issue is shown after its path: the I/O error alone (`Permission denied`), not
+            // the walker's message, which named the path twice more.
+            let message = match err.io_error() {
+                Some(io) if !matches!(err, ignore::Error::Loop { .. }) => io.to_string(),
+                _ => err.to_string(),
+            };
+            issues.push(WalkIssue { message, ..issue });
         }
     }
 }
@@ -357,6 +363,13 @@ pub fn stamp_of(meta: &fs::Metadata) -> FileStamp {
     FileStamp { size: meta.len(), mtime_ns, ctime_ns, inode }
 }
 
+/// Whether reading a path failed because nothing is there: not found, or a directory on the
+/// way is now a file (`x.py/inner.py` after the directory `x.py` was replaced by a file; it
+/// was listed as unreadable, "Not a directory", until a rescan).
+fn is_gone(error: &std::io::Error) -> bool {
+    matches!(error.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory)
+}
+
 /// Reads a file for indexing. `Ok(None)` means the file no longer exists (deleted between being
 /// listed and being read); every other problem becomes a recorded skip reason.
 pub fn read_source(root: &Path, rel: &str, max_size: u64) -> Option<SourceRead> {
@@ -364,7 +377,7 @@ pub fn read_source(root: &Path, rel: &str, max_size: u64) -> Option<SourceRead> 
     // Not `metadata`: a symbolic link is not followed (see the module documentation).
     let meta = match fs::symlink_metadata(&path) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) if is_gone(&e) => return None,
         Err(e) => {
             return Some(skipped(SkipReason::Unreadable { error: e.to_string() }, FileStamp::default(), &[]));
         }
@@ -383,7 +396,7 @@ pub fn read_source(root: &Path, rel: &str, max_size: u64) -> Option<SourceRead> 
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     match fs::File::open(&path).and_then(|mut f| f.read_to_end(&mut bytes)) {
         Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) if is_gone(&e) => return None,
         Err(e) => {
             return Some(skipped(SkipReason::Unreadable { error: e.to_string() }, stamp, &[]));
         }
@@ -480,6 +493,8 @@ mod tests {
         assert!(matches!(read_source(root, "big.py", 100).unwrap().skipped, Some(SkipReason::TooLarge { .. })));
         assert!(read_source(root, "ok.py", 1000).unwrap().skipped.is_none());
         assert!(read_source(root, "gone.py", 1000).is_none());
+        // Under what is now a file: gone as well, not unreadable.
+        assert!(read_source(root, "ok.py/inner.py", 1000).is_none());
     }
 
     #[cfg(unix)]
