@@ -341,7 +341,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         eprintln!("fresco: warning: {why}");
     }
     for issue in indexer.walk_issues() {
-        eprintln!("fresco: warning: {} {}", issue.path, issue.message);
+        eprintln!("fresco: warning: {} {}", crate::render::printable(&issue.path), issue.message);
     }
     let t = indexer.snapshot().totals();
     let banner = format!(

@@ -778,7 +778,7 @@ fn index_in_memory(root: &Path, args: &IndexArgs) -> Result<Indexer> {
     let mut indexer = Indexer::in_memory(root, indexer_options(args, &db_dir(root, &args.db))?);
     indexer.refresh()?;
     for issue in indexer.walk_issues() {
-        eprintln!("fresco: warning: {} {}", issue.path, issue.message);
+        eprintln!("fresco: warning: {} {}", render::printable(&issue.path), issue.message);
     }
     Ok(indexer)
 }
@@ -818,7 +818,7 @@ fn open_index(args: &IndexArgs) -> Result<Indexer> {
         eprintln!("fresco: warning: {why}");
     }
     for issue in indexer.walk_issues() {
-        eprintln!("fresco: warning: {} {}", issue.path, issue.message);
+        eprintln!("fresco: warning: {} {}", render::printable(&issue.path), issue.message);
     }
     Ok(indexer)
 }
@@ -848,11 +848,15 @@ fn print_status(v: &Value) {
     outln!("pending changes    {}", field("pending_changes"));
     outln!("parse-error files  {}", field("parse_error_files"));
     for file in v["parse_errors"].as_array().into_iter().flatten() {
-        outln!("  {}: {} parse errors", file["file"].as_str().unwrap_or("?"), file["parse_errors"]);
+        outln!("  {}: {} parse errors", render::printable(file["file"].as_str().unwrap_or("?")), file["parse_errors"]);
     }
     outln!("skipped files      {}", field("skipped_files"));
     for skipped in v["skipped"].as_array().into_iter().flatten() {
-        outln!("  {}: {}", skipped["file"].as_str().unwrap_or("?"), skipped["reason"].as_str().unwrap_or("?"));
+        outln!(
+            "  {}: {}",
+            render::printable(skipped["file"].as_str().unwrap_or("?")),
+            skipped["reason"].as_str().unwrap_or("?")
+        );
     }
     if v["resolution_cut_files"].as_u64().is_some_and(|n| n > 0) {
         outln!("resolution cut     {} (FRESCO_RESOLUTION_STEPS)", field("resolution_cut_files"));
@@ -908,17 +912,17 @@ fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
     outln!("unresolved calls   {}", t.unresolved);
     outln!("parse-error files  {}", parse_errors.len());
     for (path, n) in &parse_errors {
-        outln!("  {path}: {n} parse error(s)");
+        outln!("  {}: {n} parse error(s)", render::printable(path));
     }
     outln!("skipped files      {}", skipped.len());
     for (path, why) in &skipped {
-        outln!("  {path}: {why}");
+        outln!("  {}: {why}", render::printable(path));
     }
     // Only when it happens: a superlinear path in the resolver, cut by the step budget.
     if !cut.is_empty() {
         outln!("resolution cut     {} (FRESCO_RESOLUTION_STEPS; what was not reached is unresolved)", cut.len());
         for path in &cut {
-            outln!("  {path}");
+            outln!("  {}", render::printable(path));
         }
     }
     outln!("time               {:.3} s", elapsed.as_secs_f64());

@@ -49,9 +49,18 @@ impl Style {
 fn text(v: &Value) -> String {
     match v {
         Value::Null => String::new(),
-        Value::String(s) => s.clone(),
+        Value::String(s) => printable(s),
         other => other.to_string(),
     }
+}
+
+/// `s` with its control characters escaped (`\n`, `\u{1b}`): a file named with a newline
+/// would otherwise break a table's lines, or forge one. JSON output carries the names as they are.
+pub fn printable(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_string();
+    }
+    s.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
 }
 
 /// An aligned table of a query response (the JSON of [`to_json`]); colours only when stdout is a
@@ -88,11 +97,12 @@ pub fn table(response: &Value) -> String {
         let rows: Vec<Vec<String>> = results
             .iter()
             .map(|r| {
-                let location = match (r["file"].as_str(), r["start_line"].as_u64(), r["end_line"].as_u64()) {
-                    (Some(f), Some(a), Some(b)) => format!("{f}:{a}-{b}"),
-                    (Some(f), None, None) => f.to_string(),
-                    _ => "-".to_string(),
-                };
+                let location =
+                    match (r["file"].as_str().map(printable), r["start_line"].as_u64(), r["end_line"].as_u64()) {
+                        (Some(f), Some(a), Some(b)) => format!("{f}:{a}-{b}"),
+                        (Some(f), None, None) => f,
+                        _ => "-".to_string(),
+                    };
                 let stale = r["stale"].as_bool().unwrap_or(false);
                 let name = text(&r["name"]);
                 let mut row = vec![if stale { format!("{name} (stale)") } else { name }, text(&r["kind"]), location];
@@ -353,6 +363,16 @@ fn display_width(text: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_in_names_cannot_forge_table_lines() {
+        assert_eq!(printable("pkg/a.py"), "pkg/a.py");
+        assert_eq!(printable("evil\n  fake.py: not valid UTF-8"), "evil\\n  fake.py: not valid UTF-8");
+        let response = json!({"version": 1, "results": [
+            {"name": "m", "kind": "module", "file": "a\nb.py", "start_line": 1, "end_line": 2},
+        ]});
+        assert_eq!(table(&response).lines().count(), 3, "{}", table(&response));
+    }
 
     #[test]
     fn a_context_table_shows_roles_the_assembled_text_and_every_lanes_health() {

@@ -88,14 +88,24 @@ enum Tok {
 impl Tok {
     fn describe(&self) -> String {
         match self {
-            Tok::Word(w) => format!("'{w}'"),
-            Tok::Str(s) => format!("\"{s}\""),
+            Tok::Word(w) => format!("'{}'", shown(w)),
+            Tok::Str(s) => format!("\"{}\"", shown(s)),
             Tok::Pipe => "'|'".into(),
             Tok::Arrow => "'->'".into(),
             Tok::Comma => "','".into(),
             Tok::Op(o) => format!("'{o}'"),
             Tok::End => "the end of the query".into(),
         }
+    }
+}
+
+/// A token as an error message shows it: a long one (a pasted file, a 100 KB word) is cut,
+/// with its length said.
+fn shown(token: &str) -> String {
+    const SHOWN: usize = 80;
+    match token.char_indices().nth(SHOWN) {
+        Some((end, _)) => format!("{}… ({} characters)", &token[..end], token.chars().count()),
+        None => token.to_string(),
     }
 }
 
@@ -867,6 +877,14 @@ mod tests {
         assert!(err.message.contains("'count' must be the last step"), "{}", err.message);
         assert_eq!(err.position, text.find("limit").unwrap_or(0), "the error points at the step after count");
         assert!(parse("find \"*\" | limit 1").is_ok());
+    }
+
+    #[test]
+    fn a_huge_token_is_cut_in_the_error() {
+        let word = "x".repeat(100_000);
+        let err = parse(&format!("callers a.b depth {word}")).expect_err("bad depth");
+        assert!(err.message.len() < 300, "{} bytes", err.message.len());
+        assert!(err.message.contains("(100000 characters)"), "{}", err.message);
     }
 
     #[test]
