@@ -65,10 +65,12 @@ pub fn in_excluded_dir(root: &Path, rel: &str, options: &WalkOptions) -> bool {
 }
 
 /// Files larger than this are skipped, with the reason recorded, unless `--max-file-size` says
-/// otherwise. Indexing one file peaks at about 100 bytes of memory per source byte (a generated
-/// 9.4 MB file of small functions: 1.0 GB), so a default of 10 MiB let one file take a gigabyte;
-/// at 2 MiB the peak stays under 300 MB (280 MB for 2 MB of small functions). Real source is far
-/// smaller: django 5.1.4's largest file is 373 KB.
+/// otherwise. Indexing one file peaks at about 100 to 300 bytes of memory per source byte,
+/// depending on its shape (a generated 9.4 MB file of small functions: 1.0 GB), so a default of
+/// 10 MiB let one file take a gigabyte or more; at 2 MiB the peak of the whole `fresco index`
+/// process is 280 MB for 2 MB of small functions, and 550 to 650 MB for the densest shapes a
+/// review found (2 MB of `x = [1,1,...]`: 564 MB; 520,000 lines of `f()`: 648 MB). Real source
+/// is far smaller: django 5.1.4's largest file is 373 KB.
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 2 * 1024 * 1024;
 
 #[derive(Clone, Debug)]
