@@ -302,6 +302,7 @@ fn lower_text(original: &str, text: &str, root: Node) -> (FileSyntax, u32) {
         module_variables: FxHashMap::default(),
         conditional_depth: 0,
         narrowings: Vec::new(),
+        match_subjects: Vec::new(),
         rebound_builtins: rebound_iteration_builtins(root, text),
         dunder_all_dynamic: false,
         nesting: 0,
@@ -714,6 +715,9 @@ struct Lowerer<'a> {
     /// The `isinstance` tests in force over the statements being lowered (see
     /// [`Lowerer::if_clause`]).
     narrowings: Vec<Narrowing>,
+    /// The subjects of the `match` statements being lowered, innermost last (`None`: not a name
+    /// or an attribute chain).
+    match_subjects: Vec<Option<Name>>,
     /// The iterating builtins this file names other than by calling them (see
     /// [`rebound_iteration_builtins`]): its own `zip` may be anything.
     rebound_builtins: FxHashSet<&'static str>,
@@ -1443,12 +1447,27 @@ impl<'a> Lowerer<'a> {
             }
             "block" => self.block(node, scope),
             "if_statement" | "elif_clause" => self.if_clause(node, scope),
+            "match_statement" => {
+                // What the `case` class patterns narrow: the subject, when it is a name or an
+                // attribute chain (`match shape:`, `match self.node:`).
+                let subject = node.field("subject").and_then(|s| self.subject_key(s, 0)).map(|k| Name::new(&k));
+                self.match_subjects.push(subject);
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    if is_statement_like(child.kind()) {
+                        self.statement(child, scope);
+                    } else {
+                        self.expr(child, scope);
+                    }
+                }
+                self.match_subjects.pop();
+            }
             "else_clause"
             | "while_statement"
             | "try_statement"
             | "finally_clause"
             | "except_group_clause"
-            | "match_statement"
             | "ERROR" => {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
@@ -1461,17 +1480,30 @@ impl<'a> Lowerer<'a> {
                 }
             }
             "case_clause" => {
+                // `case Circle():` holds only for a Circle: the subject is one in the body, as
+                // under `if isinstance(shape, Circle):`.
+                let narrowed_before = self.narrowings.len();
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 for child in children {
                     match child.kind() {
-                        "case_pattern" => self.pattern(child, scope),
+                        "case_pattern" => {
+                            self.pattern(child, scope);
+                            let classes = case_classes(child, self.src);
+                            if let (Some(Some(subject)), false) = (self.match_subjects.last(), classes.is_empty()) {
+                                let ty = crate::annotation::type_expr(&classes.join(" | "));
+                                if ty != Expr::Unknown {
+                                    self.narrowings.push(Narrowing { scope, name: subject.clone(), ty: Some(ty) });
+                                }
+                            }
+                        }
                         kind if is_statement_like(kind) => self.statement(child, scope),
                         _ => {
                             self.expr(child, scope);
                         }
                     }
                 }
+                self.narrowings.truncate(narrowed_before);
             }
             "pass_statement" | "break_statement" | "continue_statement" => {}
             _ => {
@@ -3290,6 +3322,42 @@ fn normalise_dotted(text: &str) -> String {
 }
 
 /// Whether an identifier spelled `name` occurs anywhere under `node`.
+/// The classes a `case` pattern requires the subject to be an instance of: `Circle()`,
+/// `pkg.Square(x=1) | Tri()`, `Point() as p`; none when any alternative is not a class pattern
+/// (`case Circle() | None:` says nothing of the subject's class).
+fn case_classes<'s>(pattern: Node, src: &'s str) -> Vec<&'s str> {
+    let mut node = pattern;
+    loop {
+        match node.kind() {
+            "case_pattern" | "as_pattern" => match node.named_child(0) {
+                Some(inner) => node = inner,
+                None => return Vec::new(),
+            },
+            "class_pattern" => {
+                return node
+                    .named_child(0)
+                    .filter(|n| n.kind() == "dotted_name")
+                    .and_then(|n| src.get(n.byte_range()))
+                    .into_iter()
+                    .collect();
+            }
+            "union_pattern" => {
+                let mut cursor = node.walk();
+                let mut out = Vec::new();
+                for alternative in node.named_children(&mut cursor) {
+                    let classes = case_classes(alternative, src);
+                    if classes.is_empty() {
+                        return Vec::new();
+                    }
+                    out.extend(classes);
+                }
+                return out;
+            }
+            _ => return Vec::new(),
+        }
+    }
+}
+
 /// The name an expression starts from: `a` of `a`, `a.b`, `a.b()`, `a[0].c`.
 fn root_name(expr: &Expr) -> Option<&Name> {
     match expr {
