@@ -1027,6 +1027,12 @@ impl<'a> Resolver<'a> {
         Vec::new()
     }
 
+    /// Whether `class` is an enumeration: `enum.Enum` (or another of the module's bases) is on
+    /// its method resolution order.
+    fn is_enum(&self, class: &Target, depth: u32) -> bool {
+        self.mro(class, depth + 1).iter().any(|e| matches!(e, MroEntry::External(x) if ENUM_BASES.contains(&&**x)))
+    }
+
     /// The `@name.setter` method of property `getter`, when its class defines one.
     fn property_setter(&self, getter: &Target) -> Option<Target> {
         let class = getter.owner()?;
@@ -1091,6 +1097,18 @@ impl<'a> Resolver<'a> {
         } else {
             var.owner().map(SelfClass::own)
         };
+        // `Color.RED` of `class Color(Enum): RED = 1` is a Color, not 1.
+        if self_class.is_some()
+            && let Some(owner) = var.owner()
+            && var.path.rsplit('.').next().is_some_and(is_enum_member_name)
+            && self.with_class(&owner, |c| {
+                c.member(var.path.rsplit('.').next().unwrap_or(""))
+                    .is_some_and(|m| m.kind == DefKind::Variable && m.class_body_value)
+            }) == Some(true)
+            && self.is_enum(&owner, depth + 1)
+        {
+            return vec![Value::Instance(owner)];
+        }
         let mut out = Vec::new();
         // Key-value stores (`self.adapters[prefix] = adapter`, or a dict written out) make the
         // value a dict only when nothing else says what it is: an attribute assigned
@@ -3855,6 +3873,16 @@ fn member_value(class: &Target, member: &Member) -> Vec<Value> {
         Some(path) => vec![def_value(&class.module, path, member.kind)],
         None => Vec::new(),
     }
+}
+
+/// The bases that make a class an enumeration, whose class attributes are its members.
+const ENUM_BASES: &[&str] =
+    &["enum.Enum", "enum.IntEnum", "enum.StrEnum", "enum.Flag", "enum.IntFlag", "enum.ReprEnum"];
+
+/// Whether a class attribute of an enumeration named `attr` is one of its members: not a
+/// `_sunder_` or `__dunder__` name (`_ignore_`, `__slots__`), and not private.
+fn is_enum_member_name(attr: &str) -> bool {
+    !attr.starts_with('_')
 }
 
 /// `A#2.m` -> `A.m`: the qualified name of a redefined unit drops the disambiguating suffixes.

@@ -50,6 +50,9 @@ pub struct Member {
     /// attribute of the same name does not shadow (`self.content = x` calls the setter). A
     /// plain method or a `cached_property` is shadowed by one.
     pub data_descriptor: bool,
+    /// Assigned in the class body itself (`RED = 1`), not only through `self` in a method:
+    /// the members of an enumeration are these.
+    pub class_body_value: bool,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
@@ -622,6 +625,7 @@ fn class_summary(s: &Summariser, class: DefId, body: ScopeId) -> ClassSummary {
             setter: None,
             method_replaced: false,
             data_descriptor: false,
+            class_body_value: false,
         });
         if def.decorators.iter().any(|d| matches!(d, Expr::Attr(_, a) if a == "setter")) {
             entry.setter = Some(def.path.clone());
@@ -655,6 +659,7 @@ fn class_summary(s: &Summariser, class: DefId, body: ScopeId) -> ClassSummary {
         if let Binding::Value(_) | Binding::Unpack(..) = binding {
             let value = without_constants(s.close_binding(binding, body, 0));
             if let Some(m) = members.get_mut(name.as_str()) {
+                m.class_body_value = true;
                 // Once the class body ran, a replacing assignment is all that is left of earlier ones.
                 if scope.replacing_index(i) {
                     m.values.clear();
