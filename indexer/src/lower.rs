@@ -1452,15 +1452,7 @@ impl<'a> Lowerer<'a> {
                 // attribute chain (`match shape:`, `match self.node:`).
                 let subject = node.field("subject").and_then(|s| self.subject_key(s, 0)).map(|k| Name::new(&k));
                 self.match_subjects.push(subject);
-                let mut cursor = node.walk();
-                let children: Vec<Node> = node.named_children(&mut cursor).collect();
-                for child in children {
-                    if is_statement_like(child.kind()) {
-                        self.statement(child, scope);
-                    } else {
-                        self.expr(child, scope);
-                    }
-                }
+                self.children_in_order(node, scope);
                 self.match_subjects.pop();
             }
             "else_clause"
@@ -1468,17 +1460,7 @@ impl<'a> Lowerer<'a> {
             | "try_statement"
             | "finally_clause"
             | "except_group_clause"
-            | "ERROR" => {
-                let mut cursor = node.walk();
-                let children: Vec<Node> = node.named_children(&mut cursor).collect();
-                for child in children {
-                    if is_statement_like(child.kind()) {
-                        self.statement(child, scope);
-                    } else {
-                        self.expr(child, scope);
-                    }
-                }
-            }
+            | "ERROR" => self.children_in_order(node, scope),
             "case_clause" => {
                 // `case Circle():` holds only for a Circle: the subject is one in the body, as
                 // under `if isinstance(shape, Circle):`.
@@ -1506,18 +1488,21 @@ impl<'a> Lowerer<'a> {
                 self.narrowings.truncate(narrowed_before);
             }
             "pass_statement" | "break_statement" | "continue_statement" => {}
-            _ => {
-                // delete, assert, print, exec, type alias and anything new: their expressions
-                // still read names and call things.
-                let mut cursor = node.walk();
-                let children: Vec<Node> = node.named_children(&mut cursor).collect();
-                for child in children {
-                    if is_statement_like(child.kind()) {
-                        self.statement(child, scope);
-                    } else {
-                        self.expr(child, scope);
-                    }
-                }
+            // delete, assert, print, exec, type alias and anything new: their expressions still
+            // read names and call things.
+            _ => self.children_in_order(node, scope),
+        }
+    }
+
+    /// Lowers the named children of `node` in their order, as statements or as expressions.
+    fn children_in_order(&mut self, node: Node, scope: ScopeId) {
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        for child in children {
+            if is_statement_like(child.kind()) {
+                self.statement(child, scope);
+            } else {
+                self.expr(child, scope);
             }
         }
     }
