@@ -397,32 +397,42 @@ fn repair(text: &str, tree: &Tree) -> Option<Repair> {
     }
     // Last, a half-typed statement none of the above knows (`if x == 1` with no colon yet,
     // `x = a +`, `x = 1 + \`) above a definition: tree-sitter may fold the definition into its
-    // error. The lines where errors begin are blanked, as often as that leaves less in error,
-    // on the best repair so far (its insertions kept) or the text itself. Blanking moves nothing.
-    let (mut base, stages, mut tree) = match best.as_ref() {
-        Some((fix, _)) => (fix.text.clone(), fix.inserted.clone(), parse(&fix.text)),
-        None => (text.to_string(), Vec::new(), parse(text)),
+    // error. The first line where an erring statement begins is blanked, then the next, a few
+    // times, each kept if it leaves less in error, on the best repair so far (its insertions
+    // kept) or the text itself. Blanking moves nothing.
+    // If blanking one line at a time leaves errors, every such line at once is tried too
+    // (on flask, click and requests' `newstatement` edits: every line alone kept 120 files of
+    // 126 whole, the first line alone 114, the first line then every line 121; the first line
+    // alone keeps `return a()` below `x = 1; y =`, which every line at once blanked).
+    let start = match best.as_ref() {
+        Some((fix, _)) => (fix.text.clone(), fix.inserted.clone()),
+        None => (text.to_string(), Vec::new()),
     };
-    for _ in 0..MAX_BLANKING_ROUNDS {
-        let Some(current) = tree.as_ref() else { break };
-        let Some(blanked) = blank_error_lines(&base, current.root_node()) else { break };
-        let Some(extent) = offer(&mut best, original, blanked.clone(), stages.clone()) else { break };
-        if extent == (0, 0) {
-            break;
+    for every_line in [false, true] {
+        let (mut base, stages) = start.clone();
+        let mut tree = parse(&base);
+        for _ in 0..MAX_BLANKING_ROUNDS {
+            let Some(current) = tree.as_ref() else { break };
+            let Some(blanked) = blank_error_lines(&base, current.root_node(), every_line) else { break };
+            let Some(extent) = offer(&mut best, original, blanked.clone(), stages.clone()) else { break };
+            if extent == (0, 0) {
+                return best.map(|(fix, _)| fix);
+            }
+            tree = parse(&blanked);
+            base = blanked;
         }
-        tree = parse(&blanked);
-        base = blanked;
     }
     best.map(|(fix, _)| fix)
 }
 
-/// How many times [`blank_error_lines`] is applied to what it left.
-const MAX_BLANKING_ROUNDS: usize = 3;
+/// How many times [`blank_error_lines`] is applied to what it left (a line each time).
+const MAX_BLANKING_ROUNDS: usize = 4;
 
-/// `text` with each line where a statement holding an error of `root` begins blanked (every
-/// byte but the newline a space), unless it begins a definition (`def`, `class`, a decorator: the unit is what the
+/// `text` with the first line where a statement holding an error of `root` begins blanked
+/// (every byte but the newline a space), or with `every_line` each such line, unless it begins
+/// a definition (`def`, `class`, a decorator: the unit is what the
 /// blanking must keep); `None` when no line qualifies.
-fn blank_error_lines(text: &str, root: Node) -> Option<String> {
+fn blank_error_lines(text: &str, root: Node, every_line: bool) -> Option<String> {
     let bytes = text.as_bytes();
     let mut lines: Vec<usize> = Vec::new();
     let mut stack = vec![root];
@@ -447,6 +457,9 @@ fn blank_error_lines(text: &str, root: Node) -> Option<String> {
     }
     lines.sort_unstable();
     lines.dedup();
+    // The first such line only: the errors after it are often its consequences (`return a()`
+    // read into `y = ` above it), and blanking them too lost correct code. The next round
+    // blanks the next line still in error.
     let mut out = bytes.to_vec();
     let mut blanked = false;
     for start in lines {
@@ -462,6 +475,9 @@ fn blank_error_lines(text: &str, root: Node) -> Option<String> {
             }
         }
         blanked = true;
+        if !every_line {
+            break;
+        }
     }
     // Only ASCII bytes of whole lines were replaced by spaces: still UTF-8.
     if blanked { String::from_utf8(out).ok() } else { None }
