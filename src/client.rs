@@ -28,24 +28,19 @@ impl Client {
     /// busy one and wait.
     pub fn connect(root: &Path) -> Option<Client> {
         let own = daemon_paths(root).ok().map(|p| p.socket);
-        let stream = match own.as_ref().and_then(|socket| UnixStream::connect(socket).ok()) {
-            Some(stream) => stream,
-            None => {
-                let recorded = paths::recorded_socket(root, &root.join(".fresco"))?;
-                let stream = UnixStream::connect(&recorded).ok()?;
-                if own.as_ref() != Some(&recorded) && !NOTED_ELSEWHERE.swap(true, std::sync::atomic::Ordering::Relaxed)
-                {
-                    eprintln!(
-                        "fresco: note: the daemon's socket is {} (this process's runtime directory is another: \
-                         FRESCO_RUNTIME_DIR or XDG_RUNTIME_DIR differ)",
-                        recorded.display()
-                    );
-                }
-                stream
-            }
-        };
-        let reader = BufReader::new(stream.try_clone().ok()?);
-        Some(Client { stream, reader, next_id: 1 })
+        if let Some(client) = own.as_deref().and_then(Client::connect_to) {
+            return Some(client);
+        }
+        let recorded = paths::recorded_socket(root, &root.join(".fresco"))?;
+        let client = Client::connect_to(&recorded)?;
+        if own.as_ref() != Some(&recorded) && !NOTED_ELSEWHERE.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            eprintln!(
+                "fresco: note: the daemon's socket is {} (this process's runtime directory is another: \
+                 FRESCO_RUNTIME_DIR or XDG_RUNTIME_DIR differ)",
+                recorded.display()
+            );
+        }
+        Some(client)
     }
 
     /// Connects to the daemon listening on `socket`, if one does.

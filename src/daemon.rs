@@ -531,11 +531,7 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
         let applied = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| indexer.apply_batch(&batch))) {
             Ok(applied) => applied,
             Err(panic) => {
-                let why = panic
-                    .downcast_ref::<&str>()
-                    .map(|m| m.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "a panic".to_string());
+                let why = fresco_indexer::process::panic_message(&*panic).unwrap_or_else(|| "a panic".to_string());
                 eprintln!("fresco: the indexer failed ({why}); stopping the daemon");
                 *shared.last_error.lock().unwrap_or_else(|p| p.into_inner()) =
                     Some(format!("the indexer failed: {why}"));
@@ -626,29 +622,29 @@ fn too_large(id: &Value, bytes: usize) -> Value {
     protocol::response_err(id, &err)
 }
 
-/// Writes one answer. The answer is turned into its line before waiting for the connection,
-/// and the tree dropped: an answer waiting for a client that reads slowly holds its text only
-/// (a `find "*" limit 100000` over 600 files: 4 MB of text, about 30 MB as a tree).
+/// Writes one answer.
 fn send(writer: &Mutex<UnixStream>, value: &Value) -> bool {
+    write_line(writer, &answer_line(value))
+}
+
+/// [`send`], turning the answer into its line before waiting for the connection and dropping
+/// the tree: an answer waiting for a client that reads slowly holds its text only (a
+/// `find "*" limit 100000` over 600 files: 4 MB of text, about 30 MB as a tree).
+fn send_owned(writer: &Mutex<UnixStream>, value: Value) -> bool {
+    let line = answer_line(&value);
+    drop(value);
+    write_line(writer, &line)
+}
+
+/// The line an answer is written as: its JSON, or `RESULT_TOO_LARGE` past the protocol's limit.
+fn answer_line(value: &Value) -> String {
     let mut text = value.to_string();
     if text.len() > protocol::MAX_RESPONSE_BYTES {
         let id = value.get("id").cloned().unwrap_or(Value::Null);
         text = too_large(&id, text.len()).to_string();
     }
     text.push('\n');
-    write_line(writer, &text)
-}
-
-/// [`send`], dropping the answer's tree before waiting for the connection.
-fn send_owned(writer: &Mutex<UnixStream>, value: Value) -> bool {
-    let id = value.get("id").cloned().unwrap_or(Value::Null);
-    let mut text = value.to_string();
-    drop(value);
-    if text.len() > protocol::MAX_RESPONSE_BYTES {
-        return send(writer, &too_large(&id, text.len()));
-    }
-    text.push('\n');
-    write_line(writer, &text)
+    text
 }
 
 fn write_line(writer: &Mutex<UnixStream>, text: &str) -> bool {

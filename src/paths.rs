@@ -67,17 +67,17 @@ pub const DAEMON_SOCKET_FILE: &str = "daemon-socket";
 /// that exists.
 pub fn recorded_socket(root: &Path, db: &Path) -> Option<PathBuf> {
     let recorded = PathBuf::from(fs::read_to_string(db.join(DAEMON_SOCKET_FILE)).ok()?.trim_end_matches('\n'));
-    let key = socket_name(root);
-    (recorded.file_name().is_some_and(|n| n == key.as_str()) && recorded.exists()).then_some(recorded)
+    let name = format!("{}.sock", root_key(root));
+    (recorded.file_name().is_some_and(|n| n == name.as_str()) && recorded.exists()).then_some(recorded)
 }
 
-fn socket_name(root: &Path) -> String {
-    let key = xxhash_rust::xxh3::xxh3_64(root.as_os_str().as_encoded_bytes());
-    format!("{key:016x}.sock")
+/// The root's key in the runtime directory: the xxh3-64 hash of its path, 16 hex digits.
+fn root_key(root: &Path) -> String {
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(root.as_os_str().as_encoded_bytes()))
 }
 
 pub fn daemon_paths(root: &Path) -> Result<DaemonPaths> {
     let dir = runtime_dir()?;
-    let key = xxhash_rust::xxh3::xxh3_64(root.as_os_str().as_encoded_bytes());
-    Ok(DaemonPaths { socket: dir.join(socket_name(root)), lock: dir.join(format!("{key:016x}.lock")) })
+    let key = root_key(root);
+    Ok(DaemonPaths { socket: dir.join(format!("{key}.sock")), lock: dir.join(format!("{key}.lock")) })
 }

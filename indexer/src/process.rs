@@ -64,3 +64,8 @@ pub unsafe fn put_core_count_in_environment() {
     // SAFETY: the caller guarantees that no other thread exists yet.
     unsafe { std::env::set_var("RAYON_NUM_THREADS", cores.to_string()) };
 }
+
+/// What a caught panic says: its message when it was given one (a `&str` or a `String`).
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> Option<String> {
+    panic.downcast_ref::<&str>().map(|m| m.to_string()).or_else(|| panic.downcast_ref::<String>().cloned())
+}

@@ -1098,12 +1098,12 @@ impl<'a> Resolver<'a> {
             var.owner().map(SelfClass::own)
         };
         // `Color.RED` of `class Color(Enum): RED = 1` is a Color, not 1.
+        let attr = var.path.rsplit('.').next().unwrap_or(&var.path);
         if self_class.is_some()
+            && is_enum_member_name(attr)
             && let Some(owner) = var.owner()
-            && var.path.rsplit('.').next().is_some_and(is_enum_member_name)
             && self.with_class(&owner, |c| {
-                c.member(var.path.rsplit('.').next().unwrap_or(""))
-                    .is_some_and(|m| m.kind == DefKind::Variable && m.class_body_value)
+                c.member(attr).is_some_and(|m| m.kind == DefKind::Variable && m.class_body_value)
             }) == Some(true)
             && self.is_enum(&owner, depth + 1)
         {

@@ -222,10 +222,7 @@ pub fn discover(root: &Path, options: &WalkOptions) -> Result<(Vec<String>, Vec<
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| discover_once(root, options))) {
             Ok(found) => return Ok(found),
             Err(panic) => {
-                message = panic
-                    .downcast_ref::<&str>()
-                    .map(|m| m.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                message = crate::process::panic_message(&*panic)
                     .unwrap_or_else(|| "the directory walker panicked".to_string());
             }
         }
