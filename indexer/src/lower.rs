@@ -224,6 +224,9 @@ fn mentions_name(expr: &Expr, bound: &dyn Fn(&str) -> bool) -> bool {
         Expr::Container(_, es) | Expr::Added(es) | Expr::Union(es) => es.iter().any(|e| mentions_name(e, bound)),
         Expr::Keyed(items) => items.iter().any(|(_, e)| mentions_name(e, bound)),
         Expr::ItemAt(a, b) | Expr::Declared(a, b) => mentions_name(a, bound) || mentions_name(b, bound),
+        Expr::Property(getter, setter) => {
+            mentions_name(getter, bound) || setter.as_deref().is_some_and(|s| mentions_name(s, bound))
+        }
         Expr::Lambda(_)
         | Expr::Literal(_)
         | Expr::Constant(_)
@@ -303,7 +306,7 @@ fn lower_text(original: &str, text: &str, root: Node) -> (FileSyntax, u32) {
         conditional_depth: 0,
         narrowings: Vec::new(),
         match_subjects: Vec::new(),
-        rebound_builtins: rebound_iteration_builtins(root, text),
+        rebound_builtins: rebound_value_builtins(root, text),
         dunder_all_dynamic: false,
         nesting: 0,
         too_deep: 0,
@@ -734,8 +737,8 @@ struct Lowerer<'a> {
     /// The subjects of the `match` statements being lowered, innermost last (`None`: not a name
     /// or an attribute chain).
     match_subjects: Vec<Option<Name>>,
-    /// The iterating builtins this file names other than by calling them (see
-    /// [`rebound_iteration_builtins`]): its own `zip` may be anything.
+    /// The builtins this file binds a name to (see [`rebound_value_builtins`]): its own `zip`
+    /// may be anything.
     rebound_builtins: FxHashSet<&'static str>,
 }
 
@@ -1956,7 +1959,9 @@ impl<'a> Lowerer<'a> {
                 first.is_some_and(|first| Some(self.text(first)) != self.enclosing_class_name(scope).as_deref())
             });
         self.container_mutation(&callee, &args, scope);
-        let special = self.special_call_value(&callee, node, &args, &keywords, scope);
+        let special = self
+            .special_call_value(&callee, node, &args, &keywords, scope)
+            .or_else(|| self.property_value(&callee, &args, &keywords));
         self.scope(scope).calls.push(CallSite {
             callee: callee.clone(),
             callee_span,
@@ -1995,6 +2000,22 @@ impl<'a> Lowerer<'a> {
         }
         let view = iteration_view(callee, args, keywords.iter().any(|(k, _)| k == "key"))?;
         Some(Expr::Union(vec![Expr::Call(Box::new(callee.clone())), view]))
+    }
+
+    /// `property(fget, fset, ...)` (the builtin, not a name the file binds): the getter and the
+    /// setter it is made of, positional or by keyword. Without a getter it is a plain call.
+    fn property_value(&self, callee: &Expr, args: &[Expr], keywords: &[(Name, Expr)]) -> Option<Expr> {
+        if !matches!(callee, Expr::Name(n) if n == "property") || self.rebound_builtins.contains("property") {
+            return None;
+        }
+        let argument = |position: usize, keyword: &str| {
+            args.get(position)
+                .or_else(|| keywords.iter().find(|(k, _)| k == keyword).map(|(_, e)| e))
+                .filter(|e| **e != Expr::Unknown)
+                .cloned()
+        };
+        let getter = argument(0, "fget")?;
+        Some(Expr::Property(Box::new(getter), argument(1, "fset").map(Box::new)))
     }
 
     /// `typing.cast(T, value)` (also `cast(...)`, `t.cast(...)`): the value declared as a `T`, as
@@ -3227,32 +3248,22 @@ fn is_statement_like(kind: &str) -> bool {
         || matches!(kind, "block" | "function_definition" | "class_definition" | "decorated_definition")
 }
 
-/// A call argument as kept in a [`CallSite`]: only what can flow into a parameter.
-/// What iterating the result of a builtin that iterates over its arguments gives, as a list of
-/// those elements: `enumerate(xs)` pairs of an `int` and an element of `xs`, `zip(a, b)` pairs of
-/// their elements, `sorted(xs)`, `reversed(xs)`, `iter(xs)`, `tuple(xs)`, `frozenset(xs)` and
-/// `filter(f, xs)` the elements of `xs`. The call keeps its own value beside it (the builtin's
-/// result type), so `for i, x in enumerate(self.items)` gives `x` what `self.items` holds. (`list`
-/// and `set` are containers of their own: see [`Lowerer::container_mutation`].) `sorted` counts
-/// only with a `key=`: a container's elements are, for a dict, its values, where iterating it
-/// gives its keys, and `sorted(commands)` of a dict is how its keys are listed in order, while
-/// objects are sorted by a key. A function of the same name defined in the file would only add
-/// the argument's elements.
-/// The builtins [`iteration_view`] reads.
-const ITERATION_BUILTINS: [&str; 8] =
-    ["sorted", "reversed", "iter", "tuple", "frozenset", "filter", "enumerate", "zip"];
+/// The builtins whose calls lowering reads a value from: those [`iteration_view`] reads, and
+/// `property` (see [`Lowerer::property_value`]).
+const VALUE_BUILTINS: [&str; 9] =
+    ["sorted", "reversed", "iter", "tuple", "frozenset", "filter", "enumerate", "zip", "property"];
 
-/// Those of [`ITERATION_BUILTINS`] the file binds a name to, anywhere: a function or class
+/// Those of [`VALUE_BUILTINS`] the file binds a name to, anywhere: a function or class
 /// definition (not a method), an assignment or loop target, an import, a parameter, a walrus, a
 /// `global`. A call of such a name may be the file's own function, so it is not read as the
 /// builtin's (coarse on purpose: the file's calls of that name keep only their own value). Using
 /// the builtin as a value (`isinstance(x, tuple)`) binds nothing.
-fn rebound_iteration_builtins(root: Node, src: &str) -> FxHashSet<&'static str> {
+fn rebound_value_builtins(root: Node, src: &str) -> FxHashSet<&'static str> {
     let is_word = |c: char| c.is_alphanumeric() || c == '_';
     let mut out = FxHashSet::default();
     // Each occurrence of the word in the text, looked up in the tree, instead of a walk over
     // every node (django's cold index read 2.58 s either way, medians of five).
-    for builtin in ITERATION_BUILTINS {
+    for builtin in VALUE_BUILTINS {
         for (at, _) in src.match_indices(builtin) {
             let end = at + builtin.len();
             let whole_word = !src[..at].ends_with(is_word) && !src[end..].starts_with(is_word);
@@ -3295,6 +3306,16 @@ fn binds_name(node: Node) -> bool {
     }
 }
 
+/// What iterating the result of a builtin that iterates over its arguments gives, as a list of
+/// those elements: `enumerate(xs)` pairs of an `int` and an element of `xs`, `zip(a, b)` pairs of
+/// their elements, `sorted(xs)`, `reversed(xs)`, `iter(xs)`, `tuple(xs)`, `frozenset(xs)` and
+/// `filter(f, xs)` the elements of `xs`. The call keeps its own value beside it (the builtin's
+/// result type), so `for i, x in enumerate(self.items)` gives `x` what `self.items` holds. (`list`
+/// and `set` are containers of their own: see [`Lowerer::container_mutation`].) `sorted` counts
+/// only with a `key=`: a container's elements are, for a dict, its values, where iterating it
+/// gives its keys, and `sorted(commands)` of a dict is how its keys are listed in order, while
+/// objects are sorted by a key. A function of the same name defined in the file would only add
+/// the argument's elements.
 fn iteration_view(callee: &Expr, args: &[Expr], sorted_by_key: bool) -> Option<Expr> {
     let Expr::Name(name) = callee else { return None };
     let element = |xs: &Expr| (*xs != Expr::Unknown).then(|| Expr::Subscript(Box::new(xs.clone())));

@@ -64,6 +64,9 @@ enum Value {
     /// `super()` written in class `.0` with `self` an instance of `.1`: attribute lookups
     /// follow the MRO of `.1`, starting after `.0`.
     Super(Target, Target),
+    /// A property made by `property(getter, setter)`: read on an instance it calls the getter,
+    /// assigned there the setter (a `@property` is instead its getter `Function`).
+    Property(Target, Option<Target>),
 }
 
 /// What `self` and `cls` are in a method's code read from its summary: instances of (and)
@@ -526,6 +529,9 @@ fn external_call_result(external: &str) -> Option<Value> {
 struct SiteHits {
     vars: Vec<Target>,
     properties: Vec<Target>,
+    /// For the getters in `properties` of properties made by `property(getter, setter)`: their
+    /// setters, which an assignment calls instead.
+    setters: Vec<(Target, Target)>,
     /// Modules of the repository read through a name or an attribute on the way
     /// (`exceptions` in `exceptions.Boom()` after `from pkg import exceptions`).
     modules: Vec<Arc<str>>,
@@ -1081,6 +1087,26 @@ impl<'a> Resolver<'a> {
         VarExprs { summary: Some(summary), var: var.clone(), member_of: Some(class) }
     }
 
+    /// The getters and setters of the properties a class attribute is made as (`x =
+    /// property(getter, setter)` in its class body): read from its own assignments, never from
+    /// a property object that flowed into another attribute (`self.cache = self.x` in code read
+    /// from a summary, where property reads are not evaluated).
+    fn made_properties(&self, var: &Target, depth: u32) -> Vec<(Target, Option<Target>)> {
+        let self_class = var.owner().map(SelfClass::own);
+        let mut out = Vec::new();
+        for e in self.var_exprs(var).iter() {
+            if !matches!(e, Expr::Property(..)) {
+                continue;
+            }
+            for v in self.eval_closed(e, &var.module, self_class.as_ref(), depth + 1) {
+                if let Value::Property(getter, setter) = v {
+                    out.push((getter, setter));
+                }
+            }
+        }
+        out
+    }
+
     fn var_values(&self, var: &Target, depth: u32) -> Vec<Value> {
         if self.too_deep(depth) {
             return Vec::new();
@@ -1178,7 +1204,16 @@ impl<'a> Resolver<'a> {
                 let own = private_lookup(attr, self_class);
                 let mut out = Vec::new();
                 for b in self.eval_closed(base, module, own.as_ref().or(self_class), depth + 1) {
-                    extend(&mut out, self.attr_of(&b, attr, depth + 1));
+                    let mut values = self.attr_of(&b, attr, depth + 1);
+                    // Code read from a summary does not evaluate property reads, and an
+                    // instance never holds the property object: `self.cache = self.made` (with
+                    // `made = property(getter)`) gives the attribute nothing from it.
+                    if matches!(b, Value::Instance(_)) {
+                        values.retain(
+                            |v| !matches!(v, Value::Var(var) if !self.made_properties(var, depth + 1).is_empty()),
+                        );
+                    }
+                    extend(&mut out, values);
                 }
                 out
             }
@@ -1254,6 +1289,11 @@ impl<'a> Resolver<'a> {
                     }
                 }
                 out
+            }
+            Expr::Property(getter, setter) => {
+                let getters = self.eval_closed(getter, module, self_class, depth + 1);
+                let setters = || setter.as_deref().map(|s| self.eval_closed(s, module, self_class, depth + 1));
+                property_values(getters, setters)
             }
             Expr::Lambda(_) | Expr::Returning(_) | Expr::Added(_) | Expr::Unknown => Vec::new(),
         };
@@ -1958,6 +1998,19 @@ impl<'a> Resolver<'a> {
                 _ => b.clone(),
             };
             for raw in self.attr_of(&looked_up, attr, depth + 2) {
+                if let (Value::Var(var), Value::Instance(_)) = (&raw, b)
+                    && call_properties
+                {
+                    let made = self.made_properties(var, depth + 2);
+                    if !made.is_empty() {
+                        for (getter, _) in made {
+                            for c in self.getter_result(&Value::Function(getter), b, depth + 2) {
+                                extend(&mut out, self.call_result(&c, depth + 1));
+                            }
+                        }
+                        continue;
+                    }
+                }
                 // A method of a class body is a `Function`; an attribute's value comes as `Var`.
                 let from_class_body = matches!(raw, Value::Function(_));
                 for v in self.deref(vec![raw], depth + 1) {
@@ -2372,6 +2425,26 @@ impl<'a> Resolver<'a> {
                             extend(&mut out, self.getter_result(&v, b, depth + 1));
                             continue;
                         }
+                        // A class attribute `x = property(getter, setter)`, read on an instance:
+                        // the variable is read, and its getter called.
+                        if let (Value::Var(var), Value::Instance(_)) = (&v, b) {
+                            let made = self.made_properties(var, depth + 1);
+                            if !made.is_empty() {
+                                if let Some(h) = hits.as_deref_mut() {
+                                    h.vars.push(var.clone());
+                                    for (getter, setter) in &made {
+                                        h.properties.push(getter.clone());
+                                        if let Some(setter) = setter {
+                                            h.setters.push((getter.clone(), setter.clone()));
+                                        }
+                                    }
+                                }
+                                for (getter, _) in made {
+                                    extend(&mut out, self.getter_result(&Value::Function(getter), b, depth + 1));
+                                }
+                                continue;
+                            }
+                        }
                         push(&mut out, v);
                     }
                 }
@@ -2461,6 +2534,12 @@ impl<'a> Resolver<'a> {
                     }
                 }
                 out
+            }
+            // The getter and setter are read where `property(...)` is called, as its arguments.
+            Expr::Property(getter, setter) => {
+                let getters = self.eval_local(getter, scope, depth + 1);
+                let setters = || setter.as_deref().map(|s| self.eval_local(s, scope, depth + 1));
+                property_values(getters, setters)
             }
             Expr::SelfRef | Expr::ClsRef | Expr::DefPath(_) | Expr::Returning(_) | Expr::Added(_) | Expr::Unknown => {
                 Vec::new()
@@ -3113,7 +3192,11 @@ impl<'a> Resolver<'a> {
                         targets.push(format!("{}.{}", self.module, self.syntax.def(def).path));
                     }
                 }
-                Value::ExternalInstance(_) | Value::Module(_) | Value::Var(_) | Value::Super(..) => {}
+                Value::ExternalInstance(_)
+                | Value::Module(_)
+                | Value::Var(_)
+                | Value::Super(..)
+                | Value::Property(..) => {}
             }
         }
         (targets, resolved)
@@ -3489,7 +3572,8 @@ impl<'a> Resolver<'a> {
                 if access.write {
                     // Assigning through a property calls its setter.
                     for p in hits.properties.iter_mut() {
-                        if let Some(setter) = self.property_setter(p) {
+                        let made = hits.setters.iter().find(|(getter, _)| getter == p).map(|(_, s)| s.clone());
+                        if let Some(setter) = made.or_else(|| self.property_setter(p)) {
                             *p = setter;
                         }
                     }
@@ -3866,6 +3950,26 @@ fn def_value(module: &str, path: &str, kind: DefKind) -> Value {
         DefKind::Function | DefKind::Method | DefKind::Lambda => Value::Function(t),
         DefKind::Variable => Value::Var(t),
     }
+}
+
+/// The values of `property(getter, setter)`: a [`Value::Property`] per function the getter may
+/// be, else the builtin property object.
+fn property_values(getters: Vec<Value>, setters: impl FnOnce() -> Option<Vec<Value>>) -> Vec<Value> {
+    let getters: Vec<Target> = getters
+        .into_iter()
+        .filter_map(|g| match g {
+            Value::Function(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    if getters.is_empty() {
+        return vec![Value::ExternalInstance(Arc::from("builtins.property"))];
+    }
+    let setter = setters().into_iter().flatten().find_map(|s| match s {
+        Value::Function(t) => Some(t),
+        _ => None,
+    });
+    getters.into_iter().map(|g| Value::Property(g, setter.clone())).collect()
 }
 
 fn member_value(class: &Target, member: &Member) -> Vec<Value> {

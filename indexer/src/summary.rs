@@ -256,6 +256,17 @@ impl Summariser<'_> {
                 Expr::Unknown => Expr::Unknown,
                 n => Expr::Decorated(Box::new(n), *count),
             },
+            Expr::Property(getter, setter) => match self.close(getter, scope, depth) {
+                Expr::Unknown => Expr::Call(Box::new(Expr::Name(Name::new("property")))),
+                g => Expr::Property(
+                    Box::new(g),
+                    setter
+                        .as_deref()
+                        .map(|s| self.close(s, scope, depth))
+                        .filter(|s| *s != Expr::Unknown)
+                        .map(Box::new),
+                ),
+            },
             Expr::Declared(ty, value) => match (self.close(ty, scope, depth), self.close(value, scope, depth)) {
                 (Expr::Unknown, v) => v,
                 (t, v) => Expr::Declared(Box::new(t), Box::new(v)),

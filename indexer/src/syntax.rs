@@ -281,6 +281,10 @@ pub enum Expr {
     /// (the argument an outer decorator receives): the wrapper they return, or the function
     /// itself where they return it or what they return is not known.
     Decorated(Box<Expr>, u32),
+    /// `property(fget, fset, ...)` (or with `fget=`/`fset=`): a property whose read on an
+    /// instance calls the getter and whose assignment calls the setter, as `@property` and
+    /// `@name.setter` make one. Read any other way, it is the builtin property object.
+    Property(Box<Expr>, Option<Box<Expr>>),
     Unknown,
 }
 
@@ -585,7 +589,8 @@ fn carries_values(e: &Expr) -> bool {
         | Expr::Subscript(_)
         | Expr::Item(..)
         | Expr::ItemAt(..)
-        | Expr::Decorated(..) => true,
+        | Expr::Decorated(..)
+        | Expr::Property(..) => true,
         Expr::Keyed(items) => items.iter().any(|(_, e)| carries_values(e)),
         Expr::Container(_, items) | Expr::Union(items) => items.iter().any(carries_values),
         _ => false,
