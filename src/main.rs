@@ -848,7 +848,14 @@ fn print_status(v: &Value) {
     outln!("pending changes    {}", field("pending_changes"));
     outln!("parse-error files  {}", field("parse_error_files"));
     for file in v["parse_errors"].as_array().into_iter().flatten() {
-        outln!("  {}: {} parse errors", render::printable(file["file"].as_str().unwrap_or("?")), file["parse_errors"]);
+        let first = &file["first"];
+        let first = first["line"].as_u64().map(|line| {
+            format!("{line}:{}: {}", first["column"].as_u64().unwrap_or(0), first["message"].as_str().unwrap_or(""))
+        });
+        outln!(
+            "  {}",
+            parse_error_line(file["file"].as_str().unwrap_or("?"), file["parse_errors"].as_u64().unwrap_or(0), first)
+        );
     }
     outln!("skipped files      {}", field("skipped_files"));
     for skipped in v["skipped"].as_array().into_iter().flatten() {
@@ -874,15 +881,19 @@ fn print_status(v: &Value) {
     }
 }
 
+/// A line of the parse-error list: `pkg/half.py: 3 parse errors, the first at 12:5: missing ")"`.
+fn parse_error_line(path: &str, count: u64, first: Option<String>) -> String {
+    let plural = if count == 1 { "" } else { "s" };
+    let first = first.map(|f| format!(", the first at {}", render::printable(&f))).unwrap_or_default();
+    format!("{}: {count} parse error{plural}{first}", render::printable(path))
+}
+
 fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
     let snap = indexer.snapshot();
     let t = snap.totals();
     let skipped = protocol::skipped_files(indexer.root(), snap, indexer.walk_issues());
-    let parse_errors: Vec<(String, u32)> = snap
-        .files()
-        .filter(|f| f.graph.parse_errors > 0)
-        .map(|f| (f.graph.path.clone(), f.graph.parse_errors))
-        .collect();
+    let parse_errors: Vec<&fresco_graph::FileGraph> =
+        snap.files().filter(|f| f.graph.parse_errors > 0).map(|f| &*f.graph).collect();
     let cut: Vec<&str> = snap.files().filter(|f| f.graph.resolution_cut).map(|f| f.graph.path.as_str()).collect();
     if json {
         let value = json!({
@@ -895,7 +906,7 @@ fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
             // under their own keys (here every one; `status` lists at most 50).
             "root": indexer.root().display().to_string(),
             "parse_error_files": parse_errors.len(),
-            "parse_errors": parse_errors.iter().map(|(p, n)| json!({"file": p, "parse_errors": n})).collect::<Vec<_>>(),
+            "parse_errors": parse_errors.iter().map(|g| protocol::parse_error_json(g)).collect::<Vec<_>>(),
             "skipped_files": skipped.len(),
             "skipped": skipped.iter().map(|(p, r)| json!({"file": p, "reason": r})).collect::<Vec<_>>(),
             "resolution_cut_files": cut.len(),
@@ -911,8 +922,11 @@ fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
     outln!("edges              {}", t.edges);
     outln!("unresolved calls   {}", t.unresolved);
     outln!("parse-error files  {}", parse_errors.len());
-    for (path, n) in &parse_errors {
-        outln!("  {}: {n} parse error(s)", render::printable(path));
+    for g in &parse_errors {
+        outln!(
+            "  {}",
+            parse_error_line(&g.path, u64::from(g.parse_errors), g.first_parse_error.as_ref().map(|e| e.to_string()))
+        );
     }
     outln!("skipped files      {}", skipped.len());
     for (path, why) in &skipped {

@@ -368,7 +368,7 @@ pub fn status(info: StatusInfo) -> Value {
             .files()
             .filter(|f| f.graph.parse_errors > 0)
             .take(STATUS_LISTED)
-            .map(|f| json!({"file": f.graph.path, "parse_errors": f.graph.parse_errors}))
+            .map(|f| parse_error_json(&f.graph))
             .collect::<Vec<_>>(),
         "skipped_files": skipped.len(),
         "resolution_cut_files": t.resolution_cut_files,
@@ -490,4 +490,12 @@ mod tests {
             assert_eq!(err, Some("INVALID_REQUEST"), "{bad}");
         }
     }
+}
+
+/// A file with parse errors, for `status` and `index --json`: how many, and where the first is
+/// (`"first": {"line": 12, "column": 5, "message": "missing \")\""}`).
+pub fn parse_error_json(graph: &fresco_graph::FileGraph) -> Value {
+    let first =
+        graph.first_parse_error.as_ref().map(|e| json!({"line": e.line, "column": e.column, "message": e.message}));
+    json!({"file": graph.path, "parse_errors": graph.parse_errors, "first": first})
 }

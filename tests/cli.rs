@@ -222,6 +222,8 @@ fn bad_files_are_skipped_with_reasons_and_broken_python_is_indexed_as_far_as_it_
     let errors = v["parse_errors"].as_array().expect("parse errors");
     assert_eq!((errors.len(), &v["parse_error_files"]), (1, &serde_json::json!(1)), "{v}");
     assert_eq!(errors[0]["file"], "broken.py");
+    // Where the first error is: `def bad(:` lacks its closing parenthesis.
+    assert_eq!(errors[0]["first"], serde_json::json!({"line": 4, "column": 9, "message": "missing \")\""}), "{v}");
     // `status` has the same keys with the same types.
     let status = json(&run(&["status", root, "--json"]));
     for key in

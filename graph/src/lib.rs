@@ -17,8 +17,8 @@ pub use history::{
     Change, HISTORY_VERSIONS, HistoryExpired, NetChange, UnitChange, UnitPlace, VersionDiff, VersionLog,
 };
 pub use model::{
-    ArgFlow, ArgSlot, Edge, EdgeKind, FileGraph, FileStamp, IndexDeps, ParamCall, Revision, SkipReason, Unit, UnitKind,
-    Unresolved, is_lambda_id,
+    ArgFlow, ArgSlot, Edge, EdgeKind, FileGraph, FileStamp, IndexDeps, ParamCall, ParseError, Revision, SkipReason,
+    Unit, UnitKind, Unresolved, is_lambda_id,
 };
 pub use snapshot::{FileChange, FileEntry, Snapshot, Totals, UnitRef};
 pub use store::{FORMAT_VERSION, Store, StoreError, manifest};

@@ -210,6 +210,24 @@ impl fmt::Display for SkipReason {
     }
 }
 
+/// Where a file first fails to parse, and why.
+#[derive(Clone, PartialEq, Eq, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct ParseError {
+    /// 1-based.
+    pub line: u32,
+    /// 1-based, in characters of the line.
+    pub column: u32,
+    /// What is wrong there: `missing ")"`, `does not parse: "if x == 1"`, `a block with no
+    /// statement`.
+    pub message: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.line, self.column, self.message)
+    }
+}
+
 /// Everything one file contributes to a snapshot.
 #[derive(Clone, PartialEq, Eq, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct FileGraph {
@@ -220,6 +238,8 @@ pub struct FileGraph {
     pub module: String,
     /// The number of syntax errors tree-sitter recovered from; the file is still indexed.
     pub parse_errors: u32,
+    /// Where the first of them is, when there are any.
+    pub first_parse_error: Option<ParseError>,
     pub skipped: Option<SkipReason>,
     /// Units in source order; the module unit first.
     pub units: Vec<Unit>,
@@ -243,6 +263,7 @@ impl FileGraph {
             revision,
             module,
             parse_errors: 0,
+            first_parse_error: None,
             skipped: Some(reason),
             units: Vec::new(),
             edges: Vec::new(),

@@ -559,6 +559,7 @@ mod tests {
             revision: Revision::of(path.as_bytes()),
             module: module.into(),
             parse_errors: 0,
+            first_parse_error: None,
             skipped: None,
             units: all,
             edges: edges
@@ -582,6 +583,7 @@ mod tests {
                 revision: Revision::of(text.as_bytes()),
                 module: "c".into(),
                 parse_errors: 0,
+                first_parse_error: None,
                 skipped: None,
                 units: vec![],
                 edges: vec![],

@@ -25,7 +25,7 @@ use crate::model::{FileGraph, FileStamp, IndexDeps};
 use crate::snapshot::{FileChange, FileEntry, Snapshot};
 
 /// Bump whenever the record layout or the meaning of a field changes.
-pub const FORMAT_VERSION: u32 = 9;
+pub const FORMAT_VERSION: u32 = 10;
 
 const KEY_FORMAT: &[u8] = b"meta/format";
 const KEY_VERSION: &[u8] = b"meta/version";
@@ -542,6 +542,7 @@ mod tests {
             revision: Revision::of(text.as_bytes()),
             module: path.trim_end_matches(".py").into(),
             parse_errors: 0,
+            first_parse_error: None,
             skipped: None,
             units: vec![Unit {
                 id: "m".into(),

@@ -253,6 +253,7 @@ fn lower_tree(original: &str, tree: Option<&Tree>) -> FileSyntax {
             scopes: vec![Scope::new(ScopeKind::Module, None, None)],
             defs: Vec::new(),
             dunder_all: None,
+            first_error: Some((0, "the Python grammar could not be loaded".into())),
         };
     };
     // A file with errors may be hiding most of itself behind an unclosed bracket, string or
@@ -267,6 +268,13 @@ fn lower_tree(original: &str, tree: Option<&Tree>) -> FileSyntax {
     let (mut syntax, refused) = lower_text(original, text, root);
     // The file is flagged with what its first lowering refused, whatever is mended below.
     let parse_errors = errors + syntax.parse_errors;
+    // What the lowering of a repaired text refuses may be the repair's doing (a line blanked
+    // leaves a body empty): only tree-sitter's errors locate the first error then.
+    let refusal = syntax.first_error.take().filter(|_| repaired.is_none());
+    let first_error = match (first_tree_error(tree.root_node(), original), refusal) {
+        (Some(a), Some(b)) => Some(if b.0 < a.0 { b } else { a }),
+        (a, b) => a.or(b),
+    };
     // tree-sitter reads a statement dedented between two levels (`unindent does not match any
     // outer indentation level`) as one of the outer block, taking the rest of the body with it;
     // the lowering refuses it. Put it back into the block it was typed in.
@@ -286,7 +294,38 @@ fn lower_tree(original: &str, tree: Option<&Tree>) -> FileSyntax {
     for stage in inserted.iter().rev() {
         syntax.remove_insertions(stage);
     }
+    syntax.first_error = first_error;
     syntax
+}
+
+/// The first of tree-sitter's error and missing nodes, in source order: its byte offset and a
+/// message (`missing ")"`, `does not parse: "if x == 1"`).
+fn first_tree_error(root: Node, src: &str) -> Option<(u32, String)> {
+    let mut node = root.has_error().then_some(root)?;
+    loop {
+        if node.is_missing() {
+            let kind = node.kind();
+            let what =
+                if kind.chars().any(|c| c.is_alphanumeric()) { kind.replace('_', " ") } else { format!("\"{kind}\"") };
+            return Some((node.start_byte() as u32, format!("missing {what}")));
+        }
+        // tree-sitter does not say what is wrong in the text an error node holds (a header
+        // without its colon, an unclosed bracket, a stray token): quote its first line.
+        if node.is_error() {
+            let text = src.get(node.start_byte()..node.end_byte()).unwrap_or("");
+            let first_line = text.lines().next().unwrap_or("").trim_end();
+            let mut quoted: String = first_line.chars().take(40).collect();
+            if quoted.len() < first_line.len() {
+                quoted.push('…');
+            }
+            let why =
+                if quoted.is_empty() { "does not parse".to_string() } else { format!("does not parse: {quoted:?}") };
+            return Some((node.start_byte() as u32, why));
+        }
+        let mut cursor = node.walk();
+        let next = node.children(&mut cursor).find(|c| c.has_error() || c.is_missing() || c.is_error());
+        node = next?;
+    }
 }
 
 /// Lowers `text` (`original` itself, or a repair of it) from its tree's `root`. The syntax's
@@ -307,6 +346,8 @@ fn lower_text(original: &str, text: &str, root: Node) -> (FileSyntax, u32) {
         narrowings: Vec::new(),
         match_subjects: Vec::new(),
         rebound_builtins: rebound_value_builtins(root, text),
+        first_refusal: None,
+        statement_start: 0,
         dunder_all_dynamic: false,
         nesting: 0,
         too_deep: 0,
@@ -321,6 +362,7 @@ fn lower_text(original: &str, text: &str, root: Node) -> (FileSyntax, u32) {
     let docstring = lowerer.docstring(root);
     let syntax = FileSyntax {
         parse_errors: lowerer.too_deep + lowerer.empty_bodies + lowerer.refused_statements,
+        first_error: lowerer.first_refusal.map(|(at, why)| (at, why.to_string())),
         line_count,
         byte_len: original.len() as u32,
         docstring,
@@ -740,6 +782,11 @@ struct Lowerer<'a> {
     /// The builtins this file binds a name to (see [`rebound_value_builtins`]): its own `zip`
     /// may be anything.
     rebound_builtins: FxHashSet<&'static str>,
+    /// The first of the refusals counted in `too_deep`, `empty_bodies` and
+    /// `refused_statements`: its byte offset and why.
+    first_refusal: Option<(u32, &'static str)>,
+    /// Where the statement being lowered starts (for the refusals that have no node of their own).
+    statement_start: usize,
 }
 
 /// `isinstance(name, T)` holds where code of `scope` reads `name` (a name or an attribute chain,
@@ -1279,6 +1326,14 @@ impl<'a> Lowerer<'a> {
     /// - two statements on one line without a `;` between them (`1abc` is `1` then `abc` to
     ///   tree-sitter, an invalid literal to Python);
     /// - Python 2's `print x` and `exec code` statements.
+    /// Records a refusal at byte `at` of the text being lowered, when it is the first so far.
+    fn refusal(&mut self, at: usize, why: &'static str) {
+        let at = at as u32;
+        if self.first_refusal.is_none_or(|(first, _)| at < first) {
+            self.first_refusal = Some((at, why));
+        }
+    }
+
     fn check_statements(&mut self, block: Node, statements: &[Node]) {
         let mut expected = (block.kind() == "module").then_some(0);
         let mut last: Option<Node> = None;
@@ -1289,6 +1344,7 @@ impl<'a> Lowerer<'a> {
             }
             if matches!(statement.kind(), "print_statement" | "exec_statement") {
                 self.refused_statements += 1;
+                self.refusal(statement.start_byte(), "a Python 2 print or exec statement");
             }
             let mut start = statement.start_position();
             if start.row == 0 && self.src.starts_with('\u{feff}') {
@@ -1301,12 +1357,16 @@ impl<'a> Lowerer<'a> {
                 let between = self.src.get(previous.end_byte()..statement.start_byte()).unwrap_or("");
                 if !between.contains(';') {
                     self.refused_statements += 1;
+                    self.refusal(statement.start_byte(), "two statements on one line without \";\" between them");
                 }
                 continue;
             }
             match expected {
                 None => expected = Some(start.column),
-                Some(column) if column != start.column => self.refused_statements += 1,
+                Some(column) if column != start.column => {
+                    self.refused_statements += 1;
+                    self.refusal(statement.start_byte(), "a statement not at its block's indentation");
+                }
                 Some(_) => {}
             }
             // An `elif`/`else`/`except`/`finally` clause belongs at its statement's column;
@@ -1321,12 +1381,17 @@ impl<'a> Lowerer<'a> {
                     )
                 })
                 .filter(|c| c.start_position().column != start.column)
-                .count();
-            self.refused_statements += misplaced as u32;
+                .map(|c| c.start_byte())
+                .collect::<Vec<_>>();
+            self.refused_statements += misplaced.len() as u32;
+            if let Some(&at) = misplaced.first() {
+                self.refusal(at, "a clause not at its statement's indentation");
+            }
         }
     }
 
     fn statement(&mut self, node: Node, scope: ScopeId) {
+        self.statement_start = node.start_byte();
         let conditional = matches!(
             node.kind(),
             "if_statement"
@@ -2763,6 +2828,7 @@ impl<'a> Lowerer<'a> {
     fn nested<R>(&mut self, cut: R, lower: impl FnOnce(&mut Self) -> R) -> R {
         if self.nesting >= MAX_NESTING {
             self.too_deep += 1;
+            self.refusal(self.statement_start, "nested too deeply to index");
             return cut;
         }
         self.nesting += 1;
@@ -3158,6 +3224,7 @@ impl<'a> Lowerer<'a> {
         });
         if !has_statement {
             self.empty_bodies += 1;
+            self.refusal(definition.start_byte(), "a block with no statement");
         }
     }
 
@@ -3707,6 +3774,28 @@ mod tests {
         assert!(syn.parse_errors > 0);
         assert!(syn.defs.iter().any(|d| d.path == "ok"));
         assert!(syn.defs.iter().any(|d| d.path == "Fine"));
+    }
+
+    #[test]
+    fn the_first_parse_error_is_located_in_the_files_own_text() {
+        let first = |text: &str| lower(text).first_error.map(|(at, why)| (text[..at as usize].to_string(), why));
+        assert_eq!(first("def ok():\n    return 1\n"), None);
+        // tree-sitter's missing and error nodes.
+        assert_eq!(first("def f(:\n    pass\n"), Some(("def f(".into(), "missing \")\"".into())));
+        let (before, why) = first("x = 1\nif x == 1\n    y = 2\n").expect("an error");
+        assert_eq!((before.as_str(), why.as_str()), ("x = 1\n", "does not parse: \"if x == 1\""));
+        // What the lowering refuses, at the refused statement.
+        let (before, why) = first("def g():\n  x = 1\n   y = 2\n").expect("an error");
+        assert_eq!(
+            (before.as_str(), why.as_str()),
+            ("def g():\n  x = 1\n   ", "a statement not at its block's indentation")
+        );
+        let (before, why) = first("x = 1\nprint 'hi'\n").expect("an error");
+        assert_eq!((before.as_str(), why.as_str()), ("x = 1\n", "a Python 2 print or exec statement"));
+        // Behind a repair (the erring line blanked to lower the rest), tree-sitter's error,
+        // not the empty body the repair leaves.
+        let (before, why) = first("def h():\n    return (1 +\n\ndef later():\n    pass\n").expect("an error");
+        assert_eq!((before.as_str(), why.as_str()), ("def h():\n    ", "does not parse: \"return (1 +\""));
     }
 
     #[test]

@@ -3633,6 +3633,7 @@ impl<'a> Resolver<'a> {
             revision,
             module: module_id,
             parse_errors: self.syntax.parse_errors,
+            first_parse_error: self.syntax.first_error.as_ref().map(|(at, why)| parse_error_at(&self.source, *at, why)),
             skipped: None,
             units,
             edges,
@@ -3949,6 +3950,21 @@ fn def_value(module: &str, path: &str, kind: DefKind) -> Value {
         DefKind::Class => Value::Class(t),
         DefKind::Function | DefKind::Method | DefKind::Lambda => Value::Function(t),
         DefKind::Variable => Value::Var(t),
+    }
+}
+
+/// The line and column (1-based, in characters) of byte `at` of `source`, with `why`.
+fn parse_error_at(source: &str, at: u32, why: &str) -> fresco_graph::ParseError {
+    let mut at = (at as usize).min(source.len());
+    while !source.is_char_boundary(at) {
+        at -= 1;
+    }
+    let before = &source[..at];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    fresco_graph::ParseError {
+        line: before.matches('\n').count() as u32 + 1,
+        column: before[line_start..].chars().count() as u32 + 1,
+        message: why.to_string(),
     }
 }
 

@@ -476,6 +476,9 @@ pub struct FileSyntax {
     pub defs: Vec<Def>,
     /// `__all__`, when the module assigns a literal list or tuple of strings to it.
     pub dunder_all: Option<Vec<Name>>,
+    /// Where the file first fails to parse, as a byte offset of its own text, and why: the
+    /// first of tree-sitter's error and missing nodes and of the statements the lowering refuses.
+    pub first_error: Option<(u32, String)>,
 }
 
 impl FileSyntax {
