@@ -1326,6 +1326,12 @@ impl<'a> Lowerer<'a> {
     /// - two statements on one line without a `;` between them (`1abc` is `1` then `abc` to
     ///   tree-sitter, an invalid literal to Python);
     /// - Python 2's `print x` and `exec code` statements.
+    /// Counts a Python 2 form Python 3 refuses and tree-sitter accepts (`except E, e:`, `0777`).
+    fn refuse_python2(&mut self, node: Node, why: &'static str) {
+        self.refused_statements += 1;
+        self.refusal(node.start_byte(), why);
+    }
+
     /// Records a refusal at byte `at` of the text being lowered, when it is the first so far.
     fn refusal(&mut self, at: usize, why: &'static str) {
         let at = at as u32;
@@ -1342,7 +1348,9 @@ impl<'a> Lowerer<'a> {
             if statement.is_extra() || statement.is_error() {
                 continue;
             }
-            if matches!(statement.kind(), "print_statement" | "exec_statement") {
+            // `print >>f, x` is a tuple to Python 3 (of `print >> f` and `x`), not refused.
+            let chevron = statement.named_child(0).is_some_and(|c| c.kind() == "chevron");
+            if matches!(statement.kind(), "print_statement" | "exec_statement") && !chevron {
                 self.refused_statements += 1;
                 self.refusal(statement.start_byte(), "a Python 2 print or exec statement");
             }
@@ -1350,6 +1358,11 @@ impl<'a> Lowerer<'a> {
             if start.row == 0 && self.src.starts_with('\u{feff}') {
                 // The byte order mark is not indentation.
                 start.column -= '\u{feff}'.len_utf8().min(start.column);
+            }
+            // Python's tokenizer starts the count again after a form feed in the indentation.
+            let indentation = self.src.get(statement.start_byte() - start.column..statement.start_byte()).unwrap_or("");
+            if let Some(feed) = indentation.rfind('\u{c}') {
+                start.column = indentation.len() - feed - 1;
             }
             let previous = last.replace(*statement);
             // A statement after `;` shares its line with the one before.
@@ -1443,6 +1456,9 @@ impl<'a> Lowerer<'a> {
             "raise_statement" => {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                if children.first().is_some_and(|c| c.kind() == "expression_list") {
+                    self.refuse_python2(node, "a Python 2 `raise E, message`");
+                }
                 for (i, child) in children.into_iter().enumerate() {
                     let e = self.expr(child, scope);
                     if i == 0 {
@@ -1498,6 +1514,9 @@ impl<'a> Lowerer<'a> {
             "except_clause" => {
                 let value = node.field("value");
                 let alias = node.field("alias");
+                if node.children_by_field_name("value", &mut node.walk()).count() > 1 {
+                    self.refuse_python2(node, "a Python 2 `except E, name`");
+                }
                 // `except* E as eg`: `eg` is an ExceptionGroup holding E's, not an E.
                 let caught = if node.children(&mut node.walk()).any(|c| c.kind() == "*") {
                     Caught::Group
@@ -1750,6 +1769,9 @@ impl<'a> Lowerer<'a> {
         let mut cursor = params.walk();
         let children: Vec<Node> = params.named_children(&mut cursor).collect();
         for p in children {
+            if p.kind() == "tuple_pattern" {
+                self.refuse_python2(p, "a Python 2 tuple parameter (`def f((a, b))`)");
+            }
             let keywords = p.kind() == "dictionary_splat_pattern"
                 || (p.kind() == "typed_parameter"
                     && p.named_child(0).is_some_and(|f| f.kind() == "dictionary_splat_pattern"));
@@ -3054,13 +3076,30 @@ impl<'a> Lowerer<'a> {
                 self.walk_children(node, scope);
                 let text = self.text(node);
                 let prefix: String = text.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+                if text.starts_with('`') {
+                    self.refuse_python2(node, "Python 2 backquotes");
+                } else if prefix.to_ascii_lowercase().contains("ur") {
+                    self.refuse_python2(node, "a Python 2 `ur` string prefix");
+                }
                 if prefix.contains(['b', 'B']) {
                     Expr::Literal("bytes")
                 } else {
                     self.constant_key(node).map(Expr::Constant).unwrap_or(Expr::Literal("str"))
                 }
             }
-            "integer" => self.constant_key(node).map(Expr::Constant).unwrap_or(Expr::Literal("int")),
+            "integer" => {
+                let text = self.text(node);
+                if text.ends_with(['l', 'L']) {
+                    self.refuse_python2(node, "a Python 2 long integer (`10L`)");
+                } else if text.len() > 1 && text.starts_with('0') && text[1..].starts_with(|c: char| c.is_ascii_digit())
+                {
+                    // `00` is zero; `0777` and `09` are Python 2 octal (or no number at all).
+                    if text.bytes().any(|b| b != b'0' && b != b'_') {
+                        self.refuse_python2(node, "a Python 2 octal integer (`0777`)");
+                    }
+                }
+                self.constant_key(node).map(Expr::Constant).unwrap_or(Expr::Literal("int"))
+            }
             "float" => Expr::Literal("float"),
             "true" | "false" => Expr::Literal("bool"),
             "none" => Expr::Literal("NoneType"),
@@ -3118,6 +3157,13 @@ impl<'a> Lowerer<'a> {
                 Expr::Unknown
             }
             "interpolation" => {
+                self.walk_children(node, scope);
+                Expr::Unknown
+            }
+            "comparison_operator" => {
+                if node.children(&mut node.walk()).any(|c| c.kind() == "<>") {
+                    self.refuse_python2(node, "the Python 2 operator `<>`");
+                }
                 self.walk_children(node, scope);
                 Expr::Unknown
             }
@@ -3796,6 +3842,41 @@ mod tests {
         // not the empty body the repair leaves.
         let (before, why) = first("def h():\n    return (1 +\n\ndef later():\n    pass\n").expect("an error");
         assert_eq!((before.as_str(), why.as_str()), ("def h():\n    ", "does not parse: \"return (1 +\""));
+    }
+
+    #[test]
+    fn python_2_forms_are_flagged_and_python_3_look_alikes_are_not() {
+        // Each refused by Python 3's `ast.parse`, accepted by tree-sitter.
+        for python2 in [
+            "try:\n    pass\nexcept E, e:\n    pass\n",
+            "raise E, 'message'\n",
+            "x = `y`\n",
+            "x = 1 <> 2\n",
+            "x = 0777\n",
+            "x = 09\n",
+            "x = 10L\n",
+            "x = ur'a'\n",
+            "def f((a, b)):\n    pass\n",
+            "f = lambda (x, y): x\n",
+            "print x\n",
+            "exec code\n",
+        ] {
+            assert!(lower(python2).parse_errors > 0, "{python2:?}");
+        }
+        // Each accepted by Python 3.
+        for python3 in [
+            "try:\n    pass\nexcept (A, B) as e:\n    pass\n",
+            "raise E('message') from None\n",
+            "x = 00 + 0_0 + 0x1F + 0o17 + 0.5\n",
+            "x = b'' + rb'' + Rb'' + u'' + r''\n",
+            // A tuple of `print >> f` and `x`.
+            "print >>f, x\n",
+            // A form feed starts the indentation count again.
+            "\u{c}def f():\n    pass\n",
+            "def g():\n    x = 1\n\u{c}    y = 2\n",
+        ] {
+            assert_eq!(lower(python3).parse_errors, 0, "{python3:?}");
+        }
     }
 
     #[test]
