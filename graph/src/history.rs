@@ -72,9 +72,12 @@ impl UnitChange {
     }
 }
 
-/// What `changes since` compares a unit by.
-fn fingerprint(unit: &Unit, source: &str) -> u64 {
+/// What `changes since` compares a unit by: its file too, so that a unit whose module moved
+/// (`pkg/table.py` to `pkg/table/__init__.py`) is changed for a client that knows it by file.
+fn fingerprint(unit: &Unit, file: &str, source: &str) -> u64 {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(&(file.len() as u64).to_le_bytes());
+    h.update(file.as_bytes());
     h.update(unit.kind.as_str().as_bytes());
     for part in [unit.signature.as_deref(), unit.docstring.as_deref()] {
         match part {
@@ -112,7 +115,7 @@ impl VersionDiff {
                             start_line: u.start_line,
                             end_line: u.end_line,
                         };
-                        (u.id.clone(), (fingerprint(u, source), place))
+                        (u.id.clone(), (fingerprint(u, &entry.graph.path, source), place))
                     })
                     .collect()
             })
@@ -140,6 +143,26 @@ impl VersionDiff {
         let (eb, ea) = (edges(old), edges(new));
         into.edges_added.extend(ea.difference(&eb).cloned());
         into.edges_removed.extend(eb.difference(&ea).cloned());
+    }
+
+    /// Merges what [`VersionDiff::of_file`] recorded for one unit from two files (removed from
+    /// the file its module left, added in the one it moved to) into one change, and drops the
+    /// merged changes that change nothing. Call once, after every file of the version.
+    pub fn merge_moved_units(&mut self) {
+        self.units.sort_by(|a, b| a.id.cmp(&b.id));
+        let mut merged: Vec<UnitChange> = Vec::with_capacity(self.units.len());
+        for change in std::mem::take(&mut self.units) {
+            match merged.last_mut() {
+                Some(last) if last.id == change.id => {
+                    last.before = last.before.or(change.before);
+                    last.after = last.after.or(change.after);
+                    last.place = if last.after.is_some() { None } else { last.place.take().or(change.place) };
+                }
+                _ => merged.push(change),
+            }
+        }
+        merged.retain(|c| c.change().is_some());
+        self.units = merged;
     }
 
     pub fn is_empty(&self) -> bool {

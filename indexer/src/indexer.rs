@@ -701,6 +701,7 @@ impl Indexer {
                 let old = self.snapshot.file(path).map(|e| &**e);
                 VersionDiff::of_file(old, new, &mut diff);
             }
+            diff.merge_moved_units();
         }
         let diff = Arc::new(diff);
         let metadata_only = !published && !upserts.is_empty();

@@ -165,3 +165,37 @@ fn a_file_restored_to_its_state_at_a_version_shows_no_change_since_it() {
     assert!(indexer.snapshot().version() > at + 1);
     assert_eq!(indexer.history().changes_since(at), Ok(Vec::new()), "the file is as it was at {at}");
 }
+
+#[test]
+fn a_module_that_becomes_a_package_has_its_units_changed_not_removed() {
+    let (_dir, root, db) = workspace();
+    std::fs::create_dir_all(root.join("pkg")).expect("mkdir");
+    write(&root, "pkg/__init__.py", "");
+    write(&root, "pkg/table.py", "def a():\n    return 1\n");
+    let mut indexer = Indexer::open(&root, &db, options()).expect("open");
+    let first = indexer.snapshot().version();
+    write(&root, "pkg/table.py", "def a():\n    return 2\n");
+    indexer.apply(vec![FileEvent::Changed("pkg/table.py".into())]).expect("apply");
+    let edited = indexer.snapshot().version();
+    // The same text, now the package's `__init__.py`: both units moved to another file.
+    std::fs::remove_file(root.join("pkg/table.py")).expect("rm");
+    std::fs::create_dir_all(root.join("pkg/table")).expect("mkdir");
+    write(&root, "pkg/table/__init__.py", "def a():\n    return 2\n");
+    indexer
+        .apply(vec![FileEvent::Removed("pkg/table.py".into()), FileEvent::Changed("pkg/table/__init__.py".into())])
+        .expect("apply");
+    let units = |indexer: &Indexer, since: u64| -> Vec<NetChange> {
+        let changes = indexer.history().changes_since(since).expect("in the history");
+        changes.into_iter().filter(|c| matches!(c, NetChange::Unit(..))).collect()
+    };
+    let changed = vec![
+        NetChange::Unit("pkg.table".into(), Change::Changed),
+        NetChange::Unit("pkg.table.a".into(), Change::Changed),
+    ];
+    assert_eq!(units(&indexer, first), changed, "edited, then moved");
+    assert_eq!(units(&indexer, edited), changed, "moved alone: a client knows them by their file");
+    // An edit inside the package after the move: still changed since the module's day.
+    write(&root, "pkg/table/__init__.py", "def a():\n    return 3\n");
+    indexer.apply(vec![FileEvent::Changed("pkg/table/__init__.py".into())]).expect("apply");
+    assert_eq!(units(&indexer, edited), changed);
+}
