@@ -482,6 +482,17 @@ fn classify(
             added = true;
             continue;
         }
+        if name == "pyvenv.cfg" {
+            // A directory became a virtualenv (left out, whatever its name) or stopped being one:
+            // its files go or come with it.
+            // (`in_excluded_dir` of the directory looks at the directories above it.)
+            let dir = rel.rsplit_once('/').map_or("", |(dir, _)| dir);
+            if !dir.is_empty() && !walk::in_excluded_dir(root, dir, options) {
+                batch.rescan = Some(tracker.note_rescan());
+                added = true;
+            }
+            continue;
+        }
         if walk::in_excluded_dir(root, &rel, options) {
             continue;
         }
@@ -493,6 +504,20 @@ fn classify(
             continue;
         }
         if rel.ends_with(".py") {
+            // A directory named like a module (`x.py/`, perhaps where the file `x.py` was): its
+            // subtree is re-examined too, since files made in it before its watch was added
+            // send no event of their own.
+            let folder = matches!(
+                event.kind,
+                EventKind::Create(notify::event::CreateKind::Folder)
+                    | EventKind::Remove(notify::event::RemoveKind::Folder)
+            );
+            if (folder || abs.is_dir()) && !rules.is_ignored(abs, true) {
+                let key = format!("{rel}/");
+                let seq = tracker.note_path(key.clone());
+                batch.paths.push((key, seq));
+                added = true;
+            }
             if rules.is_ignored(abs, false) {
                 continue;
             }
@@ -597,6 +622,53 @@ mod tests {
         assert!(batch.rescan.is_none());
         assert!(classify(&root, &options, &mut rules, &tracker, &event(modify, global), &mut batch));
         assert!(batch.rescan.is_some());
+    }
+
+    /// A directory that gains or loses `pyvenv.cfg` becomes or stops being a virtualenv, which the
+    /// walk leaves out: a rescan; one inside a virtualenv already changes nothing.
+    #[test]
+    fn a_virtualenv_marker_made_or_removed_asks_for_a_rescan() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(root.join("env/inner")).expect("mkdir");
+        std::fs::create_dir_all(root.join("venv")).expect("mkdir");
+        std::fs::write(root.join("venv/pyvenv.cfg"), "home = /usr\n").expect("write");
+        let options = WalkOptions::default();
+        let mut rules = IgnoreRules::load(&root, &options);
+        let tracker = Tracker::default();
+        let create = EventKind::Create(notify::event::CreateKind::File);
+        let remove = EventKind::Remove(notify::event::RemoveKind::File);
+        for (kind, path) in [(create, "env/pyvenv.cfg"), (remove, "env/pyvenv.cfg")] {
+            if kind == create {
+                std::fs::write(root.join(path), "home = /usr\n").expect("write");
+            } else {
+                std::fs::remove_file(root.join(path)).expect("rm");
+            }
+            let mut batch = Batch::default();
+            assert!(classify(&root, &options, &mut rules, &tracker, &event(kind, root.join(path)), &mut batch));
+            assert!(batch.rescan.is_some(), "{path}");
+        }
+        let mut batch = Batch::default();
+        let nested = event(create, root.join("venv/lib/pyvenv.cfg"));
+        assert!(!classify(&root, &options, &mut rules, &tracker, &nested, &mut batch));
+        assert!(batch.rescan.is_none());
+    }
+
+    /// A directory named like a module (`x.py/`, where the file was) has its subtree examined:
+    /// a file written in it before its watch is added sends no event.
+    #[test]
+    fn a_directory_named_like_a_module_is_examined_as_a_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(root.join("pkg/x.py")).expect("mkdir");
+        let options = WalkOptions::default();
+        let mut rules = IgnoreRules::load(&root, &options);
+        let tracker = Tracker::default();
+        let mut batch = Batch::default();
+        let create = EventKind::Create(notify::event::CreateKind::Folder);
+        assert!(classify(&root, &options, &mut rules, &tracker, &event(create, root.join("pkg/x.py")), &mut batch));
+        let paths: Vec<&str> = batch.paths.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(paths, vec!["pkg/x.py/", "pkg/x.py"]);
     }
 
     /// A Python file whose name is not UTF-8 asks for a rescan, which lists it as skipped.
