@@ -201,7 +201,7 @@ impl Shared {
             .filter(|key| {
                 !key.ends_with('/')
                     || self.root.join(key.trim_end_matches('/')).exists()
-                    || published.snapshot.files().any(|f| f.graph.path.starts_with(key.as_str()))
+                    || published.snapshot.has_file_under(key)
             })
             .collect()
     }
@@ -247,7 +247,12 @@ impl Shared {
                 let _ = self.flush.try_send(());
                 match self.tracker.wait_applied(upto, wait.saturating_sub(asked.elapsed())) {
                     Ok(()) => Ok((self.current(), Vec::new())),
-                    Err(files) => Err(self.stale(files)),
+                    Err(files) => {
+                        // Left only temporary files renamed away (see `without_phantoms`):
+                        // every change the query must see is in.
+                        let files = self.without_phantoms(files, &self.current());
+                        if files.is_empty() { Ok((self.current(), Vec::new())) } else { Err(self.stale(files)) }
+                    }
                 }
             }
         }
@@ -660,6 +665,9 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
     let Ok(write_half) = stream.try_clone() else {
         return;
     };
+    let Ok(hangup_probe) = stream.try_clone() else {
+        return;
+    };
     let writer = Arc::new(Mutex::new(write_half));
     let mut reader = BufReader::new(stream);
     let cancels: Arc<Mutex<HashMap<String, Arc<AtomicBool>>>> = Arc::default();
@@ -668,7 +676,16 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
     let mut buf = Vec::new();
     loop {
         let line = match read_line(&mut reader, &mut buf) {
-            Ok(None) | Err(_) => return,
+            Ok(None) => {
+                await_answers_or_hangup(&hangup_probe, &running, &cancels);
+                return;
+            }
+            Err(e) if !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                // Reset by the peer: nobody reads what is still computing.
+                cancel_all(&cancels);
+                return;
+            }
+            Err(_) => return,
             Ok(Some(false)) => {
                 let err = ProtoError::new(
                     "REQUEST_TOO_LARGE",
@@ -826,6 +843,39 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
     }
 }
 
+/// After the client's end of stream, while its queries run or wait: a client that only shut its
+/// writing half (`nc -U`, `socat`) still reads their answers; one that closed the connection
+/// cannot, and they are cancelled instead of computing answers nobody reads (6 clients that
+/// each sent 8 `find "*" limit 100000` and closed kept the daemon busy for 17 s of CPU).
+fn await_answers_or_hangup(
+    stream: &UnixStream,
+    running: &AtomicUsize,
+    cancels: &Mutex<HashMap<String, Arc<AtomicBool>>>,
+) {
+    use std::os::fd::AsRawFd;
+    while running.load(Ordering::Relaxed) > 0 {
+        let mut probe = libc::pollfd { fd: stream.as_raw_fd(), events: 0, revents: 0 };
+        // SAFETY: one valid `pollfd` for the duration of the call; the descriptor is owned by
+        // `stream`, which outlives it. A closed peer is `POLLHUP` (reported whatever `events`
+        // asks); a half-closed one is not.
+        let ready = unsafe { libc::poll(&mut probe, 1, 100) };
+        if ready > 0 && probe.revents & (libc::POLLHUP | libc::POLLERR) != 0 {
+            cancel_all(cancels);
+            return;
+        }
+        if ready < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return;
+        }
+    }
+}
+
+/// Cancels every query of a connection, running or waiting for a slot.
+fn cancel_all(cancels: &Mutex<HashMap<String, Arc<AtomicBool>>>) {
+    for flag in cancels.lock().unwrap_or_else(|p| p.into_inner()).values() {
+        flag.store(true, Ordering::Relaxed);
+    }
+}
+
 fn handle_query(shared: &Shared, params: &Value, cancel: Arc<AtomicBool>) -> Result<Value, ProtoError> {
     let params = protocol::query_params(params)?;
     let started = Instant::now();
@@ -842,6 +892,10 @@ fn handle_query(shared: &Shared, params: &Value, cancel: Arc<AtomicBool>) -> Res
     // with the result, before the answer is written (a client that does not read its answers
     // must not hold slots others need).
     let _slot = shared.query_slots.acquire();
+    // Cancelled while it waited (its client hung up): nothing to compute.
+    if cancel.load(Ordering::Relaxed) {
+        return Err(ProtoError::new("CANCELLED", "the query was cancelled"));
+    }
     let tracker = shared.tracker.clone();
     let allow = params.freshness == Freshness::Allow;
     // Pending when the version was taken (it may have been applied since, in a later version

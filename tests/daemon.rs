@@ -813,6 +813,12 @@ fn while_a_change_is_pending_strict_exits_3_allow_marks_and_wait_answers_fresh()
         "{r}"
     );
 
+    // wait, out of time before the batch is in: the edited file, not the temporary name too.
+    let out = d.cli(&["query", env.root_s(), q, "--json", "--daemon", "--freshness", "wait", "--wait-ms", "1"]);
+    if out.status.code() == Some(3) {
+        assert_eq!(json(&out)["error"]["files"], json!([API]), "{}", stdout(&out));
+    }
+
     // wait does not wait for the debounce: it asks for the batch at once.
     let t = Instant::now();
     let r = c.ok(q, "wait");

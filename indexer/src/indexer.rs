@@ -761,7 +761,10 @@ impl Indexer {
             if let Some(dir) = path.strip_suffix('/') {
                 let prefix = format!("{dir}/");
                 events.extend(
-                    self.inputs.keys().filter(|p| p.starts_with(&prefix)).map(|p| FileEvent::Changed(p.clone())),
+                    self.inputs
+                        .range::<str, _>((std::ops::Bound::Included(prefix.as_str()), std::ops::Bound::Unbounded))
+                        .take_while(|(p, _)| p.starts_with(&prefix))
+                        .map(|(p, _)| FileEvent::Changed(p.clone())),
                 );
                 let (found, issues) = walk::discover_under(&self.root, dir, &self.options.walk)?;
                 // The subtree was walked again: its problems are those found now.

@@ -117,3 +117,42 @@ fn a_hit_a_lagging_lane_ranked_by_earlier_text_is_marked_where_allow_marks_what_
     // `wait` waits for the lexical lane (here it cannot catch up): the lag is the lane health's.
     assert_eq!(stale_of(false), [("m.b".to_string(), false), ("m.a".to_string(), false)]);
 }
+
+/// The lanes' rankings, recording the deepest one asked for.
+#[derive(Default)]
+struct Recording(std::sync::atomic::AtomicUsize);
+
+impl Lanes for Recording {
+    fn bm25(&self, _: &str, k: usize) -> Result<LaneHits, LaneDown> {
+        self.0.fetch_max(k, std::sync::atomic::Ordering::Relaxed);
+        Ok(first(&["a", "b", "c", "d", "e"], k))
+    }
+    fn dense(&self, _: &str, k: usize) -> Result<LaneHits, LaneDown> {
+        self.0.fetch_max(k, std::sync::atomic::Ordering::Relaxed);
+        Ok(first(&["e", "d", "c", "b", "a"], k))
+    }
+    fn tokens(&self, text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_lowercase).collect()
+    }
+}
+
+/// `k` past the result limit ranks as far as the limit, and says so: the lanes cannot stop part
+/// way, so the limit is what bounds their work (`search ... k 100000` ranked 61,563 units of
+/// django whatever `--limit` and `--timeout-ms` said).
+#[test]
+fn k_is_bounded_by_the_result_limit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let snapshot = index(dir.path());
+    let lanes = Recording::default();
+    let mut ctx = Context::new(&snapshot);
+    ctx.lanes = Some(&lanes);
+    ctx.limits.max_results = 3;
+    let out = fresco_query::run(&ctx, "search \"anything\" k 100000").expect("search");
+    assert_eq!(out.results.len(), 3);
+    assert!(out.truncated, "{:?}", out.notes);
+    assert!(out.notes.iter().any(|n| n.contains("over the result limit")), "{:?}", out.notes);
+    let deepest = lanes.0.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(deepest <= 50, "the lanes were asked for {deepest}");
+    let within = fresco_query::run(&ctx, "search \"anything\" k 3").expect("search");
+    assert!(!within.truncated, "{:?}", within.notes);
+}
