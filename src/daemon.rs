@@ -73,6 +73,10 @@ struct Shared {
     /// Why the indexer thread gave up, when it did: the daemon then exits with an error.
     indexer_failure: Mutex<Option<String>>,
     connections: AtomicUsize,
+    /// The open connections, for closing the longest idle one when a new client finds the
+    /// daemon at [`MAX_CONNECTIONS`] (see [`Shared::close_idlest`]).
+    open: Mutex<HashMap<u64, OpenConnection>>,
+    next_connection: AtomicU64,
     cookie_counter: AtomicU64,
     last_error: Mutex<Option<String>>,
     lanes: Arc<RetrievalLanes>,
@@ -121,7 +125,53 @@ fn max_running_queries() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get()).saturating_mul(2).clamp(4, 16)
 }
 
+/// What the daemon keeps of an open connection to close it when it is the longest idle.
+struct OpenConnection {
+    /// A handle on the socket: shutting it down ends the connection's reading loop.
+    stream: UnixStream,
+    activity: Arc<ConnectionActivity>,
+}
+
+/// When a connection last sent a request, and how many of its queries are unanswered.
+struct ConnectionActivity {
+    last_request: Mutex<Instant>,
+    running: Arc<AtomicUsize>,
+}
+
+/// A connection idle for less than this is never closed for another.
+const IDLE_BEFORE_CLOSED_FOR_ANOTHER: Duration = Duration::from_secs(1);
+
 impl Shared {
+    /// Records an open connection; `None` when its socket cannot be cloned (it is then never
+    /// closed for another).
+    fn register(&self, number: u64, stream: &UnixStream) -> Option<Arc<ConnectionActivity>> {
+        let handle = stream.try_clone().ok()?;
+        let activity = Arc::new(ConnectionActivity {
+            last_request: Mutex::new(Instant::now()),
+            running: Arc::new(AtomicUsize::new(0)),
+        });
+        let entry = OpenConnection { stream: handle, activity: activity.clone() };
+        self.open.lock().unwrap_or_else(|p| p.into_inner()).insert(number, entry);
+        Some(activity)
+    }
+
+    /// At the connection limit: closes the connection idle the longest (no query unanswered,
+    /// no request for a second at least), so that connections a client leaked cannot lock every
+    /// other client out until the idle timeout. Whether one was closed.
+    fn close_idlest(&self) -> bool {
+        let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let idlest = open
+            .values()
+            .filter(|c| c.activity.running.load(Ordering::Relaxed) == 0)
+            .map(|c| (*c.activity.last_request.lock().unwrap_or_else(|p| p.into_inner()), c))
+            .filter(|(last, _)| last.elapsed() >= IDLE_BEFORE_CLOSED_FOR_ANOTHER)
+            .min_by_key(|(last, _)| *last);
+        match idlest {
+            Some((_, connection)) => connection.stream.shutdown(std::net::Shutdown::Both).is_ok(),
+            None => false,
+        }
+    }
+
     fn current(&self) -> Arc<Published> {
         self.current.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
@@ -377,6 +427,8 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         root_identity: directory_identity(&root).unwrap_or_default(),
         indexer_failure: Mutex::new(None),
         connections: AtomicUsize::new(0),
+        open: Mutex::new(HashMap::new()),
+        next_connection: AtomicU64::new(0),
         cookie_counter: AtomicU64::new(0),
         last_error: Mutex::new(None),
         walk_issues: Mutex::new(indexer.walk_issues().to_vec()),
@@ -426,14 +478,17 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         match listener.accept() {
             Ok((stream, _)) => {
                 let _ = stream.set_nonblocking(false);
-                if shared.connections.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
+                if shared.connections.load(Ordering::Relaxed) >= MAX_CONNECTIONS && !shared.close_idlest() {
                     refuse_busy(stream, &refusing);
                     continue;
                 }
                 shared.connections.fetch_add(1, Ordering::Relaxed);
                 let shared = shared.clone();
                 let _ = std::thread::Builder::new().name("fresco-conn".into()).spawn(move || {
-                    handle_connection(stream, &shared);
+                    let number = shared.next_connection.fetch_add(1, Ordering::Relaxed);
+                    let registered = shared.register(number, &stream);
+                    handle_connection(stream, &shared, registered.as_deref());
+                    shared.open.lock().unwrap_or_else(|p| p.into_inner()).remove(&number);
                     shared.connections.fetch_sub(1, Ordering::Relaxed);
                 });
             }
@@ -657,7 +712,7 @@ fn write_line(writer: &Mutex<UnixStream>, text: &str) -> bool {
     stream.write_all(text.as_bytes()).and_then(|_| stream.flush()).is_ok()
 }
 
-fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
+fn handle_connection(stream: UnixStream, shared: &Arc<Shared>, activity: Option<&ConnectionActivity>) {
     let _ = stream.set_read_timeout(Some(IDLE_TIMEOUT));
     // A client that stops reading its answers is dropped instead of holding the threads that
     // write to it (and their answers) forever.
@@ -671,7 +726,7 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
     let writer = Arc::new(Mutex::new(write_half));
     let mut reader = BufReader::new(stream);
     let cancels: Arc<Mutex<HashMap<String, Arc<AtomicBool>>>> = Arc::default();
-    let running = Arc::new(AtomicUsize::new(0));
+    let running = activity.map_or_else(|| Arc::new(AtomicUsize::new(0)), |a| a.running.clone());
     let answers = Arc::new(QuerySlots::new(ANSWERS_IN_HAND_PER_CONNECTION));
     let mut buf = Vec::new();
     loop {
@@ -699,6 +754,9 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>) {
             }
             Ok(Some(true)) => &buf,
         };
+        if let Some(activity) = activity {
+            *activity.last_request.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        }
         // JSON is UTF-8 (RFC 8259): a request that is not is refused, not silently altered (a
         // lossy decoding would turn its bytes into U+FFFD and answer a different question).
         let text = match std::str::from_utf8(line) {

@@ -1247,6 +1247,39 @@ fn a_client_that_does_not_read_its_answers_does_not_hold_up_others() {
     drop(stuck);
 }
 
+#[test]
+fn a_new_client_takes_the_place_of_the_connection_idle_the_longest() {
+    let env = Env::generated(&[("m.py".into(), "def f():\n    pass\n".into())]);
+    let d = env.start();
+    // A client that leaked every connection the daemon allows.
+    let leaked: Vec<Conn> = (0..64).map(|_| d.conn()).collect();
+    // Not idle yet: the 65th is refused, as before.
+    let mut refused = d.conn();
+    assert_eq!(refused.read().map(|r| r["error"]["code"].clone()), Some(json!("BUSY")));
+    std::thread::sleep(Duration::from_millis(1300));
+    // Idle for over a second: the oldest gives its place.
+    let mut newcomer = d.conn();
+    assert_eq!(newcomer.ok("find \"f\" | count", "wait")["count"], 1);
+    // Exactly one of the leaked connections was closed (which one depends on when each
+    // connection's thread registered it).
+    let closed = leaked
+        .iter()
+        .filter(|c| {
+            c.stream.set_read_timeout(Some(Duration::from_millis(20))).expect("timeout");
+            let mut byte = [0u8; 1];
+            matches!(std::io::Read::read(&mut &c.stream, &mut byte), Ok(0))
+        })
+        .count();
+    assert_eq!(closed, 1);
+    // A client that only shut its writing half still gets its answers.
+    let mut half = d.conn();
+    let id = half.send("query", json!({"query": "find \"f\" | count"}));
+    half.stream.shutdown(std::net::Shutdown::Write).expect("shutdown");
+    let answer = half.read().expect("an answer after the half close");
+    assert_eq!((answer["id"].clone(), answer["result"]["count"].clone()), (json!(id), json!(1)), "{answer}");
+    drop(leaked);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Ignore files outside the tree the daemon watches recursively.
 
