@@ -476,6 +476,14 @@ fn trace_retrieval(query: &str, output: &fresco_query::Output, elapsed: Duration
     }
 }
 
+/// A file with parse errors, for `status` and `index --json`: how many, and where the first is
+/// (`"first": {"line": 12, "column": 5, "message": "missing \")\""}`).
+pub fn parse_error_json(graph: &fresco_graph::FileGraph) -> Value {
+    let first =
+        graph.first_parse_error.as_ref().map(|e| json!({"line": e.line, "column": e.column, "message": e.message}));
+    json!({"file": graph.path, "parse_errors": graph.parse_errors, "first": first})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -490,12 +498,4 @@ mod tests {
             assert_eq!(err, Some("INVALID_REQUEST"), "{bad}");
         }
     }
-}
-
-/// A file with parse errors, for `status` and `index --json`: how many, and where the first is
-/// (`"first": {"line": 12, "column": 5, "message": "missing \")\""}`).
-pub fn parse_error_json(graph: &fresco_graph::FileGraph) -> Value {
-    let first =
-        graph.first_parse_error.as_ref().map(|e| json!({"line": e.line, "column": e.column, "message": e.message}));
-    json!({"file": graph.path, "parse_errors": graph.parse_errors, "first": first})
 }

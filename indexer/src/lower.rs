@@ -1318,14 +1318,6 @@ impl<'a> Lowerer<'a> {
         Some(Expr::Declared(Box::new(ty), Box::new(read)))
     }
 
-    /// Counts the statements of a block (or the module) that tree-sitter accepts and Python
-    /// refuses, so that such a file is flagged:
-    /// - a statement not at the block's indentation: tree-sitter reads a method indented by
-    ///   three spaces among methods indented by four as a function of the module; Python raises
-    ///   `IndentationError` (or `TabError`, for tabs and spaces mixed);
-    /// - two statements on one line without a `;` between them (`1abc` is `1` then `abc` to
-    ///   tree-sitter, an invalid literal to Python);
-    /// - Python 2's `print x` and `exec code` statements.
     /// Counts a Python 2 form Python 3 refuses and tree-sitter accepts (`except E, e:`, `0777`).
     fn refuse_python2(&mut self, node: Node, why: &'static str) {
         self.refused_statements += 1;
@@ -1340,6 +1332,14 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    /// Counts the statements of a block (or the module) that tree-sitter accepts and Python
+    /// refuses, so that such a file is flagged:
+    /// - a statement not at the block's indentation: tree-sitter reads a method indented by
+    ///   three spaces among methods indented by four as a function of the module; Python raises
+    ///   `IndentationError` (or `TabError`, for tabs and spaces mixed);
+    /// - two statements on one line without a `;` between them (`1abc` is `1` then `abc` to
+    ///   tree-sitter, an invalid literal to Python);
+    /// - Python 2's `print x` and `exec code` statements (not `print >>f, x`, a tuple to Python 3).
     fn check_statements(&mut self, block: Node, statements: &[Node]) {
         let mut expected = (block.kind() == "module").then_some(0);
         let mut last: Option<Node> = None;
