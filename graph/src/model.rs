@@ -110,7 +110,8 @@ impl EdgeKind {
 ///
 /// `id` is unique within a snapshot. It is the qualified name, except when a name is defined
 /// more than once (a redefinition, a property setter, two scripts with the same module name),
-/// where later definitions get a `#2`, `#3`, ... suffix so every definition stays addressable.
+/// where later definitions get a `#2`, `#3`, ... suffix so every definition stays addressable,
+/// and a package's definition named like one of its submodules, which takes the next suffix.
 #[derive(Clone, PartialEq, Eq, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct Unit {
     pub id: String,

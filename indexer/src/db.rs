@@ -1,11 +1,14 @@
 //! The salsa database: file texts are inputs, everything else is derived.
 //!
 //! ```text
-//! SourceFile (input) ──> file_syntax ──> file_summary ──┐
-//! Workspace (input) ──> module_table ──> lookup_module ─┼──> file_graph (per file)
-//!                                     └─> module_info ──┘
+//! SourceFile (input) ──> file_syntax ──> module_syntax ──> file_summary ──┐
+//! Workspace (input) ──> module_table ──> lookup_module ────────────────────┼──> file_graph (per file)
+//!                                     └─> module_info ─────────────────────┘
 //! ```
-//! `file_graph(f)` reads `file_syntax(f)` and, for the modules `f` uses, only `lookup_module` and
+//! `module_syntax` is `file_syntax` with the paths unit ids take (a package's definition named
+//! like a submodule takes a `#N` suffix): it reads the module table only for a package's
+//! top-level names.
+//! `file_graph(f)` reads `module_syntax(f)` and, for the modules `f` uses, only `lookup_module` and
 //! `file_summary` of those modules: never their syntax. A body edit elsewhere re-derives that
 //! file's syntax and summary; the summary compares equal, salsa backdates it, and `file_graph(f)`
 //! is not re-executed.
@@ -86,12 +89,54 @@ pub fn file_syntax(db: &dyn salsa::Database, file: SourceFile) -> Arc<FileSyntax
     Arc::new(crate::lower::lower_file(file.path(db), file.text(db)))
 }
 
+/// A file's syntax with its definitions' paths as unit ids take them. A package's top-level
+/// definition named like one of its submodules (`def storage_uri` in `boto/__init__.py` beside
+/// `boto/storage_uri.py`) takes the next `#N` suffix: the submodule keeps the name, as it does
+/// in Python (`import boto.storage_uri` binds the module, and sets the package's attribute to it),
+/// and every unit id stays unique in the snapshot.
+#[salsa::tracked(returns(clone), lru = 128)]
+pub fn module_syntax(db: &dyn salsa::Database, ws: Workspace, file: SourceFile) -> Arc<FileSyntax> {
+    let syntax = file_syntax(db, file);
+    let Some(info) = module_info(db, ws, file).filter(|info| info.is_package) else {
+        return syntax;
+    };
+    let is_submodule = |name: &str| {
+        let dotted = format!("{}.{name}", info.name);
+        matches!(lookup_module(db, ws, dotted.clone()), ModuleLookup::File(sub)
+            if module_info(db, ws, sub).is_some_and(|m| m.name == dotted))
+    };
+    let mut clashes: Vec<&str> = syntax
+        .defs
+        .iter()
+        .filter(|d| d.parent.is_none() && *d.path == *d.name && is_submodule(&d.name))
+        .map(|d| &*d.name)
+        .collect();
+    if clashes.is_empty() {
+        return syntax;
+    }
+    clashes.dedup();
+    let mut renamed = (*syntax).clone();
+    for name in clashes {
+        let taken = syntax.defs.iter().filter(|d| d.parent.is_none() && *d.name == *name).count();
+        let top = format!("{name}#{}", taken + 1);
+        let nested = format!("{name}.");
+        for def in renamed.defs.iter_mut() {
+            if *def.path == *name {
+                def.path = crate::syntax::Name::new(&top);
+            } else if let Some(rest) = def.path.strip_prefix(&nested) {
+                def.path = crate::syntax::Name::new(&format!("{top}.{rest}"));
+            }
+        }
+    }
+    Arc::new(renamed)
+}
+
 #[salsa::tracked(returns(clone))]
 pub fn file_summary(db: &dyn salsa::Database, ws: Workspace, file: SourceFile) -> Arc<ModuleSummary> {
     let Some(info) = module_info(db, ws, file) else {
         return Arc::new(ModuleSummary::default());
     };
-    let syntax = file_syntax(db, file);
+    let syntax = module_syntax(db, ws, file);
     crate::summary::summarise(&syntax, &info.name, info.is_package)
 }
 

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use fresco_graph::{Edge, EdgeKind, FileGraph, Unit, UnitKind, Unresolved};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::db::{ModuleLookup, SourceFile, Workspace, file_summary, file_syntax, lookup_module, module_info};
+use crate::db::{ModuleLookup, SourceFile, Workspace, file_summary, lookup_module, module_info, module_syntax};
 use crate::summary::{
     ClassSummary, FunctionSummary, Member, MethodFlags, ModuleSummary, SumBinding, absolute_module, method_flags,
 };
@@ -617,9 +617,16 @@ pub fn resolve_file(db: &dyn salsa::Database, ws: Workspace, file: SourceFile) -
     if let Some(reason) = file.skipped(db) {
         return (FileGraph::skipped(path, info.name, revision, reason.clone()), Vec::new());
     }
-    let syntax = file_syntax(db, file);
+    let syntax = module_syntax(db, ws, file);
     let started = crate::trace_enabled().then(std::time::Instant::now);
     let mut resolver = Resolver::new(db, ws, &info.name, info.is_package, &syntax, file.text(db).clone());
+    if info.is_package {
+        // `module_syntax` asked whether each top-level name is a submodule (one that is renames
+        // the definition): a submodule of such a name coming or going re-resolves the package.
+        for def in syntax.defs.iter().filter(|d| d.parent.is_none()) {
+            resolver.lookup(&format!("{}.{}", info.name, def.name));
+        }
+    }
     let mut graph = resolver.run(path, revision);
     if let Some(took) = started.map(|s| s.elapsed()).filter(|t| t.as_millis() >= 100) {
         // A file far slower than the rest points at a superlinear path in the resolver.
@@ -861,6 +868,16 @@ impl<'a> Resolver<'a> {
                         }
                         SumBinding::Value(_) => {}
                     }
+                }
+                // A package's own definition named like one of its submodules (`def tools` in
+                // `pkg/__init__.py` beside `pkg/tools.py`): once anything imports the submodule,
+                // the import sets the package's attribute to the module, so either may be there.
+                // (A name the package imports, `from .tools import tools`, is bound after the
+                // submodule's import and stays what it imported.)
+                let defined_here = bindings.iter().all(|b| matches!(b, SumBinding::Def { .. } | SumBinding::Value(_)));
+                let submodule = format!("{module}.{name}");
+                if defined_here && matches!(self.lookup(&submodule).0, ModuleLookup::File(_)) {
+                    values.extend(self.module_value(&submodule));
                 }
             } else {
                 self.names_used.borrow_mut().insert(module, "*");

@@ -539,3 +539,29 @@ fn a_file_that_comes_back_unchanged_reuses_its_input_and_is_not_lowered_again() 
     assert!(indexer.snapshot().edges_to("app.core.helper").iter().any(|(e, _)| e.src == "app.user0.again"));
     assert_eq!(render(&indexer), render(&fresh(dir.path())));
 }
+
+/// A submodule added beside a package's definition of its name takes the name: the definition
+/// takes a `#N` suffix, and loses it when the submodule goes, as a clean index says.
+#[test]
+fn a_submodule_named_like_a_packages_definition_renames_it_both_ways() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    write(root, "pkg/__init__.py", "def tools():\n    return 1\n");
+    write(root, "main.py", "from pkg import tools\n\n\ndef run():\n    return tools()\n");
+    let mut indexer = fresh(root);
+    let ids = |indexer: &Indexer| -> Vec<String> {
+        let mut ids: Vec<String> =
+            indexer.snapshot().files().flat_map(|f| f.graph.units.iter().map(|u| u.id.clone())).collect();
+        ids.sort();
+        ids
+    };
+    assert!(ids(&indexer).contains(&"pkg.tools".to_string()));
+    write(root, "pkg/tools.py", "def hammer():\n    return 1\n");
+    indexer.apply(vec![FileEvent::Changed("pkg/tools.py".into())]).expect("apply");
+    assert!(ids(&indexer).contains(&"pkg.tools#2".to_string()), "{:?}", ids(&indexer));
+    assert_eq!(render(&indexer), render(&fresh(root)));
+    std::fs::remove_file(root.join("pkg/tools.py")).expect("rm");
+    indexer.apply(vec![FileEvent::Removed("pkg/tools.py".into())]).expect("apply");
+    assert!(!ids(&indexer).iter().any(|id| id.contains('#')), "{:?}", ids(&indexer));
+    assert_eq!(render(&indexer), render(&fresh(root)));
+}
