@@ -159,15 +159,18 @@ impl Shared {
     /// no request for a second at least), so that connections a client leaked cannot lock every
     /// other client out until the idle timeout. Whether one was closed.
     fn close_idlest(&self) -> bool {
-        let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         let idlest = open
-            .values()
-            .filter(|c| c.activity.running.load(Ordering::Relaxed) == 0)
-            .map(|c| (*c.activity.last_request.lock().unwrap_or_else(|p| p.into_inner()), c))
+            .iter()
+            .filter(|(_, c)| c.activity.running.load(Ordering::Relaxed) == 0)
+            .map(|(number, c)| (*c.activity.last_request.lock().unwrap_or_else(|p| p.into_inner()), *number))
             .filter(|(last, _)| last.elapsed() >= IDLE_BEFORE_CLOSED_FOR_ANOTHER)
-            .min_by_key(|(last, _)| *last);
-        match idlest {
-            Some((_, connection)) => connection.stream.shutdown(std::net::Shutdown::Both).is_ok(),
+            .min_by_key(|(last, _)| *last)
+            .map(|(_, number)| number);
+        // Taken out here, under the lock: the next newcomer must find another to close, not the
+        // same one before its thread has ended (300 newcomers at once were all let in).
+        match idlest.and_then(|number| open.remove(&number)) {
+            Some(connection) => connection.stream.shutdown(std::net::Shutdown::Both).is_ok(),
             None => false,
         }
     }
@@ -875,10 +878,14 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>, activity: Option<
                 }
             }
             "export" => {
+                // Counted as a query unanswered while it runs or waits for the index: the
+                // connection is not idle, and not closed for another client.
+                running.fetch_add(1, Ordering::Relaxed);
                 let response = match handle_export(shared, &params) {
                     Ok(result) => protocol::response_ok(&id, result),
                     Err(err) => protocol::response_err(&id, &err),
                 };
+                running.fetch_sub(1, Ordering::Relaxed);
                 if !send(&writer, &response) {
                     return;
                 }

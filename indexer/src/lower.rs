@@ -265,12 +265,10 @@ fn lower_tree(original: &str, tree: Option<&Tree>) -> FileSyntax {
         Some(fix) => (fix.text.as_str(), fix.tree.root_node(), fix.inserted.clone()),
         None => (original, tree.root_node(), Vec::new()),
     };
-    let (mut syntax, refused) = lower_text(original, text, root);
+    let (mut syntax, refused) = lower_text(original, text, root, repaired.is_some());
     // The file is flagged with what its first lowering refused, whatever is mended below.
     let parse_errors = errors + syntax.parse_errors;
-    // What the lowering of a repaired text refuses may be the repair's doing (a line blanked
-    // leaves a body empty): only tree-sitter's errors locate the first error then.
-    let refusal = syntax.first_error.take().filter(|_| repaired.is_none());
+    let refusal = syntax.first_error.take().map(|(at, why)| (original_offset(&inserted, at), why));
     let first_error = match (first_tree_error(tree.root_node(), original), refusal) {
         (Some(a), Some(b)) => Some(if b.0 < a.0 { b } else { a }),
         (a, b) => a.or(b),
@@ -283,7 +281,7 @@ fn lower_tree(original: &str, tree: Option<&Tree>) -> FileSyntax {
         && let Some(indented_tree) = parse(&indented)
         && error_extent(indented_tree.root_node()) <= error_extent(root)
     {
-        let (mended, still_refused) = lower_text(original, &indented, indented_tree.root_node());
+        let (mended, still_refused) = lower_text(original, &indented, indented_tree.root_node(), repaired.is_some());
         if still_refused < refused {
             syntax = mended;
             inserted.push(spaces);
@@ -296,6 +294,12 @@ fn lower_tree(original: &str, tree: Option<&Tree>) -> FileSyntax {
     }
     syntax.first_error = first_error;
     syntax
+}
+
+/// An offset of a text that repair stages inserted bytes into (`stages`, each's offsets in its
+/// own output), mapped back to the file's own text.
+fn original_offset(stages: &[Vec<u32>], at: u32) -> u32 {
+    stages.iter().rev().fold(at, |at, inserted| at - inserted.partition_point(|&i| i < at) as u32)
 }
 
 /// The first of tree-sitter's error and missing nodes, in source order: its byte offset and a
@@ -331,7 +335,10 @@ fn first_tree_error(root: Node, src: &str) -> Option<(u32, String)> {
 /// Lowers `text` (`original` itself, or a repair of it) from its tree's `root`. The syntax's
 /// `parse_errors` counts what the lowering itself refuses or cuts (tree-sitter's errors are the
 /// caller's); the second value is the statements refused for their indentation or layout.
-fn lower_text(original: &str, text: &str, root: Node) -> (FileSyntax, u32) {
+///
+/// `repaired`: `text` is a repair of the file, whose blanked lines may leave a body empty; such
+/// a body is still counted, but not taken for where the file's first error is.
+fn lower_text(original: &str, text: &str, root: Node, repaired: bool) -> (FileSyntax, u32) {
     let line_starts = line_starts(text);
     let line_count = line_starts.len() as u32;
     let mut lowerer = Lowerer {
@@ -348,6 +355,7 @@ fn lower_text(original: &str, text: &str, root: Node) -> (FileSyntax, u32) {
         rebound_builtins: rebound_value_builtins(root, text),
         first_refusal: None,
         statement_start: 0,
+        repaired,
         dunder_all_dynamic: false,
         nesting: 0,
         too_deep: 0,
@@ -787,6 +795,8 @@ struct Lowerer<'a> {
     first_refusal: Option<(u32, &'static str)>,
     /// Where the statement being lowered starts (for the refusals that have no node of their own).
     statement_start: usize,
+    /// The text is a repair of the file (see [`lower_text`]).
+    repaired: bool,
 }
 
 /// `isinstance(name, T)` holds where code of `scope` reads `name` (a name or an attribute chain,
@@ -1318,7 +1328,22 @@ impl<'a> Lowerer<'a> {
         Some(Expr::Declared(Box::new(ty), Box::new(read)))
     }
 
-    /// Counts a Python 2 form Python 3 refuses and tree-sitter accepts (`except E, e:`, `0777`).
+    /// The column a node starts at as Python's tokenizer counts indentation: past a byte order
+    /// mark, and from the last form feed before it.
+    fn indentation_column(&self, node: Node) -> usize {
+        let position = node.start_position();
+        let mut column = position.column;
+        if position.row == 0 && self.src.starts_with('\u{feff}') {
+            column -= '\u{feff}'.len_utf8().min(column);
+        }
+        let indentation = self.src.get(node.start_byte() - column..node.start_byte()).unwrap_or("");
+        match indentation.rfind('\u{c}') {
+            Some(feed) => indentation.len() - feed - 1,
+            None => column,
+        }
+    }
+
+    /// Counts a Python 2 form Python 3 refuses and tree-sitter accepts (`raise E, message`, `0777`).
     fn refuse_python2(&mut self, node: Node, why: &'static str) {
         self.refused_statements += 1;
         self.refusal(node.start_byte(), why);
@@ -1355,15 +1380,7 @@ impl<'a> Lowerer<'a> {
                 self.refusal(statement.start_byte(), "a Python 2 print or exec statement");
             }
             let mut start = statement.start_position();
-            if start.row == 0 && self.src.starts_with('\u{feff}') {
-                // The byte order mark is not indentation.
-                start.column -= '\u{feff}'.len_utf8().min(start.column);
-            }
-            // Python's tokenizer starts the count again after a form feed in the indentation.
-            let indentation = self.src.get(statement.start_byte() - start.column..statement.start_byte()).unwrap_or("");
-            if let Some(feed) = indentation.rfind('\u{c}') {
-                start.column = indentation.len() - feed - 1;
-            }
+            start.column = self.indentation_column(*statement);
             let previous = last.replace(*statement);
             // A statement after `;` shares its line with the one before.
             if let Some(previous) = previous.filter(|p| p.end_position().row == start.row) {
@@ -1393,7 +1410,7 @@ impl<'a> Lowerer<'a> {
                         "elif_clause" | "else_clause" | "except_clause" | "except_group_clause" | "finally_clause"
                     )
                 })
-                .filter(|c| c.start_position().column != start.column)
+                .filter(|c| self.indentation_column(*c) != start.column)
                 .map(|c| c.start_byte())
                 .collect::<Vec<_>>();
             self.refused_statements += misplaced.len() as u32;
@@ -1514,9 +1531,6 @@ impl<'a> Lowerer<'a> {
             "except_clause" => {
                 let value = node.field("value");
                 let alias = node.field("alias");
-                if node.children_by_field_name("value", &mut node.walk()).count() > 1 {
-                    self.refuse_python2(node, "a Python 2 `except E, name`");
-                }
                 // `except* E as eg`: `eg` is an ExceptionGroup holding E's, not an E.
                 let caught = if node.children(&mut node.walk()).any(|c| c.kind() == "*") {
                     Caught::Group
@@ -3091,6 +3105,8 @@ impl<'a> Lowerer<'a> {
                 let text = self.text(node);
                 if text.ends_with(['l', 'L']) {
                     self.refuse_python2(node, "a Python 2 long integer (`10L`)");
+                } else if text.ends_with(['j', 'J']) {
+                    // An imaginary literal: `0777j` is Python 3.
                 } else if text.len() > 1 && text.starts_with('0') && text[1..].starts_with(|c: char| c.is_ascii_digit())
                 {
                     // `00` is zero; `0777` and `09` are Python 2 octal (or no number at all).
@@ -3270,7 +3286,9 @@ impl<'a> Lowerer<'a> {
         });
         if !has_statement {
             self.empty_bodies += 1;
-            self.refusal(definition.start_byte(), "a block with no statement");
+            if !self.repaired {
+                self.refusal(definition.start_byte(), "a block with no statement");
+            }
         }
     }
 
@@ -3848,7 +3866,6 @@ mod tests {
     fn python_2_forms_are_flagged_and_python_3_look_alikes_are_not() {
         // Each refused by Python 3's `ast.parse`, accepted by tree-sitter.
         for python2 in [
-            "try:\n    pass\nexcept E, e:\n    pass\n",
             "raise E, 'message'\n",
             "x = `y`\n",
             "x = 1 <> 2\n",
@@ -3874,6 +3891,11 @@ mod tests {
             // A form feed starts the indentation count again.
             "\u{c}def f():\n    pass\n",
             "def g():\n    x = 1\n\u{c}    y = 2\n",
+            "if x:\n    pass\n\u{c}else:\n    pass\n",
+            // Imaginary literals with leading zeros.
+            "x = 0777j + 09J + 00j\n",
+            // Python 3.14 (PEP 758) reads it as `except (E, e):`.
+            "try:\n    pass\nexcept E, e:\n    pass\n",
         ] {
             assert_eq!(lower(python3).parse_errors, 0, "{python3:?}");
         }

@@ -876,7 +876,12 @@ impl<'a> Resolver<'a> {
                 // submodule's import and stays what it imported.)
                 let defined_here = bindings.iter().all(|b| matches!(b, SumBinding::Def { .. } | SumBinding::Value(_)));
                 let submodule = format!("{module}.{name}");
-                if defined_here && matches!(self.lookup(&submodule).0, ModuleLookup::File(_)) {
+                // The module of that name, not one a path merely reaches (`a/b.py` beside `a.py`,
+                // without `a/__init__.py`, is the module `b`).
+                if defined_here
+                    && self.lookup(&submodule).1.as_deref() == Some(submodule.as_str())
+                    && matches!(self.lookup(&submodule).0, ModuleLookup::File(_))
+                {
                     values.extend(self.module_value(&submodule));
                 }
             } else {
@@ -1109,6 +1114,15 @@ impl<'a> Resolver<'a> {
     /// a property object that flowed into another attribute (`self.cache = self.x` in code read
     /// from a summary, where property reads are not evaluated).
     fn made_properties(&self, var: &Target, depth: u32) -> Vec<(Target, Option<Target>)> {
+        // Only a class attribute is a descriptor: `self.p = property(g)` stores the property
+        // object in the instance, whose reads never call `g`.
+        let attr = var.path.rsplit('.').next().unwrap_or(&var.path);
+        let in_class_body = var
+            .owner()
+            .and_then(|owner| self.with_class(&owner, |c| c.member(attr).is_some_and(|m| m.class_body_value)));
+        if in_class_body != Some(true) {
+            return Vec::new();
+        }
         let self_class = var.owner().map(SelfClass::own);
         let mut out = Vec::new();
         for e in self.var_exprs(var).iter() {
@@ -3976,10 +3990,14 @@ fn parse_error_at(source: &str, at: u32, why: &str) -> fresco_graph::ParseError 
     while !source.is_char_boundary(at) {
         at -= 1;
     }
-    let before = &source[..at];
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    // Lines end as Python ends them (`\n`, `\r\n`, a lone `\r`); a byte order mark takes no
+    // column.
+    let before = source[..at].strip_prefix('\u{feff}').unwrap_or(&source[..at]);
+    let bytes = before.as_bytes();
+    let breaks = |i: usize| bytes[i] == b'\n' || (bytes[i] == b'\r' && bytes.get(i + 1) != Some(&b'\n'));
+    let line_start = (0..bytes.len()).rev().find(|&i| breaks(i)).map_or(0, |i| i + 1);
     fresco_graph::ParseError {
-        line: before.matches('\n').count() as u32 + 1,
+        line: (0..bytes.len()).filter(|&i| breaks(i)).count() as u32 + 1,
         column: before[line_start..].chars().count() as u32 + 1,
         message: why.to_string(),
     }

@@ -485,9 +485,11 @@ fn classify(
         if name == "pyvenv.cfg" {
             // A directory became a virtualenv (left out, whatever its name) or stopped being one:
             // its files go or come with it.
-            // (`in_excluded_dir` of the directory looks at the directories above it.)
+            // Not in a directory left out by its name or hidden (`.venv/`, `node_modules/`),
+            // which no virtualenv marker brings in or out: `in_excluded_dir` of the marker's path
+            // looks at every directory above it, its own included.
             let dir = rel.rsplit_once('/').map_or("", |(dir, _)| dir);
-            if !dir.is_empty() && !walk::in_excluded_dir(root, dir, options) {
+            if !dir.is_empty() && !walk::in_excluded_dir(root, &rel, options) {
                 batch.rescan = Some(tracker.note_rescan());
                 added = true;
             }
@@ -648,10 +650,12 @@ mod tests {
             assert!(classify(&root, &options, &mut rules, &tracker, &event(kind, root.join(path)), &mut batch));
             assert!(batch.rescan.is_some(), "{path}");
         }
-        let mut batch = Batch::default();
-        let nested = event(create, root.join("venv/lib/pyvenv.cfg"));
-        assert!(!classify(&root, &options, &mut rules, &tracker, &nested, &mut batch));
-        assert!(batch.rescan.is_none());
+        for left_out in ["venv/lib/pyvenv.cfg", ".venv/pyvenv.cfg", "node_modules/pyvenv.cfg"] {
+            let mut batch = Batch::default();
+            let marker = event(create, root.join(left_out));
+            assert!(!classify(&root, &options, &mut rules, &tracker, &marker, &mut batch), "{left_out}");
+            assert!(batch.rescan.is_none(), "{left_out}");
+        }
     }
 
     /// A directory named like a module (`x.py/`, where the file was) has its subtree examined:
