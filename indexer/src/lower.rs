@@ -1783,7 +1783,9 @@ impl<'a> Lowerer<'a> {
         let mut cursor = params.walk();
         let children: Vec<Node> = params.named_children(&mut cursor).collect();
         for p in children {
-            if p.kind() == "tuple_pattern" {
+            let tuple = p.kind() == "tuple_pattern"
+                || (p.kind() == "default_parameter" && p.field("name").is_some_and(|n| n.kind() == "tuple_pattern"));
+            if tuple {
                 self.refuse_python2(p, "a Python 2 tuple parameter (`def f((a, b))`)");
             }
             let keywords = p.kind() == "dictionary_splat_pattern"
@@ -3107,9 +3109,12 @@ impl<'a> Lowerer<'a> {
                     self.refuse_python2(node, "a Python 2 long integer (`10L`)");
                 } else if text.ends_with(['j', 'J']) {
                     // An imaginary literal: `0777j` is Python 3.
-                } else if text.len() > 1 && text.starts_with('0') && text[1..].starts_with(|c: char| c.is_ascii_digit())
+                } else if text.len() > 1
+                    && text.starts_with('0')
+                    && text[1..].trim_start_matches('_').starts_with(|c: char| c.is_ascii_digit())
                 {
-                    // `00` is zero; `0777` and `09` are Python 2 octal (or no number at all).
+                    // `00` and `0_0` are zero; `0777`, `0_7` and `09` are Python 2 octal (or no
+                    // number at all).
                     if text.bytes().any(|b| b != b'0' && b != b'_') {
                         self.refuse_python2(node, "a Python 2 octal integer (`0777`)");
                     }
@@ -3871,6 +3876,8 @@ mod tests {
             "x = 1 <> 2\n",
             "x = 0777\n",
             "x = 09\n",
+            "x = 0_7\n",
+            "def f(a, (b, c)=(1, 2)):\n    pass\n",
             "x = 10L\n",
             "x = ur'a'\n",
             "def f((a, b)):\n    pass\n",
