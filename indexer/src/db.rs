@@ -105,7 +105,8 @@ pub fn module_syntax(db: &dyn salsa::Database, ws: Workspace, file: SourceFile) 
         matches!(lookup_module(db, ws, dotted.clone()), ModuleLookup::File(sub)
             if module_info(db, ws, sub).is_some_and(|m| m.name == dotted))
     };
-    let mut clashes: Vec<&str> = syntax
+    // At most one definition of a name has the plain name for its path (the others are `#N`).
+    let clashes: Vec<&str> = syntax
         .defs
         .iter()
         .filter(|d| d.parent.is_none() && *d.path == *d.name && is_submodule(&d.name))
@@ -114,7 +115,6 @@ pub fn module_syntax(db: &dyn salsa::Database, ws: Workspace, file: SourceFile) 
     if clashes.is_empty() {
         return syntax;
     }
-    clashes.dedup();
     let mut renamed = (*syntax).clone();
     for name in clashes {
         let taken = syntax.defs.iter().filter(|d| d.parent.is_none() && *d.name == *name).count();
