@@ -667,14 +667,15 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 );
                 ranked.insert(0, (Lane::Graph, graph.clone()));
             }
-            for (_, ids) in ranked.iter_mut() {
-                if let Some(id) = &target.id {
+            // A text lane finds the target itself most like its own text, which says nothing; the
+            // graph lane ranks it only as a call to itself (recursion).
+            for (lane, ids) in ranked.iter_mut() {
+                if let Some(id) = target.id.as_ref().filter(|_| *lane != Lane::Graph) {
                     ids.retain(|x| x != id);
                 }
             }
             exec.lane_hits = ranked.iter().map(|(l, ids)| (l.as_str(), ids.clone())).collect();
-            let deps =
-                if graph.is_empty() { FxHashSet::default() } else { dependency_set(snapshot, &target, &graph, *k) };
+            let deps = if graph.is_empty() { FxHashSet::default() } else { dependency_set(snapshot, &graph, *k) };
             let fused = context_order(fuse(&ranked), &graph, &deps);
             let block = assemble(snapshot, exec.ctx.lanes, &target, &fused, &deps, *budget, exec.ctx.is_stale);
             // The choice itself stands on the target's file: its imports, its class, its body.

@@ -853,3 +853,45 @@ fn an_attribute_named_after_a_class_of_the_package_reaches_that_classs_members()
     }
     assert!(!ids.iter().any(|id| id.starts_with("other.")), "{ids:?}");
 }
+
+#[test]
+fn the_target_ranks_as_its_own_dependency_when_it_calls_itself_or_could() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    write(
+        dir.path(),
+        "pkg/walk.py",
+        "def flatten(d):\n    return [x for v in d for x in flatten(v)]\n\n\
+         def merge(a, b):\n    \"\"\"Merge b into a, nested dicts too.\"\"\"\n    ...\n\n\
+         def size(d):\n    return len(d)\n",
+    );
+    write(dir.path(), "pkg/plain.py", "def helper():\n    return 1\n\ndef stub():\n    ...\n");
+    let snapshot = index(dir.path());
+    // A written body that calls itself lists the target among what it uses.
+    let ranked = lane_for(&snapshot, "pkg.walk.flatten", &[]);
+    assert_eq!(ranked.first().map(String::as_str), Some("pkg.walk.flatten"), "{ranked:?}");
+    // A written body that does not: never, though it uses no unit (only a builtin).
+    let ranked = lane_for(&snapshot, "pkg.walk.size", &[]);
+    assert!(!ranked.iter().any(|r| r == "pkg.walk.size"), "{ranked:?}");
+    // A body not written yet: a candidate, with the file's other recursive functions as evidence.
+    let itself = |name: &str| {
+        features_for(&snapshot, name)
+            .into_iter()
+            .find(|(id, _)| id == name)
+            .map(|(_, f)| (f.itself, f.recursive_neighbours))
+    };
+    assert_eq!(itself("pkg.walk.merge"), Some((1.0, 1.0)));
+    assert_eq!(itself("pkg.plain.stub"), Some((1.0, 0.0)));
+    // The evidence lifts it: beside a recursive function it ranks above the file's other code.
+    let ranked = lane_for(&snapshot, "pkg.walk.merge", &[]);
+    let pos = |id: &str| ranked.iter().position(|r| r == id);
+    assert!(pos("pkg.walk.merge") < pos("pkg.walk.size"), "{ranked:?}");
+    // It is ranked, never pasted: the context text would repeat the code being written.
+    let target =
+        resolve_target(&snapshot, &ContextTarget::Unit(Symbol::Name("pkg.walk.merge".into()))).expect("target");
+    let fused = fuse(&[(Lane::Graph, ranked.clone())]);
+    let deps: FxHashSet<String> = ranked.iter().cloned().collect();
+    let block = assemble(&snapshot, None, &target, &fused, &deps, 4000, None);
+    assert!(!block.units.iter().any(|u| u.name == "pkg.walk.merge"), "{:?}", block.units);
+    assert!(block.units.iter().any(|u| u.name == "pkg.walk.size"), "{:?}", block.units);
+}

@@ -585,8 +585,7 @@ fn evaluate(
     );
     let graph_list = lists.get("graph").map(|l| l.as_slice()).unwrap_or(&[]);
     let plain_fusion: Vec<String> = fused.iter().map(|f| f.id.clone()).collect();
-    let fused =
-        retrieve::context_order(fused, graph_list, &retrieve::dependency_set(snap, &target, graph_list, args.k));
+    let fused = retrieve::context_order(fused, graph_list, &retrieve::dependency_set(snap, graph_list, args.k));
     // The graph lane's candidates and their features: for the trace, and for the graph lane
     // ranked by structure alone.
     let exclude: FxHashSet<String> = std::iter::once(cand.id.clone()).collect();

@@ -255,13 +255,11 @@ pub fn assemble(
 }
 
 /// The units a target depends on as the graph sees them: the graph lane's first `k` (its
-/// prediction of what the target needs; the rest of its list only deepens the fusion). Everything
-/// else in the fused ranking is a usage example.
-pub fn dependency_set(snapshot: &Snapshot, target: &Target, graph_ranked: &[String], k: usize) -> FxHashSet<String> {
+/// prediction of what the target needs; the rest of its list only deepens the fusion), the target
+/// itself among them when the lane ranks it there (a call to itself). Everything else in the fused
+/// ranking is a usage example.
+pub fn dependency_set(snapshot: &Snapshot, graph_ranked: &[String], k: usize) -> FxHashSet<String> {
     let mut deps: FxHashSet<String> = graph_ranked.iter().take(k.max(1)).cloned().collect();
-    if let Some(id) = &target.id {
-        deps.remove(id);
-    }
     deps.retain(|id| snapshot.unit(id).is_some());
     deps
 }

@@ -75,6 +75,132 @@ pub(super) fn header_end_line(u: &fresco_graph::UnitRef<'_>) -> u32 {
     }
 }
 
+/// Whether a function's body is not written yet: nothing but a docstring, comments and `pass`,
+/// `...` or `raise NotImplementedError` (with or without arguments), what a stub holds. Read from
+/// the text: a body using only builtins (`return len(d)`) uses no unit either, but is written.
+pub(super) fn is_unwritten(u: &fresco_graph::UnitRef<'_>) -> bool {
+    is_unwritten_def(u.file.source_of(u.unit), last_name(&u.unit.id))
+}
+
+/// [`is_unwritten`] for the source of a function named `name` (decorators first, if any).
+fn is_unwritten_def(source: &str, name: &str) -> bool {
+    let header = format!("def {name}");
+    let Some(def) = source
+        .match_indices(&header)
+        .map(|(at, _)| at)
+        .find(|&at| source[at + header.len()..].starts_with(|c: char| c == '(' || c.is_whitespace()))
+    else {
+        return false;
+    };
+    let Some(colon) = header_colon(&source[def..]) else { return false };
+    let mut rest = source[def + colon + 1..].trim_start();
+    rest = skip_string(rest).unwrap_or(rest);
+    loop {
+        rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c == ';' || c == '\\');
+        if let Some(comment) = rest.strip_prefix('#') {
+            rest = comment.split_once('\n').map_or("", |(_, after)| after);
+            continue;
+        }
+        if rest.is_empty() {
+            return true;
+        }
+        let word_ends = |after: &str| !after.starts_with(|c: char| c.is_alphanumeric() || c == '_');
+        if let Some(after) = rest.strip_prefix("pass").filter(|a| word_ends(a)) {
+            rest = after;
+        } else if let Some(after) = rest.strip_prefix("...") {
+            rest = after;
+        } else if let Some(after) = rest.strip_prefix("raise NotImplementedError").filter(|a| word_ends(a)) {
+            let after = after.trim_start_matches([' ', '\t']);
+            rest = match after.strip_prefix('(') {
+                Some(args) => match closing_paren(args) {
+                    Some(end) => &args[end + 1..],
+                    None => return false,
+                },
+                None => after,
+            };
+        } else {
+            return false;
+        }
+    }
+}
+
+/// The byte offset of the `:` ending a `def` header (the first outside brackets and strings).
+fn header_colon(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut at = 0;
+    while at < text.len() {
+        let rest = &text[at..];
+        if let Some(after) = skip_string(rest) {
+            at = text.len() - after.len();
+            continue;
+        }
+        let c = rest.chars().next()?;
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            ':' if depth == 0 => return Some(at),
+            '#' => {
+                at += rest.find('\n').unwrap_or(rest.len());
+                continue;
+            }
+            _ => {}
+        }
+        at += c.len_utf8();
+    }
+    None
+}
+
+/// The offset of the `)` closing an opened parenthesis in `text` (strings skipped).
+fn closing_paren(text: &str) -> Option<usize> {
+    let mut depth = 1usize;
+    let mut at = 0;
+    while at < text.len() {
+        let rest = &text[at..];
+        if let Some(after) = skip_string(rest) {
+            at = text.len() - after.len();
+            continue;
+        }
+        let c = rest.chars().next()?;
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(at);
+                }
+            }
+            _ => {}
+        }
+        at += c.len_utf8();
+    }
+    None
+}
+
+/// `text` after the string literal it starts with (prefix letters, then single or triple
+/// quotes), or `None` when it does not start with one. An unclosed string runs to the end.
+fn skip_string(text: &str) -> Option<&str> {
+    let prefix = text.find(['"', '\'']).filter(|&p| p <= 2 && text[..p].chars().all(|c| "rRbBuUfF".contains(c)))?;
+    let quote_char = &text[prefix..prefix + 1];
+    let triple = quote_char.repeat(3);
+    let (quote, mut at) =
+        if text[prefix..].starts_with(&triple) { (triple.as_str(), prefix + 3) } else { (quote_char, prefix + 1) };
+    while at < text.len() {
+        let rest = &text[at..];
+        if rest.starts_with(quote) {
+            return Some(&text[at + quote.len()..]);
+        }
+        // A backslash keeps the next character in the string, in a raw string too.
+        if rest.starts_with('\\') {
+            at += 1;
+        }
+        if quote.len() == 1 && rest.starts_with('\n') {
+            return Some(rest);
+        }
+        at += rest.chars().next().map_or(1, char::len_utf8);
+    }
+    Some("")
+}
+
 /// What the code of unit `id` uses and calls: its edges and its lambdas' (a lambda's code is
 /// part of the unit containing it, for retrieval).
 pub(super) fn code_edges<'s>(snapshot: &'s Snapshot, id: &str) -> Vec<&'s fresco_graph::Edge> {
@@ -169,5 +295,32 @@ mod tests {
         assert!(!ids.contains("3"), "numbers are not identifiers");
         assert_eq!(last_name("pkg.Session.timeout"), "timeout");
         assert_eq!(last_name("pkg.helper#2"), "helper");
+    }
+
+    #[test]
+    fn a_stub_is_unwritten_and_a_body_using_only_builtins_is_not() {
+        let unwritten = [
+            "def f(x):\n    ...\n",
+            "def f(x): pass\n",
+            "@dec(\"def f\")\ndef f(x: Dict[str, int] = {'a': 1}) -> int:\n    \"\"\"Doc: with ) and # inside.\"\"\"\n    ...\n",
+            "def f(self):\n    r'''Doc \\''' still'''\n    # a comment\n    raise NotImplementedError\n",
+            "async def f(self):\n    raise NotImplementedError(\n        \"not (yet)\"\n    )\n",
+            "def f(a, b=lambda: 1):\n    'doc'; pass\n",
+            "def f():\n    \"\"\"Only a docstring.\"\"\"\n",
+        ];
+        for source in unwritten {
+            assert!(is_unwritten_def(source, "f"), "{source}");
+        }
+        let written = [
+            "def f(d):\n    return len(d)\n",
+            "def f(x):\n    ...\n    return x\n",
+            "def f(x):\n    raise NotImplementedError2()\n",
+            "def f(x):\n    raise ValueError\n",
+            "def f(x):\n    passed = 1\n",
+            "def fx(x):\n    ...\n",
+        ];
+        for source in written {
+            assert!(!is_unwritten_def(source, "f"), "{source}");
+        }
     }
 }
