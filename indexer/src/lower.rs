@@ -364,6 +364,10 @@ fn lower_text(original: &str, text: &str, root: Node, repaired: bool) -> (FileSy
         global_writes: Vec::new(),
     };
     lowerer.block(root, 0);
+    for (at, why) in crate::grammar::grammar_refusals(root) {
+        lowerer.refused_statements += 1;
+        lowerer.refusal(at, why);
+    }
     lowerer.define_global_writes();
     lowerer.drop_local_reads();
     lowerer.name_lambdas();
@@ -3861,6 +3865,13 @@ mod tests {
         );
         let (before, why) = first("x = 1\nprint 'hi'\n").expect("an error");
         assert_eq!((before.as_str(), why.as_str()), ("x = 1\n", "a Python 2 print or exec statement"));
+        // Python 3's grammar where tree-sitter's is looser (see `grammar.rs`), at the offending
+        // parameter, and the earliest of two.
+        let (before, why) = first("def f(a=1, b):\n    del g()\n").expect("an error");
+        assert_eq!(
+            (before.as_str(), why.as_str()),
+            ("def f(a=1, ", "a parameter without a default after one with a default")
+        );
         // Behind a repair (the erring line blanked to lower the rest), tree-sitter's error,
         // not the empty body the repair leaves.
         let (before, why) = first("def h():\n    return (1 +\n\ndef later():\n    pass\n").expect("an error");
