@@ -148,12 +148,11 @@ fn check_arguments(node: Node, found: &mut Vec<(usize, &'static str)>) {
         match a.kind() {
             "keyword_argument" => seen_keyword = true,
             "dictionary_splat" => seen_double_star = true,
-            "list_splat" => {
-                if seen_double_star {
-                    found.push((a.start_byte(), "a `*` argument after a `**` argument"));
-                    return;
-                }
+            "list_splat" if seen_double_star => {
+                found.push((a.start_byte(), "a `*` argument after a `**` argument"));
+                return;
             }
+            "list_splat" => {}
             _ if seen_double_star => {
                 found.push((a.start_byte(), "a positional argument after a `**` argument"));
                 return;
