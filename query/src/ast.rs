@@ -205,6 +205,7 @@ impl Lane {
 pub enum ContextTarget {
     /// An existing unit (possibly one whose body is still to be written: `pass`, `...`).
     Unit(Symbol),
-    /// A function not written yet: its signature and docstring, and the file it will live in.
-    New { text: String, file: String },
+    /// A function not written yet: its signature and docstring, the file it will live in and,
+    /// when given (`FILE:LINE`), the line it will be written at.
+    New { text: String, file: String, line: Option<u32> },
 }

@@ -421,14 +421,27 @@ impl Parser {
                     if !self.eat_word("in") {
                         return self.expected("'in FILE' after the new function's text");
                     }
-                    let file = match self.bump() {
+                    let written = match self.bump() {
                         Tok::Str(s) | Tok::Word(s) => s,
                         _ => {
                             self.pos -= 1;
                             return self.expected("the file the new function will live in");
                         }
                     };
-                    ContextTarget::New { text, file }
+                    // `FILE:LINE`: where in the file it will be written (its class, its neighbours).
+                    let (file, line) = match written.rsplit_once(':') {
+                        Some((file, line)) if !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()) => {
+                            match line.parse::<u32>() {
+                                Ok(line) if line > 0 => (file.to_string(), Some(line)),
+                                _ => {
+                                    self.pos -= 1;
+                                    return self.error(format!("line {line} of {file}: lines count from 1"));
+                                }
+                            }
+                        }
+                        _ => (written, None),
+                    };
+                    ContextTarget::New { text, file, line }
                 } else {
                     ContextTarget::Unit(self.symbol()?)
                 };
@@ -830,6 +843,20 @@ mod tests {
         assert_eq!(err.position, q.find('"').expect("quote"), "{err:?}");
         assert!(err.message.contains("empty"), "{err:?}");
         assert!(parse("context pkg.f lanes graph").is_ok());
+        // `FILE:LINE` says where the new function will be written; line 0 does not exist.
+        assert_eq!(
+            parse("context for \"def f(self):\" in pkg/a.py:12").unwrap().stages[0],
+            Stage::Context {
+                target: ContextTarget::New { text: "def f(self):".into(), file: "pkg/a.py".into(), line: Some(12) },
+                budget: 2000,
+                k: 50,
+                lanes: vec![]
+            }
+        );
+        let q = "context for \"def f():\" in pkg/a.py:0 budget 100";
+        let err = parse(q).expect_err("line 0");
+        assert_eq!(err.position, q.find("pkg").expect("file"), "{err:?}");
+        assert!(err.message.contains("count from 1"), "{err:?}");
     }
 
     #[test]

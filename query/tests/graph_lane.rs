@@ -895,3 +895,44 @@ fn the_target_ranks_as_its_own_dependency_when_it_calls_itself_or_could() {
     assert!(!block.units.iter().any(|u| u.name == "pkg.walk.merge"), "{:?}", block.units);
     assert!(block.units.iter().any(|u| u.name == "pkg.walk.size"), "{:?}", block.units);
 }
+
+#[test]
+fn a_new_function_given_a_line_lives_in_the_class_there_beside_the_functions_around_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "shop/__init__.py", "");
+    let models = "class Cart:\n    def __init__(self):\n        self.items = []\n\n    def subtotal(self):\n        \
+                  return sum(self.items)\n\n    def tax(self):\n        return self.subtotal() * 0.2\n\n\n\
+                  class Order:\n    def __init__(self):\n        self.lines = []\n\n    def count(self):\n        \
+                  return len(self.lines)\n";
+    write(dir.path(), "shop/models.py", models);
+    let snapshot = index(dir.path());
+    let new = |file: &str, line: Option<u32>| {
+        let target = ContextTarget::New {
+            text: "def total(self):\n    \"\"\"The subtotal with tax.\"\"\"".into(),
+            file: file.into(),
+            line,
+        };
+        resolve_target(&snapshot, &target)
+    };
+    // Two classes: without a line the method has no class.
+    assert_eq!(new("shop/models.py", None).expect("target").class, None);
+    // Line 7 is inside Cart (between `subtotal` and `tax`); line 11, a blank line below Cart's
+    // last, still Cart's for a method; line 18 (after the file's 17) Order's.
+    for (line, class) in [(7, "shop.models.Cart"), (11, "shop.models.Cart"), (18, "shop.models.Order")] {
+        let target = new("shop/models.py", Some(line)).expect("target");
+        assert_eq!(target.class.as_deref(), Some(class), "line {line}");
+    }
+    // Past the end of the file plus one: an error naming the file's length.
+    let Err(err) = new("shop/models.py", Some(40)) else { panic!("line 40 is past the end") };
+    assert!(err.to_string().contains("17 lines"), "{err}");
+    // Placed in Cart at line 7, its neighbours are `subtotal` and `tax`: what they use counts.
+    let target = new("shop/models.py", Some(7)).expect("target");
+    let features =
+        fresco_query::retrieve::candidate_features(&snapshot, &target, None, false, &[], &FxHashSet::default());
+    let adjacent = |id: &str| features.iter().find(|(c, _)| c == id).map(|(_, f)| f.adjacent_users);
+    assert_eq!(adjacent("shop.models.Cart.items"), Some(1.0), "{features:?}");
+    assert_eq!(adjacent("shop.models.Cart.subtotal"), Some(1.0), "{features:?}");
+    let own_class = |id: &str| features.iter().find(|(c, _)| c == id).map(|(_, f)| f.own_class);
+    assert_eq!(own_class("shop.models.Cart.items"), Some(1.0), "{features:?}");
+    assert!(own_class("shop.models.Order.lines").is_none_or(|o| o == 0.0), "Order's members are not its own");
+}

@@ -259,6 +259,20 @@ pub(super) fn class_and_bases(snapshot: &Snapshot, class: &str) -> Vec<String> {
     classes
 }
 
+/// The functions or methods (not lambdas) of `owner` (a class or module) defined just before and
+/// just after `line`, where a function not written yet will be: its source-order neighbours.
+pub(super) fn neighbours_at_line<'g>(file: &'g fresco_graph::FileGraph, owner: &str, line: u32) -> Vec<&'g str> {
+    let siblings: Vec<&fresco_graph::Unit> = file
+        .units
+        .iter()
+        .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method) && !u.is_lambda())
+        .filter(|u| owner_of(&u.id) == Some(owner))
+        .collect();
+    let before = siblings.iter().filter(|u| u.start_line < line).max_by_key(|u| u.start_line);
+    let after = siblings.iter().filter(|u| u.start_line >= line).min_by_key(|u| u.start_line);
+    before.into_iter().chain(after).map(|u| u.id.as_str()).collect()
+}
+
 /// The functions or methods (not lambdas) defined just before and just after `id` with the same
 /// owner (class or module), in source order.
 pub(super) fn source_order_neighbours<'g>(file: &'g fresco_graph::FileGraph, id: &str) -> Vec<&'g str> {

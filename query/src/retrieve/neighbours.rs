@@ -11,7 +11,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::ids::{
     body_uses, class_and_bases, code_edges, edge_targets, header_end_line, is_test_path, is_within, last_name,
-    owner_of, source_order_neighbours, without_lambdas,
+    neighbours_at_line, owner_of, source_order_neighbours, without_lambdas,
 };
 use super::target::{Target, target_name, target_owner};
 
@@ -184,7 +184,13 @@ impl NeighbourUsage {
         let inside_target = |src: &str| target.id.as_deref().is_some_and(|t| is_within(src, t));
         let in_class = |src: &str| target.class.as_deref().is_some_and(|c| src != c && is_within(src, c));
         if let Some(file) = snapshot.file(&target.file) {
-            let adjacent = target.id.as_deref().map(|id| source_order_neighbours(&file.graph, id)).unwrap_or_default();
+            let adjacent = match (&target.id, target.line) {
+                (Some(id), _) => source_order_neighbours(&file.graph, id),
+                (None, Some(line)) => {
+                    neighbours_at_line(&file.graph, target.class.as_deref().unwrap_or(&target.module), line)
+                }
+                (None, None) => Vec::new(),
+            };
             for e in file.edges() {
                 if !matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits)
                     || inside_target(&e.src)

@@ -21,6 +21,9 @@ pub struct Target {
     pub file: String,
     /// Its class, for methods.
     pub class: Option<String>,
+    /// For a function not written yet, the line of its file it will be written at, when the
+    /// request gave one (`FILE:LINE`): its source-order neighbours are the functions around it.
+    pub line: Option<u32>,
     /// Text describing it: signature and docstring (what a retrieval lane is asked with).
     pub text: String,
     /// The same without the names of its module and class (which every neighbour shares).
@@ -81,10 +84,11 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
                 text,
                 own_text,
                 id: Some(id),
+                line: None,
                 note,
             })
         }
-        ContextTarget::New { text, file } => {
+        ContextTarget::New { text, file, line } => {
             let file = &crate::exec::relative_path(file)?;
             let Some(entry) = crate::exec::find_file(snapshot, file)? else {
                 // A function of a module not written yet: placed by the files beside it.
@@ -94,21 +98,34 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
                          file would be"
                     )));
                 };
-                let note = format!(
+                let mut note = format!(
                     "{path} is not indexed (not written yet?): the context is for a function of a new module {module}, \
                      which can reach its package's modules"
                 );
+                if let Some(line) = line {
+                    note.push_str(&format!("; line {line} says nothing in a file not indexed"));
+                }
                 return Ok(Target {
                     id: None,
                     text: format!("{}\n{text}", module.replace(['.', '_'], " ")),
                     module,
                     file: path,
                     class: None,
+                    line: None,
                     own_text: text.clone(),
                     note: Some(note),
                 });
             };
-            let Placement { id, class, ambiguous } = place_new_function(&entry.graph, text);
+            let line_count = entry.graph.units.first().map_or(0, |module| module.end_line);
+            if let Some(line) = line.filter(|&l| l > line_count.saturating_add(1)) {
+                return Err(QueryError::Invalid(format!(
+                    "line {line} of {}: the file has {line_count} lines (the new function may be written at line \
+                     {} at the latest)",
+                    entry.graph.path,
+                    line_count.saturating_add(1)
+                )));
+            }
+            let Placement { id, class, ambiguous } = place_new_function(&entry.graph, text, *line);
             // A file skipped by the index (not UTF-8, too large, ...) has no code to see: not
             // the stub it may hold, nor what it imports.
             let skipped = entry.graph.skipped.as_ref().map(|reason| {
@@ -136,6 +153,7 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
             // The text lanes get the names of where it will live, as for an existing unit.
             let owner = class.as_deref().unwrap_or(&entry.graph.module).replace(['.', '_'], " ");
             Ok(Target {
+                line: if id.is_none() { *line } else { None },
                 id,
                 module: entry.graph.module.clone(),
                 file: entry.graph.path.clone(),
@@ -226,10 +244,12 @@ fn decorator_names(signature: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Where a function given as text will live in `file`: the unit of the same name already there
-/// (a stub, or the function being rewritten: its class and what it uses then count), and if
-/// there is none but its first parameter is `self` or `cls`, the file's class when there is only
-/// one. Returns the unit's id and its class.
-fn place_new_function(file: &fresco_graph::FileGraph, text: &str) -> Placement {
+/// (a stub, or the function being rewritten: its class and what it uses then count; among
+/// several, the one whose signature the text repeats, else the one at `line`). If there is none:
+/// with `line`, the innermost class whose lines hold it, or, when the first parameter is `self`
+/// or `cls`, the class ending last above it; without, when the first parameter is `self` or
+/// `cls`, the file's class when there is only one. Returns the unit's id and its class.
+fn place_new_function(file: &fresco_graph::FileGraph, text: &str, line: Option<u32>) -> Placement {
     let mut placed = Placement { id: None, class: None, ambiguous: Vec::new() };
     let Some(name) = defined_name(text) else { return placed };
     let same_name: Vec<&fresco_graph::Unit> = file
@@ -248,7 +268,7 @@ fn place_new_function(file: &fresco_graph::FileGraph, text: &str) -> Placement {
                 many.iter().filter(|u| u.signature.as_deref().is_some_and(|s| given.contains(&header(s))));
             match (fitting.next(), fitting.next()) {
                 (Some(u), None) => Some(*u),
-                _ => None,
+                _ => line.and_then(|l| many.iter().find(|u| u.start_line <= l && l <= u.end_line).copied()),
             }
         }
     };
@@ -260,8 +280,17 @@ fn place_new_function(file: &fresco_graph::FileGraph, text: &str) -> Placement {
     if same_name.len() > 1 {
         placed.ambiguous = same_name.iter().map(|u| u.id.clone()).collect();
     }
-    if first_parameter(text).is_some_and(|p| p == "self" || p == "cls") {
-        let mut classes = file.units.iter().filter(|u| u.kind == UnitKind::Class);
+    let is_method = first_parameter(text).is_some_and(|p| p == "self" || p == "cls");
+    let classes = || file.units.iter().filter(|u| u.kind == UnitKind::Class && !u.is_lambda());
+    if let Some(line) = line {
+        // Of the classes holding the line, the innermost starts last.
+        let holding = classes().filter(|c| c.start_line < line && line <= c.end_line).max_by_key(|c| c.start_line);
+        // A method typed below a class's last line (a blank line after it) goes on that class.
+        let above =
+            || classes().filter(|c| c.end_line < line).max_by_key(|c| (c.end_line, std::cmp::Reverse(c.start_line)));
+        placed.class = holding.or_else(|| if is_method { above() } else { None }).map(|c| c.id.clone());
+    } else if is_method {
+        let mut classes = classes();
         if let (Some(only), None) = (classes.next(), classes.next()) {
             placed.class = Some(only.id.clone());
         }
