@@ -58,7 +58,18 @@ struct Args {
     /// Each project's stored vectors are taken from and given back to `DIR/<project>`
     /// (`--vector-cache`), so a rerun embeds only the texts it has not seen.
     vector_cache: Option<PathBuf>,
+    /// `--as-new file|line`: each task's function is removed from its file (a `pass` in its
+    /// place) and asked for as a function not written yet, `context for "HEADER" in FILE`, with
+    /// `:LINE` (where it was) for `line`.
+    as_new: Option<AsNew>,
     roots: Vec<PathBuf>,
+}
+
+/// How `--as-new` names where the function will be written.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum AsNew {
+    File,
+    Line,
 }
 
 impl Args {
@@ -77,6 +88,7 @@ impl Args {
             external: None,
             stop_after: None,
             vector_cache: None,
+            as_new: None,
             roots: Vec::new(),
         };
         let mut it = std::env::args().skip(1);
@@ -95,10 +107,17 @@ impl Args {
                 "--stop-after" => out.stop_after = Some(Duration::from_secs_f64(value()?.parse::<f64>()? * 60.0)),
                 "--tasks-from" => out.external = Some(external::load(Path::new(&value()?))?),
                 "--vector-cache" => out.vector_cache = Some(PathBuf::from(value()?)),
+                "--as-new" => {
+                    out.as_new = Some(match value()?.as_str() {
+                        "file" => AsNew::File,
+                        "line" => AsNew::Line,
+                        other => bail!("--as-new takes `file` or `line`, not `{other}`"),
+                    })
+                }
                 "-h" | "--help" => {
                     eprintln!(
                         "usage: retrieval [--tasks N] [--budget B] [--trace FILE] [--report NAME] [--latency ROOT] \
-                         [--latency-queries N] [--latency-reps R] [--embed-seconds S] [--lane-timeout S] [--tasks-from FILE] [--stop-after MINUTES] [--vector-cache DIR] ROOT..."
+                         [--latency-queries N] [--latency-reps R] [--embed-seconds S] [--lane-timeout S] [--tasks-from FILE] [--stop-after MINUTES] [--vector-cache DIR] [--as-new file|line] ROOT..."
                     );
                     std::process::exit(0);
                 }
@@ -411,8 +430,36 @@ fn run_project(
                 continue;
             }
         };
+        // `--as-new`: the function leaves its file (a `pass` keeps the block it was in) and is
+        // asked for by its header and docstring, as the blanked file has them.
+        let new_function = match args.as_new {
+            None => None,
+            Some(_) if fresco_query::exec::definitions_of(&base, &cand.id).len() > 1 => {
+                skip("defined more than once (removing one renames the others)");
+                continue;
+            }
+            // `context for` would take a same-named function of the file for it.
+            Some(_)
+                if unit.file.graph.units.iter().any(|u| {
+                    u.id != cand.id
+                        && matches!(u.kind, fresco_graph::UnitKind::Function | fresco_graph::UnitKind::Method)
+                        && u.id.rsplit('.').next().and_then(|n| n.split('#').next()) == Some(simple.as_str())
+                }) =>
+            {
+                skip("another function of its file has its name");
+                continue;
+            }
+            Some(mode) => {
+                let (start, end) = (unit.unit.start_byte as usize, unit.unit.end_byte as usize);
+                let blanked_end = end - (original.len() - blanked.len());
+                let header = blanked[start..blanked_end].trim_end();
+                let header = header.strip_suffix("...").unwrap_or(header).trim_end().to_string();
+                let line = (mode == AsNew::Line).then_some(unit.unit.start_line);
+                Some((format!("{}pass{}", &original[..start], &original[end..]), header, line))
+            }
+        };
         let used = tasks::uses(&base, &cand.id);
-        std::fs::write(&abs, &blanked)?;
+        std::fs::write(&abs, new_function.as_ref().map_or(&blanked, |(removed, _, _)| removed))?;
         let report = indexer.apply(vec![FileEvent::Changed(cand.path.clone())])?;
         let snap = indexer.snapshot().clone();
         let same_errors = snap.file(&cand.path).map(|f| f.graph.parse_errors) == Some(0);
@@ -443,7 +490,8 @@ fn run_project(
             .ok();
             Ok(())
         };
-        if snap.unit(&cand.id).is_none() || !same_errors || !report.published {
+        let indexed_as_expected = snap.unit(&cand.id).is_some() != new_function.is_some();
+        if !indexed_as_expected || !same_errors || !report.published {
             skip("the blanked unit is not indexed cleanly");
             restore(&mut indexer)?;
             continue;
@@ -484,6 +532,7 @@ fn run_project(
             &needed,
             places.as_ref(),
             kept.len(),
+            new_function.as_ref().map(|(_, header, line)| (header.as_str(), *line)),
             args,
             trace.as_mut().map(|t| &mut **t as &mut dyn std::io::Write),
         )?;
@@ -523,6 +572,7 @@ fn evaluate(
     needed: &[String],
     places: Option<&BTreeMap<String, &'static str>>,
     signature_deps: usize,
+    new_function: Option<(&str, Option<u32>)>,
     args: &Args,
     trace: Option<&mut dyn std::io::Write>,
 ) -> Result<TaskResult> {
@@ -542,18 +592,32 @@ fn evaluate(
     // `context` would pick the last: `#1` asks for the blanked first definition itself.
     let redefined = fresco_query::exec::definitions_of(snap, &cand.id).len() > 1;
     let asked = if redefined { format!("{}#1", cand.id) } else { cand.id.clone() };
-    let query = format!("context \"{asked}\" budget {} k {}", args.budget, args.k);
+    let (query, asked_for) = match new_function {
+        None => (
+            format!("context \"{asked}\" budget {} k {}", args.budget, args.k),
+            ContextTarget::Unit(Symbol::Name(asked.clone())),
+        ),
+        Some((header, line)) => {
+            let quoted = header.replace('\\', "\\\\").replace('"', "\\\"");
+            let place = line.map_or(cand.path.clone(), |l| format!("{}:{l}", cand.path)).replace('"', "\\\"");
+            (
+                format!("context for \"{quoted}\" in \"{place}\" budget {} k {}", args.budget, args.k),
+                ContextTarget::New { text: header.to_string(), file: cand.path.clone(), line },
+            )
+        }
+    };
     let t = Instant::now();
     let out = fresco_query::run(&ctx, &query).with_context(|| query.clone())?;
     let latency_ms = t.elapsed().as_secs_f64() * 1000.0;
     let assembled_for = out.context.as_ref().and_then(|c| c.target.as_deref());
+    let expected = new_function.is_none().then_some(cand.id.as_str());
     anyhow::ensure!(
-        assembled_for == Some(cand.id.as_str()),
-        "{query}: context was assembled for {assembled_for:?}, not the blanked unit"
+        assembled_for == expected,
+        "{query}: context was assembled for {assembled_for:?}, not {expected:?} (the task's function)"
     );
 
     // Each stage alone.
-    let target = retrieve::resolve_target(snap, &ContextTarget::Unit(Symbol::Name(asked.clone())))?;
+    let target = retrieve::resolve_target(snap, &asked_for)?;
     let text_lanes: Vec<(Lane, Vec<String>)> = out
         .lane_hits
         .iter()
@@ -770,6 +834,27 @@ fn render(
         args.k,
         args.k
     );
+
+    if let Some(mode) = args.as_new {
+        let _ = writeln!(
+            out,
+            "**Mode `--as-new {}`**: the task's function is not blanked but removed from its file (decorators, \
+             signature, docstring and body; a `pass` keeps the block it was in), and asked for as a function not \
+             written yet: `context for \"HEADER\" in FILE{} budget {} k {}`, HEADER being the decorators, signature \
+             and docstring the blanked file has. Functions defined more than once are skipped (removing one renames \
+             the others), and so are functions of a file with another function of their name (`context for` would \
+             take it for them). What the graph lane knows of a stub's place (its class, its neighbours) comes from {}.\n",
+            if mode == AsNew::Line { "line" } else { "file" },
+            if mode == AsNew::Line { ":LINE" } else { "" },
+            args.budget,
+            args.k,
+            if mode == AsNew::Line {
+                "LINE, the line the function started at"
+            } else {
+                "the text alone: a method is placed in a class only when the file has one"
+            },
+        );
+    }
     let _ = writeln!(out, "## Projects\n");
     let _ = writeln!(
         out,
