@@ -54,7 +54,15 @@ fn check(node: Node, found: &mut Vec<(usize, &'static str)>) {
             }
         }
         "with_item" => {
-            let alias = node.child_by_field_name("value").filter(|v| v.kind() == "as_pattern").and_then(|v| {
+            // `with a as b` or, parenthesized, `with (a as b)`.
+            let value = node.child_by_field_name("value").map(|v| {
+                let inner = items(v);
+                match inner.as_slice() {
+                    [one] if v.kind() == "parenthesized_expression" => *one,
+                    _ => v,
+                }
+            });
+            let alias = value.filter(|v| v.kind() == "as_pattern").and_then(|v| {
                 let mut cursor = v.walk();
                 v.named_children(&mut cursor).find(|c| c.kind() == "as_pattern_target")
             });
@@ -79,15 +87,24 @@ fn check(node: Node, found: &mut Vec<(usize, &'static str)>) {
                 }
             }
         }
-        // `[x for x in 1, 2]`, `f(x for x in y, 1)`: several values after a comprehension's `in`.
-        "for_in_clause" => {
-            let mut cursor = node.walk();
-            if node.children_by_field_name("right", &mut cursor).count() > 1 {
-                found.push((node.start_byte(), "an unparenthesized tuple after a comprehension's `in`"));
-            }
+        // `[x for x in 1, 2]`, `[x for x in a,]`, `f(x for x in y, 1)`: a tuple after a
+        // comprehension's `in` without parentheses.
+        "for_in_clause" if has_comma(node) => {
+            found.push((node.start_byte(), "an unparenthesized tuple after a comprehension's `in`"));
         }
-        // `(*a)`: a starred value in parentheses without a comma.
-        "tuple" if !has_comma(node) && items(node).first().is_some_and(|c| c.kind() == "list_splat") => {
+        // `[*a for a in b]`, `(*a for a in b)`: unpacking as what a comprehension makes.
+        "list_comprehension" | "set_comprehension" | "generator_expression" | "dictionary_comprehension"
+            if node
+                .child_by_field_name("body")
+                .is_some_and(|b| matches!(b.kind(), "list_splat" | "dictionary_splat")) =>
+        {
+            found.push((node.start_byte(), "unpacking (`*`) as a comprehension's element"));
+        }
+        // `(*a)`, `(*a) = b`: a starred value in parentheses without a comma.
+        "tuple" | "tuple_pattern" | "parenthesized_expression"
+            if !has_comma(node)
+                && matches!(items(node).as_slice(), [one] if matches!(one.kind(), "list_splat" | "list_splat_pattern")) =>
+        {
             found.push((node.start_byte(), "a starred value in parentheses without a comma"));
         }
         _ => {}
@@ -95,11 +112,14 @@ fn check(node: Node, found: &mut Vec<(usize, &'static str)>) {
 }
 
 /// Parameters: no parameter without a default after one with a default (before `*`), nothing
-/// after `**kwargs`, and a bare `*` followed by a named parameter.
+/// after `**kwargs`, one `*` at most, a bare `*` followed by a named parameter, and one `/` at
+/// most, after a parameter and before any `*`.
 fn check_parameters(node: Node, found: &mut Vec<(usize, &'static str)>) {
     let mut seen_default = false;
     let mut seen_star = false;
     let mut seen_double_star = false;
+    let mut seen_slash = false;
+    let mut seen_parameter = false;
     let mut bare_star: Option<Node> = None;
     for p in items(node) {
         if seen_double_star {
@@ -114,14 +134,32 @@ fn check_parameters(node: Node, found: &mut Vec<(usize, &'static str)>) {
             continue;
         }
         if splat("list_splat_pattern") || p.kind() == "keyword_separator" {
+            if seen_star {
+                found.push((p.start_byte(), "a second `*` in the parameters"));
+                return;
+            }
             seen_star = true;
             if p.kind() == "keyword_separator" {
                 bare_star = Some(p);
             }
             continue;
         }
+        if p.kind() == "positional_separator" {
+            let why = if seen_slash {
+                "a second `/` in the parameters"
+            } else if seen_star {
+                "a `/` after `*`"
+            } else if !seen_parameter {
+                "a `/` before any parameter"
+            } else {
+                seen_slash = true;
+                continue;
+            };
+            found.push((p.start_byte(), why));
+            return;
+        }
+        seen_parameter = true;
         match p.kind() {
-            "positional_separator" => {}
             "default_parameter" | "typed_default_parameter" => {
                 seen_default = true;
                 bare_star = None;
@@ -167,10 +205,10 @@ fn check_arguments(node: Node, found: &mut Vec<(usize, &'static str)>) {
 }
 
 /// A `del` or `with ... as` target: a name, an attribute, an item, or a tuple or list of those
-/// (with `starred`, also a starred one inside a tuple or list: `with a as (b, *c)`).
+/// (with `starred`, also a starred one: `with a as (b, *c)`).
 fn check_target(target: Node, why: &'static str, starred: bool, found: &mut Vec<(usize, &'static str)>) {
-    let mut pending = vec![(target, false)];
-    while let Some((node, inside_sequence)) = pending.pop() {
+    let mut pending = vec![target];
+    while let Some(node) = pending.pop() {
         match node.kind() {
             "identifier" | "attribute" | "subscript" => {}
             "tuple"
@@ -179,12 +217,9 @@ fn check_target(target: Node, why: &'static str, starred: bool, found: &mut Vec<
             | "expression_list"
             | "pattern_list"
             | "tuple_pattern"
-            | "list_pattern" => {
-                pending.extend(items(node).into_iter().map(|c| (c, node.kind() != "parenthesized_expression")));
-            }
-            "list_splat" | "list_splat_pattern" if inside_sequence && starred => {
-                pending.extend(items(node).into_iter().map(|c| (c, false)));
-            }
+            | "list_pattern" => pending.extend(items(node)),
+            // `with a as *b` is read by Python's parser (its compiler refuses it).
+            "list_splat" | "list_splat_pattern" if starred => pending.extend(items(node)),
             _ => {
                 found.push((node.start_byte(), why));
                 return;
@@ -231,6 +266,22 @@ mod tests {
             "f(x for x in y, 1)",
             "[x for x in 1, 2]",
             "x = (*a)",
+            "print((*a))",
+            "(*a) = b",
+            "for (*a) in b: pass",
+            "[a for a in b,]",
+            "f(x for x in a,)",
+            "with (a as f()): pass",
+            "with (a as (b, f())): pass",
+            "def f(*a, *b): pass",
+            "def f(*, *b): pass",
+            "def f(/, a): pass",
+            "def f(*a, /): pass",
+            "def f(a, /, /): pass",
+            "g = lambda /: 0",
+            "x = (*a for a in b)",
+            "x = [*a for a in b]",
+            "x = f(*a for a in b)",
         ];
         for source in refused {
             assert_eq!(refusals(source).len(), 1, "{source}");
@@ -253,6 +304,12 @@ mod tests {
             "del a.b, a[1]",
             "with open(x) as (a, b): pass",
             "with a as (b, *c): pass",
+            "with a as *b: pass",
+            "with (a as b, c as (d, e)): pass",
+            "def f(a, /): pass",
+            "g = lambda a, /, b=1, *c, d, **e: 0",
+            "x = (a)",
+            "(a) = b",
             "with a as b.c, d as e[0]: pass",
             "(a) += 1",
             "a.b += 1",
@@ -260,6 +317,8 @@ mod tests {
             "x = (*a,)",
             "[*a] = b",
             "x = [a for a in (1, 2) if a]",
+            "x = [[*a] for a in b]",
+            "x = {**a, 'k': 1}",
         ];
         for source in accepted {
             assert_eq!(refusals(source), Vec::<&str>::new(), "{source}");

@@ -364,9 +364,13 @@ fn lower_text(original: &str, text: &str, root: Node, repaired: bool) -> (FileSy
         global_writes: Vec::new(),
     };
     lowerer.block(root, 0);
-    for (at, why) in crate::grammar::grammar_refusals(root) {
-        lowerer.refused_statements += 1;
-        lowerer.refusal(at, why);
+    // Only over a tree that parsed whole: beside tree-sitter's own errors (or a repair of them) a
+    // half-typed header (`def f(a=1, b`) would be reported for its parameters, not its bracket.
+    if !repaired && !root.has_error() {
+        for (at, why) in crate::grammar::grammar_refusals(root) {
+            lowerer.refused_statements += 1;
+            lowerer.refusal(at, why);
+        }
     }
     lowerer.define_global_writes();
     lowerer.drop_local_reads();
@@ -3872,6 +3876,9 @@ mod tests {
             (before.as_str(), why.as_str()),
             ("def f(a=1, ", "a parameter without a default after one with a default")
         );
+        // Half-typed, the header's bracket is what is wrong, not its parameters.
+        let (before, why) = first("def f(a=1, b\n").expect("an error");
+        assert!(!why.contains("parameter"), "{before:?}: {why}");
         // Behind a repair (the erring line blanked to lower the rest), tree-sitter's error,
         // not the empty body the repair leaves.
         let (before, why) = first("def h():\n    return (1 +\n\ndef later():\n    pass\n").expect("an error");

@@ -647,10 +647,28 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 }
             }
             let analogues = analogues(&ranked, &target);
+            // Units inside the target (an attribute its body assigns, a function it nests) are
+            // its own code, never what it needs: left out of every lane before the dependencies
+            // are chosen. A text lane finds the target itself most like its own text, which says
+            // nothing; the graph lane ranks it only as a call to itself (recursion).
+            let target_unit = target.id.as_ref().and_then(|id| snapshot.unit(id));
+            let inside_target = |id: &str| {
+                target_unit.as_ref().is_some_and(|t| {
+                    snapshot.unit(id).is_some_and(|u| {
+                        u.unit.id != t.unit.id
+                            && u.file.graph.path == t.file.graph.path
+                            && t.unit.start_byte <= u.unit.start_byte
+                            && u.unit.end_byte <= t.unit.end_byte
+                    })
+                })
+            };
             // Without the graph lane (`lanes bm25,dense`), nothing is ranked or labelled by it:
             // the answer is the fusion of the lanes asked for, all of it examples.
-            let graph = if wanted.contains(&Lane::Graph) {
+            let graph: Vec<String> = if wanted.contains(&Lane::Graph) {
                 graph_lane(snapshot, &target, exec.ctx.lanes, wanted.contains(&Lane::Dense), &analogues, *k)
+                    .into_iter()
+                    .filter(|id| !inside_target(id))
+                    .collect()
             } else {
                 Vec::new()
             };
@@ -667,9 +685,8 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 );
                 ranked.insert(0, (Lane::Graph, graph.clone()));
             }
-            // A text lane finds the target itself most like its own text, which says nothing; the
-            // graph lane ranks it only as a call to itself (recursion).
             for (lane, ids) in ranked.iter_mut() {
+                ids.retain(|x| !inside_target(x));
                 if let Some(id) = target.id.as_ref().filter(|_| *lane != Lane::Graph) {
                     ids.retain(|x| x != id);
                 }
@@ -687,24 +704,10 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 ));
             }
             // The ranking: its first k, and further down every unit the text holds (an example
-            // used in the text, ranked below k dependencies, kept its ranks nowhere). Units
-            // inside the target are its own code (an attribute its body assigns), never needed
-            // by it: left out, as from the text.
+            // used in the text, ranked below k dependencies, kept its ranks nowhere).
             let in_text: FxHashSet<&str> = block.units.iter().map(|u| u.name.as_str()).collect();
-            let target_unit = target.id.as_ref().and_then(|id| snapshot.unit(id));
-            let inside_target = |id: &str| {
-                target_unit.as_ref().is_some_and(|t| {
-                    snapshot.unit(id).is_some_and(|u| {
-                        u.unit.id != t.unit.id
-                            && u.file.graph.path == t.file.graph.path
-                            && t.unit.start_byte <= u.unit.start_byte
-                            && u.unit.end_byte <= t.unit.end_byte
-                    })
-                })
-            };
             let rows = fused
                 .into_iter()
-                .filter(|f| !inside_target(&f.id))
                 .enumerate()
                 .filter(|(rank, f)| *rank < *k || in_text.contains(f.id.as_str()))
                 .map(|(_, f)| {

@@ -936,3 +936,34 @@ fn a_new_function_given_a_line_lives_in_the_class_there_beside_the_functions_aro
     assert_eq!(own_class("shop.models.Cart.items"), Some(1.0), "{features:?}");
     assert!(own_class("shop.models.Order.lines").is_none_or(|o| o == 0.0), "Order's members are not its own");
 }
+
+#[test]
+fn recursion_is_listed_once_for_functions_only_and_always_as_a_dependency() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    write(
+        dir.path(),
+        "pkg/rec.py",
+        "def fact(n): return n * fact(n - 1) if n else 1\n\n\
+         def todo(x):\n    raise NotImplementedError(todo(x))\n\n\
+         class Node:\n    empty = staticmethod(lambda: Node())\n\n\
+         def walk(tree, k=1):\n    def visit(t):\n        return t\n    helper()\n    return [walk(c) for c in visit(tree)]\n\n\
+         def helper():\n    return 1\n",
+    );
+    let snapshot = index(dir.path());
+    // A one-line body is a body: its call to itself is listed.
+    let ranked = lane_for(&snapshot, "pkg.rec.fact", &[]);
+    assert_eq!(ranked.first().map(String::as_str), Some("pkg.rec.fact"), "{ranked:?}");
+    // A stub that calls itself lists itself once.
+    let ranked = lane_for(&snapshot, "pkg.rec.todo", &[]);
+    assert_eq!(ranked.iter().filter(|r| *r == "pkg.rec.todo").count(), 1, "{ranked:?}");
+    // A class naming itself in its body does not depend on itself.
+    let ranked = lane_for(&snapshot, "pkg.rec.Node", &[]);
+    assert!(!ranked.iter().any(|r| r == "pkg.rec.Node"), "{ranked:?}");
+    // A nested function takes no dependency slot: with k 2 the target is still a dependency.
+    let out = fresco_query::run(&fresco_query::Context::new(&snapshot), "context pkg.rec.walk k 2 lanes graph")
+        .expect("context");
+    let roles: Vec<(&str, Option<&str>)> = out.results.iter().map(|r| (r.name.as_str(), r.role)).collect();
+    assert!(!roles.iter().any(|(n, _)| *n == "pkg.rec.walk.visit"), "{roles:?}");
+    assert!(roles.contains(&("pkg.rec.walk", Some("dependency"))), "{roles:?}");
+}

@@ -72,7 +72,11 @@ pub fn graph_lane(
     if let Some(id) = &target.id {
         // What its header uses (annotations, decorators) is not what its body needs first: for a
         // stub that is all it uses, and those units compete with the other candidates instead.
-        // A body that calls itself lists the target too: recursion is a dependency.
+        // A function whose body calls itself lists itself too: recursion is a dependency (a
+        // class naming itself in its body, `empty = staticmethod(lambda: Node())`, is not).
+        if !snapshot.unit(id).is_some_and(|u| matches!(u.unit.kind, UnitKind::Function | UnitKind::Method)) {
+            seen.insert(id.clone());
+        }
         for dst in body_uses(snapshot, id) {
             if seen.insert(dst.clone()) {
                 ranked.push(dst);
@@ -361,7 +365,11 @@ pub fn candidate_features(
 fn itself_as_candidate(snapshot: &Snapshot, target: &Target) -> Option<(String, CandidateFeatures)> {
     let id = target.id.as_ref()?;
     let unit = snapshot.unit(id)?;
-    if !matches!(unit.unit.kind, UnitKind::Function | UnitKind::Method) || !is_unwritten(&unit) {
+    // A stub calling itself (`raise NotImplementedError(f(x))`) lists itself among its uses.
+    if !matches!(unit.unit.kind, UnitKind::Function | UnitKind::Method)
+        || !is_unwritten(&unit)
+        || body_uses(snapshot, id).contains(id)
+    {
         return None;
     }
     let calls_itself =

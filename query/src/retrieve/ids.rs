@@ -66,13 +66,19 @@ pub(super) fn is_code_unit(unit: &fresco_graph::Unit) -> bool {
 }
 
 /// The last line of a unit's header (decorators and `def ...:`): uses on it or before it come
-/// from annotations, defaults and decorators, not from the body.
+/// from annotations, defaults and decorators, not from the body. A function whose body shares
+/// the header's last line (`def f(n): return f(n - 1)`) has its uses there counted as the
+/// body's: edges carry lines, not columns, and the body is most of what such a line holds.
 pub(super) fn header_end_line(u: &fresco_graph::UnitRef<'_>) -> u32 {
     let source = u.file.source_of(u.unit);
-    match u.unit.signature.as_deref().filter(|s| !s.is_empty()).and_then(|s| source.find(s).map(|at| at + s.len())) {
-        Some(end) => u.unit.start_line + source[..end].matches('\n').count() as u32,
-        None => u.unit.start_line,
-    }
+    let end =
+        match u.unit.signature.as_deref().filter(|s| !s.is_empty()).and_then(|s| source.find(s).map(|at| at + s.len()))
+        {
+            Some(end) => u.unit.start_line + source[..end].matches('\n').count() as u32,
+            None => u.unit.start_line,
+        };
+    let one_line_body = matches!(u.unit.kind, UnitKind::Function | UnitKind::Method) && end >= u.unit.end_line;
+    if one_line_body { end.saturating_sub(1) } else { end }
 }
 
 /// Whether a function's body is not written yet: nothing but a docstring, comments and `pass`,
@@ -84,17 +90,10 @@ pub(super) fn is_unwritten(u: &fresco_graph::UnitRef<'_>) -> bool {
 
 /// [`is_unwritten`] for the source of a function named `name` (decorators first, if any).
 fn is_unwritten_def(source: &str, name: &str) -> bool {
-    let header = format!("def {name}");
-    let Some(def) = source
-        .match_indices(&header)
-        .map(|(at, _)| at)
-        .find(|&at| source[at + header.len()..].starts_with(|c: char| c == '(' || c.is_whitespace()))
-    else {
-        return false;
-    };
+    let Some(def) = def_keyword(source, name) else { return false };
     let Some(colon) = header_colon(&source[def..]) else { return false };
-    let mut rest = source[def + colon + 1..].trim_start();
-    rest = skip_string(rest).unwrap_or(rest);
+    let mut rest = &source[def + colon + 1..];
+    let word_ends = |after: &str| !after.starts_with(|c: char| c.is_alphanumeric() || c == '_');
     loop {
         rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c == ';' || c == '\\');
         if let Some(comment) = rest.strip_prefix('#') {
@@ -104,12 +103,24 @@ fn is_unwritten_def(source: &str, name: &str) -> bool {
         if rest.is_empty() {
             return true;
         }
-        let word_ends = |after: &str| !after.starts_with(|c: char| c.is_alphanumeric() || c == '_');
+        // A string on its own (the docstring, wherever comments put it, or another) does
+        // nothing; an f-string evaluates what it holds.
+        let prefix_len = rest.find(['"', '\'']).unwrap_or(0);
+        if !rest[..prefix_len].contains(['f', 'F'])
+            && let Some(after) = skip_string(rest)
+        {
+            rest = after;
+            continue;
+        }
         if let Some(after) = rest.strip_prefix("pass").filter(|a| word_ends(a)) {
             rest = after;
         } else if let Some(after) = rest.strip_prefix("...") {
             rest = after;
-        } else if let Some(after) = rest.strip_prefix("raise NotImplementedError").filter(|a| word_ends(a)) {
+        } else if let Some(after) = rest.strip_prefix("raise").filter(|a| word_ends(a)) {
+            let after = after.trim_start_matches([' ', '\t']);
+            let Some(after) = after.strip_prefix("NotImplementedError").filter(|a| word_ends(a)) else {
+                return false;
+            };
             let after = after.trim_start_matches([' ', '\t']);
             rest = match after.strip_prefix('(') {
                 Some(args) => match closing_paren(args) {
@@ -118,10 +129,39 @@ fn is_unwritten_def(source: &str, name: &str) -> bool {
                 },
                 None => after,
             };
+            // `raise NotImplementedError from None`: the cause, to the end of the line.
+            if let Some(cause) = rest.trim_start_matches([' ', '\t']).strip_prefix("from").filter(|a| word_ends(a)) {
+                rest = cause.split_once('\n').map_or("", |(_, after)| after);
+            }
         } else {
             return false;
         }
     }
+}
+
+/// The byte offset of the `def` keyword of function `name` in its source: the first line that
+/// starts (after indentation, and `async`) with `def`, whitespace and the name. A decorator's
+/// line starts with `@`, whatever text its arguments hold.
+fn def_keyword(source: &str, name: &str) -> Option<usize> {
+    let mut offset = 0;
+    for line in source.split_inclusive('\n') {
+        let code = line.trim_start();
+        let indent = line.len() - code.len();
+        let (code, async_len) = match code.strip_prefix("async").filter(|a| a.starts_with([' ', '\t'])) {
+            Some(after) => {
+                let after = after.trim_start_matches([' ', '\t']);
+                (after, code.len() - after.len())
+            }
+            None => (code, 0),
+        };
+        if let Some(after) = code.strip_prefix("def").filter(|a| a.starts_with([' ', '\t']))
+            && after.trim_start_matches([' ', '\t']).strip_prefix(name).is_some_and(|a| a.starts_with(['(', ' ', '\t']))
+        {
+            return Some(offset + indent + async_len);
+        }
+        offset += line.len();
+    }
+    None
 }
 
 /// The byte offset of the `:` ending a `def` header (the first outside brackets and strings).
@@ -191,7 +231,8 @@ fn skip_string(text: &str) -> Option<&str> {
         }
         // A backslash keeps the next character in the string, in a raw string too.
         if rest.starts_with('\\') {
-            at += 1;
+            at += 1 + text[at + 1..].chars().next().map_or(0, char::len_utf8);
+            continue;
         }
         if quote.len() == 1 && rest.starts_with('\n') {
             return Some(rest);
@@ -321,6 +362,12 @@ mod tests {
             "async def f(self):\n    raise NotImplementedError(\n        \"not (yet)\"\n    )\n",
             "def f(a, b=lambda: 1):\n    'doc'; pass\n",
             "def f():\n    \"\"\"Only a docstring.\"\"\"\n",
+            "def f():\n    # type: () -> None\n    \"\"\"Doc.\"\"\"\n    ...\n",
+            "def\tf(x):\n    raise  NotImplementedError\n",
+            "def  f(x):\n    raise\tNotImplementedError from None\n",
+            "def f(x):\n    'one'\n    'two'\n",
+            "@dec(\"def f(\")\ndef f(x):\n    pass\n",
+            "def f(x, sep=\"\\\u{e9}\"):\n    \"\\\u{e9}\"\n    raise NotImplementedError(\"\\\u{e9}\")\n",
         ];
         for source in unwritten {
             assert!(is_unwritten_def(source, "f"), "{source}");
@@ -332,6 +379,9 @@ mod tests {
             "def f(x):\n    raise ValueError\n",
             "def f(x):\n    passed = 1\n",
             "def fx(x):\n    ...\n",
+            "def f(x):\n    f\"{g()}\"\n",
+            "def f(x):\n    raise NotImplementedError from g()\n    return 1\n",
+            "def f(x):\n    \"\"\"Doc.\"\"\"\n    return \"\\\u{e9}\"\n",
         ];
         for source in written {
             assert!(!is_unwritten_def(source, "f"), "{source}");
