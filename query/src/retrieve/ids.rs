@@ -167,32 +167,39 @@ fn def_keyword(source: &str, name: &str) -> Option<usize> {
 /// The byte offset of the `:` ending a `def` header (the first outside brackets and strings).
 fn header_colon(text: &str) -> Option<usize> {
     let mut depth = 0usize;
-    let mut at = 0;
-    while at < text.len() {
-        let rest = &text[at..];
-        if let Some(after) = skip_string(rest) {
-            at = text.len() - after.len();
-            continue;
+    scan_code(text, |at, c| match c {
+        '(' | '[' | '{' => {
+            depth += 1;
+            None
         }
-        let c = rest.chars().next()?;
-        match c {
-            '(' | '[' | '{' => depth += 1,
-            ')' | ']' | '}' => depth = depth.saturating_sub(1),
-            ':' if depth == 0 => return Some(at),
-            '#' => {
-                at += rest.find('\n').unwrap_or(rest.len());
-                continue;
-            }
-            _ => {}
+        ')' | ']' | '}' => {
+            depth = depth.saturating_sub(1);
+            None
         }
-        at += c.len_utf8();
-    }
-    None
+        ':' if depth == 0 => Some(at),
+        _ => None,
+    })
 }
 
 /// The offset of the `)` closing an opened parenthesis in `text` (strings skipped).
 fn closing_paren(text: &str) -> Option<usize> {
     let mut depth = 1usize;
+    scan_code(text, |at, c| match c {
+        '(' => {
+            depth += 1;
+            None
+        }
+        ')' => {
+            depth -= 1;
+            (depth == 0).then_some(at)
+        }
+        _ => None,
+    })
+}
+
+/// Calls `visit` with each character of `text` outside strings and comments, and its offset,
+/// until it answers.
+fn scan_code<T>(text: &str, mut visit: impl FnMut(usize, char) -> Option<T>) -> Option<T> {
     let mut at = 0;
     while at < text.len() {
         let rest = &text[at..];
@@ -201,15 +208,12 @@ fn closing_paren(text: &str) -> Option<usize> {
             continue;
         }
         let c = rest.chars().next()?;
-        match c {
-            '(' => depth += 1,
-            ')' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(at);
-                }
-            }
-            _ => {}
+        if c == '#' {
+            at += rest.find('\n').unwrap_or(rest.len());
+            continue;
+        }
+        if let Some(found) = visit(at, c) {
+            return Some(found);
         }
         at += c.len_utf8();
     }
@@ -300,15 +304,19 @@ pub(super) fn class_and_bases(snapshot: &Snapshot, class: &str) -> Vec<String> {
     classes
 }
 
-/// The functions or methods (not lambdas) of `owner` (a class or module) defined just before and
-/// just after `line`, where a function not written yet will be: its source-order neighbours.
-pub(super) fn neighbours_at_line<'g>(file: &'g fresco_graph::FileGraph, owner: &str, line: u32) -> Vec<&'g str> {
-    let siblings: Vec<&fresco_graph::Unit> = file
-        .units
+/// The functions or methods (not lambdas) `owner` (a class or module) defines, in source order.
+fn functions_of<'g>(file: &'g fresco_graph::FileGraph, owner: &str) -> Vec<&'g fresco_graph::Unit> {
+    file.units
         .iter()
         .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method) && !u.is_lambda())
         .filter(|u| owner_of(&u.id) == Some(owner))
-        .collect();
+        .collect()
+}
+
+/// The functions or methods (not lambdas) of `owner` (a class or module) defined just before and
+/// just after `line`, where a function not written yet will be: its source-order neighbours.
+pub(super) fn neighbours_at_line<'g>(file: &'g fresco_graph::FileGraph, owner: &str, line: u32) -> Vec<&'g str> {
+    let siblings = functions_of(file, owner);
     let before = siblings.iter().filter(|u| u.start_line < line).max_by_key(|u| u.start_line);
     let after = siblings.iter().filter(|u| u.start_line >= line).min_by_key(|u| u.start_line);
     before.into_iter().chain(after).map(|u| u.id.as_str()).collect()
@@ -318,12 +326,7 @@ pub(super) fn neighbours_at_line<'g>(file: &'g fresco_graph::FileGraph, owner: &
 /// owner (class or module), in source order.
 pub(super) fn source_order_neighbours<'g>(file: &'g fresco_graph::FileGraph, id: &str) -> Vec<&'g str> {
     let Some(target_owner) = owner_of(id) else { return Vec::new() };
-    let siblings: Vec<&fresco_graph::Unit> = file
-        .units
-        .iter()
-        .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method) && !u.is_lambda())
-        .filter(|u| owner_of(&u.id) == Some(target_owner))
-        .collect();
+    let siblings = functions_of(file, target_owner);
     let Some(at) = siblings.iter().position(|u| u.id == id) else { return Vec::new() };
     let mut out = Vec::new();
     if at > 0 {
