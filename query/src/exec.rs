@@ -690,6 +690,10 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 if let Some(id) = target.id.as_ref().filter(|_| *lane != Lane::Graph) {
                     ids.retain(|x| x != id);
                 }
+                // A lane's health counts the hits the answer stands on, not those left out.
+                if let Some(report) = health.get_mut(lane.as_str()) {
+                    report.hits = ids.len();
+                }
             }
             exec.lane_hits = ranked.iter().map(|(l, ids)| (l.as_str(), ids.clone())).collect();
             let deps = if graph.is_empty() { FxHashSet::default() } else { dependency_set(snapshot, &graph, *k) };

@@ -433,9 +433,13 @@ impl Parser {
                         Some((file, line)) if !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()) => {
                             match line.parse::<u32>() {
                                 Ok(line) if line > 0 => (file.to_string(), Some(line)),
-                                _ => {
+                                Ok(_) => {
                                     self.pos -= 1;
                                     return self.error(format!("line {line} of {file}: lines count from 1"));
+                                }
+                                Err(_) => {
+                                    self.pos -= 1;
+                                    return self.error(format!("line {line} of {file}: no file is that long"));
                                 }
                             }
                         }

@@ -967,3 +967,58 @@ fn recursion_is_listed_once_for_functions_only_and_always_as_a_dependency() {
     assert!(!roles.iter().any(|(n, _)| *n == "pkg.rec.walk.visit"), "{roles:?}");
     assert!(roles.contains(&("pkg.rec.walk", Some("dependency"))), "{roles:?}");
 }
+
+#[test]
+fn a_line_decides_which_function_and_class_a_text_is_and_a_skipped_file_ignores_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    let io = "class Reader:\n    def save(self):\n        return 1\n\n\n\
+              def builder():\n    class Local:\n        pass\n    return Local\n\n\n\
+              class Writer:\n    def flush(self):\n        return 2\n";
+    write(dir.path(), "pkg/io.py", io);
+    std::fs::write(dir.path().join("pkg/bin.py"), b"x = '\xff\xfe'\n").expect("write");
+    let snapshot = index(dir.path());
+    let at = |text: &str, file: &str, line: Option<u32>| {
+        resolve_target(&snapshot, &ContextTarget::New { text: text.into(), file: file.into(), line })
+            .map(|t| (t.id, t.class))
+            .map_err(|e| e.to_string())
+    };
+    // Without a line, the file's only `save` is it; at a line inside Writer, a new method of Writer.
+    let save = "def save(self):\n    \"\"\"Save.\"\"\"";
+    assert_eq!(at(save, "pkg/io.py", None), Ok((Some("pkg.io.Reader.save".into()), Some("pkg.io.Reader".into()))));
+    assert_eq!(at(save, "pkg/io.py", Some(14)), Ok((None, Some("pkg.io.Writer".into()))));
+    assert_eq!(at(save, "pkg/io.py", Some(3)), Ok((Some("pkg.io.Reader.save".into()), Some("pkg.io.Reader".into()))));
+    // Below `builder` (line 10), a method goes on Reader, not on the class local to `builder`.
+    assert_eq!(at("def load(self):", "pkg/io.py", Some(10)), Ok((None, Some("pkg.io.Reader".into()))));
+    // Text with no `def` header, at a line inside Writer: Writer's.
+    assert_eq!(at("Flush twice.", "pkg/io.py", Some(14)), Ok((None, Some("pkg.io.Writer".into()))));
+    // A file the index skipped (not UTF-8) has no lines to place by: the line is not an error.
+    assert!(at("def f():", "pkg/bin.py", Some(5)).is_ok(), "{:?}", at("def f():", "pkg/bin.py", Some(5)));
+}
+
+#[test]
+fn a_one_line_stub_keeps_its_annotations_as_header_and_a_class_keeps_dependency_slots() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    write(dir.path(), "pkg/paths.py", "class Path:\n    pass\n");
+    write(
+        dir.path(),
+        "pkg/check.py",
+        "from pkg.paths import Path\nfrom pkg.util import shape, verify_mode\n\n\n\
+         def verify(path: Path) -> int: ...\n\n\n\
+         class Big:\n    a = 1\n    b = 2\n    c = 3\n    d = 4\n\n    def m(self):\n        return shape(self.a)\n",
+    );
+    write(dir.path(), "pkg/util.py", "def verify_mode(x):\n    return x\n\n\ndef shape(x):\n    return x\n");
+    let snapshot = index(dir.path());
+    // The import only the one-line stub can be for ranks first; its annotation's `Path` is header.
+    let ranked = lane_for(&snapshot, "pkg.check.verify", &[]);
+    assert_eq!(ranked.first().map(String::as_str), Some("pkg.util.verify_mode"), "{ranked:?}");
+    // A class's own members are inside it: they take none of `k 1`'s slots.
+    let out = fresco_query::run(&fresco_query::Context::new(&snapshot), "context pkg.check.Big k 1 lanes graph")
+        .expect("context");
+    let deps: Vec<&str> =
+        out.results.iter().filter(|r| r.role == Some("dependency")).map(|r| r.name.as_str()).collect();
+    assert_eq!(deps, ["pkg.util.shape"], "{:?}", out.results.iter().map(|r| &r.name).collect::<Vec<_>>());
+    let hits = out.lanes.as_ref().and_then(|l| l.get("graph")).map(|r| r.hits);
+    assert!(hits.is_some_and(|h| h >= 1), "{hits:?}");
+}

@@ -102,6 +102,18 @@ pub fn graph_lane(
         .collect();
     scored.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal).then_with(|| a.1.cmp(&b.1)));
     ranked.extend(scored.into_iter().map(|(_, id)| id));
+    // What lies inside the target (a class's members, a function's nested functions) is its own
+    // code, never what it needs: left out before the list is cut, or it would fill it.
+    if let Some(t) = target.id.as_deref().and_then(|id| snapshot.unit(id)) {
+        ranked.retain(|id| {
+            !snapshot.unit(id).is_some_and(|u| {
+                u.unit.id != t.unit.id
+                    && u.file.graph.path == t.file.graph.path
+                    && t.unit.start_byte <= u.unit.start_byte
+                    && u.unit.end_byte <= t.unit.end_byte
+            })
+        });
+    }
     ranked.truncate(k.max(1).saturating_mul(4));
     ranked
 }

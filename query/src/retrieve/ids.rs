@@ -77,7 +77,9 @@ pub(super) fn header_end_line(u: &fresco_graph::UnitRef<'_>) -> u32 {
             Some(end) => u.unit.start_line + source[..end].matches('\n').count() as u32,
             None => u.unit.start_line,
         };
-    let one_line_body = matches!(u.unit.kind, UnitKind::Function | UnitKind::Method) && end >= u.unit.end_line;
+    // A one-line stub (`def f(p: Path) -> int: ...`) has no body to count: its line is header.
+    let one_line_body =
+        matches!(u.unit.kind, UnitKind::Function | UnitKind::Method) && end >= u.unit.end_line && !is_unwritten(u);
     if one_line_body { end.saturating_sub(1) } else { end }
 }
 
@@ -97,7 +99,7 @@ fn is_unwritten_def(source: &str, name: &str) -> bool {
     loop {
         rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c == ';' || c == '\\');
         if let Some(comment) = rest.strip_prefix('#') {
-            rest = comment.split_once('\n').map_or("", |(_, after)| after);
+            rest = comment.find(['\n', '\r']).map_or("", |end| &comment[end..]);
             continue;
         }
         if rest.is_empty() {
@@ -131,7 +133,7 @@ fn is_unwritten_def(source: &str, name: &str) -> bool {
             };
             // `raise NotImplementedError from None`: the cause, to the end of the line.
             if let Some(cause) = rest.trim_start_matches([' ', '\t']).strip_prefix("from").filter(|a| word_ends(a)) {
-                rest = cause.split_once('\n').map_or("", |(_, after)| after);
+                rest = cause.find(['\n', '\r']).map_or("", |end| &cause[end..]);
             }
         } else {
             return false;
@@ -143,25 +145,31 @@ fn is_unwritten_def(source: &str, name: &str) -> bool {
 /// starts (after indentation, and `async`) with `def`, whitespace and the name. A decorator's
 /// line starts with `@`, whatever text its arguments hold.
 fn def_keyword(source: &str, name: &str) -> Option<usize> {
-    let mut offset = 0;
-    for line in source.split_inclusive('\n') {
-        let code = line.trim_start();
-        let indent = line.len() - code.len();
-        let (code, async_len) = match code.strip_prefix("async").filter(|a| a.starts_with([' ', '\t'])) {
-            Some(after) => {
-                let after = after.trim_start_matches([' ', '\t']);
-                (after, code.len() - after.len())
-            }
-            None => (code, 0),
-        };
-        if let Some(after) = code.strip_prefix("def").filter(|a| a.starts_with([' ', '\t']))
-            && after.trim_start_matches([' ', '\t']).strip_prefix(name).is_some_and(|a| a.starts_with(['(', ' ', '\t']))
-        {
-            return Some(offset + indent + async_len);
+    // Read as code (strings and comments skipped: a decorator's text may hold `def f(`), at the
+    // start of a line (`\n`, `\r\n` or a lone `\r`, as Python reads them) past its indentation.
+    let mut line_start = true;
+    let blank = |c: char| c == ' ' || c == '\t' || c == '\x0c';
+    scan_code(source, |at, c| {
+        if c == '\n' || c == '\r' {
+            line_start = true;
+            return None;
         }
-        offset += line.len();
-    }
-    None
+        if blank(c) || !std::mem::replace(&mut line_start, false) {
+            return None;
+        }
+        let rest = &source[at..];
+        let def_at = match rest.strip_prefix("async").filter(|a| a.starts_with(blank)) {
+            Some(after) => at + rest.len() - after.trim_start_matches(blank).len(),
+            None => at,
+        };
+        let after_def = source[def_at..].strip_prefix("def").filter(|a| a.starts_with(blank))?;
+        // `def f(`, and Python 3.12's `def f[T](`.
+        after_def
+            .trim_start_matches(blank)
+            .strip_prefix(name)
+            .is_some_and(|a| a.starts_with(['(', '[', ' ', '\t']))
+            .then_some(def_at)
+    })
 }
 
 /// The byte offset of the `:` ending a `def` header (the first outside brackets and strings).
@@ -209,7 +217,7 @@ fn scan_code<T>(text: &str, mut visit: impl FnMut(usize, char) -> Option<T>) -> 
         }
         let c = rest.chars().next()?;
         if c == '#' {
-            at += rest.find('\n').unwrap_or(rest.len());
+            at += rest.find(['\n', '\r']).unwrap_or(rest.len());
             continue;
         }
         if let Some(found) = visit(at, c) {
@@ -238,7 +246,7 @@ fn skip_string(text: &str) -> Option<&str> {
             at += 1 + text[at + 1..].chars().next().map_or(0, char::len_utf8);
             continue;
         }
-        if quote.len() == 1 && rest.starts_with('\n') {
+        if quote.len() == 1 && rest.starts_with(['\n', '\r']) {
             return Some(rest);
         }
         at += rest.chars().next().map_or(1, char::len_utf8);
@@ -371,6 +379,9 @@ mod tests {
             "def f(x):\n    'one'\n    'two'\n",
             "@dec(\"def f(\")\ndef f(x):\n    pass\n",
             "def f(x, sep=\"\\\u{e9}\"):\n    \"\\\u{e9}\"\n    raise NotImplementedError(\"\\\u{e9}\")\n",
+            "@dec\rdef f(x):\r    # todo\r    ...\r",
+            "def f[T](x: T) -> T:\n    ...\n",
+            "async  def f(x):\n    pass\n",
         ];
         for source in unwritten {
             assert!(is_unwritten_def(source, "f"), "{source}");
@@ -385,6 +396,8 @@ mod tests {
             "def f(x):\n    f\"{g()}\"\n",
             "def f(x):\n    raise NotImplementedError from g()\n    return 1\n",
             "def f(x):\n    \"\"\"Doc.\"\"\"\n    return \"\\\u{e9}\"\n",
+            "@dec(\"\"\"\ndef f(x): ...\n\"\"\")\ndef f(x):\n    return g(x)\n",
+            "def f(x):\r    # c\r    return g(x)\r",
         ];
         for source in written {
             assert!(!is_unwritten_def(source, "f"), "{source}");

@@ -6,6 +6,7 @@
 //! from a resolved [`Target`].
 
 use fresco_graph::{Snapshot, UnitKind};
+use rustc_hash::FxHashSet;
 
 use super::ids::{dir_of, last_name, owner_of};
 use crate::ast::{ContextTarget, Symbol};
@@ -116,16 +117,19 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
                     note: Some(note),
                 });
             };
+            // A skipped file has no lines to place by (its note says why).
+            let line = line.filter(|_| entry.graph.skipped.is_none());
             let line_count = entry.graph.units.first().map_or(0, |module| module.end_line);
             if let Some(line) = line.filter(|&l| l > line_count.saturating_add(1)) {
                 return Err(QueryError::Invalid(format!(
-                    "line {line} of {}: the file has {line_count} lines (the new function may be written at line \
+                    "line {line} of {}: the file has {line_count} line{} (the new function may be written at line \
                      {} at the latest)",
                     entry.graph.path,
+                    if line_count == 1 { "" } else { "s" },
                     line_count.saturating_add(1)
                 )));
             }
-            let Placement { id, class, ambiguous } = place_new_function(&entry.graph, text, *line);
+            let Placement { id, class, ambiguous } = place_new_function(&entry.graph, text, line);
             // A file skipped by the index (not UTF-8, too large, ...) has no code to see: not
             // the stub it may hold, nor what it imports.
             let skipped = entry.graph.skipped.as_ref().map(|reason| {
@@ -153,7 +157,7 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
             // The text lanes get the names of where it will live, as for an existing unit.
             let owner = class.as_deref().unwrap_or(&entry.graph.module).replace(['.', '_'], " ");
             Ok(Target {
-                line: if id.is_none() { *line } else { None },
+                line: if id.is_none() { line } else { None },
                 id,
                 module: entry.graph.module.clone(),
                 file: entry.graph.path.clone(),
@@ -251,24 +255,31 @@ fn decorator_names(signature: &str) -> impl Iterator<Item = &str> {
 /// `cls`, the file's class when there is only one. Returns the unit's id and its class.
 fn place_new_function(file: &fresco_graph::FileGraph, text: &str, line: Option<u32>) -> Placement {
     let mut placed = Placement { id: None, class: None, ambiguous: Vec::new() };
-    let Some(name) = defined_name(text) else { return placed };
+    let name = defined_name(text);
     let same_name: Vec<&fresco_graph::Unit> = file
         .units
         .iter()
-        .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method) && last_name(&u.name) == name)
+        .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method) && Some(last_name(&u.name)) == name)
         .collect();
-    let header = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
-    let given = header(text);
-    let chosen = match same_name.as_slice() {
-        [one] => Some(*one),
-        [] => None,
-        many => {
+    let holds = |u: &fresco_graph::Unit, line: u32| u.start_line <= line && line <= u.end_line;
+    let chosen = match (line, same_name.as_slice()) {
+        // Where it will be written decides: the function of that name there is the one being
+        // rewritten; none there, it is new (a namesake elsewhere in the file is another function).
+        (Some(line), _) => same_name.iter().filter(|u| holds(u, line)).max_by_key(|u| u.start_line).copied(),
+        (None, [one]) => Some(*one),
+        (None, []) => None,
+        (None, many) => {
             // Several (methods of different classes): the one whose signature the text repeats.
+            let header = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+            let given = header(text);
             let mut fitting =
                 many.iter().filter(|u| u.signature.as_deref().is_some_and(|s| given.contains(&header(s))));
             match (fitting.next(), fitting.next()) {
                 (Some(u), None) => Some(*u),
-                _ => line.and_then(|l| many.iter().find(|u| u.start_line <= l && l <= u.end_line).copied()),
+                _ => {
+                    placed.ambiguous = many.iter().map(|u| u.id.clone()).collect();
+                    None
+                }
             }
         }
     };
@@ -277,17 +288,34 @@ fn place_new_function(file: &fresco_graph::FileGraph, text: &str, line: Option<u
         placed.id = Some(u.id.clone());
         return placed;
     }
-    if same_name.len() > 1 {
-        placed.ambiguous = same_name.iter().map(|u| u.id.clone()).collect();
-    }
-    let is_method = first_parameter(text).is_some_and(|p| p == "self" || p == "cls");
+    let is_method = name.is_some() && first_parameter(text).is_some_and(|p| p == "self" || p == "cls");
     let classes = || file.units.iter().filter(|u| u.kind == UnitKind::Class && !u.is_lambda());
     if let Some(line) = line {
         // Of the classes holding the line, the innermost starts last.
         let holding = classes().filter(|c| c.start_line < line && line <= c.end_line).max_by_key(|c| c.start_line);
-        // A method typed below a class's last line (a blank line after it) goes on that class.
-        let above =
-            || classes().filter(|c| c.end_line < line).max_by_key(|c| (c.end_line, std::cmp::Reverse(c.start_line)));
+        // A method typed below a class's last line (a blank line after it) goes on that class;
+        // not on a class local to a function that ended above: the line is outside the function.
+        let functions: FxHashSet<&str> = file
+            .units
+            .iter()
+            .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method))
+            .map(|u| u.id.as_str())
+            .collect();
+        let in_a_function = |id: &str| {
+            let mut owner = owner_of(id);
+            while let Some(o) = owner {
+                if functions.contains(o) {
+                    return true;
+                }
+                owner = owner_of(o);
+            }
+            false
+        };
+        let above = || {
+            classes()
+                .filter(|c| c.end_line < line && !in_a_function(&c.id))
+                .max_by_key(|c| (c.end_line, std::cmp::Reverse(c.start_line)))
+        };
         placed.class = holding.or_else(|| if is_method { above() } else { None }).map(|c| c.id.clone());
     } else if is_method {
         let mut classes = classes();
