@@ -448,6 +448,22 @@ fn context_lists_dependencies_first_and_places_a_function_given_as_text() {
     let deps: Vec<&str> = ranked.iter().filter(|(_, r)| r == "dependency").map(|(n, _)| n.as_str()).collect();
     assert!(deps.contains(&"shop.models.Cart.subtotal"), "{ranked:?}");
     assert!(deps.contains(&"shop.models.TAX_RATE"), "{ranked:?}");
+
+    // Where it will be written: line 14, between `add` and `subtotal`, is inside Cart.
+    let at = |line: u32| {
+        format!(
+            "context for \"def tax(self):\\n    \\\"\\\"\\\"Tax on the subtotal.\\\"\\\"\\\"\" in shop/models.py:{line} \
+             budget 1000"
+        )
+    };
+    let out = run(&["query", root, &at(14), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ranked = names_and_roles(&json(&out));
+    assert!(ranked.iter().take(5).any(|(n, r)| n == "shop.models.Cart.subtotal" && r == "dependency"), "{ranked:?}");
+    // Past the file's end: a clear error, nothing answered.
+    let out = run(&["query", root, &at(99)]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("line 99 of shop/models.py"), "{}", stderr(&out));
 }
 
 #[test]
