@@ -647,28 +647,10 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 }
             }
             let analogues = analogues(&ranked, &target);
-            // Units inside the target (an attribute its body assigns, a function it nests) are
-            // its own code, never what it needs: left out of every lane before the dependencies
-            // are chosen. A text lane finds the target itself most like its own text, which says
-            // nothing; the graph lane ranks it only as a call to itself (recursion).
-            let target_unit = target.id.as_ref().and_then(|id| snapshot.unit(id));
-            let inside_target = |id: &str| {
-                target_unit.as_ref().is_some_and(|t| {
-                    snapshot.unit(id).is_some_and(|u| {
-                        u.unit.id != t.unit.id
-                            && u.file.graph.path == t.file.graph.path
-                            && t.unit.start_byte <= u.unit.start_byte
-                            && u.unit.end_byte <= t.unit.end_byte
-                    })
-                })
-            };
             // Without the graph lane (`lanes bm25,dense`), nothing is ranked or labelled by it:
             // the answer is the fusion of the lanes asked for, all of it examples.
             let graph: Vec<String> = if wanted.contains(&Lane::Graph) {
                 graph_lane(snapshot, &target, exec.ctx.lanes, wanted.contains(&Lane::Dense), &analogues, *k)
-                    .into_iter()
-                    .filter(|id| !inside_target(id))
-                    .collect()
             } else {
                 Vec::new()
             };
@@ -685,10 +667,14 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 );
                 ranked.insert(0, (Lane::Graph, graph.clone()));
             }
+            // The text lanes lose the target and what lies inside it (an attribute its body
+            // assigns, a function it nests), as the graph lane does: its own code, never what it
+            // needs. A text lane finds the target most like its own text, which says nothing; the
+            // graph lane ranks it only as a call to itself (recursion).
+            let target_unit = target.id.as_ref().and_then(|id| snapshot.unit(id));
             for (lane, ids) in ranked.iter_mut() {
-                ids.retain(|x| !inside_target(x));
-                if let Some(id) = target.id.as_ref().filter(|_| *lane != Lane::Graph) {
-                    ids.retain(|x| x != id);
+                if let Some(t) = target_unit.as_ref().filter(|_| *lane != Lane::Graph) {
+                    ids.retain(|x| !snapshot.unit(x).is_some_and(|u| lies_within(&u, t)));
                 }
                 // A lane's health counts the hits the answer stands on, not those left out.
                 if let Some(report) = health.get_mut(lane.as_str()) {

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use fresco_graph::Snapshot;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::ids::is_code_unit;
+use super::ids::{is_code_unit, lies_within};
 use super::target::Target;
 use super::{Fused, Lanes};
 
@@ -79,11 +79,7 @@ pub fn assemble(
         }
     };
     let stale = |file: &str| is_stale.is_some_and(|f| f(file));
-    let inside = |outer: &fresco_graph::UnitRef<'_>, inner: &fresco_graph::UnitRef<'_>| {
-        outer.file.graph.path == inner.file.graph.path
-            && outer.unit.start_byte <= inner.unit.start_byte
-            && inner.unit.end_byte <= outer.unit.end_byte
-    };
+    let inside = |outer: &fresco_graph::UnitRef<'_>, inner: &fresco_graph::UnitRef<'_>| lies_within(inner, outer);
     let target_unit = target.id.as_ref().and_then(|id| snapshot.unit(id));
     // A method not written yet has no unit, but its class does: the class and the classes
     // around it would repeat the code the method is written into.

@@ -11,7 +11,7 @@ use rustc_hash::FxHashSet;
 use super::Lanes;
 use super::affinity::{WordRarity, dense_affinity, describe, words};
 use super::candidates::{Tier, header_classes, mentioned_classes, reachable_candidates, returned_constructors};
-use super::ids::{body_uses, identifiers_in, is_code_unit, is_unwritten, last_name, owner_of};
+use super::ids::{body_uses, identifiers_in, is_code_unit, is_unwritten, last_name, lies_within, owner_of};
 use super::neighbours::{
     ImportUse, NeighbourUsage, callers_above, collaborator_classes, header_uses, is_local_elsewhere,
     is_unread_variable, is_unused_private, shadowed_members,
@@ -22,10 +22,10 @@ use super::target::{Target, target_name};
 /// The graph lane: the units the target can reach, ranked for it.
 ///
 /// First (for an existing unit) what it already uses: its resolved callees, references and bases
-/// (itself, when it calls itself), in order of first use, then what those call in turn. Then the candidates it could use: members
-/// of its class and bases, the classes its signature or docstring names (with their members),
-/// units of its own file, what the file's and the class's other code
-/// uses, what the file imports (imported names, the modules it binds to a name, members of
+/// (itself, when it calls itself), in order of first use, then what those call in turn. Then the
+/// candidates it could use: members of its class and bases, the classes its signature or
+/// docstring names (with their members), units of its own file, what the file's and the class's
+/// other code uses, what the file imports (imported names, the modules it binds to a name, members of
 /// imported modules and classes) and the members of the classes that code works with. A module
 /// ranks like any candidate (what reads it is recorded as a `references` edge) but is never
 /// pasted into the context text: its source is a whole file. Candidates are scored by
@@ -105,14 +105,7 @@ pub fn graph_lane(
     // What lies inside the target (a class's members, a function's nested functions) is its own
     // code, never what it needs: left out before the list is cut, or it would fill it.
     if let Some(t) = target.id.as_deref().and_then(|id| snapshot.unit(id)) {
-        ranked.retain(|id| {
-            !snapshot.unit(id).is_some_and(|u| {
-                u.unit.id != t.unit.id
-                    && u.file.graph.path == t.file.graph.path
-                    && t.unit.start_byte <= u.unit.start_byte
-                    && u.unit.end_byte <= t.unit.end_byte
-            })
-        });
+        ranked.retain(|id| !snapshot.unit(id).is_some_and(|u| u.unit.id != t.unit.id && lies_within(&u, &t)));
     }
     ranked.truncate(k.max(1).saturating_mul(4));
     ranked

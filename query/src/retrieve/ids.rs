@@ -43,6 +43,14 @@ pub(super) fn identifiers_in(text: &str) -> FxHashSet<&str> {
         .collect()
 }
 
+/// Whether unit `inner` lies within unit `outer`'s source (the same file, its bytes inside
+/// `outer`'s; a unit lies within itself): a class's members, a function's nested functions.
+pub(crate) fn lies_within(inner: &fresco_graph::UnitRef<'_>, outer: &fresco_graph::UnitRef<'_>) -> bool {
+    outer.file.graph.path == inner.file.graph.path
+        && outer.unit.start_byte <= inner.unit.start_byte
+        && inner.unit.end_byte <= outer.unit.end_byte
+}
+
 /// The directory part of a relative path (`""` for a file at the root).
 pub(super) fn dir_of(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(dir, _)| dir)

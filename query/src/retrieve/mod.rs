@@ -38,6 +38,7 @@ mod target;
 pub use context::{ContextBlock, ContextUnit, assemble, context_order, dependency_set};
 pub use graph_lane::{CandidateFeatures, candidate_features, graph_lane};
 pub use ids::is_test_path;
+pub(crate) use ids::lies_within;
 pub use relatives::{ANALOGUES, analogues};
 pub use target::{Target, resolve_target};
 
