@@ -280,7 +280,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         fresco_indexer::lanes::RetrievalLanes::build_now(
                             vectors,
                             indexer.snapshot(),
-                            dense.then(|| Duration::from_secs(IN_PROCESS_DENSE_WAIT_S)),
+                            dense.then(|| in_process_dense_wait(timeout_ms)),
                         )
                     });
                     let lanes_ref = lanes.as_ref().map(|l| l as &dyn fresco_query::Lanes);
@@ -489,6 +489,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
 
 /// How long an in-process retrieval query waits for the dense lane to embed what it lacks.
 const IN_PROCESS_DENSE_WAIT_S: u64 = 10;
+
+/// The dense wait of an in-process query: never longer than the query's own time limit (a
+/// query given `--timeout-ms 50` answers from what is embedded, marked partial, at once).
+fn in_process_dense_wait(timeout_ms: u64) -> Duration {
+    Duration::from_secs(IN_PROCESS_DENSE_WAIT_S).min(Duration::from_millis(timeout_ms))
+}
 
 /// Whether a query's `search` and `context` steps ask the dense lane (a step naming no lanes asks
 /// every lane); `None` when it has no such step and needs no retrieval lanes at all.
@@ -944,7 +950,15 @@ fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
 
 #[cfg(test)]
 mod tests {
-    use super::dense_asked;
+    use std::time::Duration;
+
+    use super::{dense_asked, in_process_dense_wait};
+
+    #[test]
+    fn the_dense_wait_never_outlasts_the_query_time_limit() {
+        assert_eq!(in_process_dense_wait(50), Duration::from_millis(50));
+        assert_eq!(in_process_dense_wait(120_000), Duration::from_secs(10));
+    }
 
     #[test]
     fn only_a_retrieval_step_that_asks_the_dense_lane_waits_for_embeddings() {

@@ -169,13 +169,14 @@ impl RetrievalLanes {
                 LaneState::Unavailable(_) => true,
                 _ => false,
             };
-            if !finished {
+            // A wait no longer than the first (a query's short time limit) has nothing more to
+            // wait for: the answer says which units are not embedded yet.
+            if !finished && dense_wait > first {
                 if let LaneState::Embedding { done, total } = status.state {
                     eprintln!(
                         "fresco: embedding units for the dense lane ({done} of {total} unit texts have vectors); this \
-                         query waits up to \
-                         {} s for them (`fresco serve` embeds in the background)",
-                        dense_wait.as_secs()
+                         query waits up to {:.1} s for them (`fresco serve` embeds in the background)",
+                        dense_wait.as_secs_f64()
                     );
                 }
                 worker.wait_ready(snapshot.version(), dense_wait.saturating_sub(first));
