@@ -154,8 +154,12 @@ impl RetrievalLanes {
             Some(wait) => wait.mul_f64(0.7),
             None => EmbedWorkerOptions::default().partial_every,
         };
+        let text_dir = db_dir.as_ref().ok().map(|dir| dir.join("text"));
         let lanes = RetrievalLanes::new(db_dir, partial_every);
-        lanes.rebuild_text(snapshot);
+        match &text_dir {
+            Some(dir) => lanes.open_stored_text(dir, snapshot),
+            None => lanes.rebuild_text(snapshot),
+        }
         lanes.obtain_model();
         if let (Some(worker), Some(dense_wait)) = (&lanes.dense, dense_wait) {
             worker.submit(snapshot.version(), snapshot.clone());
@@ -183,6 +187,19 @@ impl RetrievalLanes {
             }
         }
         lanes
+    }
+
+    /// The lexical index stored in `dir`, brought up to date with `snapshot` (django: about
+    /// 0.2 s when nothing changed, against 1.4 s for a new one); one in RAM when it cannot be used
+    /// (another process holds it, the disk refuses).
+    fn open_stored_text(&self, dir: &Path, snapshot: &Snapshot) {
+        match TextIndex::stored(dir, snapshot, 1) {
+            Ok(index) => *self.text.write().unwrap_or_else(|p| p.into_inner()) = TextLane::Ready(Arc::new(index)),
+            Err(e) => {
+                eprintln!("fresco: the stored lexical index cannot be used ({e}); building one in memory");
+                self.rebuild_text(snapshot);
+            }
+        }
     }
 
     fn rebuild_text(&self, snapshot: &Snapshot) {

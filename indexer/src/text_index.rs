@@ -1,9 +1,11 @@
 //! The lexical retrieval lane: BM25 over the units of a snapshot, with a code-aware tokenizer.
 //!
-//! A [`TextIndex`] is an in-RAM tantivy index with one document per unit (module, class,
-//! function, method, variable). It is derived data: built from a [`Snapshot`] on start
+//! A [`TextIndex`] is a tantivy index with one document per unit (module, class, function,
+//! method, variable). It is derived data: built from a [`Snapshot`] on start
 //! ([`TextIndex::build`]) and kept equal to later versions by re-indexing the files a batch
-//! changed ([`TextIndex::update`]). What a unit contributes:
+//! changed ([`TextIndex::update`]). The daemon keeps it in RAM; a query without a daemon uses
+//! one stored beside the index ([`TextIndex::stored`]), which it brings up to date file by file
+//! rather than rebuilding it. What a unit contributes:
 //!
 //! | unit kind            | `name`         | `signature` | `docstring` | `body`                     |
 //! |----------------------|----------------|-------------|-------------|----------------------------|
@@ -31,6 +33,9 @@
 //! current searcher and version under a short read lock and runs without locks, so searches
 //! proceed while an update indexes, and each search sees exactly one version.
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 
 use fresco_graph::{EdgeKind, FileEntry, Snapshot, Unit, UnitKind};
@@ -72,6 +77,10 @@ pub enum TextIndexError {
     Tantivy(#[from] tantivy::TantivyError),
     #[error("text index: a lock was poisoned by a panicking thread")]
     Poisoned,
+    #[error("text index in {path}: {error}")]
+    Io { path: String, error: std::io::Error },
+    #[error("stored text index: {0}")]
+    NotReusable(String),
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -510,6 +519,9 @@ pub struct TextIndex {
     reader: IndexReader,
     writer: Mutex<IndexWriter<TantivyDocument>>,
     current: RwLock<Current>,
+    /// For an index stored in a directory: the digest of each file's documents as committed
+    /// (see [`Manifest`]); `None` for an index in RAM.
+    stored: Option<Mutex<Manifest>>,
 }
 
 impl std::fmt::Debug for TextIndex {
@@ -519,23 +531,112 @@ impl std::fmt::Debug for TextIndex {
 }
 
 impl TextIndex {
-    /// Indexes every unit of `snapshot` with `threads` indexing threads (at least one).
+    /// Indexes every unit of `snapshot` with `threads` indexing threads (at least one), in RAM.
     pub fn build(snapshot: &Snapshot, threads: usize) -> Result<TextIndex, TextIndexError> {
         let (schema, fields) = Fields::schema();
-        let index = Index::create_in_ram(schema);
+        Self::fill(Index::create_in_ram(schema), fields, snapshot, threads, None)
+    }
+
+    /// The index stored in `dir`, brought to `snapshot`: only the files whose documents differ
+    /// from what was stored are indexed again, so a query without a daemon does not rebuild the
+    /// whole index each time (django: 1.4 s, against about 0.2 s to open it unchanged). A directory that holds no index, or one written by
+    /// other code (see [`Manifest`]) or unreadable, is replaced by a new one built from
+    /// `snapshot`. Every commit carries the digests of what it holds, atomically with it: a
+    /// process stopped part way leaves the last commit, which the next open brings up to date.
+    ///
+    /// One process at a time may hold it (tantivy's writer lock): a second gets an error (the
+    /// caller builds in RAM instead).
+    pub fn stored(dir: &Path, snapshot: &Snapshot, threads: usize) -> Result<TextIndex, TextIndexError> {
+        let io = |error| TextIndexError::Io { path: dir.display().to_string(), error };
+        if dir.join("meta.json").exists() {
+            match Self::reopen(dir, snapshot, threads) {
+                Ok(index) => return Ok(index),
+                // Held by another process: not ours to replace.
+                Err(TextIndexError::Tantivy(tantivy::TantivyError::LockFailure(..))) => {
+                    return Err(TextIndexError::NotReusable(format!("{} is in use by another process", dir.display())));
+                }
+                Err(_) => {}
+            }
+            std::fs::remove_dir_all(dir).map_err(io)?;
+        }
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let (schema, fields) = Fields::schema();
+        let index = Index::create_in_dir(dir, schema)?;
+        Self::fill(index, fields, snapshot, threads, Some(Manifest::default()))
+    }
+
+    /// Opens the index stored in `dir` and indexes what changed since its last commit.
+    fn reopen(dir: &Path, snapshot: &Snapshot, threads: usize) -> Result<TextIndex, TextIndexError> {
+        let index = Index::open_in_dir(dir)?;
+        let payload = index.load_metas()?.payload.unwrap_or_default();
+        let stored = Manifest::parse(&payload)
+            .ok_or_else(|| TextIndexError::NotReusable("written by other code, or not by fresco".into()))?;
+        let (schema, fields) = Fields::schema();
+        if index.schema() != schema {
+            return Err(TextIndexError::NotReusable("another schema".into()));
+        }
+        index.tokenizers().register(TOKENIZER_NAME, TextAnalyzer::from(CodeTokenizer));
+        let threads = threads.clamp(1, 8);
+        let writer: IndexWriter<TantivyDocument> =
+            index.writer_with_num_threads(threads, threads * WRITER_BUDGET_PER_THREAD)?;
+        writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
+        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        // The searcher of the stored commit stands in until `update` publishes the snapshot's.
+        let current = Current::of(reader.searcher(), &fields, snapshot)?;
+        let mut changed = Vec::new();
+        for file in snapshot.files() {
+            if stored.digests.get(&file.graph.path) != Some(&file_digest(&fields, file)) {
+                changed.push(file.graph.path.clone());
+            }
+        }
+        let removed: Vec<String> =
+            stored.digests.keys().filter(|path| snapshot.file(path).is_none()).cloned().collect();
+        let text = TextIndex {
+            fields,
+            _index: index,
+            reader,
+            writer: Mutex::new(writer),
+            current: RwLock::new(current),
+            stored: Some(Mutex::new(stored)),
+        };
+        if !changed.is_empty() || !removed.is_empty() {
+            text.update(snapshot, &changed, &removed)?;
+        }
+        Ok(text)
+    }
+
+    /// Indexes every unit of `snapshot` into the empty `index`; `stored` (for an index in a
+    /// directory) receives the digest of every file committed.
+    fn fill(
+        index: Index,
+        fields: Fields,
+        snapshot: &Snapshot,
+        threads: usize,
+        mut stored: Option<Manifest>,
+    ) -> Result<TextIndex, TextIndexError> {
         index.tokenizers().register(TOKENIZER_NAME, TextAnalyzer::from(CodeTokenizer));
         let threads = threads.clamp(1, 8);
         let mut writer: IndexWriter<TantivyDocument> =
             index.writer_with_num_threads(threads, threads * WRITER_BUDGET_PER_THREAD)?;
         for file in snapshot.files() {
             add_file(&writer, &fields, file)?;
+            if let Some(manifest) = &mut stored {
+                manifest.digests.insert(file.graph.path.clone(), file_digest(&fields, file));
+            }
         }
-        writer.commit()?;
+        commit(&mut writer, stored.as_ref())?;
         // Segments are merged by `update`, at known points, not by tantivy in the background.
         writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         let current = Current::of(reader.searcher(), &fields, snapshot)?;
-        Ok(TextIndex { fields, _index: index, reader, writer: Mutex::new(writer), current: RwLock::new(current) })
+        Ok(TextIndex {
+            fields,
+            _index: index,
+            reader,
+            writer: Mutex::new(writer),
+            current: RwLock::new(current),
+            stored: stored.map(Mutex::new),
+        })
     }
 
     /// Brings the index to `snapshot`: drops every document of `changed_paths` and
@@ -556,22 +657,37 @@ impl TextIndex {
         // (saved twice, or changed in two of them): its documents must be added once.
         let mut seen: FxHashSet<&str> = FxHashSet::default();
         let changed_paths: Vec<&String> = changed_paths.iter().filter(|p| seen.insert(String::as_str(p))).collect();
+        let mut stored = match &self.stored {
+            Some(m) => Some(m.lock().map_err(|_| TextIndexError::Poisoned)?),
+            None => None,
+        };
+        // What the commit will hold, applied to the stored digests only once it is committed.
+        let mut next = stored.as_deref().cloned();
         let result = (|| {
             for path in removed_paths.iter().chain(changed_paths.iter().copied()) {
                 writer.delete_term(Term::from_field_text(self.fields.path, path));
+                if let Some(manifest) = &mut next {
+                    manifest.digests.remove(path.as_str());
+                }
             }
             for path in &changed_paths {
                 if let Some(file) = snapshot.file(path) {
                     add_file(&writer, &self.fields, file)?;
+                    if let Some(manifest) = &mut next {
+                        manifest.digests.insert(file.graph.path.clone(), file_digest(&self.fields, file));
+                    }
                 }
             }
-            writer.commit()?;
+            commit(&mut writer, next.as_ref())?;
             merge_segments(&self._index, &mut writer)?;
             Ok::<(), TextIndexError>(())
         })();
         if let Err(e) = result {
             let _ = writer.rollback();
             return Err(e);
+        }
+        if let (Some(stored), Some(next)) = (stored.as_deref_mut(), next) {
+            *stored = next;
         }
         self.reader.reload()?;
         let next = Current::of(self.reader.searcher(), &self.fields, snapshot)?;
@@ -793,17 +909,41 @@ fn add_file(writer: &IndexWriter<TantivyDocument>, fields: &Fields, file: &FileE
 
 fn unit_document(fields: &Fields, path: &str, file: &FileEntry, unit: &Unit) -> Option<TantivyDocument> {
     let mut doc = TantivyDocument::default();
-    doc.add_text(fields.id, &unit.id);
-    doc.add_text(fields.path, path);
-    doc.add_text(fields.name, &unit.name);
+    for (field, text) in unit_texts(fields, path, file, unit)? {
+        doc.add_text(field, text);
+    }
+    Some(doc)
+}
+
+/// The texts of a unit's document, field by field: what is indexed, and what a stored index's
+/// digest of the file covers. `None` for a unit that has no document.
+fn unit_texts<'f>(
+    fields: &Fields,
+    path: &'f str,
+    file: &'f FileEntry,
+    unit: &'f Unit,
+) -> Option<Vec<(Field, Cow<'f, str>)>> {
+    let mut texts: Vec<(Field, Cow<'f, str>)> = vec![
+        (fields.id, Cow::Borrowed(&unit.id)),
+        (fields.path, Cow::Borrowed(path)),
+        (fields.name, Cow::Borrowed(&unit.name)),
+    ];
+    let header = |texts: &mut Vec<(Field, Cow<'f, str>)>| {
+        if let Some(signature) = &unit.signature {
+            texts.push((fields.signature, Cow::Borrowed(signature)));
+        }
+        if let Some(docstring) = &unit.docstring {
+            texts.push((fields.docstring, Cow::Borrowed(docstring)));
+        }
+    };
     match unit.kind {
         UnitKind::External => return None,
         UnitKind::Function | UnitKind::Method => {
-            add_header(&mut doc, fields, unit);
-            doc.add_text(fields.body, file.source_of(unit));
+            header(&mut texts);
+            texts.push((fields.body, Cow::Borrowed(file.source_of(unit))));
         }
         UnitKind::Class => {
-            add_header(&mut doc, fields, unit);
+            header(&mut texts);
             let mut members = String::new();
             for edge in file.edges_from(&unit.id) {
                 if edge.kind != EdgeKind::Contains {
@@ -815,28 +955,115 @@ fn unit_document(fields: &Fields, path: &str, file: &FileEntry, unit: &Unit) -> 
                 members.push('\n');
             }
             if !members.is_empty() {
-                doc.add_text(fields.body, &members);
+                texts.push((fields.body, Cow::Owned(members)));
             }
         }
         UnitKind::Module => {
             if let Some(docstring) = &unit.docstring {
-                doc.add_text(fields.docstring, docstring);
+                texts.push((fields.docstring, Cow::Borrowed(docstring)));
             }
         }
         UnitKind::Variable => {
-            doc.add_text(fields.body, file.source_of(unit));
+            texts.push((fields.body, Cow::Borrowed(file.source_of(unit))));
         }
     }
-    Some(doc)
+    Some(texts)
 }
 
-fn add_header(doc: &mut TantivyDocument, fields: &Fields, unit: &Unit) {
-    if let Some(signature) = &unit.signature {
-        doc.add_text(fields.signature, signature);
+/// A digest of the documents of `file` (every field's text of every unit, in order): a stored
+/// index holds the file's current documents exactly when its stored digest is this one. What a
+/// document holds depends on more than the file's text (a unit's qualified name depends on where
+/// the module sits in the packages), hence a digest of the documents, not of the file.
+fn file_digest(fields: &Fields, file: &FileEntry) -> u64 {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let path = file.graph.path.as_str();
+    for unit in file.graph.units.iter().filter(|u| !u.is_lambda()) {
+        for (field, text) in unit_texts(fields, path, file, unit).into_iter().flatten() {
+            hasher.update(&field.field_id().to_le_bytes());
+            hasher.update(&(text.len() as u64).to_le_bytes());
+            hasher.update(text.as_bytes());
+        }
+        // A unit boundary: two units never hash like one.
+        hasher.update(&[0xff]);
     }
-    if let Some(docstring) = &unit.docstring {
-        doc.add_text(fields.docstring, docstring);
+    hasher.digest()
+}
+
+/// What a stored index's commit holds, written as the commit's payload (atomically with it): a
+/// header naming the code that wrote it, then the digest of each file's documents.
+///
+/// The header is a fingerprint of this file (the tokenizer, the schema, what a document holds):
+/// an index written by other code is rebuilt, never searched with another tokenizer's terms.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Manifest {
+    digests: BTreeMap<String, u64>,
+}
+
+/// A fingerprint of this file's code; see [`Manifest`].
+const STORED_FORMAT: u64 = xxhash_rust::const_xxh3::xxh3_64(include_str!("text_index.rs").as_bytes());
+
+impl Manifest {
+    fn header() -> String {
+        format!("fresco text index {STORED_FORMAT:016x}")
     }
+
+    /// One line per file: the digest in hex, a space, the path with `\\` and line breaks escaped.
+    fn write(&self) -> String {
+        let mut out = Self::header();
+        out.push('\n');
+        for (path, digest) in &self.digests {
+            out.push_str(&format!("{digest:016x} "));
+            for c in path.chars() {
+                match c {
+                    '\\' => out.push_str("\\\\"),
+                    '\n' => out.push_str("\\n"),
+                    '\r' => out.push_str("\\r"),
+                    c => out.push(c),
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// `None` unless `payload` was written by [`write`](Self::write) of this code.
+    fn parse(payload: &str) -> Option<Manifest> {
+        let mut lines = payload.split('\n');
+        if lines.next()? != Self::header() {
+            return None;
+        }
+        let mut digests = BTreeMap::new();
+        for line in lines.filter(|l| !l.is_empty()) {
+            let (digest, escaped) = line.split_once(' ')?;
+            let digest = u64::from_str_radix(digest, 16).ok()?;
+            let mut path = String::with_capacity(escaped.len());
+            let mut chars = escaped.chars();
+            while let Some(c) = chars.next() {
+                if c != '\\' {
+                    path.push(c);
+                    continue;
+                }
+                match chars.next()? {
+                    '\\' => path.push('\\'),
+                    'n' => path.push('\n'),
+                    'r' => path.push('\r'),
+                    _ => return None,
+                }
+            }
+            digests.insert(path, digest);
+        }
+        Some(Manifest { digests })
+    }
+}
+
+/// Commits what the writer holds; for a stored index with the manifest of what it then holds.
+fn commit(writer: &mut IndexWriter<TantivyDocument>, manifest: Option<&Manifest>) -> Result<(), TextIndexError> {
+    let mut prepared = writer.prepare_commit()?;
+    if let Some(manifest) = manifest {
+        prepared.set_payload(&manifest.write());
+    }
+    prepared.commit()?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -848,6 +1075,21 @@ mod tests {
     #[test]
     fn text_index_is_send_and_sync() {
         assert_send_sync::<TextIndex>();
+    }
+
+    #[test]
+    fn a_manifest_reads_back_what_it_wrote_whatever_the_paths_hold() {
+        let mut manifest = Manifest::default();
+        for (i, path) in
+            ["pkg/a.py", "odd\\name.py", "line\nbreak.py", "cr\r.py", "spaces in it.py", "ü.py", ""].iter().enumerate()
+        {
+            manifest.digests.insert(path.to_string(), i as u64 * 0x9e37_79b9_7f4a_7c15);
+        }
+        assert_eq!(Manifest::parse(&manifest.write()), Some(manifest.clone()));
+        assert_eq!(Manifest::parse(""), None, "no header");
+        assert_eq!(Manifest::parse("fresco text index 0000000000000000\n"), None, "other code's");
+        let bad_escape = format!("{}\n{:016x} a\\qb.py\n", Manifest::header(), 1);
+        assert_eq!(Manifest::parse(&bad_escape), None);
     }
 
     #[test]

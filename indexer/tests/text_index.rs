@@ -544,3 +544,87 @@ fn a_file_named_twice_in_one_update_is_indexed_once() {
     let hits = index.search("retry_failed_connection", 50).expect("search");
     assert_eq!(ids(&hits).iter().filter(|id| **id == "pkg.net.retry_failed_connection").count(), 1, "{hits:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The index stored on disk (queries without a daemon)
+// ---------------------------------------------------------------------------------------------
+
+/// Every query over [`many_small_modules`] ranks alike, scores included, in both indexes.
+fn assert_stored_ranks_as_fresh(stored: &TextIndex, indexer: &Indexer, when: &str) {
+    let fresh = TextIndex::build(indexer.snapshot(), 1).expect("fresh build");
+    assert_eq!(stored.version(), indexer.snapshot().version(), "{when}");
+    assert_eq!(stored.stats().expect("stats").docs, fresh.stats().expect("stats").docs, "{when}");
+    assert_ranks_alike(stored, &fresh, 50, when);
+}
+
+#[test]
+fn a_stored_index_reopened_indexes_only_what_changed_and_ranks_as_one_built_afresh() {
+    let (repo, mut indexer) = many_small_modules();
+    let store = tempfile::tempdir().expect("tempdir");
+    let dir = store.path().join("text");
+    let first = TextIndex::stored(&dir, indexer.snapshot(), 1).expect("create");
+    assert_stored_ranks_as_fresh(&first, &indexer, "created");
+    drop(first);
+
+    // Nothing changed: reopened as it is, no commit written.
+    let meta = std::fs::read(dir.join("meta.json")).expect("meta");
+    let same = TextIndex::stored(&dir, indexer.snapshot(), 1).expect("reopen");
+    assert_eq!(std::fs::read(dir.join("meta.json")).expect("meta"), meta, "an unchanged tree commits nothing");
+    assert_stored_ranks_as_fresh(&same, &indexer, "reopened unchanged");
+    drop(same);
+
+    // Files edited, added and removed while no index was open: the next open catches up.
+    write(repo.path(), "m000.py", "def open_0(conn, zeppelin=1):\n    return conn.open(0)\n");
+    write(repo.path(), "m500.py", "def retry_connection_later():\n    \"\"\"Open it again, later.\"\"\"\n");
+    std::fs::remove_file(repo.path().join("m001.py")).expect("remove");
+    indexer.refresh().expect("refresh");
+    let caught_up = TextIndex::stored(&dir, indexer.snapshot(), 1).expect("reopen");
+    assert_ne!(std::fs::read(dir.join("meta.json")).expect("meta"), meta);
+    assert_eq!(ids(&caught_up.search("zeppelin", 5).expect("search")), ["m000.open_0"]);
+    assert!(caught_up.search("open_1", 50).expect("search").iter().all(|(id, _)| id != "m001.open_1"));
+    assert_stored_ranks_as_fresh(&caught_up, &indexer, "after edits");
+
+    // Updated in place, then reopened: the commit recorded what the update indexed.
+    write(repo.path(), "m002.py", "def open_2(conn):\n    return conn.open('quasar')\n");
+    let report = indexer.refresh().expect("refresh");
+    caught_up.update(indexer.snapshot(), &report.changed_files, &report.removed_files).expect("update");
+    drop(caught_up);
+    let meta = std::fs::read(dir.join("meta.json")).expect("meta");
+    let reopened = TextIndex::stored(&dir, indexer.snapshot(), 1).expect("reopen");
+    assert_eq!(std::fs::read(dir.join("meta.json")).expect("meta"), meta, "the update's commit is current");
+    assert_eq!(ids(&reopened.search("quasar", 5).expect("search")), ["m002.open_2"]);
+    assert_stored_ranks_as_fresh(&reopened, &indexer, "after an update");
+}
+
+#[test]
+fn a_stored_index_that_is_not_fresco_s_or_is_damaged_is_rebuilt() {
+    let (_repo, indexer) = many_small_modules();
+    let store = tempfile::tempdir().expect("tempdir");
+    let dir = store.path().join("text");
+    // Garbage where the index should be, then an index whose commit names no files (written by
+    // other code): both are replaced.
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join("meta.json"), b"\x00 not json").expect("write");
+    let rebuilt = TextIndex::stored(&dir, indexer.snapshot(), 1).expect("rebuilt over garbage");
+    assert_stored_ranks_as_fresh(&rebuilt, &indexer, "over garbage");
+    drop(rebuilt);
+    let meta = std::fs::read_to_string(dir.join("meta.json")).expect("meta");
+    let foreign = meta.replace("fresco text index", "fresco text index of other code");
+    assert_ne!(foreign, meta, "the commit carries the manifest");
+    std::fs::write(dir.join("meta.json"), foreign).expect("write");
+    let rebuilt = TextIndex::stored(&dir, indexer.snapshot(), 1).expect("rebuilt over another format");
+    assert_stored_ranks_as_fresh(&rebuilt, &indexer, "over another format");
+    assert!(std::fs::read_to_string(dir.join("meta.json")).expect("meta").contains("fresco text index "));
+}
+
+#[test]
+fn a_stored_index_held_by_another_process_is_left_alone() {
+    let (_repo, indexer) = many_small_modules();
+    let store = tempfile::tempdir().expect("tempdir");
+    let dir = store.path().join("text");
+    let holder = TextIndex::stored(&dir, indexer.snapshot(), 1).expect("create");
+    let error = TextIndex::stored(&dir, indexer.snapshot(), 1).expect_err("the writer lock is held");
+    assert!(error.to_string().contains("in use"), "{error}");
+    // The holder's index is intact.
+    assert_stored_ranks_as_fresh(&holder, &indexer, "while another open was refused");
+}
