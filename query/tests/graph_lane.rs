@@ -1022,3 +1022,49 @@ fn a_one_line_stub_keeps_its_annotations_as_header_and_a_class_keeps_dependency_
     let hits = out.lanes.as_ref().and_then(|l| l.get("graph")).map(|r| r.hits);
     assert!(hits.is_some_and(|h| h >= 1), "{hits:?}");
 }
+
+#[test]
+fn members_of_the_class_an_attribute_seems_to_hold_carry_their_affinity() {
+    // Nothing says what `self.connection` holds; the calls on it name methods `Connection`
+    // defines (and `Other` defines one of): `Connection` is what it holds, by duck typing.
+    let volume = |calls_on_the_attribute: bool| {
+        let (update, delete) = if calls_on_the_attribute {
+            ("self.connection.get_all_volumes([1])", "self.connection.delete_volume(1)")
+        } else {
+            ("1", "2")
+        };
+        format!(
+            "import pkg.connection\n\n\
+             class Volume:\n    def __init__(self, connection=None):\n        self.connection = connection\n\n    \
+             def update(self):\n        return {update}\n\n    def delete(self):\n        return {delete}\n\n    \
+             def attach(self, instance_id):\n        \"\"\"Attach this volume to an instance.\"\"\"\n        ...\n"
+        )
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    write(
+        dir.path(),
+        "pkg/connection.py",
+        "class Connection:\n    def get_all_volumes(self, ids):\n        return ids\n\n    \
+         def delete_volume(self, vid):\n        return vid\n\n    def attach_volume(self, vid, instance):\n        \
+         return vid\n\n\nclass Other:\n    def delete_volume(self, vid):\n        return vid\n\n    \
+         def attach_volume(self, vid, instance):\n        return vid\n",
+    );
+    write(dir.path(), "pkg/volume.py", &volume(true));
+    let snapshot = index(dir.path());
+    let features = features_for(&snapshot, "pkg.volume.Volume.attach");
+    let of = |id: &str| features.iter().find(|(c, _)| c == id).map(|(_, f)| f.clone());
+    let attach = of("pkg.connection.Connection.attach_volume").expect("a candidate");
+    assert!(attach.word_affinity > 0.0, "{attach:?}");
+    assert_eq!(attach.receiver_words, attach.word_affinity, "a member of the class the attribute holds");
+    // `Other` defines fewer of the names called on the attribute: not what it holds.
+    if let Some(other) = of("pkg.connection.Other.attach_volume") {
+        assert_eq!(other.receiver_words, 0.0, "{other:?}");
+    }
+    // Without the calls on the attribute, nothing says what it holds.
+    write(dir.path(), "pkg/volume.py", &volume(false));
+    let snapshot = index(dir.path());
+    let features = features_for(&snapshot, "pkg.volume.Volume.attach");
+    let attach = features.iter().find(|(c, _)| c == "pkg.connection.Connection.attach_volume").map(|(_, f)| f);
+    assert!(attach.is_none_or(|f| f.receiver_words == 0.0 && f.receiver_dense == 0.0), "{attach:?}");
+}

@@ -14,7 +14,7 @@ use super::candidates::{Tier, header_classes, mentioned_classes, reachable_candi
 use super::ids::{body_uses, identifiers_in, is_code_unit, is_unwritten, last_name, lies_within, owner_of};
 use super::neighbours::{
     ImportUse, NeighbourUsage, callers_above, collaborator_classes, header_uses, is_local_elsewhere,
-    is_unread_variable, is_unused_private, shadowed_members,
+    is_unread_variable, is_unused_private, receiver_classes, shadowed_members,
 };
 use super::relatives::{AnalogueUsage, TypeUsage, UseShare, are_namesakes, family_of, name_siblings};
 use super::target::{Target, target_name};
@@ -42,6 +42,9 @@ use super::target::{Target, target_name};
 /// - what other code working with the classes its header names uses of them;
 /// - its return annotation: the constructor of the class it names (a function declared to
 ///   return a class most often builds one);
+/// - the classes its class seems to hold in attributes, by the names its other methods call on
+///   them unresolved (`self.connection.get_all_volumes()`): their members, by word and dense
+///   affinity (duck typing as evidence, never as an edge);
 /// - for a body not written yet, the target itself: recursion, likelier in a file whose other
 ///   functions call themselves.
 ///
@@ -212,6 +215,12 @@ pub struct CandidateFeatures {
     /// For the target itself: how many other functions and methods of its file call themselves
     /// (at most 3). Recursion runs in a file's style: a module of tree walkers and dict mergers.
     pub recursive_neighbours: f64,
+    /// The word affinity of a member of a class the target's class seems to hold in an attribute
+    /// (see [`receiver_classes`]), 0 for other candidates: of the methods of what
+    /// `self.connection` holds, the one the target's words name.
+    pub receiver_words: f64,
+    /// The same with the dense affinity (its positive part).
+    pub receiver_dense: f64,
 }
 
 /// The weight of evidence that outranks every other: more than all the others can add up to, so
@@ -256,6 +265,8 @@ impl CandidateFeatures {
             - 4.25 * self.shadowed
             + 3.0 * self.itself
             + 4.0 * self.recursive_neighbours
+            + 0.5 * self.receiver_words
+            + 1.0 * self.receiver_dense
     }
 
     /// The score without the text lanes' evidence (word and dense affinity, what analogues
@@ -269,6 +280,8 @@ impl CandidateFeatures {
             named_in_text: 0.0,
             same_name: 0.0,
             collaborator_namesake: 0.0,
+            receiver_words: 0.0,
+            receiver_dense: 0.0,
             ..self.clone()
         }
         .score()
@@ -296,6 +309,13 @@ pub fn candidate_features(
     let import_use = ImportUse::of(snapshot, target, &usage, &header);
     let candidates = reachable_candidates(snapshot, target, &usage, &analogue_use, &mentioned, &constructors, exclude);
     let collaborators = collaborator_classes(snapshot, target, &usage);
+    let candidate_classes: FxHashSet<&str> = candidates
+        .iter()
+        .filter_map(|c| owner_of(&c.id))
+        .filter(|o| snapshot.kind_of(o) == Some(UnitKind::Class))
+        .collect();
+    let receivers: FxHashSet<String> =
+        receiver_classes(snapshot, target, candidate_classes).into_iter().map(str::to_string).collect();
     let callers = callers_above(snapshot, target);
     let shadowed = shadowed_members(snapshot, target);
     let target_words: FxHashSet<String> = words(lanes, &target.own_text).into_iter().collect();
@@ -313,6 +333,8 @@ pub fn candidate_features(
         .map(|((c, cand_words), dense)| {
             let one = |t: Tier| if c.tier == t { 1.0 } else { 0.0 };
             let namesake = name.is_some_and(|n| are_namesakes(last_name(&c.id), n));
+            let word_affinity = idf.affinity(cand_words, &target_words);
+            let on_receiver = if owner_of(&c.id).is_some_and(|o| receivers.contains(o)) { 1.0 } else { 0.0 };
             let features = CandidateFeatures {
                 own_class: one(Tier::Class),
                 base_class: one(Tier::BaseClass),
@@ -336,7 +358,7 @@ pub fn candidate_features(
                 },
                 unused_private: if is_unused_private(snapshot, target, &header, &c.id) { 1.0 } else { 0.0 },
                 unread_variable: if is_unread_variable(snapshot, target, &header, &c.id) { 1.0 } else { 0.0 },
-                word_affinity: idf.affinity(cand_words, &target_words),
+                word_affinity,
                 dense_affinity: dense,
                 analogue_users: analogue_use.score(&c.id),
                 named_in_text: if identifiers.contains(last_name(&c.id)) { 1.0 } else { 0.0 },
@@ -357,6 +379,8 @@ pub fn candidate_features(
                 shadowed: if shadowed.contains(&c.id) { 1.0 } else { 0.0 },
                 itself: 0.0,
                 recursive_neighbours: 0.0,
+                receiver_words: on_receiver * word_affinity,
+                receiver_dense: on_receiver * dense.max(0.0),
             };
             (c.id, features)
         })

@@ -158,6 +158,56 @@ pub(super) fn collaborator_classes<'u>(
         .collect()
 }
 
+/// The classes the target's class seems to hold in its attributes, by what it calls on them:
+/// for each attribute its other methods call methods on that no analysis resolves
+/// (`self.connection.get_all_volumes()`, where nothing says what `connection` holds), the
+/// classes among `classes` (the owners of the candidates) that define the most of those names,
+/// every class tied at the top. Duck typing, read as evidence, never as an edge: what
+/// `self.connection.attach_volume()` will call is most likely a method of such a class. Empty
+/// for a function outside a class.
+pub(super) fn receiver_classes<'c>(
+    snapshot: &Snapshot,
+    target: &Target,
+    classes: impl IntoIterator<Item = &'c str>,
+) -> FxHashSet<&'c str> {
+    let Some(class) = target.class.as_deref() else { return FxHashSet::default() };
+    let Some(file) = snapshot.file(&target.file) else { return FxHashSet::default() };
+    let inside_target = |caller: &str| target.id.as_deref().is_some_and(|t| is_within(caller, t));
+    // Per attribute (`self.connection`), the names called on it.
+    let mut called_on: FxHashMap<&str, FxHashSet<&str>> = FxHashMap::default();
+    for site in file.unresolved() {
+        let caller = site.caller.as_str();
+        if caller == class || !is_within(caller, class) || inside_target(caller) {
+            continue;
+        }
+        let callee = site.callee.as_str();
+        if callee.contains(['[', '(', ' ']) {
+            continue;
+        }
+        if let Some((receiver, name)) = callee.rsplit_once('.')
+            && receiver.starts_with("self.")
+        {
+            called_on.entry(receiver).or_default().insert(name);
+        }
+    }
+    if called_on.is_empty() {
+        return FxHashSet::default();
+    }
+    // The target's own class counts: an attribute may hold another instance of it (a tree's
+    // `self.parent`, a list's `self.next`) or a wrapped object with the same methods.
+    let classes: Vec<&str> = classes.into_iter().collect();
+    let mut found = FxHashSet::default();
+    for names in called_on.values() {
+        let defined = |c: &str| names.iter().filter(|n| snapshot.contains_unit(&format!("{c}.{n}"))).count();
+        let counts: Vec<(&str, usize)> = classes.iter().map(|c| (*c, defined(c))).collect();
+        let best = counts.iter().map(|(_, n)| *n).max().unwrap_or(0);
+        if best > 0 {
+            found.extend(counts.iter().filter(|(_, n)| *n == best).map(|(c, _)| *c));
+        }
+    }
+    found
+}
+
 /// Who, around the target, uses what: per used unit, how many of the target's class's other
 /// methods and how many of its file's other units (the module's top level included) read, call
 /// or inherit it. The target itself (and what it contains) is left out.
