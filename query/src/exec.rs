@@ -1115,18 +1115,24 @@ fn neighbours(snapshot: &Snapshot, id: &str, traversal: Traversal) -> Vec<(Strin
     let (kinds, backward) = traversal.edges();
     let mut out = Vec::new();
     if backward {
-        // Importers of a module also import the names defined in it.
-        let mut targets = vec![id.to_string()];
-        if traversal == Traversal::Importers
+        for (edge, _) in snapshot.edges_to(id) {
+            if kinds.contains(&edge.kind) && edge.src != id {
+                out.push((edge.src.clone(), edge.kind, edge.line));
+            }
+        }
+        // Importers of a module also import the names defined in it (`from m import f`): for
+        // `importers` and for `impact`, whose answer for a module would otherwise leave out
+        // every module that imports names from it. Only those imports: what calls `m.f` is
+        // `impact m.f`, not the module's.
+        if matches!(traversal, Traversal::Importers | Traversal::Impact)
             && let Some(u) = snapshot.unit(id)
             && u.unit.kind == UnitKind::Module
         {
-            targets.extend(u.file.graph.units.iter().skip(1).map(|x| x.id.clone()));
-        }
-        for target in &targets {
-            for (edge, _) in snapshot.edges_to(target) {
-                if kinds.contains(&edge.kind) && edge.src != id {
-                    out.push((edge.src.clone(), edge.kind, edge.line));
+            for name in u.file.graph.units.iter().skip(1) {
+                for (edge, _) in snapshot.edges_to(&name.id) {
+                    if edge.kind == EdgeKind::Imports && edge.src != id {
+                        out.push((edge.src.clone(), edge.kind, edge.line));
+                    }
                 }
             }
         }

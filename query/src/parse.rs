@@ -459,10 +459,20 @@ impl Parser {
             }
             "cycles" => {
                 self.bump();
-                let kind = if self.at_stage_end() { EdgeKind::Imports } else { self.edge_kind()? };
-                if !matches!(kind, EdgeKind::Imports | EdgeKind::Calls | EdgeKind::Inherits) {
-                    return self.error("cycles are computed over imports, calls or inherits".into());
-                }
+                let kind = if self.at_stage_end() {
+                    EdgeKind::Imports
+                } else {
+                    let named = match self.peek() {
+                        Tok::Word(w) => EdgeKind::parse(&w.to_ascii_lowercase()),
+                        _ => None,
+                    };
+                    match named {
+                        Some(EdgeKind::Imports | EdgeKind::Calls | EdgeKind::Inherits) => self.edge_kind()?,
+                        Some(_) => return self.error("cycles are computed over imports, calls or inherits".into()),
+                        // Name the kinds `cycles` takes, not every edge kind.
+                        None => return self.expected("imports, calls or inherits"),
+                    }
+                };
                 Ok(Stage::Cycles { kind })
             }
             "changes" => {
@@ -908,6 +918,18 @@ mod tests {
         assert!(err.message.contains("'count' must be the last step"), "{}", err.message);
         assert_eq!(err.position, text.find("limit").unwrap_or(0), "the error points at the step after count");
         assert!(parse("find \"*\" | limit 1").is_ok());
+
+        // `cycles` names the kinds it takes, at the word that is not one of them.
+        let err = parse("cycles foo").unwrap_err();
+        assert_eq!(err.position, 7, "{err:?}");
+        assert!(err.message.contains("expected imports, calls or inherits"), "{}", err.message);
+        let err = parse("cycles contains").unwrap_err();
+        assert_eq!(err.position, 7, "{err:?}");
+        assert!(err.message.contains("cycles are computed over imports, calls or inherits"), "{}", err.message);
+        assert!(parse("cycles 3").unwrap_err().message.contains("expected imports, calls or inherits"));
+        for kind in ["imports", "calls", "inherits", "CALLS"] {
+            assert!(parse(&format!("cycles {kind}")).is_ok(), "{kind}");
+        }
     }
 
     #[test]

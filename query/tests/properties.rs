@@ -297,6 +297,19 @@ impl Graph {
         Graph { g, index }
     }
 
+    /// What `impact` walks: [`IMPACT_KINDS`] reversed, and a module also reached back from each
+    /// import of a name defined in it (`from m import f` imports from `m`).
+    fn impact(snapshot: &Snapshot) -> Graph {
+        let mut graph = Graph::new(snapshot, &IMPACT_KINDS, true);
+        for (_, src, module) in name_imports(snapshot) {
+            let mut node =
+                |id: &str| *graph.index.entry(id.to_string()).or_insert_with(|| graph.g.add_node(id.to_string()));
+            let (a, b) = (node(&src), node(&module));
+            graph.g.add_edge(b, a, EdgeKind::Imports);
+        }
+        graph
+    }
+
     /// Distances (in edges) from `start` to every node reachable from it, by BFS.
     fn distances(&self, start: &str) -> HashMap<String, u32> {
         let Some(&s) = self.index.get(start) else { return HashMap::new() };
@@ -425,12 +438,31 @@ fn check_callers_callees(label: &str, snapshot: &Snapshot) -> usize {
 // ---------------------------------------------------------------------------------------------
 // (b) impact is reverse reachability, with BFS depths.
 
+/// Each import of a name defined in another module (not the module itself): (its line, the
+/// importing unit, the module defining the name).
+fn name_imports(snapshot: &Snapshot) -> Vec<(Option<u32>, String, String)> {
+    let mut out = Vec::new();
+    for (e, _) in snapshot.edges() {
+        if e.kind != EdgeKind::Imports {
+            continue;
+        }
+        let Some(dst) = snapshot.unit(&e.dst) else { continue };
+        let Some(module) = dst.file.graph.units.first() else { continue };
+        if module.id != e.dst && module.id != e.src {
+            out.push((e.line, e.src.clone(), module.id.clone()));
+        }
+    }
+    out
+}
+
 const IMPACT_KINDS: [EdgeKind; 4] = [EdgeKind::Calls, EdgeKind::References, EdgeKind::Inherits, EdgeKind::Imports];
 
 fn check_impact(label: &str, snapshot: &Snapshot, sample: Option<usize>) -> usize {
     let ctx = context(snapshot);
     let edges = edge_set(snapshot);
-    let reversed = Graph::new(snapshot, &IMPACT_KINDS, true);
+    let reversed = Graph::impact(snapshot);
+    let imports_from_module: HashSet<(String, String, Option<u32>)> =
+        name_imports(snapshot).into_iter().map(|(line, src, module)| (src, module, line)).collect();
     // Names that select one definition: reachability here is from a single node.
     let mut units: Vec<String> =
         snapshot.units().map(|u| u.unit.id.clone()).filter(|id| quotable(id) && single(snapshot, id)).collect();
@@ -469,14 +501,17 @@ fn check_impact(label: &str, snapshot: &Snapshot, sample: Option<usize>) -> usiz
             let kind = EdgeKind::parse(r.via.expect("via")).expect("edge kind");
             assert!(IMPACT_KINDS.contains(&kind), "{label}: {q}: via {kind:?}");
             assert!(
-                edges.contains(&(id.to_string(), from.to_string(), kind, r.line)),
-                "{label}: {q}: no {kind:?} edge {id} -> {from} at line {:?}",
+                edges.contains(&(id.to_string(), from.to_string(), kind, r.line))
+                    || (kind == EdgeKind::Imports
+                        && imports_from_module.contains(&(id.to_string(), from.to_string(), r.line))),
+                "{label}: {q}: no {kind:?} edge {id} -> {from} (or to a name defined in it) at line {:?}",
                 r.line
             );
             // Every further site listed is an edge between the same two units.
             for line in &r.also_at {
                 assert!(
-                    IMPACT_KINDS.iter().any(|k| edges.contains(&(id.to_string(), from.to_string(), *k, Some(*line)))),
+                    IMPACT_KINDS.iter().any(|k| edges.contains(&(id.to_string(), from.to_string(), *k, Some(*line))))
+                        || imports_from_module.contains(&(id.to_string(), from.to_string(), Some(*line))),
                     "{label}: {q}: also_at {line} of {id} -> {from} is no edge"
                 );
             }

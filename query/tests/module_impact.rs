@@ -1,0 +1,43 @@
+//! What depends on a module: `importers M` and `impact M` count the modules that import names
+//! from it (`from m import f`), not only those that import the module object (`from . import m`).
+
+use fresco_indexer::{Indexer, IndexerOptions};
+use fresco_query::Context;
+
+#[test]
+fn impact_of_a_module_reaches_the_modules_that_import_names_from_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    let write = |path: &str, text: &str| {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    };
+    write("pkg/__init__.py", "from .core import CODES\n");
+    write("pkg/core.py", "CODES = {'a': 1}\n\n\ndef lookup(name):\n    return CODES[name]\n");
+    // Imports a name of `core`; read by `app`, which imports from `names`.
+    write("pkg/names.py", "from .core import lookup\n\n\ndef code_of(name):\n    return lookup(name)\n");
+    write("pkg/app.py", "from .names import code_of\n\n\ndef main():\n    return code_of('a')\n");
+    // Imports the module object.
+    write("pkg/whole.py", "from . import core\n\n\ndef first():\n    return core.lookup('a')\n");
+    // Imports nothing of it.
+    write("pkg/unrelated.py", "def alone():\n    return 0\n");
+    let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().expect("index");
+    let snapshot = indexer.snapshot().clone();
+    let names = |query: &str| -> Vec<String> {
+        let out = fresco_query::run(&Context::new(&snapshot), query).unwrap_or_else(|e| panic!("{query}: {e}"));
+        let mut names: Vec<String> = out.results.iter().map(|item| item.name.clone()).collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names("importers pkg.core"), ["pkg", "pkg.names", "pkg.whole"]);
+    let impact = names("impact pkg.core");
+    for expected in ["pkg", "pkg.names", "pkg.whole", "pkg.app"] {
+        assert!(impact.contains(&expected.to_string()), "impact of pkg.core lacks {expected}: {impact:?}");
+    }
+    assert!(!impact.iter().any(|n| n.starts_with("pkg.unrelated")), "{impact:?}");
+    // Depth 1: the importers themselves and what reads the module (`core.lookup(...)`), not what
+    // imports them in turn.
+    assert_eq!(names("impact pkg.core depth 1"), ["pkg", "pkg.names", "pkg.whole", "pkg.whole.first"]);
+}
