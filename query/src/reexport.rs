@@ -69,7 +69,9 @@ fn found_through_imports(snapshot: &Snapshot, name: &str, depth: u32) -> Vec<Str
                     continue;
                 };
                 let candidate = if rest.is_empty() { definition } else { format!("{definition}.{}", rest.join(".")) };
-                if snapshot.contains_unit(&candidate) {
+                // A name bound to something outside the repository (`import urllib3`, `from
+                // collections.abc import Mapping`) is that external node.
+                if snapshot.contains_unit(&candidate) || (rest.is_empty() && snapshot.is_external(&candidate)) {
                     found.push((line, candidate));
                 } else if imported == "*" && depth < MAX_STAR_DEPTH {
                     // The star-imported module binds the name by an import of its own.

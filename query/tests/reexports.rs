@@ -19,7 +19,7 @@ fn a_public_path_through_a_reexport_names_the_definition() {
         "from ._impl.cart import Cart\nfrom ._impl import cart\nfrom ._impl.pay import *  # the public names\n\
          from ._impl.hidden import *\nfrom ._impl.other import Thing as _Thing\nimport shop._impl.deep\n\
          from ._impl.first import *\nfrom ._impl.second import *\nfrom ._impl.outer import *\n\
-         from ._impl.typed import to_tuple\n\n\ndef lazy():\n    from ._impl.late import Late\n    return Late\n",
+         from ._impl.typed import to_tuple\nimport json\nfrom collections.abc import Mapping as _Map\n\n\ndef lazy():\n    from ._impl.late import Late\n    return Late\n",
     );
     write("shop/_impl/__init__.py", "");
     write("shop/_impl/pay.py", "def pay(amount):\n    return amount\n\n\ndef _fee():\n    return 1\n");
@@ -78,6 +78,11 @@ fn a_public_path_through_a_reexport_names_the_definition() {
     // A name defined more than once: what the import binds, the last definition (the
     // implementation after its overloads), as calls through it resolve.
     assert_eq!(names("show shop.to_tuple"), ["shop._impl.typed.to_tuple#3"]);
+    // A name bound to something outside the repository is that external node.
+    assert_eq!(names("show shop.json"), ["json"]);
+    assert_eq!(names("show shop._Map"), ["collections.abc.Mapping"]);
+    assert!(unknown("show shop.Mapping"), "bound as _Map");
+    assert!(unknown("show shop.json.loads"), "nothing inside an external module is known");
     // A name nothing binds is still unknown, with suggestions.
     let err = fresco_query::run(&Context::new(&snapshot), "show shop.Basket").expect_err("unknown");
     assert!(err.to_string().contains("shop.Basket"), "{err}");
