@@ -1083,7 +1083,7 @@ mod tests {
         for (i, path) in
             ["pkg/a.py", "odd\\name.py", "line\nbreak.py", "cr\r.py", "spaces in it.py", "ü.py", ""].iter().enumerate()
         {
-            manifest.digests.insert(path.to_string(), i as u64 * 0x9e37_79b9_7f4a_7c15);
+            manifest.digests.insert(path.to_string(), (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         }
         assert_eq!(Manifest::parse(&manifest.write()), Some(manifest.clone()));
         assert_eq!(Manifest::parse(""), None, "no header");
