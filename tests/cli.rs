@@ -679,3 +679,35 @@ fn every_exported_edge_has_both_ends_among_the_nodes_even_to_a_skipped_module() 
         assert!(node["skipped"].as_str().is_some_and(|s| s.contains(why)), "{node}");
     }
 }
+
+#[test]
+fn a_search_without_a_daemon_reuses_the_stored_lexical_index_and_sees_edits() {
+    let repo = repo(&[
+        ("pkg/__init__.py", b""),
+        ("pkg/net.py", b"def retry_connection(conn):\n    \"\"\"Open the connection again.\"\"\"\n    return conn\n"),
+        ("pkg/disk.py", b"def flush_buffers(fd):\n    \"\"\"Write what is buffered.\"\"\"\n    return fd\n"),
+    ]);
+    let root = repo.path().to_str().expect("utf8");
+    let top = |query: &str| -> Vec<String> {
+        let out = run(&["query", root, query, "--json"]);
+        assert!(out.status.success(), "{query}: {}", stderr(&out));
+        let v = json(&out);
+        v["results"].as_array().expect("results").iter().map(|r| r["name"].as_str().unwrap_or("").to_string()).collect()
+    };
+    assert_eq!(top("search \"zeppelin\" k 5 lanes bm25"), Vec::<String>::new());
+    assert_eq!(top("search \"retry connection\" k 1 lanes bm25"), ["pkg.net.retry_connection"]);
+    let meta = repo.path().join(".fresco/text/meta.json");
+    let stored = std::fs::read(&meta).expect("the lexical index is stored beside the graph");
+    // Unchanged files: reopened as stored, nothing committed.
+    assert_eq!(top("search \"flush\" k 1 lanes bm25"), ["pkg.disk.flush_buffers"]);
+    assert_eq!(std::fs::read(&meta).expect("meta"), stored);
+    // An edit, a new file and a removed one between two queries: the next one sees all three.
+    std::fs::write(repo.path().join("pkg/net.py"), "def retry_zeppelin(conn):\n    return conn\n").expect("write");
+    std::fs::write(repo.path().join("pkg/more.py"), "def airship():\n    \"\"\"A zeppelin.\"\"\"\n").expect("write");
+    std::fs::remove_file(repo.path().join("pkg/disk.py")).expect("remove");
+    let mut found = top("search \"zeppelin\" k 5 lanes bm25");
+    found.sort();
+    assert_eq!(found, ["pkg.more.airship", "pkg.net.retry_zeppelin"]);
+    assert_eq!(top("search \"flush buffers\" k 5 lanes bm25"), Vec::<String>::new());
+    assert_ne!(std::fs::read(&meta).expect("meta"), stored);
+}
