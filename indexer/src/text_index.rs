@@ -539,10 +539,11 @@ impl TextIndex {
 
     /// The index stored in `dir`, brought to `snapshot`: only the files whose documents differ
     /// from what was stored are indexed again, so a query without a daemon does not rebuild the
-    /// whole index each time (django: 1.4 s, against about 0.2 s to open it unchanged). A directory that holds no index, or one written by
-    /// other code (see [`Manifest`]) or unreadable, is replaced by a new one built from
-    /// `snapshot`. Every commit carries the digests of what it holds, atomically with it: a
-    /// process stopped part way leaves the last commit, which the next open brings up to date.
+    /// whole index each time (django: 1.4 s, against about 0.2 s to open it unchanged). A
+    /// directory that holds no index, or one written by other code (see [`Manifest`]) or
+    /// unreadable, is replaced by a new one built from `snapshot`. Every commit carries the
+    /// digests of what it holds, atomically with it: a process stopped part way leaves the last
+    /// commit, which the next open brings up to date.
     ///
     /// One process at a time may hold it (tantivy's writer lock): a second gets an error (the
     /// caller builds in RAM instead).
