@@ -385,7 +385,17 @@ pub fn serve(options: ServeOptions) -> Result<()> {
     let (flush_tx, flush_rx) = crossbeam::channel::bounded::<()>(1);
     let _watcher =
         watch::start(root.clone(), options.indexer.walk.clone(), options.debounce, tracker.clone(), batch_tx, flush_rx)
-            .context("cannot watch the tree (inotify limits? see `sysctl fs.inotify`)")?;
+            .map_err(|e| {
+                let hint =
+                    if watch::is_watch_limit(&e) { " (the inotify limits: see `sysctl fs.inotify`)" } else { "" };
+                anyhow::anyhow!("cannot watch the tree{hint}: {e}")
+            })?;
+    for dir in &_watcher.unwatched {
+        eprintln!(
+            "fresco: warning: cannot watch {} (no permission to read it): changes inside it are not seen",
+            dir.display()
+        );
+    }
 
     let started = Instant::now();
     let interactive = std::io::IsTerminal::is_terminal(&std::io::stderr());

@@ -309,13 +309,83 @@ impl IgnoreRules {
 
 /// The running watcher. Dropping it stops watching.
 pub struct Watcher {
-    _notify: notify::RecommendedWatcher,
+    _notify: Arc<Mutex<notify::RecommendedWatcher>>,
     _thread: JoinHandle<()>,
+    /// Directories under the root that could not be watched at start (no permission to read
+    /// them) and that the ignore rules do not hide: changes inside them go unseen until one can
+    /// be watched (any event on it tries again).
+    pub unwatched: Vec<PathBuf>,
+}
+
+/// Where the tree could not be watched recursively from the root: the directories watched
+/// alone (above a directory that cannot be watched; a directory created in one is watched when
+/// its event arrives) and those not watched at all.
+#[derive(Debug, Default)]
+struct Holes {
+    shallow: HashSet<PathBuf>,
+    unwatched: HashSet<PathBuf>,
+}
+
+/// Whether a watch failed at the system's limit on watches (inotify's `max_user_watches`).
+pub fn is_watch_limit(e: &notify::Error) -> bool {
+    matches!(e.kind, notify::ErrorKind::MaxFilesWatch)
+}
+
+/// Whether a watch failed for want of permission (a directory the user may not read).
+fn is_permission_error(e: &notify::Error) -> bool {
+    matches!(&e.kind, notify::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied)
+}
+
+/// Watches `dir` and everything under it. inotify refuses a directory the user may not read,
+/// and notify's recursive watch then fails as a whole: the subtree is watched again one level
+/// down, around the directory that failed, so that one unreadable directory (a database's data
+/// volume, owned by another user) costs its own changes and not the daemon. Other errors (the
+/// inotify limit) fail the watch.
+fn watch_tree(watcher: &mut impl notify::Watcher, dir: &Path, holes: &mut Holes) -> Result<(), notify::Error> {
+    let error = match watcher.watch(dir, RecursiveMode::Recursive) {
+        Ok(()) => {
+            holes.unwatched.remove(dir);
+            return Ok(());
+        }
+        Err(e) if is_permission_error(&e) => e,
+        Err(e) => return Err(e),
+    };
+    // The watches added before the failure stay: start this subtree over.
+    let _ = watcher.unwatch(dir);
+    if error.paths.iter().any(|p| p == dir) {
+        holes.unwatched.insert(dir.to_path_buf());
+        return Ok(());
+    }
+    if let Err(e) = watcher.watch(dir, RecursiveMode::NonRecursive) {
+        if is_permission_error(&e) {
+            holes.unwatched.insert(dir.to_path_buf());
+            return Ok(());
+        }
+        return Err(e);
+    }
+    holes.unwatched.remove(dir);
+    holes.shallow.insert(dir.to_path_buf());
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
+    for entry in entries.flatten() {
+        // Symbolic links are not followed (the walk records them as skipped).
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            watch_tree(watcher, &entry.path(), holes)?;
+        }
+    }
+    Ok(())
 }
 
 enum Raw {
     Event(notify::Event),
     Error,
+}
+
+/// The debounce loop's channels: notify's raw events in, batches out, and the flush requests
+/// of waiting queries.
+struct Channels {
+    raw: Receiver<Raw>,
+    out: Sender<Batch>,
+    flush: Receiver<()>,
 }
 
 /// Starts watching `root`. Relevant changes are registered in `tracker` at once and sent to
@@ -336,7 +406,11 @@ pub fn start(
             Err(_) => Raw::Error,
         });
     })?;
-    watcher.watch(&root, RecursiveMode::Recursive)?;
+    let mut holes = Holes::default();
+    watch_tree(&mut watcher, &root, &mut holes)?;
+    if holes.unwatched.contains(&root) {
+        return Err(notify::Error::generic(&format!("no permission to watch {}", root.display())).add_path(root));
+    }
     // The ignore files of the directories above the root apply too (`IgnoreRules::load`): their
     // directories are watched, not recursively, for those files alone. A directory that cannot
     // be watched (permissions) keeps its rules until a restart.
@@ -353,11 +427,56 @@ pub fn start(
             let _ = watcher.watch(dir, RecursiveMode::NonRecursive);
         }
     }
+    let rules = IgnoreRules::load(&root, &options);
+    let mut unwatched: Vec<PathBuf> = holes.unwatched.iter().filter(|d| !rules.is_ignored(d, true)).cloned().collect();
+    unwatched.sort();
+    let watcher = Arc::new(Mutex::new(watcher));
+    let rewatch = Rewatch { watcher: watcher.clone(), holes };
     let thread = std::thread::Builder::new()
         .name("fresco-watch".into())
-        .spawn(move || debounce_loop(root, options, debounce, tracker, raw_rx, out, flush))
+        .spawn(move || debounce_loop(root, options, debounce, tracker, Channels { raw: raw_rx, out, flush }, rewatch))
         .map_err(|e| notify::Error::generic(&e.to_string()))?;
-    Ok(Watcher { _notify: watcher, _thread: thread })
+    Ok(Watcher { _notify: watcher, _thread: thread, unwatched })
+}
+
+/// Keeps the holes of a watch ([`Holes`]) closing: a directory created in a directory watched
+/// alone is watched (recursively, as notify would have), and one that could not be watched is
+/// tried again when an event names it (its permissions changed, say).
+struct Rewatch {
+    watcher: Arc<Mutex<notify::RecommendedWatcher>>,
+    holes: Holes,
+}
+
+impl Rewatch {
+    fn on_event(&mut self, event: &notify::Event) {
+        if self.holes.shallow.is_empty() && self.holes.unwatched.is_empty() {
+            return;
+        }
+        // Only a directory arriving (made, or moved in) or changing its permissions: reading a
+        // directory, as watching it does, reports an access, and reacting to those would loop.
+        let arrives_or_changes = matches!(
+            event.kind,
+            EventKind::Create(_)
+                | EventKind::Modify(notify::event::ModifyKind::Name(_))
+                | EventKind::Modify(notify::event::ModifyKind::Metadata(_))
+        );
+        if !arrives_or_changes {
+            return;
+        }
+        for path in &event.paths {
+            let in_shallow = path.parent().is_some_and(|p| self.holes.shallow.contains(p));
+            let retry = self.holes.unwatched.contains(path);
+            if (in_shallow || retry)
+                && !self.holes.shallow.contains(path)
+                && path.is_dir()
+                && let Ok(mut watcher) = self.watcher.lock()
+            {
+                // An error here (the inotify limit) leaves the directory unwatched, as a failing
+                // recursive watch of notify's own would.
+                let _ = watch_tree(&mut *watcher, path, &mut self.holes);
+            }
+        }
+    }
 }
 
 fn debounce_loop(
@@ -365,10 +484,10 @@ fn debounce_loop(
     options: WalkOptions,
     debounce: Debounce,
     tracker: Arc<Tracker>,
-    raw: Receiver<Raw>,
-    out: Sender<Batch>,
-    flush: Receiver<()>,
+    channels: Channels,
+    mut rewatch: Rewatch,
 ) {
+    let Channels { raw, out, flush } = channels;
     let mut rules = IgnoreRules::load(&root, &options);
     let mut batch = Batch::default();
     let mut batch_started: Option<Instant> = None;
@@ -386,6 +505,7 @@ fn debounce_loop(
         select! {
             recv(raw) -> msg => match msg {
                 Ok(Raw::Event(event)) => {
+                    rewatch.on_event(&event);
                     if classify(&root, &options, &mut rules, &tracker, &event, &mut batch) {
                         batch_started.get_or_insert_with(Instant::now);
                         last_event = Instant::now();
@@ -552,6 +672,110 @@ fn classify(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A watcher that refuses what inotify refuses a user who may not read a directory: a
+    /// recursive watch walks the subtree, adding watches until it meets such a directory, and
+    /// fails there (the watches added so far stay); a single watch of such a directory fails.
+    /// (Root reads every directory: a real refusal needs another user, which a test cannot count
+    /// on; the daemon was checked by hand as `nobody`, see the commit.)
+    struct Refusing {
+        forbidden: Vec<PathBuf>,
+        watched: BTreeMap<PathBuf, bool>,
+    }
+
+    impl Refusing {
+        fn refused(&self, dir: &Path) -> notify::Error {
+            let _ = self;
+            notify::Error::io(std::io::Error::from(std::io::ErrorKind::PermissionDenied)).add_path(dir.to_path_buf())
+        }
+
+        fn subtree(dir: &Path) -> Vec<PathBuf> {
+            let mut out = vec![dir.to_path_buf()];
+            let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+                .map(|it| it.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).map(|e| e.path()).collect())
+                .unwrap_or_default();
+            entries.sort();
+            for e in entries {
+                out.extend(Self::subtree(&e));
+            }
+            out
+        }
+
+        /// Whether a change in `dir` is reported: watched itself, or under a recursive watch.
+        fn covers(&self, dir: &Path) -> bool {
+            self.watched.contains_key(dir)
+                || dir.ancestors().skip(1).any(|a| self.watched.get(a).copied() == Some(true))
+        }
+    }
+
+    impl notify::Watcher for Refusing {
+        fn new<F: notify::EventHandler>(_: F, _: notify::Config) -> notify::Result<Self> {
+            Ok(Refusing { forbidden: Vec::new(), watched: BTreeMap::new() })
+        }
+
+        fn watch(&mut self, path: &Path, mode: RecursiveMode) -> notify::Result<()> {
+            let dirs = match mode {
+                RecursiveMode::Recursive => Self::subtree(path),
+                RecursiveMode::NonRecursive => vec![path.to_path_buf()],
+            };
+            for d in dirs {
+                if self.forbidden.contains(&d) {
+                    return Err(self.refused(&d));
+                }
+                self.watched.insert(d, mode == RecursiveMode::Recursive);
+            }
+            Ok(())
+        }
+
+        fn unwatch(&mut self, path: &Path) -> notify::Result<()> {
+            self.watched.retain(|p, _| !p.starts_with(path));
+            Ok(())
+        }
+
+        fn kind() -> notify::WatcherKind {
+            notify::WatcherKind::NullWatcher
+        }
+    }
+
+    #[test]
+    fn a_directory_that_cannot_be_watched_leaves_the_rest_of_the_tree_watched() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        for d in ["a/b/c", "a/secret/inner", "a/z", "pgdata", "src/pkg/deep", "zz"] {
+            std::fs::create_dir_all(root.join(d)).expect("mkdir");
+        }
+        let forbidden = vec![root.join("a/secret"), root.join("pgdata")];
+        let mut watcher = Refusing { forbidden: forbidden.clone(), watched: BTreeMap::new() };
+        let mut holes = Holes::default();
+        watch_tree(&mut watcher, root, &mut holes).expect("watched");
+        let mut unwatched: Vec<&PathBuf> = holes.unwatched.iter().collect();
+        unwatched.sort();
+        assert_eq!(unwatched, forbidden.iter().collect::<Vec<_>>());
+        // Only the directories above a refused one are watched alone.
+        let mut shallow: Vec<&PathBuf> = holes.shallow.iter().collect();
+        shallow.sort();
+        assert_eq!(shallow, [&root.to_path_buf(), &root.join("a")]);
+        for d in Refusing::subtree(root) {
+            let refused = forbidden.iter().any(|f| d.starts_with(f));
+            assert_eq!(watcher.covers(&d), !refused, "{}", d.display());
+        }
+        // Everything else is watched recursively: a directory made in it later is seen.
+        for d in ["a/b", "a/z", "src", "zz"] {
+            assert_eq!(watcher.watched.get(&root.join(d)), Some(&true), "{d}");
+        }
+
+        // Once readable, the directory is watched again when an event names it.
+        watcher.forbidden.retain(|f| f != &root.join("pgdata"));
+        let mut rewatch_holes = holes;
+        watch_tree(&mut watcher, &root.join("pgdata"), &mut rewatch_holes).expect("watched");
+        assert!(!rewatch_holes.unwatched.contains(&root.join("pgdata")));
+        assert!(watcher.covers(&root.join("pgdata")));
+        // A refusal of the root itself is the caller's error to report.
+        let mut watcher = Refusing { forbidden: vec![root.to_path_buf()], watched: BTreeMap::new() };
+        let mut holes = Holes::default();
+        watch_tree(&mut watcher, root, &mut holes).expect("recorded");
+        assert!(holes.unwatched.contains(root));
+    }
 
     /// The watcher's rules for single paths agree with the walk: `.git/info/exclude` and ignore
     /// files above the root count, and hidden files are not candidates.
