@@ -369,6 +369,12 @@ fn is_gone(error: &std::io::Error) -> bool {
     matches!(error.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory)
 }
 
+/// Whether the directory holding `path` cannot be listed (no permission): a walk does not see
+/// what it holds.
+fn in_unlistable_dir(path: &Path) -> bool {
+    path.parent().is_some_and(|dir| fs::read_dir(dir).is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied))
+}
+
 /// Reads a file for indexing. `Ok(None)` means the file no longer exists (deleted between being
 /// listed and being read); every other problem becomes a recorded skip reason.
 pub fn read_source(root: &Path, rel: &str, max_size: u64) -> Option<SourceRead> {
@@ -377,6 +383,9 @@ pub fn read_source(root: &Path, rel: &str, max_size: u64) -> Option<SourceRead> 
     let meta = match fs::symlink_metadata(&path) {
         Ok(m) => m,
         Err(e) if is_gone(&e) => return None,
+        // A directory on the way that may no longer be read: a walk cannot list the file, so
+        // it is not there for the index either (the walk reports the directory).
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && in_unlistable_dir(&path) => return None,
         Err(e) => {
             return Some(skipped(SkipReason::Unreadable { error: e.to_string() }, FileStamp::default(), &[]));
         }
