@@ -56,6 +56,12 @@ struct Published {
 
 struct Shared {
     root: PathBuf,
+    /// Indexed files with more than one hard link: a write through a link outside the root
+    /// reaches the file without an event the watcher sees, so the freshness gate compares
+    /// their stamps itself ([`Shared::check_hard_links`]).
+    hard_linked: Mutex<std::collections::BTreeSet<String>>,
+    /// Where the freshness gate sends the changes it finds itself (the watcher's channel).
+    changes: Sender<Batch>,
     /// Where the freshness gate writes its cookie files (see [`cookie_dir`]).
     cookie_dir: PathBuf,
     /// What the last walk could not index (shown by `status` with the skipped files).
@@ -202,6 +208,7 @@ impl Shared {
         let seen = self.tracker.wait_cookie(&name, wait.max(COOKIE_TIMEOUT));
         let _ = fs::remove_file(&path);
         if seen {
+            self.check_hard_links();
             Ok(())
         } else if self.root_replaced() {
             // The watches are on the directory that was there: nothing under the new one is
@@ -214,6 +221,29 @@ impl Shared {
                 "SYNC_FAILED",
                 "the file watcher did not report a cookie file in time; freshness cannot be guaranteed",
             ))
+        }
+    }
+
+    /// Registers as changed every hard-linked file whose stamp on disk is not the one of its
+    /// indexed version (and is not pending already): what the watcher could not see, as if it
+    /// had. Usually no file has a second link, and this costs nothing.
+    fn check_hard_links(&self) {
+        let linked: Vec<String> = self.hard_linked.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect();
+        if linked.is_empty() {
+            return;
+        }
+        let snapshot = self.current().snapshot.clone();
+        let mut batch = Batch::default();
+        for rel in linked {
+            let on_disk = fs::symlink_metadata(self.root.join(&rel)).ok().map(|m| fresco_indexer::walk::stamp_of(&m));
+            let indexed = snapshot.file(&rel).map(|f| f.stamp);
+            if on_disk != indexed && !self.tracker.is_stale(&rel) {
+                let seq = self.tracker.note_path(rel.clone());
+                batch.paths.push((rel, seq));
+            }
+        }
+        if !batch.paths.is_empty() {
+            let _ = self.changes.send(batch);
         }
     }
 
@@ -383,13 +413,18 @@ pub fn serve(options: ServeOptions) -> Result<()> {
     let tracker = Arc::new(Tracker::default());
     let (batch_tx, batch_rx) = crossbeam::channel::unbounded::<Batch>();
     let (flush_tx, flush_rx) = crossbeam::channel::bounded::<()>(1);
-    let _watcher =
-        watch::start(root.clone(), options.indexer.walk.clone(), options.debounce, tracker.clone(), batch_tx, flush_rx)
-            .map_err(|e| {
-                let hint =
-                    if watch::is_watch_limit(&e) { " (the inotify limits: see `sysctl fs.inotify`)" } else { "" };
-                anyhow::anyhow!("cannot watch the tree{hint}: {e}")
-            })?;
+    let _watcher = watch::start(
+        root.clone(),
+        options.indexer.walk.clone(),
+        options.debounce,
+        tracker.clone(),
+        batch_tx.clone(),
+        flush_rx,
+    )
+    .map_err(|e| {
+        let hint = if watch::is_watch_limit(&e) { " (the inotify limits: see `sysctl fs.inotify`)" } else { "" };
+        anyhow::anyhow!("cannot watch the tree{hint}: {e}")
+    })?;
     for dir in &_watcher.unwatched {
         eprintln!(
             "fresco: warning: cannot watch {} (no permission to read it): changes inside it are not seen",
@@ -424,9 +459,12 @@ pub fn serve(options: ServeOptions) -> Result<()> {
     );
 
     let (lanes, lane_updates) = RetrievalLanes::start(&options.db, indexer.snapshot().clone());
+    let hard_linked = Mutex::new(hard_linked_files(&root, indexer.snapshot().files().map(|f| f.graph.path.as_str())));
     let shared = Arc::new(Shared {
         lanes,
         root: root.clone(),
+        hard_linked,
+        changes: batch_tx.clone(),
         cookie_dir: cookie_dir(&root, &options.db),
         current: Mutex::new(Arc::new(Published {
             snapshot: indexer.snapshot().clone(),
@@ -617,6 +655,13 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
         match applied {
             Ok(report) => {
                 if report.published {
+                    let relinked = hard_linked_files(indexer.root(), report.changed_files.iter().map(String::as_str));
+                    let mut linked = shared.hard_linked.lock().unwrap_or_else(|p| p.into_inner());
+                    for rel in report.changed_files.iter().chain(&report.removed_files) {
+                        linked.remove(rel);
+                    }
+                    linked.extend(relinked);
+                    drop(linked);
                     let history = Arc::new(indexer.history().clone());
                     shared.publish(Published { snapshot: indexer.snapshot().clone(), history });
                     let _ = lanes.send(LaneUpdate {
@@ -653,6 +698,15 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
             return;
         }
     }
+}
+
+/// Those of `paths` (relative to `root`) whose file has more than one hard link.
+fn hard_linked_files<'p>(root: &Path, paths: impl Iterator<Item = &'p str>) -> std::collections::BTreeSet<String> {
+    use std::os::unix::fs::MetadataExt;
+    paths
+        .filter(|rel| fs::symlink_metadata(root.join(rel)).is_ok_and(|m| m.is_file() && m.nlink() > 1))
+        .map(str::to_string)
+        .collect()
 }
 
 /// The device and inode of a directory.

@@ -1417,3 +1417,46 @@ fn a_client_with_another_runtime_directory_finds_the_daemon_through_the_index() 
     assert!(stderr(&out).contains("a daemon already serves"), "{}", stderr(&out));
     drop(daemon);
 }
+
+// ---------------------------------------------------------------------------------------------
+// A file with a second hard link outside the root, written through that link: no event reaches
+// the watcher, and the freshness gate finds the change by the file's stamp.
+
+#[test]
+fn a_write_through_a_hard_link_outside_the_root_is_seen_by_the_next_wait_query() {
+    let env = Env::generated(&[
+        ("pkg/__init__.py".to_string(), String::new()),
+        ("pkg/shared.py".to_string(), "def first():\n    return 1\n".to_string()),
+        ("pkg/other.py".to_string(), "def untouched():\n    return 2\n".to_string()),
+    ]);
+    let outside = env.tmp.path().join("outside");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    let link = outside.join("shared.py");
+    std::fs::hard_link(env.path("pkg/shared.py"), &link).expect("hard link");
+    let d = env.start();
+    let mut c = d.conn();
+    assert_eq!(names(&c.ok("find \"pkg.shared.*\"", "wait")), ["pkg.shared.first"]);
+    let v1 = version(&c.ok("find \"pkg.shared.*\"", "wait"));
+
+    // Written in place through the outside link: same inode, new content.
+    let mut f = std::fs::OpenOptions::new().append(true).open(&link).expect("open the link");
+    std::io::Write::write_all(&mut f, b"\n\ndef second():\n    return first()\n").expect("append");
+    drop(f);
+    let after = c.ok("find \"pkg.shared.*\"", "wait");
+    let mut got = names(&after);
+    got.sort();
+    assert_eq!(got, ["pkg.shared.first", "pkg.shared.second"], "{after}");
+    assert!(version(&after) > v1);
+    assert_eq!(after["stale"], json!([]));
+    // `strict` right after another such write names the file rather than answering old.
+    let mut f = std::fs::OpenOptions::new().append(true).open(&link).expect("open the link");
+    std::io::Write::write_all(&mut f, b"\n\ndef third():\n    return 3\n").expect("append");
+    drop(f);
+    let strict = c.query("find \"pkg.shared.*\"", "strict");
+    if error_code(&strict) == "STALE" {
+        assert!(strict.to_string().contains("pkg/shared.py"), "{strict}");
+    } else {
+        assert!(names(&strict["result"]).contains(&"pkg.shared.third".to_string()), "{strict}");
+    }
+    assert!(names(&c.ok("find \"pkg.shared.*\"", "wait")).contains(&"pkg.shared.third".to_string()));
+}
