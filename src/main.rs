@@ -384,8 +384,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         }
                     };
                     let counts = export::write(indexer.snapshot(), &out_abs)?;
+                    // Version 0 is the empty graph before any version was committed (a first
+                    // index stopped part way): say so rather than export it as if it were one.
+                    let nothing = if stored && indexer.snapshot().version() == 0 {
+                        " (no version is stored yet: the first index has not completed)"
+                    } else {
+                        ""
+                    };
                     eprintln!(
-                        "exported version {}: {} nodes, {} edges to {}",
+                        "exported version {}: {} nodes, {} edges to {}{nothing}",
                         indexer.snapshot().version(),
                         counts.nodes,
                         counts.edges,
