@@ -1446,6 +1446,12 @@ impl Worker {
         *self.shared.index.write().unwrap_or_else(|p| p.into_inner()) = Some((version, Arc::new(index)));
         self.shared.jobs.fetch_add(1, Ordering::Relaxed);
         self.shared.set(LaneState::Ready, version);
+        if total > 0 {
+            // The model's activations for each batch were freed into malloc's arenas, which keep
+            // them: on django, with every unit embedded, the daemon held 670 MB, 566 MB once
+            // returned.
+            crate::indexer::release_free_memory();
+        }
         Ok(Outcome::Done)
     }
 

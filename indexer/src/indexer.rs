@@ -954,7 +954,7 @@ fn keep_out_of_version_control(db_dir: &Path, existed: bool) {
 /// Returns freed heap memory to the system. The lowered syntax of a large batch is allocated and
 /// freed by the worker threads, in their own malloc arenas, which the (main-thread) commit that
 /// follows cannot reuse: without this, the peak holds both.
-fn release_free_memory() {
+pub(crate) fn release_free_memory() {
     crate::tree_memory::release();
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: glibc's malloc_trim only releases free pages; it is thread-safe.
