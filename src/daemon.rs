@@ -654,14 +654,8 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
         *shared.walk_issues.lock().unwrap_or_else(|p| p.into_inner()) = indexer.walk_issues().to_vec();
         match applied {
             Ok(report) => {
+                refresh_hard_links(&shared, &indexer, &batch, &report.changed_files, &report.removed_files);
                 if report.published {
-                    let relinked = hard_linked_files(indexer.root(), report.changed_files.iter().map(String::as_str));
-                    let mut linked = shared.hard_linked.lock().unwrap_or_else(|p| p.into_inner());
-                    for rel in report.changed_files.iter().chain(&report.removed_files) {
-                        linked.remove(rel);
-                    }
-                    linked.extend(relinked);
-                    drop(linked);
                     let history = Arc::new(indexer.history().clone());
                     shared.publish(Published { snapshot: indexer.snapshot().clone(), history });
                     let _ = lanes.send(LaneUpdate {
@@ -698,6 +692,34 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
             return;
         }
     }
+}
+
+/// Brings the set of hard-linked files up to date with what a batch looked at: every path it
+/// names, what it changed or removed, and for a directory or a rescan every file under it. A
+/// link made while the daemon runs sends no event (Linux reports a link count change to watches
+/// of the inode, not of its directory): the file joins the set when a batch next names it.
+fn refresh_hard_links(shared: &Shared, indexer: &Indexer, batch: &Batch, changed: &[String], removed: &[String]) {
+    let snapshot = indexer.snapshot();
+    let mut looked_at: std::collections::BTreeSet<String> = changed.iter().chain(removed).cloned().collect();
+    let directories: Vec<&str> = if batch.rescan.is_some() {
+        vec![""]
+    } else {
+        batch.paths.iter().map(|(p, _)| p.as_str()).filter(|p| p.ends_with('/')).collect()
+    };
+    looked_at.extend(batch.paths.iter().map(|(p, _)| p).filter(|p| !p.ends_with('/')).cloned());
+    if !directories.is_empty() {
+        looked_at.extend(
+            snapshot.files().map(|f| &f.graph.path).filter(|p| directories.iter().any(|d| p.starts_with(d))).cloned(),
+        );
+    }
+    // Only indexed files: one the index left out has no stamp to compare.
+    let linked_now =
+        hard_linked_files(indexer.root(), looked_at.iter().map(String::as_str).filter(|p| snapshot.file(p).is_some()));
+    let mut linked = shared.hard_linked.lock().unwrap_or_else(|p| p.into_inner());
+    for rel in &looked_at {
+        linked.remove(rel);
+    }
+    linked.extend(linked_now);
 }
 
 /// Those of `paths` (relative to `root`) whose file has more than one hard link.
