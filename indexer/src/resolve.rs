@@ -3479,6 +3479,21 @@ impl<'a> Resolver<'a> {
                             add(&mut edges, &module_id, module.to_string(), EdgeKind::Imports, line);
                         }
                     }
+                    // A name the module only re-exports (`from .compat import urlparse`, where
+                    // `compat` imports it from `urllib.parse`) reaches its definition, but the
+                    // statement still runs and depends on the module it names: removing the
+                    // re-export breaks it. So it imports that module too, and `importers` and
+                    // `impact` of the module find it. A name defined in the module, or one of its
+                    // submodules, is found through the definition already.
+                    let from_elsewhere = values.iter().any(|v| match v {
+                        Value::Class(t) | Value::Function(t) | Value::Var(t) => *t.module != *module,
+                        Value::Module(m) => m.strip_prefix(&*module).is_none_or(|rest| !rest.starts_with('.')),
+                        Value::External(_) => true,
+                        _ => false,
+                    });
+                    if from_elsewhere && matches!(self.lookup(&module).0, ModuleLookup::File(_)) {
+                        add(&mut edges, &module_id, module.to_string(), EdgeKind::Imports, line);
+                    }
                     for v in values {
                         let dst = match v {
                             Value::Module(m) => {

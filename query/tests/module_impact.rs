@@ -41,3 +41,39 @@ fn impact_of_a_module_reaches_the_modules_that_import_names_from_it() {
     // imports them in turn.
     assert_eq!(names("impact pkg.core depth 1"), ["pkg", "pkg.names", "pkg.whole", "pkg.whole.first"]);
 }
+
+#[test]
+fn a_module_that_only_re_exports_a_name_is_imported_by_the_statements_naming_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    let write = |path: &str, text: &str| {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    };
+    // `compat` defines nothing of what it is asked for: one name comes from the standard
+    // library, one from a sibling module.
+    write("pkg/__init__.py", "");
+    write("pkg/compat.py", "from urllib.parse import urlparse\nfrom .impl import quote\n");
+    write("pkg/impl.py", "def quote(s):\n    return s\n");
+    write("pkg/uses_stdlib.py", "from .compat import urlparse\n");
+    write("pkg/uses_sibling.py", "from .compat import quote\n");
+    // Imports `quote` from where it is defined: depends on `impl`, not on `compat`.
+    write("pkg/direct.py", "from .impl import quote\n");
+    // A submodule imported from its package is found through the submodule, not the package.
+    write("pkg/whole.py", "from . import impl\n");
+    let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().expect("index");
+    let snapshot = indexer.snapshot().clone();
+    let names = |query: &str| -> Vec<String> {
+        let out = fresco_query::run(&Context::new(&snapshot), query).unwrap_or_else(|e| panic!("{query}: {e}"));
+        let mut names: Vec<String> = out.results.iter().map(|item| item.name.clone()).collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names("importers pkg.compat"), ["pkg.uses_sibling", "pkg.uses_stdlib"]);
+    assert_eq!(names("importers pkg.impl"), ["pkg.compat", "pkg.direct", "pkg.uses_sibling", "pkg.whole"]);
+    assert_eq!(names("importers pkg"), Vec::<String>::new());
+    // The statement reaches the definition as before.
+    assert_eq!(names("imports pkg.uses_sibling"), ["pkg.compat", "pkg.impl.quote"]);
+}
