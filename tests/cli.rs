@@ -239,6 +239,17 @@ fn bad_files_are_skipped_with_reasons_and_broken_python_is_indexed_as_far_as_it_
     assert!(v["results"][0]["parse_errors"].as_u64().is_some_and(|n| n > 0), "{v}");
     let out = run(&["query", root, "show ok.fine", "--json"]);
     assert_eq!(json(&out)["results"][0]["parse_errors"], serde_json::Value::Null);
+    // `find` lists the module of a skipped file, as `show` and the traversals do.
+    for query in ["find \"big\" kind module", "find kind module in \"big.py\""] {
+        let v = json(&run(&["query", root, query, "--json"]));
+        let results = v["results"].as_array().cloned().unwrap_or_default();
+        assert_eq!(results.len(), 1, "{query}: {v}");
+        assert_eq!(
+            (&results[0]["name"], &results[0]["kind"]),
+            (&serde_json::json!("big"), &serde_json::json!("module"))
+        );
+        assert!(results[0]["skipped"].as_str().is_some_and(|r| r.contains("too large")), "{query}: {v}");
+    }
     let out = run(&["query", root, "context broken.Later.m budget 500", "--json"]);
     let text = json(&out)["context"]["text"].as_str().unwrap_or("").to_string();
     assert!(text.contains("parse error"), "the context marks the broken file: {text}");
@@ -710,4 +721,15 @@ fn a_search_without_a_daemon_reuses_the_stored_lexical_index_and_sees_edits() {
     assert_eq!(found, ["pkg.more.airship", "pkg.net.retry_zeppelin"]);
     assert_eq!(top("search \"flush buffers\" k 5 lanes bm25"), Vec::<String>::new());
     assert_ne!(std::fs::read(&meta).expect("meta"), stored);
+}
+
+#[test]
+fn a_relative_runtime_directory_is_refused_by_every_command() {
+    let repo = repo(&[("a.py", b"def f():\n    return 1\n")]);
+    let root = repo.path().to_str().expect("utf8");
+    for args in [vec!["status", root], vec!["query", root, "find \"f\""], vec!["index", root], vec!["stop", root]] {
+        let out = fresco().args(&args).env("FRESCO_RUNTIME_DIR", "relative/dir").output().expect("run fresco");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("FRESCO_RUNTIME_DIR must be an absolute path (it is relative/dir)"), "{args:?}");
+    }
 }

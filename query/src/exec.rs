@@ -467,14 +467,20 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             let keep = |exec: &Exec, id: &str| -> bool {
                 let snapshot = exec.snapshot();
                 let unit = snapshot.unit(id);
+                // A module whose file was skipped (too large, not UTF-8) has no units but is a
+                // module of the tree, as `show` and the traversals list it.
+                let skipped = unit.is_none().then(|| skipped_module_file(snapshot, id)).flatten();
+                let kind_of = if skipped.is_some() { Some(UnitKind::Module) } else { snapshot.kind_of(id) };
                 if let Some(k) = kind
-                    && snapshot.kind_of(id) != Some(*k)
+                    && kind_of != Some(*k)
                 {
                     return false;
                 }
                 if let Some(f) = file {
-                    match unit {
-                        Some(u) if glob::matches(f, &u.file.graph.path) => {}
+                    let path =
+                        unit.map(|u| u.file.graph.path.as_str()).or(skipped.as_ref().map(|f| f.graph.path.as_str()));
+                    match path {
+                        Some(path) if glob::matches(f, path) => {}
                         _ => return false,
                     }
                 }
@@ -489,10 +495,15 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             };
             let mut rows = Vec::new();
             if first {
+                let snapshot = exec.snapshot();
                 let ids: Vec<String> = if *kind == Some(UnitKind::External) {
-                    exec.snapshot().externals().into_iter().map(str::to_string).collect()
+                    snapshot.externals().into_iter().map(str::to_string).collect()
                 } else {
-                    exec.snapshot().units().map(|u| u.unit.id.clone()).collect()
+                    let skipped = snapshot
+                        .files()
+                        .filter(|f| f.graph.skipped.is_some() && !f.graph.module.is_empty())
+                        .map(|f| f.graph.module.clone());
+                    snapshot.units().map(|u| u.unit.id.clone()).chain(skipped).collect()
                 };
                 for id in ids {
                     if !exec.tick()? {
@@ -685,6 +696,11 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             let deps = if graph.is_empty() { FxHashSet::default() } else { dependency_set(snapshot, &graph, *k) };
             let fused = context_order(fuse(&ranked), &graph, &deps);
             let block = assemble(snapshot, exec.ctx.lanes, &target, &fused, &deps, *budget, exec.ctx.is_stale);
+            if let Some((unit, tokens)) = &block.smallest_cut {
+                exec.notes.push(format!(
+                    "a budget of {budget} tokens fits no unit: the smallest, {unit}, needs {tokens} with its file header"
+                ));
+            }
             // The choice itself stands on the target's file: its imports, its class, its body.
             if exec.ctx.is_stale.is_some_and(|stale| stale(&target.file)) {
                 exec.notes.push(format!(
@@ -950,6 +966,11 @@ fn visit_paths(
 /// The indexed file `file` names: a path relative to the root (a leading `./` allowed), or the
 /// end of exactly one path (`app.py` for `src/app.py`). `Ok(None)` when none; naming several is
 /// an error that lists them.
+/// The file of `module` when it was skipped, not indexed.
+fn skipped_module_file(snapshot: &Snapshot, module: &str) -> Option<Arc<fresco_graph::FileEntry>> {
+    snapshot.module_file(module).filter(|f| f.graph.skipped.is_some()).cloned()
+}
+
 pub(crate) fn find_file(snapshot: &Snapshot, file: &str) -> Result<Option<Arc<fresco_graph::FileEntry>>, QueryError> {
     let normal = relative_path(file)?;
     let file = normal.as_str();

@@ -145,7 +145,13 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
                         match next {
                             'n' => value.push('\n'),
                             't' => value.push('\t'),
-                            other => value.push(other),
+                            '\\' | '"' | '\'' => value.push(next),
+                            // As Python keeps `"\d"`: a backslash that escapes nothing is text
+                            // (a regex's `\d`, a Windows path), not silently dropped.
+                            other => {
+                                value.push('\\');
+                                value.push(other);
+                            }
                         }
                         i += 1 + next.len_utf8();
                         continue;
@@ -196,11 +202,13 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
                     // A lambda's name is part of a qualified name: `pkg.f.<lambda1>`.
                     if b == b'<'
                         && (i == start || bytes[i - 1] == b'.')
-                        && text[i..].starts_with("<lambda")
-                        && let Some(close) = text[i..].find('>')
+                        && let Some(rest) = text[i..].strip_prefix("<lambda")
                     {
-                        i += close + 1;
-                        continue;
+                        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+                        if rest.as_bytes().get(digits) == Some(&b'>') {
+                            i += "<lambda".len() + digits + 1;
+                            continue;
+                        }
                     }
                     if b.is_ascii_whitespace()
                         || matches!(b, b'|' | b',' | b'"' | b'\'' | b'=' | b'<' | b'>' | b'!' | b'~')
@@ -361,10 +369,12 @@ impl Parser {
                             pattern = Some(s);
                         }
                         Tok::Word(w) if w.eq_ignore_ascii_case("kind") => {
+                            self.once("kind", &kind)?;
                             self.bump();
                             kind = Some(self.unit_kind()?);
                         }
                         Tok::Word(w) if w.eq_ignore_ascii_case("in") => {
+                            self.once("in", &file)?;
                             self.bump();
                             match self.bump() {
                                 Tok::Str(s) | Tok::Word(s) => file = Some(s),
@@ -430,19 +440,23 @@ impl Parser {
                     };
                     // `FILE:LINE`: where in the file it will be written (its class, its neighbours).
                     let (file, line) = match written.rsplit_once(':') {
-                        Some((file, line)) if !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()) => {
-                            match line.parse::<u32>() {
-                                Ok(line) if line > 0 => (file.to_string(), Some(line)),
-                                Ok(_) => {
-                                    self.pos -= 1;
-                                    return self.error(format!("line {line} of {file}: lines count from 1"));
-                                }
-                                Err(_) => {
-                                    self.pos -= 1;
-                                    return self.error(format!("line {line} of {file}: no file is that long"));
-                                }
-                            }
+                        // A signed line (`a.py:-3`, `a.py:+3`) is a mistaken line, not part of a
+                        // file name.
+                        Some((file, line)) if line.strip_prefix(['-', '+']).is_some_and(is_digits) => {
+                            self.pos -= 1;
+                            return self.error(format!("line {line} of {file}: lines count from 1, unsigned"));
                         }
+                        Some((file, line)) if is_digits(line) => match line.parse::<u32>() {
+                            Ok(line) if line > 0 => (file.to_string(), Some(line)),
+                            Ok(_) => {
+                                self.pos -= 1;
+                                return self.error(format!("line {line} of {file}: lines count from 1"));
+                            }
+                            Err(_) => {
+                                self.pos -= 1;
+                                return self.error(format!("line {line} of {file}: no file is that long"));
+                            }
+                        },
                         _ => (written, None),
                     };
                     ContextTarget::New { text, file, line }
@@ -541,14 +555,19 @@ impl Parser {
         allow_budget: bool,
     ) -> Result<(Option<usize>, Option<usize>, Vec<Lane>), ParseError> {
         let (mut k, mut budget, mut lanes) = (None, None, Vec::new());
+        let mut lanes_given = None;
         loop {
-            if self.eat_word("k") {
+            if self.is_word("k") {
+                self.once("k", &k)?;
+                self.bump();
                 let n = self.number()?;
                 if n == 0 {
                     return self.error("k must be at least 1".into());
                 }
                 k = Some(n);
-            } else if allow_budget && self.eat_word("budget") {
+            } else if allow_budget && self.is_word("budget") {
+                self.once("budget", &budget)?;
+                self.bump();
                 let n = self.number()?;
                 // As `k 0`: a context of no tokens is a mistake. (A budget too small for any
                 // unit is not: the answer says what the smallest needed.)
@@ -556,7 +575,10 @@ impl Parser {
                     return self.error("budget must be at least 1".into());
                 }
                 budget = Some(n);
-            } else if self.eat_word("lanes") {
+            } else if self.is_word("lanes") {
+                self.once("lanes", &lanes_given)?;
+                self.bump();
+                lanes_given = Some(());
                 loop {
                     let lane = match self.peek().clone() {
                         Tok::Word(w) => Lane::parse(&w.to_ascii_lowercase()),
@@ -591,6 +613,7 @@ impl Parser {
         };
         self.bump();
         if let Some((file, line)) = text.rsplit_once(':')
+            && is_digits(line)
             && let Ok(line) = line.parse::<u32>()
         {
             return Ok(Symbol::Location { file: file.to_string(), line });
@@ -607,32 +630,44 @@ impl Parser {
                 self.bump();
                 Ok(Depth::Unbounded)
             }
-            Tok::Word(w) => match w.parse::<u32>() {
+            // Digits only: Rust's parser would take `+2` too, where `-1` is refused.
+            Tok::Word(w) if is_digits(&w) => match w.parse::<u32>() {
                 Ok(n) if n > 0 => {
                     self.bump();
                     Ok(Depth::Limited(n))
                 }
                 // A number too large for a depth is still a number: say what the largest is
                 // (and that `*` means no bound), not that a number was expected.
-                _ if is_digits(&w) => self.expected(&format!("a depth: a positive number up to {} or '*'", u32::MAX)),
-                _ => self.expected("a depth: a positive number or '*'"),
+                _ => self.expected(&format!("a depth: a positive number up to {} or '*'", u32::MAX)),
             },
             _ => self.expected("a depth: a positive number or '*'"),
         }
     }
 
     fn number(&mut self) -> Result<usize, ParseError> {
+        self.bounded_number(usize::MAX)
+    }
+
+    /// A run of decimal digits up to `max`; a larger number is an error that names `max`, never
+    /// a number cut to fit.
+    fn bounded_number(&mut self, max: usize) -> Result<usize, ParseError> {
         match self.peek().clone() {
-            Tok::Word(w) => match w.parse::<usize>() {
-                Ok(n) => {
+            // Digits only: Rust's parser would take `+5` too, where `-1` is refused.
+            Tok::Word(w) if is_digits(&w) => match w.parse::<usize>() {
+                Ok(n) if n <= max => {
                     self.bump();
                     Ok(n)
                 }
-                Err(_) if is_digits(&w) => self.expected(&format!("a number up to {}", usize::MAX)),
-                Err(_) => self.expected("a number"),
+                _ => self.expected(&format!("a number up to {max}")),
             },
             _ => self.expected("a number"),
         }
+    }
+
+    /// Fails with `option` named when it was given already (`k 5 k 7`): which one was meant is
+    /// the user's to say.
+    fn once<T>(&self, option: &str, value: &Option<T>) -> Result<(), ParseError> {
+        if value.is_some() { self.error(format!("'{option}' is given twice")) } else { Ok(()) }
     }
 
     fn unit_kind(&mut self) -> Result<UnitKind, ParseError> {
@@ -737,7 +772,8 @@ impl Parser {
                         return self.expected("a comparison (=, !=, <, <=, >, >=) after 'depth'");
                     }
                 };
-                Ok(Condition::Depth(op, self.number()? as u32))
+                let bound = self.bounded_number(u32::MAX as usize)?;
+                Ok(Condition::Depth(op, u32::try_from(bound).unwrap_or(u32::MAX)))
             }
             other => {
                 self.pos -= 1;
@@ -871,6 +907,70 @@ mod tests {
         let err = parse(q).expect_err("line 0");
         assert_eq!(err.position, q.find("pkg").expect("file"), "{err:?}");
         assert!(err.message.contains("count from 1"), "{err:?}");
+    }
+
+    #[test]
+    fn numbers_are_plain_digits_within_their_bounds() {
+        // A depth bound beyond 32 bits is an error naming the largest, never wrapped to a small one.
+        let q = "callers a.b depth * | where depth = 4294967297";
+        let err = parse(q).expect_err("too large");
+        assert_eq!(err.position, q.find("4294967297").expect("number"), "{err:?}");
+        assert!(err.message.contains("up to 4294967295"), "{err:?}");
+        assert!(parse("callers a.b depth * | where depth < 4294967295").is_ok());
+        // A sign is refused as `-1` is.
+        for q in ["callers a.b depth +2", "search \"x\" k +5", "find \"*\" | limit +1", "changes since +1"] {
+            assert!(parse(q).is_err(), "{q}");
+        }
+        // `file.py:+21` is not a location: it is a name (and no unit is called that).
+        assert!(matches!(parse_symbol("callers \"a.py:+21\""), Symbol::Name(_)));
+        assert!(matches!(parse_symbol("callers \"a.py:21\""), Symbol::Location { line: 21, .. }));
+        let q = "context for \"def f():\" in pkg/a.py:-3";
+        let err = parse(q).expect_err("signed line");
+        assert_eq!(err.position, q.find("pkg").expect("file"), "{err:?}");
+        assert!(err.message.contains("lines count from 1"), "{err:?}");
+    }
+
+    fn parse_symbol(q: &str) -> Symbol {
+        match parse(q).expect("parses").stages.into_iter().next() {
+            Some(Stage::Traverse { symbol: Some(symbol), .. }) => symbol,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_option_given_twice_is_an_error_at_the_second() {
+        for (q, option) in [
+            ("search \"x\" k 5 k 7", "k"),
+            ("context f budget 1 budget 2", "budget"),
+            ("context f lanes bm25 k 3 lanes dense", "lanes"),
+            ("find kind class kind function", "kind"),
+            ("find \"x\" in \"a/*\" in \"b/*\"", "in"),
+        ] {
+            let err = parse(q).expect_err(q);
+            assert_eq!(err.position, q.rfind(&format!(" {option} ")).expect("option") + 1, "{q}: {err:?}");
+            assert!(err.message.contains(&format!("'{option}' is given twice")), "{q}: {err:?}");
+        }
+        assert!(parse("search \"x\" k 5 lanes bm25,dense").is_ok());
+    }
+
+    #[test]
+    fn a_backslash_escapes_quotes_backslashes_and_n_t_and_is_kept_before_anything_else() {
+        let text = |q: &str| match parse(q).expect("parses").stages.into_iter().next() {
+            Some(Stage::Search { text, .. }) => text,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(text(r#"search "a\"b\\c\nd\te""#), "a\"b\\c\nd\te");
+        assert_eq!(text(r#"search 'it\'s'"#), "it's");
+        assert_eq!(text(r#"search "\d+ C:\path \x41""#), r"\d+ C:\path \x41");
+    }
+
+    #[test]
+    fn a_lambda_name_ends_at_its_digits() {
+        // An unclosed `<lambda` is not a word reaching to the next `>` of the query.
+        let q = "callers pkg.f.<lambda1 | where depth > 1";
+        let err = parse(q).expect_err("unclosed lambda");
+        assert_eq!(err.position, q.find('<').expect("lambda"), "{err:?}");
+        assert!(matches!(parse_symbol("callers pkg.f.<lambda12>"), Symbol::Name(n) if n == "pkg.f.<lambda12>"));
     }
 
     #[test]

@@ -43,6 +43,9 @@ pub struct ContextBlock {
     /// Units that ranked high but did not fit the budget.
     pub cut: Vec<String>,
     pub text: String,
+    /// When the budget fits no unit at all: the cut unit needing the fewest tokens (with its
+    /// comment line and file header), and how many, so the answer can say what would fit.
+    pub smallest_cut: Option<(String, usize)>,
 }
 
 /// Assembles context within `budget` tokens: dependencies first, then usage examples, each as
@@ -151,8 +154,9 @@ pub fn assemble(
         let order = if pass == 0 { consider.clone() } else { std::mem::take(&mut cut_ranks) };
         for i in order {
             let (u, role) = &ranked[i];
-            // Once the budget is (nearly) spent, the rest is cut without counting its tokens.
-            if budget.saturating_sub(used) < 24 {
+            // Once the budget is (nearly) spent, the rest is cut without counting its tokens
+            // (a small budget with nothing chosen yet is counted against: a unit may fit it).
+            if used > 0 && budget.saturating_sub(used) < 24 {
                 cut_ranks.push(i);
                 continue;
             }
@@ -239,6 +243,22 @@ pub fn assemble(
             }
         })
         .collect();
+    // Counted only for an empty text: the units were cut without counting once the budget was
+    // nearly spent.
+    let smallest_cut = if taken.is_empty() {
+        cut_ranks
+            .iter()
+            .map(|&i| {
+                let (u, role) = &ranked[i];
+                let tokens =
+                    count(&file_header(u)) + count(&unit_comment(u, role)) + count(u.file.display_source_of(u.unit));
+                (tokens, u.unit.id.clone())
+            })
+            .min()
+            .map(|(tokens, id)| (id, tokens))
+    } else {
+        None
+    };
     ContextBlock {
         target: target.id.clone(),
         budget,
@@ -247,6 +267,7 @@ pub fn assemble(
         units: chosen,
         cut,
         text,
+        smallest_cut,
     }
 }
 
