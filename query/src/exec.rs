@@ -649,8 +649,12 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             let wanted: Vec<Lane> = if lanes.is_empty() { Lane::ALL.to_vec() } else { lanes.clone() };
             let mut health = std::collections::BTreeMap::new();
             let mut older_text = FxHashSet::default();
+            // As for `search`: every lane lists as deep whatever `k` is, so the top k is the top k
+            // of the default answer (the analogues the graph lane learns from are the text lanes'
+            // best, and a shorter list lost lane ranks too).
+            let depth = (*k).max(SEARCH_LANE_DEPTH);
             let mut ranked =
-                run_text_lanes(snapshot, exec.ctx.lanes, &wanted, &target.text, *k, &mut health, &mut older_text);
+                run_text_lanes(snapshot, exec.ctx.lanes, &wanted, &target.text, depth, &mut health, &mut older_text);
             // Test code is not what non-test code needs: keep the text lanes to code like the target.
             if !is_test_path(&target.file) {
                 for (_, ids) in ranked.iter_mut() {
@@ -661,7 +665,7 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             // Without the graph lane (`lanes bm25,dense`), nothing is ranked or labelled by it:
             // the answer is the fusion of the lanes asked for, all of it examples.
             let graph: Vec<String> = if wanted.contains(&Lane::Graph) {
-                graph_lane(snapshot, &target, exec.ctx.lanes, wanted.contains(&Lane::Dense), &analogues, *k)
+                graph_lane(snapshot, &target, exec.ctx.lanes, wanted.contains(&Lane::Dense), &analogues, depth)
             } else {
                 Vec::new()
             };

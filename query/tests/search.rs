@@ -60,6 +60,31 @@ fn the_ranking_does_not_depend_on_k() {
     }
 }
 
+#[test]
+fn a_context_ranking_and_its_lane_ranks_do_not_depend_on_k() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let snapshot = index(dir.path());
+    let lanes = Ranked;
+    let answer = |k: usize| -> Vec<(String, String)> {
+        let mut ctx = Context::new(&snapshot);
+        ctx.lanes = Some(&lanes);
+        let out = fresco_query::run(&ctx, &format!("context m.e k {k}")).expect("context");
+        out.results.iter().map(|item| (item.name.clone(), format!("{:?}", item.lanes))).collect()
+    };
+    let all = answer(50);
+    assert!(all.len() >= 4, "{all:?}");
+    // Asked for fewer, the lanes listed only k each: `k 1` lost m.a's BM25 rank (1), and the
+    // text lanes' best were cut before fusion.
+    for k in 1..4 {
+        let short = answer(k);
+        assert_eq!(short[..k], all[..k], "k {k}");
+        // Every row (those past k are in the text) keeps the ranks it has in the full answer.
+        for row in &short {
+            assert!(all.contains(row), "k {k}: {row:?} not as in {all:?}");
+        }
+    }
+}
+
 /// A lexical lane one version behind: it ranked `m.b` by its body before the edit.
 #[derive(Debug)]
 struct Before(Snapshot);
