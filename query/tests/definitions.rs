@@ -62,6 +62,12 @@ fn index(root: &Path) -> Snapshot {
         "class A:\n    def run(self, x):\n        return x\n\n\nclass B:\n    def run(self, y):\n        return y\n",
     )
     .expect("write");
+    std::fs::write(
+        root.join("pkg/deco.py"),
+        "class A:\n    @staticmethod\n    def run(x):\n        return x\n\n\nclass B:\n    def run(self, y):\n        return y\n\n\n\
+         class C:\n    @classmethod\n    def run(cls, y):\n        return y\n\n\nclass D:\n    @other\n    def run(cls, y):\n        return y\n",
+    )
+    .expect("write");
     let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
     indexer.refresh().expect("index");
     indexer.snapshot().clone()
@@ -146,6 +152,19 @@ fn a_function_given_as_text_that_matches_several_says_so() {
     let out = run(&snapshot, "context for \"def run(self, y):\" in pkg/two.py budget 500");
     assert_eq!(out.context.expect("a context").target.as_deref(), Some("pkg.two.B.run"));
     assert!(out.notes.is_empty(), "{:?}", out.notes);
+    // The `def` line decides, whatever decorators the definition has and the text leaves out;
+    // between equal `def` lines, the decorators the text repeats.
+    for (text, target) in [
+        ("def run(x):", Some("pkg.deco.A.run")),
+        ("@staticmethod\\ndef run(x):", Some("pkg.deco.A.run")),
+        ("def run(self, y):", Some("pkg.deco.B.run")),
+        ("def run(cls, y):", None),
+        ("@classmethod\\ndef run(cls, y):", Some("pkg.deco.C.run")),
+        ("@other\\ndef run(cls, y):", Some("pkg.deco.D.run")),
+    ] {
+        let out = run(&snapshot, &format!("context for \"{text}\" in pkg/deco.py budget 500"));
+        assert_eq!(out.context.expect("a context").target.as_deref(), target, "{text}");
+    }
 }
 
 #[test]

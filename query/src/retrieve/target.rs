@@ -237,6 +237,19 @@ fn context_definition(snapshot: &Snapshot, ids: Vec<String>, one_name: bool) -> 
     ids.iter().rev().find(|id| !is_declaration_or_accessor(id)).cloned().or(Some(first))
 }
 
+/// `signature` from its `def` line on, without the decorators heading it (which may span lines).
+fn undecorated(signature: &str) -> &str {
+    let mut at = 0;
+    for line in signature.split_inclusive('\n') {
+        let code = line.trim_start();
+        if code.starts_with("def ") || code.starts_with("async ") {
+            return &signature[at + (line.len() - code.len())..];
+        }
+        at += line.len();
+    }
+    signature
+}
+
 /// The dotted names of the decorators heading `signature` (`t.overload` for `@t.overload`,
 /// `app.route` for `@app.route("/")`).
 fn decorator_names(signature: &str) -> impl Iterator<Item = &str> {
@@ -270,12 +283,18 @@ fn place_new_function(file: &fresco_graph::FileGraph, text: &str, line: Option<u
         (None, []) => None,
         (None, many) => {
             // Several (methods of different classes): the one whose signature the text repeats.
+            // A signature starts at its decorators, which the text need not repeat: the `def`
+            // line decides, and the decorators only between definitions whose `def` lines are
+            // the same.
             let header = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
             let given = header(text);
-            let mut fitting =
-                many.iter().filter(|u| u.signature.as_deref().is_some_and(|s| given.contains(&header(s))));
-            match (fitting.next(), fitting.next()) {
-                (Some(u), None) => Some(*u),
+            let fits = |u: &&&fresco_graph::Unit, whole: bool| {
+                u.signature.as_deref().is_some_and(|s| given.contains(&header(if whole { s } else { undecorated(s) })))
+            };
+            let by_def: Vec<&&fresco_graph::Unit> = many.iter().filter(|u| fits(u, false)).collect();
+            let by_whole: Vec<&&fresco_graph::Unit> = by_def.iter().copied().filter(|u| fits(u, true)).collect();
+            match (by_def.as_slice(), by_whole.as_slice()) {
+                ([u], _) | (_, [u]) => Some(**u),
                 _ => {
                     placed.ambiguous = many.iter().map(|u| u.id.clone()).collect();
                     None
