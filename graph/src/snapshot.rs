@@ -169,13 +169,18 @@ impl FileEntry {
     }
 
     /// The unit's source as a reader should see it: from the start of its first line when only
-    /// indentation precedes it there, so a method's first line is indented like the rest.
+    /// indentation precedes it there, so a method's first line is indented like the rest, and to
+    /// the end of its last line when only a comment follows it there (`TIMEOUT = 5  # seconds`:
+    /// often the only word on what a variable means).
     pub fn display_source_of(&self, unit: &Unit) -> &str {
-        let start = unit.start_byte as usize;
+        let (start, end) = (unit.start_byte as usize, unit.end_byte as usize);
         let line_start = self.text.get(..start).and_then(|before| before.rfind('\n').map(|i| i + 1)).unwrap_or(0);
         let indented = self.text.get(line_start..start).is_some_and(|pad| pad.chars().all(|c| c == ' ' || c == '\t'));
         let from = if indented { line_start } else { start };
-        self.text.get(from..unit.end_byte as usize).unwrap_or("")
+        let rest_of_line = self.text.get(end..).map_or("", |rest| rest.split('\n').next().unwrap_or(""));
+        let comment_only = rest_of_line.trim_start_matches([' ', '\t']).starts_with('#');
+        let to = if comment_only { end + rest_of_line.trim_end().len() } else { end };
+        self.text.get(from..to).unwrap_or("")
     }
 
     pub fn edges_from<'a>(&'a self, id: &str) -> impl Iterator<Item = &'a Edge> + use<'a> {
@@ -581,8 +586,8 @@ mod tests {
     }
 
     #[test]
-    fn display_source_keeps_the_first_lines_indentation() {
-        let text = "class C:\n    def m(self):\n        return 1\nx = 1; y = 2\n";
+    fn display_source_keeps_the_first_lines_indentation_and_a_trailing_comment() {
+        let text = "class C:\n    def m(self):\n        return 1\nx = 1; y = 2\nT = 5  # seconds \r\nU = 6 ; # not only a comment\n";
         let entry = FileEntry::new(
             Arc::new(FileGraph {
                 path: "c.py".into(),
@@ -614,6 +619,10 @@ mod tests {
         assert_eq!(entry.display_source_of(&y), "y = 2");
         let class = span("class C", 8);
         assert_eq!(entry.display_source_of(&class), "class C:");
+        // A comment alone after it on its last line is part of what it says.
+        assert_eq!(entry.display_source_of(&span("T = 5", 5)), "T = 5  # seconds");
+        assert_eq!(entry.display_source_of(&span("U = 6", 5)), "U = 6");
+        assert_eq!(entry.display_source_of(&span("x = 1", 5)), "x = 1");
     }
 
     #[test]

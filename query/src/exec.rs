@@ -284,8 +284,10 @@ impl Exec<'_, '_> {
     /// the unit by its earlier text. Marked as stale evidence where freshness `allow` marks what
     /// is stale; `wait` and `strict` wait for the lexical lane, and the dense lane reports its
     /// lag in the answer's lane health.
+    /// In every freshness mode: `wait` and `strict` wait for the files, not for the dense lane,
+    /// whose rank of a unit may rest on the unit's earlier text (no row is stale unmarked).
     fn ranked_by_older_text(&self, older_text: &FxHashSet<String>, id: &str) -> bool {
-        self.ctx.is_stale.is_some() && older_text.contains(id)
+        older_text.contains(id)
     }
 
     /// Whether the unit's file changed on disk after the snapshot.

@@ -287,6 +287,14 @@ impl Parser {
                 // Here, not when it runs: the error then points at the step.
                 return self.error("'count' must be the last step: nothing follows a number".into());
             }
+            if matches!(stages.last(), Some(Stage::Context { .. })) {
+                // A later step would filter the ranking and leave the text, assembled from all of
+                // it, holding units the answer no longer lists.
+                return self.error(
+                    "'context' must be the last step: its text is assembled from its whole ranking (`k N` ranks fewer)"
+                        .into(),
+                );
+            }
             stages.push(self.stage(stages.is_empty())?);
             match self.peek() {
                 Tok::Pipe => {
@@ -442,9 +450,16 @@ impl Parser {
                     let (file, line) = match written.rsplit_once(':') {
                         // A signed line (`a.py:-3`, `a.py:+3`) is a mistaken line, not part of a
                         // file name.
-                        Some((file, line)) if line.strip_prefix(['-', '+']).is_some_and(is_digits) => {
+                        // So is anything but a number after a Python file's name (`utils.py:`,
+                        // `utils.py:abc`).
+                        Some((file, line))
+                            if line.strip_prefix(['-', '+']).is_some_and(is_digits)
+                                || (file.ends_with(".py") && !is_digits(line)) =>
+                        {
                             self.pos -= 1;
-                            return self.error(format!("line {line} of {file}: lines count from 1, unsigned"));
+                            return self.error(format!(
+                                "'{line}' after {file}: expected a line number (lines count from 1, unsigned)"
+                            ));
                         }
                         Some((file, line)) if is_digits(line) => match line.parse::<u32>() {
                             Ok(line) if line > 0 => (file.to_string(), Some(line)),
@@ -928,6 +943,12 @@ mod tests {
         let err = parse(q).expect_err("signed line");
         assert_eq!(err.position, q.find("pkg").expect("file"), "{err:?}");
         assert!(err.message.contains("lines count from 1"), "{err:?}");
+        for bad in ["pkg/a.py:", "pkg/a.py:abc", "pkg/a.py:+3"] {
+            let q = format!("context for \"def f():\" in {bad}");
+            let err = parse(&q).expect_err(bad);
+            assert_eq!(err.position, q.find("pkg").expect("file"), "{err:?}");
+            assert!(err.message.contains("expected a line number"), "{err:?}");
+        }
     }
 
     fn parse_symbol(q: &str) -> Symbol {
@@ -1013,6 +1034,10 @@ mod tests {
         assert!(parse("callers").unwrap_err().message.contains("unit name"));
         assert!(parse("find \"*\" | limit 0").unwrap_err().message.contains("limit must be at least 1"));
         assert!(parse("context f budget 0").unwrap_err().message.contains("budget must be at least 1"));
+        let text = "context a.b | where kind = variable";
+        let err = parse(text).unwrap_err();
+        assert!(err.message.contains("'context' must be the last step"), "{}", err.message);
+        assert_eq!(err.position, text.find("where").unwrap_or(0));
         let text = "callers x | count | limit 3";
         let err = parse(text).unwrap_err();
         assert!(err.message.contains("'count' must be the last step"), "{}", err.message);

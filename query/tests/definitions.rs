@@ -184,6 +184,17 @@ fn a_function_of_a_module_not_written_yet_is_placed_by_its_siblings() {
     let err =
         fresco_query::run(&Context::new(&snapshot), "context for \"def f():\" in nowhere/x.py").expect_err("no module");
     assert!(err.to_string().contains("no indexed file in its directory"), "{err}");
+    // A file that cannot be a module is named for what it is, not for its directory.
+    for (file, why) in [
+        ("pkg/README.md", "not a Python file"),
+        ("pkg/__init__.py.bak", "not a Python file"),
+        ("pkg/a.b.py", "cannot be a module's file"),
+        ("pkg/sub/__init__.py", "a new __init__.py"),
+    ] {
+        let query = format!("context for \"def f():\" in {file}");
+        let err = fresco_query::run(&Context::new(&snapshot), &query).expect_err(file);
+        assert!(err.to_string().contains(why), "{file}: {err}");
+    }
 }
 
 #[test]

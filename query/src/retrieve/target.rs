@@ -94,10 +94,22 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
             let Some(entry) = crate::exec::find_file(snapshot, file)? else {
                 // A function of a module not written yet: placed by the files beside it.
                 let Some((path, module)) = new_module(snapshot, file) else {
-                    return Err(QueryError::Invalid(format!(
-                        "no indexed file '{file}', and no indexed file in its directory to tell the module a new \
-                         file would be"
-                    )));
+                    let name = file.rsplit('/').next().unwrap_or(file);
+                    let why = match name.strip_suffix(".py") {
+                        None => format!("'{file}' is not indexed and not a Python file: give a .py file"),
+                        Some("__init__") => format!(
+                            "no indexed file '{file}': a new __init__.py would change its directory's modules, so \
+                             a function is not placed in one"
+                        ),
+                        Some(stem) if stem.is_empty() || stem.contains('.') => {
+                            format!("no indexed file '{file}', and '{name}' cannot be a module's file")
+                        }
+                        Some(_) => format!(
+                            "no indexed file '{file}', and no indexed file in its directory to tell the module a \
+                             new file would be"
+                        ),
+                    };
+                    return Err(QueryError::Invalid(why));
                 };
                 let mut note = format!(
                     "{path} is not indexed (not written yet?): the context is for a function of a new module {module}, \
