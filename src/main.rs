@@ -299,7 +299,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     let history = indexer.stored_history();
                     let index = protocol::IndexView { snapshot: indexer.snapshot(), history, root: indexer.root() };
                     match protocol::run_query(index, &params, None, lanes_ref, None, &[]) {
-                        Ok((_, value)) => Ok(value),
+                        Ok((_, mut value)) => {
+                            if indexer.db_dir().is_none() {
+                                // Numbered from 1 like any new index: the number alone would pass
+                                // for a version the daemon published.
+                                note(
+                                    &mut value,
+                                    format!(
+                                        "answered from files indexed in memory (a daemon holds the stored index): \
+                                         version {} is this index's own, not one the daemon published",
+                                        indexer.snapshot().version()
+                                    ),
+                                );
+                            }
+                            Ok(value)
+                        }
                         Err(e) => Err(e.to_json()),
                     }
                 }
@@ -789,6 +803,18 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
         }
         Err(err) if store_in_use(&err) => Ok(Answerer::InProcess(Box::new(index_in_memory(root, args)?))),
         Err(err) => Err(err),
+    }
+}
+
+/// Adds `text` to an answer's `notes`.
+fn note(value: &mut serde_json::Value, text: String) {
+    match value.get_mut("notes").and_then(serde_json::Value::as_array_mut) {
+        Some(notes) => notes.push(json!(text)),
+        None => {
+            if let Some(fields) = value.as_object_mut() {
+                fields.insert("notes".into(), json!([text]));
+            }
+        }
     }
 }
 

@@ -890,9 +890,19 @@ fn daemon_and_in_process_answer_the_same() {
     assert!(err.contains("indexes the repository in memory") && !err.contains("Os {"), "{err}");
     let daemons = d.cli(&["query", env.root_s(), q, "--json", "--daemon"]);
     let (mut a, mut b) = (json(&out), json(&daemons));
+    // Its version is the in-memory index's own, and its notes say so.
+    let notes = a["notes"].as_array().cloned().unwrap_or_default();
+    assert!(
+        notes.iter().any(|n| n
+            .as_str()
+            .is_some_and(|n| n.contains("indexed in memory") && n.contains("not one the daemon published"))),
+        "{a}"
+    );
     if let (Some(a), Some(b)) = (a.as_object_mut(), b.as_object_mut()) {
         a.remove("version");
         b.remove("version");
+        a.remove("notes");
+        b.remove("notes");
     }
     assert_eq!(a, b, "{q}");
     // `export --stored` reads the stored version, which only the daemon may open: one clear
