@@ -864,7 +864,7 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>, activity: Option<
         let request: Value = match serde_json::from_str(text) {
             Ok(v) => v,
             Err(e) => {
-                let err = ProtoError::new("INVALID_JSON", format!("the request is not valid JSON: {e}"));
+                let err = ProtoError::new("INVALID_JSON", invalid_json_message(text, &e));
                 if !send(&writer, &protocol::response_err(&Value::Null, &err)) {
                     return;
                 }
@@ -1203,5 +1203,50 @@ mod query_slot_tests {
         assert!(third_ran.load(Ordering::SeqCst));
         drop(b);
         assert_eq!(*slots.free.lock().unwrap_or_else(|p| p.into_inner()), 2);
+    }
+}
+
+/// What is wrong with a request that is not JSON. serde's words for a lone UTF-16 surrogate
+/// escape (`"\\ud800"` alone: half of a character outside the BMP) are "unexpected end of hex
+/// escape" or "lone leading surrogate", which send a client looking for a typo in its hex digits.
+fn invalid_json_message(text: &str, err: &serde_json::Error) -> String {
+    let message = format!("the request is not valid JSON: {err}");
+    let surrogate_escape = text.as_bytes().windows(4).any(|w| {
+        w[0] == b'\\'
+            && w[1] == b'u'
+            && matches!(w[2], b'd' | b'D')
+            && matches!(w[3], b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
+    });
+    let said = err.to_string();
+    if (surrogate_escape && said.contains("escape")) || said.contains("surrogate") {
+        format!(
+            "{message} (a \\uD800-\\uDFFF escape is half of a UTF-16 surrogate pair: it must be a high one \\uD800-\\uDBFF \
+             followed at once by a low one \\uDC00-\\uDFFF; alone it is no character)"
+        )
+    } else {
+        message
+    }
+}
+
+#[cfg(test)]
+mod invalid_json_tests {
+    use super::*;
+
+    #[test]
+    fn a_lone_surrogate_escape_is_named_as_such() {
+        for text in [r#"{"id": 1, "method": "query", "params": {"query": "find \"\ud800\""}}"#, r#"{"x": "\uDC00 a"}"#]
+        {
+            let err = serde_json::from_str::<Value>(text).expect_err("a lone surrogate is not JSON text");
+            let message = invalid_json_message(text, &err);
+            assert!(message.contains("half of a UTF-16 surrogate pair"), "{message}");
+        }
+        // A pair is a character; other faults keep serde's words alone.
+        assert!(serde_json::from_str::<Value>(r#"{"x": "\ud83d\ude00"}"#).is_ok());
+        let text = r#"{"x": "\u12"}"#;
+        let err = serde_json::from_str::<Value>(text).expect_err("a short escape");
+        assert!(!invalid_json_message(text, &err).contains("surrogate"));
+        let text = r#"{"x": 1,}"#;
+        let err = serde_json::from_str::<Value>(text).expect_err("a trailing comma");
+        assert_eq!(invalid_json_message(text, &err), format!("the request is not valid JSON: {err}"));
     }
 }
