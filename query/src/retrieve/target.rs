@@ -369,16 +369,39 @@ struct Placement {
 
 /// The name a `def` in `text` defines (`async def` too).
 fn defined_name(text: &str) -> Option<&str> {
-    let at = text.find("def ")?;
+    let at = def_keyword(text)?;
     let rest = text[at + 4..].trim_start();
     let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
-    (end > 0).then(|| &rest[..end])
+    // An identifier starts with a letter or `_`: `def 123():` defines nothing.
+    let name = &rest[..end];
+    name.starts_with(|c: char| c.is_alphabetic() || c == '_').then_some(name)
+}
+
+/// Where the `def` keyword of the text's `def` line is: the first line that starts with `def `
+/// or `async def ` (past decorators, whose arguments may say `def` too).
+fn def_keyword(text: &str) -> Option<usize> {
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let code = line.trim_start();
+        let code_at = at + (line.len() - code.len());
+        if code.starts_with("def ") {
+            return Some(code_at);
+        }
+        if let Some(rest) = code.strip_prefix("async")
+            && rest.starts_with([' ', '\t'])
+            && let Some(def) = rest.trim_start().strip_prefix("def ").map(|_| rest.len() - rest.trim_start().len())
+        {
+            return Some(code_at + "async".len() + def);
+        }
+        at += line.len();
+    }
+    None
 }
 
 /// Where the parameter list of the `def` in `text` opens (its `(`, past the decorators'
 /// parentheses).
 fn parameters_start(text: &str) -> Option<usize> {
-    let def = text.find("def ")?;
+    let def = def_keyword(text)?;
     Some(def + text[def..].find('(')?)
 }
 
@@ -497,6 +520,19 @@ mod tests {
         assert_eq!(first_parameter("async def f(\n    self,\n):"), Some("self"));
         assert_eq!(first_parameter("def f():"), None);
         assert_eq!(first_parameter("x = (1, 2)"), None);
+        assert_eq!(first_parameter("@register(\"undef \")\ndef f(cls):"), Some("cls"));
+    }
+
+    #[test]
+    fn the_defined_name_is_an_identifier_on_the_def_line() {
+        assert_eq!(defined_name("def f(x):"), Some("f"));
+        assert_eq!(defined_name("async  def _g():"), Some("_g"));
+        assert_eq!(defined_name("@app.route(\"/undef x\")\ndef index():"), Some("index"));
+        assert_eq!(defined_name("    def m(self):"), Some("m"));
+        assert_eq!(defined_name("def 123():"), None);
+        assert_eq!(defined_name("Parse the rules; undef them."), None);
+        assert_eq!(defined_name("x = 'def y'"), None);
+        assert_eq!(defined_name("asyncdef f():"), None);
     }
 
     #[test]
