@@ -489,6 +489,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_score_read_back_from_json_is_the_number_sent() {
+        // Reciprocal-rank scores as `context` gives them: the client re-reads the daemon's JSON,
+        // and its answer must equal the in-process one to the last digit.
+        for rank in 1..2000u32 {
+            for score in [1.0 / f64::from(60 + rank), 1.0 / f64::from(60 + rank) + 1.0 / f64::from(61 + rank * 3)] {
+                let text = serde_json::to_string(&json!({ "score": score })).expect("serialise");
+                let back: Value = serde_json::from_str(&text).expect("parse");
+                assert_eq!(back["score"].as_f64(), Some(score), "{text}");
+            }
+        }
+    }
+
+    #[test]
     fn an_export_takes_a_wait_like_a_query() {
         assert!(check_params("export", &json!({"out": "/tmp/x", "wait_ms": 60000})).is_ok());
         assert_eq!(export_wait(&json!({"out": "/x"})).ok(), Some(Duration::from_millis(DEFAULT_WAIT_MS)));
