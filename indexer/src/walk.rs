@@ -64,6 +64,22 @@ pub fn in_excluded_dir(root: &Path, rel: &str, options: &WalkOptions) -> bool {
     })
 }
 
+/// Whether the directory at the relative path `rel` is itself left out by its name (hidden, or
+/// excluded): an event naming it changes nothing the walk reads. A directory that no longer
+/// exists cannot say whether it was a package, so a name of [`OUTPUT_DIR_NAMES`] counts only
+/// while the directory is there (`mv build/ elsewhere` of a package named `build` is a change).
+pub fn is_left_out_dir(root: &Path, rel: &str, options: &WalkOptions) -> bool {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    if name.starts_with('.') && name != "." && name != ".." {
+        return true;
+    }
+    if !options.excluded_dirs.iter().any(|e| e == name) {
+        return false;
+    }
+    let dir = root.join(rel);
+    !OUTPUT_DIR_NAMES.contains(&name) || (dir.is_dir() && is_excluded_dir(&dir, name, options))
+}
+
 /// Files larger than this are skipped, with the reason recorded, unless `--max-file-size` says
 /// otherwise. Indexing one file peaks at about 100 to 300 bytes of memory per source byte,
 /// depending on its shape (a generated 9.4 MB file of small functions: 1.0 GB), so a default of

@@ -659,6 +659,11 @@ fn classify(
                 | EventKind::Create(notify::event::CreateKind::Any)
         );
         let is_dir_now = abs.is_dir();
+        // `__pycache__/` made by a test run, `.tmp/` of an editor's atomic saves: nothing the
+        // walk reads, and noting them would hold `strict` answers for a debounce.
+        if (is_dir_now || is_dir_event) && !abs.is_file() && walk::is_left_out_dir(root, &rel, options) {
+            continue;
+        }
         if (is_dir_now || (is_dir_event && !abs.is_file())) && !rules.is_ignored(abs, true) {
             let key = format!("{rel}/");
             let seq = tracker.note_path(key.clone());
@@ -897,6 +902,36 @@ mod tests {
         assert!(classify(&root, &options, &mut rules, &tracker, &event(create, root.join("pkg/x.py")), &mut batch));
         let paths: Vec<&str> = batch.paths.iter().map(|(p, _)| p.as_str()).collect();
         assert_eq!(paths, vec!["pkg/x.py/", "pkg/x.py"]);
+    }
+
+    /// A directory the walk leaves out by its name (`__pycache__`, a hidden one, `build/` that is
+    /// no package) made or removed is no change; an output directory that was a package and is
+    /// gone is one, and so is any other directory.
+    #[test]
+    fn a_directory_left_out_by_its_name_is_no_change() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        for made in ["pkg/__pycache__", "pkg/.tmp", "build", "pkg/sub"] {
+            std::fs::create_dir_all(root.join(made)).expect("mkdir");
+        }
+        let options = WalkOptions::default();
+        let mut rules = IgnoreRules::load(&root, &options);
+        let tracker = Tracker::default();
+        let create = EventKind::Create(notify::event::CreateKind::Folder);
+        let remove = EventKind::Remove(notify::event::RemoveKind::Folder);
+        for (kind, path, noted) in [
+            (create, "pkg/__pycache__", false),
+            (create, "pkg/.tmp", false),
+            (create, "build", false),
+            (remove, "gone/__pycache__", false),
+            (create, "pkg/sub", true),
+            // Gone: it may have been a package, whose files go with it.
+            (remove, "dist", true),
+        ] {
+            let mut batch = Batch::default();
+            let noticed = classify(&root, &options, &mut rules, &tracker, &event(kind, root.join(path)), &mut batch);
+            assert_eq!((noticed, !batch.paths.is_empty()), (noted, noted), "{path}");
+        }
     }
 
     /// A Python file whose name is not UTF-8 asks for a rescan, which lists it as skipped.
