@@ -752,6 +752,32 @@ fn allow_right_after_a_write_marks_items_of_pending_files_stale() {
 }
 
 #[test]
+fn a_file_written_back_as_the_index_holds_it_is_not_stale() {
+    // A long debounce: the writes' events stay pending, so what decides is the gate's look at
+    // the file's content.
+    let env = Env::requests();
+    let d = Daemon::start_with(&env.root, &env.db, &env.rt, &["--debounce-ms", "30000"]);
+    let mut c = d.conn();
+    let q = "callees requests.api.head";
+    let before = c.ok(q, "wait");
+    let original = env.read(API);
+    // Changed in place, then written back as it was (an editor's undo and save).
+    std::fs::write(env.path(API), original.replacen("def head(", "def head_(", 1)).expect("write");
+    std::fs::write(env.path(API), &original).expect("write back");
+    let r = c.ok(q, "strict");
+    assert_eq!((version(&r), names(&r)), (version(&before), names(&before)), "{r}");
+    let r = c.ok(q, "allow");
+    assert_eq!(r["stale"], json!([]), "{r}");
+    assert!(r["results"].as_array().expect("results").iter().all(|it| it.get("stale").is_none()), "{r}");
+    assert_eq!(c.status()["pending"], json!([]));
+    // A real change is still refused, and listed.
+    std::fs::write(env.path(API), original.replacen("def head(", "def head_(", 1)).expect("write");
+    let r = c.query(q, "strict");
+    assert_eq!(error_code(&r), "STALE", "{r}");
+    assert!(r.to_string().contains(API), "{r}");
+}
+
+#[test]
 fn while_a_change_is_pending_strict_exits_3_allow_marks_and_wait_answers_fresh() {
     // A long debounce keeps the change pending long enough to see every mode deterministically.
     let env = Env::requests();
