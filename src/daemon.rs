@@ -307,21 +307,28 @@ impl Shared {
         if pending.len() > MAX_CONTENT_CHECKS {
             return (pending, Vec::new());
         }
-        pending.into_iter().partition(|key| key.ends_with('/') || !self.indexed_as_is(key, &published.snapshot))
+        let mut budget = MAX_CONTENT_CHECK_TOTAL;
+        pending
+            .into_iter()
+            .partition(|key| key.ends_with('/') || !self.indexed_as_is(key, &published.snapshot, &mut budget))
     }
 
     /// Whether the file at `rel` is on disk exactly as `snapshot` indexed it: the same bytes (its
     /// revision is their hash), or absent from both. A skipped file, a huge one, or anything
     /// unreadable is not (the gate stays conservative).
-    fn indexed_as_is(&self, rel: &str, snapshot: &Snapshot) -> bool {
+    /// `budget`: the bytes the query may still read for such checks (a file past it is not read).
+    fn indexed_as_is(&self, rel: &str, snapshot: &Snapshot, budget: &mut u64) -> bool {
         let path = self.root.join(rel);
         let meta = fs::symlink_metadata(&path);
         match snapshot.file(rel) {
             None => meta.is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound),
             Some(entry) => {
-                entry.graph.skipped.is_none()
-                    && meta.is_ok_and(|m| m.is_file() && m.len() <= MAX_CONTENT_CHECK_BYTES)
-                    && fs::read(&path).is_ok_and(|bytes| fresco_graph::Revision::of(&bytes) == entry.graph.revision)
+                let Ok(meta) = meta else { return false };
+                if entry.graph.skipped.is_some() || !meta.is_file() || meta.len() > *budget {
+                    return false;
+                }
+                *budget -= meta.len();
+                fs::read(&path).is_ok_and(|bytes| fresco_graph::Revision::of(&bytes) == entry.graph.revision)
             }
         }
     }
@@ -1140,9 +1147,10 @@ fn handle_export(shared: &Shared, params: &Value) -> Result<Value, ProtoError> {
 }
 
 /// At most this many pending files are read to tell whether the index already holds their
-/// content (see `Shared::still_pending`), each at most this large.
+/// content (see `Shared::still_pending`), at most this many bytes in all per query (a few
+/// milliseconds; the files a burst leaves pending are listed, not read).
 const MAX_CONTENT_CHECKS: usize = 256;
-const MAX_CONTENT_CHECK_BYTES: u64 = 4 * 1024 * 1024;
+const MAX_CONTENT_CHECK_TOTAL: u64 = 8 * 1024 * 1024;
 
 /// How many refused connections are being answered at once (see [`refuse_busy`]).
 const MAX_REFUSING: usize = 16;
