@@ -4,33 +4,40 @@
 use fresco_indexer::{Indexer, IndexerOptions};
 use fresco_query::Context;
 
-#[test]
-fn impact_of_a_module_reaches_the_modules_that_import_names_from_it() {
+/// Indexes a tree of `files` (path, text) and returns a function answering a query with the
+/// sorted names of its results.
+fn tree(files: &[(&str, &str)]) -> impl Fn(&str) -> Vec<String> {
     let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path();
-    let write = |path: &str, text: &str| {
-        let path = root.join(path);
+    for (path, text) in files {
+        let path = dir.path().join(path);
         std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
         std::fs::write(path, text).expect("write");
-    };
-    write("pkg/__init__.py", "from .core import CODES\n");
-    write("pkg/core.py", "CODES = {'a': 1}\n\n\ndef lookup(name):\n    return CODES[name]\n");
-    // Imports a name of `core`; read by `app`, which imports from `names`.
-    write("pkg/names.py", "from .core import lookup\n\n\ndef code_of(name):\n    return lookup(name)\n");
-    write("pkg/app.py", "from .names import code_of\n\n\ndef main():\n    return code_of('a')\n");
-    // Imports the module object.
-    write("pkg/whole.py", "from . import core\n\n\ndef first():\n    return core.lookup('a')\n");
-    // Imports nothing of it.
-    write("pkg/unrelated.py", "def alone():\n    return 0\n");
-    let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    }
+    let mut indexer = Indexer::in_memory(dir.path(), IndexerOptions { threads: 1, ..IndexerOptions::default() });
     indexer.refresh().expect("index");
     let snapshot = indexer.snapshot().clone();
-    let names = |query: &str| -> Vec<String> {
+    move |query: &str| {
+        let _tree = &dir;
         let out = fresco_query::run(&Context::new(&snapshot), query).unwrap_or_else(|e| panic!("{query}: {e}"));
         let mut names: Vec<String> = out.results.iter().map(|item| item.name.clone()).collect();
         names.sort();
         names
-    };
+    }
+}
+
+#[test]
+fn impact_of_a_module_reaches_the_modules_that_import_names_from_it() {
+    let names = tree(&[
+        ("pkg/__init__.py", "from .core import CODES\n"),
+        ("pkg/core.py", "CODES = {'a': 1}\n\n\ndef lookup(name):\n    return CODES[name]\n"),
+        // Imports a name of `core`; read by `app`, which imports from `names`.
+        ("pkg/names.py", "from .core import lookup\n\n\ndef code_of(name):\n    return lookup(name)\n"),
+        ("pkg/app.py", "from .names import code_of\n\n\ndef main():\n    return code_of('a')\n"),
+        // Imports the module object.
+        ("pkg/whole.py", "from . import core\n\n\ndef first():\n    return core.lookup('a')\n"),
+        // Imports nothing of it.
+        ("pkg/unrelated.py", "def alone():\n    return 0\n"),
+    ]);
     assert_eq!(names("importers pkg.core"), ["pkg", "pkg.names", "pkg.whole"]);
     let impact = names("impact pkg.core");
     for expected in ["pkg", "pkg.names", "pkg.whole", "pkg.app"] {
@@ -44,33 +51,19 @@ fn impact_of_a_module_reaches_the_modules_that_import_names_from_it() {
 
 #[test]
 fn a_module_that_only_re_exports_a_name_is_imported_by_the_statements_naming_it() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path();
-    let write = |path: &str, text: &str| {
-        let path = root.join(path);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(path, text).expect("write");
-    };
     // `compat` defines nothing of what it is asked for: one name comes from the standard
     // library, one from a sibling module.
-    write("pkg/__init__.py", "");
-    write("pkg/compat.py", "from urllib.parse import urlparse\nfrom .impl import quote\n");
-    write("pkg/impl.py", "def quote(s):\n    return s\n");
-    write("pkg/uses_stdlib.py", "from .compat import urlparse\n");
-    write("pkg/uses_sibling.py", "from .compat import quote\n");
-    // Imports `quote` from where it is defined: depends on `impl`, not on `compat`.
-    write("pkg/direct.py", "from .impl import quote\n");
-    // A submodule imported from its package is found through the submodule, not the package.
-    write("pkg/whole.py", "from . import impl\n");
-    let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
-    indexer.refresh().expect("index");
-    let snapshot = indexer.snapshot().clone();
-    let names = |query: &str| -> Vec<String> {
-        let out = fresco_query::run(&Context::new(&snapshot), query).unwrap_or_else(|e| panic!("{query}: {e}"));
-        let mut names: Vec<String> = out.results.iter().map(|item| item.name.clone()).collect();
-        names.sort();
-        names
-    };
+    let names = tree(&[
+        ("pkg/__init__.py", ""),
+        ("pkg/compat.py", "from urllib.parse import urlparse\nfrom .impl import quote\n"),
+        ("pkg/impl.py", "def quote(s):\n    return s\n"),
+        ("pkg/uses_stdlib.py", "from .compat import urlparse\n"),
+        ("pkg/uses_sibling.py", "from .compat import quote\n"),
+        // Imports `quote` from where it is defined: depends on `impl`, not on `compat`.
+        ("pkg/direct.py", "from .impl import quote\n"),
+        // A submodule imported from its package is found through the submodule, not the package.
+        ("pkg/whole.py", "from . import impl\n"),
+    ]);
     assert_eq!(names("importers pkg.compat"), ["pkg.uses_sibling", "pkg.uses_stdlib"]);
     assert_eq!(names("importers pkg.impl"), ["pkg.compat", "pkg.direct", "pkg.uses_sibling", "pkg.whole"]);
     assert_eq!(names("importers pkg"), Vec::<String>::new());
