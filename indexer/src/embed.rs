@@ -1319,10 +1319,18 @@ impl Worker {
         if self.embedder.is_some() {
             return true;
         }
+        // `loading` only once there is a model to load: a model missing or failing its hash
+        // check stays `unavailable` through every retry, instead of passing for one on its way
+        // (a query waiting on the lane read `loading` one time in four).
+        let files = match locate_model(&self.options.model_dir) {
+            Ok(files) => files,
+            Err(unavailable) => {
+                self.shared.set(LaneState::Unavailable(unavailable.reason), version);
+                return false;
+            }
+        };
         self.shared.set(LaneState::Loading, version);
-        let loaded = locate_model(&self.options.model_dir)
-            .map_err(EmbedError::from)
-            .and_then(|files| Embedder::load(&files, self.options.threads))
+        let loaded = Embedder::load(&files, self.options.threads)
             .and_then(|e| Ok((e.with_threads(self.options.query_threads)?, e)));
         match loaded {
             Ok((query, embedder)) => {
