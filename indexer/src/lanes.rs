@@ -96,6 +96,23 @@ fn obtain_model(dir: &Path, mut progress: impl FnMut(u64, u64)) -> Result<(), St
     embed::locate_model(dir).map(|_| ()).map_err(|e| e.reason)
 }
 
+/// The vector store in `dir`. The vectors are a cache of what the model computes from unit
+/// texts: a store sled finds damaged is deleted and started afresh (the dense lane stayed down
+/// for good, with sled's "Read corrupted data"), never read.
+fn open_vectors(dir: &Path) -> Result<VectorStore, embed::EmbedError> {
+    match VectorStore::open(dir) {
+        Err(embed::EmbedError::Store(sled::Error::Corruption { .. })) => {
+            eprintln!(
+                "fresco: the stored vectors in {} are damaged; they are a cache: deleted, and embedded again",
+                dir.display()
+            );
+            std::fs::remove_dir_all(dir)?;
+            VectorStore::open(dir)
+        }
+        other => other,
+    }
+}
+
 fn load_tokenizer(model_dir: &Path) -> Option<tokenizers::Tokenizer> {
     let files = embed::locate_model(model_dir).ok()?;
     let mut tokenizer = tokenizers::Tokenizer::from_file(&files.tokenizer).ok()?;
@@ -131,7 +148,7 @@ impl RetrievalLanes {
         let model_dir = embed::default_model_dir();
         let tokenizer = RwLock::new(load_tokenizer(&model_dir));
         let disabled = std::env::var("FRESCO_DENSE").is_ok_and(|v| v == "off" || v == "0");
-        let store = db_dir.map(|dir| VectorStore::open(&dir.join("vectors")));
+        let store = db_dir.map(|dir| open_vectors(&dir.join("vectors")));
         let (dense, dense_error) = match store {
             _ if disabled => (None, Some("disabled by configuration (FRESCO_DENSE=off)".to_string())),
             Err(why) => (None, Some(why)),
@@ -540,6 +557,32 @@ mod tests {
     use super::*;
     use crate::{FileEvent, Indexer};
     use fresco_query::Lanes;
+
+    /// A damaged vector store is started afresh: its vectors are a cache.
+    #[test]
+    fn a_damaged_vector_store_is_started_afresh() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let vectors = dir.path().join("vectors");
+        {
+            let store = open_vectors(&vectors).expect("a new store");
+            drop(store);
+        }
+        // Garbage over sled's files, as a bad disk or a bad copy leaves them.
+        for entry in std::fs::read_dir(&vectors).expect("read dir").flatten() {
+            if entry.path().is_file() {
+                std::fs::write(entry.path(), vec![0x5a; 4096]).expect("overwrite");
+            }
+        }
+        let damaged = VectorStore::open(&vectors);
+        assert!(
+            matches!(damaged, Err(embed::EmbedError::Store(sled::Error::Corruption { .. }))),
+            "sled reads the garbage as corruption: {:?}",
+            damaged.as_ref().err()
+        );
+        drop(damaged);
+        let store = open_vectors(&vectors).expect("started afresh");
+        assert_eq!(store.get(1).expect("readable"), None);
+    }
 
     /// While the model downloads, the dense lane is `loading` with the download's progress, in
     /// `status` and in answers; after a failed download, `unavailable` with the download's error,
