@@ -53,26 +53,16 @@ def per_task_recall(path, k, half=None):
     return by_project
 
 
-def two_level_bootstrap(by_project, rng):
+def bootstrap(by_project, rng, resample_tasks):
+    """95 % interval of the mean over resampled projects; each chosen project's tasks are
+    resampled too (two-level) or kept whole (the cluster bootstrap)."""
     projects = sorted(by_project)
     means = []
     for _ in range(RESAMPLES):
         values = []
         for project in rng.choices(projects, k=len(projects)):
             tasks = by_project[project]
-            values.extend(rng.choices(tasks, k=len(tasks)))
-        means.append(statistics.mean(values))
-    means.sort()
-    return means[int(0.025 * RESAMPLES)], means[int(0.975 * RESAMPLES) - 1]
-
-
-def project_bootstrap(by_project, rng):
-    projects = sorted(by_project)
-    means = []
-    for _ in range(RESAMPLES):
-        values = []
-        for project in rng.choices(projects, k=len(projects)):
-            values.extend(by_project[project])
+            values.extend(rng.choices(tasks, k=len(tasks)) if resample_tasks else tasks)
         means.append(statistics.mean(values))
     means.sort()
     return means[int(0.025 * RESAMPLES)], means[int(0.975 * RESAMPLES) - 1]
@@ -92,8 +82,8 @@ def main():
             sys.exit(f"{args[0]}: fewer than two tasks with needed units")
         mean = statistics.mean(values)
         error = statistics.stdev(values) / len(values) ** 0.5
-        low, high = two_level_bootstrap(by_project, random.Random(1))
-        cluster_low, cluster_high = project_bootstrap(by_project, random.Random(1))
+        low, high = bootstrap(by_project, random.Random(1), resample_tasks=True)
+        cluster_low, cluster_high = bootstrap(by_project, random.Random(1), resample_tasks=False)
         print(
             f"R@{k}: {mean:.3f} over {len(values)} tasks of {len(by_project)} projects; "
             f"over tasks {mean - 1.96 * error:.3f}-{mean + 1.96 * error:.3f} (standard error {error:.4f}); "
