@@ -419,6 +419,9 @@ pub fn lanes_json(health: &[fresco_indexer::lanes::LaneHealth]) -> Value {
         if let Some(missing) = h.missing {
             v["missing"] = json!(missing);
         }
+        if let Some(embedded) = h.embedded {
+            v["embedded"] = json!(embedded);
+        }
         out[h.lane] = v;
     }
     out

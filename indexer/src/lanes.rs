@@ -420,6 +420,7 @@ impl RetrievalLanes {
                     }
                     _ => {}
                 }
+                health.embedded = Some(worker.stats().embedded);
                 if let Some((version, index)) = worker.index() {
                     health.version = Some(version);
                     health.lag = Some(graph_version.saturating_sub(version));
@@ -450,6 +451,9 @@ pub struct LaneHealth {
     pub progress: Option<(usize, usize)>,
     /// Units without a vector in the published index.
     pub missing: Option<usize>,
+    /// Texts the model embedded since the process started (those found in the vector store
+    /// are not counted): what a restart or an edit cost.
+    pub embedded: Option<u64>,
 }
 
 impl LaneHealth {
@@ -599,6 +603,7 @@ mod tests {
         let health = dense(&lanes);
         assert_eq!(health.status, "loading");
         assert_eq!(health.reason.as_deref(), Some("downloading the embedding model all-MiniLM-L6-v2 (3 of 80 MB)"));
+        assert_eq!(health.embedded, Some(0), "nothing embedded yet");
         let down = lanes.dense("x", 5).expect_err("no model yet");
         assert!(down.reason.contains("downloading the embedding model"), "{}", down.reason);
 
