@@ -203,15 +203,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     // Every command looks for a daemon (or is one): with a relative runtime directory it would
     // look in a different place from each working directory, and say no daemon serves the root.
-    if let Some(dir) = std::env::var_os("FRESCO_RUNTIME_DIR").filter(|d| !d.is_empty())
-        && PathBuf::from(&dir).is_relative()
-    {
-        return Err(UsageError(format!(
-            "FRESCO_RUNTIME_DIR must be an absolute path (it is {})",
-            PathBuf::from(dir).display()
-        ))
-        .into());
-    }
+    paths::configured_runtime_dir().map_err(UsageError)?;
     match cli.command {
         Command::Index { args, json } => {
             let started = Instant::now();

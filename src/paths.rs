@@ -17,16 +17,23 @@ fn uid() -> u32 {
         .unwrap_or(0)
 }
 
+/// `$FRESCO_RUNTIME_DIR` when set. Empty means unset, as for other variables of the kind; a
+/// relative path is an error: it would name a different directory from each working directory
+/// (and one inside the repository).
+pub fn configured_runtime_dir() -> Result<Option<PathBuf>, String> {
+    match std::env::var_os("FRESCO_RUNTIME_DIR").filter(|d| !d.is_empty()).map(PathBuf::from) {
+        Some(d) if d.is_relative() => {
+            Err(format!("FRESCO_RUNTIME_DIR must be an absolute path (it is {})", d.display()))
+        }
+        other => Ok(other),
+    }
+}
+
 /// The runtime directory: `$FRESCO_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/fresco`, else
 /// `/tmp/fresco-UID`. Created with mode 0700; refused if another user owns it.
 pub fn runtime_dir() -> Result<PathBuf> {
-    // Empty means unset, as for other variables of the kind; a relative path would name a
-    // different directory from each working directory (and one inside the repository).
     let set = |name: &str| std::env::var_os(name).filter(|d| !d.is_empty()).map(PathBuf::from);
-    let dir = if let Some(d) = set("FRESCO_RUNTIME_DIR") {
-        if d.is_relative() {
-            bail!("FRESCO_RUNTIME_DIR must be an absolute path (it is {})", d.display());
-        }
+    let dir = if let Some(d) = configured_runtime_dir().map_err(anyhow::Error::msg)? {
         d
     } else if let Some(d) = set("XDG_RUNTIME_DIR").filter(|d| d.is_absolute()) {
         d.join("fresco")

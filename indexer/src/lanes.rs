@@ -72,7 +72,8 @@ const DOWNLOAD_RETRY_FIRST: Duration = Duration::from_secs(60);
 const DOWNLOAD_RETRY_MAX: Duration = Duration::from_secs(3600);
 
 /// Makes sure the embedding model is in `dir`, downloading it on first use when allowed;
-/// `progress(done, total)` follows the download.
+/// `progress(done, total)` follows the download (called first with nothing done, when one
+/// starts).
 fn obtain_model(dir: &Path, mut progress: impl FnMut(u64, u64)) -> Result<(), String> {
     let local = match embed::locate_model(dir) {
         Ok(_) => return Ok(()),
@@ -84,6 +85,7 @@ fn obtain_model(dir: &Path, mut progress: impl FnMut(u64, u64)) -> Result<(), St
         return Err(local);
     }
     eprintln!("fresco: downloading the embedding model {} (about 84 MB) into {} ...", embed::MODEL_NAME, dir.display());
+    progress(0, 0);
     let mut shown = 0;
     crate::model_fetch::fetch_model(dir, |done, total| {
         progress(done, total);
@@ -282,18 +284,15 @@ impl RetrievalLanes {
         if self.dense.is_none() {
             return false;
         }
-        let progress = |done, total| {
+        let mut attempted = false;
+        let outcome = obtain_model(&self.model_dir, |done, total| {
+            attempted = true;
             *self.download.lock().unwrap_or_else(|p| p.into_inner()) = Download::Running { done, total };
-        };
-        if crate::model_fetch::download_allowed() && embed::locate_model(&self.model_dir).is_err() {
-            progress(0, 0);
-        }
-        let outcome = obtain_model(&self.model_dir, progress);
+        });
         *self.download.lock().unwrap_or_else(|p| p.into_inner()) = match &outcome {
-            Ok(()) => Download::None,
-            // Refused without trying (downloads disabled): the worker's reason says it all.
-            Err(_) if !crate::model_fetch::download_allowed() => Download::None,
-            Err(why) => Download::Failed(why.clone()),
+            Err(why) if attempted => Download::Failed(why.clone()),
+            // Present, or refused without trying (downloads disabled): the worker says it all.
+            _ => Download::None,
         };
         if let Err(why) = outcome {
             eprintln!("fresco: the dense lane is unavailable: {why}");
@@ -301,6 +300,18 @@ impl RetrievalLanes {
         }
         *self.tokenizer.write().unwrap_or_else(|p| p.into_inner()) = load_tokenizer(&self.model_dir);
         true
+    }
+
+    /// What the worker, which sees no model file, cannot say: a download running (`loading`,
+    /// with its progress), or one that failed, once the worker has found no model.
+    fn download_down(&self, worker_state: &LaneState) -> Option<LaneDown> {
+        match &*self.download.lock().unwrap_or_else(|p| p.into_inner()) {
+            Download::Running { done, total } => Some(LaneDown::not_yet("loading", download_progress(*done, *total))),
+            Download::Failed(why) if matches!(worker_state, LaneState::Unavailable(_)) => {
+                Some(LaneDown::new(format!("{why}; a daemon tries again later (a restart tries at once)")))
+            }
+            _ => None,
+        }
     }
 
     /// A daemon's download: tried until it succeeds (waiting longer after each failure), then
@@ -406,19 +417,8 @@ impl RetrievalLanes {
                         LaneHealth { reason: Some(reason.clone()), ..LaneHealth::new("dense", "unavailable") }
                     }
                 };
-                // The worker sees no model while it downloads, or after the download failed: say
-                // which.
-                match &*self.download.lock().unwrap_or_else(|p| p.into_inner()) {
-                    Download::Running { done, total } => {
-                        health = LaneHealth {
-                            reason: Some(download_progress(*done, *total)),
-                            ..LaneHealth::new("dense", "loading")
-                        };
-                    }
-                    Download::Failed(why) if health.status == "unavailable" => {
-                        health.reason = Some(format!("{why}; a daemon tries again later (a restart tries at once)"));
-                    }
-                    _ => {}
+                if let Some(down) = self.download_down(&status.state) {
+                    health = LaneHealth { reason: Some(down.reason), ..LaneHealth::new("dense", down.status) };
                 }
                 health.embedded = Some(worker.stats().embedded);
                 if let Some((version, index)) = worker.index() {
@@ -483,17 +483,11 @@ impl fresco_query::Lanes for RetrievalLanes {
         let Some(worker) = &self.dense else {
             return Err(LaneDown::new(self.dense_error.clone().unwrap_or_else(|| "disabled".into())));
         };
-        // A download running, or failed: what the worker (which sees no model file) cannot say.
-        match &*self.download.lock().unwrap_or_else(|p| p.into_inner()) {
-            Download::Running { done, total } => {
-                return Err(LaneDown::not_yet("loading", download_progress(*done, *total)));
-            }
-            Download::Failed(why) if matches!(worker.status().state, LaneState::Unavailable(_)) => {
-                return Err(LaneDown::new(why.clone()));
-            }
-            _ => {}
+        let state = worker.status().state;
+        if let Some(down) = self.download_down(&state) {
+            return Err(down);
         }
-        if let LaneState::Unavailable(reason) = worker.status().state {
+        if let LaneState::Unavailable(reason) = state {
             return Err(LaneDown::new(reason));
         }
         let Some((version, index)) = worker.index() else {

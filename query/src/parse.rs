@@ -570,7 +570,6 @@ impl Parser {
         allow_budget: bool,
     ) -> Result<(Option<usize>, Option<usize>, Vec<Lane>), ParseError> {
         let (mut k, mut budget, mut lanes) = (None, None, Vec::new());
-        let mut lanes_given = None;
         loop {
             if self.is_word("k") {
                 self.once("k", &k)?;
@@ -591,9 +590,9 @@ impl Parser {
                 }
                 budget = Some(n);
             } else if self.is_word("lanes") {
-                self.once("lanes", &lanes_given)?;
+                // A `lanes` option names at least one lane.
+                self.once("lanes", &lanes.first())?;
                 self.bump();
-                lanes_given = Some(());
                 loop {
                     let lane = match self.peek().clone() {
                         Tok::Word(w) => Lane::parse(&w.to_ascii_lowercase()),

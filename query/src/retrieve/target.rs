@@ -251,15 +251,7 @@ fn context_definition(snapshot: &Snapshot, ids: Vec<String>, one_name: bool) -> 
 
 /// `signature` from its `def` line on, without the decorators heading it (which may span lines).
 fn undecorated(signature: &str) -> &str {
-    let mut at = 0;
-    for line in signature.split_inclusive('\n') {
-        let code = line.trim_start();
-        if code.starts_with("def ") || code.starts_with("async ") {
-            return &signature[at + (line.len() - code.len())..];
-        }
-        at += line.len();
-    }
-    signature
+    def_line(signature).map_or(signature, |(line, _)| &signature[line..])
 }
 
 /// The dotted names of the decorators heading `signature` (`t.overload` for `@t.overload`,
@@ -377,21 +369,27 @@ fn defined_name(text: &str) -> Option<&str> {
     name.starts_with(|c: char| c.is_alphabetic() || c == '_').then_some(name)
 }
 
-/// Where the `def` keyword of the text's `def` line is: the first line that starts with `def `
-/// or `async def ` (past decorators, whose arguments may say `def` too).
+/// Where the `def` keyword of the text's `def` line is.
 fn def_keyword(text: &str) -> Option<usize> {
+    def_line(text).map(|(_, def)| def)
+}
+
+/// The text's `def` line: the first line that starts with `def ` or `async def ` (past
+/// decorators, whose arguments may say `def` too). Where its code starts, and where its `def`
+/// keyword is.
+fn def_line(text: &str) -> Option<(usize, usize)> {
     let mut at = 0;
     for line in text.split_inclusive('\n') {
         let code = line.trim_start();
         let code_at = at + (line.len() - code.len());
         if code.starts_with("def ") {
-            return Some(code_at);
+            return Some((code_at, code_at));
         }
         if let Some(rest) = code.strip_prefix("async")
             && rest.starts_with([' ', '\t'])
-            && let Some(def) = rest.trim_start().strip_prefix("def ").map(|_| rest.len() - rest.trim_start().len())
+            && rest.trim_start().starts_with("def ")
         {
-            return Some(code_at + "async".len() + def);
+            return Some((code_at, code_at + "async".len() + (rest.len() - rest.trim_start().len())));
         }
         at += line.len();
     }
