@@ -270,14 +270,20 @@ impl Exec<'_, '_> {
         if self.ctx.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
             return Err(QueryError::Cancelled);
         }
-        if self.started.elapsed() > self.ctx.limits.timeout {
-            self.truncated = true;
-            if !self.notes.iter().any(|n| n.starts_with("time limit")) {
-                self.notes.push(format!("time limit of {:?} reached", self.ctx.limits.timeout));
-            }
-            return Ok(false);
+        Ok(!self.time_is_up())
+    }
+
+    /// Whether the query's time limit has passed; if so the answer is marked truncated, with a
+    /// note saying so.
+    fn time_is_up(&mut self) -> bool {
+        if self.started.elapsed() <= self.ctx.limits.timeout {
+            return false;
         }
-        Ok(true)
+        self.truncated = true;
+        if !self.notes.iter().any(|n| n.starts_with("time limit")) {
+            self.notes.push(format!("time limit of {:?} reached", self.ctx.limits.timeout));
+        }
+        true
     }
 
     /// Whether a retrieval row stands on text older than the snapshot: a lane behind it ranked
@@ -664,25 +670,35 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 }
             }
             let analogues = analogues(&ranked, &target);
+            // The text lanes, once asked, answer (tens of milliseconds on django); the graph
+            // lane, the costliest step, is not run once the time limit has passed: the answer
+            // is the text lanes' fusion, marked truncated, the graph lane `skipped`.
+            let run_graph = wanted.contains(&Lane::Graph) && !exec.time_is_up();
             // Without the graph lane (`lanes bm25,dense`), nothing is ranked or labelled by it:
             // the answer is the fusion of the lanes asked for, all of it examples.
-            let graph: Vec<String> = if wanted.contains(&Lane::Graph) {
+            let graph: Vec<String> = if run_graph {
                 graph_lane(snapshot, &target, exec.ctx.lanes, wanted.contains(&Lane::Dense), &analogues, depth)
             } else {
                 Vec::new()
             };
             if wanted.contains(&Lane::Graph) {
+                let (status, reason) = match run_graph {
+                    true => ("ready", None),
+                    false => (
+                        "skipped",
+                        Some(format!(
+                            "not run: the query's time limit of {:?} was reached before it",
+                            exec.ctx.limits.timeout
+                        )),
+                    ),
+                };
                 health.insert(
                     "graph",
-                    LaneReport {
-                        status: "ready",
-                        version: Some(snapshot.version()),
-                        lag: Some(0),
-                        reason: None,
-                        hits: graph.len(),
-                    },
+                    LaneReport { status, version: Some(snapshot.version()), lag: Some(0), reason, hits: graph.len() },
                 );
-                ranked.insert(0, (Lane::Graph, graph.clone()));
+                if run_graph {
+                    ranked.insert(0, (Lane::Graph, graph.clone()));
+                }
             }
             // The text lanes lose the target and what lies inside it (an attribute its body
             // assigns, a function it nests), as the graph lane does: its own code, never what it

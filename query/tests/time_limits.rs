@@ -30,3 +30,36 @@ fn cycles_and_unresolved_stop_at_the_time_limit() {
         assert!(cut.results.len() < 400, "{query}: {}", cut.results.len());
     }
 }
+
+/// A `context` whose time limit has passed when the graph lane would run answers without it:
+/// marked truncated, the graph lane `skipped` with the reason (it ran to its end whatever
+/// `timeout_ms` said).
+#[test]
+fn context_skips_the_graph_lane_past_the_time_limit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("shop.py"),
+        "RATE = 2\n\n\ndef subtotal(items):\n    return sum(items)\n\n\n\
+         def total(items):\n    \"\"\"The subtotal at the rate.\"\"\"\n    pass\n",
+    )
+    .expect("write");
+    let mut indexer = Indexer::in_memory(dir.path(), IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().expect("index");
+    let snapshot = indexer.snapshot().clone();
+    let query = "context shop.total budget 500";
+    let full = fresco_query::run(&Context::new(&snapshot), query).expect(query);
+    assert!(!full.truncated, "{:?}", full.notes);
+    let graph = |answer: &fresco_query::Output| answer.lanes.as_ref().and_then(|l| l.get("graph")).cloned();
+    let full_graph = graph(&full).expect("the graph lane's health");
+    assert_eq!((full_graph.status, full_graph.hits > 0), ("ready", true), "{full_graph:?}");
+
+    let mut ctx = Context::new(&snapshot);
+    ctx.limits = Limits { max_results: 2000, timeout: Duration::ZERO };
+    let cut = fresco_query::run(&ctx, query).expect(query);
+    assert!(cut.truncated, "{:?}", cut.notes);
+    assert!(cut.notes.iter().any(|n| n.starts_with("time limit")), "{:?}", cut.notes);
+    let skipped = graph(&cut).expect("the graph lane is reported, not absent");
+    assert_eq!(skipped.status, "skipped");
+    assert!(skipped.reason.as_deref().is_some_and(|r| r.contains("time limit")), "{skipped:?}");
+    assert!(cut.results.iter().all(|r| r.role != Some("dependency")), "nothing is labelled by the graph lane");
+}
