@@ -281,6 +281,13 @@ impl VersionLog {
 
     /// Net changes after `since` up to the newest version, units first then edges, sorted.
     pub fn changes_since(&self, since: u64) -> Result<Vec<NetChange>, HistoryExpired> {
+        self.changes_between(since, u64::MAX)
+    }
+
+    /// Net changes after `since` up to version `until` (the state after the last version at or
+    /// before it), units first then edges, sorted: the same range gives the same list whatever
+    /// came after it, so a long list can be read a page at a time.
+    pub fn changes_between(&self, since: u64, until: u64) -> Result<Vec<NetChange>, HistoryExpired> {
         let newest = self.newest();
         // Only the versions the log has a state for: its base and each diff's version (numbers
         // skipped after an unclean stop are neither).
@@ -291,7 +298,7 @@ impl VersionLog {
         // Per unit, its content at `since` (the first diff's before) and now (the last's after).
         let mut units: FxHashMap<&str, (Option<u64>, Option<u64>)> = FxHashMap::default();
         let mut edges: FxHashMap<Edge, i32> = FxHashMap::default();
-        for (_, diff) in self.entries.iter().filter(|(v, _)| *v > since) {
+        for (_, diff) in self.entries.iter().filter(|(v, _)| *v > since && *v <= until) {
             for change in &diff.units {
                 units.entry(change.id.as_str()).or_insert((change.before, change.after)).1 = change.after;
             }
@@ -376,6 +383,30 @@ mod tests {
         log.push(12, diff(11, vec![]));
         assert_eq!((log.oldest(), log.newest()), (11, 12));
         assert!(log.changes_since(9).is_err());
+    }
+
+    #[test]
+    fn a_range_ends_where_it_is_told_whatever_came_after() {
+        let diff = |previous: u64, id: &str, before: Option<u64>, after: Option<u64>| {
+            Arc::new(VersionDiff {
+                previous,
+                units: vec![UnitChange { id: id.into(), before, after, place: None }],
+                ..VersionDiff::default()
+            })
+        };
+        let mut log = VersionLog::new(0, 10);
+        log.push(1, diff(0, "m.a", None, Some(1)));
+        log.push(2, diff(1, "m.b", None, Some(1)));
+        let up_to_2 = log.changes_between(0, 2).unwrap();
+        log.push(3, diff(2, "m.a", Some(1), None));
+        log.push(4, diff(3, "m.c", None, Some(1)));
+        assert_eq!(log.changes_between(0, 2).unwrap(), up_to_2, "later versions do not reach into the range");
+        assert_eq!(
+            log.changes_between(1, 3).unwrap(),
+            vec![NetChange::Unit("m.a".into(), Change::Removed), NetChange::Unit("m.b".into(), Change::Added)]
+        );
+        assert_eq!(log.changes_between(0, u64::MAX).unwrap(), log.changes_since(0).unwrap());
+        assert_eq!(log.changes_between(2, 2).unwrap(), Vec::new());
     }
 
     #[test]

@@ -105,9 +105,13 @@ pub enum Stage {
     Cycles {
         kind: EdgeKind,
     },
-    /// `changes since V`.
+    /// `changes since V [until W] [skip N]`.
     Changes {
         since: u64,
+        /// The last version of the range (`None`: the snapshot's).
+        until: Option<u64>,
+        /// Changes passed over, in the answer's order.
+        skip: usize,
     },
     /// `show X`: the unit itself, with its source.
     Show {

@@ -545,7 +545,7 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             taint_groups(exec, &mut rows);
             Ok(rows)
         }
-        Stage::Changes { since } => {
+        Stage::Changes { since, until, skip } => {
             let Some(history) = exec.ctx.history else {
                 return Err(QueryError::Invalid(
                     "'changes since' needs the stored index's version history; this answer comes from files indexed in \
@@ -553,13 +553,22 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                         .into(),
                 ));
             };
-            let changes = history.changes_since(*since).map_err(QueryError::HistoryExpired)?;
+            let current = exec.snapshot().version();
+            let until = until.unwrap_or(current);
+            if until > current {
+                return Err(QueryError::Invalid(format!("'until {until}' is after this answer's version, {current}")));
+            }
+            if until < *since {
+                return Err(QueryError::Invalid(format!("'until {until}' is before 'since {since}'")));
+            }
+            let changes = history.changes_between(*since, until).map_err(QueryError::HistoryExpired)?;
+            let total = changes.len();
             let places = history.removed_places(*since);
             let gone = |id: &str| {
                 if exec.ctx.snapshot.contains_unit(id) { None } else { places.get(id).cloned() }
             };
             let mut rows = Vec::new();
-            for change in changes {
+            for change in changes.into_iter().skip(*skip) {
                 let row = match change {
                     fresco_graph::NetChange::Unit(id, c) => {
                         Row { change: Some(unit_change(c)), gone: gone(&id), ..Row::unit(id) }
@@ -577,6 +586,14 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 if exec.full(&rows) {
                     break;
                 }
+            }
+            let next = skip + rows.len();
+            if next < total {
+                exec.notes.push(format!(
+                    "{total} changes from version {since} to {until}: these are {} to {next}; the next ones: \
+                     `changes since {since} until {until} skip {next}`",
+                    skip + 1
+                ));
             }
             Ok(rows)
         }

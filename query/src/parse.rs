@@ -510,7 +510,21 @@ impl Parser {
                     return self.expected("'since' after 'changes'");
                 }
                 let since = self.number()? as u64;
-                Ok(Stage::Changes { since })
+                // `until W` fixes the range's end and `skip N` passes over its first N changes:
+                // together they page through a change larger than the result limit.
+                let (mut until, mut skip) = (None, None);
+                loop {
+                    if self.eat_word("until") {
+                        self.once("until", &until)?;
+                        until = Some(self.number()? as u64);
+                    } else if self.eat_word("skip") {
+                        self.once("skip", &skip)?;
+                        skip = Some(self.number()?);
+                    } else {
+                        break;
+                    }
+                }
+                Ok(Stage::Changes { since, until, skip: skip.unwrap_or(0) })
             }
             "where" => {
                 self.bump();

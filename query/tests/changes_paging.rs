@@ -1,0 +1,71 @@
+//! `changes since V until W skip N` pages through a change larger than the result limit: the
+//! pages, read while the index moves on, add up to the whole range, each change once.
+
+use fresco_indexer::{Indexer, IndexerOptions};
+use fresco_query::{Context, Limits, Output};
+
+fn names(answer: &Output) -> Vec<String> {
+    answer.results.iter().map(|r| format!("{} {:?} {:?}", r.name, r.change, r.from)).collect()
+}
+
+#[test]
+fn pages_add_up_to_the_whole_change() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("a.py"), "def f0():\n    pass\n").expect("write");
+    let mut indexer = Indexer::in_memory(dir.path(), IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().expect("index");
+    let since = indexer.snapshot().version();
+    // 30 functions each calling the one before: 30 units and 29 edges added, and the module.
+    let text: String = (0..30).map(|i| format!("def f{i}():\n    return f{}()\n\n\n", i.max(1) - 1)).collect();
+    std::fs::write(dir.path().join("a.py"), text).expect("write");
+    indexer.refresh().expect("index");
+    let until = indexer.snapshot().version();
+
+    let snapshot = indexer.snapshot().clone();
+    let mut ctx = Context::new(&snapshot);
+    ctx.history = Some(indexer.history());
+    let whole = fresco_query::run(&ctx, &format!("changes since {since}")).expect("changes");
+    assert!(!whole.truncated && whole.notes.is_empty(), "{:?}", whole.notes);
+    assert!(whole.results.len() > 40, "{}", whole.results.len());
+
+    // The index moves on: the range keeps its end, and the pages, followed by their notes, add
+    // up to it.
+    std::fs::write(dir.path().join("b.py"), "def g():\n    pass\n").expect("write");
+    indexer.refresh().expect("index");
+    let snapshot = indexer.snapshot().clone();
+    let newest = snapshot.version();
+    let run = |query: &str, max_results: usize| {
+        let mut ctx = Context::new(&snapshot);
+        ctx.history = Some(indexer.history());
+        ctx.limits = Limits { max_results, ..Limits::default() };
+        fresco_query::run(&ctx, query)
+    };
+    let follow = |first: String| {
+        let (mut rows, mut query, mut pages) = (Vec::new(), first, 0);
+        loop {
+            let page = run(&query, 16).expect("a page");
+            rows.extend(names(&page));
+            pages += 1;
+            match page.notes.iter().find_map(|n| n.split('`').nth(1)) {
+                Some(next) if pages < 20 => query = next.to_string(),
+                _ => return (rows, pages),
+            }
+        }
+    };
+    let (paged, pages) = follow(format!("changes since {since} until {until}"));
+    assert_eq!(paged, names(&whole), "the pages, in order, are the whole range, each change once");
+    assert_eq!(pages, whole.results.len().div_ceil(16));
+
+    // Without `until`, the first page's note fixes the range at the answer's version.
+    let to_newest = run(&format!("changes since {since}"), 2000).expect("changes");
+    assert!(to_newest.results.len() > whole.results.len(), "b.py's changes too");
+    let (paged, _) = follow(format!("changes since {since}"));
+    assert_eq!(paged, names(&to_newest));
+
+    let later = run(&format!("changes since {since} until {}", newest + 1), 16);
+    assert!(later.is_err_and(|e| e.to_string().contains("after this answer's version")));
+    let backwards = run(&format!("changes since {until} until {since}"), 16);
+    assert!(backwards.is_err_and(|e| e.to_string().contains("before")));
+    let twice = run(&format!("changes since {since} skip 1 skip 2"), 16);
+    assert!(twice.is_err_and(|e| e.to_string().contains("given twice")));
+}
