@@ -1613,6 +1613,36 @@ impl<'a> Lowerer<'a> {
                 self.narrowings.truncate(narrowed_before);
             }
             "pass_statement" | "break_statement" | "continue_statement" => {}
+            // `del x` in a function makes `x` local to it, as an assignment does (Python's compiler
+            // counts it as a binding): it reads no module-level `x`. Attributes and items still
+            // read their object.
+            "delete_statement" if self.scopes[scope as usize].kind == ScopeKind::Function => {
+                let mut targets = vec![node];
+                while let Some(target) = targets.pop() {
+                    let mut cursor = target.walk();
+                    let children: Vec<Node> = target.named_children(&mut cursor).collect();
+                    for child in children.into_iter().rev() {
+                        match child.kind() {
+                            "identifier" => {
+                                let name = Name::new(self.text(child));
+                                let sc = &self.scopes[scope as usize];
+                                // `global x; del x` deletes the module's `x`: no local binding.
+                                // A name the function bound already is local: the deletion
+                                // adds nothing (its `class` or `def` stays what it reads).
+                                let bound = sc.bindings.iter().any(|(n, _)| *n == name);
+                                if !bound && !sc.globals.contains(&name) && !sc.nonlocals.contains(&name) {
+                                    self.scope(scope).bindings.push((name, Binding::Value(Expr::Unknown)));
+                                }
+                            }
+                            "expression_list" | "tuple" | "list" | "parenthesized_expression" => targets.push(child),
+                            "comment" => {}
+                            _ => {
+                                self.expr(child, scope);
+                            }
+                        }
+                    }
+                }
+            }
             // delete, assert, print, exec, type alias and anything new: their expressions still
             // read names and call things.
             _ => self.children_in_order(node, scope),

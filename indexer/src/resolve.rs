@@ -311,6 +311,7 @@ const BUILTIN_CLASSES: &[&str] = &[
     "PendingDeprecationWarning",
     "FutureWarning",
     "SyntaxError",
+    "SyntaxWarning",
     "NameError",
     "RecursionError",
     "EOFError",
@@ -1026,10 +1027,18 @@ impl<'a> Resolver<'a> {
                             let assigned = matches!(m.kind, DefKind::Method)
                                 && !m.values.is_empty()
                                 && (m.method_replaced || !m.data_descriptor);
-                            (member_value(t, m), assigned, m.method_replaced)
+                            let instance_only = m.kind == DefKind::Variable && !m.class_body_value;
+                            (member_value(t, m), assigned, m.method_replaced, instance_only)
                         })
                     });
-                    if let Some((mut value, assigned, replaced)) = found.flatten() {
+                    if let Some((mut value, assigned, replaced, instance_only)) = found.flatten() {
+                        // An attribute only ever set through `self` is in the instance's dict,
+                        // which a property further along the MRO takes precedence over: reads
+                        // call its getter and `self.x = v` its setter (`self.debug = True` in a
+                        // subclass of a class with a `debug` property; flask's `Flask.debug`).
+                        if instance_only && let Some(property) = self.property_after(&mro, t, attr) {
+                            return property;
+                        }
                         // A method whose name the class body assigns again after it (`run =
                         // helper`) is that value; one a method assigns on `self` (`self.send =
                         // fast_send` in `__init__`) is shadowed by it on instances, where it
@@ -1053,6 +1062,43 @@ impl<'a> Resolver<'a> {
             }
         }
         Vec::new()
+    }
+
+    /// Whether `def` is an attribute only ever set through `self` whose name a base class
+    /// defines as a property: no attribute of the instance is made (`self.debug = True` calls
+    /// the base's setter), so it is no unit.
+    fn shadowed_by_property(&self, def: &Def) -> bool {
+        let Some(parent) = def.parent.map(|p| self.syntax.def(p)) else { return false };
+        if def.kind != DefKind::Variable || parent.kind != DefKind::Class {
+            return false;
+        }
+        let class = Target::new(&self.module, &parent.path);
+        let instance_only = self
+            .with_class(&class, |c| {
+                c.member(&def.name).is_some_and(|m| m.kind == DefKind::Variable && !m.class_body_value)
+            })
+            .unwrap_or(false);
+        instance_only && self.property_after(&self.mro(&class, 0), &class, &def.name).is_some()
+    }
+
+    /// What the classes after `class` on `mro` have in their own namespace as `attr`, when the
+    /// first of them to have it has a data descriptor (a property): Python's attribute lookup
+    /// takes that over an instance's own attribute. Attributes only set through `self` are in no
+    /// class's namespace and are passed over.
+    fn property_after(&self, mro: &[MroEntry], class: &Target, attr: &str) -> Option<Vec<Value>> {
+        let start = mro.iter().position(|e| matches!(e, MroEntry::Class(t) if t == class))? + 1;
+        for entry in &mro[start..] {
+            let MroEntry::Class(t) = entry else { return None };
+            let found = self.with_class(t, |c| {
+                c.member(attr)
+                    .filter(|m| !(m.kind == DefKind::Variable && !m.class_body_value))
+                    .map(|m| m.data_descriptor.then(|| member_value(t, m)))
+            });
+            if let Some(Some(first)) = found {
+                return first;
+            }
+        }
+        None
     }
 
     /// Whether `class` is an enumeration: `enum.Enum` (or another of the module's bases) is on
@@ -3427,7 +3473,7 @@ impl<'a> Resolver<'a> {
         let module_id = self.module.to_string();
 
         // contains
-        for def in &self.syntax.defs {
+        for def in self.syntax.defs.iter().filter(|d| !self.shadowed_by_property(d)) {
             let parent = match def.parent {
                 Some(p) => format!("{}.{}", self.module, self.syntax.def(p).path),
                 None => module_id.clone(),
@@ -3614,13 +3660,26 @@ impl<'a> Resolver<'a> {
                 let mut hits = SiteHits::default();
                 self.module_site_line.set(self.runs_with_module_body(scope_id).then_some(access.line));
                 let values = self.eval_site(&access.expr, scope_id, Some(&mut hits), 0);
+                // The properties read on the way to the attribute assigned (`self.a` in
+                // `self.a.b = v`) are read: their getters run. The evaluation records them first.
+                let read_on_the_way = match &access.expr {
+                    Expr::Attr(base, _) if access.write && !hits.properties.is_empty() => {
+                        let mut base_hits = SiteHits::default();
+                        self.eval_site(base, scope_id, Some(&mut base_hits), 0);
+                        base_hits.properties.len().min(hits.properties.len())
+                    }
+                    _ => hits.properties.len(),
+                };
                 self.module_site_line.set(None);
                 if access.write {
-                    // Assigning through a property calls its setter.
-                    for p in hits.properties.iter_mut() {
-                        let made = hits.setters.iter().find(|(getter, _)| getter == p).map(|(_, s)| s.clone());
-                        if let Some(setter) = made.or_else(|| self.property_setter(p)) {
-                            *p = setter;
+                    // Assigning through a property calls its setter. Without one nothing is
+                    // called: a `cached_property`'s value is stored in the instance, and a
+                    // getter-only property refuses the assignment (its getter does not run).
+                    let assigned = hits.properties.split_off(read_on_the_way);
+                    for p in assigned {
+                        let made = hits.setters.iter().find(|(getter, _)| *getter == p).map(|(_, s)| s.clone());
+                        if let Some(setter) = made.or_else(|| self.property_setter(&p)) {
+                            hits.properties.push(setter);
                         }
                     }
                 }
@@ -3652,7 +3711,7 @@ impl<'a> Resolver<'a> {
             signature: None,
             docstring: self.syntax.docstring.map(|range| docstring_text(&self.source, range)),
         });
-        let mut defs: Vec<&Def> = self.syntax.defs.iter().collect();
+        let mut defs: Vec<&Def> = self.syntax.defs.iter().filter(|d| !self.shadowed_by_property(d)).collect();
         defs.sort_by_key(|d| (d.start_byte, std::cmp::Reverse(d.end_byte)));
         for def in defs {
             units.push(Unit {
@@ -3959,9 +4018,16 @@ fn collect_returning<'e>(annotation: &'e Expr, out: &mut Vec<&'e Expr>) {
 
 /// Whether an external base's `__init__` (`x`) is code a constructor call runs: not `object`'s,
 /// nor that of typing's markers (`Generic`, `Protocol`, `NamedTuple`, ...), which are not
-/// classes whose initialiser the instance gets.
+/// classes whose initialiser the instance gets, nor that of the standard library's abstract
+/// bases (`abc.ABC`, `collections.abc.Mapping`, ...; of those only `MappingView` defines one):
+/// naming
+/// `abc.ABC.__init__` would invent a target.
 fn runs_external_init(x: &str) -> bool {
-    !(x.starts_with("builtins.object.") || x.starts_with("typing.") || x.starts_with("typing_extensions."))
+    !(x.starts_with("builtins.object.")
+        || x.starts_with("typing.")
+        || x.starts_with("typing_extensions.")
+        || x == "abc.ABC.__init__"
+        || (x.starts_with("collections.abc.") && x != "collections.abc.MappingView.__init__"))
 }
 
 /// Methods whose result has the elements of the container they are called on (`d.values()`,
