@@ -2139,6 +2139,14 @@ impl<'a> Lowerer<'a> {
         {
             return None;
         }
+        // `type(obj)` is the class of `obj`, as `obj.__class__` is: `type(self)(...)` constructs
+        // the class its code is in (or a subclass).
+        if let ([obj], true) = (args, keywords.is_empty())
+            && matches!(callee, Expr::Name(n) if n == "type")
+            && *obj != Expr::Unknown
+        {
+            return Some(Expr::Attr(Box::new(obj.clone()), Name::new("__class__")));
+        }
         let view = iteration_view(callee, args, keywords.iter().any(|(k, _)| k == "key"))?;
         Some(Expr::Union(vec![Expr::Call(Box::new(callee.clone())), view]))
     }
@@ -3424,8 +3432,8 @@ fn is_statement_like(kind: &str) -> bool {
 
 /// The builtins whose calls lowering reads a value from: those [`iteration_view`] reads, and
 /// `property` (see [`Lowerer::property_value`]).
-const VALUE_BUILTINS: [&str; 9] =
-    ["sorted", "reversed", "iter", "tuple", "frozenset", "filter", "enumerate", "zip", "property"];
+const VALUE_BUILTINS: [&str; 10] =
+    ["sorted", "reversed", "iter", "tuple", "frozenset", "filter", "enumerate", "zip", "property", "type"];
 
 /// Those of [`VALUE_BUILTINS`] the file binds a name to, anywhere: a function or class
 /// definition (not a method), an assignment or loop target, an import, a parameter, a walrus, a

@@ -1804,7 +1804,16 @@ impl<'a> Resolver<'a> {
                 }
                 v
             }
+            // A class's class is its metaclass: not known here.
+            Value::Class(_) if attr == "__class__" => Vec::new(),
             Value::Class(t) => self.class_attr(t, attr, None, depth + 1),
+            // `obj.__class__` (and `type(obj)`, lowered to it) is the instance's class, unless
+            // the code defines `__class__` itself (django's `LazyObject` makes it a property;
+            // some classes assign `self.__class__`).
+            Value::Instance(t) if attr == "__class__" => {
+                let own = self.class_attr(t, attr, None, depth + 1);
+                if own.iter().any(|v| !matches!(v, Value::External(_))) { own } else { vec![Value::Class(t.clone())] }
+            }
             Value::Instance(t) => self.class_attr(t, attr, None, depth + 1),
             Value::Super(written_in, self_class) => self.class_attr(self_class, attr, Some(written_in), depth + 1),
             // A function has no attributes of its own here: `cli.command` on `@click.group()
@@ -1829,10 +1838,11 @@ impl<'a> Resolver<'a> {
             // `d.save()` where `d` may be a dict (among other values): a dict has no `save`, so
             // that value gives no edge (an invented `builtins.dict.save` would be one).
             Value::ExternalInstance(x) if !builtin_has_attr(x, attr) => Vec::new(),
-            // `value.__class__` of a builtin value is its type (`list`, not `list.__class__`).
-            Value::ExternalInstance(x) if attr == "__class__" && x.starts_with("builtins.") => {
-                vec![Value::External(x.clone())]
-            }
+            // `value.__class__` (and `type(value)`) of an instance is its type (`list`, not
+            // `list.__class__`); of a class, its metaclass, which is not known here (naming
+            // `unittest.TestCase.__class__` would invent a target).
+            Value::ExternalInstance(x) if attr == "__class__" => vec![Value::External(x.clone())],
+            Value::External(_) if attr == "__class__" => Vec::new(),
             Value::External(x) if !builtin_has_attr(x, attr) => Vec::new(),
             Value::External(x) | Value::ExternalInstance(x) => {
                 vec![Value::External(Arc::from(format!("{x}.{attr}").as_str()))]
