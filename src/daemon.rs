@@ -74,6 +74,8 @@ struct Shared {
     /// Queries running or writing their answers, over all connections: a stopping daemon
     /// waits for them (bounded), so that a query in flight gets its answer.
     in_flight: AtomicUsize,
+    /// Bytes of answer lines computed and not yet written (see [`UNWRITTEN_ANSWER_BYTES`]).
+    unwritten_answer_bytes: AtomicUsize,
     /// The root directory's device and inode when the daemon started.
     root_identity: (u64, u64),
     /// Why the indexer thread gave up, when it did: the daemon then exits with an error.
@@ -95,31 +97,112 @@ struct Shared {
 /// per-connection limit alone let 5 pipelining clients take the daemon to 4 GB. A query past the
 /// bound waits for a slot (it holds nothing meanwhile) instead of being refused.
 struct QuerySlots {
-    free: Mutex<usize>,
+    state: Mutex<SlotState>,
     freed: std::sync::Condvar,
+}
+
+struct SlotState {
+    free: usize,
+    /// Slots held, by connection.
+    held: HashMap<u64, usize>,
+    /// Queries waiting for a slot, in arrival order: (connection, ticket).
+    waiting: std::collections::VecDeque<(u64, u64)>,
+    next_ticket: u64,
+    /// Slots granted so far, and the number of the last one each connection got.
+    grants: u64,
+    last_grant: HashMap<u64, u64>,
+}
+
+/// Connections whose last grant [`SlotState`] remembers (the most recent ones).
+const GRANTS_REMEMBERED: u64 = 4096;
+
+impl SlotState {
+    /// The waiting query a free slot goes to: of those whose connection holds the fewest slots,
+    /// the one whose connection was served longest ago (never, first), then the first to
+    /// arrive. Ten clients each pipelining two `find "*" limit 100000` held a one-line `callers`
+    /// of an eleventh back 7 to 9 s when slots went first come, first served.
+    fn next_in_line(&self) -> Option<u64> {
+        self.waiting
+            .iter()
+            .min_by_key(|(conn, ticket)| {
+                let held = self.held.get(conn).copied().unwrap_or(0);
+                let served = self.last_grant.get(conn).map_or(0, |g| g + 1);
+                (held, served, *ticket)
+            })
+            .map(|(_, t)| *t)
+    }
+
+    fn grant(&mut self, conn: u64) {
+        self.free -= 1;
+        *self.held.entry(conn).or_default() += 1;
+        self.last_grant.insert(conn, self.grants);
+        self.grants += 1;
+        if self.last_grant.len() as u64 > GRANTS_REMEMBERED {
+            let oldest_kept = self.grants.saturating_sub(GRANTS_REMEMBERED);
+            self.last_grant.retain(|_, g| *g >= oldest_kept);
+        }
+    }
+
+    fn leave(&mut self, ticket: u64) {
+        self.waiting.retain(|(_, t)| *t != ticket);
+    }
 }
 
 impl QuerySlots {
     fn new(slots: usize) -> QuerySlots {
-        QuerySlots { free: Mutex::new(slots), freed: std::sync::Condvar::new() }
+        let state = SlotState {
+            free: slots,
+            held: HashMap::new(),
+            waiting: Default::default(),
+            next_ticket: 0,
+            grants: 0,
+            last_grant: HashMap::new(),
+        };
+        QuerySlots { state: Mutex::new(state), freed: std::sync::Condvar::new() }
     }
 
-    fn acquire(&self) -> QuerySlot<'_> {
-        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-        while *free == 0 {
-            free = self.freed.wait(free).unwrap_or_else(|p| p.into_inner());
+    /// Waits for a slot for a query of connection `conn` (see [`SlotState::next_in_line`]);
+    /// `None` when `cancel` is set meanwhile (its client hung up, or cancelled it).
+    fn acquire(&self, conn: u64, cancel: Option<&AtomicBool>) -> Option<QuerySlot<'_>> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let ticket = state.next_ticket;
+        state.next_ticket += 1;
+        state.waiting.push_back((conn, ticket));
+        loop {
+            if state.free > 0 && state.next_in_line() == Some(ticket) {
+                state.leave(ticket);
+                state.grant(conn);
+                // Another slot may be free for the next in line.
+                self.freed.notify_all();
+                return Some(QuerySlot { slots: self, conn });
+            }
+            if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                state.leave(ticket);
+                self.freed.notify_all();
+                return None;
+            }
+            // Woken when a slot is freed; the timeout notices a cancellation.
+            state = self.freed.wait_timeout(state, Duration::from_millis(100)).unwrap_or_else(|p| p.into_inner()).0;
         }
-        *free -= 1;
-        QuerySlot(self)
     }
 }
 
-struct QuerySlot<'a>(&'a QuerySlots);
+struct QuerySlot<'a> {
+    slots: &'a QuerySlots,
+    conn: u64,
+}
 
 impl Drop for QuerySlot<'_> {
     fn drop(&mut self) {
-        *self.0.free.lock().unwrap_or_else(|p| p.into_inner()) += 1;
-        self.0.freed.notify_one();
+        let mut state = self.slots.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.free += 1;
+        if let Some(held) = state.held.get_mut(&self.conn) {
+            *held -= 1;
+            if *held == 0 {
+                state.held.remove(&self.conn);
+            }
+        }
+        self.slots.freed.notify_all();
     }
 }
 
@@ -147,7 +230,38 @@ struct ConnectionActivity {
 /// A connection idle for less than this is never closed for another.
 const IDLE_BEFORE_CLOSED_FOR_ANOTHER: Duration = Duration::from_secs(1);
 
+/// The answers computed and not yet written to their clients may hold this many bytes of text
+/// at once: each connection holds at most two, but 16 clients that each pipelined two `show
+/// "*"` on django (65 MB answers) and never read took the daemon to 4 GB. Past it an answer is
+/// replaced by `BUSY`, until clients read what they were sent (or are dropped after
+/// [`WRITE_TIMEOUT`]).
+const UNWRITTEN_ANSWER_BYTES: usize = 512 << 20;
+
 impl Shared {
+    /// Writes a query's answer line, within [`UNWRITTEN_ANSWER_BYTES`] over all connections.
+    fn write_answer(&self, writer: &Mutex<UnixStream>, line: String, id: &Value) -> bool {
+        let len = line.len();
+        let before = self.unwritten_answer_bytes.fetch_add(len, Ordering::Relaxed);
+        if before + len > UNWRITTEN_ANSWER_BYTES && before > 0 {
+            self.unwritten_answer_bytes.fetch_sub(len, Ordering::Relaxed);
+            drop(line);
+            let err = ProtoError::new(
+                "BUSY",
+                format!(
+                    "the answer ({} MB) does not fit in what the daemon holds for clients that have not read theirs \
+                     ({} MB in all); try again",
+                    len >> 20,
+                    UNWRITTEN_ANSWER_BYTES >> 20
+                ),
+            );
+            return send(writer, &protocol::response_err(id, &err));
+        }
+        let written = write_line(writer, &line);
+        drop(line);
+        self.unwritten_answer_bytes.fetch_sub(len, Ordering::Relaxed);
+        written
+    }
+
     /// Records an open connection; `None` when its socket cannot be cloned (it is then never
     /// closed for another).
     fn register(&self, number: u64, stream: &UnixStream) -> Option<Arc<ConnectionActivity>> {
@@ -524,6 +638,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         started,
         shutdown: AtomicBool::new(false),
         in_flight: AtomicUsize::new(0),
+        unwritten_answer_bytes: AtomicUsize::new(0),
         root_identity: directory_identity(&root).unwrap_or_default(),
         indexer_failure: Mutex::new(None),
         connections: AtomicUsize::new(0),
@@ -587,7 +702,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
                 let _ = std::thread::Builder::new().name("fresco-conn".into()).spawn(move || {
                     let number = shared.next_connection.fetch_add(1, Ordering::Relaxed);
                     let registered = shared.register(number, &stream);
-                    handle_connection(stream, &shared, registered.as_deref());
+                    handle_connection(stream, &shared, registered.as_deref(), number);
                     shared.open.lock().unwrap_or_else(|p| p.into_inner()).remove(&number);
                     shared.connections.fetch_sub(1, Ordering::Relaxed);
                 });
@@ -825,15 +940,6 @@ fn send(writer: &Mutex<UnixStream>, value: &Value) -> bool {
     write_line(writer, &answer_line(value))
 }
 
-/// [`send`], turning the answer into its line before waiting for the connection and dropping
-/// the tree: an answer waiting for a client that reads slowly holds its text only (a
-/// `find "*" limit 100000` over 600 files: 4 MB of text, about 30 MB as a tree).
-fn send_owned(writer: &Mutex<UnixStream>, value: Value) -> bool {
-    let line = answer_line(&value);
-    drop(value);
-    write_line(writer, &line)
-}
-
 /// The line an answer is written as: its JSON, or `RESULT_TOO_LARGE` past the protocol's limit.
 fn answer_line(value: &Value) -> String {
     let mut text = value.to_string();
@@ -845,12 +951,19 @@ fn answer_line(value: &Value) -> String {
     text
 }
 
+/// Writes one answer line. A write that fails (the client did not read for
+/// [`WRITE_TIMEOUT`], or went away) may have sent part of the line: the connection is shut down
+/// then, so the client sees its end rather than a cut line with the next answer glued to it.
 fn write_line(writer: &Mutex<UnixStream>, text: &str) -> bool {
     let mut stream = writer.lock().unwrap_or_else(|p| p.into_inner());
-    stream.write_all(text.as_bytes()).and_then(|_| stream.flush()).is_ok()
+    let written = stream.write_all(text.as_bytes()).and_then(|_| stream.flush()).is_ok();
+    if !written {
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+    }
+    written
 }
 
-fn handle_connection(stream: UnixStream, shared: &Arc<Shared>, activity: Option<&ConnectionActivity>) {
+fn handle_connection(stream: UnixStream, shared: &Arc<Shared>, activity: Option<&ConnectionActivity>, connection: u64) {
     let _ = stream.set_read_timeout(Some(IDLE_TIMEOUT));
     // A client that stops reading its answers is dropped instead of holding the threads that
     // write to it (and their answers) forever.
@@ -892,9 +1005,6 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>, activity: Option<
             }
             Ok(Some(true)) => &buf,
         };
-        if let Some(activity) = activity {
-            *activity.last_request.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
-        }
         // JSON is UTF-8 (RFC 8259): a request that is not is refused, not silently altered (a
         // lossy decoding would turn its bytes into U+FFFD and answer a different question).
         let text = match std::str::from_utf8(line) {
@@ -936,6 +1046,11 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>, activity: Option<
             }
             continue;
         }
+        // Only a request counts as activity: blank lines and garbage sent every half second kept
+        // 64 connections from ever being idle, and locked every other client out.
+        if let Some(activity) = activity {
+            *activity.last_request.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        }
         match method {
             "query" => {
                 if running.load(Ordering::Relaxed) >= MAX_QUERIES_PER_CONNECTION {
@@ -954,13 +1069,15 @@ fn handle_connection(stream: UnixStream, shared: &Arc<Shared>, activity: Option<
                     (shared.clone(), writer.clone(), cancels.clone(), running.clone(), answers.clone());
                 shared.in_flight.fetch_add(1, Ordering::Relaxed);
                 let spawned = std::thread::Builder::new().name("fresco-query".into()).spawn(move || {
-                    let answer_in_hand = worker_answers.acquire();
-                    let response = match handle_query(&worker_shared, &params, flag) {
+                    let answer_in_hand = worker_answers.acquire(connection, None);
+                    let response = match handle_query(&worker_shared, &params, flag, connection) {
                         Ok(result) => protocol::response_ok(&id, result),
                         Err(err) => protocol::response_err(&id, &err),
                     };
                     worker_cancels.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
-                    send_owned(&worker_writer, response);
+                    let line = answer_line(&response);
+                    drop(response);
+                    worker_shared.write_answer(&worker_writer, line, &id);
                     drop(answer_in_hand);
                     worker_shared.in_flight.fetch_sub(1, Ordering::Relaxed);
                     // Counted until written, not until computed: a client that sends queries
@@ -1076,7 +1193,12 @@ fn cancel_all(cancels: &Mutex<HashMap<String, Arc<AtomicBool>>>) {
     }
 }
 
-fn handle_query(shared: &Shared, params: &Value, cancel: Arc<AtomicBool>) -> Result<Value, ProtoError> {
+fn handle_query(
+    shared: &Shared,
+    params: &Value,
+    cancel: Arc<AtomicBool>,
+    connection: u64,
+) -> Result<Value, ProtoError> {
     let params = protocol::query_params(params)?;
     let started = Instant::now();
     let (published, stale, indexed_as_is) = shared.gate(params.freshness, params.wait)?;
@@ -1091,9 +1213,9 @@ fn handle_query(shared: &Shared, params: &Value, cancel: Arc<AtomicBool>) -> Res
     // for the index holds no memory and must not keep others from running) and given back
     // with the result, before the answer is written (a client that does not read its answers
     // must not hold slots others need).
-    let _slot = shared.query_slots.acquire();
     // Cancelled while it waited (its client hung up): nothing to compute.
-    if cancel.load(Ordering::Relaxed) {
+    let slot = shared.query_slots.acquire(connection, Some(&cancel));
+    if slot.is_none() || cancel.load(Ordering::Relaxed) {
         return Err(ProtoError::new("CANCELLED", "the query was cancelled"));
     }
     let tracker = shared.tracker.clone();
@@ -1242,15 +1364,64 @@ mod cookie_dir_tests {
 mod query_slot_tests {
     use super::*;
 
+    /// A freed slot goes to the connection served longest ago, not to the first in the queue:
+    /// a client that pipelined many queries does not hold back one that sent a single query.
+    #[test]
+    fn a_freed_slot_goes_to_the_connection_served_longest_ago() {
+        let slots = Arc::new(QuerySlots::new(1));
+        let held = slots.acquire(1, None).expect("a free slot");
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let waiter = |conn: u64| {
+            let (slots, order) = (slots.clone(), order.clone());
+            std::thread::spawn(move || {
+                let slot = slots.acquire(conn, None).expect("no cancel");
+                order.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
+                std::thread::sleep(Duration::from_millis(20));
+                drop(slot);
+            })
+        };
+        // Connection 1 queues three more before connection 2 queues its one.
+        let mut waiters = Vec::new();
+        for _ in 0..3 {
+            waiters.push(waiter(1));
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        waiters.push(waiter(2));
+        std::thread::sleep(Duration::from_millis(30));
+        drop(held);
+        for w in waiters {
+            w.join().expect("a waiter");
+        }
+        let order = order.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        assert_eq!(order.first(), Some(&2), "connection 2 was never served: it goes first ({order:?})");
+        assert_eq!(order.len(), 4);
+    }
+
+    /// A query whose client hung up leaves the queue.
+    #[test]
+    fn a_cancelled_query_stops_waiting() {
+        let slots = Arc::new(QuerySlots::new(1));
+        let _held = slots.acquire(1, None).expect("a free slot");
+        let cancel = Arc::new(AtomicBool::new(false));
+        let waiter = {
+            let (slots, cancel) = (slots.clone(), cancel.clone());
+            std::thread::spawn(move || slots.acquire(2, Some(&cancel)).is_none())
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        cancel.store(true, Ordering::Relaxed);
+        assert!(waiter.join().expect("the waiter"), "no slot for a cancelled query");
+        assert!(slots.state.lock().unwrap_or_else(|p| p.into_inner()).waiting.is_empty());
+    }
+
     #[test]
     fn a_query_past_the_bound_waits_for_a_slot() {
         let slots = Arc::new(QuerySlots::new(2));
-        let (a, b) = (slots.acquire(), slots.acquire());
+        let (a, b) = (slots.acquire(1, None), slots.acquire(1, None));
         let third_ran = Arc::new(AtomicBool::new(false));
         let waiter = {
             let (slots, third_ran) = (slots.clone(), third_ran.clone());
             std::thread::spawn(move || {
-                let _slot = slots.acquire();
+                let _slot = slots.acquire(2, None);
                 third_ran.store(true, Ordering::SeqCst);
             })
         };
@@ -1260,7 +1431,7 @@ mod query_slot_tests {
         waiter.join().expect("the third query ran once a slot was freed");
         assert!(third_ran.load(Ordering::SeqCst));
         drop(b);
-        assert_eq!(*slots.free.lock().unwrap_or_else(|p| p.into_inner()), 2);
+        assert_eq!(slots.state.lock().unwrap_or_else(|p| p.into_inner()).free, 2);
     }
 }
 

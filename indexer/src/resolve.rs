@@ -1091,7 +1091,7 @@ impl<'a> Resolver<'a> {
             let MroEntry::Class(t) = entry else { return None };
             let found = self.with_class(t, |c| {
                 c.member(attr)
-                    .filter(|m| !(m.kind == DefKind::Variable && !m.class_body_value))
+                    .filter(|m| m.kind != DefKind::Variable || m.class_body_value)
                     .map(|m| m.data_descriptor.then(|| member_value(t, m)))
             });
             if let Some(Some(first)) = found {
