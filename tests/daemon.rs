@@ -1316,6 +1316,32 @@ fn a_new_client_takes_the_place_of_the_connection_idle_the_longest() {
     drop(leaked);
 }
 
+/// Blank lines and garbage are no requests: connections that send nothing else are idle and
+/// give their place to a new client (64 of them, each sending a line every half second, locked
+/// every other client out, `fresco stop` too; a black-box review).
+#[test]
+fn connections_sending_only_blank_lines_or_garbage_are_idle() {
+    use std::io::Write;
+    let env = Env::generated(&[("m.py".into(), "def f():\n    pass\n".into())]);
+    let d = env.start();
+    let leaked: Vec<Conn> = (0..64).map(|_| d.conn()).collect();
+    let mut writers: Vec<std::os::unix::net::UnixStream> =
+        leaked.iter().map(|c| c.stream.try_clone().expect("clone")).collect();
+    let chatter = std::thread::spawn(move || {
+        for _ in 0..15 {
+            for (i, w) in writers.iter_mut().enumerate() {
+                let _ = w.write_all(if i % 2 == 0 { b"\n" } else { b"not json\n" });
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut newcomer = d.conn();
+    assert_eq!(newcomer.ok("find \"f\" | count", "wait")["count"], 1);
+    chatter.join().expect("the chatter");
+    drop(leaked);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Ignore files outside the tree the daemon watches recursively.
 
