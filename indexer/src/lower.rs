@@ -2088,6 +2088,16 @@ impl<'a> Lowerer<'a> {
             {
                 Some(f.clone())
             }
+            // `update_wrapper(wrapper, wrapped)` returns `wrapper` (as `@wraps(wrapped)` on it
+            // does): flask's `setupmethod` returns `t.cast(F, update_wrapper(wrapper_func, f))`.
+            (Expr::Name(n), [w, _, ..], _) if n == "update_wrapper" && *w != Expr::Unknown => Some(w.clone()),
+            (Expr::Attr(m, n), [w, _, ..], _)
+                if n == "update_wrapper"
+                    && matches!(m.as_ref(), Expr::Name(m) if m == "functools")
+                    && *w != Expr::Unknown =>
+            {
+                Some(w.clone())
+            }
             _ => None,
         };
         // `super(C, self)` with C not the class its code is in skips past C: not the
