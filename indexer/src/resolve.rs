@@ -1911,7 +1911,16 @@ impl<'a> Resolver<'a> {
                     extend(&mut next, current.clone());
                 }
                 let owner = g.owner().map(SelfClass::own);
+                // A decorator usable bare and called (`@deco` and `@deco("msg")`: `if
+                // callable(arg): return decorator(arg)` then `return decorator`): applied bare, it
+                // returns what its inner decorator makes, not the inner decorator itself (37 calls
+                // in django reached `async_unsafe.decorator` as well as its `inner`).
+                let bare = !matches!(decorator, Expr::Call(_));
+                let dual_use = bare && g_summary.returns.iter().any(|r| matches!(r, Expr::Call(_)));
                 for r in &g_summary.returns {
+                    if dual_use && !matches!(r, Expr::Call(_)) && self.is_inner_decorator(r, g, owner.as_ref(), depth) {
+                        continue;
+                    }
                     for v in self.eval_closed(r, &g.module, owner.as_ref(), depth + 1) {
                         if matches!(v, Value::Function(_)) {
                             push(&mut next, v);
@@ -1924,6 +1933,32 @@ impl<'a> Resolver<'a> {
             }
         }
         current
+    }
+
+    /// Whether `r`, returned by `g`, names a function defined in `g` that itself returns a
+    /// function defined in it: a decorator `g` makes (`decorator` in `def deco(arg): def
+    /// decorator(func): def inner(...): ...; return inner`).
+    fn is_inner_decorator(&self, r: &Expr, g: &Target, owner: Option<&SelfClass>, depth: u32) -> bool {
+        let nested_in = |outer: &Target, inner: &Target| {
+            inner.module == outer.module
+                && inner.path.strip_prefix(&*outer.path).is_some_and(|rest| rest.starts_with('.'))
+        };
+        self.eval_closed(r, &g.module, owner, depth + 1).iter().any(|v| {
+            let Value::Function(w) = v else { return false };
+            if !nested_in(g, w) {
+                return false;
+            }
+            let Some(returns) =
+                self.summary_for(&w.module, &w.path).and_then(|s| s.function(&w.path).map(|f| f.returns.clone()))
+            else {
+                return false;
+            };
+            returns.iter().any(|r2| {
+                self.eval_closed(r2, &w.module, owner, depth + 1)
+                    .iter()
+                    .any(|x| matches!(x, Value::Function(x) if nested_in(w, x)))
+            })
+        })
     }
 
     /// What a decorator with `count` decorators below it receives: the wrapper they return, or
