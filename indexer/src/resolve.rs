@@ -1764,8 +1764,33 @@ impl<'a> Resolver<'a> {
                 push(&mut methods, iter.clone());
                 // A generator `__iter__` yields the elements itself. (What `async for` binds is
                 // what awaiting `__anext__`'s result gives: not followed.)
+                let known = elements.len();
                 if !is_async {
                     extend(&mut elements, self.call_generated(&iter, depth + 1));
+                }
+                // `def __iter__(self) -> Iterator[Item]: return iter(self._items)`: the
+                // annotation says what the elements are when nothing it yields does (rich's
+                // `Lines`; the annotation reads as a list of `Item`).
+                if !is_async && elements.len() == known {
+                    let annotated = self
+                        .with_function(&iter, |t, f| match &f.annotation {
+                            Some(Expr::Container(_, items)) => {
+                                let owner = t.owner().map(SelfClass::own);
+                                let mut out = Vec::new();
+                                for item in items {
+                                    extend(&mut out, self.eval_closed(item, &t.module, owner.as_ref(), depth + 1));
+                                }
+                                // A type variable (`Iterator[AnyStr]`) says nothing of the
+                                // elements: `typing.AnyStr.strip` would be invented.
+                                out.retain(|v| {
+                                    !matches!(v, Value::ExternalInstance(x) | Value::External(x) if x.starts_with("typing."))
+                                });
+                                out
+                            }
+                            _ => Vec::new(),
+                        })
+                        .unwrap_or_default();
+                    extend(&mut elements, annotated);
                 }
                 for iterator in self.call_result(&iter, depth + 1) {
                     let Value::Instance(k) = &iterator else { continue };
