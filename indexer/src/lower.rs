@@ -2091,6 +2091,14 @@ impl<'a> Lowerer<'a> {
             // `update_wrapper(wrapper, wrapped)` returns `wrapper` (as `@wraps(wrapped)` on it
             // does): flask's `setupmethod` returns `t.cast(F, update_wrapper(wrapper_func, f))`.
             (Expr::Name(n), [w, _, ..], _) if n == "update_wrapper" && *w != Expr::Unknown => Some(w.clone()),
+            (Expr::Name(n), [], false) if n == "update_wrapper" => {
+                keywords.iter().find(|(k, e)| k == "wrapper" && *e != Expr::Unknown).map(|(_, e)| e.clone())
+            }
+            (Expr::Attr(m, n), [], false)
+                if n == "update_wrapper" && matches!(m.as_ref(), Expr::Name(m) if m == "functools") =>
+            {
+                keywords.iter().find(|(k, e)| k == "wrapper" && *e != Expr::Unknown).map(|(_, e)| e.clone())
+            }
             (Expr::Attr(m, n), [w, _, ..], _)
                 if n == "update_wrapper"
                     && matches!(m.as_ref(), Expr::Name(m) if m == "functools")
@@ -2149,13 +2157,13 @@ impl<'a> Lowerer<'a> {
         {
             return None;
         }
-        // `type(obj)` is the class of `obj`, as `obj.__class__` is: `type(self)(...)` constructs
-        // the class its code is in (or a subclass).
+        // `type(obj)` is the class of `obj`: `type(self)(...)` constructs the class its code is
+        // in (or a subclass). Not `obj.__class__`, which a class may define otherwise.
         if let ([obj], true) = (args, keywords.is_empty())
             && matches!(callee, Expr::Name(n) if n == "type")
             && *obj != Expr::Unknown
         {
-            return Some(Expr::Attr(Box::new(obj.clone()), Name::new("__class__")));
+            return Some(Expr::Attr(Box::new(obj.clone()), Name::new(TYPE_OF)));
         }
         let view = iteration_view(callee, args, keywords.iter().any(|(k, _)| k == "key"))?;
         Some(Expr::Union(vec![Expr::Call(Box::new(callee.clone())), view]))
@@ -3442,6 +3450,9 @@ fn is_statement_like(kind: &str) -> bool {
 
 /// The builtins whose calls lowering reads a value from: those [`iteration_view`] reads, and
 /// `property` (see [`Lowerer::property_value`]).
+/// The attribute `type(obj)` is lowered to: not an identifier, so no source names it.
+pub(crate) const TYPE_OF: &str = "type()";
+
 const VALUE_BUILTINS: [&str; 10] =
     ["sorted", "reversed", "iter", "tuple", "frozenset", "filter", "enumerate", "zip", "property", "type"];
 

@@ -1057,7 +1057,13 @@ impl<'a> Resolver<'a> {
                     if skipping {
                         continue;
                     }
-                    return vec![Value::External(Arc::from(format!("{x}.{attr}").as_str()))];
+                    let member = format!("{x}.{attr}");
+                    // `abc.ABC` and the like define no `__init__` (`super().__init__()` in their
+                    // subclass runs the next one's): naming theirs would invent a target.
+                    if attr == "__init__" && !runs_external_init(&member) && !member.starts_with("builtins.object.") {
+                        continue;
+                    }
+                    return vec![Value::External(Arc::from(member.as_str()))];
                 }
             }
         }
@@ -1090,9 +1096,11 @@ impl<'a> Resolver<'a> {
         for entry in &mro[start..] {
             let MroEntry::Class(t) = entry else { return None };
             let found = self.with_class(t, |c| {
-                c.member(attr)
-                    .filter(|m| m.kind != DefKind::Variable || m.class_body_value)
-                    .map(|m| m.data_descriptor.then(|| member_value(t, m)))
+                c.member(attr).filter(|m| m.kind != DefKind::Variable || m.class_body_value).map(|m| {
+                    // `x = property(getter, setter)` in the class body is one too.
+                    let made = m.values.iter().any(|v| matches!(v, Expr::Property(..)));
+                    (m.data_descriptor || made).then(|| member_value(t, m))
+                })
             });
             if let Some(Some(first)) = found {
                 return first;
@@ -1818,6 +1826,16 @@ impl<'a> Resolver<'a> {
         if self.too_deep(depth) {
             return Vec::new();
         }
+        // `type(obj)` (lowered to this attribute, which no source can name) is the instance's
+        // class whatever the class says its `__class__` is; a class's is its metaclass, not
+        // known here.
+        if attr == TYPE_OF {
+            return match value {
+                Value::Instance(t) => vec![Value::Class(t.clone())],
+                Value::ExternalInstance(x) => vec![Value::External(x.clone())],
+                _ => Vec::new(),
+            };
+        }
         match value {
             Value::Module(m) => {
                 let mut v = self.module_member(m, attr, depth + 1);
@@ -1832,9 +1850,9 @@ impl<'a> Resolver<'a> {
             // A class's class is its metaclass: not known here.
             Value::Class(_) if attr == "__class__" => Vec::new(),
             Value::Class(t) => self.class_attr(t, attr, None, depth + 1),
-            // `obj.__class__` (and `type(obj)`, lowered to it) is the instance's class, unless
-            // the code defines `__class__` itself (django's `LazyObject` makes it a property;
-            // some classes assign `self.__class__`).
+            // `obj.__class__` is the instance's class, unless the code defines `__class__`
+            // itself (django's `LazyObject` makes it a property; some classes assign
+            // `self.__class__`).
             Value::Instance(t) if attr == "__class__" => {
                 let own = self.class_attr(t, attr, None, depth + 1);
                 if own.iter().any(|v| !matches!(v, Value::External(_))) { own } else { vec![Value::Class(t.clone())] }
@@ -4085,6 +4103,9 @@ fn collect_returning<'e>(annotation: &'e Expr, out: &mut Vec<&'e Expr>) {
         _ => {}
     }
 }
+
+/// The attribute `type(obj)` is lowered to (see `lower::TYPE_OF`).
+const TYPE_OF: &str = crate::lower::TYPE_OF;
 
 /// Whether an external base's `__init__` (`x`) is code a constructor call runs: not `object`'s,
 /// nor that of typing's markers (`Generic`, `Protocol`, `NamedTuple`, ...), which are not
