@@ -44,8 +44,10 @@ const MAX_QUERIES_PER_CONNECTION: usize = 8;
 /// 217 → 602 MB and 210 → 322 MB for six such clients on CPython's library).
 const ANSWERS_IN_HAND_PER_CONNECTION: usize = 2;
 const IDLE_TIMEOUT: Duration = Duration::from_secs(600);
-/// How long writing an answer may block on a client that does not read.
+/// How long writing an answer may go without progress on a client that does not read.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
+/// The socket's write timeout: how often a blocked write looks at the progress it made.
+const WRITE_SLICE: Duration = Duration::from_secs(5);
 const COOKIE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// One published version, as readers see it.
@@ -956,18 +958,43 @@ fn answer_line(value: &Value) -> String {
 /// then, so the client sees its end rather than a cut line with the next answer glued to it.
 fn write_line(writer: &Mutex<UnixStream>, text: &str) -> bool {
     let mut stream = writer.lock().unwrap_or_else(|p| p.into_inner());
-    let written = stream.write_all(text.as_bytes()).and_then(|_| stream.flush()).is_ok();
+    let written = write_with_progress(&mut stream, text.as_bytes());
     if !written {
         let _ = stream.shutdown(std::net::Shutdown::Both);
     }
     written
 }
 
+/// Writes all of `bytes`, failing once no byte has been taken for [`WRITE_TIMEOUT`]. The socket's
+/// own timeout is a slice of that ([`WRITE_SLICE`]): a write that blocks for the whole timeout and
+/// then reports the bytes it took at its start would restart the wait (the connection of a
+/// client that never read was closed after 120 s, not 60).
+fn write_with_progress(stream: &mut UnixStream, mut bytes: &[u8]) -> bool {
+    let mut last_progress = Instant::now();
+    while !bytes.is_empty() {
+        match stream.write(bytes) {
+            Ok(0) => return false,
+            Ok(n) => {
+                bytes = &bytes[n..];
+                last_progress = Instant::now();
+            }
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                if last_progress.elapsed() >= WRITE_TIMEOUT {
+                    return false;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+    stream.flush().is_ok()
+}
+
 fn handle_connection(stream: UnixStream, shared: &Arc<Shared>, activity: Option<&ConnectionActivity>, connection: u64) {
     let _ = stream.set_read_timeout(Some(IDLE_TIMEOUT));
     // A client that stops reading its answers is dropped instead of holding the threads that
     // write to it (and their answers) forever.
-    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+    let _ = stream.set_write_timeout(Some(WRITE_SLICE));
     let Ok(write_half) = stream.try_clone() else {
         return;
     };

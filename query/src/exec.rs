@@ -568,6 +568,7 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 if exec.ctx.snapshot.contains_unit(id) { None } else { places.get(id).cloned() }
             };
             let mut rows = Vec::new();
+            let remaining = total.saturating_sub(*skip);
             for change in changes.into_iter().skip(*skip) {
                 let row = match change {
                     fresco_graph::NetChange::Unit(id, c) => {
@@ -583,7 +584,8 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                     },
                 };
                 rows.push(row);
-                if exec.full(&rows) {
+                // A page that ends with the range is whole: not truncated.
+                if rows.len() < remaining && exec.full(&rows) {
                     break;
                 }
             }
@@ -591,7 +593,7 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             if next < total {
                 exec.notes.push(format!(
                     "{total} changes from version {since} to {until}: these are {} to {next}; the next ones: \
-                     `changes since {since} until {until} skip {next}`",
+                     `changes since {since} until {until} skip {next}`, followed by this query's other steps",
                     skip + 1
                 ));
             }

@@ -62,6 +62,12 @@ fn pages_add_up_to_the_whole_change() {
     let (paged, _) = follow(format!("changes since {since}"));
     assert_eq!(paged, names(&to_newest));
 
+    // The last page, exactly as long as the limit, is whole: not truncated, no next page.
+    let last =
+        run(&format!("changes since {since} until {until} skip {}", whole.results.len() - 16), 16).expect("last");
+    assert_eq!(last.results.len(), 16);
+    assert!(!last.truncated && last.notes.is_empty(), "{:?}", last.notes);
+
     let later = run(&format!("changes since {since} until {}", newest + 1), 16);
     assert!(later.is_err_and(|e| e.to_string().contains("after this answer's version")));
     let backwards = run(&format!("changes since {until} until {since}"), 16);
