@@ -2090,22 +2090,11 @@ impl<'a> Lowerer<'a> {
             }
             // `update_wrapper(wrapper, wrapped)` returns `wrapper` (as `@wraps(wrapped)` on it
             // does): flask's `setupmethod` returns `t.cast(F, update_wrapper(wrapper_func, f))`.
-            (Expr::Name(n), [w, _, ..], _) if n == "update_wrapper" && *w != Expr::Unknown => Some(w.clone()),
-            (Expr::Name(n), [], false) if n == "update_wrapper" => {
-                keywords.iter().find(|(k, e)| k == "wrapper" && *e != Expr::Unknown).map(|(_, e)| e.clone())
-            }
-            (Expr::Attr(m, n), [], false)
-                if n == "update_wrapper" && matches!(m.as_ref(), Expr::Name(m) if m == "functools") =>
-            {
-                keywords.iter().find(|(k, e)| k == "wrapper" && *e != Expr::Unknown).map(|(_, e)| e.clone())
-            }
-            (Expr::Attr(m, n), [w, _, ..], _)
-                if n == "update_wrapper"
-                    && matches!(m.as_ref(), Expr::Name(m) if m == "functools")
-                    && *w != Expr::Unknown =>
-            {
-                Some(w.clone())
-            }
+            _ if is_update_wrapper(&callee) => args
+                .first()
+                .or_else(|| keywords.iter().find(|(k, _)| k == "wrapper").map(|(_, e)| e))
+                .filter(|w| **w != Expr::Unknown)
+                .cloned(),
             _ => None,
         };
         // `super(C, self)` with C not the class its code is in skips past C: not the
@@ -3450,6 +3439,15 @@ fn is_statement_like(kind: &str) -> bool {
 
 /// The builtins whose calls lowering reads a value from: those [`iteration_view`] reads, and
 /// `property` (see [`Lowerer::property_value`]).
+/// `update_wrapper` or `functools.update_wrapper`.
+fn is_update_wrapper(callee: &Expr) -> bool {
+    match callee {
+        Expr::Name(n) => n == "update_wrapper",
+        Expr::Attr(m, n) => n == "update_wrapper" && matches!(m.as_ref(), Expr::Name(m) if m == "functools"),
+        _ => false,
+    }
+}
+
 /// The attribute `type(obj)` is lowered to: not an identifier, so no source names it.
 pub(crate) const TYPE_OF: &str = "type()";
 

@@ -1027,8 +1027,7 @@ impl<'a> Resolver<'a> {
                             let assigned = matches!(m.kind, DefKind::Method)
                                 && !m.values.is_empty()
                                 && (m.method_replaced || !m.data_descriptor);
-                            let instance_only = m.kind == DefKind::Variable && !m.class_body_value;
-                            (member_value(t, m), assigned, m.method_replaced, instance_only)
+                            (member_value(t, m), assigned, m.method_replaced, set_only_through_self(m))
                         })
                     });
                     if let Some((mut value, assigned, replaced, instance_only)) = found.flatten() {
@@ -1079,11 +1078,8 @@ impl<'a> Resolver<'a> {
             return false;
         }
         let class = Target::new(&self.module, &parent.path);
-        let instance_only = self
-            .with_class(&class, |c| {
-                c.member(&def.name).is_some_and(|m| m.kind == DefKind::Variable && !m.class_body_value)
-            })
-            .unwrap_or(false);
+        let instance_only =
+            self.with_class(&class, |c| c.member(&def.name).is_some_and(set_only_through_self)).unwrap_or(false);
         instance_only && self.property_after(&self.mro(&class, 0), &class, &def.name).is_some()
     }
 
@@ -1096,7 +1092,7 @@ impl<'a> Resolver<'a> {
         for entry in &mro[start..] {
             let MroEntry::Class(t) = entry else { return None };
             let found = self.with_class(t, |c| {
-                c.member(attr).filter(|m| m.kind != DefKind::Variable || m.class_body_value).map(|m| {
+                c.member(attr).filter(|m| !set_only_through_self(m)).map(|m| {
                     // `x = property(getter, setter)` in the class body is one too.
                     let made = m.values.iter().any(|v| matches!(v, Expr::Property(..)));
                     (m.data_descriptor || made).then(|| member_value(t, m))
@@ -3560,8 +3556,13 @@ impl<'a> Resolver<'a> {
         let mut param_calls: Vec<fresco_graph::ParamCall> = Vec::new();
         let module_id = self.module.to_string();
 
+        // Attributes a base's property takes the place of are no units (computed once: each
+        // needs the class's MRO).
+        let shadowed: Vec<bool> = self.syntax.defs.iter().map(|d| self.shadowed_by_property(d)).collect();
+        let kept_defs = || self.syntax.defs.iter().zip(&shadowed).filter(|(_, s)| !**s).map(|(d, _)| d);
+
         // contains
-        for def in self.syntax.defs.iter().filter(|d| !self.shadowed_by_property(d)) {
+        for def in kept_defs() {
             let parent = match def.parent {
                 Some(p) => format!("{}.{}", self.module, self.syntax.def(p).path),
                 None => module_id.clone(),
@@ -3799,7 +3800,7 @@ impl<'a> Resolver<'a> {
             signature: None,
             docstring: self.syntax.docstring.map(|range| docstring_text(&self.source, range)),
         });
-        let mut defs: Vec<&Def> = self.syntax.defs.iter().filter(|d| !self.shadowed_by_property(d)).collect();
+        let mut defs: Vec<&Def> = kept_defs().collect();
         defs.sort_by_key(|d| (d.start_byte, std::cmp::Reverse(d.end_byte)));
         for def in defs {
             units.push(Unit {
@@ -4104,6 +4105,12 @@ fn collect_returning<'e>(annotation: &'e Expr, out: &mut Vec<&'e Expr>) {
     }
 }
 
+/// Whether class member `m` is an attribute only ever set through `self` (`self.x = ...` in a
+/// method): it lives in the instance's dict, in no class's namespace.
+fn set_only_through_self(m: &Member) -> bool {
+    m.kind == DefKind::Variable && !m.class_body_value
+}
+
 /// The attribute `type(obj)` is lowered to (see `lower::TYPE_OF`).
 const TYPE_OF: &str = crate::lower::TYPE_OF;
 
@@ -4111,8 +4118,7 @@ const TYPE_OF: &str = crate::lower::TYPE_OF;
 /// nor that of typing's markers (`Generic`, `Protocol`, `NamedTuple`, ...), which are not
 /// classes whose initialiser the instance gets, nor that of the standard library's abstract
 /// bases (`abc.ABC`, `collections.abc.Mapping`, ...; of those only `MappingView` defines one):
-/// naming
-/// `abc.ABC.__init__` would invent a target.
+/// naming `abc.ABC.__init__` would invent a target.
 fn runs_external_init(x: &str) -> bool {
     !(x.starts_with("builtins.object.")
         || x.starts_with("typing.")

@@ -701,15 +701,14 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 Vec::new()
             };
             if wanted.contains(&Lane::Graph) {
-                let (status, reason) = match run_graph {
-                    true => ("ready", None),
-                    false => (
-                        "skipped",
-                        Some(format!(
-                            "not run: the query's time limit of {:?} was reached before it",
-                            exec.ctx.limits.timeout
-                        )),
-                    ),
+                let (status, reason) = if run_graph {
+                    ("ready", None)
+                } else {
+                    let why = format!(
+                        "not run: the query's time limit of {:?} was reached before it",
+                        exec.ctx.limits.timeout
+                    );
+                    ("skipped", Some(why))
                 };
                 health.insert(
                     "graph",
