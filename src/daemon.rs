@@ -833,6 +833,11 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
                 // the new version. Then written to disk, off the path of waiting queries.
                 shared.tracker.applied(&batch);
                 let persisted = indexer.persist();
+                if report.changed_files.len() + report.removed_files.len()
+                    >= fresco_indexer::process::RELEASE_AFTER_FILES
+                {
+                    fresco_indexer::process::release_free_memory();
+                }
                 let mut last_error = shared.last_error.lock().unwrap_or_else(|p| p.into_inner());
                 match persisted {
                     // Applied and written: an earlier error (a full disk, since freed) is over.

@@ -1465,7 +1465,7 @@ impl Worker {
             // The model's activations for each batch were freed into malloc's arenas, which keep
             // them: on django, with every unit embedded, the daemon held 670 MB, 566 MB once
             // returned.
-            crate::indexer::release_free_memory();
+            crate::process::release_free_memory();
         }
         Ok(Outcome::Done)
     }

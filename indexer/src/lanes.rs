@@ -367,6 +367,8 @@ impl RetrievalLanes {
 
     fn run(&self, first: Snapshot, updates: Receiver<LaneUpdate>) {
         self.rebuild_text(&first);
+        // The last large allocation of a start (after the index was opened or built).
+        crate::process::release_free_memory();
         *self.latest.lock().unwrap_or_else(|p| p.into_inner()) = Some(first.clone());
         if let Some(worker) = &self.dense {
             worker.submit(first.version(), first.clone());
@@ -401,6 +403,9 @@ impl RetrievalLanes {
                     }
                 }
                 None => self.rebuild_text(&update.snapshot),
+            }
+            if update.changed.len() + update.removed.len() >= crate::process::RELEASE_AFTER_FILES {
+                crate::process::release_free_memory();
             }
         }
     }
