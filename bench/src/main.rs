@@ -21,6 +21,7 @@ use fresco_indexer::{FileEvent, Indexer, IndexerOptions, WalkOptions, walk};
 use serde_json::{Value, json};
 
 mod fresh;
+mod memory;
 mod query;
 
 fn main() -> Result<()> {
@@ -37,6 +38,7 @@ fn main() -> Result<()> {
         "incremental" => run_incremental(Args::parse(&args[1..])?),
         "query" => query::run_query_bench(query::QueryArgs::parse(&args[1..])?),
         "fresh" => fresh::run_fresh_bench(fresh::FreshArgs::parse(&args[1..])?),
+        "memory" => memory::run_memory_bench(memory::MemoryArgs::parse(&args[1..])?),
         "-h" | "--help" | "help" => {
             usage();
             Ok(())
@@ -54,7 +56,8 @@ fn usage() {
         "usage:\n  fresco-bench index       [--runs N] [--threads T] [--report NAME] ROOT...\n  \
          fresco-bench incremental [--runs N] [--threads T] [--report NAME] [--file REL]... ROOT...\n  \
          fresco-bench query       [--reps N] [--threads T] [--report NAME] [--fresco PATH] ROOT\n  \
-         fresco-bench fresh       [--reps N] [--report NAME] [--fresco PATH] ROOT"
+         fresco-bench fresh       [--reps N] [--report NAME] [--fresco PATH] ROOT\n  \
+         fresco-bench memory      [--renames N] [--dir REL] [--report NAME] [--fresco PATH]... ROOT"
     );
 }
 
