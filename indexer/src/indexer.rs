@@ -931,7 +931,7 @@ impl Indexer {
     /// value until the query runs again, and a removed file's are never asked for otherwise.
     /// Kept, they cost a copy of every summary and graph of a directory renamed, and a file
     /// that came back unchanged was not lowered again: on django, a daemon renaming `tests/`
-    /// (1,905 files) back and forth held 640 to 800 MB after each of four renames, growing,
+    /// (1,903 files) back and forth held 640 to 800 MB after each of four renames, growing,
     /// and 605 to 670 MB with them replaced; each rename was published in 8 to 11 s either way
     /// (the files' module names change, so most of them are resolved again regardless).
     fn forget_derived(&self, removed: &[String]) {

@@ -49,7 +49,7 @@ pub const RELEASE_AFTER_FILES: usize = 128;
 
 /// Returns freed heap memory to the system: glibc keeps what a thread frees in that thread's
 /// arena, and gives back only what lies at the arena's top, so a large batch (a branch switch, a
-/// directory renamed) leaves its peak behind. On django, a daemon renaming `tests/` (1,905
+/// directory renamed) leaves its peak behind. On django, a daemon renaming `tests/` (1,903
 /// files) back and forth held 790 to 1,050 MB after each of four renames, and 640 to 800 MB with
 /// this called once each batch was applied and stored, and again once the text lane indexed it
 /// (see also `Indexer::forget_derived`). Called after the text lane's first build too: a daemon
