@@ -1069,6 +1069,11 @@ impl Dependents {
         for module in modules {
             if let Some(files) = self.files_of.get_mut(module.as_str()) {
                 files.remove(path);
+                // A key nobody reads any more goes, set and all: a directory renamed leaves
+                // every key its files registered under by their old module names.
+                if files.is_empty() {
+                    self.files_of.remove(module.as_str());
+                }
             }
         }
     }
