@@ -142,6 +142,17 @@ fn measure(binary: &Path, source: &Path, dir: &str, renames: usize) -> Result<Ru
     Ok(Run { binary: binary.to_path_buf(), started, renames: runs, restarted })
 }
 
+/// A markdown table, the first column left-aligned and the others right-aligned.
+fn table(header: &[String], rows: &[Vec<String>]) -> String {
+    let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
+    let rule: Vec<String> = (0..header.len()).map(|i| if i == 0 { "---".into() } else { "---:".into() }).collect();
+    let mut out = line(header) + &line(&rule);
+    for row in rows {
+        out += &line(row);
+    }
+    out
+}
+
 fn mb(bytes: u64) -> String {
     format!("{:.0}", bytes as f64 / 1e6)
 }
@@ -170,38 +181,34 @@ pub fn run_memory_bench(args: MemoryArgs) -> Result<()> {
         if files > 0 { format!(" ({files} Python files)") } else { String::new() },
         args.renames
     );
-    body.push_str("| binary | started |");
-    for i in 1..=args.renames {
-        body.push_str(&format!(" rename {i} |"));
-    }
-    body.push_str(" restarted |\n|---|---:|");
-    for _ in 0..args.renames {
-        body.push_str("---:|");
-    }
-    body.push_str("---:|\n");
-    for run in &runs {
-        body.push_str(&format!("| `{}` | {} MB |", run.binary.display(), mb(run.started)));
-        for (bytes, _) in &run.renames {
-            body.push_str(&format!(" {} MB |", mb(*bytes)));
-        }
-        body.push_str(&format!(" {} MB |\n", mb(run.restarted)));
-    }
-    body.push_str("\nSeconds from each rename to the version that reflects it:\n\n| binary |");
-    for i in 1..=args.renames {
-        body.push_str(&format!(" rename {i} |"));
-    }
-    body.push_str("\n|---|");
-    for _ in 0..args.renames {
-        body.push_str("---:|");
-    }
-    body.push('\n');
-    for run in &runs {
-        body.push_str(&format!("| `{}` |", run.binary.display()));
-        for (_, secs) in &run.renames {
-            body.push_str(&format!(" {secs:.1} |"));
-        }
-        body.push('\n');
-    }
+    let renames: Vec<String> = (1..=args.renames).map(|i| format!("rename {i}")).collect();
+    let header: Vec<String> = ["binary", "started"]
+        .into_iter()
+        .map(String::from)
+        .chain(renames.iter().cloned())
+        .chain(["restarted".into()])
+        .collect();
+    let memory_rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|run| {
+            let mut row = vec![format!("`{}`", run.binary.display()), format!("{} MB", mb(run.started))];
+            row.extend(run.renames.iter().map(|(bytes, _)| format!("{} MB", mb(*bytes))));
+            row.push(format!("{} MB", mb(run.restarted)));
+            row
+        })
+        .collect();
+    body.push_str(&table(&header, &memory_rows));
+    body.push_str("\nSeconds from each rename to the version that reflects it:\n\n");
+    let header: Vec<String> = std::iter::once("binary".to_string()).chain(renames).collect();
+    let time_rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|run| {
+            std::iter::once(format!("`{}`", run.binary.display()))
+                .chain(run.renames.iter().map(|(_, secs)| format!("{secs:.1}")))
+                .collect()
+        })
+        .collect();
+    body.push_str(&table(&header, &time_rows));
     let binaries: Vec<String> = args.binaries.iter().map(|b| format!("--fresco {}", b.display())).collect();
     let args_line = format!(
         "fresco-bench memory --renames {} --dir {dir} {} {}",
