@@ -3,10 +3,10 @@
 //! A daemon lives for days, and some changes touch thousands of files at once: a branch switch,
 //! a directory renamed. On a copy of the tree, each given `fresco` binary in turn is started and
 //! left to settle; then one directory is renamed back and forth, and after each rename the bench
-//! waits until the version that reflects it is published and the lexical lane has caught up,
-//! lets the daemon go idle, and reads its resident memory (`status`'s `memory_bytes`, the RSS).
-//! Last, the daemon is stopped and started again on the same tree and index, which gives the
-//! memory of a daemon that never saw the renames. Several binaries side by side are the point:
+//! waits for the version that reflects it (a query with freshness `wait`) and for the lexical
+//! lane, lets the daemon go idle, and reads its resident memory (`status`'s `memory_bytes`, the
+//! RSS). Last, the daemon is killed and started again on the same tree and index (a warm start),
+//! which gives the memory of a daemon that never saw the renames. Several binaries side by side are the point:
 //! the one before a change against the one after it, on the same machine in the same session.
 
 use std::path::{Path, PathBuf};
@@ -71,30 +71,35 @@ struct Run {
     /// Per rename: resident bytes once idle, and seconds from the rename to its version.
     renames: Vec<(u64, f64)>,
     restarted: u64,
+    /// Readings taken after 120 s of waiting for the daemon to go idle, in vain.
+    busy_readings: usize,
 }
 
 fn memory_bytes(status: &Value) -> Result<u64> {
     status["memory_bytes"].as_u64().context("status has no memory_bytes")
 }
 
-/// Waits until the daemon publishes a version after `previous` with no change pending, then
-/// until the lexical lane reflects it; returns the status and the seconds to the publication.
-fn wait_for_version(conn: &mut Conn, previous: u64, since: Instant) -> Result<(Value, f64)> {
-    let published = loop {
-        let status = conn.call("status", json!({}))?;
-        let version = status["version"].as_u64().unwrap_or(0);
-        if version > previous && status["pending"].as_array().is_some_and(|p| p.is_empty()) {
-            break since.elapsed().as_secs_f64();
-        }
-        if since.elapsed() > Duration::from_secs(600) {
-            bail!("no new version 600 s after the rename");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+/// Waits for the version that reflects a rename just made: a query with freshness `wait` is
+/// answered only once the daemon has seen every change made before it was sent and published a
+/// version with them (docs/protocol.md), and that version is the answer's. Then waits until the
+/// lexical lane reflects it. Returns the status and the seconds from `since` to the answer.
+fn wait_for_rename(conn: &mut Conn, probe: &str, since: Instant) -> Result<(Value, f64)> {
+    let params = json!({"query": format!("find kind module in \"{probe}\""), "freshness": "wait", "wait_ms": 120000});
+    let answer = conn.call("query", params)?;
+    let published = since.elapsed().as_secs_f64();
+    let version = answer["version"].as_u64().context("the answer has no version")?;
+    if answer["results"].as_array().is_none_or(|r| r.is_empty()) {
+        bail!("version {version} has no module in {probe} after the rename");
+    }
+    let deadline = Instant::now() + Duration::from_secs(600);
     loop {
         let status = conn.call("status", json!({}))?;
-        if status["lanes"]["bm25"]["lag"].as_u64() == Some(0) {
+        let bm25 = &status["lanes"]["bm25"];
+        if bm25["version"].as_u64().is_some_and(|v| v >= version) && bm25["lag"].as_u64() == Some(0) {
             return Ok((status, published));
+        }
+        if Instant::now() > deadline || bm25["status"] == "failed" || bm25["status"] == "unavailable" {
+            bail!("the lexical lane did not reach version {version}: {bm25}");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -108,26 +113,27 @@ fn measure(binary: &Path, source: &Path, dir: &str, renames: usize) -> Result<Ru
     let db = work.path().join("db");
     let runtime = work.path().join("run");
     let log = work.path().join("daemon.log");
+    // A reading taken while the daemon was still busy is counted, and the report says so.
+    let busy_readings = std::cell::Cell::new(0);
     let settle = |daemon: &super::query::Daemon| {
         let pid = daemon.child.as_ref().map(|c| c.id()).unwrap_or(0);
-        wait_idle(pid, Duration::from_secs(120));
+        if wait_idle(pid, Duration::from_secs(120)) >= 120.0 {
+            busy_readings.set(busy_readings.get() + 1);
+        }
     };
 
     let mut daemon = start_daemon(binary, &root, &db, &runtime, &log)?;
     let (mut conn, _) = wait_ready(&mut daemon, Duration::from_secs(600))?;
     settle(&daemon);
-    let status = conn.call("status", json!({}))?;
-    let started = memory_bytes(&status)?;
-    let mut version = status["version"].as_u64().unwrap_or(0);
+    let started = memory_bytes(&conn.call("status", json!({}))?)?;
 
-    let (here, there) = (root.join(dir), root.join(format!("{dir}.fresco-moved")));
+    let moved = format!("{dir}.fresco-moved");
     let mut runs = Vec::new();
     for i in 0..renames {
-        let (from, to) = if i % 2 == 0 { (&here, &there) } else { (&there, &here) };
+        let (from, to) = if i % 2 == 0 { (dir, moved.as_str()) } else { (moved.as_str(), dir) };
         let since = Instant::now();
-        std::fs::rename(from, to).with_context(|| format!("rename {}", from.display()))?;
-        let (status, published) = wait_for_version(&mut conn, version, since)?;
-        version = status["version"].as_u64().unwrap_or(version);
+        std::fs::rename(root.join(from), root.join(to)).with_context(|| format!("rename {from}"))?;
+        let (_, published) = wait_for_rename(&mut conn, &format!("{to}/*"), since)?;
         settle(&daemon);
         let status = conn.call("status", json!({}))?;
         runs.push((memory_bytes(&status)?, published));
@@ -139,7 +145,7 @@ fn measure(binary: &Path, source: &Path, dir: &str, renames: usize) -> Result<Ru
     let (mut conn, _) = wait_ready(&mut daemon, Duration::from_secs(600))?;
     settle(&daemon);
     let restarted = memory_bytes(&conn.call("status", json!({}))?)?;
-    Ok(Run { binary: binary.to_path_buf(), started, renames: runs, restarted })
+    Ok(Run { binary: binary.to_path_buf(), started, renames: runs, restarted, busy_readings: busy_readings.get() })
 }
 
 /// A markdown table, the first column left-aligned and the others right-aligned.
@@ -172,14 +178,20 @@ pub fn run_memory_bench(args: MemoryArgs) -> Result<()> {
     }
 
     let mut body = format!(
-        "Each binary in turn serves a copy of the tree; `{dir}/`{} is renamed back and forth {} times. \
-         After each rename the bench waits until the version reflecting it is published with nothing \
-         pending and the lexical lane has caught up, then until the daemon has used no CPU for a \
-         second, and reads `status`'s `memory_bytes` (the daemon's resident set). The dense lane is \
-         off. *Restarted* is the same daemon stopped and started again on the same tree and index: \
-         the memory of one that never saw the renames. MB are 10^6 bytes.\n\n",
+        "Each binary in turn serves a copy of the tree (a cold index: *started*); `{dir}/`{} is renamed \
+         back and forth {} times. After each rename a query with freshness `wait` for the modules under \
+         the new name gives the version that reflects the rename (its answer time is the time to \
+         publish), the bench waits until the lexical lane has reached that version, then until the \
+         daemon has used no CPU for a second, and reads `status`'s `memory_bytes` (the daemon's \
+         resident set). The dense lane is off. *Restarted* is the same daemon killed and started \
+         again on the same tree and index, a warm start from the stored graph with no derived values \
+         in memory: the memory of one that never saw the renames. MB are 10^6 bytes.{}\n\n",
         if files > 0 { format!(" ({files} Python files)") } else { String::new() },
-        args.renames
+        args.renames,
+        match runs.iter().map(|r| r.busy_readings).sum::<usize>() {
+            0 => String::new(),
+            n => format!(" {n} readings were taken from a daemon still busy after 120 s of waiting."),
+        }
     );
     let renames: Vec<String> = (1..=args.renames).map(|i| format!("rename {i}")).collect();
     let header: Vec<String> = ["binary", "started"]
@@ -211,8 +223,9 @@ pub fn run_memory_bench(args: MemoryArgs) -> Result<()> {
     body.push_str(&table(&header, &time_rows));
     let binaries: Vec<String> = args.binaries.iter().map(|b| format!("--fresco {}", b.display())).collect();
     let args_line = format!(
-        "fresco-bench memory --renames {} --dir {dir} {} {}",
+        "fresco-bench memory --renames {}{} {} {}",
         args.renames,
+        args.dir.as_ref().map(|d| format!(" --dir {d}")).unwrap_or_default(),
         binaries.join(" "),
         args.root.display()
     );

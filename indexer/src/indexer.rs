@@ -927,13 +927,12 @@ impl Indexer {
     }
 
     /// Replaces what was derived from the files removed in this batch (their summaries and
-    /// graphs) by what an empty file outside the workspace derives: salsa keeps a query's last
-    /// value until the query runs again, and a removed file's are never asked for otherwise.
-    /// Kept, they cost a copy of every summary and graph of a directory renamed, and a file
-    /// that came back unchanged was not lowered again: on django, a daemon renaming `tests/`
-    /// (1,903 files) back and forth held 640 to 800 MB after each of four renames, growing,
-    /// and 605 to 670 MB with them replaced; each rename was published in 8 to 11 s either way
-    /// (the files' module names change, so most of them are resolved again regardless).
+    /// graphs) by what a file outside the workspace derives: salsa keeps a query's last value
+    /// until the query runs again, and a removed file's are never asked for otherwise. Kept, they
+    /// were a copy of every summary and graph of a renamed directory under its old name. The
+    /// cost: a file that comes back is lowered again, where it used to reuse them; renaming
+    /// django's `tests/` back and forth published each rename in about the same time either way,
+    /// since its files' module names change and most files are resolved again regardless.
     fn forget_derived(&self, removed: &[String]) {
         for path in removed {
             if let Some(&file) = self.retired.get(path) {

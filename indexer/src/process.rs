@@ -49,11 +49,13 @@ pub const RELEASE_AFTER_FILES: usize = 128;
 
 /// Returns freed heap memory to the system: glibc keeps what a thread frees in that thread's
 /// arena, and gives back only what lies at the arena's top, so a large batch (a branch switch, a
-/// directory renamed) leaves its peak behind. On django, a daemon renaming `tests/` (1,903
-/// files) back and forth held 790 to 1,050 MB after each of four renames, and 640 to 800 MB with
-/// this called once each batch was applied and stored, and again once the text lane indexed it
-/// (see also `Indexer::forget_derived`). Called after the text lane's first build too: a daemon
-/// that had just indexed django held 425 MB, 343 MB with it.
+/// directory renamed) leaves its peak behind. The daemon calls it once a batch of
+/// [`RELEASE_AFTER_FILES`] or more is stored, again once the text lane has indexed it, and after
+/// the text lane's first build (bench/reports/daemon-memory.md: django's `tests/` renamed back
+/// and forth held 832 to 1,111 MB before, 640 to 722 MB with this and
+/// `Indexer::forget_derived`; a started daemon 430 MB before, 351 MB after). It costs tens of
+/// milliseconds (a C test: 54 to 220 ms for one to three million small blocks, half of them
+/// freed), with each arena locked while it is walked: only after batches that took seconds.
 pub fn release_free_memory() {
     crate::tree_memory::release();
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -207,7 +207,8 @@ fn adding_deleting_and_renaming_files() {
     assert!(indexer.snapshot().edges_to("app.extra.thing").iter().any(|(e, _)| e.src == "app.late.f"));
 
     // Deleting it: the importer goes back to unresolved. The second execution is the removed
-    // file's own, replacing its graph by an empty one (see `Indexer::forget_derived`).
+    // file's own, replacing its graph by that of a file outside the workspace (see
+    // `Indexer::forget_derived`).
     std::fs::remove_file(dir.path().join("app/extra.py")).expect("rm");
     indexer.apply(vec![FileEvent::Removed("app/extra.py".into())]).expect("apply");
     let c = counts(&indexer);
