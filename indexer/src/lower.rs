@@ -3437,8 +3437,6 @@ fn is_statement_like(kind: &str) -> bool {
         || matches!(kind, "block" | "function_definition" | "class_definition" | "decorated_definition")
 }
 
-/// The builtins whose calls lowering reads a value from: those [`iteration_view`] reads, and
-/// `property` (see [`Lowerer::property_value`]).
 /// `update_wrapper` or `functools.update_wrapper`.
 fn is_update_wrapper(callee: &Expr) -> bool {
     match callee {
@@ -3451,6 +3449,8 @@ fn is_update_wrapper(callee: &Expr) -> bool {
 /// The attribute `type(obj)` is lowered to: not an identifier, so no source names it.
 pub(crate) const TYPE_OF: &str = "type()";
 
+/// The builtins whose calls lowering reads a value from: those [`iteration_view`] reads,
+/// `property` (see [`Lowerer::property_value`]) and `type` (`type(obj)`, see [`TYPE_OF`]).
 const VALUE_BUILTINS: [&str; 10] =
     ["sorted", "reversed", "iter", "tuple", "frozenset", "filter", "enumerate", "zip", "property", "type"];
 

@@ -20,6 +20,7 @@ use fresco_graph::{Edge, EdgeKind, FileGraph, Unit, UnitKind, Unresolved};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::db::{ModuleLookup, SourceFile, Workspace, file_summary, lookup_module, module_info, module_syntax};
+use crate::lower::TYPE_OF;
 use crate::summary::{
     ClassSummary, FunctionSummary, Member, MethodFlags, ModuleSummary, SumBinding, absolute_module, method_flags,
 };
@@ -4110,9 +4111,6 @@ fn collect_returning<'e>(annotation: &'e Expr, out: &mut Vec<&'e Expr>) {
 fn set_only_through_self(m: &Member) -> bool {
     m.kind == DefKind::Variable && !m.class_body_value
 }
-
-/// The attribute `type(obj)` is lowered to (see `lower::TYPE_OF`).
-const TYPE_OF: &str = crate::lower::TYPE_OF;
 
 /// Whether an external base's `__init__` (`x`) is code a constructor call runs: not `object`'s,
 /// nor that of typing's markers (`Generic`, `Protocol`, `NamedTuple`, ...), which are not
