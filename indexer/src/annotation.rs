@@ -59,7 +59,7 @@ pub fn names_in(text: &str) -> Vec<Expr> {
 
 fn collect_names(ty: &Ty, out: &mut Vec<Expr>) {
     match ty {
-        Ty::Nothing | Ty::List => {}
+        Ty::Nothing | Ty::Ellipsis | Ty::List => {}
         Ty::Or(items) => items.iter().for_each(|t| collect_names(t, out)),
         Ty::Name(name, args) => {
             out.push(chain(name));
@@ -82,8 +82,10 @@ enum Ty {
     Or(Vec<Ty>),
     /// `[A, B]` (the parameter list of `Callable`): parsed, never a value.
     List,
-    /// `None`, `...`, literals: nothing to resolve.
+    /// `None`, literals: nothing to resolve.
     Nothing,
+    /// `...`: nothing to resolve either, but `Tuple[X, ...]` reads it as "any number of X".
+    Ellipsis,
 }
 
 struct Parser<'a> {
@@ -146,10 +148,11 @@ impl Parser<'_> {
         }
         if c == b'.' || c.is_ascii_digit() || c == b'-' {
             // `...` and numeric literals (in `Literal[1]`, `Tuple[int, ...]`).
+            let start = self.i;
             while self.i < self.s.len() && matches!(self.s[self.i], b'.' | b'-' | b'0'..=b'9' | b'e' | b'x' | b'_') {
                 self.i += 1;
             }
-            return Some(Ty::Nothing);
+            return Some(if &self.s[start..self.i] == b"..." { Ty::Ellipsis } else { Ty::Nothing });
         }
         let start = self.i;
         while self.i < self.s.len() && (self.s[self.i].is_ascii_alphanumeric() || matches!(self.s[self.i], b'_' | b'.'))
@@ -256,12 +259,19 @@ fn instance_of(ty: &Ty, depth: u32) -> Expr {
         return Expr::Unknown;
     }
     match ty {
-        Ty::Nothing | Ty::List => Expr::Unknown,
+        Ty::Nothing | Ty::Ellipsis | Ty::List => Expr::Unknown,
         Ty::Or(items) => simplify_union(items.iter().map(|t| instance_of(t, depth + 1)).collect()),
         Ty::Name(name, args) => {
             let last = name.rsplit('.').next().unwrap_or(name);
             if OPAQUE.contains(&last) {
                 return Expr::Unknown;
+            }
+            // `typing.AnyStr` is the type variable constrained to `str` and `bytes`.
+            if last == "AnyStr" && args.is_empty() {
+                return Expr::Union(vec![
+                    Expr::Instance(Box::new(chain("str"))),
+                    Expr::Instance(Box::new(chain("bytes"))),
+                ]);
             }
             if args.is_empty() {
                 return Expr::Instance(Box::new(chain(name)));
@@ -280,8 +290,14 @@ fn instance_of(ty: &Ty, depth: u32) -> Expr {
                 }
                 _ if ITERABLES.contains(&last) => elements(ContainerKind::List, vec![first()]),
                 _ if SETS.contains(&last) => elements(ContainerKind::Set, vec![first()]),
+                // `Tuple[X, ...]`: any number of X, read as a list of X.
+                "Tuple" | "tuple" if matches!(args.as_slice(), [_, Ty::Ellipsis]) => {
+                    elements(ContainerKind::List, vec![first()])
+                }
+                // A fixed-size tuple keeps every position, known or not: `a, b` unpacked from a
+                // `Tuple[Any, X]` is element 1, an X.
                 "Tuple" | "tuple" => {
-                    elements(ContainerKind::Tuple, args.iter().map(|a| instance_of(a, depth + 1)).collect())
+                    Expr::Container(ContainerKind::Tuple, args.iter().map(|a| instance_of(a, depth + 1)).collect())
                 }
                 _ if MAPPINGS.contains(&last) => Expr::Container(ContainerKind::Dict, Vec::new()),
                 // A generic class of the code (`Base[str]`, `Queue[Job]`): an instance of it.
@@ -329,6 +345,7 @@ mod tests {
         assert_eq!(type_expr("'rich.console.Console'"), inst("rich.console.Console"));
         assert_eq!(type_expr("None"), Expr::Unknown);
         assert_eq!(type_expr("Any"), Expr::Unknown);
+        assert_eq!(type_expr("typing.AnyStr"), Expr::Union(vec![inst("str"), inst("bytes")]));
     }
 
     #[test]
@@ -356,6 +373,19 @@ mod tests {
         assert_eq!(type_expr("Literal['a', 'b']"), Expr::Unknown);
         assert_eq!(type_expr("Base[str]"), inst("Base"));
         assert_eq!(type_expr("ContextManager[X]"), inst("X"));
+    }
+
+    #[test]
+    fn tuples_keep_their_positions() {
+        let tuple = |items| Expr::Container(ContainerKind::Tuple, items);
+        assert_eq!(type_expr("Tuple[A, B]"), tuple(vec![inst("A"), inst("B")]));
+        assert_eq!(type_expr("Tuple[Any, B]"), tuple(vec![Expr::Unknown, inst("B")]));
+        assert_eq!(type_expr("tuple[None, B]"), tuple(vec![Expr::Unknown, inst("B")]));
+        assert_eq!(type_expr("Tuple[A, ...]"), Expr::Container(ContainerKind::List, vec![inst("A")]));
+        assert_eq!(
+            type_expr("List[Tuple[A, B]]"),
+            Expr::Container(ContainerKind::List, vec![tuple(vec![inst("A"), inst("B")])])
+        );
     }
 
     #[test]

@@ -1451,7 +1451,7 @@ impl<'a> Resolver<'a> {
                 out
             }
             Expr::Literal(_) | Expr::Constant(_) | Expr::Instance(_) => {
-                string_items(self.eval_closed(expr, module, self_class, depth + 1))
+                self.value_elements(self.eval_closed(expr, module, self_class, depth + 1), depth)
             }
             _ => Vec::new(),
         }
@@ -1706,6 +1706,19 @@ impl<'a> Resolver<'a> {
         out
     }
 
+    /// What iterating over the values of a literal, a constant or an annotation (`x: T`) yields:
+    /// a string's characters, a bytes object's integers, and for an instance of a class of the
+    /// repository what its iterator protocol gives (`lines: LineList` iterates as
+    /// `LineList(...)` does).
+    fn value_elements(&self, values: Vec<Value>, depth: u32) -> Vec<Value> {
+        let instances: Vec<Value> = values.iter().filter(|v| matches!(v, Value::Instance(_))).cloned().collect();
+        let mut out = string_items(values);
+        if !instances.is_empty() {
+            extend(&mut out, self.iterate_instances(&instances, false, depth + 1).1);
+        }
+        out
+    }
+
     /// What iterating over the result of calling `callee` yields (generators, returned containers).
     fn call_elements(&self, callee: &Value, depth: u32) -> Vec<Value> {
         if let Value::Class(t) = callee {
@@ -1785,8 +1798,10 @@ impl<'a> Resolver<'a> {
                                 for item in items {
                                     extend(&mut out, self.eval_closed(item, &t.module, owner.as_ref(), depth + 1));
                                 }
-                                // A type variable (`Iterator[AnyStr]`) says nothing of the
-                                // elements: `typing.AnyStr.strip` would be invented.
+                                // A type variable (`Iterator[T]`, `T = TypeVar("T")`) says
+                                // nothing of the elements: `typing.TypeVar.strip` would be
+                                // invented. (`AnyStr` reads as `str | bytes`, see
+                                // `annotation::type_expr`.)
                                 out.retain(|v| {
                                     !matches!(v, Value::ExternalInstance(x) | Value::External(x) if x.starts_with("typing."))
                                 });
@@ -2812,7 +2827,22 @@ impl<'a> Resolver<'a> {
             Expr::Keyed(items) => items.iter().map(|(_, e)| (e.clone(), scope)).collect(),
             Expr::Slice(inner, _) => self.element_exprs(inner, scope, depth + 1),
             Expr::Name(n) => {
-                self.bound_values(n, scope).into_iter().flat_map(|(e, s)| self.element_exprs(e, s, depth + 1)).collect()
+                let mut out: Vec<(Expr, ScopeId)> = self
+                    .bound_values(n, scope)
+                    .into_iter()
+                    .flat_map(|(e, s)| self.element_exprs(e, s, depth + 1))
+                    .collect();
+                // `def f(pairs: List[Tuple[A, B]])`: the elements its annotation promises.
+                for (annotation, s) in self.param_annotations(n, scope) {
+                    out.extend(self.element_exprs(annotation, s, depth + 1));
+                }
+                out
+            }
+            // `pairs: List[Tuple[A, B]] = []`: the elements the annotation promises when it
+            // writes any out, else those of the value.
+            Expr::Declared(ty, value) => {
+                let promised = self.element_exprs(ty, scope, depth + 1);
+                if promised.is_empty() { self.element_exprs(value, scope, depth + 1) } else { promised }
             }
             // `enumerate(xs)`: the call, and the list of pairs it iterates as (see
             // `lower::iteration_view`).
@@ -2831,6 +2861,21 @@ impl<'a> Resolver<'a> {
             .iter()
             .filter_map(|&i| match &bindings[i].1 {
                 Binding::Value(e) => Some((e, s)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The annotations of the parameters a name is bound to in the scope whose binding is
+    /// visible from `scope` (and that scope).
+    fn param_annotations(&self, name: &Name, scope: ScopeId) -> Vec<(&'a Expr, ScopeId)> {
+        let Some(s) = self.binding_scope(name, scope) else { return Vec::new() };
+        let Some(indices) = self.scope_bindings[s as usize].get(name.as_str()) else { return Vec::new() };
+        let sc = self.syntax.scope(s);
+        indices
+            .iter()
+            .filter_map(|&i| match &sc.bindings[i].1 {
+                Binding::Param(p) => sc.params.get(*p as usize)?.annotation.as_ref().map(|a| (a, s)),
                 _ => None,
             })
             .collect()
@@ -3161,6 +3206,11 @@ impl<'a> Resolver<'a> {
                         }
                     }
                 }
+                // `for key, group in pairs: for item in group`: what an unpacked or iterated
+                // instance's iterator protocol gives (and a string's characters).
+                binding @ (Binding::Unpack(..) | Binding::Iter(_)) => {
+                    extend(&mut out, self.value_elements(self.binding_values(binding, s, depth + 1), depth + 1));
+                }
                 // Looked up for what the lookup records (the other module is a dependency); the
                 // elements of an imported container are not followed.
                 Binding::Import(_) => {
@@ -3273,7 +3323,7 @@ impl<'a> Resolver<'a> {
             // A string's characters are strings, a bytes object's items integers (`text[0]`
             // with `text = "..."` or `text: str`).
             Expr::Literal(_) | Expr::Constant(_) | Expr::Instance(_) => {
-                string_items(self.eval_local(expr, scope, depth + 1))
+                self.value_elements(self.eval_local(expr, scope, depth + 1), depth)
             }
             _ => Vec::new(),
         }
