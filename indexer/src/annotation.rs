@@ -266,13 +266,6 @@ fn instance_of(ty: &Ty, depth: u32) -> Expr {
             if OPAQUE.contains(&last) {
                 return Expr::Unknown;
             }
-            // `typing.AnyStr` is the type variable constrained to `str` and `bytes`.
-            if last == "AnyStr" && args.is_empty() {
-                return Expr::Union(vec![
-                    Expr::Instance(Box::new(chain("str"))),
-                    Expr::Instance(Box::new(chain("bytes"))),
-                ]);
-            }
             if args.is_empty() {
                 return Expr::Instance(Box::new(chain(name)));
             }
@@ -345,7 +338,6 @@ mod tests {
         assert_eq!(type_expr("'rich.console.Console'"), inst("rich.console.Console"));
         assert_eq!(type_expr("None"), Expr::Unknown);
         assert_eq!(type_expr("Any"), Expr::Unknown);
-        assert_eq!(type_expr("typing.AnyStr"), Expr::Union(vec![inst("str"), inst("bytes")]));
     }
 
     #[test]

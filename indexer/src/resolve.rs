@@ -1642,6 +1642,31 @@ impl<'a> Resolver<'a> {
         if path.len() == 1 { self.call_elements(callee, depth + 1) } else { Vec::new() }
     }
 
+    /// Element `path` of each element the repository function `callee` produces when iterated:
+    /// of the tuples it yields (`yield name, command`), else of the element type its return
+    /// annotation declares (`-> Iterator[Tuple[str, Command]]`). Nothing for other values.
+    fn call_item_element(&self, callee: &Value, path: &[u32], depth: u32) -> Vec<Value> {
+        if self.too_deep(depth) {
+            return Vec::new();
+        }
+        self.with_function(callee, |t, f| {
+            let owner = t.owner().map(SelfClass::own);
+            let mut out = Vec::new();
+            for y in &f.yields {
+                extend(&mut out, self.element_closed(y, path, &t.module, owner.as_ref(), depth + 1));
+            }
+            if out.is_empty()
+                && let Some(Expr::Container(ContainerKind::List | ContainerKind::Set, items)) = &f.annotation
+            {
+                for item in items {
+                    extend(&mut out, self.element_closed(item, path, &t.module, owner.as_ref(), depth + 1));
+                }
+            }
+            out
+        })
+        .unwrap_or_default()
+    }
+
     /// `compute()`, memoised under `key` in `memo` for the file being resolved.
     ///
     /// While it runs, `key` reads as nothing: a value that reaches itself (`terms = terms +
@@ -1801,7 +1826,7 @@ impl<'a> Resolver<'a> {
                                 // A type variable (`Iterator[T]`, `T = TypeVar("T")`) says
                                 // nothing of the elements: `typing.TypeVar.strip` would be
                                 // invented. (`AnyStr` reads as `str | bytes`, see
-                                // `annotation::type_expr`.)
+                                // [`instances`].)
                                 out.retain(|v| {
                                     !matches!(v, Value::ExternalInstance(x) | Value::External(x) if x.starts_with("typing."))
                                 });
@@ -2781,6 +2806,21 @@ impl<'a> Resolver<'a> {
                                 let outer: Vec<u32> = std::iter::once(*j).chain(path.iter().copied()).collect();
                                 extend(&mut out, self.element_at(e, &outer, s, depth + 1));
                             }
+                            // `def f(u: Tuple[Key, Val])`, then `c, d = u`: the annotation's
+                            // positions (a `List[X]` has none: any element is an X).
+                            // `for p in pairs: a, b = p`, as `for a, b in pairs`.
+                            Binding::Iter(e) => extend(
+                                &mut out,
+                                self.element_at(&Expr::Subscript(Box::new(e.clone())), path, s, depth + 1),
+                            ),
+                            Binding::Param(p) => {
+                                match self.syntax.scope(s).params.get(*p as usize).and_then(|p| p.annotation.as_ref()) {
+                                    Some(annotation @ Expr::Container(ContainerKind::Tuple, _)) => {
+                                        extend(&mut out, self.element_at(annotation, path, s, depth + 1))
+                                    }
+                                    _ => extend(&mut out, any_element()),
+                                }
+                            }
                             _ => extend(&mut out, any_element()),
                         }
                     }
@@ -2791,6 +2831,12 @@ impl<'a> Resolver<'a> {
             Expr::Element(inner, j) => {
                 let outer: Vec<u32> = std::iter::once(*j).chain(path.iter().copied()).collect();
                 self.element_at(inner, &outer, scope, depth + 1)
+            }
+            // `u: Tuple[Key, Val] = make()`: the annotation's positions, as an annotated
+            // variable's value is read (see [`Resolver::declared`]).
+            Expr::Declared(ty, value) if matches!(ty.as_ref(), Expr::Container(ContainerKind::Tuple, _)) => {
+                let promised = self.element_at(ty, path, scope, depth + 1);
+                self.declared(promised, || self.element_at(value, path, scope, depth + 1), depth)
             }
             Expr::Subscript(inner) => {
                 // `for k, v in d.items()`: `v` is a value of `d` (keys are not tracked).
@@ -2803,6 +2849,29 @@ impl<'a> Resolver<'a> {
                 }
                 // `for a, b in pairs`: element `i` of each element written out in `pairs`.
                 let written = self.element_exprs(inner, scope, depth + 1);
+                if written.is_empty() {
+                    // `for name, command in visible_commands()`: element `i` of what a
+                    // repository function yields or declares it returns the elements of.
+                    if let Expr::Call(callee) = inner.as_ref() {
+                        let mut out = Vec::new();
+                        for c in self.eval_local(callee, scope, depth + 1) {
+                            extend(&mut out, self.call_item_element(&c, path, depth + 1));
+                        }
+                        if !out.is_empty() {
+                            return out;
+                        }
+                    }
+                    return any_element();
+                }
+                let mut out = Vec::new();
+                for (e, s) in written {
+                    extend(&mut out, self.element_at(&e, path, s, depth + 1));
+                }
+                out
+            }
+            // `p = pairs[0]`, then `a, b = p`: element `i` of each item written out under the key.
+            Expr::Item(base, key) => {
+                let written = self.item_exprs(base, key, scope, depth + 1);
                 if written.is_empty() {
                     return any_element();
                 }
@@ -2908,11 +2977,18 @@ impl<'a> Resolver<'a> {
                 }
                 _ => self.element_exprs(inner, scope, depth + 1),
             },
-            Expr::Name(n) => self
-                .bound_values(n, scope)
-                .into_iter()
-                .flat_map(|(e, s)| self.item_exprs(e, key, s, depth + 1))
-                .collect(),
+            Expr::Name(n) => {
+                let mut out: Vec<(Expr, ScopeId)> = self
+                    .bound_values(n, scope)
+                    .into_iter()
+                    .flat_map(|(e, s)| self.item_exprs(e, key, s, depth + 1))
+                    .collect();
+                // `def f(pairs: List[Tuple[A, B]])`, then `pairs[0]`: what the annotation promises.
+                for (annotation, s) in self.param_annotations(n, scope) {
+                    out.extend(self.item_exprs(annotation, key, s, depth + 1));
+                }
+                out
+            }
             _ => Vec::new(),
         }
     }
@@ -3120,6 +3196,12 @@ impl<'a> Resolver<'a> {
                 }
                 out
             }
+            // `u: Tuple[Key, Val] = make()`, then `u[1]`: the annotation's position, as an
+            // annotated variable's value is read (see [`Resolver::declared`]).
+            Expr::Declared(ty, value) => {
+                let promised = self.item_local(ty, key, scope, depth + 1);
+                self.declared(promised, || self.item_local(value, key, scope, depth + 1), depth)
+            }
             Expr::Name(n) => {
                 let Some(s) = self.binding_scope(n, scope) else {
                     // Bound by no statement of this file: a star import, whose module's dict
@@ -3142,13 +3224,43 @@ impl<'a> Resolver<'a> {
                     }
                     return out;
                 }
-                // A dict written out with constant keys, or (for an integer key) a literal list or
-                // tuple never added to: the item is the one written there.
                 let by_key = integer_key(key).is_some();
+                // `u[1]` with `u: Tuple[Key, Val]` a parameter: the position its annotation gives.
+                if by_key
+                    && let [only] = indices.as_slice()
+                    && let Binding::Param(p) = &self.syntax.scope(s).bindings[*only].1
+                    && let Some(annotation @ Expr::Container(ContainerKind::Tuple, _)) =
+                        self.syntax.scope(s).params.get(*p as usize).and_then(|p| p.annotation.as_ref())
+                {
+                    return self.item_local(annotation, key, s, depth + 1);
+                }
+                // `u = make()`, `p = pairs[0]`, `for p in pairs`, then `p[1]`: the element at
+                // that position, as unpacking `p` gives it.
+                let positional = |b: &Binding| {
+                    matches!(
+                        b,
+                        Binding::Iter(_)
+                            | Binding::Unpack(..)
+                            | Binding::Value(Expr::Item(..) | Expr::Call(_) | Expr::Element(..))
+                    )
+                };
+                if let (true, Some(i)) = (!indices.is_empty(), integer_key(key))
+                    && indices.iter().all(|&b| positional(&self.syntax.scope(s).bindings[b].1))
+                    && let Ok(i) = u32::try_from(i)
+                {
+                    let element = self.element_at(base, &[i], scope, depth + 1);
+                    return if element.is_empty() { self.elements_local(base, scope, depth + 1) } else { element };
+                }
+                // A dict written out with constant keys, or (for an integer key) a literal list or
+                // tuple never added to (or a local annotated as a tuple): the item is the one
+                // written there.
                 let all_keyed = indices.iter().all(|&i| match &self.syntax.scope(s).bindings[i].1 {
                     Binding::Value(Expr::Keyed(_)) => true,
                     Binding::Value(Expr::Container(ContainerKind::List | ContainerKind::Tuple, _)) => by_key,
                     Binding::Value(Expr::Slice(_, Some(_))) => by_key,
+                    Binding::Value(Expr::Declared(ty, _)) => {
+                        by_key && matches!(ty.as_ref(), Expr::Container(ContainerKind::Tuple, _))
+                    }
                     _ => false,
                 });
                 if !all_keyed {
@@ -4053,14 +4165,25 @@ impl<'a> Resolver<'a> {
 /// among them (of the repository, builtin or external); functions, modules and the like promise
 /// nothing. Classes the annotation already states as such (`Type[X]`) stay classes.
 fn instances(values: Vec<Value>) -> Vec<Value> {
-    values
-        .into_iter()
-        .filter_map(|v| match v {
-            Value::Class(t) => Some(Value::Instance(t)),
-            Value::External(x) => external_call_result(&x).filter(|i| matches!(i, Value::ExternalInstance(_))),
-            _ => None,
-        })
-        .collect()
+    let mut out = Vec::new();
+    for v in values {
+        match v {
+            Value::Class(t) => push(&mut out, Value::Instance(t)),
+            // `typing.AnyStr` (imported from `typing`, not a class of the code that shares its
+            // name) is the type variable constrained to `str` and `bytes`.
+            Value::External(x) if &*x == "typing.AnyStr" => {
+                push(&mut out, builtin_instance("str"));
+                push(&mut out, builtin_instance("bytes"));
+            }
+            Value::External(x) => {
+                if let Some(i) = external_call_result(&x).filter(|i| matches!(i, Value::ExternalInstance(_))) {
+                    push(&mut out, i);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Whether an evaluated annotation names a class of the repository.
