@@ -1642,6 +1642,43 @@ impl<'a> Resolver<'a> {
         if path.len() == 1 { self.call_elements(callee, depth + 1) } else { Vec::new() }
     }
 
+    /// Element `path` of each element of the summary expression `expr` (a container written
+    /// out, or an annotation's element type): the tuples of `self._list = [(k, v), ...]`, or of
+    /// `self.pairs: List[Tuple[A, B]]`. Nothing for other expressions.
+    fn item_element_closed(
+        &self,
+        expr: &Expr,
+        path: &[u32],
+        module: &Arc<str>,
+        self_class: Option<&SelfClass>,
+        depth: u32,
+    ) -> Vec<Value> {
+        if self.too_deep(depth) {
+            return Vec::new();
+        }
+        match expr {
+            Expr::Container(_, items) | Expr::Added(items) => {
+                let mut out = Vec::new();
+                for item in items {
+                    extend(&mut out, self.element_closed(item, path, module, self_class, depth + 1));
+                }
+                out
+            }
+            Expr::Declared(ty, value) => {
+                let promised = self.item_element_closed(ty, path, module, self_class, depth + 1);
+                self.declared(promised, || self.item_element_closed(value, path, module, self_class, depth + 1), depth)
+            }
+            Expr::Union(items) => {
+                let mut out = Vec::new();
+                for e in items {
+                    extend(&mut out, self.item_element_closed(e, path, module, self_class, depth + 1));
+                }
+                out
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// Element `path` of each element the repository function `callee` produces when iterated:
     /// of the tuples it yields (`yield name, command`), else of the element type its return
     /// annotation declares (`-> Iterator[Tuple[str, Command]]`). Nothing for other values.
@@ -2856,6 +2893,26 @@ impl<'a> Resolver<'a> {
                         let mut out = Vec::new();
                         for c in self.eval_local(callee, scope, depth + 1) {
                             extend(&mut out, self.call_item_element(&c, path, depth + 1));
+                        }
+                        if !out.is_empty() {
+                            return out;
+                        }
+                    }
+                    // `for _, key, value in self._list`: element `i` of each element of what
+                    // the attribute is assigned (or declared to hold), wherever that is written.
+                    if let Expr::Attr(base, attr) = inner.as_ref() {
+                        let mut out = Vec::new();
+                        for b in self.eval_local(base, scope, depth + 1) {
+                            for v in self.attr_of(&b, attr, depth + 1) {
+                                let Value::Var(t) = v else { continue };
+                                let owner = t.owner().map(SelfClass::own);
+                                for e in self.var_exprs(&t).iter() {
+                                    extend(
+                                        &mut out,
+                                        self.item_element_closed(e, path, &t.module, owner.as_ref(), depth + 1),
+                                    );
+                                }
+                            }
                         }
                         if !out.is_empty() {
                             return out;
