@@ -1331,6 +1331,12 @@ impl<'a> Resolver<'a> {
                     out
                 }
             }
+            Expr::Subscript(base) | Expr::Item(base, _)
+                if let got = self.getitem_results(self.eval_closed(base, module, self_class, depth + 1), depth)
+                    && !got.is_empty() =>
+            {
+                got
+            }
             Expr::Subscript(base) => self.elements_closed(base, module, self_class, depth + 1),
             // At this depth: its fallback, any element, is evaluated as deep as it always was (one
             // more level would make more evaluations meet the depth bound).
@@ -1777,6 +1783,22 @@ impl<'a> Resolver<'a> {
         let mut out = string_items(values);
         if !instances.is_empty() {
             extend(&mut out, self.iterate_instances(&instances, false, depth + 1).1);
+        }
+        out
+    }
+
+    /// What subscripting instances of repository classes that define `__getitem__` gives: what
+    /// it returns (`table["x"]` is `Table.__getitem__`'s result, not what iterating `table`
+    /// yields). Nothing for other values, or when no such method says what it returns.
+    fn getitem_results(&self, values: Vec<Value>, depth: u32) -> Vec<Value> {
+        let mut out = Vec::new();
+        for v in values {
+            let Value::Instance(class) = &v else { continue };
+            for m in self.deref(self.class_attr(class, "__getitem__", None, depth + 1), depth + 1) {
+                if let Value::Function(_) = m {
+                    extend(&mut out, self.call_result(&m, depth + 1));
+                }
+            }
         }
         out
     }
@@ -2732,6 +2754,12 @@ impl<'a> Resolver<'a> {
                     }
                 }
                 out
+            }
+            Expr::Subscript(base) | Expr::Item(base, _)
+                if let got = self.getitem_results(self.eval_local(base, scope, depth + 1), depth)
+                    && !got.is_empty() =>
+            {
+                got
             }
             Expr::Subscript(base) => self.elements_local(base, scope, depth + 1),
             // A slice is a sequence of the same type.
