@@ -1054,7 +1054,10 @@ impl<'a> Resolver<'a> {
                     }
                 }
                 MroEntry::External(x) => {
-                    if skipping {
+                    // A marker base (`ABC`, `Generic[T]`, `Protocol`) supplies no attribute a
+                    // subclass's code reads: `column.format` on an `ABC` subclass is no
+                    // `abc.ABC.format`. Lookup goes on past it, as it would past `object`.
+                    if skipping || MARKER_BASES.contains(&&**x) {
                         continue;
                     }
                     let member = format!("{x}.{attr}");
@@ -4463,6 +4466,11 @@ fn member_value(class: &Target, member: &Member) -> Vec<Value> {
         None => Vec::new(),
     }
 }
+
+/// External bases that only mark a class (abstract, generic, a protocol): their own attributes
+/// are machinery (`_abc_impl`, `__class_getitem__`), never what a subclass's code reads.
+const MARKER_BASES: &[&str] =
+    &["abc.ABC", "typing.Generic", "typing.Protocol", "typing_extensions.Protocol", "typing_extensions.Generic"];
 
 /// The bases that make a class an enumeration, whose class attributes are its members.
 const ENUM_BASES: &[&str] =
