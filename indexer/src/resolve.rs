@@ -1334,16 +1334,22 @@ impl<'a> Resolver<'a> {
                     out
                 }
             }
-            Expr::Subscript(base) | Expr::Item(base, _)
-                if let got = self.getitem_results(self.eval_closed(base, module, self_class, depth + 1), depth)
-                    && !got.is_empty() =>
-            {
-                got
-            }
+            // `Subscript` is also what lowering writes for an element of what iterating gives
+            // (`for a, b in x`, `*rest`, `yield from x`): only a subscript written with a key
+            // (`Item`) asks `__getitem__`.
             Expr::Subscript(base) => self.elements_closed(base, module, self_class, depth + 1),
             // At this depth: its fallback, any element, is evaluated as deep as it always was (one
             // more level would make more evaluations meet the depth bound).
-            Expr::Item(base, key) => self.item_closed(base, key, module, self_class, depth),
+            Expr::Item(base, key) => {
+                let (got, only) = self.getitem_results(self.eval_closed(base, module, self_class, depth + 1), depth);
+                if only {
+                    got
+                } else {
+                    let mut out = self.item_closed(base, key, module, self_class, depth);
+                    extend(&mut out, got);
+                    out
+                }
+            }
             // A slice is a sequence of the same type.
             Expr::Slice(base, _) => self.eval_closed(base, module, self_class, depth + 1),
             Expr::Element(base, index) => self.element_closed(base, &[*index], module, self_class, depth + 1),
@@ -1666,7 +1672,9 @@ impl<'a> Resolver<'a> {
             return Vec::new();
         }
         match expr {
-            Expr::Container(_, items) | Expr::Added(items) => {
+            // A dict's items are its values, but iterating it gives its keys (not tracked).
+            Expr::Container(ContainerKind::List | ContainerKind::Tuple | ContainerKind::Set, items)
+            | Expr::Added(items) => {
                 let mut out = Vec::new();
                 for item in items {
                     extend(&mut out, self.element_closed(item, path, module, self_class, depth + 1));
@@ -1792,18 +1800,28 @@ impl<'a> Resolver<'a> {
 
     /// What subscripting instances of repository classes that define `__getitem__` gives: what
     /// it returns (`table["x"]` is `Table.__getitem__`'s result, not what iterating `table`
-    /// yields). Nothing for other values, or when no such method says what it returns.
-    fn getitem_results(&self, values: Vec<Value>, depth: u32) -> Vec<Value> {
+    /// yields), and whether that is all the subscript can give: every value is such an instance
+    /// and some result is known. Otherwise the caller adds what the other values' items are
+    /// (`w = Wrap() if flag else {"a": v}`: both).
+    fn getitem_results(&self, values: Vec<Value>, depth: u32) -> (Vec<Value>, bool) {
         let mut out = Vec::new();
+        let mut all_instances = !values.is_empty();
         for v in values {
-            let Value::Instance(class) = &v else { continue };
+            let Value::Instance(class) = &v else {
+                all_instances = false;
+                continue;
+            };
+            let mut defined = false;
             for m in self.deref(self.class_attr(class, "__getitem__", None, depth + 1), depth + 1) {
                 if let Value::Function(_) = m {
+                    defined = true;
                     extend(&mut out, self.call_result(&m, depth + 1));
                 }
             }
+            all_instances &= defined;
         }
-        out
+        let only = all_instances && !out.is_empty();
+        (out, only)
     }
 
     /// What iterating over the result of calling `callee` yields (generators, returned containers).
@@ -1862,7 +1880,19 @@ impl<'a> Resolver<'a> {
         }
         for v in values {
             let Value::Instance(t) = v else { continue };
-            for iter in self.deref(self.class_attr(t, iter_name, None, depth + 1), depth) {
+            let iters = self.deref(self.class_attr(t, iter_name, None, depth + 1), depth);
+            // No `__iter__` but a `__getitem__`: Python iterates by calling it with 0, 1, ...
+            // until `IndexError` (django's gdal `DataSource`, rich's `Palette`). An external base
+            // (`dict`, `CookieJar`) answers for `__iter__` by name: it may define one.
+            if !is_async && iters.is_empty() {
+                for getitem in self.deref(self.class_attr(t, "__getitem__", None, depth + 1), depth) {
+                    if matches!(getitem, Value::Function(_)) {
+                        extend(&mut elements, self.call_result(&getitem, depth + 1));
+                        push(&mut methods, getitem);
+                    }
+                }
+            }
+            for iter in iters {
                 if !matches!(iter, Value::Function(_)) {
                     continue;
                 }
@@ -2758,17 +2788,21 @@ impl<'a> Resolver<'a> {
                 }
                 out
             }
-            Expr::Subscript(base) | Expr::Item(base, _)
-                if let got = self.getitem_results(self.eval_local(base, scope, depth + 1), depth)
-                    && !got.is_empty() =>
-            {
-                got
-            }
+            // Also an element of what iterating gives (see `eval_closed`): no `__getitem__`.
             Expr::Subscript(base) => self.elements_local(base, scope, depth + 1),
             // A slice is a sequence of the same type.
             Expr::Slice(base, _) => self.eval_site(base, scope, hits.as_deref_mut(), depth + 1),
             Expr::Element(base, index) => self.element_at(base, &[*index], scope, depth + 1),
-            Expr::Item(base, key) => self.item_local(base, key, scope, depth + 1),
+            Expr::Item(base, key) => {
+                let (got, only) = self.getitem_results(self.eval_local(base, scope, depth + 1), depth);
+                if only {
+                    got
+                } else {
+                    let mut out = self.item_local(base, key, scope, depth + 1);
+                    extend(&mut out, got);
+                    out
+                }
+            }
             Expr::Container(kind, _) => {
                 vec![builtin_instance(kind.builtin())]
             }
@@ -2786,8 +2820,15 @@ impl<'a> Resolver<'a> {
                 vec![builtin_instance(constant_type(k))]
             }
             Expr::ItemAt(base, key) => {
-                let item = self.item_at(base, key, scope, depth + 1);
-                self.eval_site(&item, scope, hits.as_deref_mut(), depth + 1)
+                let (got, only) = self.getitem_results(self.eval_local(base, scope, depth + 1), depth);
+                if only {
+                    got
+                } else {
+                    let item = self.item_at(base, key, scope, depth + 1);
+                    let mut out = self.eval_site(&item, scope, hits.as_deref_mut(), depth + 1);
+                    extend(&mut out, got);
+                    out
+                }
             }
             Expr::Instance(ty) => instances(self.eval_local(ty, scope, depth + 1)),
             Expr::Declared(ty, value) => {
@@ -2883,8 +2924,13 @@ impl<'a> Resolver<'a> {
                             ),
                             Binding::Param(p) => {
                                 match self.syntax.scope(s).params.get(*p as usize).and_then(|p| p.annotation.as_ref()) {
+                                    // Read as an annotated variable is (see
+                                    // [`Resolver::declared`]): a position naming a class of the
+                                    // code, with the subclasses' instances callers pass; any
+                                    // other (`Tuple[Any, X]`, `str`) is what any element is.
                                     Some(annotation @ Expr::Container(ContainerKind::Tuple, _)) => {
-                                        extend(&mut out, self.element_at(annotation, path, s, depth + 1))
+                                        let promised = self.element_at(annotation, path, s, depth + 1);
+                                        extend(&mut out, self.declared(promised, any_element, depth))
                                     }
                                     _ => extend(&mut out, any_element()),
                                 }
@@ -3320,7 +3366,8 @@ impl<'a> Resolver<'a> {
                     && let Some(annotation @ Expr::Container(ContainerKind::Tuple, _)) =
                         self.syntax.scope(s).params.get(*p as usize).and_then(|p| p.annotation.as_ref())
                 {
-                    return self.item_local(annotation, key, s, depth + 1);
+                    let promised = self.item_local(annotation, key, s, depth + 1);
+                    return self.declared(promised, || self.elements_local(base, scope, depth + 1), depth);
                 }
                 // `u = make()`, `p = pairs[0]`, `for p in pairs`, then `p[1]`: the element at
                 // that position, as unpacking `p` gives it.
