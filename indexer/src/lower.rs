@@ -3003,7 +3003,10 @@ impl<'a> Lowerer<'a> {
                 match (value, key, named_key) {
                     (Some(v), Some(key), _) => Expr::Item(Box::new(v), key),
                     (Some(v), None, Some(name)) => Expr::ItemAt(Box::new(v), Box::new(name)),
-                    (Some(v), None, None) => Expr::Subscript(Box::new(v)),
+                    // A key that is neither a constant nor a name (`t[i + 1]`, `t[h.k]`): an
+                    // item under a key nothing knows. Not `Subscript`, which stands for an
+                    // element of what iterating gives (`for a, b in x`, `*rest`, `yield from`).
+                    (Some(v), None, None) => Expr::ItemAt(Box::new(v), Box::new(Expr::Unknown)),
                     (None, ..) => Expr::Unknown,
                 }
             }
@@ -3585,7 +3588,11 @@ fn case_classes<'s>(pattern: Node, src: &'s str) -> Vec<&'s str> {
 fn root_name(expr: &Expr) -> Option<&Name> {
     match expr {
         Expr::Name(n) => Some(n),
-        Expr::Attr(base, _) | Expr::Call(base) | Expr::Subscript(base) | Expr::Item(base, _) => root_name(base),
+        Expr::Attr(base, _)
+        | Expr::Call(base)
+        | Expr::Subscript(base)
+        | Expr::Item(base, _)
+        | Expr::ItemAt(base, _) => root_name(base),
         _ => None,
     }
 }

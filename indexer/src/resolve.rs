@@ -1009,6 +1009,21 @@ impl<'a> Resolver<'a> {
         out
     }
 
+    /// A position of an annotated tuple (`pair: Tuple[Base, str]`), given what any element of
+    /// what callers pass is: a class of the code with the subclasses' instances among them (see
+    /// [`Resolver::declared`]); a type outside the code (`str`) as it is, since the other
+    /// positions' values are no evidence for this one; a position that says nothing (`Any`) is
+    /// what any element is.
+    fn declared_position(&self, promised: Vec<Value>, any: impl FnOnce() -> Vec<Value>, depth: u32) -> Vec<Value> {
+        if promised.is_empty() {
+            any()
+        } else if names_repo_class(&promised) {
+            self.declared(promised, any, depth)
+        } else {
+            promised
+        }
+    }
+
     /// Looks `attr` up on a class through its MRO, skipping entries up to and including `after`.
     fn class_attr(&self, class: &Target, attr: &str, after: Option<&Target>, depth: u32) -> Vec<Value> {
         let mro = self.mro(class, depth + 1);
@@ -1368,7 +1383,16 @@ impl<'a> Resolver<'a> {
             Expr::Constant(k) => {
                 vec![builtin_instance(constant_type(k))]
             }
-            Expr::ItemAt(base, _) => self.elements_closed(base, module, self_class, depth + 1),
+            Expr::ItemAt(base, _) => {
+                let (got, only) = self.getitem_results(self.eval_closed(base, module, self_class, depth + 1), depth);
+                if only {
+                    got
+                } else {
+                    let mut out = self.elements_closed(base, module, self_class, depth + 1);
+                    extend(&mut out, got);
+                    out
+                }
+            }
             Expr::SelfRef => self_class.map(|c| vec![Value::Instance(c.receiver.clone())]).unwrap_or_default(),
             Expr::ClsRef => self_class.map(|c| vec![Value::Class(c.receiver.clone())]).unwrap_or_default(),
             Expr::Instance(ty) => instances(self.eval_closed(ty, module, self_class, depth + 1)),
@@ -1824,6 +1848,21 @@ impl<'a> Resolver<'a> {
         (out, only)
     }
 
+    /// Whether every base of `class` and of its repository ancestors evaluates to a class: a
+    /// base nothing resolves (`namedtuple(...)`, an import that is missing) may define anything,
+    /// `__iter__` included.
+    fn bases_all_known(&self, class: &Target, depth: u32) -> bool {
+        self.mro(class, depth).iter().all(|entry| {
+            let MroEntry::Class(c) = entry else { return true };
+            let bases = self.with_class(c, |k| k.bases.clone()).unwrap_or_default();
+            bases.iter().all(|b| {
+                self.eval_closed(b, &c.module, None, depth + 1)
+                    .iter()
+                    .any(|v| matches!(v, Value::Class(_) | Value::External(_)))
+            })
+        })
+    }
+
     /// What iterating over the result of calling `callee` yields (generators, returned containers).
     fn call_elements(&self, callee: &Value, depth: u32) -> Vec<Value> {
         if let Value::Class(t) = callee {
@@ -1884,7 +1923,11 @@ impl<'a> Resolver<'a> {
             // No `__iter__` but a `__getitem__`: Python iterates by calling it with 0, 1, ...
             // until `IndexError` (django's gdal `DataSource`, rich's `Palette`). An external base
             // (`dict`, `CookieJar`) answers for `__iter__` by name: it may define one.
-            if !is_async && iters.is_empty() {
+            if !is_async
+                && iters.is_empty()
+                && self.class_attr(t, "__aiter__", None, depth + 1).is_empty()
+                && self.bases_all_known(t, depth + 1)
+            {
                 for getitem in self.deref(self.class_attr(t, "__getitem__", None, depth + 1), depth) {
                     if matches!(getitem, Value::Function(_)) {
                         extend(&mut elements, self.call_result(&getitem, depth + 1));
@@ -2930,7 +2973,7 @@ impl<'a> Resolver<'a> {
                                     // other (`Tuple[Any, X]`, `str`) is what any element is.
                                     Some(annotation @ Expr::Container(ContainerKind::Tuple, _)) => {
                                         let promised = self.element_at(annotation, path, s, depth + 1);
-                                        extend(&mut out, self.declared(promised, any_element, depth))
+                                        extend(&mut out, self.declared_position(promised, any_element, depth))
                                     }
                                     _ => extend(&mut out, any_element()),
                                 }
@@ -3002,6 +3045,12 @@ impl<'a> Resolver<'a> {
                     extend(&mut out, self.element_at(&e, path, s, depth + 1));
                 }
                 out
+            }
+            // `a, b = rows[i + 1]`: as `rows[0]` when the key is a known constant, else as any
+            // element of `rows` is unpacked.
+            Expr::ItemAt(base, key) => {
+                let item = self.item_at(base, key, scope, depth + 1);
+                self.element_at(&item, path, scope, depth + 1)
             }
             // `p = pairs[0]`, then `a, b = p`: element `i` of each item written out under the key.
             Expr::Item(base, key) => {
@@ -3367,7 +3416,7 @@ impl<'a> Resolver<'a> {
                         self.syntax.scope(s).params.get(*p as usize).and_then(|p| p.annotation.as_ref())
                 {
                     let promised = self.item_local(annotation, key, s, depth + 1);
-                    return self.declared(promised, || self.elements_local(base, scope, depth + 1), depth);
+                    return self.declared_position(promised, || self.elements_local(base, scope, depth + 1), depth);
                 }
                 // `u = make()`, `p = pairs[0]`, `for p in pairs`, then `p[1]`: the element at
                 // that position, as unpacking `p` gives it.

@@ -276,10 +276,12 @@ impl Summariser<'_> {
             Expr::Literal(_) | Expr::Constant(_) | Expr::SelfRef | Expr::ClsRef | Expr::DefPath(_) | Expr::Unknown => {
                 expr.clone()
             }
-            // Other modules see any item: the key's constant is a fact of this file's scopes.
+            // Other modules see an item under a key they do not know: the key's constant is a
+            // fact of this file's scopes. Still an item, not an element of iteration: a class's
+            // `__getitem__` answers for it.
             Expr::ItemAt(base, _) => match self.close(base, scope, depth) {
                 Expr::Unknown => Expr::Unknown,
-                b => Expr::Subscript(Box::new(b)),
+                b => Expr::ItemAt(Box::new(b), Box::new(Expr::Unknown)),
             },
         }
     }
