@@ -231,7 +231,10 @@ pub enum Expr {
     Name(Name),
     Attr(Box<Expr>, Name),
     Call(Box<Expr>),
-    /// `value[index]`: an element of a container.
+    /// An element of what iterating `value` gives: the target of `for x in value`, an element
+    /// unpacked by `*rest`, added by `.extend(value)` or yielded by `yield from value`. Not a
+    /// subscript written in the code (that is [`Expr::Item`] or [`Expr::ItemAt`]): for a class
+    /// of the code the two differ (`__iter__` against `__getitem__`).
     Subscript(Box<Expr>),
     /// Literal containers: their elements (for dicts, the values).
     Container(ContainerKind, Vec<Expr>),
@@ -259,7 +262,8 @@ pub enum Expr {
     /// it is what a `Literal` of its type is, and it can select an item (`handlers[KEY]`).
     Constant(Name),
     /// `value[key]` where `key` is a name: the item under the constant the name holds, any item
-    /// when it holds no single known constant.
+    /// when it holds no single known constant. A key that is another expression (`t[i + 1]`),
+    /// or a name closed into a summary, is [`Expr::Unknown`]: an item under a key nothing knows.
     ItemAt(Box<Expr>, Box<Expr>),
     /// `self` or `cls` inside a summary: the instance or class the method belongs to.
     SelfRef,
