@@ -1356,14 +1356,8 @@ impl<'a> Resolver<'a> {
             // At this depth: its fallback, any element, is evaluated as deep as it always was (one
             // more level would make more evaluations meet the depth bound).
             Expr::Item(base, key) => {
-                let (got, only) = self.getitem_results(self.eval_closed(base, module, self_class, depth + 1), depth);
-                if only {
-                    got
-                } else {
-                    let mut out = self.item_closed(base, key, module, self_class, depth);
-                    extend(&mut out, got);
-                    out
-                }
+                let bases = self.eval_closed(base, module, self_class, depth + 1);
+                self.subscript(bases, depth, || self.item_closed(base, key, module, self_class, depth))
             }
             // A slice is a sequence of the same type.
             Expr::Slice(base, _) => self.eval_closed(base, module, self_class, depth + 1),
@@ -1384,14 +1378,8 @@ impl<'a> Resolver<'a> {
                 vec![builtin_instance(constant_type(k))]
             }
             Expr::ItemAt(base, _) => {
-                let (got, only) = self.getitem_results(self.eval_closed(base, module, self_class, depth + 1), depth);
-                if only {
-                    got
-                } else {
-                    let mut out = self.elements_closed(base, module, self_class, depth + 1);
-                    extend(&mut out, got);
-                    out
-                }
+                let bases = self.eval_closed(base, module, self_class, depth + 1);
+                self.subscript(bases, depth, || self.elements_closed(base, module, self_class, depth + 1))
             }
             Expr::SelfRef => self_class.map(|c| vec![Value::Instance(c.receiver.clone())]).unwrap_or_default(),
             Expr::ClsRef => self_class.map(|c| vec![Value::Class(c.receiver.clone())]).unwrap_or_default(),
@@ -1819,6 +1807,19 @@ impl<'a> Resolver<'a> {
         if !instances.is_empty() {
             extend(&mut out, self.iterate_instances(&instances, false, depth + 1).1);
         }
+        out
+    }
+
+    /// A subscript of `bases`: what `__getitem__` returns when every base is an instance of a
+    /// class of the code defining it (see [`Resolver::getitem_results`]), else that with what
+    /// `items` reads (the containers' items written out, or any element).
+    fn subscript(&self, bases: Vec<Value>, depth: u32, items: impl FnOnce() -> Vec<Value>) -> Vec<Value> {
+        let (got, only) = self.getitem_results(bases, depth);
+        if only {
+            return got;
+        }
+        let mut out = items();
+        extend(&mut out, got);
         out
     }
 
@@ -2837,14 +2838,8 @@ impl<'a> Resolver<'a> {
             Expr::Slice(base, _) => self.eval_site(base, scope, hits.as_deref_mut(), depth + 1),
             Expr::Element(base, index) => self.element_at(base, &[*index], scope, depth + 1),
             Expr::Item(base, key) => {
-                let (got, only) = self.getitem_results(self.eval_local(base, scope, depth + 1), depth);
-                if only {
-                    got
-                } else {
-                    let mut out = self.item_local(base, key, scope, depth + 1);
-                    extend(&mut out, got);
-                    out
-                }
+                let bases = self.eval_local(base, scope, depth + 1);
+                self.subscript(bases, depth, || self.item_local(base, key, scope, depth + 1))
             }
             Expr::Container(kind, _) => {
                 vec![builtin_instance(kind.builtin())]
@@ -2863,15 +2858,11 @@ impl<'a> Resolver<'a> {
                 vec![builtin_instance(constant_type(k))]
             }
             Expr::ItemAt(base, key) => {
-                let (got, only) = self.getitem_results(self.eval_local(base, scope, depth + 1), depth);
-                if only {
-                    got
-                } else {
+                let bases = self.eval_local(base, scope, depth + 1);
+                self.subscript(bases, depth, || {
                     let item = self.item_at(base, key, scope, depth + 1);
-                    let mut out = self.eval_site(&item, scope, hits.as_deref_mut(), depth + 1);
-                    extend(&mut out, got);
-                    out
-                }
+                    self.eval_site(&item, scope, hits.as_deref_mut(), depth + 1)
+                })
             }
             Expr::Instance(ty) => instances(self.eval_local(ty, scope, depth + 1)),
             Expr::Declared(ty, value) => {
