@@ -486,6 +486,54 @@ const EXTERNAL_FACTORIES: &[(&str, &str)] = &[
     ("re.fullmatch", "re.Match"),
     ("threading.Lock", "threading.Lock"),
     ("threading.RLock", "threading.RLock"),
+    // Methods of `str` and `bytes` that give the same type, or the other one.
+    ("builtins.str.lower", "builtins.str"),
+    ("builtins.str.upper", "builtins.str"),
+    ("builtins.str.strip", "builtins.str"),
+    ("builtins.str.lstrip", "builtins.str"),
+    ("builtins.str.rstrip", "builtins.str"),
+    ("builtins.str.replace", "builtins.str"),
+    ("builtins.str.format", "builtins.str"),
+    ("builtins.str.join", "builtins.str"),
+    ("builtins.str.title", "builtins.str"),
+    ("builtins.str.capitalize", "builtins.str"),
+    ("builtins.str.casefold", "builtins.str"),
+    ("builtins.str.removeprefix", "builtins.str"),
+    ("builtins.str.removesuffix", "builtins.str"),
+    ("builtins.str.encode", "builtins.bytes"),
+    ("builtins.str.split", "builtins.list"),
+    ("builtins.str.rsplit", "builtins.list"),
+    ("builtins.str.splitlines", "builtins.list"),
+    ("builtins.str.partition", "builtins.tuple"),
+    ("builtins.str.rpartition", "builtins.tuple"),
+    ("builtins.bytes.lower", "builtins.bytes"),
+    ("builtins.bytes.upper", "builtins.bytes"),
+    ("builtins.bytes.strip", "builtins.bytes"),
+    ("builtins.bytes.lstrip", "builtins.bytes"),
+    ("builtins.bytes.rstrip", "builtins.bytes"),
+    ("builtins.bytes.replace", "builtins.bytes"),
+    ("builtins.bytes.join", "builtins.bytes"),
+    ("builtins.bytes.decode", "builtins.str"),
+    ("builtins.bytes.split", "builtins.list"),
+    ("builtins.bytes.rsplit", "builtins.list"),
+    ("builtins.bytes.splitlines", "builtins.list"),
+    ("builtins.bytes.partition", "builtins.tuple"),
+    ("builtins.bytes.rpartition", "builtins.tuple"),
+];
+
+/// External callables whose result's elements are well known: what iterating or unpacking
+/// `text.split(":")` gives.
+const EXTERNAL_ELEMENT_FACTORIES: &[(&str, &str)] = &[
+    ("builtins.str.split", "builtins.str"),
+    ("builtins.str.rsplit", "builtins.str"),
+    ("builtins.str.splitlines", "builtins.str"),
+    ("builtins.str.partition", "builtins.str"),
+    ("builtins.str.rpartition", "builtins.str"),
+    ("builtins.bytes.split", "builtins.bytes"),
+    ("builtins.bytes.rsplit", "builtins.bytes"),
+    ("builtins.bytes.splitlines", "builtins.bytes"),
+    ("builtins.bytes.partition", "builtins.bytes"),
+    ("builtins.bytes.rpartition", "builtins.bytes"),
 ];
 
 /// External classes whose names do not follow the CapWords convention.
@@ -1866,6 +1914,11 @@ impl<'a> Resolver<'a> {
 
     /// What iterating over the result of calling `callee` yields (generators, returned containers).
     fn call_elements(&self, callee: &Value, depth: u32) -> Vec<Value> {
+        if let Value::External(x) = callee
+            && let Some((_, element)) = EXTERNAL_ELEMENT_FACTORIES.iter().find(|(f, _)| **f == **x)
+        {
+            return vec![Value::ExternalInstance(Arc::from(*element))];
+        }
         if let Value::Class(t) = callee {
             // Iterating a new instance: what its class's `__next__` returns.
             return self.iterate_instances(&[Value::Instance(t.clone())], false, depth + 1).1;
