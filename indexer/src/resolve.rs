@@ -521,20 +521,16 @@ const EXTERNAL_FACTORIES: &[(&str, &str)] = &[
     ("builtins.bytes.rpartition", "builtins.tuple"),
 ];
 
-/// External callables whose result's elements are well known: what iterating or unpacking
-/// `text.split(":")` gives.
-const EXTERNAL_ELEMENT_FACTORIES: &[(&str, &str)] = &[
-    ("builtins.str.split", "builtins.str"),
-    ("builtins.str.rsplit", "builtins.str"),
-    ("builtins.str.splitlines", "builtins.str"),
-    ("builtins.str.partition", "builtins.str"),
-    ("builtins.str.rpartition", "builtins.str"),
-    ("builtins.bytes.split", "builtins.bytes"),
-    ("builtins.bytes.rsplit", "builtins.bytes"),
-    ("builtins.bytes.splitlines", "builtins.bytes"),
-    ("builtins.bytes.partition", "builtins.bytes"),
-    ("builtins.bytes.rpartition", "builtins.bytes"),
-];
+/// What iterating or unpacking the result of an external callable gives, when that is well
+/// known: a `str` or `bytes` method that makes a list or tuple ([`EXTERNAL_FACTORIES`]) makes one
+/// of its receiver's type (`text.split(":")`, `raw.partition(b";")`).
+fn external_call_element(external: &str) -> Option<Value> {
+    let (_, product) = EXTERNAL_FACTORIES.iter().find(|(f, _)| *f == external)?;
+    let (receiver, _) = external.rsplit_once('.')?;
+    let sequence = matches!(*product, "builtins.list" | "builtins.tuple");
+    (sequence && matches!(receiver, "builtins.str" | "builtins.bytes"))
+        .then(|| Value::ExternalInstance(Arc::from(receiver)))
+}
 
 /// External classes whose names do not follow the CapWords convention.
 const LOWERCASE_EXTERNAL_CLASSES: &[&str] = &[
@@ -1915,9 +1911,9 @@ impl<'a> Resolver<'a> {
     /// What iterating over the result of calling `callee` yields (generators, returned containers).
     fn call_elements(&self, callee: &Value, depth: u32) -> Vec<Value> {
         if let Value::External(x) = callee
-            && let Some((_, element)) = EXTERNAL_ELEMENT_FACTORIES.iter().find(|(f, _)| **f == **x)
+            && let Some(element) = external_call_element(x)
         {
-            return vec![Value::ExternalInstance(Arc::from(*element))];
+            return vec![element];
         }
         if let Value::Class(t) = callee {
             // Iterating a new instance: what its class's `__next__` returns.
@@ -3002,14 +2998,14 @@ impl<'a> Resolver<'a> {
                                 let outer: Vec<u32> = std::iter::once(*j).chain(path.iter().copied()).collect();
                                 extend(&mut out, self.element_at(e, &outer, s, depth + 1));
                             }
-                            // `def f(u: Tuple[Key, Val])`, then `c, d = u`: the annotation's
-                            // positions (a `List[X]` has none: any element is an X).
                             // `for p in pairs: a, b = p`, as `for a, b in pairs`.
                             Binding::Iter(e) => extend(
                                 &mut out,
                                 self.element_at(&Expr::Subscript(Box::new(e.clone())), path, s, depth + 1),
                             ),
                             Binding::Param(p) => {
+                                // `def f(u: Tuple[Key, Val])`, then `c, d = u`: the annotation's
+                                // positions (a `List[X]` has none: any element is an X).
                                 match self.syntax.scope(s).params.get(*p as usize).and_then(|p| p.annotation.as_ref()) {
                                     // Read as an annotated variable is (see
                                     // [`Resolver::declared`]): a position naming a class of the
