@@ -245,3 +245,98 @@ fn a_file_the_index_skipped_is_named_with_its_reason() {
         out.notes
     );
 }
+
+/// A file of several classes and a method given without a line: the class it shares rare words
+/// with, or the one whose base or sibling defines its name, is chosen and the answer says so;
+/// with no clear evidence it is placed in no class.
+#[test]
+fn a_new_method_without_a_line_goes_in_the_class_the_evidence_names() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("pkg")).expect("mkdir");
+    std::fs::write(root.join("pkg/__init__.py"), "").expect("write");
+    std::fs::write(
+        root.join("pkg/store.py"),
+        r#"class LruCache:
+    """Keeps the most recently used entries within a capacity."""
+
+    def __init__(self, capacity):
+        self.capacity = capacity
+        self.entries = {}
+
+    def lookup(self, key):
+        return self.entries.get(key)
+
+
+class TokenParser:
+    """Splits lines into tokens."""
+
+    def parse_line(self, line):
+        return line.split()
+
+
+class Renderer:
+    def render(self, node):
+        return str(node)
+
+
+class HtmlRenderer(Renderer):
+    def render(self, node):
+        return "<p>" + str(node) + "</p>"
+
+
+class TextRenderer(Renderer):
+    def width(self):
+        return 80
+
+
+class Widget(object):
+    def draw(self):
+        return 1
+
+
+class Gizmo(object):
+    def draw(self):
+        return 2
+
+
+class Gadget(object):
+    def size(self):
+        return 3
+"#,
+    )
+    .expect("write");
+    let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().expect("index");
+    let snapshot = indexer.snapshot().clone();
+    let class_of = |text: &str| {
+        let target = ContextTarget::New { text: text.to_string(), file: "pkg/store.py".into(), line: None };
+        let resolved = resolve_target(&snapshot, &target).expect("target");
+        (resolved.class, resolved.note.unwrap_or_default())
+    };
+
+    let (class, note) = class_of(
+        "def evict_oldest(self):\n    \"\"\"Drop the oldest entries until the cache is within its capacity.\"\"\"",
+    );
+    assert_eq!(class.as_deref(), Some("pkg.store.LruCache"), "{note}");
+    assert!(note.contains("8 classes and no line was given") && note.contains("pkg.store.LruCache"), "{note}");
+    assert!(!note.contains("sibling"), "{note}");
+
+    // `render` is what TextRenderer's base and its sibling define, and it has none.
+    let (class, note) = class_of("def render(self, node):");
+    assert_eq!(class.as_deref(), Some("pkg.store.TextRenderer"), "{note}");
+    assert!(note.contains("a base or sibling class defines its name"), "{note}");
+
+    // Sharing `object` with the classes that define `draw` makes no family.
+    let (class, note) = class_of("def draw(self):");
+    assert_eq!(class, None, "{note}");
+
+    // Nothing tells the classes apart: no class, and no note about one.
+    let (class, note) = class_of("def run(self):");
+    assert_eq!(class, None, "{note}");
+    assert!(!note.contains("classes and no line"), "{note}");
+
+    // A function (no `self`) is not a method of any class.
+    let (class, _) = class_of("def evict_oldest(cache):\n    \"\"\"Drop the oldest entries of the cache.\"\"\"");
+    assert_eq!(class, None);
+}

@@ -8,7 +8,7 @@
 //! This file holds the lanes' interface, the run of the text lanes and the fusion of the
 //! rankings. The rest is split by job, so that each part can be read without the others:
 //! - `target`: what a request's target is, resolved against the snapshot, and how its `def`
-//!   header reads;
+//!   header reads; `class_guess`: which class of its file a method given as text goes in;
 //! - `candidates`: the units the graph lane may rank for a target, and how each is reachable;
 //! - `neighbours`, `relatives` and `affinity`: the evidence about each candidate: what the code
 //!   around the target uses, what code like the target uses, and how near its words and vector
@@ -28,6 +28,7 @@ use crate::ast::Lane;
 
 mod affinity;
 mod candidates;
+mod class_guess;
 mod context;
 mod graph_lane;
 mod ids;

@@ -6,8 +6,8 @@
 //! from a resolved [`Target`].
 
 use fresco_graph::{Snapshot, UnitKind};
-use rustc_hash::FxHashSet;
 
+use super::class_guess::{ClassGuess, guess_class, in_a_function};
 use super::ids::{dir_of, last_name, owner_of};
 use crate::ast::{ContextTarget, Symbol};
 use crate::exec::QueryError;
@@ -141,7 +141,7 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
                     line_count.saturating_add(1)
                 )));
             }
-            let Placement { id, class, ambiguous } = place_new_function(&entry.graph, text, line);
+            let Placement { id, class, ambiguous, guessed } = place_new_function(&entry.graph, text, line);
             // A file skipped by the index (not UTF-8, too large, ...) has no code to see: not
             // the stub it may hold, nor what it imports.
             let skipped = entry.graph.skipped.as_ref().map(|reason| {
@@ -164,7 +164,18 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
             let no_header = defined_name(text).is_none().then(|| {
                 "the text has no `def` header: it is read as a description of a new function of the file".to_string()
             });
-            let notes: Vec<String> = [skipped, several, no_header].into_iter().flatten().collect();
+            // A class chosen by evidence may be wrong: the answer says which and why.
+            let guessed = guessed.map(|g| {
+                format!(
+                    "{} has {} classes and no line was given: the method is taken for one of {} (the words it shares \
+                     with it{}); give FILE:LINE to place it",
+                    entry.graph.path,
+                    g.classes,
+                    g.class,
+                    if g.family { ", and a base or sibling class defines its name" } else { "" }
+                )
+            });
+            let notes: Vec<String> = [skipped, several, no_header, guessed].into_iter().flatten().collect();
             let note = (!notes.is_empty()).then(|| notes.join("; "));
             // The text lanes get the names of where it will live, as for an existing unit.
             let owner = class.as_deref().unwrap_or(&entry.graph.module).replace(['.', '_'], " ");
@@ -271,7 +282,7 @@ fn decorator_names(signature: &str) -> impl Iterator<Item = &str> {
 /// or `cls`, the class ending last above it; without, when the first parameter is `self` or
 /// `cls`, the file's class when there is only one. Returns the unit's id and its class.
 fn place_new_function(file: &fresco_graph::FileGraph, text: &str, line: Option<u32>) -> Placement {
-    let mut placed = Placement { id: None, class: None, ambiguous: Vec::new() };
+    let mut placed = Placement { id: None, class: None, ambiguous: Vec::new(), guessed: None };
     let name = defined_name(text);
     let same_name: Vec<&fresco_graph::Unit> = file
         .units
@@ -318,25 +329,9 @@ fn place_new_function(file: &fresco_graph::FileGraph, text: &str, line: Option<u
         let holding = classes().filter(|c| c.start_line < line && line <= c.end_line).max_by_key(|c| c.start_line);
         // A method typed below a class's last line (a blank line after it) goes on that class;
         // not on a class local to a function that ended above: the line is outside the function.
-        let functions: FxHashSet<&str> = file
-            .units
-            .iter()
-            .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method))
-            .map(|u| u.id.as_str())
-            .collect();
-        let in_a_function = |id: &str| {
-            let mut owner = owner_of(id);
-            while let Some(o) = owner {
-                if functions.contains(o) {
-                    return true;
-                }
-                owner = owner_of(o);
-            }
-            false
-        };
         let above = || {
             classes()
-                .filter(|c| c.end_line < line && !in_a_function(&c.id))
+                .filter(|c| c.end_line < line && !in_a_function(file, &c.id))
                 .max_by_key(|c| (c.end_line, std::cmp::Reverse(c.start_line)))
         };
         placed.class = holding.or_else(|| if is_method { above() } else { None }).map(|c| c.id.clone());
@@ -344,6 +339,9 @@ fn place_new_function(file: &fresco_graph::FileGraph, text: &str, line: Option<u
         let mut classes = classes();
         if let (Some(only), None) = (classes.next(), classes.next()) {
             placed.class = Some(only.id.clone());
+        } else if let Some(guess) = name.and_then(|name| guess_class(file, text, name)) {
+            placed.class = Some(guess.class.clone());
+            placed.guessed = Some(guess);
         }
     }
     placed
@@ -357,6 +355,9 @@ struct Placement {
     class: Option<String>,
     /// The same-named functions of the file when the text matched none or several of them.
     ambiguous: Vec<String>,
+    /// How the class was chosen for a method given with a file alone, in a file of several
+    /// classes.
+    guessed: Option<ClassGuess>,
 }
 
 /// The name a `def` in `text` defines (`async def` too).

@@ -1,0 +1,193 @@
+//! Which class of its file a method not written yet goes in, when the request gives no line
+//! (`context for "def reset(self): ..." in FILE`) and the file has several classes.
+//!
+//! Without a class the graph lane cannot rank the method's own class first, and its own class is
+//! where most of a method's dependencies live. Two pieces of evidence, both read from the file:
+//! - **words**: the rare words the text shares with each class (its name and bases, docstring,
+//!   and its members' names and signatures), weighted by how few of the file's classes have them;
+//! - **family**: a class that does not define the method's name while a base of it does, or a
+//!   class sharing a base with it does (`render` written for one more of a file's renderers).
+//!
+//! A class that already has a member of the method's name is not a candidate.
+//!
+//! Measured on DevEval's tuning half with Python's `ast` before this was written (373 methods in
+//! files of several classes, each taken out of its class): the rule below decides for 283 of them
+//! and is right for 239; words alone decide for 239, right for 180. Of those methods, the 235
+//! whose name no other function of the file has (the others `context for` takes for that
+//! namesake, so the family rule works only where the file has several): 184 decided, 159 right.
+//! On those, `retrieval --as-new file` reads 0.696 at Recall@10 over the half's 612 tasks, against
+//! 0.670 without a guess (methods alone 0.645 against 0.597; `FILE:LINE`, which places every one,
+//! 0.763). Undecided, the method stays in no class, as before.
+
+use fresco_graph::{EdgeKind, FileGraph, Unit, UnitKind};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::ids::{last_name, owner_of};
+
+/// What a class gets for being the method's family: more than a few shared words.
+const FAMILY: f64 = 5.0;
+/// How far ahead of the second the first class must be to be chosen.
+const MARGIN: f64 = 1.0;
+
+/// A class chosen for a method given as text.
+pub(super) struct ClassGuess {
+    pub class: String,
+    /// Whether a base or a sibling class defines the method's name.
+    pub family: bool,
+    /// How many classes the file has (all were weighed).
+    pub classes: usize,
+}
+
+/// The class of `file` that the method `name` described by `text` most likely goes in, or `None`
+/// when the evidence does not set one class clearly ahead (see the module's doc).
+pub(super) fn guess_class(file: &FileGraph, text: &str, name: &str) -> Option<ClassGuess> {
+    let classes: Vec<&Unit> = file
+        .units
+        .iter()
+        .filter(|u| u.kind == UnitKind::Class && !u.is_lambda() && !in_a_function(file, &u.id))
+        .collect();
+    if classes.len() < 2 {
+        return None;
+    }
+    let vocabularies: Vec<FxHashSet<String>> = classes.iter().map(|c| class_words(file, c)).collect();
+    let mut df: FxHashMap<&str, usize> = FxHashMap::default();
+    for v in &vocabularies {
+        for w in v {
+            *df.entry(w.as_str()).or_default() += 1;
+        }
+    }
+    let target: FxHashSet<String> = words(text).collect();
+    let n = classes.len() as f64;
+    let bases = |c: &Unit| -> FxHashSet<&str> {
+        // `object`, `Exception` and the like are shared by too many classes to make a family.
+        file.edges
+            .iter()
+            .filter(|e| e.kind == EdgeKind::Inherits && e.src == c.id && !e.dst.starts_with("builtins."))
+            .map(|e| e.dst.as_str())
+            .collect()
+    };
+    let has_member = |c: &Unit, kinds: &[UnitKind]| {
+        file.units
+            .iter()
+            .any(|u| kinds.contains(&u.kind) && owner_of(&u.id) == Some(c.id.as_str()) && last_name(&u.name) == name)
+    };
+    let definers: Vec<(&str, FxHashSet<&str>)> = classes
+        .iter()
+        .filter(|c| has_member(c, &[UnitKind::Method, UnitKind::Function]))
+        .map(|c| (c.id.as_str(), bases(c)))
+        .collect();
+    // A class that already has a member of the name (a method, an attribute) would have it
+    // defined twice: the new method goes elsewhere. Left out, 239 of 283 decided right instead
+    // of 216 of 270.
+    let mut scored: Vec<(f64, bool, &Unit)> = classes
+        .iter()
+        .zip(&vocabularies)
+        .filter(|(c, _)| !has_member(c, &[UnitKind::Method, UnitKind::Function, UnitKind::Variable, UnitKind::Class]))
+        .map(|(c, vocabulary)| {
+            let shared: f64 = vocabulary
+                .intersection(&target)
+                .map(|w| (1.0 + n / df.get(w.as_str()).copied().unwrap_or(1).max(1) as f64).ln())
+                .sum();
+            let own_bases = bases(c);
+            let family = definers
+                .iter()
+                .any(|(d, their_bases)| own_bases.contains(d) || their_bases.iter().any(|b| own_bases.contains(b)));
+            (shared + if family { FAMILY } else { 0.0 }, family, *c)
+        })
+        .collect();
+    // Highest first; equal scores keep source order, so the margin below sees the tie.
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let best = scored.first()?;
+    let ahead = scored.get(1).is_none_or(|runner_up| best.0 - runner_up.0 >= MARGIN);
+    ahead.then(|| ClassGuess { class: best.2.id.clone(), family: best.1, classes: classes.len() })
+}
+
+/// Whether the unit is defined inside a function of the file (a class local to a function is
+/// not where a method given with a file alone goes).
+pub(super) fn in_a_function(file: &FileGraph, id: &str) -> bool {
+    let functions: FxHashSet<&str> = file
+        .units
+        .iter()
+        .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method))
+        .map(|u| u.id.as_str())
+        .collect();
+    let mut owner = owner_of(id);
+    while let Some(o) = owner {
+        if functions.contains(o) {
+            return true;
+        }
+        owner = owner_of(o);
+    }
+    false
+}
+
+/// A class's words: its header (name and bases), docstring, and its members' names and
+/// signatures (methods' parameters, attributes' names).
+fn class_words(file: &FileGraph, class: &Unit) -> FxHashSet<String> {
+    let mut text = String::new();
+    for part in [class.signature.as_deref(), Some(last_name(&class.name)), class.docstring.as_deref()] {
+        text.push_str(part.unwrap_or(""));
+        text.push('\n');
+    }
+    for member in file.units.iter().filter(|u| owner_of(&u.id) == Some(class.id.as_str()) && !u.is_lambda()) {
+        text.push_str(last_name(&member.name));
+        text.push('\n');
+        if let Some(signature) = &member.signature {
+            text.push_str(signature);
+            text.push('\n');
+        }
+    }
+    words(&text).collect()
+}
+
+/// Words too common in Python headers to tell classes apart.
+const COMMON: &[&str] = &[
+    "the", "and", "for", "with", "that", "this", "from", "are", "not", "self", "cls", "none", "true", "false",
+    "return", "returns", "param", "type", "str", "int", "bool", "dict", "list", "def", "class",
+];
+
+/// The words of `text`'s identifiers: snake_case and CamelCase split, lowercased, of three
+/// letters or more, common ones left out.
+fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .flat_map(|token| token.split('_'))
+        .flat_map(camel_parts)
+        .map(|w| w.to_lowercase())
+        .filter(|w| w.chars().count() >= 3 && !COMMON.contains(&w.as_str()))
+}
+
+/// `HTTPAdapter` → `HTTP`, `Adapter`; `parseLinkHeader` → `parse`, `Link`, `Header`; digits
+/// stand apart.
+fn camel_parts(token: &str) -> Vec<&str> {
+    let chars: Vec<(usize, char)> = token.char_indices().collect();
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for i in 1..chars.len() {
+        let (at, c) = chars[i];
+        let prev = chars[i - 1].1;
+        let next_lower = chars.get(i + 1).is_some_and(|(_, n)| n.is_lowercase());
+        let boundary = (c.is_uppercase() && (prev.is_lowercase() || prev.is_ascii_digit()))
+            || (c.is_uppercase() && prev.is_uppercase() && next_lower)
+            || (c.is_ascii_digit() != prev.is_ascii_digit());
+        if boundary {
+            parts.push(&token[start..at]);
+            start = at;
+        }
+    }
+    if start < token.len() {
+        parts.push(&token[start..]);
+    }
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_split_on_case_and_underscores() {
+        let got: Vec<String> =
+            words("class HTTPAdapter(BaseAdapter): def parse_link_header2(self, maxRetries)").collect();
+        assert_eq!(got, ["http", "adapter", "base", "adapter", "parse", "link", "header", "max", "retries"]);
+    }
+}
