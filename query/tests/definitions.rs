@@ -320,7 +320,7 @@ class Gadget(object):
     );
     assert_eq!(class.as_deref(), Some("pkg.store.LruCache"), "{note}");
     assert!(note.contains("8 classes and no line was given") && note.contains("pkg.store.LruCache"), "{note}");
-    assert!(!note.contains("sibling"), "{note}");
+    assert!(note.contains("rare words the text shares with it") && !note.contains("sibling"), "{note}");
 
     // `render` is what TextRenderer's base and its sibling define, and it has none.
     let (class, note) = class_of("def render(self, node):");

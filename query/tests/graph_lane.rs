@@ -914,8 +914,8 @@ fn a_new_function_given_a_line_lives_in_the_class_there_beside_the_functions_aro
         };
         resolve_target(&snapshot, &target)
     };
-    // Two classes: without a line the method has no class.
-    assert_eq!(new("shop/models.py", None).expect("target").class, None);
+    // Two classes: without a line the method goes in the one its words point to (`subtotal`).
+    assert_eq!(new("shop/models.py", None).expect("target").class.as_deref(), Some("shop.models.Cart"));
     // Line 7 is inside Cart (between `subtotal` and `tax`); line 11, a blank line below Cart's
     // last, still Cart's for a method; line 18 (after the file's 17) Order's.
     for (line, class) in [(7, "shop.models.Cart"), (11, "shop.models.Cart"), (18, "shop.models.Order")] {

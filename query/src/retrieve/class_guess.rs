@@ -32,24 +32,66 @@ const MARGIN: f64 = 1.0;
 /// A class chosen for a method given as text.
 pub(super) struct ClassGuess {
     pub class: String,
+    /// How many words the text shares with it.
+    pub shared_words: usize,
     /// Whether a base or a sibling class defines the method's name.
     pub family: bool,
+    /// Whether every other class already has a member of that name.
+    pub only_candidate: bool,
     /// How many classes the file has (all were weighed).
     pub classes: usize,
+}
+
+impl ClassGuess {
+    /// Why it was chosen, for the answer's notes.
+    pub fn reasons(&self) -> String {
+        let mut why = Vec::new();
+        if self.shared_words > 0 {
+            let plural = if self.shared_words == 1 { "" } else { "s" };
+            why.push(format!("{} rare word{plural} the text shares with it", self.shared_words));
+        }
+        if self.family {
+            why.push("a base or sibling class defines its name".to_string());
+        }
+        if self.only_candidate {
+            why.push("the other classes already have a member of its name".to_string());
+        }
+        why.join("; ")
+    }
 }
 
 /// The class of `file` that the method `name` described by `text` most likely goes in, or `None`
 /// when the evidence does not set one class clearly ahead (see the module's doc).
 pub(super) fn guess_class(file: &FileGraph, text: &str, name: &str) -> Option<ClassGuess> {
+    let functions = function_ids(file);
     let classes: Vec<&Unit> = file
         .units
         .iter()
-        .filter(|u| u.kind == UnitKind::Class && !u.is_lambda() && !in_a_function(file, &u.id))
+        .filter(|u| u.kind == UnitKind::Class && !u.is_lambda() && !in_a_function(&functions, &u.id))
         .collect();
     if classes.len() < 2 {
         return None;
     }
-    let vocabularies: Vec<FxHashSet<String>> = classes.iter().map(|c| class_words(file, c)).collect();
+    // One pass over the file: a file of thousands of classes is read once, not once per class.
+    let mut members: FxHashMap<&str, Vec<&Unit>> = FxHashMap::default();
+    for u in file.units.iter().filter(|u| !u.is_lambda()) {
+        if let Some(owner) = owner_of(&u.id) {
+            members.entry(owner).or_default().push(u);
+        }
+    }
+    let mut bases: FxHashMap<&str, FxHashSet<&str>> = FxHashMap::default();
+    // `object`, `Exception` and the like are shared by too many classes to make a family.
+    for e in file.edges.iter().filter(|e| e.kind == EdgeKind::Inherits && !e.dst.starts_with("builtins.")) {
+        bases.entry(e.src.as_str()).or_default().insert(e.dst.as_str());
+    }
+    let no_bases = FxHashSet::default();
+    let bases_of = |c: &Unit| bases.get(c.id.as_str()).unwrap_or(&no_bases);
+    let members_of = |c: &Unit| members.get(c.id.as_str()).map_or(&[][..], Vec::as_slice);
+    let has_member = |c: &Unit, kinds: &[UnitKind]| {
+        members_of(c).iter().any(|u| kinds.contains(&u.kind) && last_name(&u.name) == name)
+    };
+
+    let vocabularies: Vec<FxHashSet<String>> = classes.iter().map(|c| class_words(c, members_of(c))).collect();
     let mut df: FxHashMap<&str, usize> = FxHashMap::default();
     for v in &vocabularies {
         for w in v {
@@ -58,59 +100,54 @@ pub(super) fn guess_class(file: &FileGraph, text: &str, name: &str) -> Option<Cl
     }
     let target: FxHashSet<String> = words(text).collect();
     let n = classes.len() as f64;
-    let bases = |c: &Unit| -> FxHashSet<&str> {
-        // `object`, `Exception` and the like are shared by too many classes to make a family.
-        file.edges
-            .iter()
-            .filter(|e| e.kind == EdgeKind::Inherits && e.src == c.id && !e.dst.starts_with("builtins."))
-            .map(|e| e.dst.as_str())
-            .collect()
-    };
-    let has_member = |c: &Unit, kinds: &[UnitKind]| {
-        file.units
-            .iter()
-            .any(|u| kinds.contains(&u.kind) && owner_of(&u.id) == Some(c.id.as_str()) && last_name(&u.name) == name)
-    };
-    let definers: Vec<(&str, FxHashSet<&str>)> = classes
+    let definers: Vec<(&str, &FxHashSet<&str>)> = classes
         .iter()
         .filter(|c| has_member(c, &[UnitKind::Method, UnitKind::Function]))
-        .map(|c| (c.id.as_str(), bases(c)))
+        .map(|c| (c.id.as_str(), bases_of(c)))
         .collect();
     // A class that already has a member of the name (a method, an attribute) would have it
     // defined twice: the new method goes elsewhere. Left out, 239 of 283 decided right instead
     // of 216 of 270.
-    let mut scored: Vec<(f64, bool, &Unit)> = classes
+    let mut scored: Vec<(f64, usize, bool, &Unit)> = classes
         .iter()
         .zip(&vocabularies)
         .filter(|(c, _)| !has_member(c, &[UnitKind::Method, UnitKind::Function, UnitKind::Variable, UnitKind::Class]))
         .map(|(c, vocabulary)| {
-            let shared: f64 = vocabulary
-                .intersection(&target)
-                .map(|w| (1.0 + n / df.get(w.as_str()).copied().unwrap_or(1).max(1) as f64).ln())
-                .sum();
-            let own_bases = bases(c);
+            let shared: Vec<&String> = vocabulary.intersection(&target).collect();
+            let weight: f64 =
+                shared.iter().map(|w| (1.0 + n / df.get(w.as_str()).copied().unwrap_or(1).max(1) as f64).ln()).sum();
+            let own_bases = bases_of(c);
             let family = definers
                 .iter()
                 .any(|(d, their_bases)| own_bases.contains(d) || their_bases.iter().any(|b| own_bases.contains(b)));
-            (shared + if family { FAMILY } else { 0.0 }, family, *c)
+            (weight + if family { FAMILY } else { 0.0 }, shared.len(), family, *c)
         })
         .collect();
     // Highest first; equal scores keep source order, so the margin below sees the tie.
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
     let best = scored.first()?;
     let ahead = scored.get(1).is_none_or(|runner_up| best.0 - runner_up.0 >= MARGIN);
-    ahead.then(|| ClassGuess { class: best.2.id.clone(), family: best.1, classes: classes.len() })
+    ahead.then(|| ClassGuess {
+        class: best.3.id.clone(),
+        shared_words: best.1,
+        family: best.2,
+        only_candidate: scored.len() == 1,
+        classes: classes.len(),
+    })
 }
 
-/// Whether the unit is defined inside a function of the file (a class local to a function is
-/// not where a method given with a file alone goes).
-pub(super) fn in_a_function(file: &FileGraph, id: &str) -> bool {
-    let functions: FxHashSet<&str> = file
-        .units
+/// The ids of the file's functions and methods.
+pub(super) fn function_ids(file: &FileGraph) -> FxHashSet<&str> {
+    file.units
         .iter()
         .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method))
         .map(|u| u.id.as_str())
-        .collect();
+        .collect()
+}
+
+/// Whether the unit is defined inside one of `functions` (a class local to a function is not
+/// where a method given with a file alone goes).
+pub(super) fn in_a_function(functions: &FxHashSet<&str>, id: &str) -> bool {
     let mut owner = owner_of(id);
     while let Some(o) = owner {
         if functions.contains(o) {
@@ -123,13 +160,13 @@ pub(super) fn in_a_function(file: &FileGraph, id: &str) -> bool {
 
 /// A class's words: its header (name and bases), docstring, and its members' names and
 /// signatures (methods' parameters, attributes' names).
-fn class_words(file: &FileGraph, class: &Unit) -> FxHashSet<String> {
+fn class_words(class: &Unit, members: &[&Unit]) -> FxHashSet<String> {
     let mut text = String::new();
     for part in [class.signature.as_deref(), Some(last_name(&class.name)), class.docstring.as_deref()] {
         text.push_str(part.unwrap_or(""));
         text.push('\n');
     }
-    for member in file.units.iter().filter(|u| owner_of(&u.id) == Some(class.id.as_str()) && !u.is_lambda()) {
+    for member in members {
         text.push_str(last_name(&member.name));
         text.push('\n');
         if let Some(signature) = &member.signature {

@@ -7,7 +7,7 @@
 
 use fresco_graph::{Snapshot, UnitKind};
 
-use super::class_guess::{ClassGuess, guess_class, in_a_function};
+use super::class_guess::{ClassGuess, function_ids, guess_class, in_a_function};
 use super::ids::{dir_of, last_name, owner_of};
 use crate::ast::{ContextTarget, Symbol};
 use crate::exec::QueryError;
@@ -167,12 +167,12 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
             // A class chosen by evidence may be wrong: the answer says which and why.
             let guessed = guessed.map(|g| {
                 format!(
-                    "{} has {} classes and no line was given: the method is taken for one of {} (the words it shares \
-                     with it{}); give FILE:LINE to place it",
+                    "{} has {} classes and no line was given: the method is taken for one of {} ({}); give FILE:LINE to \
+                     place it",
                     entry.graph.path,
                     g.classes,
                     g.class,
-                    if g.family { ", and a base or sibling class defines its name" } else { "" }
+                    g.reasons()
                 )
             });
             let notes: Vec<String> = [skipped, several, no_header, guessed].into_iter().flatten().collect();
@@ -329,9 +329,10 @@ fn place_new_function(file: &fresco_graph::FileGraph, text: &str, line: Option<u
         let holding = classes().filter(|c| c.start_line < line && line <= c.end_line).max_by_key(|c| c.start_line);
         // A method typed below a class's last line (a blank line after it) goes on that class;
         // not on a class local to a function that ended above: the line is outside the function.
+        let functions = function_ids(file);
         let above = || {
             classes()
-                .filter(|c| c.end_line < line && !in_a_function(file, &c.id))
+                .filter(|c| c.end_line < line && !in_a_function(&functions, &c.id))
                 .max_by_key(|c| (c.end_line, std::cmp::Reverse(c.start_line)))
         };
         placed.class = holding.or_else(|| if is_method { above() } else { None }).map(|c| c.id.clone());
