@@ -340,3 +340,62 @@ class Gadget(object):
     let (class, _) = class_of("def evict_oldest(cache):\n    \"\"\"Drop the oldest entries of the cache.\"\"\"");
     assert_eq!(class, None);
 }
+
+/// Only the classes at a file's top level are where a method given without a line goes: a
+/// nested `Meta` or a class local to a function is not counted, and a base counts toward the
+/// family only when the repository defines it (anywhere: an override of a base in another file).
+#[test]
+fn a_new_methods_class_is_one_at_the_top_level_and_its_family_is_the_repositorys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("pkg")).expect("mkdir");
+    std::fs::write(root.join("pkg/__init__.py"), "").expect("write");
+    std::fs::write(
+        root.join("pkg/forms.py"),
+        "class SignupForm:\n    \"\"\"Sign a user up.\"\"\"\n    email = None\n\n    class Meta:\n        fields = []\n\n\n\
+         def make():\n    class Helper:\n        def go(self):\n            return 1\n    return Helper\n",
+    )
+    .expect("write");
+    std::fs::write(
+        root.join("pkg/pair.py"),
+        "class Alpha:\n    def run(self, x):\n        return x\n\n\n\
+         class Beta:\n    def run(self, y, z):\n        return y\n\n\n\
+         class Gamma:\n    def other(self):\n        return 0\n",
+    )
+    .expect("write");
+    std::fs::write(root.join("pkg/base.py"), "class Renderer:\n    def render(self, node):\n        return node\n")
+        .expect("write");
+    std::fs::write(
+        root.join("pkg/views.py"),
+        "from abc import ABC\nfrom pkg.base import Renderer\n\n\n\
+         class FileStorage(ABC):\n    def close(self):\n        pass\n\n\n\
+         class NetStorage(ABC):\n    def close(self):\n        pass\n\n\n\
+         class Palette(ABC):\n    def colors(self):\n        return []\n\n\n\
+         class HtmlView(Renderer):\n    def title(self):\n        return ''\n\n\n\
+         class Counter:\n    def count(self):\n        return 0\n",
+    )
+    .expect("write");
+    let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().expect("index");
+    let snapshot = indexer.snapshot().clone();
+    let class_of = |text: &str, file: &str| {
+        let target = ContextTarget::New { text: text.to_string(), file: file.into(), line: None };
+        let resolved = resolve_target(&snapshot, &target).expect("target");
+        (resolved.class, resolved.note.unwrap_or_default())
+    };
+    // One class at the top level: the method is its, whatever the nested and local classes.
+    let (class, note) = class_of("def get_model_fields(self):", "pkg/forms.py");
+    assert_eq!(class.as_deref(), Some("pkg.forms.SignupForm"), "{note}");
+    assert!(!note.contains("classes and no line"), "{note}");
+    // Left alone by the others' `run`, Gamma still needs evidence of its own, and has none.
+    let (class, note) = class_of("def run(self, q):", "pkg/pair.py");
+    assert_eq!(class, None, "{note}");
+    // `close` is defined by two classes sharing `abc.ABC`, which the repository does not define:
+    // Palette is no family of theirs.
+    let (class, note) = class_of("def close(self):", "pkg/views.py");
+    assert_eq!(class, None, "{note}");
+    // `render` overrides HtmlView's base in pkg/base.py.
+    let (class, note) = class_of("def render(self, node):", "pkg/views.py");
+    assert_eq!(class.as_deref(), Some("pkg.views.HtmlView"), "{note}");
+    assert!(note.contains("a base or sibling class defines its name") && !note.contains("rare word"), "{note}");
+}

@@ -1,12 +1,14 @@
 //! Which class of its file a method not written yet goes in, when the request gives no line
-//! (`context for "def reset(self): ..." in FILE`) and the file has several classes.
+//! (`context for "def reset(self): ..." in FILE`) and the file has several classes at its top
+//! level.
 //!
 //! Without a class the graph lane cannot rank the method's own class first, and its own class is
 //! where most of a method's dependencies live. Two pieces of evidence, both read from the file:
 //! - **words**: the rare words the text shares with each class (its name and bases, docstring,
 //!   and its members' names and signatures), weighted by how few of the file's classes have them;
-//! - **family**: a class that does not define the method's name while a base of it does, or a
-//!   class sharing a base with it does (`render` written for one more of a file's renderers).
+//! - **family**: a base of the class defines the method's name (anywhere in the repository: the
+//!   method overrides it), or a class of the file sharing a base with it does (`render` written
+//!   for one more of a file's renderers); only bases the repository defines count.
 //!
 //! A class that already has a member of the method's name is not a candidate.
 //!
@@ -19,10 +21,10 @@
 //! 0.670 without a guess (methods alone 0.645 against 0.597; `FILE:LINE`, which places every one,
 //! 0.763). Undecided, the method stays in no class, as before.
 
-use fresco_graph::{EdgeKind, FileGraph, Unit, UnitKind};
+use fresco_graph::{EdgeKind, FileGraph, Snapshot, Unit, UnitKind};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::ids::{last_name, owner_of};
+use super::ids::{class_and_bases, last_name, owner_of};
 
 /// What a class gets for being the method's family: more than a few shared words.
 const FAMILY: f64 = 5.0;
@@ -60,15 +62,19 @@ impl ClassGuess {
     }
 }
 
+/// The classes a method given with a file alone may go in: those at the file's top level (not
+/// nested in a class or local to a function), in source order.
+pub(super) fn module_classes(file: &FileGraph) -> Vec<&Unit> {
+    file.units
+        .iter()
+        .filter(|u| u.kind == UnitKind::Class && !u.is_lambda() && owner_of(&u.id) == Some(file.module.as_str()))
+        .collect()
+}
+
 /// The class of `file` that the method `name` described by `text` most likely goes in, or `None`
 /// when the evidence does not set one class clearly ahead (see the module's doc).
-pub(super) fn guess_class(file: &FileGraph, text: &str, name: &str) -> Option<ClassGuess> {
-    let functions = function_ids(file);
-    let classes: Vec<&Unit> = file
-        .units
-        .iter()
-        .filter(|u| u.kind == UnitKind::Class && !u.is_lambda() && !in_a_function(&functions, &u.id))
-        .collect();
+pub(super) fn guess_class(snapshot: &Snapshot, file: &FileGraph, text: &str, name: &str) -> Option<ClassGuess> {
+    let classes = module_classes(file);
     if classes.len() < 2 {
         return None;
     }
@@ -79,9 +85,10 @@ pub(super) fn guess_class(file: &FileGraph, text: &str, name: &str) -> Option<Cl
             members.entry(owner).or_default().push(u);
         }
     }
+    // The bases the repository defines: `object`, `abc.ABC`, `typing.Generic` and the like are
+    // shared by too many classes to make a family.
     let mut bases: FxHashMap<&str, FxHashSet<&str>> = FxHashMap::default();
-    // `object`, `Exception` and the like are shared by too many classes to make a family.
-    for e in file.edges.iter().filter(|e| e.kind == EdgeKind::Inherits && !e.dst.starts_with("builtins.")) {
+    for e in file.edges.iter().filter(|e| e.kind == EdgeKind::Inherits && snapshot.contains_unit(&e.dst)) {
         bases.entry(e.src.as_str()).or_default().insert(e.dst.as_str());
     }
     let no_bases = FxHashSet::default();
@@ -89,6 +96,12 @@ pub(super) fn guess_class(file: &FileGraph, text: &str, name: &str) -> Option<Cl
     let members_of = |c: &Unit| members.get(c.id.as_str()).map_or(&[][..], Vec::as_slice);
     let has_member = |c: &Unit, kinds: &[UnitKind]| {
         members_of(c).iter().any(|u| kinds.contains(&u.kind) && last_name(&u.name) == name)
+    };
+    // A base anywhere in the repository that defines the name: the method overrides it.
+    let overrides = |c: &Unit| {
+        class_and_bases(snapshot, &c.id).iter().skip(1).any(|base| {
+            matches!(snapshot.kind_of(&format!("{base}.{name}")), Some(UnitKind::Method | UnitKind::Function))
+        })
     };
 
     let vocabularies: Vec<FxHashSet<String>> = classes.iter().map(|c| class_words(c, members_of(c))).collect();
@@ -100,10 +113,10 @@ pub(super) fn guess_class(file: &FileGraph, text: &str, name: &str) -> Option<Cl
     }
     let target: FxHashSet<String> = words(text).collect();
     let n = classes.len() as f64;
-    let definers: Vec<(&str, &FxHashSet<&str>)> = classes
+    let definers: Vec<&FxHashSet<&str>> = classes
         .iter()
         .filter(|c| has_member(c, &[UnitKind::Method, UnitKind::Function]))
-        .map(|c| (c.id.as_str(), bases_of(c)))
+        .map(|c| bases_of(c))
         .collect();
     // A class that already has a member of the name (a method, an attribute) would have it
     // defined twice: the new method goes elsewhere. Left out, 239 of 283 decided right instead
@@ -117,17 +130,18 @@ pub(super) fn guess_class(file: &FileGraph, text: &str, name: &str) -> Option<Cl
             let weight: f64 =
                 shared.iter().map(|w| (1.0 + n / df.get(w.as_str()).copied().unwrap_or(1).max(1) as f64).ln()).sum();
             let own_bases = bases_of(c);
-            let family = definers
-                .iter()
-                .any(|(d, their_bases)| own_bases.contains(d) || their_bases.iter().any(|b| own_bases.contains(b)));
+            let siblings = definers.iter().any(|their_bases| their_bases.iter().any(|b| own_bases.contains(b)));
+            let family = siblings || overrides(c);
             (weight + if family { FAMILY } else { 0.0 }, shared.len(), family, *c)
         })
         .collect();
     // Highest first; equal scores keep source order, so the margin below sees the tie.
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
     let best = scored.first()?;
-    let ahead = scored.get(1).is_none_or(|runner_up| best.0 - runner_up.0 >= MARGIN);
-    ahead.then(|| ClassGuess {
+    // Ahead of the second by the margin; a class left alone by the others' members still needs
+    // evidence of its own (the others' members say where it is not, not where it is).
+    let second = scored.get(1).map_or(0.0, |runner_up| runner_up.0);
+    (best.0 - second >= MARGIN).then(|| ClassGuess {
         class: best.3.id.clone(),
         shared_words: best.1,
         family: best.2,

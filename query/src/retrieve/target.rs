@@ -7,7 +7,7 @@
 
 use fresco_graph::{Snapshot, UnitKind};
 
-use super::class_guess::{ClassGuess, function_ids, guess_class, in_a_function};
+use super::class_guess::{ClassGuess, function_ids, guess_class, in_a_function, module_classes};
 use super::ids::{dir_of, last_name, owner_of};
 use crate::ast::{ContextTarget, Symbol};
 use crate::exec::QueryError;
@@ -141,7 +141,7 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
                     line_count.saturating_add(1)
                 )));
             }
-            let Placement { id, class, ambiguous, guessed } = place_new_function(&entry.graph, text, line);
+            let Placement { id, class, ambiguous, guessed } = place_new_function(snapshot, &entry.graph, text, line);
             // A file skipped by the index (not UTF-8, too large, ...) has no code to see: not
             // the stub it may hold, nor what it imports.
             let skipped = entry.graph.skipped.as_ref().map(|reason| {
@@ -280,8 +280,9 @@ fn decorator_names(signature: &str) -> impl Iterator<Item = &str> {
 /// several, the one whose signature the text repeats, else the one at `line`). If there is none:
 /// with `line`, the innermost class whose lines hold it, or, when the first parameter is `self`
 /// or `cls`, the class ending last above it; without, when the first parameter is `self` or
-/// `cls`, the file's class when there is only one. Returns the unit's id and its class.
-fn place_new_function(file: &fresco_graph::FileGraph, text: &str, line: Option<u32>) -> Placement {
+/// `cls`, the file's class when there is only one at its top level, else the one
+/// [`guess_class`] chooses, if any. Returns the unit's id and its class.
+fn place_new_function(snapshot: &Snapshot, file: &fresco_graph::FileGraph, text: &str, line: Option<u32>) -> Placement {
     let mut placed = Placement { id: None, class: None, ambiguous: Vec::new(), guessed: None };
     let name = defined_name(text);
     let same_name: Vec<&fresco_graph::Unit> = file
@@ -337,10 +338,11 @@ fn place_new_function(file: &fresco_graph::FileGraph, text: &str, line: Option<u
         };
         placed.class = holding.or_else(|| if is_method { above() } else { None }).map(|c| c.id.clone());
     } else if is_method {
-        let mut classes = classes();
-        if let (Some(only), None) = (classes.next(), classes.next()) {
+        // The classes at the file's top level: a nested `Meta` or a class local to a function
+        // is not where a method goes without a line.
+        if let [only] = module_classes(file).as_slice() {
             placed.class = Some(only.id.clone());
-        } else if let Some(guess) = name.and_then(|name| guess_class(file, text, name)) {
+        } else if let Some(guess) = name.and_then(|name| guess_class(snapshot, file, text, name)) {
             placed.class = Some(guess.class.clone());
             placed.guessed = Some(guess);
         }
