@@ -935,6 +935,14 @@ fn a_new_function_given_a_line_lives_in_the_class_there_beside_the_functions_aro
     let own_class = |id: &str| features.iter().find(|(c, _)| c == id).map(|(_, f)| f.own_class);
     assert_eq!(own_class("shop.models.Cart.items"), Some(1.0), "{features:?}");
     assert!(own_class("shop.models.Order.lines").is_none_or(|o| o == 0.0), "Order's members are not its own");
+    // Without a line, the functions of its class sharing the most rare words with the text
+    // stand in for its neighbours: `subtotal` (the docstring says it), not `__init__`.
+    let target = new("shop/models.py", None).expect("target");
+    let features =
+        fresco_query::retrieve::candidate_features(&snapshot, &target, None, false, &[], &FxHashSet::default());
+    let adjacent = |id: &str| features.iter().find(|(c, _)| c == id).map(|(_, f)| f.adjacent_users);
+    assert_eq!(adjacent("shop.models.Cart.items"), Some(1.0), "{features:?}");
+    assert_eq!(adjacent("shop.models.Order.lines").unwrap_or(0.0), 0.0, "{features:?}");
 }
 
 #[test]

@@ -199,7 +199,7 @@ const COMMON: &[&str] = &[
 
 /// The words of `text`'s identifiers: snake_case and CamelCase split, lowercased, of three
 /// letters or more, common ones left out.
-fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+pub(super) fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .flat_map(|token| token.split('_'))
         .flat_map(camel_parts)

@@ -5,7 +5,7 @@
 //! other.
 
 use fresco_graph::{EdgeKind, Snapshot, UnitKind};
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// The last component of a unit id (`timeout` for `pkg.Session.timeout`), without the `#n` of
 /// a repeated definition.
@@ -336,6 +336,40 @@ pub(super) fn neighbours_at_line<'g>(file: &'g fresco_graph::FileGraph, owner: &
     let before = siblings.iter().filter(|u| u.start_line < line).max_by_key(|u| u.start_line);
     let after = siblings.iter().filter(|u| u.start_line >= line).min_by_key(|u| u.start_line);
     before.into_iter().chain(after).map(|u| u.id.as_str()).collect()
+}
+
+/// For a function not written yet whose line is not known: the two functions or methods of
+/// `owner` whose names, signatures and docstrings share the most rare words with `text` (at least
+/// one), standing in for its source-order neighbours: code on one subject is written together.
+pub(super) fn likely_neighbours<'g>(file: &'g fresco_graph::FileGraph, owner: &str, text: &str) -> Vec<&'g str> {
+    let siblings = functions_of(file, owner);
+    let vocabularies: Vec<FxHashSet<String>> = siblings
+        .iter()
+        .map(|u| {
+            let described = [Some(last_name(&u.name)), u.signature.as_deref(), u.docstring.as_deref()];
+            super::class_guess::words(&described.into_iter().flatten().collect::<Vec<_>>().join("\n")).collect()
+        })
+        .collect();
+    let mut df: FxHashMap<&str, usize> = FxHashMap::default();
+    for v in &vocabularies {
+        for w in v {
+            *df.entry(w.as_str()).or_default() += 1;
+        }
+    }
+    let target: FxHashSet<String> = super::class_guess::words(text).collect();
+    let n = siblings.len() as f64;
+    let mut scored: Vec<(f64, &str)> = siblings
+        .iter()
+        .zip(&vocabularies)
+        .map(|(u, v)| {
+            let score: f64 =
+                v.intersection(&target).map(|w| (1.0 + n / df.get(w.as_str()).copied().unwrap_or(1) as f64).ln()).sum();
+            (score, u.id.as_str())
+        })
+        .filter(|(score, _)| *score > 0.0)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    scored.into_iter().take(2).map(|(_, id)| id).collect()
 }
 
 /// The functions or methods (not lambdas) defined just before and just after `id` with the same

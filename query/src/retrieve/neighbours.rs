@@ -11,7 +11,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::ids::{
     body_uses, class_and_bases, code_edges, edge_targets, header_end_line, is_test_path, is_within, last_name,
-    neighbours_at_line, owner_of, source_order_neighbours, without_lambdas,
+    likely_neighbours, neighbours_at_line, owner_of, source_order_neighbours, without_lambdas,
 };
 use super::target::{Target, target_name, target_owner};
 
@@ -239,7 +239,9 @@ impl NeighbourUsage {
                 (None, Some(line)) => {
                     neighbours_at_line(&file.graph, target.class.as_deref().unwrap_or(&target.module), line)
                 }
-                (None, None) => Vec::new(),
+                (None, None) => {
+                    likely_neighbours(&file.graph, target.class.as_deref().unwrap_or(&target.module), &target.own_text)
+                }
             };
             for e in file.edges() {
                 if !matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits)
