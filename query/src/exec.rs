@@ -554,6 +554,16 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 ));
             };
             let current = exec.snapshot().version();
+            // A `since` past every version is a number from another index (or a client's
+            // mistake), whatever the range's end: say so, not that an `until` nobody wrote is
+            // before it.
+            if *since > current {
+                return Err(QueryError::HistoryExpired(fresco_graph::HistoryExpired {
+                    since: *since,
+                    oldest: history.oldest(),
+                    newest: current,
+                }));
+            }
             let until = until.unwrap_or(current);
             if until > current {
                 return Err(QueryError::Invalid(format!("'until {until}' is after this answer's version, {current}")));

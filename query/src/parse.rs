@@ -295,7 +295,18 @@ impl Parser {
                         .into(),
                 );
             }
-            stages.push(self.stage(stages.is_empty())?);
+            let (start, keyword) = (self.pos, self.peek().describe());
+            let stage = self.stage(stages.is_empty())?;
+            if !stages.is_empty() && names_its_own_input(&stage) {
+                // Run, it would drop the earlier steps' units without a word.
+                self.pos = start;
+                return self.error(format!(
+                    "{keyword} does not work on the units of the steps before it (it names its own start, or needs \
+                     none), so they would be dropped: a later step takes them as its input (`find \"get*\" | callers`); \
+                     ask it as a query of its own"
+                ));
+            }
+            stages.push(stage);
             match self.peek() {
                 Tok::Pipe => {
                     self.bump();
@@ -439,12 +450,12 @@ impl Parser {
                     if !self.eat_word("in") {
                         return self.expected("'in FILE' after the new function's text");
                     }
-                    let written = match self.bump() {
-                        Tok::Str(s) | Tok::Word(s) => s,
-                        _ => {
-                            self.pos -= 1;
-                            return self.expected("the file the new function will live in");
+                    let written = match self.peek().clone() {
+                        Tok::Str(s) | Tok::Word(s) => {
+                            self.bump();
+                            s
                         }
+                        _ => return self.expected("the file the new function will live in"),
                     };
                     // `FILE:LINE`: where in the file it will be written (its class, its neighbours).
                     let (file, line) = match written.rsplit_once(':') {
@@ -612,15 +623,22 @@ impl Parser {
                         Tok::Word(w) => Lane::parse(&w.to_ascii_lowercase()),
                         _ => None,
                     };
-                    let Some(lane) = lane else { return self.expected("a lane (bm25, dense, graph)") };
+                    let Some(lane) = lane else {
+                        return self.expected(if allow_budget {
+                            "a lane (bm25, dense, graph)"
+                        } else {
+                            "a lane (bm25, dense)"
+                        });
+                    };
                     if lane == Lane::Graph && !allow_budget {
                         // `search` has a text, not a target, to rank for.
                         return self.error("search has no graph lane: it ranks for a target (use context NAME)".into());
                     }
-                    self.bump();
-                    if !lanes.contains(&lane) {
-                        lanes.push(lane);
+                    if lanes.contains(&lane) {
+                        return self.error(format!("lane '{}' is named twice", lane.as_str()));
                     }
+                    self.bump();
+                    lanes.push(lane);
                     if !matches!(self.peek(), Tok::Comma) {
                         break;
                     }
@@ -826,6 +844,23 @@ fn is_digits(word: &str) -> bool {
     !word.is_empty() && word.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// Whether a step ignores the units of the steps before it: it names its own start (`callers X`,
+/// `show X`, `path A -> B`, `unresolved in X`) or needs none (`search`, `context`, `cycles`,
+/// `changes`, `unresolved`).
+fn names_its_own_input(stage: &Stage) -> bool {
+    match stage {
+        Stage::Traverse { symbol, .. } => symbol.is_some(),
+        Stage::Path { .. }
+        | Stage::Unresolved { .. }
+        | Stage::Cycles { .. }
+        | Stage::Changes { .. }
+        | Stage::Show { .. }
+        | Stage::Search { .. }
+        | Stage::Context { .. } => true,
+        Stage::Find { .. } | Stage::Where(_) | Stage::Limit(_) | Stage::OrderBy { .. } | Stage::Count => false,
+    }
+}
+
 fn is_keyword(word: &str) -> bool {
     matches!(
         word.to_ascii_lowercase().as_str(),
@@ -985,6 +1020,49 @@ mod tests {
             assert!(err.message.contains(&format!("'{option}' is given twice")), "{q}: {err:?}");
         }
         assert!(parse("search \"x\" k 5 lanes bm25,dense").is_ok());
+        // A lane named twice in one list, at the second.
+        let q = "context f lanes bm25,dense,bm25";
+        let err = parse(q).expect_err(q);
+        assert_eq!(err.position, q.rfind("bm25").expect("lane"), "{err:?}");
+        assert!(err.message.contains("lane 'bm25' is named twice"), "{err:?}");
+    }
+
+    #[test]
+    fn a_later_step_that_would_drop_its_input_is_an_error_at_the_step() {
+        for q in [
+            "find \"get\" kind function | callers requests.api.request",
+            "find \"get\" | search \"retry\"",
+            "find \"get\" | show requests.api.put",
+            "callers a.b | context requests.api.get",
+            "find \"x\" | path a -> b",
+            "find \"x\" | cycles imports",
+            "find \"x\" | unresolved",
+            "find \"x\" | changes since 1",
+        ] {
+            let err = parse(q).expect_err(q);
+            assert_eq!(err.position, q.find("| ").expect("pipe") + 2, "{q}: {err:?}");
+            assert!(err.message.contains("does not work on the units of the steps before it"), "{q}: {err:?}");
+        }
+        for q in [
+            "find \"get\" | callers",
+            "callers a.b | callees depth 2 | where kind = function | count",
+            "find \"x\" | find kind class",
+        ] {
+            assert!(parse(q).is_ok(), "{q}");
+        }
+    }
+
+    #[test]
+    fn a_missing_file_or_lane_is_found_at_the_end_of_the_query() {
+        let q = "context for \"def f(): pass\" in";
+        let err = parse(q).expect_err(q);
+        assert_eq!(err.position, q.len(), "{err:?}");
+        assert!(err.message.contains("expected the file the new function will live in, found the end"), "{err:?}");
+        // `search` offers the lanes it takes.
+        let err = parse("search \"x\" k 3 lanes").expect_err("no lane");
+        assert!(err.message.contains("expected a lane (bm25, dense), found the end"), "{err:?}");
+        let err = parse("context f lanes").expect_err("no lane");
+        assert!(err.message.contains("expected a lane (bm25, dense, graph)"), "{err:?}");
     }
 
     #[test]

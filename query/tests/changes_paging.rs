@@ -72,6 +72,11 @@ fn pages_add_up_to_the_whole_change() {
     assert!(later.is_err_and(|e| e.to_string().contains("after this answer's version")));
     let backwards = run(&format!("changes since {until} until {since}"), 16);
     assert!(backwards.is_err_and(|e| e.to_string().contains("before")));
+    // A `since` past every version is from another index: HISTORY_EXPIRED, not a complaint about
+    // an `until` nobody wrote.
+    let ahead = run(&format!("changes since {}", newest + 40), 16).expect_err("no such version");
+    assert_eq!(ahead.code(), "HISTORY_EXPIRED", "{ahead}");
+    assert!(ahead.to_string().contains("newer than any this index published"), "{ahead}");
     let twice = run(&format!("changes since {since} skip 1 skip 2"), 16);
     assert!(twice.is_err_and(|e| e.to_string().contains("given twice")));
 }

@@ -96,6 +96,9 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
                 let Some((path, module)) = new_module(snapshot, file) else {
                     let name = file.rsplit('/').next().unwrap_or(file);
                     let why = match name.strip_suffix(".py") {
+                        None if is_indexed_directory(snapshot, file) => {
+                            format!("'{file}' is a directory: give the .py file the new function will live in")
+                        }
                         None => format!("'{file}' is not indexed and not a Python file: give a .py file"),
                         Some("__init__") => format!(
                             "no indexed file '{file}': a new __init__.py would change its directory's modules, so \
@@ -141,7 +144,8 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
                     line_count.saturating_add(1)
                 )));
             }
-            let Placement { id, class, ambiguous, guessed } = place_new_function(snapshot, &entry.graph, text, line);
+            let Placement { id, class, ambiguous, guessed, unplaced_among } =
+                place_new_function(snapshot, &entry.graph, text, line);
             // A file skipped by the index (not UTF-8, too large, ...) has no code to see: not
             // the stub it may hold, nor what it imports.
             let skipped = entry.graph.skipped.as_ref().map(|reason| {
@@ -167,15 +171,22 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
             // A class chosen by evidence may be wrong: the answer says which and why.
             let guessed = guessed.map(|g| {
                 format!(
-                    "{} has {} classes and no line was given: the method is taken for one of {} ({}); give FILE:LINE to \
-                     place it",
+                    "{} has {} classes and no line was given: the method is placed in {} ({}); give FILE:LINE to place \
+                     it elsewhere",
                     entry.graph.path,
                     g.classes,
                     g.class,
                     g.reasons()
                 )
             });
-            let notes: Vec<String> = [skipped, several, no_header, guessed].into_iter().flatten().collect();
+            let unplaced = (unplaced_among > 1).then(|| {
+                format!(
+                    "{} has {unplaced_among} classes and no line was given: nothing in the text sets one apart, so the \
+                     method is placed in none (its file's code counts, not a class's); give FILE:LINE to place it",
+                    entry.graph.path
+                )
+            });
+            let notes: Vec<String> = [skipped, several, no_header, guessed, unplaced].into_iter().flatten().collect();
             let note = (!notes.is_empty()).then(|| notes.join("; "));
             // The text lanes get the names of where it will live, as for an existing unit.
             let owner = class.as_deref().unwrap_or(&entry.graph.module).replace(['.', '_'], " ");
@@ -191,6 +202,13 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
             })
         }
     }
+}
+
+/// Whether `path` is a directory holding indexed files (the root, written `.`, is one).
+fn is_indexed_directory(snapshot: &Snapshot, path: &str) -> bool {
+    let dir = path.trim_end_matches('/');
+    let prefix = format!("{dir}/");
+    dir.is_empty() || dir == "." || snapshot.files().any(|f| f.graph.path.starts_with(&prefix))
 }
 
 /// The path and module of `file`, a Python file not indexed yet, from the indexed files in its
@@ -283,7 +301,7 @@ fn decorator_names(signature: &str) -> impl Iterator<Item = &str> {
 /// `cls`, the file's class when there is only one at its top level, else the one
 /// [`guess_class`] chooses, if any. Returns the unit's id and its class.
 fn place_new_function(snapshot: &Snapshot, file: &fresco_graph::FileGraph, text: &str, line: Option<u32>) -> Placement {
-    let mut placed = Placement { id: None, class: None, ambiguous: Vec::new(), guessed: None };
+    let mut placed = Placement { id: None, class: None, ambiguous: Vec::new(), guessed: None, unplaced_among: 0 };
     let name = defined_name(text);
     let same_name: Vec<&fresco_graph::Unit> = file
         .units
@@ -340,11 +358,14 @@ fn place_new_function(snapshot: &Snapshot, file: &fresco_graph::FileGraph, text:
     } else if is_method {
         // The classes at the file's top level: a nested `Meta` or a class local to a function
         // is not where a method goes without a line.
-        if let [only] = module_classes(file).as_slice() {
+        let top_level = module_classes(file);
+        if let [only] = top_level.as_slice() {
             placed.class = Some(only.id.clone());
         } else if let Some(guess) = name.and_then(|name| guess_class(snapshot, file, text, name)) {
             placed.class = Some(guess.class.clone());
             placed.guessed = Some(guess);
+        } else if top_level.len() > 1 {
+            placed.unplaced_among = top_level.len();
         }
     }
     placed
@@ -361,6 +382,9 @@ struct Placement {
     /// How the class was chosen for a method given with a file alone, in a file of several
     /// classes.
     guessed: Option<ClassGuess>,
+    /// For a method given with a file alone that no class was chosen for: how many classes the
+    /// file has at its top level (0 otherwise).
+    unplaced_among: usize,
 }
 
 /// The name a `def` in `text` defines (`async def` too).
