@@ -17,6 +17,8 @@ pub struct Client {
     stream: UnixStream,
     reader: BufReader<UnixStream>,
     next_id: u64,
+    /// The socket it is connected to (the daemon's, wherever the runtime directory put it).
+    socket: std::path::PathBuf,
 }
 
 impl Client {
@@ -47,7 +49,12 @@ impl Client {
     pub fn connect_to(socket: &Path) -> Option<Client> {
         let stream = UnixStream::connect(socket).ok()?;
         let reader = BufReader::new(stream.try_clone().ok()?);
-        Some(Client { stream, reader, next_id: 1 })
+        Some(Client { stream, reader, next_id: 1, socket: socket.to_path_buf() })
+    }
+
+    /// The socket it is connected to.
+    pub fn socket(&self) -> &Path {
+        &self.socket
     }
 
     /// Sends one request and waits for its response: `Ok(Ok(result))` or `Ok(Err(error))`.

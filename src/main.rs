@@ -327,11 +327,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Status { path, db, json, client } => {
             let root = root_of(&path)?;
             refuse_nested_root(&path, &root, &db)?;
+            let mut daemon_socket = None;
             let value = match daemon_or_index(&root, &client, &IndexArgs { path, db, ..IndexArgs::default() })? {
-                Answerer::Daemon(mut c) => match c.call("status", json!({}), Duration::from_secs(30))? {
-                    Ok(v) => v,
-                    Err(e) => return Ok(report_error("", &e, json)),
-                },
+                Answerer::Daemon(mut c) => {
+                    daemon_socket = Some(c.socket().to_path_buf());
+                    match c.call("status", json!({}), Duration::from_secs(30))? {
+                        Ok(v) => v,
+                        Err(e) => return Ok(report_error("", &e, json)),
+                    }
+                }
                 Answerer::InProcess(indexer) => protocol::status(protocol::StatusInfo {
                     root: &root,
                     snapshot: indexer.snapshot(),
@@ -346,10 +350,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }),
             };
             // Where a daemon for this root listens (or would): for clients that speak the
-            // protocol themselves (docs/protocol.md).
+            // protocol themselves (docs/protocol.md). The one answering, when one does: its
+            // runtime directory may not be this process's.
             let mut value = value;
-            if let (Some(fields), Ok(paths)) = (value.as_object_mut(), paths::daemon_paths(&root)) {
-                fields.insert("socket".into(), json!(paths.socket.display().to_string()));
+            let socket = daemon_socket.or_else(|| paths::daemon_paths(&root).ok().map(|p| p.socket));
+            if let (Some(fields), Some(socket)) = (value.as_object_mut(), socket) {
+                fields.insert("socket".into(), json!(socket.display().to_string()));
             }
             if json {
                 outln!("{value}");

@@ -1468,6 +1468,17 @@ fn a_client_with_another_runtime_directory_finds_the_daemon_through_the_index() 
     assert!(stdout(&out).contains("a.f"), "{}", stdout(&out));
     assert!(stderr(&out).contains("the daemon's socket is"), "{}", stderr(&out));
     assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
+    // `status` from there names the socket the daemon listens on, not one in its own runtime
+    // directory where nothing does.
+    let out = fresco()
+        .args(["status", root_arg, "--json"])
+        .env("FRESCO_RUNTIME_DIR", elsewhere.path())
+        .output()
+        .expect("run fresco");
+    let status: Value = serde_json::from_slice(&out.stdout).expect("status JSON");
+    assert_eq!(status["daemon"], true, "{status}");
+    let socket = std::path::PathBuf::from(status["socket"].as_str().expect("socket"));
+    assert!(socket.starts_with(runtime.path()), "{status}");
     // A second daemon from there is refused at once, not left waiting for the index.
     let out = fresco()
         .args(["serve", root_arg])
