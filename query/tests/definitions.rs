@@ -254,12 +254,86 @@ fn a_file_the_index_skipped_is_named_with_its_reason() {
 #[test]
 fn a_new_method_without_a_line_goes_in_the_class_the_evidence_names() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path();
-    std::fs::create_dir_all(root.join("pkg")).expect("mkdir");
-    std::fs::write(root.join("pkg/__init__.py"), "").expect("write");
-    std::fs::write(
-        root.join("pkg/store.py"),
-        r#"class LruCache:
+    let snapshot = index_files(dir.path(), &[("pkg/store.py", STORE)]);
+    let class_of = |text: &str| placed_class(&snapshot, text, "pkg/store.py");
+
+    let (class, note) = class_of(
+        "def evict_oldest(self):\n    \"\"\"Drop the oldest entries until the cache is within its capacity.\"\"\"",
+    );
+    assert_eq!(class.as_deref(), Some("pkg.store.LruCache"), "{note}");
+    assert!(note.contains("8 classes and no line was given: the method is placed in pkg.store.LruCache"), "{note}");
+    assert!(note.contains("rare words the text shares with it") && !note.contains("sibling"), "{note}");
+
+    // `render` is what TextRenderer's base and its sibling define, and it has none.
+    let (class, note) = class_of("def render(self, node):");
+    assert_eq!(class.as_deref(), Some("pkg.store.TextRenderer"), "{note}");
+    assert!(note.contains("a base or sibling class defines its name"), "{note}");
+
+    // Sharing `object` with the classes that define `draw` makes no family.
+    let (class, note) = class_of("def draw(self):");
+    assert_eq!(class, None, "{note}");
+
+    // Nothing tells the classes apart: no class, and the answer says so.
+    let (class, note) = class_of("def run(self):");
+    assert_eq!(class, None, "{note}");
+    assert!(note.contains("8 classes and no line was given: nothing in the text sets one apart"), "{note}");
+
+    // A function (no `self`) is not a method of any class.
+    let (class, _) = class_of("def evict_oldest(cache):\n    \"\"\"Drop the oldest entries of the cache.\"\"\"");
+    assert_eq!(class, None);
+}
+
+/// Only the classes at a file's top level are where a method given without a line goes: a
+/// nested `Meta` or a class local to a function is not counted, and a base counts toward the
+/// family only when the repository defines it (anywhere: an override of a base in another file).
+#[test]
+fn a_new_methods_class_is_one_at_the_top_level_and_its_family_is_the_repositorys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let snapshot = index_files(
+        dir.path(),
+        &[
+            (
+                "pkg/forms.py",
+                "class SignupForm:\n    \"\"\"Sign a user up.\"\"\"\n    email = None\n\n    class Meta:\n        fields = []\n\n\n\
+         def make():\n    class Helper:\n        def go(self):\n            return 1\n    return Helper\n",
+            ),
+            (
+                "pkg/pair.py",
+                "class Alpha:\n    def run(self, x):\n        return x\n\n\n\
+         class Beta:\n    def run(self, y, z):\n        return y\n\n\n\
+         class Gamma:\n    def other(self):\n        return 0\n",
+            ),
+            ("pkg/base.py", "class Renderer:\n    def render(self, node):\n        return node\n"),
+            (
+                "pkg/views.py",
+                "from abc import ABC\nfrom pkg.base import Renderer\n\n\n\
+         class FileStorage(ABC):\n    def close(self):\n        pass\n\n\n\
+         class NetStorage(ABC):\n    def close(self):\n        pass\n\n\n\
+         class Palette(ABC):\n    def colors(self):\n        return []\n\n\n\
+         class HtmlView(Renderer):\n    def title(self):\n        return ''\n\n\n\
+         class Counter:\n    def count(self):\n        return 0\n",
+            ),
+        ],
+    );
+    let class_of = |text: &str, file: &str| placed_class(&snapshot, text, file);
+    // One class at the top level: the method is its, whatever the nested and local classes.
+    let (class, note) = class_of("def get_model_fields(self):", "pkg/forms.py");
+    assert_eq!(class.as_deref(), Some("pkg.forms.SignupForm"), "{note}");
+    assert!(!note.contains("classes and no line"), "{note}");
+    // Left alone by the others' `run`, Gamma still needs evidence of its own, and has none.
+    let (class, note) = class_of("def run(self, q):", "pkg/pair.py");
+    assert_eq!(class, None, "{note}");
+    // `close` is defined by two classes sharing `abc.ABC`, which the repository does not define:
+    // Palette is no family of theirs.
+    let (class, note) = class_of("def close(self):", "pkg/views.py");
+    assert_eq!(class, None, "{note}");
+    // `render` overrides HtmlView's base in pkg/base.py.
+    let (class, note) = class_of("def render(self, node):", "pkg/views.py");
+    assert_eq!(class.as_deref(), Some("pkg.views.HtmlView"), "{note}");
+    assert!(note.contains("a base or sibling class defines its name") && !note.contains("rare word"), "{note}");
+}
+
+const STORE: &str = r#"class LruCache:
     """Keeps the most recently used entries within a capacity."""
 
     def __init__(self, capacity):
@@ -305,99 +379,23 @@ class Gizmo(object):
 class Gadget(object):
     def size(self):
         return 3
-"#,
-    )
-    .expect("write");
-    let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
-    indexer.refresh().expect("index");
-    let snapshot = indexer.snapshot().clone();
-    let class_of = |text: &str| {
-        let target = ContextTarget::New { text: text.to_string(), file: "pkg/store.py".into(), line: None };
-        let resolved = resolve_target(&snapshot, &target).expect("target");
-        (resolved.class, resolved.note.unwrap_or_default())
-    };
+"#;
 
-    let (class, note) = class_of(
-        "def evict_oldest(self):\n    \"\"\"Drop the oldest entries until the cache is within its capacity.\"\"\"",
-    );
-    assert_eq!(class.as_deref(), Some("pkg.store.LruCache"), "{note}");
-    assert!(note.contains("8 classes and no line was given: the method is placed in pkg.store.LruCache"), "{note}");
-    assert!(note.contains("rare words the text shares with it") && !note.contains("sibling"), "{note}");
-
-    // `render` is what TextRenderer's base and its sibling define, and it has none.
-    let (class, note) = class_of("def render(self, node):");
-    assert_eq!(class.as_deref(), Some("pkg.store.TextRenderer"), "{note}");
-    assert!(note.contains("a base or sibling class defines its name"), "{note}");
-
-    // Sharing `object` with the classes that define `draw` makes no family.
-    let (class, note) = class_of("def draw(self):");
-    assert_eq!(class, None, "{note}");
-
-    // Nothing tells the classes apart: no class, and the answer says so.
-    let (class, note) = class_of("def run(self):");
-    assert_eq!(class, None, "{note}");
-    assert!(note.contains("8 classes and no line was given: nothing in the text sets one apart"), "{note}");
-
-    // A function (no `self`) is not a method of any class.
-    let (class, _) = class_of("def evict_oldest(cache):\n    \"\"\"Drop the oldest entries of the cache.\"\"\"");
-    assert_eq!(class, None);
-}
-
-/// Only the classes at a file's top level are where a method given without a line goes: a
-/// nested `Meta` or a class local to a function is not counted, and a base counts toward the
-/// family only when the repository defines it (anywhere: an override of a base in another file).
-#[test]
-fn a_new_methods_class_is_one_at_the_top_level_and_its_family_is_the_repositorys() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path();
+/// Indexes `files` (relative path, text) under `root`, with `pkg/__init__.py`.
+fn index_files(root: &Path, files: &[(&str, &str)]) -> Snapshot {
     std::fs::create_dir_all(root.join("pkg")).expect("mkdir");
     std::fs::write(root.join("pkg/__init__.py"), "").expect("write");
-    std::fs::write(
-        root.join("pkg/forms.py"),
-        "class SignupForm:\n    \"\"\"Sign a user up.\"\"\"\n    email = None\n\n    class Meta:\n        fields = []\n\n\n\
-         def make():\n    class Helper:\n        def go(self):\n            return 1\n    return Helper\n",
-    )
-    .expect("write");
-    std::fs::write(
-        root.join("pkg/pair.py"),
-        "class Alpha:\n    def run(self, x):\n        return x\n\n\n\
-         class Beta:\n    def run(self, y, z):\n        return y\n\n\n\
-         class Gamma:\n    def other(self):\n        return 0\n",
-    )
-    .expect("write");
-    std::fs::write(root.join("pkg/base.py"), "class Renderer:\n    def render(self, node):\n        return node\n")
-        .expect("write");
-    std::fs::write(
-        root.join("pkg/views.py"),
-        "from abc import ABC\nfrom pkg.base import Renderer\n\n\n\
-         class FileStorage(ABC):\n    def close(self):\n        pass\n\n\n\
-         class NetStorage(ABC):\n    def close(self):\n        pass\n\n\n\
-         class Palette(ABC):\n    def colors(self):\n        return []\n\n\n\
-         class HtmlView(Renderer):\n    def title(self):\n        return ''\n\n\n\
-         class Counter:\n    def count(self):\n        return 0\n",
-    )
-    .expect("write");
+    for (path, text) in files {
+        std::fs::write(root.join(path), text).expect("write");
+    }
     let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
     indexer.refresh().expect("index");
-    let snapshot = indexer.snapshot().clone();
-    let class_of = |text: &str, file: &str| {
-        let target = ContextTarget::New { text: text.to_string(), file: file.into(), line: None };
-        let resolved = resolve_target(&snapshot, &target).expect("target");
-        (resolved.class, resolved.note.unwrap_or_default())
-    };
-    // One class at the top level: the method is its, whatever the nested and local classes.
-    let (class, note) = class_of("def get_model_fields(self):", "pkg/forms.py");
-    assert_eq!(class.as_deref(), Some("pkg.forms.SignupForm"), "{note}");
-    assert!(!note.contains("classes and no line"), "{note}");
-    // Left alone by the others' `run`, Gamma still needs evidence of its own, and has none.
-    let (class, note) = class_of("def run(self, q):", "pkg/pair.py");
-    assert_eq!(class, None, "{note}");
-    // `close` is defined by two classes sharing `abc.ABC`, which the repository does not define:
-    // Palette is no family of theirs.
-    let (class, note) = class_of("def close(self):", "pkg/views.py");
-    assert_eq!(class, None, "{note}");
-    // `render` overrides HtmlView's base in pkg/base.py.
-    let (class, note) = class_of("def render(self, node):", "pkg/views.py");
-    assert_eq!(class.as_deref(), Some("pkg.views.HtmlView"), "{note}");
-    assert!(note.contains("a base or sibling class defines its name") && !note.contains("rare word"), "{note}");
+    indexer.snapshot().clone()
+}
+
+/// The class `context for TEXT in FILE` (no line) places a new function in, and the answer's notes.
+fn placed_class(snapshot: &Snapshot, text: &str, file: &str) -> (Option<String>, String) {
+    let target = ContextTarget::New { text: text.to_string(), file: file.into(), line: None };
+    let resolved = resolve_target(snapshot, &target).expect("target");
+    (resolved.class, resolved.note.unwrap_or_default())
 }
