@@ -327,6 +327,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Status { path, db, json, client } => {
             let root = root_of(&path)?;
             refuse_nested_root(&path, &root, &db)?;
+            let index_dir = db_dir(&root, &db);
             let mut daemon_socket = None;
             let value = match daemon_or_index(&root, &client, &IndexArgs { path, db, ..IndexArgs::default() })? {
                 Answerer::Daemon(mut c) => {
@@ -350,10 +351,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }),
             };
             // Where a daemon for this root listens (or would): for clients that speak the
-            // protocol themselves (docs/protocol.md). The one answering, when one does: its
-            // runtime directory may not be this process's.
+            // protocol themselves (docs/protocol.md). The one answering, or listening while this
+            // process answers (`--no-daemon`): its runtime directory may not be this process's.
             let mut value = value;
-            let socket = daemon_socket.or_else(|| paths::daemon_paths(&root).ok().map(|p| p.socket));
+            let listening =
+                || paths::recorded_socket(&root, &index_dir).filter(|s| client::Client::connect_to(s).is_some());
+            let socket = daemon_socket.or_else(listening).or_else(|| paths::daemon_paths(&root).ok().map(|p| p.socket));
             if let (Some(fields), Some(socket)) = (value.as_object_mut(), socket) {
                 fields.insert("socket".into(), json!(socket.display().to_string()));
             }
@@ -780,15 +783,22 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
         // lock. Another `--db` is opened as given (in memory only if that one is in use too).
         return Ok(Answerer::InProcess(Box::new(index_in_memory(root, args)?)));
     }
+    // The daemon holding the index records its socket there: found whatever runtime directory
+    // it and this process were given, for `--db` as for the default index.
+    let holder =
+        || paths::recorded_socket(root, &db_dir(root, &args.db)).and_then(|socket| client::Client::connect_to(&socket));
     match open_index(args) {
         Ok(indexer) => Ok(Answerer::InProcess(Box::new(indexer))),
         Err(err) if store_in_use(&err) && !client.no_daemon => {
+            if let Some(c) = holder() {
+                return Ok(Answerer::Daemon(c));
+            }
             // A daemon still indexing before it listens, or another command (an in-process
             // `query` catching up): whichever answers or lets go first.
             eprintln!("fresco: the index is in use by another fresco process; waiting for it");
             let started = Instant::now();
             while started.elapsed() < DAEMON_STARTUP_WAIT {
-                if let Some(c) = client::Client::connect(root) {
+                if let Some(c) = client::Client::connect(root).or_else(holder) {
                     return Ok(Answerer::Daemon(c));
                 }
                 match open_index(args) {

@@ -1479,6 +1479,18 @@ fn a_client_with_another_runtime_directory_finds_the_daemon_through_the_index() 
     assert_eq!(status["daemon"], true, "{status}");
     let socket = std::path::PathBuf::from(status["socket"].as_str().expect("socket"));
     assert!(socket.starts_with(runtime.path()), "{status}");
+    // Answered in this process, it still names the socket the daemon listens on.
+    let out = fresco()
+        .args(["status", root_arg, "--json", "--no-daemon"])
+        .env("FRESCO_RUNTIME_DIR", elsewhere.path())
+        .output()
+        .expect("run fresco");
+    let status: Value = serde_json::from_slice(&out.stdout).expect("status JSON");
+    assert_eq!(status["daemon"], false, "{status}");
+    assert!(
+        status["socket"].as_str().is_some_and(|s| s.starts_with(runtime.path().to_str().expect("utf-8"))),
+        "{status}"
+    );
     // A second daemon from there is refused at once, not left waiting for the index.
     let out = fresco()
         .args(["serve", root_arg])
@@ -1488,6 +1500,30 @@ fn a_client_with_another_runtime_directory_finds_the_daemon_through_the_index() 
         .expect("run fresco");
     assert!(!out.status.success());
     assert!(stderr(&out).contains("a daemon already serves"), "{}", stderr(&out));
+    drop(daemon);
+}
+
+#[test]
+fn a_client_with_another_runtime_directory_finds_the_daemon_of_another_index_through_it() {
+    // `--db DIR` held by a daemon of another runtime directory: before, the client took DIR for
+    // an index some process was still opening and waited two minutes.
+    let dir = repo(&[("a.py", b"def f():\n    return 1\n")]);
+    let root = dir.path().canonicalize().expect("canonical root");
+    let (runtime, elsewhere, db) = (
+        tempfile::tempdir().expect("runtime"),
+        tempfile::tempdir().expect("another runtime"),
+        tempfile::tempdir().expect("index"),
+    );
+    let daemon = Daemon::start(&root, db.path(), runtime.path());
+    let started = Instant::now();
+    let out = fresco()
+        .args(["status", root.to_str().expect("utf-8"), "--db", db.path().to_str().expect("utf-8"), "--json"])
+        .env("FRESCO_RUNTIME_DIR", elsewhere.path())
+        .output()
+        .expect("run fresco");
+    let status: Value = serde_json::from_slice(&out.stdout).expect("status JSON");
+    assert_eq!(status["daemon"], true, "{status} {}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
     drop(daemon);
 }
 

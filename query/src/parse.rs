@@ -297,14 +297,32 @@ impl Parser {
             }
             let (start, keyword) = (self.pos, self.peek().describe());
             let stage = self.stage(stages.is_empty())?;
-            if !stages.is_empty() && names_its_own_input(&stage) {
-                // Run, it would drop the earlier steps' units without a word.
-                self.pos = start;
-                return self.error(format!(
-                    "{keyword} does not work on the units of the steps before it (it names its own start, or needs \
-                     none), so they would be dropped: a later step takes them as its input (`find \"get*\" | callers`); \
-                     ask it as a query of its own"
-                ));
+            if !stages.is_empty() {
+                // Run, such a step would drop the earlier steps' units without a word.
+                let why = match &stage {
+                    Stage::Traverse { symbol: Some(_), .. } => Some(format!(
+                        "{keyword} names its own start, so the units of the steps before it would be dropped: leave \
+                         the name out to work on them (`... | {}`), or ask it as a query of its own",
+                        keyword.trim_matches('\'')
+                    )),
+                    Stage::Path { .. } | Stage::Show { .. } | Stage::Unresolved { scope: Some(_) } => Some(format!(
+                        "{keyword} names what it works on and takes no units from the steps before it: ask it as a \
+                         query of its own"
+                    )),
+                    Stage::Search { .. }
+                    | Stage::Context { .. }
+                    | Stage::Cycles { .. }
+                    | Stage::Changes { .. }
+                    | Stage::Unresolved { scope: None } => Some(format!(
+                        "{keyword} takes no units from the steps before it (it needs none): ask it as a query of its \
+                         own"
+                    )),
+                    _ => None,
+                };
+                if let Some(why) = why {
+                    self.pos = start;
+                    return self.error(why);
+                }
             }
             stages.push(stage);
             match self.peek() {
@@ -451,6 +469,10 @@ impl Parser {
                         return self.expected("'in FILE' after the new function's text");
                     }
                     let written = match self.peek().clone() {
+                        // `in budget 100`: the file was left out, not named `budget`.
+                        Tok::Word(s) if is_keyword(&s) => {
+                            return self.expected("the file the new function will live in");
+                        }
                         Tok::Str(s) | Tok::Word(s) => {
                             self.bump();
                             s
@@ -844,23 +866,6 @@ fn is_digits(word: &str) -> bool {
     !word.is_empty() && word.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// Whether a step ignores the units of the steps before it: it names its own start (`callers X`,
-/// `show X`, `path A -> B`, `unresolved in X`) or needs none (`search`, `context`, `cycles`,
-/// `changes`, `unresolved`).
-fn names_its_own_input(stage: &Stage) -> bool {
-    match stage {
-        Stage::Traverse { symbol, .. } => symbol.is_some(),
-        Stage::Path { .. }
-        | Stage::Unresolved { .. }
-        | Stage::Cycles { .. }
-        | Stage::Changes { .. }
-        | Stage::Show { .. }
-        | Stage::Search { .. }
-        | Stage::Context { .. } => true,
-        Stage::Find { .. } | Stage::Where(_) | Stage::Limit(_) | Stage::OrderBy { .. } | Stage::Count => false,
-    }
-}
-
 fn is_keyword(word: &str) -> bool {
     matches!(
         word.to_ascii_lowercase().as_str(),
@@ -1041,8 +1046,15 @@ mod tests {
         ] {
             let err = parse(q).expect_err(q);
             assert_eq!(err.position, q.find("| ").expect("pipe") + 2, "{q}: {err:?}");
-            assert!(err.message.contains("does not work on the units of the steps before it"), "{q}: {err:?}");
+            assert!(err.message.contains("the steps before it"), "{q}: {err:?}");
         }
+        let err = parse("find \"get\" | callers a.b").expect_err("named start");
+        assert!(
+            err.message.contains("'callers' names its own start") && err.message.contains("`... | callers`"),
+            "{err:?}"
+        );
+        let err = parse("find \"get\" | search \"x\"").expect_err("no start");
+        assert!(err.message.contains("'search' takes no units from the steps before it (it needs none)"), "{err:?}");
         for q in [
             "find \"get\" | callers",
             "callers a.b | callees depth 2 | where kind = function | count",
@@ -1059,6 +1071,10 @@ mod tests {
         assert_eq!(err.position, q.len(), "{err:?}");
         assert!(err.message.contains("expected the file the new function will live in, found the end"), "{err:?}");
         // `search` offers the lanes it takes.
+        let q = "context for \"def f(): pass\" in budget 100";
+        let err = parse(q).expect_err(q);
+        assert_eq!(err.position, q.find("budget").expect("budget"), "{err:?}");
+        assert!(err.message.contains("expected the file the new function will live in, found 'budget'"), "{err:?}");
         let err = parse("search \"x\" k 3 lanes").expect_err("no lane");
         assert!(err.message.contains("expected a lane (bm25, dense), found the end"), "{err:?}");
         let err = parse("context f lanes").expect_err("no lane");

@@ -190,6 +190,7 @@ fn a_function_of_a_module_not_written_yet_is_placed_by_its_siblings() {
         ("pkg/__init__.py.bak", "not a Python file"),
         ("pkg", "'pkg' is a directory: give the .py file"),
         ("pkg/", "is a directory"),
+        (".", "'.' is a directory"),
         ("pkg/a.b.py", "cannot be a module's file"),
         ("pkg/sub/__init__.py", "a new __init__.py"),
     ] {

@@ -339,8 +339,9 @@ pub(super) fn neighbours_at_line<'g>(file: &'g fresco_graph::FileGraph, owner: &
 }
 
 /// For a function not written yet whose line is not known: the two functions or methods of
-/// `owner` whose names, signatures and docstrings share the most rare words with `text` (at least
-/// one), standing in for its source-order neighbours: code on one subject is written together.
+/// `owner` whose names, signatures and docstrings share the most words with `text` (at least one;
+/// each weighted by how few of the owner's functions have it), standing in for its source-order
+/// neighbours: code on one subject is written together.
 pub(super) fn likely_neighbours<'g>(file: &'g fresco_graph::FileGraph, owner: &str, text: &str) -> Vec<&'g str> {
     let siblings = functions_of(file, owner);
     let vocabularies: Vec<FxHashSet<String>> = siblings

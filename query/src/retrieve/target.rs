@@ -96,9 +96,10 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
                 let Some((path, module)) = new_module(snapshot, file) else {
                     let name = file.rsplit('/').next().unwrap_or(file);
                     let why = match name.strip_suffix(".py") {
-                        None if is_indexed_directory(snapshot, file) => {
-                            format!("'{file}' is a directory: give the .py file the new function will live in")
-                        }
+                        None if is_indexed_directory(snapshot, file) => format!(
+                            "'{}' is a directory: give the .py file the new function will live in",
+                            if file.is_empty() { "." } else { file.as_str() }
+                        ),
                         None => format!("'{file}' is not indexed and not a Python file: give a .py file"),
                         Some("__init__") => format!(
                             "no indexed file '{file}': a new __init__.py would change its directory's modules, so \
@@ -204,11 +205,14 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
     }
 }
 
-/// Whether `path` is a directory holding indexed files (the root, written `.`, is one).
+/// Whether `path` is a directory holding indexed files, as written or as the end of one (as a
+/// file may be named by a suffix: `requests` for `src/requests`); the root, written `.`, is one.
 fn is_indexed_directory(snapshot: &Snapshot, path: &str) -> bool {
     let dir = path.trim_end_matches('/');
-    let prefix = format!("{dir}/");
-    dir.is_empty() || dir == "." || snapshot.files().any(|f| f.graph.path.starts_with(&prefix))
+    let (prefix, inner) = (format!("{dir}/"), format!("/{dir}/"));
+    dir.is_empty()
+        || dir == "."
+        || snapshot.files().any(|f| f.graph.path.starts_with(&prefix) || f.graph.path.contains(&inner))
 }
 
 /// The path and module of `file`, a Python file not indexed yet, from the indexed files in its
