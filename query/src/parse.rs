@@ -1070,11 +1070,12 @@ mod tests {
         let err = parse(q).expect_err(q);
         assert_eq!(err.position, q.len(), "{err:?}");
         assert!(err.message.contains("expected the file the new function will live in, found the end"), "{err:?}");
-        // `search` offers the lanes it takes.
+        // A keyword where the file should be: the file was left out.
         let q = "context for \"def f(): pass\" in budget 100";
         let err = parse(q).expect_err(q);
         assert_eq!(err.position, q.find("budget").expect("budget"), "{err:?}");
         assert!(err.message.contains("expected the file the new function will live in, found 'budget'"), "{err:?}");
+        // `search` offers the lanes it takes.
         let err = parse("search \"x\" k 3 lanes").expect_err("no lane");
         assert!(err.message.contains("expected a lane (bm25, dense), found the end"), "{err:?}");
         let err = parse("context f lanes").expect_err("no lane");

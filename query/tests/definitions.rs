@@ -263,7 +263,7 @@ fn a_new_method_without_a_line_goes_in_the_class_the_evidence_names() {
     );
     assert_eq!(class.as_deref(), Some("pkg.store.LruCache"), "{note}");
     assert!(note.contains("8 classes and no line was given: the method is placed in pkg.store.LruCache"), "{note}");
-    assert!(note.contains("rare words the text shares with it") && !note.contains("sibling"), "{note}");
+    assert!(note.contains("words the text shares with it") && !note.contains("sibling"), "{note}");
 
     // `render` is what TextRenderer's base and its sibling define, and it has none.
     let (class, note) = class_of("def render(self, node):");
@@ -331,7 +331,10 @@ fn a_new_methods_class_is_one_at_the_top_level_and_its_family_is_the_repositorys
     // `render` overrides HtmlView's base in pkg/base.py.
     let (class, note) = class_of("def render(self, node):", "pkg/views.py");
     assert_eq!(class.as_deref(), Some("pkg.views.HtmlView"), "{note}");
-    assert!(note.contains("a base or sibling class defines its name") && !note.contains("rare word"), "{note}");
+    assert!(
+        note.contains("a base or sibling class defines its name") && !note.contains("words the text shares"),
+        "{note}"
+    );
 }
 
 const STORE: &str = r#"class LruCache:

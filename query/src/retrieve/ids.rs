@@ -338,6 +338,28 @@ pub(super) fn neighbours_at_line<'g>(file: &'g fresco_graph::FileGraph, owner: &
     before.into_iter().chain(after).map(|u| u.id.as_str()).collect()
 }
 
+/// The ids of the file's functions and methods.
+pub(super) fn function_ids(file: &fresco_graph::FileGraph) -> FxHashSet<&str> {
+    file.units
+        .iter()
+        .filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method))
+        .map(|u| u.id.as_str())
+        .collect()
+}
+
+/// Whether the unit is defined inside one of `functions` (a class local to a function is not
+/// where a method given with a file alone goes).
+pub(super) fn in_a_function(functions: &FxHashSet<&str>, id: &str) -> bool {
+    let mut owner = owner_of(id);
+    while let Some(o) = owner {
+        if functions.contains(o) {
+            return true;
+        }
+        owner = owner_of(o);
+    }
+    false
+}
+
 /// For a function not written yet whose line is not known: the two functions or methods of
 /// `owner` whose names, signatures and docstrings share the most words with `text` (at least one;
 /// each weighted by how few of the owner's functions have it), standing in for its source-order

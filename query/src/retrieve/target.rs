@@ -7,8 +7,8 @@
 
 use fresco_graph::{Snapshot, UnitKind};
 
-use super::class_guess::{ClassGuess, function_ids, guess_class, in_a_function, module_classes};
-use super::ids::{dir_of, last_name, owner_of};
+use super::class_guess::{ClassGuess, guess_class, module_classes};
+use super::ids::{dir_of, function_ids, in_a_function, last_name, owner_of};
 use crate::ast::{ContextTarget, Symbol};
 use crate::exec::QueryError;
 
@@ -300,10 +300,10 @@ fn decorator_names(signature: &str) -> impl Iterator<Item = &str> {
 /// Where a function given as text will live in `file`: the unit of the same name already there
 /// (a stub, or the function being rewritten: its class and what it uses then count; among
 /// several, the one whose signature the text repeats, else the one at `line`). If there is none:
-/// with `line`, the innermost class whose lines hold it, or, when the first parameter is `self`
-/// or `cls`, the class ending last above it; without, when the first parameter is `self` or
-/// `cls`, the file's class when there is only one at its top level, else the one
-/// [`guess_class`] chooses, if any. Returns the unit's id and its class.
+/// with `line`, the innermost class whose lines after its first hold it, or, when the first
+/// parameter is `self` or `cls`, the class ending last above it; without, when the first
+/// parameter is `self` or `cls`, the file's class when there is only one at its top level, else
+/// the one [`guess_class`] chooses, if any. Returns the unit's id and its class.
 fn place_new_function(snapshot: &Snapshot, file: &fresco_graph::FileGraph, text: &str, line: Option<u32>) -> Placement {
     let mut placed = Placement { id: None, class: None, ambiguous: Vec::new(), guessed: None, unplaced_among: 0 };
     let name = defined_name(text);
