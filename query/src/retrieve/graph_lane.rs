@@ -16,7 +16,7 @@ use super::neighbours::{
     ImportUse, NeighbourUsage, callers_above, collaborator_classes, header_uses, is_local_elsewhere,
     is_unread_variable, is_unused_private, receiver_classes, shadowed_members,
 };
-use super::relatives::{AnalogueUsage, TypeUsage, UseShare, are_namesakes, family_of, name_siblings};
+use super::relatives::{AnalogueUsage, TypeUsage, UseShare, are_namesakes, are_nested_names, family_of, name_siblings};
 use super::target::{Target, target_name};
 
 /// The graph lane: the units the target can reach, ranked for it.
@@ -175,6 +175,10 @@ pub struct CandidateFeatures {
     /// `AsyncByteStream.aclose`), and a public name to its private implementation
     /// (`Live.get_renderable` calls `Live._get_renderable`; a property `x` reads `self._x`).
     pub same_name: f64,
+    /// 1 when its name and the target's are built one from the other's words (see
+    /// [`are_nested_names`]): `der_decode` calls `der_decode_partial`, `remove_tags` reads
+    /// `self.tags`.
+    pub nested_name: f64,
     /// 1 when it is such a namesake and a member of a class the target's class works with (its
     /// other methods use the class or its members): `Session.send` calls `HTTPAdapter.send`, and
     /// `Session.__init__` mounts an `HTTPAdapter`. A namesake elsewhere may only share the name.
@@ -254,6 +258,7 @@ impl CandidateFeatures {
             + 2.0 * self.adjacent_users
             + 3.25 * self.analogue_role_users
             + 1.5 * self.same_name
+            + 1.0 * self.nested_name
             + 2.5 * self.collaborator_namesake
             + 4.5 * self.family_users
             + 2.0 * self.sibling_users
@@ -279,6 +284,7 @@ impl CandidateFeatures {
             analogue_role_users: 0.0,
             named_in_text: 0.0,
             same_name: 0.0,
+            nested_name: 0.0,
             collaborator_namesake: 0.0,
             receiver_words: 0.0,
             receiver_dense: 0.0,
@@ -365,6 +371,7 @@ pub fn candidate_features(
                 adjacent_users: usage.adjacent_users(&c.id) as f64,
                 analogue_role_users: analogue_use.role_score(&c.id),
                 same_name: if namesake { 1.0 } else { 0.0 },
+                nested_name: if name.is_some_and(|n| are_nested_names(last_name(&c.id), n)) { 1.0 } else { 0.0 },
                 collaborator_namesake: if namesake && owner_of(&c.id).is_some_and(|o| collaborators.contains(o)) {
                     1.0
                 } else {

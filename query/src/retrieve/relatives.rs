@@ -94,6 +94,29 @@ pub(super) fn are_namesakes(a: &str, b: &str) -> bool {
     !is_dunder(a) && !is_dunder(b) && !bare.is_empty() && bare == b.trim_start_matches('_')
 }
 
+/// Whether one name is built from the other's words (`der_decode` and `der_decode_partial`,
+/// `remove_tags` and `tags`, `Guitar` and `guitar_range`): the words of one, split at
+/// underscores and case folded, are all words of the other. A wrapper calls what it is named
+/// after, and a method named for an attribute reads it. Namesakes ([`are_namesakes`]) and
+/// dunders are left out, and so are names of fewer than four letters (`id`, `get`), which
+/// nest in too many others.
+pub(super) fn are_nested_names(a: &str, b: &str) -> bool {
+    let is_dunder = |n: &str| n.len() > 4 && n.starts_with("__") && n.ends_with("__");
+    let bare = |n: &str| n.trim_matches('_').to_lowercase();
+    if is_dunder(a)
+        || is_dunder(b)
+        || bare(a).len() < 4
+        || bare(b).len() < 4
+        || a.trim_start_matches('_') == b.trim_start_matches('_')
+    {
+        return false;
+    }
+    let words =
+        |n: &str| -> FxHashSet<String> { n.split('_').filter(|w| !w.is_empty()).map(str::to_lowercase).collect() };
+    let (a, b) = (words(a), words(b));
+    a.is_subset(&b) || b.is_subset(&a)
+}
+
 /// At most this many family members (and name siblings) are counted.
 const FAMILY_MEMBERS: usize = 32;
 
@@ -311,5 +334,20 @@ mod tests {
         assert!(!are_namesakes("__init__", "init"));
         assert!(!are_namesakes("send", "sender"));
         assert!(!are_namesakes("_", ""));
+    }
+
+    #[test]
+    fn nested_names_are_built_from_each_others_words() {
+        assert!(are_nested_names("der_decode", "der_decode_partial"));
+        assert!(are_nested_names("tags", "remove_tags"));
+        assert!(are_nested_names("_parse_value", "value"));
+        assert!(are_nested_names("Guitar", "guitar_range"));
+        // Namesakes are another feature's; dunders and short names nest in too much.
+        assert!(!are_nested_names("send", "_send"));
+        assert!(!are_nested_names("__init__", "init_cache"));
+        assert!(!are_nested_names("id", "user_id"));
+        // Words, not letters: `tag` is no word of `tags_of`.
+        assert!(!are_nested_names("tags_of", "tag"));
+        assert!(!are_nested_names("remove_tags", "add_tags"));
     }
 }
