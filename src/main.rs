@@ -279,7 +279,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
                          dense lane"
                             .to_string()
                     });
-                    let lanes = dense_asked(&params.text).map(|dense| {
+                    // In-process, the index has just been brought up to date with the disk.
+                    let history = indexer.stored_history();
+                    let index = protocol::IndexView { snapshot: indexer.snapshot(), history, root: indexer.root() };
+                    // Building the lanes may embed for seconds: a target that does not resolve
+                    // is reported first.
+                    let checked = if dense_asked(&params.text).is_some() {
+                        protocol::check_context_targets(index, &params)
+                    } else {
+                        Ok(())
+                    };
+                    let lanes = dense_asked(&params.text).filter(|_| checked.is_ok()).map(|dense| {
                         fresco_indexer::lanes::RetrievalLanes::build_now(
                             vectors,
                             indexer.snapshot(),
@@ -287,10 +297,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         )
                     });
                     let lanes_ref = lanes.as_ref().map(|l| l as &dyn fresco_query::Lanes);
-                    // In-process, the index has just been brought up to date with the disk.
-                    let history = indexer.stored_history();
-                    let index = protocol::IndexView { snapshot: indexer.snapshot(), history, root: indexer.root() };
-                    match protocol::run_query(index, &params, None, lanes_ref, None, &[]) {
+                    match checked.and_then(|()| protocol::run_query(index, &params, None, lanes_ref, None, &[])) {
                         Ok((_, mut value)) => {
                             if indexer.db_dir().is_none() {
                                 // Numbered from 1 like any new index: the number alone would pass

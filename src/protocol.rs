@@ -253,13 +253,7 @@ pub fn run_query(
         is_stale,
         resolution_is_stale: is_stale.map(|_| &resolution_is_stale as &dyn Fn(&str) -> bool),
         root: Some(root),
-        // A file not written yet (`context for ... in FILE`) through its directory.
-        canonicalize: Some(&|path: &Path| {
-            std::fs::canonicalize(path).ok().or_else(|| {
-                let real = std::fs::canonicalize(path.parent()?).ok()?;
-                Some(real.join(path.file_name()?))
-            })
-        }),
+        canonicalize: Some(&canonical_path),
     };
     let started = std::time::Instant::now();
     let mut output = fresco_query::run(&ctx, &params.text).map_err(|e| query_error(&e))?;
@@ -273,6 +267,24 @@ pub fn run_query(
     }
     let value = crate::render::to_json(&output, stale);
     Ok((output, value))
+}
+
+/// How the file system names `path`; for a file not written yet (`context for ... in FILE`),
+/// through its directory.
+fn canonical_path(path: &Path) -> Option<std::path::PathBuf> {
+    std::fs::canonicalize(path).ok().or_else(|| {
+        let real = std::fs::canonicalize(path.parent()?).ok()?;
+        Some(real.join(path.file_name()?))
+    })
+}
+
+/// The error the query's `context` targets would give when it runs (a file or name that does
+/// not resolve), found without running it: see [`fresco_query::check_context_targets`].
+pub fn check_context_targets(index: IndexView<'_>, params: &QueryParams) -> Result<(), ProtoError> {
+    let mut ctx = fresco_query::Context::new(index.snapshot);
+    ctx.root = Some(index.root);
+    ctx.canonicalize = Some(&canonical_path);
+    fresco_query::check_context_targets(&ctx, &params.text).map_err(|e| query_error(&e))
 }
 
 /// The module names a changed file stands for: the one the snapshot gives it, and the ones its

@@ -347,6 +347,21 @@ impl Exec<'_, '_> {
     }
 }
 
+/// Resolves what the query's `context` steps are for, without running them: the error a
+/// target that does not resolve would give ([`resolve_target`](crate::retrieve::resolve_target)),
+/// or a parse error. For a caller that prepares something slow before running a query (the
+/// in-process command line embeds units for the dense lane), so that a misnamed file or
+/// function is reported at once.
+pub fn check_context_targets(ctx: &Context, text: &str) -> Result<(), QueryError> {
+    let query = relative_paths(&parse(text)?, ctx)?;
+    for stage in &query.stages {
+        if let Stage::Context { target, .. } = stage {
+            crate::retrieve::resolve_target(ctx.snapshot, target)?;
+        }
+    }
+    Ok(())
+}
+
 pub fn execute(ctx: &Context, query: &Query) -> Result<Output, QueryError> {
     let relative = relative_paths(query, ctx)?;
     let query = &relative;

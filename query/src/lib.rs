@@ -16,7 +16,7 @@ mod reexport;
 pub mod retrieve;
 mod width_table;
 
-pub use exec::{Context, Item, Limits, Output, QueryError, execute, resolve_symbol, run};
+pub use exec::{Context, Item, Limits, Output, QueryError, check_context_targets, execute, resolve_symbol, run};
 pub use parse::{ParseError, parse};
 pub use reexport::reexported;
 pub use retrieve::{IndexedText, LaneDown, LaneHits, Lanes};

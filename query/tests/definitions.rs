@@ -231,6 +231,25 @@ fn a_new_files_path_is_read_as_the_index_writes_paths() {
     assert!(out.notes.iter().any(|n| n.contains("no `def` header")), "{:?}", out.notes);
 }
 
+/// A caller that prepares the retrieval lanes before a query learns first, without running it,
+/// that a `context` target does not resolve: the same error the query gives.
+#[test]
+fn a_context_target_that_does_not_resolve_is_found_without_running_the_query() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let snapshot = index(dir.path());
+    let ctx = Context::new(&snapshot);
+    for bad in ["context for \"def f():\" in 5", "context pkg.m.no_such_function", "context for \"def f():\" in pkg"] {
+        let checked = fresco_query::check_context_targets(&ctx, bad).expect_err(bad);
+        let ran = fresco_query::run(&ctx, bad).expect_err(bad);
+        assert_eq!(checked.to_string(), ran.to_string(), "{bad}");
+    }
+    assert!(fresco_query::check_context_targets(&ctx, "context for \"def f():\" in pkg/m.py").is_ok());
+    assert!(fresco_query::check_context_targets(&ctx, "context for \"def f():\" in pkg/new.py").is_ok());
+    // Nothing to check in a query without `context`; a parse error is one.
+    assert!(fresco_query::check_context_targets(&ctx, "find \"*\"").is_ok());
+    assert!(fresco_query::check_context_targets(&ctx, "context for").is_err());
+}
+
 #[test]
 fn a_file_the_index_skipped_is_named_with_its_reason() {
     let dir = tempfile::tempdir().expect("tempdir");
