@@ -1,0 +1,678 @@
+//! Calls' values (the call site; `property(...)`, `typing.cast` and the other calls whose value
+//! is known) and assignments: targets (unpacking, attributes, subscripts), what replaces an
+//! earlier definition, type aliases, augmented assignments, container mutation, and module-
+//! and class-level variables.
+
+use super::*;
+
+impl<'a> Lowerer<'a> {
+    /// The rest of lowering a call, once its callee and arguments are lowered: the call site,
+    /// and the call's value. Kept out of [`Lowerer::expr`], whose stack frame bounds how deep
+    /// expressions nest (a debug build's frame holds every arm's locals).
+    #[inline(never)]
+    pub(super) fn finish_call(
+        &mut self,
+        node: Node,
+        callee: Expr,
+        callee_span: (u32, u32),
+        mut args: Vec<Expr>,
+        keywords: Vec<(Name, Expr)>,
+        scope: ScopeId,
+    ) -> Expr {
+        // Trailing arguments that cannot flow anywhere need no position.
+        while args.last() == Some(&Expr::Unknown) {
+            args.pop();
+        }
+        // `staticmethod(f)` and `classmethod(f)` (in a class body: `handler =
+        // staticmethod(f)`) and `functools.partial(f, ...)` are, as values, the function
+        // they wrap: calling them calls it. (The wrapping call itself is still a call site.)
+        let wrapped = match (&callee, args.as_slice(), keywords.is_empty()) {
+            (Expr::Name(n), [only], true) if n == "staticmethod" || n == "classmethod" => Some(only.clone()),
+            // `partial(f, ...)`: calling it calls `f`.
+            (Expr::Name(n), [f, ..], _) if n == "partial" && *f != Expr::Unknown => Some(f.clone()),
+            (Expr::Attr(m, n), [f, ..], _)
+                if n == "partial" && matches!(m.as_ref(), Expr::Name(m) if m == "functools") && *f != Expr::Unknown =>
+            {
+                Some(f.clone())
+            }
+            // `update_wrapper(wrapper, wrapped)` returns `wrapper` (as `@wraps(wrapped)` on it
+            // does): flask's `setupmethod` returns `t.cast(F, update_wrapper(wrapper_func, f))`.
+            _ if is_update_wrapper(&callee) => args
+                .first()
+                .or_else(|| keywords.iter().find(|(k, _)| k == "wrapper").map(|(_, e)| e))
+                .filter(|w| **w != Expr::Unknown)
+                .cloned(),
+            _ => None,
+        };
+        // `super(C, self)` with C not the class its code is in skips past C: not the
+        // `super()` it is read as (evaluation takes the enclosing class), so its value is
+        // left unknown. `super(Enclosing, self)`, the Python 2 spelling, is `super()`.
+        let explicit_super = matches!(&callee, Expr::Name(n) if n == "super")
+            && node.field("arguments").is_some_and(|arguments| {
+                let mut cursor = arguments.walk();
+                let first = arguments.named_children(&mut cursor).find(|a| a.kind() != "comment");
+                first.is_some_and(|first| Some(self.text(first)) != self.enclosing_class_name(scope).as_deref())
+            });
+        self.container_mutation(&callee, &args, scope);
+        let special = self
+            .special_call_value(&callee, node, &args, &keywords, scope)
+            .or_else(|| self.property_value(&callee, &args, &keywords));
+        self.scope(scope).calls.push(CallSite {
+            callee: callee.clone(),
+            callee_span,
+            line: line(node),
+            args: args.into_boxed_slice(),
+            keywords: keywords.into_boxed_slice(),
+        });
+        if explicit_super {
+            return Expr::Unknown;
+        }
+        if let Some(special) = special {
+            return special;
+        }
+        wrapped.unwrap_or_else(|| Expr::Call(Box::new(callee)))
+    }
+
+    /// The value of a call whose callee says more than a call's result: `typing.cast` and the
+    /// builtins that iterate over their arguments (see [`iteration_view`]). Kept out of
+    /// [`Lowerer::expr`], whose stack frame bounds how deep expressions nest.
+    #[inline(never)]
+    pub(super) fn special_call_value(
+        &mut self,
+        callee: &Expr,
+        call: Node,
+        args: &[Expr],
+        keywords: &[(Name, Expr)],
+        scope: ScopeId,
+    ) -> Option<Expr> {
+        if let Some(cast) = self.typing_cast(callee, call, args, scope) {
+            return Some(cast);
+        }
+        if let Expr::Name(name) = callee
+            && self.rebound_builtins.contains(name.as_str())
+        {
+            return None;
+        }
+        // `type(obj)` is the class of `obj`: `type(self)(...)` constructs the class its code is
+        // in (or a subclass). Not `obj.__class__`, which a class may define otherwise.
+        if let ([obj], true) = (args, keywords.is_empty())
+            && matches!(callee, Expr::Name(n) if n == "type")
+            && *obj != Expr::Unknown
+        {
+            return Some(Expr::Attr(Box::new(obj.clone()), Name::new(TYPE_OF)));
+        }
+        let view = iteration_view(callee, args, keywords.iter().any(|(k, _)| k == "key"))?;
+        Some(Expr::Union(vec![Expr::Call(Box::new(callee.clone())), view]))
+    }
+
+    /// `property(fget, fset, ...)` (the builtin, not a name the file binds): the getter and the
+    /// setter it is made of, positional or by keyword. Without a getter it is a plain call.
+    pub(super) fn property_value(&self, callee: &Expr, args: &[Expr], keywords: &[(Name, Expr)]) -> Option<Expr> {
+        if !matches!(callee, Expr::Name(n) if n == "property") || self.rebound_builtins.contains("property") {
+            return None;
+        }
+        let argument = |position: usize, keyword: &str| {
+            args.get(position)
+                .or_else(|| keywords.iter().find(|(k, _)| k == keyword).map(|(_, e)| e))
+                .filter(|e| **e != Expr::Unknown)
+                .cloned()
+        };
+        let getter = argument(0, "fget")?;
+        Some(Expr::Property(Box::new(getter), argument(1, "fset").map(Box::new)))
+    }
+
+    /// `typing.cast(T, value)` (also `cast(...)`, `t.cast(...)`): the value declared as a `T`, as
+    /// `x: T = value` declares it (a forward reference in quotes too).
+    pub(super) fn typing_cast(&mut self, callee: &Expr, call: Node, args: &[Expr], scope: ScopeId) -> Option<Expr> {
+        // Only `cast` as imported from `typing` (a module's own `cast(value, dtype)` helper keeps
+        // its own result); imports are read from the module's top level, where they are written.
+        let is_typing = |m: &ModuleRef| m.level == 0 && matches!(m.name.as_str(), "typing" | "typing_extensions");
+        let imported = |name: &str, what: &dyn Fn(&Import) -> bool| {
+            self.scopes[0].bindings.iter().any(|(n, b)| n == name && matches!(b, Binding::Import(i) if what(i)))
+        };
+        let is_cast = match callee {
+            Expr::Name(n) if n == "cast" => {
+                imported("cast", &|i| matches!(i, Import::Name { module, name } if name == "cast" && is_typing(module)))
+            }
+            Expr::Attr(base, n) if n == "cast" => match base.as_ref() {
+                Expr::Name(m) => imported(m, &|i| matches!(i, Import::Module { module } if is_typing(module))),
+                _ => false,
+            },
+            _ => false,
+        };
+        if !is_cast {
+            return None;
+        }
+        let arguments = call.field("arguments")?;
+        let mut cursor = arguments.walk();
+        let positional: Vec<Node> = arguments
+            .named_children(&mut cursor)
+            .filter(|a| a.kind() != "comment" && a.kind() != "keyword_argument")
+            .collect();
+        let [ty, _] = positional.as_slice() else { return None };
+        // A quoted type's names are read here; an unquoted one was read as an argument.
+        let declared = if ty.kind() == "string" {
+            self.annotation(*ty, scope)
+        } else {
+            crate::annotation::type_expr(self.text(*ty))
+        };
+        let value = args.get(1).cloned().unwrap_or(Expr::Unknown);
+        Some(Expr::Declared(Box::new(declared), Box::new(value)))
+    }
+
+    /// Lowers `left = right` (or `left: T = right`); returns the assigned value.
+    pub(super) fn assignment(&mut self, node: Node, stmt: Node, scope: ScopeId) -> Expr {
+        self.nested(Expr::Unknown, |l| l.assignment_inner(node, stmt, scope))
+    }
+
+    pub(super) fn assignment_inner(&mut self, node: Node, stmt: Node, scope: ScopeId) -> Expr {
+        let value = match node.field("right") {
+            Some(right) if right.kind() == "assignment" => self.assignment(right, stmt, scope),
+            Some(right) if right.kind() == "augmented_assignment" => {
+                self.augmented(right, stmt, scope);
+                Expr::Unknown
+            }
+            Some(right) if right.kind() == "expression_list" || right.kind() == "pattern_list" => {
+                self.value(right, scope)
+            }
+            Some(right) => self.expr(right, scope),
+            None => Expr::Unknown,
+        };
+        let declared = match node.field("type") {
+            Some(t) => self.annotation(t, scope),
+            None => Expr::Unknown,
+        };
+        if let Some(left) = node.field("left") {
+            if scope == 0 && self.text(left) == "__all__" {
+                match all_names(self, node.field("right")) {
+                    Some(names) => self.dunder_all = Some(names),
+                    None => self.dunder_all_dynamic = true,
+                }
+            }
+            let annotated_only = node.field("right").is_none();
+            let assigned = if annotated_only { Expr::Unknown } else { value.clone() };
+            let binding = if declared == Expr::Unknown {
+                Binding::Value(assigned)
+            } else {
+                Binding::Value(Expr::Declared(Box::new(declared), Box::new(assigned)))
+            };
+            self.bind_target(left, binding, scope, Some(stmt));
+            if !annotated_only && left.kind() == "identifier" && self.replaces_earlier(left, node, scope) {
+                let sc = self.scope(scope);
+                if let Some(last) = sc.bindings.len().checked_sub(1) {
+                    sc.replacing.push((last as u32, line(node)));
+                }
+            }
+        }
+        value
+    }
+
+    /// Whether `name = value` (assignment `node`) replaces every earlier binding of `name` once
+    /// the scope ran: it runs unconditionally in a module or class body, and its value does not
+    /// read the name (`f = wrap(f)` keeps what `f` was in view). Function bodies are left out:
+    /// their own code reads names while the body runs, before later assignments.
+    pub(super) fn replaces_earlier(&self, name: Node, node: Node, scope: ScopeId) -> bool {
+        if self.conditional_depth > 0
+            || !matches!(self.scopes[scope as usize].kind, ScopeKind::Module | ScopeKind::Class)
+        {
+            return false;
+        }
+        let Some(right) = node.field("right") else { return false };
+        !mentions_identifier(right, self.text(name), self.src)
+    }
+
+    /// Marks the binding an import statement just made as replacing the earlier bindings of its
+    /// name, as an assignment does ([`Self::replaces_earlier`]): of `from .x import f` and then
+    /// `from .y import f` only the second is in force afterwards, and a call of `f` reached both.
+    /// An import under `if`/`try` (`except ImportError:` fallbacks, `TYPE_CHECKING`) may not
+    /// have run, and one in a function is read with all of the function's bindings: neither
+    /// replaces.
+    pub(super) fn import_replaces_earlier(&mut self, node: Node, scope: ScopeId) {
+        if self.conditional_depth > 0
+            || !matches!(self.scopes[scope as usize].kind, ScopeKind::Module | ScopeKind::Class)
+        {
+            return;
+        }
+        let sc = self.scope(scope);
+        if let Some(last) = sc.bindings.len().checked_sub(1) {
+            sc.replacing.push((last as u32, line(node)));
+        }
+    }
+
+    /// Marks the binding a `def` or `class` statement just made as replacing the earlier
+    /// bindings of its name, as an assignment or an import does ([`Self::replaces_earlier`]):
+    /// of `from .compat import g` and then `def g(): ...` only the function is in force
+    /// afterwards. Not under `if`/`try`, not in a function body, and not when a decorator reads
+    /// the name (`@x.setter`, `@f.register`): what it makes is built from the earlier binding.
+    pub(super) fn def_replaces_earlier(&mut self, node: Node, outer: Node, name: &str, scope: ScopeId) {
+        if self.conditional_depth > 0
+            || !matches!(self.scopes[scope as usize].kind, ScopeKind::Module | ScopeKind::Class)
+        {
+            return;
+        }
+        let mut cursor = outer.walk();
+        let decorator_reads_name = outer
+            .named_children(&mut cursor)
+            .filter(|c| c.kind() == "decorator")
+            .any(|d| mentions_identifier(d, name, self.src));
+        // `from ..lookups import Transform`, `class IsEmpty(Transform)`, then `class
+        // Transform(...)` (django's gis functions): the body's own code read the earlier binding
+        // while it ran, and the class summaries read bases as the module ends, so that earlier
+        // binding stays in view (both are, as before).
+        if decorator_reads_name || self.scope_code_read(scope, name) {
+            return;
+        }
+        // The name is bound once the statement ran: a class body's own code (`backend =
+        // Templates` in `class Templates`) still reads the earlier binding.
+        let bound_at = node.end_position().row as u32 + 1;
+        let sc = self.scope(scope);
+        if let Some(last) = sc.bindings.len().checked_sub(1) {
+            sc.replacing.push((last as u32, bound_at));
+        }
+    }
+
+    /// Whether the code of `scope` lowered so far (not that of functions in it) read `name`:
+    /// called it, read it or an attribute of it, or named it as a class's base.
+    pub(super) fn scope_code_read(&self, scope: ScopeId, name: &str) -> bool {
+        let sc = &self.scopes[scope as usize];
+        let named = |e: &Expr| root_name(e).is_some_and(|n| n.as_str() == name);
+        sc.accesses.iter().any(|a| !a.write && named(&a.expr))
+            || sc.calls.iter().any(|c| named(&c.callee))
+            || self
+                .scopes
+                .iter()
+                .any(|c| c.kind == ScopeKind::Class && c.parent == Some(scope) && c.bases.iter().any(|(b, _)| named(b)))
+    }
+
+    /// `type Alias = expr` (Python 3.12; also `type Alias[T] = ...`): binds `Alias` as an
+    /// assignment would, to the type it names, so a module-level alias is a variable unit and the
+    /// type expression's names are read like an annotation's.
+    pub(super) fn type_alias(&mut self, node: Node, scope: ScopeId) {
+        let value = match node.field("right") {
+            Some(right) => self.annotation(right, scope),
+            None => Expr::Unknown,
+        };
+        let Some(left) = node.field("left") else { return };
+        // `left` is a `type` node around the name, or around `Alias[T]` (a generic type).
+        let mut name = left;
+        while name.kind() != "identifier" {
+            match name.named_child(0) {
+                Some(child) => name = child,
+                None => return,
+            }
+        }
+        self.bind_target(name, Binding::Value(value), scope, Some(node));
+    }
+
+    pub(super) fn augmented(&mut self, node: Node, stmt: Node, scope: ScopeId) {
+        let value = node.field("right").map(|r| self.expr(r, scope)).unwrap_or(Expr::Unknown);
+        if let Some(left) = node.field("left") {
+            if scope == 0 && self.text(left) == "__all__" {
+                match all_names(self, node.field("right")) {
+                    Some(extra) => self.dunder_all.get_or_insert_with(Vec::new).extend(extra),
+                    None => self.dunder_all_dynamic = true,
+                }
+            }
+            // `x += y` reads x too.
+            if left.kind() == "identifier" || left.kind() == "attribute" {
+                let read = self.chain(left, scope);
+                self.access(scope, read, line(left), false);
+            }
+            let _ = value;
+            self.bind_target(left, Binding::Value(Expr::Unknown), scope, Some(stmt));
+        }
+    }
+
+    /// Binds an assignment target. `stmt` is the statement, when the target can define a unit.
+    pub(super) fn bind_target(&mut self, target: Node, binding: Binding, scope: ScopeId, stmt: Option<Node>) {
+        self.nested((), |l| l.bind_target_inner(target, binding, scope, stmt))
+    }
+
+    pub(super) fn bind_target_inner(&mut self, target: Node, binding: Binding, scope: ScopeId, stmt: Option<Node>) {
+        match target.kind() {
+            "identifier" => {
+                let name = Name::new(self.text(target));
+                self.define_variable(scope, &name, stmt);
+                self.scope(scope).bindings.push((name.clone(), binding));
+                if self.scopes[scope as usize].globals.contains(&name) {
+                    if self.scopes[scope as usize].kind != ScopeKind::Module {
+                        let at = stmt.unwrap_or(target);
+                        self.global_writes.push(GlobalWrite {
+                            name: name.clone(),
+                            start_line: line(at),
+                            end_line: at.end_position().row as u32 + 1,
+                            start_byte: at.start_byte() as u32,
+                            end_byte: at.end_byte() as u32,
+                        });
+                    }
+                    self.access(scope, Expr::Name(name), line(target), true);
+                }
+            }
+            "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" | "expression_list" => {
+                let mut cursor = target.walk();
+                let children: Vec<Node> =
+                    target.named_children(&mut cursor).filter(|c| c.kind() != "comment").collect();
+                // What is unpacked: a nested pattern (`a, (b, c) = ...`) unpacks an element of it.
+                let whole = match binding {
+                    Binding::Value(e) => Some(e),
+                    Binding::Unpack(e, i) => Some(Expr::Element(Box::new(e), i)),
+                    // `for k, v in pairs`: each element of what is iterated is unpacked.
+                    Binding::Iter(e) => Some(Expr::Subscript(Box::new(e))),
+                    _ => None,
+                };
+                let star = children.iter().position(|c| matches!(c.kind(), "list_splat_pattern" | "list_splat"));
+                let count = children.len();
+                for (i, child) in children.into_iter().enumerate() {
+                    let Some(whole) = &whole else {
+                        self.bind_target(child, Binding::Value(Expr::Unknown), scope, stmt);
+                        continue;
+                    };
+                    match star {
+                        Some(s) if i == s => {
+                            // `*rest`: a list of the elements it takes.
+                            let rest = match whole {
+                                Expr::Container(ContainerKind::Tuple | ContainerKind::List, items)
+                                    if items.len() + 1 >= count =>
+                                {
+                                    items[s..items.len() + 1 + s - count].to_vec()
+                                }
+                                _ => vec![Expr::Subscript(Box::new(whole.clone()))],
+                            };
+                            if let Some(inner) = child.named_child(0) {
+                                let rest = Binding::Value(Expr::Container(ContainerKind::List, rest));
+                                self.bind_target(inner, rest, scope, stmt);
+                            }
+                        }
+                        // After `*rest`, positions count from the end.
+                        Some(s) if i > s => {
+                            let element = match whole {
+                                Expr::Container(ContainerKind::Tuple | ContainerKind::List, items)
+                                    if items.len() + 1 >= count =>
+                                {
+                                    Binding::Unpack(whole.clone(), (items.len() + i - count) as u32)
+                                }
+                                _ => Binding::Value(Expr::Subscript(Box::new(whole.clone()))),
+                            };
+                            self.bind_target(child, element, scope, stmt);
+                        }
+                        _ => self.bind_target(child, Binding::Unpack(whole.clone(), i as u32), scope, stmt),
+                    }
+                }
+            }
+            "list_splat_pattern" | "parenthesized_expression" => {
+                if let Some(inner) = target.named_child(0) {
+                    let b = if target.kind() == "list_splat_pattern" { Binding::Value(Expr::Unknown) } else { binding };
+                    self.bind_target(inner, b, scope, stmt);
+                }
+            }
+            "attribute" => {
+                let Some(object) = target.field("object") else {
+                    return;
+                };
+                let Some(attr) = target.field("attribute") else {
+                    return;
+                };
+                let base = self.chain(object, scope);
+                let attr = Name::new(self.text(attr));
+                let value = match binding {
+                    Binding::Value(e) => e,
+                    _ => Expr::Unknown,
+                };
+                let full = Expr::Attr(Box::new(base.clone()), attr.clone());
+                self.access(scope, full, line(target), true);
+                self.attr_store(scope, base, attr, value, false, target, stmt);
+            }
+            "subscript" => {
+                // `registry[key] = func` makes `func` an element of `registry`.
+                let object = target.field("value");
+                let key = target.field("subscript").and_then(|k| self.constant_key(k));
+                if let Some(index) = target.field("subscript") {
+                    self.expr(index, scope);
+                }
+                if let Some(object) = object {
+                    self.expr(object, scope);
+                    let Binding::Value(v) = binding else { return };
+                    let wrap = |key: Option<Name>, inner: Expr| match key {
+                        Some(key) => Expr::Keyed(vec![(key, inner)]),
+                        None => Expr::Container(ContainerKind::Dict, vec![inner]),
+                    };
+                    // `table["a"]["b"] = f` stores `{"a": {"b": f}}` into `table`: one level per
+                    // subscript, down to the name.
+                    // The constant keys from the name inwards (`None` once one is not constant).
+                    let mut path: Option<Vec<Name>> = key.clone().map(|k| vec![k]);
+                    let mut element = wrap(key, v);
+                    let mut container = object;
+                    while container.kind() == "subscript" {
+                        let key = container.field("subscript").and_then(|k| self.constant_key(k));
+                        path = match (path, &key) {
+                            (Some(mut p), Some(k)) => {
+                                p.insert(0, k.clone());
+                                Some(p)
+                            }
+                            _ => None,
+                        };
+                        element = wrap(key, element);
+                        let Some(inner) = container.field("value") else { break };
+                        container = inner;
+                    }
+                    if container.kind() == "identifier" {
+                        // The element joins the container wherever the container lives (often a
+                        // module-level registry mutated from a function).
+                        let name = Name::new(self.text(container));
+                        let owner = self.container_scope(&name, scope);
+                        if let Some(path) = path {
+                            self.overwrite_keys(owner, scope, &name, &[path]);
+                        }
+                        self.bind(owner, &name, Binding::Value(element));
+                    } else if container.kind() == "attribute" {
+                        // `self.adapters[prefix] = adapter`: an element of the attribute.
+                        let object = container.field("object");
+                        let attr = container.field("attribute");
+                        if let (Some(object), Some(attr)) = (object, attr)
+                            && object.kind() == "identifier"
+                        {
+                            let base = Expr::Name(Name::new(self.text(object)));
+                            let attr = Name::new(self.text(attr));
+                            self.attr_store(scope, base, attr, element, true, target, stmt);
+                        }
+                    }
+                }
+            }
+            _ => {
+                self.expr(target, scope);
+            }
+        }
+    }
+
+    /// Records a store into `base.attr` made by assignment target `target` of statement `stmt`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn attr_store(
+        &mut self,
+        scope: ScopeId,
+        base: Expr,
+        attr: Name,
+        value: Expr,
+        element_only: bool,
+        target: Node,
+        stmt: Option<Node>,
+    ) {
+        let stmt = stmt.unwrap_or(target);
+        self.scope(scope).attr_stores.push(AttrStore {
+            base,
+            attr,
+            value,
+            element_only,
+            line: line(target),
+            start_line: line(stmt),
+            end_line: stmt.end_position().row as u32 + 1,
+            start_byte: stmt.start_byte() as u32,
+            end_byte: stmt.end_byte() as u32,
+        });
+    }
+
+    /// `items.append(f)` (and `add`, `appendleft`, `insert(i, f)`, `extend([f, g])`) makes what
+    /// it adds an element of `items`, as `items[k] = f` does: callbacks collected in a list and
+    /// called in a loop. Only a container named by a plain name that is bound somewhere visible.
+    pub(super) fn container_mutation(&mut self, callee: &Expr, args: &[Expr], scope: ScopeId) {
+        let Expr::Attr(base, method) = callee else { return };
+        let Expr::Name(name) = base.as_ref() else { return };
+        if scope == 0 && name == "__all__" {
+            // `__all__.append("x")`, `__all__.extend(["x", "y"])`: literal names are followed.
+            let names: Option<Vec<Name>> = match (method.as_str(), args) {
+                ("append", [Expr::Constant(k)]) if !k.starts_with(INTEGER_KEY) => Some(vec![k.clone()]),
+                ("extend", [Expr::Container(_, items)]) => items
+                    .iter()
+                    .map(|e| match e {
+                        Expr::Constant(k) if !k.starts_with(INTEGER_KEY) => Some(k.clone()),
+                        _ => None,
+                    })
+                    .collect(),
+                ("append" | "extend" | "insert" | "remove" | "__iadd__", _) => None,
+                _ => Some(Vec::new()),
+            };
+            match names {
+                Some(names) => self.dunder_all.get_or_insert_with(Vec::new).extend(names),
+                None => self.dunder_all_dynamic = true,
+            }
+            return;
+        }
+        // `handlers.update({"error": on_error})` stores under those keys, as
+        // `handlers["error"] = on_error` does.
+        if let ("update", [Expr::Keyed(items)]) = (method.as_str(), args) {
+            let is_dict = |e: &Expr| match e {
+                Expr::Keyed(_) | Expr::Container(ContainerKind::Dict, _) => true,
+                Expr::Call(c) => matches!(c.as_ref(), Expr::Name(n) | Expr::Attr(_, n)
+                    if matches!(n.as_str(), "dict" | "defaultdict" | "OrderedDict")),
+                _ => false,
+            };
+            let owner = self.container_scope(name, scope);
+            if self.bound_to(owner, name, is_dict) {
+                let keys: Vec<Vec<Name>> = items.iter().map(|(k, _)| vec![k.clone()]).collect();
+                self.overwrite_keys(owner, scope, &name.clone(), &keys);
+                self.bind(owner, &name.clone(), Binding::Value(Expr::Keyed(items.clone())));
+            }
+            return;
+        }
+        // Calls that move, drop or replace what sits under a key or an index (`pop`, `sort`,
+        // `update` with anything but a dict literal, ...): the items are no longer the ones the
+        // literals wrote where they wrote them, so an item read by key or index falls back to any
+        // element. An empty `Added` says so and adds no element.
+        if matches!(
+            method.as_str(),
+            "pop"
+                | "popitem"
+                | "clear"
+                | "setdefault"
+                | "update"
+                | "remove"
+                | "reverse"
+                | "sort"
+                | "__setitem__"
+                | "__delitem__"
+        ) {
+            let owner = self.container_scope(name, scope);
+            let is_literal = |e: &Expr| matches!(e, Expr::Keyed(_) | Expr::Container(..));
+            if self.bound_to(owner, name, is_literal) {
+                self.bind(owner, &name.clone(), Binding::Value(Expr::Added(Vec::new())));
+            }
+            return;
+        }
+        let added = match (method.as_str(), args) {
+            ("append" | "add" | "appendleft", [v]) => vec![v.clone()],
+            ("insert", [_, v]) => vec![v.clone()],
+            ("extend", [Expr::Container(_, items)]) => items.clone(),
+            ("extend", [other]) => vec![Expr::Subscript(Box::new(other.clone()))],
+            _ => return,
+        };
+        let added: Vec<Expr> = added.into_iter().filter(|e| *e != Expr::Unknown).collect();
+        if added.is_empty() {
+            return;
+        }
+        // Only a name bound to a container (`[]`, `set()`, `deque()`, ...): `group.add(cmd)` on
+        // some other object must not make it a list.
+        let owner = self.container_scope(name, scope);
+        let is_container = |e: &Expr| match e {
+            Expr::Container(..) => true,
+            Expr::Call(c) => matches!(c.as_ref(), Expr::Name(n) | Expr::Attr(_, n)
+                if matches!(n.as_str(), "list" | "set" | "deque" | "defaultdict" | "OrderedDict")),
+            _ => false,
+        };
+        if !self.bound_to(owner, name, is_container) {
+            return;
+        }
+        self.bind(owner, &name.clone(), Binding::Value(Expr::Added(added)));
+    }
+
+    /// Whether `scope` binds `name` to a value `is_kind` accepts (as far as lowered).
+    pub(super) fn bound_to(&self, scope: ScopeId, name: &Name, is_kind: impl Fn(&Expr) -> bool) -> bool {
+        self.scopes[scope as usize]
+            .bindings
+            .iter()
+            .any(|(n, b)| n == name && matches!(b, Binding::Value(e) if is_kind(e)))
+    }
+
+    /// A store under constant keys of the dict `name`, made unconditionally by the code of the
+    /// scope the dict lives in (not from a function that may or may not run, not in a branch or
+    /// loop), replaces what earlier literals of that scope put under those keys: `d["a"] = g`
+    /// after `d = {"a": f}` leaves `g` only (what functions called later see). Not
+    /// flow-sensitive beyond that: a use between the two statements sees `g` as well.
+    /// Each of `paths` is a chain of constant keys (`["a", "b"]` for `d["a"]["b"] = g`).
+    pub(super) fn overwrite_keys(&mut self, owner: ScopeId, scope: ScopeId, name: &Name, paths: &[Vec<Name>]) {
+        fn remove(expr: &mut Expr, path: &[Name]) {
+            let (Expr::Keyed(items), Some((first, rest))) = (expr, path.split_first()) else { return };
+            if rest.is_empty() {
+                items.retain(|(k, _)| k != first);
+            } else {
+                for (k, inner) in items.iter_mut() {
+                    if k == first {
+                        remove(inner, rest);
+                    }
+                }
+            }
+        }
+        if owner != scope || self.conditional_depth > 0 {
+            return;
+        }
+        for (n, b) in self.scopes[owner as usize].bindings.iter_mut() {
+            if n == name
+                && let Binding::Value(e) = b
+            {
+                for path in paths {
+                    remove(e, path);
+                }
+            }
+        }
+    }
+
+    /// The scope whose binding of `name` (as far as lowered) a store into `name[...]` mutates.
+    pub(super) fn container_scope(&self, name: &str, scope: ScopeId) -> ScopeId {
+        let mut s = scope;
+        loop {
+            let sc = &self.scopes[s as usize];
+            if sc.globals.iter().any(|g| g == name) {
+                return 0;
+            }
+            if (s == scope || sc.kind != ScopeKind::Class) && sc.bindings.iter().any(|(n, _)| n == name) {
+                return s;
+            }
+            match sc.parent {
+                Some(p) => s = p,
+                None => return 0,
+            }
+        }
+    }
+
+    /// Module-level and class-level assignments define variable units (once per name).
+    pub(super) fn define_variable(&mut self, scope: ScopeId, name: &str, stmt: Option<Node>) {
+        let Some(stmt) = stmt else { return };
+        if !matches!(self.scopes[scope as usize].kind, ScopeKind::Module | ScopeKind::Class) {
+            return;
+        }
+        let key = (scope, Name::new(name));
+        if self.module_variables.contains_key(&key) {
+            return;
+        }
+        let def = self.push_def(scope, DefKind::Variable, name, stmt, None, None, Vec::new());
+        self.module_variables.insert(key, def);
+    }
+}

@@ -1,0 +1,329 @@
+//! Definitions: decorated functions and classes, their parameters and annotations, the
+//! attributes a class's methods store on `self`, the module variables a `global` statement
+//! writes, and docstrings.
+
+use super::*;
+
+impl<'a> Lowerer<'a> {
+    pub(super) fn decorated(&mut self, node: Node, scope: ScopeId) {
+        let mut decorators = Vec::new();
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        let decorator_count = children.iter().filter(|c| c.kind() == "decorator").count();
+        for child in &children {
+            if child.kind() == "decorator"
+                && let Some(expr_node) = child.named_child(0)
+            {
+                // Decorators run in the enclosing scope: the module or class calls them.
+                let e = self.chain_or_value(expr_node, scope);
+                let callee_span = span(expr_node);
+                // The decorator receives the decorated function (or class) as the decorators
+                // below it made it (they apply innermost first).
+                let below = (decorator_count - decorators.len() - 1) as u32;
+                let decorated = node
+                    .field("definition")
+                    .and_then(|d| d.field("name"))
+                    .map(|n| Expr::Name(Name::new(self.text(n))))
+                    .map(|name| Expr::Decorated(Box::new(name), below));
+                self.scope(scope).calls.push(CallSite {
+                    callee: e.clone(),
+                    callee_span,
+                    line: line(*child),
+                    args: decorated.into_iter().collect(),
+                    keywords: Box::default(),
+                });
+                decorators.push(e);
+            }
+        }
+        if let Some(def) = node.field("definition") {
+            match def.kind() {
+                "function_definition" => self.function(def, node, scope, decorators),
+                "class_definition" => self.class(def, node, scope, decorators),
+                _ => self.statement(def, scope),
+            }
+        }
+    }
+
+    /// The byte range of a def's header: from the decorators to the colon, both trimmed.
+    pub(super) fn header_range(&self, outer: Node, body: Option<Node>) -> (u32, u32) {
+        let end = body.map(|b| b.start_byte()).unwrap_or(outer.end_byte());
+        let raw = self.src.get(outer.start_byte()..end).unwrap_or("");
+        let trimmed = raw.trim_end();
+        let header = trimmed.strip_suffix(':').unwrap_or(trimmed).trim_end();
+        (outer.start_byte() as u32, (outer.start_byte() + header.len()) as u32)
+    }
+
+    pub(super) fn function(&mut self, node: Node, outer: Node, scope: ScopeId, decorators: Vec<Expr>) {
+        let Some(name_node) = node.field("name") else {
+            return;
+        };
+        let name = self.text(name_node);
+        let body = node.field("body");
+        self.check_body(node, body);
+        let kind =
+            if self.scopes[scope as usize].kind == ScopeKind::Class { DefKind::Method } else { DefKind::Function };
+        let signature = Some(self.header_range(outer, body));
+        let docstring = body.and_then(|b| self.docstring(b));
+        let def = self.push_def(scope, kind, name, outer, signature, docstring, decorators);
+        self.bind(scope, name, Binding::Def(def));
+        self.def_replaces_earlier(node, outer, name, scope);
+        if matches!(self.scopes[scope as usize].kind, ScopeKind::Module | ScopeKind::Class) {
+            self.module_variables.insert((scope, Name::new(name)), def);
+        }
+        let inner = self.new_scope(ScopeKind::Function, scope, Some(def));
+        self.defs[def as usize].body = Some(inner);
+        if let Some(params) = node.field("parameters") {
+            self.parameters(params, scope, inner);
+        }
+        if let Some(ret) = node.field("return_type") {
+            let ty = self.annotation(ret, inner);
+            if ty != Expr::Unknown {
+                self.defs[def as usize].return_type = Some(ty);
+            }
+        }
+        if let Some(body) = body {
+            self.body(body, inner);
+        }
+    }
+
+    /// Lowers a parameter list: defaults are evaluated in `outer`, annotations are read by `inner`.
+    pub(super) fn parameters(&mut self, params: Node, outer: ScopeId, inner: ScopeId) {
+        let mut cursor = params.walk();
+        let children: Vec<Node> = params.named_children(&mut cursor).collect();
+        for p in children {
+            let tuple = p.kind() == "tuple_pattern"
+                || (p.kind() == "default_parameter" && p.field("name").is_some_and(|n| n.kind() == "tuple_pattern"));
+            if tuple {
+                self.refuse_python2(p, "a Python 2 tuple parameter (`def f((a, b))`)");
+            }
+            let keywords = p.kind() == "dictionary_splat_pattern"
+                || (p.kind() == "typed_parameter"
+                    && p.named_child(0).is_some_and(|f| f.kind() == "dictionary_splat_pattern"));
+            let (name_node, default, annotation, variadic) = match p.kind() {
+                "identifier" => (Some(p), None, None, false),
+                "default_parameter" => (p.field("name"), p.field("value"), None, false),
+                "typed_default_parameter" => (p.field("name"), p.field("value"), p.field("type"), false),
+                "typed_parameter" => {
+                    let first = p.named_child(0);
+                    let variadic = first.is_some_and(|f| f.kind() != "identifier");
+                    let name = first.map(|f| if f.kind() == "identifier" { f } else { f.named_child(0).unwrap_or(f) });
+                    (name, None, p.field("type"), variadic)
+                }
+                "list_splat_pattern" | "dictionary_splat_pattern" => (p.named_child(0), None, None, true),
+                _ => continue,
+            };
+            let Some(name_node) = name_node else { continue };
+            if name_node.kind() != "identifier" {
+                continue;
+            }
+            let default = default.map(|d| self.expr(d, outer));
+            let annotation = annotation.map(|a| self.annotation(a, inner));
+            let name = Name::new(self.text(name_node));
+            let index = self.scopes[inner as usize].params.len() as u32;
+            self.scope(inner).params.push(Param { name: name.clone(), default, annotation, variadic, keywords });
+            self.scope(inner).bindings.push((name, Binding::Param(index)));
+        }
+    }
+
+    /// Lowers a type annotation: every class it names is read by `scope`; the result is what
+    /// the annotation promises (see [`crate::annotation`]).
+    pub(super) fn annotation(&mut self, node: Node, scope: ScopeId) -> Expr {
+        self.annotation_reads(node, scope);
+        crate::annotation::type_expr(self.text(node))
+    }
+
+    pub(super) fn annotation_reads(&mut self, node: Node, scope: ScopeId) {
+        match node.kind() {
+            "type" => {
+                if let Some(inner) = node.named_child(0) {
+                    self.annotation_reads(inner, scope);
+                }
+            }
+            "identifier" | "attribute" => {
+                self.expr(node, scope);
+            }
+            // A forward reference reads what it names, as the unquoted annotation would.
+            "string" => {
+                if let Some(text) = self.constant_string(node) {
+                    for name in crate::annotation::names_in(text.as_str()) {
+                        self.access(scope, name, line(node), false);
+                    }
+                }
+            }
+            _ => {
+                let mut cursor = node.walk();
+                let mut children: Vec<Node> = node.named_children(&mut cursor).collect();
+                // `Literal['a']` holds values, not names; `Annotated[T, meta]` holds one type.
+                let generic = match node.kind() {
+                    "generic_type" => children.first().copied(),
+                    "subscript" => node.field("value"),
+                    _ => None,
+                };
+                match generic.map(|g| self.text(g).rsplit('.').next().unwrap_or_default()) {
+                    Some("Literal") => children.truncate(1),
+                    Some("Annotated") if node.kind() == "generic_type" => {
+                        // `Annotated` `[T, meta]`: the parameter list's first type only.
+                        let first_type = children.get(1).and_then(|params| params.named_child(0));
+                        children.truncate(1);
+                        children.extend(first_type);
+                    }
+                    Some("Annotated") => children.truncate(2),
+                    _ => {}
+                }
+                for child in children {
+                    self.annotation_reads(child, scope);
+                }
+            }
+        }
+    }
+
+    pub(super) fn class(&mut self, node: Node, outer: Node, scope: ScopeId, decorators: Vec<Expr>) {
+        let Some(name_node) = node.field("name") else {
+            return;
+        };
+        let name = self.text(name_node);
+        let body = node.field("body");
+        self.check_body(node, body);
+        let signature = Some(self.header_range(outer, body));
+        let docstring = body.and_then(|b| self.docstring(b));
+        let def = self.push_def(scope, DefKind::Class, name, outer, signature, docstring, decorators);
+        let inner = self.new_scope(ScopeKind::Class, scope, Some(def));
+        self.defs[def as usize].body = Some(inner);
+        if let Some(args) = node.field("superclasses") {
+            let mut cursor = args.walk();
+            let children: Vec<Node> = args.named_children(&mut cursor).collect();
+            for arg in children {
+                match arg.kind() {
+                    "keyword_argument" => {
+                        if let Some(v) = arg.field("value") {
+                            self.expr(v, scope);
+                        }
+                    }
+                    "comment" => {}
+                    "subscript" if arg.field("value").is_some() => {
+                        // `Base[str]`: a generic base; the class inherits from `Base`.
+                        let mut cursor = arg.walk();
+                        let subs: Vec<Node> = arg.children_by_field_name("subscript", &mut cursor).collect();
+                        for sub in subs {
+                            self.expr(sub, scope);
+                        }
+                        if let Some(value) = arg.field("value") {
+                            let base = self.chain_or_value(value, scope);
+                            self.scope(inner).bases.push((base, line(arg)));
+                        }
+                    }
+                    _ => {
+                        let base = self.chain_or_value(arg, scope);
+                        self.scope(inner).bases.push((base, line(arg)));
+                    }
+                }
+            }
+        }
+        self.bind(scope, name, Binding::Def(def));
+        self.def_replaces_earlier(node, outer, name, scope);
+        if matches!(self.scopes[scope as usize].kind, ScopeKind::Module | ScopeKind::Class) {
+            self.module_variables.insert((scope, Name::new(name)), def);
+        }
+        if let Some(body) = body {
+            self.body(body, inner);
+        }
+        self.instance_attributes(inner);
+    }
+
+    /// A global a function creates (`global CONFIG` then `CONFIG = load()`) is a module variable
+    /// like one assigned at the top level: it gets a unit (at its first such assignment) and a
+    /// module binding of unknown value, so that other functions' reads and other modules'
+    /// imports of it resolve. Names the module binds itself keep their own binding and unit.
+    pub(super) fn define_global_writes(&mut self) {
+        for write in std::mem::take(&mut self.global_writes) {
+            let key = (0, write.name.clone());
+            if self.module_variables.contains_key(&key) || self.scopes[0].bindings.iter().any(|(n, _)| *n == write.name)
+            {
+                continue;
+            }
+            let path = self.unique_path(0, &write.name);
+            let parent = self.owner_def(0);
+            self.defs.push(Def {
+                kind: DefKind::Variable,
+                name: write.name.clone(),
+                path,
+                parent,
+                body: None,
+                start_line: write.start_line,
+                end_line: write.end_line,
+                start_byte: write.start_byte,
+                end_byte: write.end_byte,
+                header: None,
+                docstring: None,
+                decorators: Box::default(),
+                return_type: None,
+                // It exists only once the function ran.
+                conditional: true,
+            });
+            self.module_variables.insert(key, (self.defs.len() - 1) as DefId);
+            self.scopes[0].bindings.push((write.name, Binding::Value(Expr::Unknown)));
+        }
+    }
+
+    /// Turns `self.x = ...` in the methods of a class into variable units of the class, unless
+    /// the class body already defines `x`.
+    pub(super) fn instance_attributes(&mut self, class_scope: ScopeId) {
+        let method_scopes: Vec<ScopeId> = (0..self.scopes.len() as ScopeId)
+            .filter(|&s| {
+                let sc = &self.scopes[s as usize];
+                sc.kind == ScopeKind::Function && sc.parent == Some(class_scope)
+            })
+            .collect();
+        for ms in method_scopes {
+            let Some(self_name) = self.scopes[ms as usize].params.first().map(|p| p.name.clone()) else {
+                continue;
+            };
+            let stores: Vec<AttrStore> = self.scopes[ms as usize]
+                .attr_stores
+                .iter()
+                .filter(|s| s.base == Expr::Name(self_name.clone()) && !s.element_only)
+                .cloned()
+                .collect();
+            for store in stores {
+                let key = (class_scope, store.attr.clone());
+                if self.module_variables.contains_key(&key) {
+                    continue;
+                }
+                let path = self.unique_path(class_scope, &store.attr);
+                let parent = self.scopes[class_scope as usize].def;
+                self.defs.push(Def {
+                    kind: DefKind::Variable,
+                    name: store.attr.clone(),
+                    path,
+                    parent,
+                    body: None,
+                    start_line: store.start_line,
+                    end_line: store.end_line,
+                    start_byte: store.start_byte,
+                    end_byte: store.end_byte,
+                    header: None,
+                    docstring: None,
+                    decorators: Box::default(),
+                    return_type: None,
+                    conditional: false,
+                });
+                let id = (self.defs.len() - 1) as DefId;
+                self.module_variables.insert(key, id);
+            }
+        }
+    }
+
+    /// The byte range of the docstring literal of a body, if it has one.
+    pub(super) fn docstring(&self, body: Node) -> Option<(u32, u32)> {
+        let mut cursor = body.walk();
+        let first = body.named_children(&mut cursor).find(|n| n.kind() != "comment")?;
+        if first.kind() != "expression_statement" {
+            return None;
+        }
+        let string = first.named_child(0)?;
+        if string.kind() != "string" || first.named_child_count() != 1 {
+            return None;
+        }
+        Some(span(string))
+    }
+}

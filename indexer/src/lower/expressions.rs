@@ -1,0 +1,619 @@
+//! Expressions: reads and writes of names and attributes, call chains, constants, values
+//! (containers, comprehensions, lambdas), and `match` patterns.
+
+use super::*;
+
+impl<'a> Lowerer<'a> {
+    pub(super) fn access(&mut self, scope: ScopeId, expr: Expr, line: u32, write: bool) {
+        self.scope(scope).accesses.push(Access { expr, line, write });
+    }
+
+    /// Lowers an expression that is read: names and attribute chains are recorded as accesses.
+    pub(super) fn expr(&mut self, node: Node, scope: ScopeId) -> Expr {
+        match node.kind() {
+            "identifier" | "attribute" => {
+                let e = self.chain(node, scope);
+                self.access(scope, e.clone(), line(node), false);
+                e
+            }
+            _ => self.value(node, scope),
+        }
+    }
+
+    /// Lowers a name or attribute chain without recording the chain itself as an access (the
+    /// caller records it as a call, a base class, a store target, ...).
+    pub(super) fn chain(&mut self, node: Node, scope: ScopeId) -> Expr {
+        match node.kind() {
+            "identifier" => Expr::Name(Name::new(self.text(node))),
+            "attribute" => self.nested(Expr::Unknown, |l| l.attribute_chain(node, scope)),
+            _ => self.value(node, scope),
+        }
+    }
+
+    pub(super) fn attribute_chain(&mut self, node: Node, scope: ScopeId) -> Expr {
+        match node.kind() {
+            "attribute" => {
+                let object = node.field("object");
+                let attr = node.field("attribute").map(|a| Name::new(self.text(a)));
+                match (object, attr) {
+                    (Some(object), Some(attr)) => {
+                        let object = match self.narrowed_object(object, scope) {
+                            Some(narrowed) => narrowed,
+                            None => self.chain(object, scope),
+                        };
+                        Expr::Attr(Box::new(object), attr)
+                    }
+                    _ => Expr::Unknown,
+                }
+            }
+            _ => self.value(node, scope),
+        }
+    }
+
+    pub(super) fn chain_or_value(&mut self, node: Node, scope: ScopeId) -> Expr {
+        self.chain(node, scope)
+    }
+
+    /// A constant dict key: a plain string literal as its text, an integer literal as its value
+    /// marked apart (`1` and `0x1` are one key, `"1"` another).
+    pub(super) fn constant_key(&self, node: Node) -> Option<Name> {
+        if node.kind() != "integer" {
+            return self.constant_string(node);
+        }
+        let digits = self.text(node).replace('_', "");
+        let lower = digits.to_ascii_lowercase();
+        let value = if let Some(hex) = lower.strip_prefix("0x") {
+            i128::from_str_radix(hex, 16)
+        } else if let Some(oct) = lower.strip_prefix("0o") {
+            i128::from_str_radix(oct, 8)
+        } else if let Some(bin) = lower.strip_prefix("0b") {
+            i128::from_str_radix(bin, 2)
+        } else {
+            lower.parse::<i128>()
+        };
+        value.ok().map(|v| Name::new(&format!("{INTEGER_KEY}{v}")))
+    }
+
+    /// The value of a plain string literal (no interpolation, no concatenation).
+    pub(super) fn constant_string(&self, node: Node) -> Option<Name> {
+        if node.kind() != "string" {
+            return None;
+        }
+        let mut cursor = node.walk();
+        if node.named_children(&mut cursor).any(|c| c.kind() == "interpolation" || c.kind() == "escape_sequence") {
+            return None;
+        }
+        let text = self.text(node);
+        let body = text.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+        ["\"\"\"", "'''", "\"", "'"]
+            .iter()
+            .find_map(|q| body.strip_prefix(q).and_then(|b| b.strip_suffix(q)))
+            .map(Name::new)
+    }
+
+    pub(super) fn value(&mut self, node: Node, scope: ScopeId) -> Expr {
+        self.nested(Expr::Unknown, |l| l.value_inner(node, scope))
+    }
+
+    /// Runs `lower` one level deeper, or, past [`MAX_NESTING`] levels, counts the cut and gives
+    /// `cut` instead. Every recursion of lowering goes through here (expressions, attribute
+    /// chains, chained assignments, nested targets, statements), so that no file can exhaust the
+    /// stack: tree-sitter parses any depth, and a file of 10,000 chained assignment targets or
+    /// attribute links (`v0 = v1 = ... = 1`) used to overflow it and kill the process.
+    pub(super) fn nested<R>(&mut self, cut: R, lower: impl FnOnce(&mut Self) -> R) -> R {
+        if self.nesting >= MAX_NESTING {
+            self.too_deep += 1;
+            self.refusal(self.statement_start, "nested too deeply to index");
+            return cut;
+        }
+        self.nesting += 1;
+        let lowered = lower(self);
+        self.nesting -= 1;
+        lowered
+    }
+
+    pub(super) fn value_inner(&mut self, node: Node, scope: ScopeId) -> Expr {
+        match node.kind() {
+            "identifier" | "attribute" => self.expr(node, scope),
+            "call" => {
+                let callee_node = node.field("function");
+                let callee = callee_node.map(|f| self.chain(f, scope)).unwrap_or(Expr::Unknown);
+                let callee_span = callee_node.map(span).unwrap_or((0, 0));
+                let mut args = Vec::new();
+                let mut keywords = Vec::new();
+                if let Some(arguments) = node.field("arguments") {
+                    if arguments.kind() == "generator_expression" {
+                        args.push(flow_only(self.value(arguments, scope)));
+                    } else {
+                        args.reserve_exact(arguments.named_child_count());
+                        let mut cursor = arguments.walk();
+                        let children: Vec<Node> = arguments.named_children(&mut cursor).collect();
+                        // After `*rest` the positions of later arguments are unknown.
+                        let mut positions_known = true;
+                        for arg in children {
+                            match arg.kind() {
+                                "keyword_argument" => {
+                                    let name = arg.field("name").map(|n| Name::new(self.text(n)));
+                                    let value = arg.field("value").map(|v| self.expr(v, scope));
+                                    if let (Some(name), Some(value)) = (name, value) {
+                                        // Only what can carry a callable or an instance flows.
+                                        if is_flow_worthy(&value) {
+                                            keywords.push((name, value));
+                                        }
+                                    }
+                                }
+                                "comment" => {}
+                                "list_splat" | "dictionary_splat" => {
+                                    // Read (the names in it are used), but it has no position:
+                                    // `f(*pre, cb)` does not pass `cb` second, nor `f(**kw)` first.
+                                    self.expr(arg, scope);
+                                    positions_known &= arg.kind() == "dictionary_splat";
+                                }
+                                _ => {
+                                    let value = self.expr(arg, scope);
+                                    if positions_known {
+                                        args.push(flow_only(value));
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                self.finish_call(node, callee, callee_span, args, keywords, scope)
+            }
+            "subscript" => {
+                let value = node.field("value").map(|v| self.expr(v, scope));
+                let mut cursor = node.walk();
+                let subs: Vec<Node> = node.children_by_field_name("subscript", &mut cursor).collect();
+                let key = if subs.len() == 1 { self.constant_key(subs[0]) } else { None };
+                let named_key = match subs.as_slice() {
+                    [only] if only.kind() == "identifier" => Some(Expr::Name(Name::new(self.text(*only)))),
+                    _ => None,
+                };
+                // `seq[a:b]`: a slice (see `Expr::Slice`).
+                let slice_start = match subs.as_slice() {
+                    [only] if only.kind() == "slice" => Some(self.slice_start(*only)),
+                    _ => None,
+                };
+                for s in subs {
+                    self.expr(s, scope);
+                }
+                if let Some(start) = slice_start {
+                    return match value {
+                        Some(v) => Expr::Slice(Box::new(v), start),
+                        None => Expr::Unknown,
+                    };
+                }
+                match (value, key, named_key) {
+                    (Some(v), Some(key), _) => Expr::Item(Box::new(v), key),
+                    (Some(v), None, Some(name)) => Expr::ItemAt(Box::new(v), Box::new(name)),
+                    // A key that is neither a constant nor a name (`t[i + 1]`, `t[h.k]`): an
+                    // item under a key nothing knows. Not `Subscript`, which stands for an
+                    // element of what iterating gives (`for a, b in x`, `*rest`, `yield from`).
+                    (Some(v), None, None) => Expr::ItemAt(Box::new(v), Box::new(Expr::Unknown)),
+                    (None, ..) => Expr::Unknown,
+                }
+            }
+            "parenthesized_expression" => match node.named_child(0) {
+                Some(inner) => self.expr(inner, scope),
+                None => Expr::Unknown,
+            },
+            "list" | "tuple" | "set" | "expression_list" | "pattern_list" => {
+                let kind = match node.kind() {
+                    "list" => ContainerKind::List,
+                    "set" => ContainerKind::Set,
+                    _ => ContainerKind::Tuple,
+                };
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                let elements =
+                    children.into_iter().filter(|c| c.kind() != "comment").map(|c| self.expr(c, scope)).collect();
+                Expr::Container(kind, elements)
+            }
+            "dictionary" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                let mut values = Vec::new();
+                let mut keyed = Vec::new();
+                let mut all_constant = true;
+                for child in children {
+                    if child.kind() == "pair" {
+                        let key = child.field("key").and_then(|k| self.constant_key(k));
+                        if let Some(k) = child.field("key") {
+                            self.expr(k, scope);
+                        }
+                        if let Some(v) = child.field("value") {
+                            let value = self.expr(v, scope);
+                            match key {
+                                Some(key) => keyed.push((key, value.clone())),
+                                None => all_constant = false,
+                            }
+                            values.push(value);
+                        }
+                    } else if child.kind() != "comment" {
+                        all_constant = false;
+                        self.expr(child, scope);
+                    }
+                }
+                if all_constant && !keyed.is_empty() {
+                    Expr::Keyed(keyed)
+                } else {
+                    Expr::Container(ContainerKind::Dict, values)
+                }
+            }
+            "lambda" => {
+                let parent = self.owner_def(scope);
+                let header_end = node
+                    .field("parameters")
+                    .map_or(node.start_byte() + "lambda".len(), |p| p.end_byte())
+                    .min(node.end_byte());
+                self.defs.push(Def {
+                    kind: DefKind::Lambda,
+                    // Named once all lambdas are known (`name_lambdas`).
+                    name: Name::new("<lambda>"),
+                    path: Name::new("<lambda>"),
+                    parent,
+                    body: None,
+                    start_line: node.start_position().row as u32 + 1,
+                    end_line: node.end_position().row as u32 + 1,
+                    start_byte: node.start_byte() as u32,
+                    end_byte: node.end_byte() as u32,
+                    header: Some((node.start_byte() as u32, header_end as u32)),
+                    docstring: None,
+                    decorators: Box::default(),
+                    return_type: None,
+                    conditional: self.conditional_depth > 0,
+                });
+                let def = (self.defs.len() - 1) as DefId;
+                let inner = self.new_scope(ScopeKind::Anonymous, scope, Some(def));
+                self.defs[def as usize].body = Some(inner);
+                if let Some(params) = node.field("parameters") {
+                    self.parameters(params, scope, inner);
+                }
+                if let Some(body) = node.field("body") {
+                    let ret = self.expr(body, inner);
+                    self.scope(inner).returns.push(ret);
+                }
+                Expr::Lambda(inner)
+            }
+            "conditional_expression" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                let mut options = Vec::new();
+                for (i, child) in children.into_iter().enumerate() {
+                    let e = self.expr(child, scope);
+                    if i != 1 {
+                        options.push(e);
+                    }
+                }
+                Expr::Union(options)
+            }
+            // Chains of one operator are nested one level per operator, leftmost deepest:
+            // walked down their left spine, not recursively (generated code has thousands).
+            "boolean_operator" | "binary_operator" => {
+                let kind = node.kind();
+                let mut operands = Vec::new();
+                let mut all_plus = true;
+                let mut current = Some(node);
+                while let Some(n) = current {
+                    if n.kind() != kind {
+                        operands.push(n);
+                        break;
+                    }
+                    all_plus &= n.field("operator").is_some_and(|o| o.kind() == "+");
+                    operands.extend(n.field("right"));
+                    current = n.field("left");
+                }
+                operands.reverse();
+                let values: Vec<Expr> = operands.into_iter().map(|n| self.expr(n, scope)).collect();
+                if kind == "boolean_operator" {
+                    // `a or b` is one of them.
+                    return Expr::Union(values);
+                }
+                // `steps + [f]`: with a literal list or tuple among the operands, `+` joins
+                // sequences; the result has every operand's elements. Otherwise `a + b` is a new
+                // value of unknown type (a number, a string, ...).
+                let joined = values.iter().find_map(|v| match v {
+                    Expr::Container(kind @ (ContainerKind::List | ContainerKind::Tuple), _) => Some(*kind),
+                    _ => None,
+                });
+                match joined {
+                    Some(kind) if all_plus => {
+                        Expr::Container(kind, values.into_iter().map(|v| Expr::Subscript(Box::new(v))).collect())
+                    }
+                    _ => Expr::Unknown,
+                }
+            }
+            "await" => match node.named_child(0) {
+                Some(inner) => self.expr(inner, scope),
+                None => Expr::Unknown,
+            },
+            "string" | "concatenated_string" => {
+                self.walk_children(node, scope);
+                let text = self.text(node);
+                let prefix: String = text.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+                if text.starts_with('`') {
+                    self.refuse_python2(node, "Python 2 backquotes");
+                } else if prefix.to_ascii_lowercase().contains("ur") {
+                    self.refuse_python2(node, "a Python 2 `ur` string prefix");
+                }
+                if prefix.contains(['b', 'B']) {
+                    Expr::Literal("bytes")
+                } else {
+                    self.constant_key(node).map(Expr::Constant).unwrap_or(Expr::Literal("str"))
+                }
+            }
+            "integer" => {
+                let text = self.text(node);
+                if text.ends_with(['l', 'L']) {
+                    self.refuse_python2(node, "a Python 2 long integer (`10L`)");
+                } else if text.ends_with(['j', 'J']) {
+                    // An imaginary literal: `0777j` is Python 3.
+                } else if text.len() > 1
+                    && text.starts_with('0')
+                    && text[1..].trim_start_matches('_').starts_with(|c: char| c.is_ascii_digit())
+                {
+                    // `00` and `0_0` are zero; `0777`, `0_7` and `09` are Python 2 octal (or no
+                    // number at all).
+                    if text.bytes().any(|b| b != b'0' && b != b'_') {
+                        self.refuse_python2(node, "a Python 2 octal integer (`0777`)");
+                    }
+                }
+                self.constant_key(node).map(Expr::Constant).unwrap_or(Expr::Literal("int"))
+            }
+            "float" => Expr::Literal("float"),
+            "true" | "false" => Expr::Literal("bool"),
+            "none" => Expr::Literal("NoneType"),
+            "list_comprehension" | "set_comprehension" | "dictionary_comprehension" | "generator_expression" => {
+                self.comprehension(node, scope)
+            }
+            "named_expression" => {
+                let value = node.field("value").map(|v| self.expr(v, scope)).unwrap_or(Expr::Unknown);
+                if let Some(name) = node.field("name") {
+                    // `:=` in a comprehension binds in the scope around it (PEP 572); at module
+                    // or class level it defines a variable unit like any assignment.
+                    let mut target_scope = scope;
+                    while self.scopes[target_scope as usize].kind == ScopeKind::Anonymous
+                        && self.scopes[target_scope as usize].def.is_none()
+                    {
+                        match self.scopes[target_scope as usize].parent {
+                            Some(p) => target_scope = p,
+                            None => break,
+                        }
+                    }
+                    // What the value reads through the comprehension's own names means nothing
+                    // outside it.
+                    let bound_inside = |n: &str| {
+                        let mut s = scope;
+                        while s != target_scope {
+                            if self.scopes[s as usize].bindings.iter().any(|(b, _)| b.as_str() == n) {
+                                return true;
+                            }
+                            match self.scopes[s as usize].parent {
+                                Some(p) => s = p,
+                                None => break,
+                            }
+                        }
+                        false
+                    };
+                    let kept = if target_scope != scope && mentions_name(&value, &bound_inside) {
+                        Expr::Unknown
+                    } else {
+                        value.clone()
+                    };
+                    self.bind_target(name, Binding::Value(kept), target_scope, Some(node));
+                }
+                value
+            }
+            "yield" => {
+                let values = self.named_exprs(node, scope);
+                let is_from = {
+                    let mut cursor = node.walk();
+                    node.children(&mut cursor).any(|c| c.kind() == "from")
+                };
+                for v in values {
+                    let v = if is_from { Expr::Subscript(Box::new(v)) } else { v };
+                    self.scope(scope).yields.push(v);
+                }
+                Expr::Unknown
+            }
+            "interpolation" => {
+                self.walk_children(node, scope);
+                Expr::Unknown
+            }
+            "comparison_operator" => {
+                if node.children(&mut node.walk()).any(|c| c.kind() == "<>") {
+                    self.refuse_python2(node, "the Python 2 operator `<>`");
+                }
+                self.walk_children(node, scope);
+                Expr::Unknown
+            }
+            _ => {
+                self.walk_children(node, scope);
+                Expr::Unknown
+            }
+        }
+    }
+
+    /// A `case` pattern: names it captures are bound (`case [x, *rest]`, `case {"k": v}`,
+    /// `case Point() as p`: `p` is a `Point`), dotted names are values it reads (`case
+    /// Color.RED`), and a class pattern's class is read (`case Point(x=0)`).
+    pub(super) fn pattern(&mut self, node: Node, scope: ScopeId) {
+        match node.kind() {
+            "dotted_name" => {
+                let chain = self.dotted(node);
+                match &chain {
+                    Expr::Name(n) if n == "_" => {}
+                    Expr::Name(n) => {
+                        let name = n.to_string();
+                        self.bind(scope, &name, Binding::Value(Expr::Unknown));
+                    }
+                    _ => self.access(scope, chain, line(node), false),
+                }
+            }
+            "class_pattern" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for (i, child) in children.into_iter().enumerate() {
+                    if i == 0 && child.kind() == "dotted_name" {
+                        let class = self.dotted(child);
+                        self.access(scope, class, line(child), false);
+                    } else {
+                        self.pattern(child, scope);
+                    }
+                }
+            }
+            "as_pattern" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                let mut value = Expr::Unknown;
+                for child in children {
+                    if matches!(child.kind(), "identifier" | "as_pattern_target") {
+                        let alias = child.named_child(0).filter(|c| c.kind() == "identifier").unwrap_or(child);
+                        let name = self.text(alias).to_string();
+                        self.bind(scope, &name, Binding::Value(value.clone()));
+                    } else {
+                        // `case Point() as p`: `p` is an instance of the class matched.
+                        value = match child.kind() {
+                            "case_pattern" => child
+                                .named_child(0)
+                                .filter(|c| c.kind() == "class_pattern")
+                                .and_then(|c| c.named_child(0))
+                                .filter(|c| c.kind() == "dotted_name")
+                                .map(|c| Expr::Instance(Box::new(self.dotted(c))))
+                                .unwrap_or(Expr::Unknown),
+                            _ => Expr::Unknown,
+                        };
+                        self.pattern(child, scope);
+                    }
+                }
+            }
+            "splat_pattern" => {
+                if let Some(name) = node.named_child(0).filter(|c| c.kind() == "identifier") {
+                    let name = self.text(name).to_string();
+                    if name != "_" {
+                        self.bind(scope, &name, Binding::Value(Expr::Unknown));
+                    }
+                }
+            }
+            // `Point(x=px)`: the keyword names an attribute, the pattern after it may capture.
+            "keyword_pattern" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for child in children.into_iter().skip(1) {
+                    self.pattern(child, scope);
+                }
+            }
+            "case_pattern" | "list_pattern" | "tuple_pattern" | "union_pattern" | "dict_pattern" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    self.pattern(child, scope);
+                }
+            }
+            // Literals, `None`, strings: nothing to bind or read.
+            _ => {}
+        }
+    }
+
+    /// A `def` or `class` without a statement in its body (`def a():` followed by `def b():`
+    /// at the same indentation, half-typed): Python rejects it, tree-sitter accepts it without an
+    /// error node. It counts as a parse error of the file.
+    pub(super) fn check_body(&mut self, definition: Node, body: Option<Node>) {
+        // Already counted by tree-sitter's own error and missing nodes.
+        if definition.has_error() {
+            return;
+        }
+        let has_statement = body.is_some_and(|b| {
+            let mut cursor = b.walk();
+
+            b.named_children(&mut cursor).any(|c| c.kind() != "comment")
+        });
+        if !has_statement {
+            self.empty_bodies += 1;
+            if !self.repaired {
+                self.refusal(definition.start_byte(), "a block with no statement");
+            }
+        }
+    }
+
+    /// `a.b.c` written as a `dotted_name` node, as the attribute chain it reads.
+    pub(super) fn dotted(&self, node: Node) -> Expr {
+        let mut cursor = node.walk();
+        let mut chain: Option<Expr> = None;
+        for part in node.named_children(&mut cursor).filter(|c| c.kind() == "identifier") {
+            let name = Name::new(self.text(part));
+            chain = Some(match chain {
+                None => Expr::Name(name),
+                Some(base) => Expr::Attr(Box::new(base), name),
+            });
+        }
+        chain.unwrap_or(Expr::Unknown)
+    }
+
+    pub(super) fn walk_children(&mut self, node: Node, scope: ScopeId) {
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        for child in children {
+            match child.kind() {
+                "comment" | "string_start" | "string_content" | "string_end" | "escape_sequence" => {}
+                kind if is_statement_like(kind) => self.statement(child, scope),
+                _ => {
+                    self.expr(child, scope);
+                }
+            }
+        }
+    }
+
+    pub(super) fn comprehension(&mut self, node: Node, scope: ScopeId) -> Expr {
+        let inner = self.new_scope(ScopeKind::Anonymous, scope, None);
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        let mut first_clause = true;
+        for child in &children {
+            match child.kind() {
+                "for_in_clause" => {
+                    // The first iterable is evaluated in the enclosing scope.
+                    let eval_scope = if first_clause { scope } else { inner };
+                    first_clause = false;
+                    let mut c2 = child.walk();
+                    let rights: Vec<Node> = child.children_by_field_name("right", &mut c2).collect();
+                    let mut iter = Expr::Unknown;
+                    for r in rights {
+                        iter = self.expr(r, eval_scope);
+                        let is_async = child.child(0).is_some_and(|c| c.kind() == "async");
+                        self.scope(eval_scope).iterations.push((iter.clone(), line(r), is_async));
+                    }
+                    if let Some(left) = child.field("left") {
+                        self.bind_target(left, Binding::Iter(iter), inner, None);
+                    }
+                }
+                "if_clause" => {
+                    let mut c2 = child.walk();
+                    let conds: Vec<Node> = child.named_children(&mut c2).collect();
+                    for c in conds {
+                        self.expr(c, inner);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let body = node.field("body");
+        let element = match body {
+            Some(b) if b.kind() == "pair" => {
+                if let Some(k) = b.field("key") {
+                    self.expr(k, inner);
+                }
+                b.field("value").map(|v| self.expr(v, inner)).unwrap_or(Expr::Unknown)
+            }
+            Some(b) => self.expr(b, inner),
+            None => Expr::Unknown,
+        };
+        let kind = match node.kind() {
+            "set_comprehension" => ContainerKind::Set,
+            "dictionary_comprehension" => ContainerKind::Dict,
+            _ => ContainerKind::List,
+        };
+        Expr::Container(kind, vec![element])
+    }
+}

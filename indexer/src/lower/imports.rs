@@ -1,0 +1,92 @@
+//! Import statements: the names `import` and `from ... import` bind.
+
+use super::*;
+
+impl<'a> Lowerer<'a> {
+    /// A name clause of an import statement (`a.b` or `a.b as c`): the dotted name, normalised,
+    /// and the alias if any.
+    pub(super) fn imported_name(&self, n: Node) -> (String, Option<&'a str>) {
+        let (name, alias) = match n.kind() {
+            "aliased_import" => {
+                (n.field("name").map(|x| self.text(x)).unwrap_or(""), n.field("alias").map(|x| self.text(x)))
+            }
+            _ => (self.text(n), None),
+        };
+        (normalise_dotted(name), alias)
+    }
+
+    pub(super) fn import(&mut self, node: Node, scope: ScopeId) {
+        let mut cursor = node.walk();
+        let names: Vec<Node> = node.children_by_field_name("name", &mut cursor).collect();
+        for n in names {
+            let (module, alias) = self.imported_name(n);
+            if module.is_empty() {
+                continue;
+            }
+            match alias {
+                Some(alias) => self.bind(
+                    scope,
+                    alias,
+                    Binding::Import(Import::Module { module: ModuleRef { level: 0, name: Name::new(&module) } }),
+                ),
+                None => {
+                    let first = Name::new(module.split('.').next().unwrap_or(&module));
+                    self.scope(scope).bindings.push((
+                        first.clone(),
+                        Binding::Import(Import::Module { module: ModuleRef { level: 0, name: first } }),
+                    ));
+                }
+            }
+            self.import_replaces_earlier(node, scope);
+            self.scope(scope).imports.push(ImportStmt {
+                line: line(node),
+                module: ModuleRef { level: 0, name: Name::new(&module) },
+                names: Box::default(),
+                is_from: false,
+            });
+        }
+    }
+
+    pub(super) fn import_from(&mut self, node: Node, scope: ScopeId) {
+        let Some(module_node) = node.field("module_name") else {
+            return;
+        };
+        let module = if module_node.kind() == "relative_import" {
+            let mut level = 0;
+            let mut name = String::new();
+            let mut cursor = module_node.walk();
+            for child in module_node.named_children(&mut cursor) {
+                match child.kind() {
+                    "import_prefix" => level = self.text(child).chars().filter(|&c| c == '.').count() as u32,
+                    "dotted_name" => name = normalise_dotted(self.text(child)),
+                    _ => {}
+                }
+            }
+            ModuleRef { level, name: Name::new(&name) }
+        } else {
+            ModuleRef { level: 0, name: Name::new(&normalise_dotted(self.text(module_node))) }
+        };
+        let mut names = Vec::new();
+        let mut cursor = node.walk();
+        let name_nodes: Vec<Node> = node.children_by_field_name("name", &mut cursor).collect();
+        for n in name_nodes {
+            let (name, alias) = self.imported_name(n);
+            if name.is_empty() {
+                continue;
+            }
+            let name = Name::new(&name);
+            let local = alias.map(Name::new).unwrap_or_else(|| name.clone());
+            self.scope(scope)
+                .bindings
+                .push((local, Binding::Import(Import::Name { module: module.clone(), name: name.clone() })));
+            self.import_replaces_earlier(node, scope);
+            names.push(name);
+        }
+        let mut cursor = node.walk();
+        if node.named_children(&mut cursor).any(|c| c.kind() == "wildcard_import") {
+            names.push(Name::new("*"));
+        }
+        let names = names.into_boxed_slice();
+        self.scope(scope).imports.push(ImportStmt { line: line(node), module, names, is_from: true });
+    }
+}

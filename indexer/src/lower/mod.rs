@@ -1,0 +1,1370 @@
+//! The tree-sitter frontend: parses a Python file and lowers the tree to [`FileSyntax`].
+//!
+//! One walk over the tree records, per scope, what binds which name, what is called, what is read
+//! and which attributes are stored, as small [`Expr`] trees. Nothing here resolves a name: that
+//! needs other files and is done by [`crate::resolve`].
+//!
+//! This module holds the parsing (with the trees kept for incremental reparsing), the
+//! scopes and the [`Lowerer`]'s state; the walk is split by what it lowers: `statements`,
+//! `definitions` (functions and classes), `assignments` (and calls' values), `imports`,
+//! `expressions`, `narrowing` (`isinstance` tests), and `recovery` (a file with syntax errors).
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+use tree_sitter::{Node, Parser, Tree};
+
+use crate::syntax::*;
+
+mod assignments;
+mod definitions;
+mod expressions;
+mod imports;
+mod narrowing;
+mod recovery;
+mod statements;
+
+use recovery::*;
+
+thread_local! {
+    static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
+}
+
+/// Parses `text` with tree-sitter-python. Returns `None` only if the grammar cannot be loaded,
+/// which is a build defect, never a property of the input.
+pub fn parse(text: &str) -> Option<Tree> {
+    parse_with(text, None)
+}
+
+/// Parses `text`, reusing the unchanged parts of `old` (already told about the edit).
+fn parse_with(text: &str, old: Option<&Tree>) -> Option<Tree> {
+    PARSER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(new_parser()?);
+        }
+        let parser = slot.as_mut()?;
+        // A UTF-8 byte order mark, which Python skips, is an error to tree-sitter: parse what
+        // follows it. Byte offsets and lines stay those of the file.
+        let after_bom = text.strip_prefix('\u{feff}').map(|rest| text.len() - rest.len());
+        if let Some(start) = after_bom {
+            let range = tree_sitter::Range {
+                start_byte: start,
+                end_byte: text.len(),
+                start_point: tree_sitter::Point { row: 0, column: start },
+                end_point: end_point(text),
+            };
+            parser.set_included_ranges(&[range]).ok()?;
+        }
+        let tree = parser.parse(text, old);
+        if after_bom.is_some() {
+            // Back to whole documents for the next file.
+            parser.set_included_ranges(&[]).ok()?;
+        }
+        tree
+    })
+}
+
+/// Where `text` ends, as tree-sitter counts (row, byte column).
+fn end_point(text: &str) -> tree_sitter::Point {
+    match text.rfind('\n') {
+        Some(i) => tree_sitter::Point { row: text.matches('\n').count(), column: text.len() - i - 1 },
+        None => tree_sitter::Point { row: 0, column: text.len() },
+    }
+}
+
+/// A tree-sitter-python parser. Every parser fresco makes comes from here, so that tree-sitter's
+/// allocator is chosen before its first allocation.
+pub fn new_parser() -> Option<Parser> {
+    crate::tree_memory::use_mimalloc();
+    let mut parser = Parser::new();
+    parser.set_language(&tree_sitter_python::LANGUAGE.into()).ok()?;
+    Some(parser)
+}
+
+/// Field lookup by id. tree-sitter's `child_by_field_name` first finds the field's id by comparing
+/// the name with every field name of the grammar (`strncmp` in a loop), at every call; lowering
+/// asks for fields dozens of times per function, and that scan was about 2 % of indexing CPU time.
+trait FieldChild<'t> {
+    fn field(&self, name: &str) -> Option<Node<'t>>;
+}
+
+impl<'t> FieldChild<'t> for Node<'t> {
+    fn field(&self, name: &str) -> Option<Node<'t>> {
+        static FIELD_IDS: std::sync::OnceLock<FxHashMap<String, u16>> = std::sync::OnceLock::new();
+        let ids = FIELD_IDS.get_or_init(|| {
+            let language: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
+            let mut ids = FxHashMap::default();
+            for id in 1..=language.field_count() as u16 {
+                if let Some(name) = language.field_name_for_id(id) {
+                    ids.insert(name.to_string(), id);
+                }
+            }
+            ids
+        });
+        match ids.get(name) {
+            Some(&id) => self.child_by_field_id(id),
+            None => self.child_by_field_name(name),
+        }
+    }
+}
+
+/// How many recently lowered files keep their tree, for an incremental re-parse when they are
+/// edited again (editors save the same few files over and over).
+const RECENT_TREES: usize = 8;
+
+thread_local! {
+    /// The trees of the files this thread lowered last, most recent at the end: (path, text,
+    /// tree). Per thread, because a tree is freed by the thread that evicts it: with one cache
+    /// shared by the workers of a cold index, most trees were freed by the other worker, whose
+    /// every `free` then fought the allocating thread for its malloc arena (one cold index in
+    /// three of django spent 2 s more parsing, in 100,000 futex waits).
+    static RECENT: RefCell<Vec<(Arc<str>, Arc<str>, Tree)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Parses and lowers the file at `path` (relative). When it was among the last files lowered,
+/// tree-sitter re-parses only what the edit touched: the old tree is told the changed byte range
+/// (the text between the common prefix and the common suffix of the two texts). The result is
+/// the same as a fresh parse; only the time differs (an edit at line 1,500 of django's 2,500-line
+/// `db/models/base.py` is parsed and lowered in 3.2 ms instead of 10.2 ms).
+///
+/// An edit to the last line of a block followed by a dedent to the module's level (the
+/// incremental benchmark's, at the end of a top-level function near the top of that file)
+/// gains nothing: the re-parse took 17 ms, as long as a fresh one, against 0.5 to 2 ms for lines
+/// inside method bodies (measured in the 2026-12-01 session). tree-sitter's log shows why: it
+/// tries to reuse the next definition at the byte where the dedent's zero-width tokens sit, before
+/// lexing them, so the Python scanner's state (its indent stack) differs from the one recorded
+/// in the old tree, reuse is refused (`reusable_node_has_different_external_scanner_state`), and
+/// the same happens at every later module-level boundary. Nothing here can change that short of
+/// patching tree-sitter.
+pub fn lower_file(path: &str, text: &Arc<str>) -> FileSyntax {
+    if has_lone_carriage_return(text) {
+        return lower(text);
+    }
+    let previous =
+        RECENT.with_borrow_mut(|recent| recent.iter().position(|(p, ..)| &**p == path).map(|i| recent.remove(i)));
+    let tree = match previous {
+        Some((_, old_text, tree)) if old_text == *text => Some(tree),
+        Some((_, old_text, mut tree)) => {
+            tree.edit(&edit_between(&old_text, text));
+            parse_with(text, Some(&tree))
+        }
+        None => parse(text),
+    };
+    let Some(tree) = tree else { return lower_tree(text, None) };
+    let syntax = lower_tree(text, Some(&tree));
+    let evicted = RECENT.with_borrow_mut(|recent| {
+        recent.push((Arc::from(path), text.clone(), tree));
+        (recent.len() > RECENT_TREES).then(|| recent.remove(0))
+    });
+    drop(evicted);
+    syntax
+}
+
+/// The edit that turns `old` into `new`: everything between their common prefix and suffix.
+fn edit_between(old: &str, new: &str) -> tree_sitter::InputEdit {
+    let (a, b) = (old.as_bytes(), new.as_bytes());
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let max_suffix = a.len().min(b.len()) - prefix;
+    let suffix = a.iter().rev().zip(b.iter().rev()).take(max_suffix).take_while(|(x, y)| x == y).count();
+    let point = |bytes: &[u8], offset: usize| {
+        let before = &bytes[..offset];
+        let row = before.iter().filter(|&&c| c == b'\n').count();
+        let column = offset - before.iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1);
+        tree_sitter::Point { row, column }
+    };
+    tree_sitter::InputEdit {
+        start_byte: prefix,
+        old_end_byte: a.len() - suffix,
+        new_end_byte: b.len() - suffix,
+        start_position: point(a, prefix),
+        old_end_position: point(a, a.len() - suffix),
+        new_end_position: point(b, b.len() - suffix),
+    }
+}
+
+/// Parses and lowers one file.
+pub fn lower(text: &str) -> FileSyntax {
+    if has_lone_carriage_return(text) {
+        // Old Mac line endings: Python reads a lone `\r` as a line break, tree-sitter does not.
+        // Same length, so every byte offset stays valid for the original text.
+        let normalized: String = text
+            .char_indices()
+            .map(|(i, c)| if c == '\r' && !text[i + 1..].starts_with('\n') { '\n' } else { c })
+            .collect();
+        return lower_tree(&normalized, parse(&normalized).as_ref());
+    }
+    lower_tree(text, parse(text).as_ref())
+}
+
+/// What the name after `as` receives: the entered context (`with`), the exception caught
+/// (`except`), or the group of them (`except*`).
+#[derive(Clone, Copy)]
+enum Caught {
+    Entered,
+    Exception,
+    Group,
+}
+
+impl Caught {
+    fn binding(self, value: Expr) -> Binding {
+        match self {
+            Caught::Entered => Binding::Enter(value),
+            // `except (NotFound, Denied) as err`: an instance of any of them.
+            Caught::Exception => match value {
+                Expr::Container(ContainerKind::Tuple | ContainerKind::List, items) => {
+                    Binding::Exception(Expr::Union(items))
+                }
+                value => Binding::Exception(value),
+            },
+            Caught::Group => Binding::Exception(Expr::Name(Name::new("ExceptionGroup"))),
+        }
+    }
+}
+
+/// Whether `expr` reads a name for which `bound` holds.
+fn mentions_name(expr: &Expr, bound: &dyn Fn(&str) -> bool) -> bool {
+    match expr {
+        Expr::Name(n) => bound(n.as_str()),
+        Expr::Attr(e, _)
+        | Expr::Slice(e, _)
+        | Expr::Call(e)
+        | Expr::Subscript(e)
+        | Expr::Item(e, _)
+        | Expr::Element(e, _)
+        | Expr::Instance(e)
+        | Expr::Returning(e)
+        | Expr::Decorated(e, _) => mentions_name(e, bound),
+        Expr::Container(_, es) | Expr::Added(es) | Expr::Union(es) => es.iter().any(|e| mentions_name(e, bound)),
+        Expr::Keyed(items) => items.iter().any(|(_, e)| mentions_name(e, bound)),
+        Expr::ItemAt(a, b) | Expr::Declared(a, b) => mentions_name(a, bound) || mentions_name(b, bound),
+        Expr::Property(getter, setter) => {
+            mentions_name(getter, bound) || setter.as_deref().is_some_and(|s| mentions_name(s, bound))
+        }
+        Expr::Lambda(_)
+        | Expr::Literal(_)
+        | Expr::Constant(_)
+        | Expr::SelfRef
+        | Expr::ClsRef
+        | Expr::DefPath(_)
+        | Expr::Unknown => false,
+    }
+}
+
+/// Whether `text` has a `\r` that is not part of a `\r\n`.
+fn has_lone_carriage_return(text: &str) -> bool {
+    text.bytes().enumerate().any(|(i, b)| b == b'\r' && text.as_bytes().get(i + 1) != Some(&b'\n'))
+}
+
+/// Lowers `original` from its tree (`None`: the grammar could not be loaded).
+fn lower_tree(original: &str, tree: Option<&Tree>) -> FileSyntax {
+    let Some(tree) = tree else {
+        return FileSyntax {
+            parse_errors: 1,
+            line_count: line_starts(original).len() as u32,
+            byte_len: original.len() as u32,
+            docstring: None,
+            scopes: vec![Scope::new(ScopeKind::Module, None, None)],
+            defs: Vec::new(),
+            dunder_all: None,
+            first_error: Some((0, "the Python grammar could not be loaded".into())),
+        };
+    };
+    // A file with errors may be hiding most of itself behind an unclosed bracket, string or
+    // header (see `repair`): lower a repaired text instead when less of it is in error. The
+    // file is flagged with its own errors either way.
+    let errors = error_extent(tree.root_node()).1;
+    let repaired = if errors > 0 { repair(original, tree) } else { None };
+    let (text, root, mut inserted) = match &repaired {
+        Some(fix) => (fix.text.as_str(), fix.tree.root_node(), fix.inserted.clone()),
+        None => (original, tree.root_node(), Vec::new()),
+    };
+    let (mut syntax, refused) = lower_text(original, text, root, repaired.is_some());
+    // The file is flagged with what its first lowering refused, whatever is mended below.
+    let parse_errors = errors + syntax.parse_errors;
+    let refusal = syntax.first_error.take().map(|(at, why)| (original_offset(&inserted, at), why));
+    let first_error = match (first_tree_error(tree.root_node(), original), refusal) {
+        (Some(a), Some(b)) => Some(if b.0 < a.0 { b } else { a }),
+        (a, b) => a.or(b),
+    };
+    // tree-sitter reads a statement dedented between two levels (`unindent does not match any
+    // outer indentation level`) as one of the outer block, taking the rest of the body with it;
+    // the lowering refuses it. Put it back into the block it was typed in.
+    if refused > 0
+        && let Some((indented, spaces)) = crate::repair::indent_stray_dedents(text)
+        && let Some(indented_tree) = parse(&indented)
+        && error_extent(indented_tree.root_node()) <= error_extent(root)
+    {
+        let (mended, still_refused) = lower_text(original, &indented, indented_tree.root_node(), repaired.is_some());
+        if still_refused < refused {
+            syntax = mended;
+            inserted.push(spaces);
+        }
+    }
+    syntax.parse_errors = parse_errors;
+    // The last stage's insertions first: each stage's offsets are in its own output.
+    for stage in inserted.iter().rev() {
+        syntax.remove_insertions(stage);
+    }
+    syntax.first_error = first_error;
+    syntax
+}
+
+/// An offset of a text that repair stages inserted bytes into (`stages`, each's offsets in its
+/// own output), mapped back to the file's own text.
+fn original_offset(stages: &[Vec<u32>], at: u32) -> u32 {
+    stages.iter().rev().fold(at, |at, inserted| at - inserted.partition_point(|&i| i < at) as u32)
+}
+
+/// The first of tree-sitter's error and missing nodes, in source order: its byte offset and a
+/// message (`missing ")"`, `does not parse: "if x == 1"`).
+fn first_tree_error(root: Node, src: &str) -> Option<(u32, String)> {
+    let mut node = root.has_error().then_some(root)?;
+    loop {
+        if node.is_missing() {
+            let kind = node.kind();
+            let what =
+                if kind.chars().any(|c| c.is_alphanumeric()) { kind.replace('_', " ") } else { format!("\"{kind}\"") };
+            return Some((node.start_byte() as u32, format!("missing {what}")));
+        }
+        // tree-sitter does not say what is wrong in the text an error node holds (a header
+        // without its colon, an unclosed bracket, a stray token): quote its first line.
+        if node.is_error() {
+            let text = src.get(node.start_byte()..node.end_byte()).unwrap_or("");
+            let first_line = text.lines().next().unwrap_or("").trim_end();
+            let mut quoted: String = first_line.chars().take(40).collect();
+            if quoted.len() < first_line.len() {
+                quoted.push('…');
+            }
+            let why =
+                if quoted.is_empty() { "does not parse".to_string() } else { format!("does not parse: {quoted:?}") };
+            return Some((node.start_byte() as u32, why));
+        }
+        let mut cursor = node.walk();
+        let next = node.children(&mut cursor).find(|c| c.has_error() || c.is_missing() || c.is_error());
+        node = next?;
+    }
+}
+
+/// Lowers `text` (`original` itself, or a repair of it) from its tree's `root`. The syntax's
+/// `parse_errors` counts what the lowering itself refuses or cuts (tree-sitter's errors are the
+/// caller's); the second value is the statements refused for their indentation or layout.
+///
+/// `repaired`: `text` is a repair of the file, whose blanked lines may leave a body empty; such
+/// a body is still counted, but not taken for where the file's first error is.
+fn lower_text(original: &str, text: &str, root: Node, repaired: bool) -> (FileSyntax, u32) {
+    let line_starts = line_starts(text);
+    let line_count = line_starts.len() as u32;
+    let mut lowerer = Lowerer {
+        src: text,
+        line_starts,
+        scopes: vec![ScopeB::new(ScopeKind::Module, None, None)],
+        defs: Vec::new(),
+        path_counts: FxHashMap::default(),
+        dunder_all: None,
+        module_variables: FxHashMap::default(),
+        conditional_depth: 0,
+        narrowings: Vec::new(),
+        match_subjects: Vec::new(),
+        rebound_builtins: rebound_value_builtins(root, text),
+        first_refusal: None,
+        statement_start: 0,
+        repaired,
+        dunder_all_dynamic: false,
+        nesting: 0,
+        too_deep: 0,
+        empty_bodies: 0,
+        refused_statements: 0,
+        global_writes: Vec::new(),
+    };
+    lowerer.block(root, 0);
+    // Only over a tree that parsed whole: beside tree-sitter's own errors (or a repair of them) a
+    // half-typed header (`def f(a=1, b`) would be reported for its parameters, not its bracket.
+    if !repaired && !root.has_error() {
+        for (at, why) in crate::grammar::grammar_refusals(root) {
+            lowerer.refused_statements += 1;
+            lowerer.refusal(at, why);
+        }
+    }
+    lowerer.define_global_writes();
+    lowerer.drop_local_reads();
+    lowerer.name_lambdas();
+    let docstring = lowerer.docstring(root);
+    let syntax = FileSyntax {
+        parse_errors: lowerer.too_deep + lowerer.empty_bodies + lowerer.refused_statements,
+        first_error: lowerer.first_refusal.map(|(at, why)| (at, why.to_string())),
+        line_count,
+        byte_len: original.len() as u32,
+        docstring,
+        scopes: finish_scopes(lowerer.scopes),
+        defs: {
+            let mut defs = lowerer.defs;
+            defs.shrink_to_fit();
+            defs
+        },
+        dunder_all: if lowerer.dunder_all_dynamic { None } else { lowerer.dunder_all },
+    };
+    (syntax, lowerer.refused_statements)
+}
+
+/// A [`Scope`] while it is being lowered: growable, frozen into exact-size slices at the end.
+struct ScopeB {
+    kind: ScopeKind,
+    parent: Option<ScopeId>,
+    def: Option<DefId>,
+    params: Vec<Param>,
+    bindings: Vec<(Name, Binding)>,
+    replacing: Vec<(u32, u32)>,
+    globals: Vec<Name>,
+    nonlocals: Vec<Name>,
+    calls: Vec<CallSite>,
+    accesses: Vec<Access>,
+    attr_stores: Vec<AttrStore>,
+    returns: Vec<Expr>,
+    yields: Vec<Expr>,
+    raises: Vec<(Expr, u32)>,
+    iterations: Vec<(Expr, u32, bool)>,
+    contexts: Vec<(Expr, u32, bool)>,
+    bases: Vec<(Expr, u32)>,
+    imports: Vec<ImportStmt>,
+}
+
+impl ScopeB {
+    fn new(kind: ScopeKind, parent: Option<ScopeId>, def: Option<DefId>) -> ScopeB {
+        ScopeB {
+            kind,
+            parent,
+            def,
+            params: Vec::new(),
+            bindings: Vec::new(),
+            replacing: Vec::new(),
+            globals: Vec::new(),
+            nonlocals: Vec::new(),
+            calls: Vec::new(),
+            accesses: Vec::new(),
+            attr_stores: Vec::new(),
+            returns: Vec::new(),
+            yields: Vec::new(),
+            raises: Vec::new(),
+            iterations: Vec::new(),
+            contexts: Vec::new(),
+            bases: Vec::new(),
+            imports: Vec::new(),
+        }
+    }
+
+    fn finish(self) -> Scope {
+        Scope {
+            kind: self.kind,
+            parent: self.parent,
+            def: self.def,
+            params: self.params.into_boxed_slice(),
+            bindings: self.bindings.into_boxed_slice(),
+            replacing: self.replacing.into_boxed_slice(),
+            globals: self.globals.into_boxed_slice(),
+            nonlocals: self.nonlocals.into_boxed_slice(),
+            calls: self.calls.into_boxed_slice(),
+            accesses: self.accesses.into_boxed_slice(),
+            attr_stores: self.attr_stores.into_boxed_slice(),
+            returns: self.returns.into_boxed_slice(),
+            yields: self.yields.into_boxed_slice(),
+            raises: self.raises.into_boxed_slice(),
+            iterations: self.iterations.into_boxed_slice(),
+            contexts: self.contexts.into_boxed_slice(),
+            bases: self.bases.into_boxed_slice(),
+            imports: self.imports.into_boxed_slice(),
+        }
+    }
+}
+
+/// Freezes the scopes into a vector of exactly their number (a `collect` would reuse the larger
+/// builder allocation).
+fn finish_scopes(scopes: Vec<ScopeB>) -> Vec<Scope> {
+    let mut out = Vec::with_capacity(scopes.len());
+    out.extend(scopes.into_iter().map(ScopeB::finish));
+    out
+}
+
+fn line_starts(text: &str) -> Vec<u32> {
+    let mut starts = vec![0u32];
+    for (i, b) in text.bytes().enumerate() {
+        if b == b'\n' && i + 1 < text.len() {
+            starts.push(i as u32 + 1);
+        }
+    }
+    starts
+}
+
+/// How much of a tree is in error: the bytes its ERROR nodes cover and the number of its
+/// errors (ERROR nodes, each one error however many tokens it swallowed, and MISSING nodes),
+/// compared in that order. A repair that trades one error swallowing half the file for
+/// two small ones is better; counting errors alone would refuse it.
+fn error_extent(root: Node) -> (u32, u32) {
+    if !root.has_error() {
+        return (0, 0);
+    }
+    let (mut bytes, mut count) = (0, 0);
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if node.is_error() {
+            bytes += (node.end_byte() - node.start_byte()) as u32;
+            count += 1;
+            continue;
+        }
+        if node.is_missing() {
+            count += 1;
+        }
+        if node.has_error() {
+            let mut cursor = node.walk();
+            stack.extend(node.children(&mut cursor));
+        }
+    }
+    (bytes, count)
+}
+
+fn span(node: Node) -> (u32, u32) {
+    (node.start_byte() as u32, node.end_byte() as u32)
+}
+
+fn line(node: Node) -> u32 {
+    node.start_position().row as u32 + 1
+}
+
+struct Lowerer<'a> {
+    /// The file's text. Node byte ranges fall on character boundaries (tree-sitter lexes UTF-8
+    /// by code point), so slicing it with `get` is an O(1) check, not a UTF-8 validation.
+    src: &'a str,
+    line_starts: Vec<u32>,
+    scopes: Vec<ScopeB>,
+    defs: Vec<Def>,
+    /// How often each unit path was defined so far, to give redefinitions a `#N` suffix.
+    path_counts: FxHashMap<String, u32>,
+    dunder_all: Option<Vec<Name>>,
+    /// `__all__` is built in a way lowering cannot follow (a comprehension, a call, another
+    /// module's list): star imports then fall back to the public names.
+    dunder_all_dynamic: bool,
+    /// For module and class scopes: names that already have a variable or def unit.
+    module_variables: FxHashMap<(ScopeId, Name), DefId>,
+    /// How many conditional blocks (if/try/loop/with/match) of the current scope enclose us.
+    conditional_depth: u32,
+    /// How many expressions enclose the one being lowered (see [`MAX_NESTING`]).
+    nesting: u32,
+    /// Expressions left unlowered because they were nested deeper than that.
+    too_deep: u32,
+    /// `def`s and classes without a statement in their body (see [`Lowerer::check_body`]).
+    empty_bodies: u32,
+    /// Statements Python refuses and tree-sitter accepts (see [`Lowerer::check_statements`]).
+    refused_statements: u32,
+    /// Names a function declares `global` and assigns, in source order: they become module
+    /// variables when the module itself never binds them (see [`Lowerer::define_global_writes`]).
+    global_writes: Vec<GlobalWrite>,
+    /// The `isinstance` tests in force over the statements being lowered (see
+    /// [`Lowerer::if_clause`]).
+    narrowings: Vec<Narrowing>,
+    /// The subjects of the `match` statements being lowered, innermost last (`None`: not a name
+    /// or an attribute chain).
+    match_subjects: Vec<Option<Name>>,
+    /// The builtins this file binds a name to (see [`rebound_value_builtins`]): its own `zip`
+    /// may be anything.
+    rebound_builtins: FxHashSet<&'static str>,
+    /// The first of the refusals counted in `too_deep`, `empty_bodies` and
+    /// `refused_statements`: its byte offset and why.
+    first_refusal: Option<(u32, &'static str)>,
+    /// Where the statement being lowered starts (for the refusals that have no node of their own).
+    statement_start: usize,
+    /// The text is a repair of the file (see [`lower_text`]).
+    repaired: bool,
+}
+
+/// `isinstance(name, T)` holds where code of `scope` reads `name` (a name or an attribute chain,
+/// `self.conn`): inside `if isinstance(x, T):` and after `if not isinstance(x, T): raise ...` in
+/// the same block, until a statement binds the name again.
+struct Narrowing {
+    scope: ScopeId,
+    name: Name,
+    /// The instance type the test names (`T`, or `A | B` for a tuple of classes); `None` from
+    /// the statement after one that binds the name again (`x = make()`) to the end of its block:
+    /// what the test said no longer holds there.
+    ty: Option<Expr>,
+}
+
+/// `global CONFIG` then `CONFIG = ...` inside a function: where the assignment is.
+struct GlobalWrite {
+    name: Name,
+    start_line: u32,
+    end_line: u32,
+    start_byte: u32,
+    end_byte: u32,
+}
+
+/// Expressions nested deeper than this are not lowered (their calls and reads are lost, and the
+/// file is flagged with a parse error). CPython itself rejects nesting near 200 parentheses;
+/// long flat chains (`a or b or ...`, `x + y + ...`), which tree-sitter nests one level per
+/// operator, are walked without nesting. The bound keeps the recursive walk within a thread's
+/// stack on any input.
+pub(crate) const MAX_NESTING: u32 = 200;
+
+impl<'a> Lowerer<'a> {
+    fn text(&self, node: Node) -> &'a str {
+        self.src.get(node.start_byte()..node.end_byte()).unwrap_or("")
+    }
+
+    /// The simple name of the class whose method's code `scope` is (the nearest class around
+    /// it), if any.
+    fn enclosing_class_name(&self, scope: ScopeId) -> Option<String> {
+        let mut s = Some(scope);
+        while let Some(id) = s {
+            let sc = &self.scopes[id as usize];
+            if sc.kind == ScopeKind::Class {
+                return sc.def.map(|d| self.defs[d as usize].name.to_string());
+            }
+            s = sc.parent;
+        }
+        None
+    }
+
+    fn scope(&mut self, id: ScopeId) -> &mut ScopeB {
+        &mut self.scopes[id as usize]
+    }
+
+    fn new_scope(&mut self, kind: ScopeKind, parent: ScopeId, def: Option<DefId>) -> ScopeId {
+        self.scopes.push(ScopeB::new(kind, Some(parent), def));
+        (self.scopes.len() - 1) as ScopeId
+    }
+
+    fn bind(&mut self, scope: ScopeId, name: &str, binding: Binding) {
+        self.scope(scope).bindings.push((Name::new(name), binding));
+    }
+
+    /// The unit path prefix for definitions made directly in `scope`.
+    fn path_prefix(&self, scope: ScopeId) -> Option<&str> {
+        let mut s = scope;
+        loop {
+            let sc = &self.scopes[s as usize];
+            if let Some(def) = sc.def {
+                return Some(&self.defs[def as usize].path);
+            }
+            match (sc.kind, sc.parent) {
+                (ScopeKind::Module, _) | (_, None) => return None,
+                (_, Some(p)) => s = p,
+            }
+        }
+    }
+
+    /// The def that owns code written in `scope` (anonymous scopes belong to their parent).
+    /// The def whose unit code in `scope` belongs to: the nearest enclosing def, class or lambda
+    /// (comprehensions are part of their enclosing unit).
+    fn owner_def(&self, scope: ScopeId) -> Option<DefId> {
+        let mut s = scope;
+        loop {
+            let sc = &self.scopes[s as usize];
+            if sc.kind != ScopeKind::Anonymous || sc.def.is_some() {
+                return sc.def;
+            }
+            s = sc.parent?;
+        }
+    }
+
+    /// Names the lambdas: `<lambdaN>` is the N-th lambda of its owner (the enclosing def, class,
+    /// lambda or the module) in source order, as PyCG and most call-graph tools number them.
+    /// Lowering order is not source order everywhere (an assignment's right side is lowered
+    /// before its target), so the numbers are given once every lambda is known. Owners come
+    /// before what they contain in `defs`, so a nested lambda's prefix is final when it is named.
+    fn name_lambdas(&mut self) {
+        let mut by_owner: FxHashMap<Option<DefId>, Vec<DefId>> = FxHashMap::default();
+        for (id, def) in self.defs.iter().enumerate() {
+            if def.kind == DefKind::Lambda {
+                by_owner.entry(def.parent).or_default().push(id as DefId);
+            }
+        }
+        let mut ordinal: FxHashMap<DefId, usize> = FxHashMap::default();
+        for lambdas in by_owner.values_mut() {
+            lambdas.sort_by_key(|&id| self.defs[id as usize].start_byte);
+            for (i, &id) in lambdas.iter().enumerate() {
+                ordinal.insert(id, i + 1);
+            }
+        }
+        for id in 0..self.defs.len() {
+            let Some(&n) = ordinal.get(&(id as DefId)) else { continue };
+            let name = format!("<lambda{n}>");
+            let path = match self.defs[id].parent {
+                Some(p) => format!("{}.{name}", self.defs[p as usize].path),
+                None => name.clone(),
+            };
+            self.defs[id].name = Name::new(&name);
+            self.defs[id].path = Name::new(&path);
+        }
+    }
+
+    fn unique_path(&mut self, scope: ScopeId, name: &str) -> Name {
+        let base = match self.path_prefix(scope) {
+            Some(prefix) => format!("{prefix}.{name}"),
+            None => name.to_string(),
+        };
+        let count = self.path_counts.entry(base.clone()).or_insert(0);
+        *count += 1;
+        if *count == 1 { Name::new(&base) } else { Name::new(&format!("{base}#{count}")) }
+    }
+
+    /// Start line and byte of a definition including the comment lines directly above it.
+    fn start_with_leading_comments(&self, node: Node) -> (u32, u32) {
+        let mut row = node.start_position().row;
+        let indent = node.start_position().column;
+        while row > 0 {
+            let prev = row - 1;
+            let start = self.line_starts[prev] as usize;
+            let end = self.line_starts.get(prev + 1).map(|&e| e as usize).unwrap_or(self.src.len());
+            let line = self.src.get(start..end).unwrap_or("");
+            let trimmed = line.trim_start();
+            let this_indent = line.len() - trimmed.len();
+            // A shebang and a coding declaration head the file, not the definition below them.
+            let file_header = (prev == 0 && trimmed.starts_with("#!"))
+                || (prev <= 1
+                    && crate::source_encoding::coding_declaration(self.src.as_bytes())
+                        .is_some_and(|(at, _)| at == prev));
+            if trimmed.starts_with('#') && this_indent == indent && !file_header {
+                row = prev;
+            } else {
+                break;
+            }
+        }
+        if row == node.start_position().row {
+            (row as u32 + 1, node.start_byte() as u32)
+        } else {
+            (row as u32 + 1, self.line_starts[row] + indent as u32)
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push_def(
+        &mut self,
+        scope: ScopeId,
+        kind: DefKind,
+        name: &str,
+        outer: Node,
+        header: Option<(u32, u32)>,
+        docstring: Option<(u32, u32)>,
+        decorators: Vec<Expr>,
+    ) -> DefId {
+        let path = self.unique_path(scope, name);
+        let (start_line, start_byte) = self.start_with_leading_comments(outer);
+        let parent = self.owner_def(scope);
+        self.defs.push(Def {
+            kind,
+            name: Name::new(name),
+            path,
+            parent,
+            body: None,
+            start_line,
+            end_line: outer.end_position().row as u32 + 1,
+            start_byte,
+            end_byte: outer.end_byte() as u32,
+            header,
+            docstring,
+            decorators: decorators.into_boxed_slice(),
+            return_type: None,
+            conditional: self.conditional_depth > 0,
+        });
+        (self.defs.len() - 1) as DefId
+    }
+
+    /// Lowers a def or class body: conditionality is relative to the body's own scope.
+    fn body(&mut self, body: Node, scope: ScopeId) {
+        let saved = std::mem::replace(&mut self.conditional_depth, 0);
+        self.block(body, scope);
+        self.conditional_depth = saved;
+    }
+
+    /// Reads of a bare name bound in the same function scope (a local or parameter) can never
+    /// be a reference to a unit by themselves: what the local holds was read where it was
+    /// assigned. Dropping them keeps the IR small (they are most identifiers of a body).
+    /// Attribute chains on locals (`self.x`, `s.get`) are kept.
+    fn drop_local_reads(&mut self) {
+        for scope in self.scopes.iter_mut() {
+            if !matches!(scope.kind, ScopeKind::Function | ScopeKind::Anonymous) {
+                continue;
+            }
+            let locals: rustc_hash::FxHashSet<&str> = scope
+                .bindings
+                .iter()
+                .filter(|(n, b)| !matches!(b, Binding::Import(_) | Binding::Def(_)) && !scope.globals.contains(n))
+                .map(|(n, _)| n.as_str())
+                .collect();
+            if locals.is_empty() {
+                continue;
+            }
+            let keep: Vec<Access> = scope
+                .accesses
+                .iter()
+                .filter(|a| !matches!(&a.expr, Expr::Name(n) if !a.write && locals.contains(n.as_str())))
+                .cloned()
+                .collect();
+            scope.accesses = keep;
+        }
+    }
+}
+
+fn is_statement_like(kind: &str) -> bool {
+    kind.ends_with("_statement")
+        || kind.ends_with("_clause") && kind != "for_in_clause" && kind != "if_clause"
+        || matches!(kind, "block" | "function_definition" | "class_definition" | "decorated_definition")
+}
+
+/// `update_wrapper` or `functools.update_wrapper`.
+fn is_update_wrapper(callee: &Expr) -> bool {
+    match callee {
+        Expr::Name(n) => n == "update_wrapper",
+        Expr::Attr(m, n) => n == "update_wrapper" && matches!(m.as_ref(), Expr::Name(m) if m == "functools"),
+        _ => false,
+    }
+}
+
+/// The attribute `type(obj)` is lowered to: not an identifier, so no source names it.
+pub(crate) const TYPE_OF: &str = "type()";
+
+/// The builtins whose calls lowering reads a value from: those [`iteration_view`] reads,
+/// `property` (see [`Lowerer::property_value`]) and `type` (`type(obj)`, see [`TYPE_OF`]).
+const VALUE_BUILTINS: [&str; 10] =
+    ["sorted", "reversed", "iter", "tuple", "frozenset", "filter", "enumerate", "zip", "property", "type"];
+
+/// Those of [`VALUE_BUILTINS`] the file binds a name to, anywhere: a function or class
+/// definition (not a method), an assignment or loop target, an import, a parameter, a walrus, a
+/// `global`. A call of such a name may be the file's own function, so it is not read as the
+/// builtin's (coarse on purpose: the file's calls of that name keep only their own value). Using
+/// the builtin as a value (`isinstance(x, tuple)`) binds nothing.
+fn rebound_value_builtins(root: Node, src: &str) -> FxHashSet<&'static str> {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = FxHashSet::default();
+    // Each occurrence of the word in the text, looked up in the tree, instead of a walk over
+    // every node (django's cold index read 2.58 s either way, medians of five).
+    for builtin in VALUE_BUILTINS {
+        for (at, _) in src.match_indices(builtin) {
+            let end = at + builtin.len();
+            let whole_word = !src[..at].ends_with(is_word) && !src[end..].starts_with(is_word);
+            let Some(node) = root.descendant_for_byte_range(at, end).filter(|_| whole_word) else { continue };
+            if node.kind() == "identifier" && node.start_byte() == at && node.end_byte() == end && binds_name(node) {
+                out.insert(builtin);
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Whether identifier `node` is where a statement binds its name.
+fn binds_name(node: Node) -> bool {
+    let Some(parent) = node.parent() else { return false };
+    let is_field = |field: &str| parent.child_by_field_name(field) == Some(node);
+    match parent.kind() {
+        // A method binds a name of its class, not one the module's calls read.
+        "function_definition" => {
+            is_field("name") && parent.parent().and_then(|b| b.parent()).is_none_or(|c| c.kind() != "class_definition")
+        }
+        "class_definition" => is_field("name"),
+        "assignment" | "augmented_assignment" | "for_statement" | "for_in_clause" => is_field("left"),
+        "pattern_list" | "tuple_pattern" | "list_pattern" | "list_splat_pattern" | "dictionary_splat_pattern" => true,
+        "parameters" | "lambda_parameters" | "typed_parameter" | "as_pattern_target" => true,
+        "default_parameter" | "typed_default_parameter" | "named_expression" => is_field("name"),
+        "aliased_import" => is_field("alias"),
+        "global_statement" | "nonlocal_statement" => true,
+        // `import zip` / `from m import zip`: a one-part dotted name of the statement.
+        "dotted_name" => {
+            parent.named_child_count() == 1
+                && parent.parent().is_some_and(|statement| match statement.kind() {
+                    "import_statement" => true,
+                    "import_from_statement" => statement.child_by_field_name("module_name") != Some(parent),
+                    _ => false,
+                })
+        }
+        _ => false,
+    }
+}
+
+/// What iterating the result of a builtin that iterates over its arguments gives, as a list of
+/// those elements: `enumerate(xs)` pairs of an `int` and an element of `xs`, `zip(a, b)` pairs of
+/// their elements, `sorted(xs)`, `reversed(xs)`, `iter(xs)`, `tuple(xs)`, `frozenset(xs)` and
+/// `filter(f, xs)` the elements of `xs`. The call keeps its own value beside it (the builtin's
+/// result type), so `for i, x in enumerate(self.items)` gives `x` what `self.items` holds. (`list`
+/// and `set` are containers of their own: see [`Lowerer::container_mutation`].) `sorted` counts
+/// only with a `key=`: a container's elements are, for a dict, its values, where iterating it
+/// gives its keys, and `sorted(commands)` of a dict is how its keys are listed in order, while
+/// objects are sorted by a key. A function of the same name defined in the file would only add
+/// the argument's elements.
+fn iteration_view(callee: &Expr, args: &[Expr], sorted_by_key: bool) -> Option<Expr> {
+    let Expr::Name(name) = callee else { return None };
+    let element = |xs: &Expr| (*xs != Expr::Unknown).then(|| Expr::Subscript(Box::new(xs.clone())));
+    let list_of = |item: Expr| Expr::Container(ContainerKind::List, vec![item]);
+    match (name.as_str(), args) {
+        ("sorted", [xs, ..]) if sorted_by_key => element(xs).map(list_of),
+        ("reversed" | "iter" | "tuple" | "frozenset", [xs, ..]) => element(xs).map(list_of),
+        ("filter", [_, xs]) => element(xs).map(list_of),
+        ("enumerate", [xs, ..]) => {
+            element(xs).map(|x| list_of(Expr::Container(ContainerKind::Tuple, vec![Expr::Literal("int"), x])))
+        }
+        ("zip", items) if !items.is_empty() && items.iter().any(|xs| *xs != Expr::Unknown) => {
+            let elements = items.iter().map(|xs| element(xs).unwrap_or(Expr::Unknown)).collect();
+            Some(list_of(Expr::Container(ContainerKind::Tuple, elements)))
+        }
+        _ => None,
+    }
+}
+
+fn flow_only(arg: Expr) -> Expr {
+    if is_flow_worthy(&arg) { arg } else { Expr::Unknown }
+}
+
+fn normalise_dotted(text: &str) -> String {
+    text.split('.').map(str::trim).filter(|s| !s.is_empty()).collect::<Vec<_>>().join(".")
+}
+
+/// Whether an identifier spelled `name` occurs anywhere under `node`.
+/// The classes a `case` pattern requires the subject to be an instance of: `Circle()`,
+/// `pkg.Square(x=1) | Tri()`, `Point() as p`; none when any alternative is not a class pattern
+/// (`case Circle() | None:` says nothing of the subject's class).
+fn case_classes<'s>(pattern: Node, src: &'s str) -> Vec<&'s str> {
+    let mut node = pattern;
+    loop {
+        match node.kind() {
+            "case_pattern" | "as_pattern" => match node.named_child(0) {
+                Some(inner) => node = inner,
+                None => return Vec::new(),
+            },
+            "class_pattern" => {
+                return node
+                    .named_child(0)
+                    .filter(|n| n.kind() == "dotted_name")
+                    .and_then(|n| src.get(n.byte_range()))
+                    .into_iter()
+                    .collect();
+            }
+            "union_pattern" => {
+                let mut cursor = node.walk();
+                let mut out = Vec::new();
+                for alternative in node.named_children(&mut cursor) {
+                    let classes = case_classes(alternative, src);
+                    if classes.is_empty() {
+                        return Vec::new();
+                    }
+                    out.extend(classes);
+                }
+                return out;
+            }
+            _ => return Vec::new(),
+        }
+    }
+}
+
+/// The name an expression starts from: `a` of `a`, `a.b`, `a.b()`, `a[0].c`.
+fn root_name(expr: &Expr) -> Option<&Name> {
+    match expr {
+        Expr::Name(n) => Some(n),
+        Expr::Attr(base, _)
+        | Expr::Call(base)
+        | Expr::Subscript(base)
+        | Expr::Item(base, _)
+        | Expr::ItemAt(base, _) => root_name(base),
+        _ => None,
+    }
+}
+
+fn mentions_identifier(node: Node, name: &str, src: &str) -> bool {
+    let mut cursor = node.walk();
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "identifier" && src.get(n.start_byte()..n.end_byte()) == Some(name) {
+            return true;
+        }
+        stack.extend(n.children(&mut cursor));
+    }
+    false
+}
+
+/// The names an `__all__` value lists: literal lists and tuples of strings, and sums of them
+/// (`["a"] + ["b"]`); `None` for anything else (a comprehension, a call, another list).
+fn all_names(lowerer: &Lowerer, node: Option<Node>) -> Option<Vec<Name>> {
+    let node = node?;
+    match node.kind() {
+        "list" | "tuple" | "parenthesized_expression" => {
+            let mut out = Vec::new();
+            let mut cursor = node.walk();
+            for child in node.named_children(&mut cursor) {
+                match child.kind() {
+                    "string" => {
+                        let s = clean_docstring(lowerer.text(child));
+                        if !s.is_empty() {
+                            out.push(Name::new(&s));
+                        }
+                    }
+                    "comment" => {}
+                    "list" | "tuple" | "parenthesized_expression" | "binary_operator" => {
+                        out.extend(all_names(lowerer, Some(child))?)
+                    }
+                    _ => return None,
+                }
+            }
+            Some(out)
+        }
+        "binary_operator" => {
+            let mut out = all_names(lowerer, node.field("left"))?;
+            out.extend(all_names(lowerer, node.field("right"))?);
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
+/// Strips a string literal's prefix and quotes and dedents it like `inspect.cleandoc`.
+pub fn clean_docstring(literal: &str) -> String {
+    let body = literal.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+    // A literal still being typed has no closing quotes yet (see `repair`).
+    let body = ["\"\"\"", "'''", "\"", "'"]
+        .iter()
+        .find_map(|q| body.strip_prefix(q).map(|b| b.strip_suffix(q).unwrap_or(b)))
+        .unwrap_or(body);
+    let mut lines = body.lines();
+    let first = lines.next().unwrap_or("").trim().to_string();
+    let rest: Vec<&str> = lines.collect();
+    let indent =
+        rest.iter().filter(|l| !l.trim().is_empty()).map(|l| l.len() - l.trim_start().len()).min().unwrap_or(0);
+    let mut out = vec![first];
+    out.extend(rest.iter().map(|l| l.get(indent..).unwrap_or("").trim_end().to_string()));
+    while out.last().is_some_and(|l| l.is_empty()) {
+        out.pop();
+    }
+    while out.first().is_some_and(|l| l.is_empty()) {
+        out.remove(0);
+    }
+    out.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Re-parsing from the previous tree gives exactly what a fresh parse gives, through a run
+    /// of edits that break the syntax and mend it, grow and shrink the file, and touch its ends.
+    #[test]
+    fn incremental_reparse_equals_a_fresh_parse() {
+        let mut text = String::from(
+            "import os\n\n\nclass A:\n    \"\"\"Doc.\"\"\"\n\n    def m(self, x):\n        return helper(x)\n\n\n\
+             def helper(y):\n    return os.path.join(y, 'z')\n",
+        );
+        let path = "incremental_reparse_test/a.py";
+        let edits: &[(&str, &str)] = &[
+            ("return helper(x)", "return helper(x) + helper(x * 2)"),
+            ("def helper(y):", "def helper(y"),
+            ("def helper(y", "def helper(y, z=1):"),
+            ("class A:", "class A(Base):\n    attr = 1\n"),
+            ("import os\n", ""),
+            ("'z')\n", "'z')\n\n\ndef tail():\n    pass\n"),
+            ("    \"\"\"Doc.\"\"\"\n", "    \"\"\"Doc, now longer,\n    and on two lines.\"\"\"\n"),
+            ("(self, x)", "(self, x"),
+            ("(self, x", "(self, x)"),
+            // é and è share their first UTF-8 byte: the edit starts inside a character.
+            ("'z'", "'zé'"),
+            ("'zé'", "'zè'"),
+        ];
+        let mut syntax = lower_file(path, &Arc::from(text.as_str()));
+        assert_eq!(syntax, lower(&text));
+        for (from, to) in edits {
+            assert!(text.contains(from), "fixture edit {from:?} does not apply");
+            text = text.replacen(from, to, 1);
+            syntax = lower_file(path, &Arc::from(text.as_str()));
+            assert_eq!(syntax, lower(&text), "after replacing {from:?} with {to:?}:\n{text}");
+        }
+        // Same text again: the kept tree is reused as it is.
+        assert_eq!(lower_file(path, &Arc::from(text.as_str())), lower(&text));
+    }
+
+    #[test]
+    fn deep_and_long_expressions_do_not_exhaust_the_stack() {
+        // Run on a thread with the default stack of a spawned thread (2 MiB).
+        let handle = std::thread::Builder::new()
+            .stack_size(2 * 1024 * 1024)
+            .spawn(|| {
+                let chain = vec!["f()"; 5000].join(" or ");
+                let sum = vec!["g()"; 5000].join(" + ");
+                let nested = format!("{}x{}", "(".repeat(3000), ")".repeat(3000));
+                let text = format!("A = {chain}\nB = {sum}\nC = {nested}\ndef h():\n    return f()\n");
+                let syn = lower(&text);
+                let module_calls = syn.scopes[0].calls.len();
+                (module_calls, syn.defs.iter().any(|d| d.path == "h"), syn.parse_errors)
+            })
+            .expect("spawn");
+        let (calls, has_h, errors) = handle.join().expect("no stack overflow");
+        assert_eq!(calls, 10_000, "every call of the flat chains is kept");
+        assert!(has_h, "what follows is lowered");
+        assert!(errors >= 1, "the over-deep parentheses flag the file");
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_a_parse_error() {
+        let text = "\u{feff}import os\n\ndef f():\n    return os.getcwd()\n";
+        let syn = lower(text);
+        assert_eq!(syn.parse_errors, 0);
+        let f = syn.defs.iter().find(|d| d.path == "f").expect("f is a unit");
+        assert_eq!(&text[f.start_byte as usize..f.end_byte as usize], "def f():\n    return os.getcwd()");
+        // The parser parses whole documents again afterwards.
+        let plain = lower("def g():\n    return 1\n");
+        assert_eq!(plain.parse_errors, 0);
+        assert!(plain.defs.iter().any(|d| d.path == "g"));
+    }
+
+    #[test]
+    fn deep_targets_attribute_chains_and_blocks_do_not_exhaust_the_stack() {
+        // Each of these overflowed the stack before lowering bounded every recursion (a chained
+        // assignment recursed per target, an attribute chain per link, a nested target per level).
+        let cases = [
+            format!("{}1\n", (0..10_000).map(|i| format!("v{i} = ")).collect::<String>()),
+            format!("x = a{}\n", ".b".repeat(10_000)),
+            format!("{}a,{}) = b\n", "(".repeat(10_000), "),".repeat(9_999)),
+            format!(
+                "{}{}f()\n",
+                (0..1_000).map(|i| format!("{}if x:\n", " ".repeat(i))).collect::<String>(),
+                " ".repeat(1_000)
+            ),
+        ];
+        for text in cases {
+            let handle = std::thread::Builder::new()
+                .stack_size(2 * 1024 * 1024)
+                .spawn(move || {
+                    let syn = lower(&format!("{text}def after():\n    return 1\n"));
+                    (syn.defs.iter().any(|d| d.path == "after"), syn.parse_errors)
+                })
+                .expect("spawn");
+            let (has_after, errors) = handle.join().expect("no stack overflow");
+            assert!(has_after, "what follows is lowered");
+            assert!(errors >= 1, "the cut flags the file");
+        }
+    }
+
+    #[test]
+    fn a_header_without_its_colon_keeps_its_unit_with_spans_of_the_file_itself() {
+        let src = "class Cache(Base)\n    \"\"\"Doc.\"\"\"\n    def get(self, key)\n        return self.load(key)\n\ndef after():\n    return Cache().get(1)\n";
+        let syn = lower(src);
+        assert!(syn.parse_errors > 0, "still flagged with the file's own errors");
+        let units: Vec<(&str, Option<String>, Option<String>)> =
+            syn.defs.iter().map(|d| (d.path.as_str(), d.signature(src), d.docstring(src))).collect();
+        assert_eq!(
+            units,
+            [
+                ("Cache", Some("class Cache(Base)".to_string()), Some("Doc.".to_string())),
+                ("Cache.get", Some("def get(self, key)".to_string()), None),
+                ("after", Some("def after()".to_string()), None),
+            ]
+        );
+        let after = &syn.defs[2];
+        assert_eq!(&src[after.start_byte as usize..after.end_byte as usize], "def after():\n    return Cache().get(1)");
+        let call = &syn.scopes[syn.defs[1].body.unwrap_or(0) as usize].calls[0];
+        assert_eq!(callee_text(src, call.callee_span), "self.load");
+    }
+
+    #[test]
+    fn a_definition_header_typed_above_the_next_one_hides_nothing() {
+        // Each state of typing a function above `b`: the name, a return annotation before the
+        // colon, a method's name in a class. `b` (and `C.n`) used to vanish into the header.
+        for typed in ["def ty", "def ty\n", "def f(x) -> int", "def f(x) -> ", "async def g", "class K(Base)"] {
+            let src = format!(
+                "def a():\n    return 1\n\n\n{typed}\ndef b(x) -> int:\n    \"\"\"Doc.\"\"\"\n    return a()\n\n\nclass C:\n    def ne\n    def n(self):\n        return b(1)\n"
+            );
+            let syn = lower(&src);
+            assert!(syn.parse_errors > 0, "{typed:?}: still flagged");
+            let paths: Vec<&str> = syn.defs.iter().map(|d| d.path.as_str()).collect();
+            assert_eq!(paths, ["a", "b", "C", "C.n"], "{typed:?}");
+            let b = &syn.defs[1];
+            assert_eq!(
+                &src[b.start_byte as usize..b.end_byte as usize],
+                "def b(x) -> int:\n    \"\"\"Doc.\"\"\"\n    return a()"
+            );
+            assert_eq!(b.docstring(&src), Some("Doc.".to_string()), "{typed:?}");
+            let body = syn.defs[3].body.unwrap_or(0) as usize;
+            let calls: Vec<String> = syn.scopes[body].calls.iter().map(|c| callee_text(&src, c.callee_span)).collect();
+            assert_eq!(calls, ["b"], "{typed:?}");
+        }
+    }
+
+    #[test]
+    fn a_docstring_being_typed_hides_nothing_else() {
+        // The opening quotes of `links` pair with `after`'s: without the repair, `links`'s body
+        // and `after` vanish into one string and `after`'s docstring is read as code.
+        let src = "def before():\n    \"\"\"Doc.\"\"\"\n    return 1\n\n\ndef links(value):\n    \"\"\"Return the links\n\n    return parse(value)\n\n\ndef after():\n    \"\"\"Call links.\"\"\"\n    return links(before())\n";
+        let syn = lower(src);
+        assert!(syn.parse_errors > 0, "still flagged with the file's own errors");
+        let units: Vec<(&str, u32, u32, Option<String>)> =
+            syn.defs.iter().map(|d| (d.path.as_str(), d.start_line, d.end_line, d.docstring(src))).collect();
+        assert_eq!(
+            units,
+            [
+                ("before", 1, 3, Some("Doc.".to_string())),
+                ("links", 6, 9, Some("Return the links".to_string())),
+                ("after", 12, 14, Some("Call links.".to_string())),
+            ]
+        );
+        let calls = |i: usize| -> Vec<String> {
+            let body = syn.defs[i].body.unwrap_or(0) as usize;
+            syn.scopes[body].calls.iter().map(|c| callee_text(src, c.callee_span)).collect()
+        };
+        assert_eq!(calls(1), ["parse"], "the body below the docstring is code");
+        assert_eq!(calls(2), ["before", "links"]);
+    }
+
+    #[test]
+    fn a_clause_not_at_its_statements_column_is_a_parse_error() {
+        let valid = "def f(x):\n    if x: a()\n    elif y:\n        b()\n    else: c()\n    try:\n        d()\n    except E:\n        pass\n    else:\n        e()\n    finally:\n        g()\n    for i in x:\n        pass\n    else:\n        h()\n";
+        assert_eq!(lower(valid).parse_errors, 0);
+        let dedented = valid.replace("    else: c()", "  else: c()");
+        let syntax = lower(&dedented);
+        assert_eq!(syntax.parse_errors, 1, "Python: unindent does not match any outer indentation level");
+        assert_eq!(syntax.defs.len(), 1, "the function keeps its body");
+    }
+
+    #[test]
+    fn old_mac_line_endings_are_line_breaks() {
+        let syn = lower("def f():\r    return 1\r\rdef g():\r    return f()\r");
+        let paths: Vec<&str> = syn.defs.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(paths, ["f", "g"], "g is not nested in f");
+        assert_eq!(syn.parse_errors, 0);
+        assert_eq!(syn.defs[1].start_line, 4);
+    }
+
+    #[test]
+    fn edits_are_the_span_between_common_prefix_and_suffix() {
+        let e = edit_between("ab\ncd\nef", "ab\ncXd\nef");
+        assert_eq!((e.start_byte, e.old_end_byte, e.new_end_byte), (4, 4, 5));
+        assert_eq!(e.start_position, tree_sitter::Point { row: 1, column: 1 });
+        // A text that only grows at the end, and one that is emptied.
+        let e = edit_between("abc", "abcd");
+        assert_eq!((e.start_byte, e.old_end_byte, e.new_end_byte), (3, 3, 4));
+        let e = edit_between("abc", "");
+        assert_eq!((e.start_byte, e.old_end_byte, e.new_end_byte), (0, 3, 0));
+    }
+
+    #[test]
+    fn a_shebang_and_a_coding_declaration_are_not_a_definitions_leading_comment() {
+        let src = "#!/usr/bin/env python\n# -*- coding: utf-8 -*-\n# Greets.\ndef f():\n    return 1\n";
+        let syn = lower(src);
+        assert_eq!(syn.defs[0].start_line, 3, "the comment about f, not the file's header");
+        let src = "# -*- coding: latin-1 -*-\ndef f():\n    return 1\n";
+        assert_eq!(lower(src).defs[0].start_line, 2);
+        let src = "# Greets.\ndef f():\n    return 1\n";
+        assert_eq!(lower(src).defs[0].start_line, 1, "an ordinary comment on line 1 still leads");
+        let src = "x = 1\n# coding: latin-1\ndef f():\n    return 1\n";
+        assert_eq!(lower(src).defs[1].start_line, 2, "after code, line 2 declares nothing: a comment");
+    }
+
+    #[test]
+    fn lowers_units_with_paths_spans_and_docstrings() {
+        let src = "\"\"\"Mod doc.\"\"\"\nimport os\n\n# leading\n@dec\ndef f(a, b=g()):\n    \"\"\"Doc.\"\"\"\n    return a\n\nclass C(Base):\n    x = 1\n    def m(self):\n        self.y = os.path.join()\n";
+        let syn = lower(src);
+        assert_eq!(syn.parse_errors, 0);
+        assert_eq!(syn.docstring.map(|r| docstring_text(src, r)).as_deref(), Some("Mod doc."));
+        let paths: Vec<(&str, DefKind)> = syn.defs.iter().map(|d| (d.path.as_str(), d.kind)).collect();
+        assert_eq!(
+            paths,
+            vec![
+                ("f", DefKind::Function),
+                ("C", DefKind::Class),
+                ("C.x", DefKind::Variable),
+                ("C.m", DefKind::Method),
+                ("C.y", DefKind::Variable)
+            ]
+        );
+        let f = &syn.defs[0];
+        assert_eq!(f.start_line, 4, "leading comment belongs to the unit");
+        assert_eq!(f.end_line, 8);
+        assert_eq!(f.signature(src).as_deref(), Some("@dec\ndef f(a, b=g())"));
+        assert_eq!(f.docstring(src).as_deref(), Some("Doc."));
+        // `g()` in the default is called by the module; `dec` too.
+        let module_calls: Vec<String> = syn.scopes[0].calls.iter().map(|c| callee_text(src, c.callee_span)).collect();
+        assert_eq!(module_calls, vec!["dec", "g"]);
+    }
+
+    #[test]
+    fn broken_files_are_lowered_as_far_as_they_parse() {
+        let syn = lower("def ok():\n    pass\n\ndef broken(:\n    x = \n\nclass Fine:\n    pass\n");
+        assert!(syn.parse_errors > 0);
+        assert!(syn.defs.iter().any(|d| d.path == "ok"));
+        assert!(syn.defs.iter().any(|d| d.path == "Fine"));
+    }
+
+    #[test]
+    fn the_first_parse_error_is_located_in_the_files_own_text() {
+        let first = |text: &str| lower(text).first_error.map(|(at, why)| (text[..at as usize].to_string(), why));
+        assert_eq!(first("def ok():\n    return 1\n"), None);
+        // tree-sitter's missing and error nodes.
+        assert_eq!(first("def f(:\n    pass\n"), Some(("def f(".into(), "missing \")\"".into())));
+        let (before, why) = first("x = 1\nif x == 1\n    y = 2\n").expect("an error");
+        assert_eq!((before.as_str(), why.as_str()), ("x = 1\n", "does not parse: \"if x == 1\""));
+        // What the lowering refuses, at the refused statement.
+        let (before, why) = first("def g():\n  x = 1\n   y = 2\n").expect("an error");
+        assert_eq!(
+            (before.as_str(), why.as_str()),
+            ("def g():\n  x = 1\n   ", "a statement not at its block's indentation")
+        );
+        let (before, why) = first("x = 1\nprint 'hi'\n").expect("an error");
+        assert_eq!((before.as_str(), why.as_str()), ("x = 1\n", "a Python 2 print or exec statement"));
+        // Python 3's grammar where tree-sitter's is looser (see `grammar.rs`), at the offending
+        // parameter, and the earliest of two.
+        let (before, why) = first("def f(a=1, b):\n    del g()\n").expect("an error");
+        assert_eq!(
+            (before.as_str(), why.as_str()),
+            ("def f(a=1, ", "a parameter without a default after one with a default")
+        );
+        // Half-typed, the header's bracket is what is wrong, not its parameters.
+        let (before, why) = first("def f(a=1, b\n").expect("an error");
+        assert!(!why.contains("parameter"), "{before:?}: {why}");
+        // Behind a repair (the erring line blanked to lower the rest), tree-sitter's error,
+        // not the empty body the repair leaves.
+        let (before, why) = first("def h():\n    return (1 +\n\ndef later():\n    pass\n").expect("an error");
+        assert_eq!((before.as_str(), why.as_str()), ("def h():\n    ", "does not parse: \"return (1 +\""));
+    }
+
+    #[test]
+    fn python_2_forms_are_flagged_and_python_3_look_alikes_are_not() {
+        // Each refused by Python 3's `ast.parse`, accepted by tree-sitter.
+        for python2 in [
+            "raise E, 'message'\n",
+            "x = `y`\n",
+            "x = 1 <> 2\n",
+            "x = 0777\n",
+            "x = 09\n",
+            "x = 0_7\n",
+            "def f(a, (b, c)=(1, 2)):\n    pass\n",
+            "x = 10L\n",
+            "x = ur'a'\n",
+            "def f((a, b)):\n    pass\n",
+            "f = lambda (x, y): x\n",
+            "print x\n",
+            "exec code\n",
+        ] {
+            assert!(lower(python2).parse_errors > 0, "{python2:?}");
+        }
+        // Each accepted by Python 3.
+        for python3 in [
+            "try:\n    pass\nexcept (A, B) as e:\n    pass\n",
+            "raise E('message') from None\n",
+            "x = 00 + 0_0 + 0x1F + 0o17 + 0.5\n",
+            "x = b'' + rb'' + Rb'' + u'' + r''\n",
+            // A tuple of `print >> f` and `x`.
+            "print >>f, x\n",
+            // A form feed starts the indentation count again.
+            "\u{c}def f():\n    pass\n",
+            "def g():\n    x = 1\n\u{c}    y = 2\n",
+            "if x:\n    pass\n\u{c}else:\n    pass\n",
+            // Imaginary literals with leading zeros.
+            "x = 0777j + 09J + 00j\n",
+            // Python 3.14 (PEP 758) reads it as `except (E, e):`.
+            "try:\n    pass\nexcept E, e:\n    pass\n",
+        ] {
+            assert_eq!(lower(python3).parse_errors, 0, "{python3:?}");
+        }
+    }
+
+    #[test]
+    fn redefinitions_get_suffixed_paths() {
+        let syn = lower("def f(): pass\ndef f(): pass\n");
+        let paths: Vec<&str> = syn.defs.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(paths, vec!["f", "f#2"]);
+    }
+}

@@ -1,0 +1,285 @@
+//! `isinstance` narrowing: what an `if isinstance(x, C)` (or an early exit unless it holds)
+//! tells about a name or an attribute in the code it guards, until the name is bound again.
+
+use super::*;
+
+impl<'a> Lowerer<'a> {
+    /// Lowers `if`/`elif` with the `isinstance` tests its condition makes in force over its
+    /// body. Python runs the body only when they hold, so `x.close()` under
+    /// `if isinstance(x, Conn):` calls `Conn.close` (and an override, if what `x` holds is a
+    /// subclass); what `x` holds otherwise that is not a `Conn` is not looked at there. The
+    /// children are lowered in their order, as the other compound statements' are. A name
+    /// bound again inside the body loses the narrowing after that statement (see
+    /// [`Self::end_rebound_narrowings`]).
+    pub(super) fn if_clause(&mut self, node: Node, scope: ScopeId) {
+        let condition = node.field("condition");
+        let tests = condition.map(|c| self.instance_tests(c)).unwrap_or_default();
+        // `if (x := make()) is not None:` binds `x` before the body runs.
+        if let Some(condition) = condition {
+            self.end_rebound_narrowings(condition, scope);
+        }
+        let consequence = node.field("consequence");
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        for child in children {
+            if Some(child) == consequence && !tests.is_empty() {
+                let before = self.narrowings.len();
+                for (name, ty) in &tests {
+                    self.narrowings.push(Narrowing { scope, name: name.clone(), ty: Some(ty.clone()) });
+                }
+                self.statement(child, scope);
+                self.narrowings.truncate(before);
+            } else if is_statement_like(child.kind()) {
+                self.statement(child, scope);
+            } else {
+                self.expr(child, scope);
+            }
+        }
+    }
+
+    /// The `isinstance(name, T)` tests that hold when `condition` is true: the test itself, or
+    /// any operand of an `and` (parenthesised or not). Only names other than `self` and `cls`
+    /// and attribute chains on names (`self.conn`), and classes written as names, attribute
+    /// chains or a tuple of them.
+    pub(super) fn instance_tests(&self, condition: Node) -> Vec<(Name, Expr)> {
+        let mut out = Vec::new();
+        self.collect_instance_tests(condition, &mut out, 0);
+        out
+    }
+
+    pub(super) fn collect_instance_tests(&self, node: Node, out: &mut Vec<(Name, Expr)>, depth: u32) {
+        if depth > MAX_NESTING {
+            return;
+        }
+        match node.kind() {
+            "parenthesized_expression" => {
+                if let Some(inner) = node.named_child(0) {
+                    self.collect_instance_tests(inner, out, depth + 1);
+                }
+            }
+            "boolean_operator" if node.child_by_field_name("operator").is_some_and(|o| o.kind() == "and") => {
+                for side in [node.field("left"), node.field("right")].into_iter().flatten() {
+                    self.collect_instance_tests(side, out, depth + 1);
+                }
+            }
+            "call" => out.extend(self.instance_test(node)),
+            _ => {}
+        }
+    }
+
+    /// `isinstance(name, T)` as the name and the instance type T names.
+    pub(super) fn instance_test(&self, call: Node) -> Option<(Name, Expr)> {
+        let function = call.field("function")?;
+        if function.kind() != "identifier" || self.text(function) != "isinstance" {
+            return None;
+        }
+        let arguments = call.field("arguments")?;
+        let mut cursor = arguments.walk();
+        let args: Vec<Node> = arguments.named_children(&mut cursor).filter(|a| a.kind() != "comment").collect();
+        let [subject, class] = args.as_slice() else { return None };
+        let name = self.subject_key(*subject, 0)?;
+        if name == "self" || name == "cls" {
+            return None;
+        }
+        let is_class_name = |n: &Node| matches!(n.kind(), "identifier" | "attribute");
+        let classes: Vec<&str> = match class.kind() {
+            "tuple" => {
+                let mut cursor = class.walk();
+                let items: Vec<Node> = class.named_children(&mut cursor).filter(|a| a.kind() != "comment").collect();
+                if items.is_empty() || !items.iter().all(is_class_name) {
+                    return None;
+                }
+                items.iter().map(|i| self.text(*i)).collect()
+            }
+            _ if is_class_name(class) => vec![self.text(*class)],
+            _ => return None,
+        };
+        let ty = crate::annotation::type_expr(&classes.join(" | "));
+        (ty != Expr::Unknown).then(|| (Name::new(&name), ty))
+    }
+
+    /// What an `isinstance` test narrows, as written: a name, or an attribute chain on one
+    /// (`self.conn`, `node.parent`), dots between the parts whatever the spacing; `None` for
+    /// anything else (a call, a subscript: the next evaluation may give another value).
+    pub(super) fn subject_key(&self, node: Node, depth: u32) -> Option<String> {
+        if depth > MAX_NESTING {
+            return None;
+        }
+        match node.kind() {
+            "identifier" => Some(self.text(node).to_string()),
+            "attribute" => {
+                let object = self.subject_key(node.field("object")?, depth + 1)?;
+                Some(format!("{object}.{}", self.text(node.field("attribute")?)))
+            }
+            _ => None,
+        }
+    }
+
+    /// The narrowings `statement` puts in force for the rest of its block: an `if` with no
+    /// `elif`/`else` whose condition is `not isinstance(name, T)` and whose body always leaves
+    /// the block (its last statement is `raise`, `return`, `continue` or `break`).
+    pub(super) fn exit_unless_instance(&self, statement: Node) -> Vec<(Name, Expr)> {
+        if statement.kind() != "if_statement" || statement.child_by_field_name("alternative").is_some() {
+            return Vec::new();
+        }
+        let Some(condition) = statement.field("condition") else { return Vec::new() };
+        let condition = if condition.kind() == "parenthesized_expression" {
+            match condition.named_child(0) {
+                Some(inner) => inner,
+                None => return Vec::new(),
+            }
+        } else {
+            condition
+        };
+        if condition.kind() != "not_operator" {
+            return Vec::new();
+        }
+        let leaves = statement
+            .field("consequence")
+            .and_then(|b| b.named_children(&mut b.walk()).filter(|c| !c.is_extra()).last());
+        let always_leaves = leaves.is_some_and(|last| {
+            matches!(last.kind(), "raise_statement" | "return_statement" | "continue_statement" | "break_statement")
+        });
+        match condition.field("argument") {
+            Some(test) if always_leaves && test.kind() == "call" => self.instance_test(test).into_iter().collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Ends, for the rest of the block, the narrowings in force in `scope` whose name
+    /// `statement` binds again anywhere in it (`x = make()`, `x += 1`, `for x in ...`,
+    /// `with ... as x`, `(x := ...)`, `except E as x`, `del x`, a `def` or `class` of the name,
+    /// an import of it), or whose attribute chain it binds a prefix of (`self.conn = ...` and
+    /// `self = ...` end `self.conn`'s). A binding inside a nested `if` may or may not have run:
+    /// either way the test no longer says what the name holds.
+    pub(super) fn end_rebound_narrowings(&mut self, statement: Node, scope: ScopeId) {
+        if !self.narrowings.iter().any(|n| n.scope == scope && n.ty.is_some()) {
+            return;
+        }
+        let mut bound = Vec::new();
+        self.bound_keys(statement, &mut bound, 0);
+        if bound.is_empty() {
+            return;
+        }
+        let rebinds = |name: &str| {
+            bound.iter().any(|b| name == b || name.strip_prefix(b.as_str()).is_some_and(|rest| rest.starts_with('.')))
+        };
+        let ended: Vec<Name> = self
+            .narrowings
+            .iter()
+            .filter(|n| n.scope == scope && n.ty.is_some() && rebinds(n.name.as_str()))
+            .map(|n| n.name.clone())
+            .collect();
+        for name in ended {
+            self.narrowings.push(Narrowing { scope, name, ty: None });
+        }
+    }
+
+    /// The names and attribute chains `node` binds in the scope it runs in (not in nested
+    /// functions, classes, lambdas or comprehensions, which have scopes of their own; a `def`
+    /// or `class` binds its own name).
+    pub(super) fn bound_keys(&self, node: Node, out: &mut Vec<String>, depth: u32) {
+        if depth > MAX_NESTING {
+            return;
+        }
+        match node.kind() {
+            "function_definition" | "class_definition" => {
+                out.extend(node.field("name").map(|n| self.text(n).to_string()));
+                return;
+            }
+            "lambda"
+            | "list_comprehension"
+            | "set_comprehension"
+            | "dictionary_comprehension"
+            | "generator_expression" => return,
+            "assignment" if self.rebinds_to_own_method_result(node) => {}
+            "assignment" | "augmented_assignment" | "for_statement" => {
+                if let Some(left) = node.field("left") {
+                    self.target_keys(left, out, depth + 1);
+                }
+            }
+            "named_expression" => {
+                if let Some(name) = node.field("name") {
+                    self.target_keys(name, out, depth + 1);
+                }
+            }
+            "as_pattern" => {
+                if let Some(alias) = node.field("alias") {
+                    self.target_keys(alias, out, depth + 1);
+                }
+            }
+            "delete_statement" => {
+                let mut cursor = node.walk();
+                for target in node.named_children(&mut cursor) {
+                    self.target_keys(target, out, depth + 1);
+                }
+            }
+            "dotted_name"
+                if node.parent().is_some_and(|p| matches!(p.kind(), "import_statement" | "import_from_statement")) =>
+            {
+                // `import a.b` binds `a`; `from m import x` binds `x` (the module's name is no
+                // binding: it is the `module_name` field, skipped below).
+                if let Some(first) = node.named_child(0) {
+                    out.push(self.text(first).to_string());
+                }
+            }
+            "aliased_import" => {
+                out.extend(node.field("alias").map(|a| self.text(a).to_string()));
+                return;
+            }
+            _ => {}
+        }
+        let mut cursor = node.walk();
+        for child in node.named_children(&mut cursor) {
+            if node.kind() == "import_from_statement" && node.field("module_name") == Some(child) {
+                continue;
+            }
+            self.bound_keys(child, out, depth + 1);
+        }
+    }
+
+    /// `x = x.copy()`, `field = field.asc()`: a name rebound to what a method of its own value
+    /// returns. Such methods most often return the same kind of object (a copy, a fluent
+    /// builder's next step), so the `isinstance` test is kept: in django, ending it there lost
+    /// eight edges that were right (`child = child.copy()` then `child.name` on an `F`) and
+    /// gained none.
+    pub(super) fn rebinds_to_own_method_result(&self, assignment: Node) -> bool {
+        let (Some(left), Some(right)) = (assignment.field("left"), assignment.field("right")) else { return false };
+        let Some(target) = self.subject_key(left, 0) else { return false };
+        right.kind() == "call"
+            && right.field("function").is_some_and(|f| {
+                f.kind() == "attribute"
+                    && f.field("object").and_then(|o| self.subject_key(o, 0)).as_deref() == Some(&*target)
+            })
+    }
+
+    /// The names and attribute chains a binding target binds: `x`, `self.conn`, each name of
+    /// `a, (b, *c)`; a subscript (`x[0] = ...`) binds none.
+    pub(super) fn target_keys(&self, target: Node, out: &mut Vec<String>, depth: u32) {
+        if depth > MAX_NESTING {
+            return;
+        }
+        match target.kind() {
+            "identifier" | "attribute" => out.extend(self.subject_key(target, 0)),
+            "subscript" => {}
+            _ => {
+                let mut cursor = target.walk();
+                for child in target.named_children(&mut cursor) {
+                    self.target_keys(child, out, depth + 1);
+                }
+            }
+        }
+    }
+
+    /// The name `object` reads as the object of an attribute (`x` of `x.close()`), as the
+    /// `isinstance` tests in force narrow it, if one does.
+    pub(super) fn narrowed_object(&mut self, object: Node, scope: ScopeId) -> Option<Expr> {
+        if self.narrowings.is_empty() {
+            return None;
+        }
+        let key = self.subject_key(object, 0)?;
+        let ty = self.narrowings.iter().rev().find(|n| n.scope == scope && n.name == key)?.ty.clone()?;
+        let read = self.chain(object, scope);
+        Some(Expr::Declared(Box::new(ty), Box::new(read)))
+    }
+}
