@@ -1264,15 +1264,40 @@ fn handle_query(
     };
     let index =
         protocol::IndexView { snapshot: &published.snapshot, history: Some(&published.history), root: &shared.root };
-    let (_, value) = protocol::run_query(
+    let answered = protocol::run_query(
         index,
         &params,
         Some(cancel),
         Some(&*shared.lanes as &dyn fresco_query::Lanes),
         if allow { Some(&is_stale as &dyn Fn(&str) -> bool) } else { None },
         &stale,
-    )?;
-    Ok(value)
+    );
+    match answered {
+        Ok((_, value)) => Ok(value),
+        // An error is an answer too: under `allow`, one read from a snapshot behind the disk
+        // (an unknown name just written, a line past the old end) says so, as rows do.
+        // A parse error or a cancellation does not depend on the snapshot.
+        Err(e) if allow && !stale.is_empty() && matches!(e.code, "UNKNOWN_SYMBOL" | "INVALID_QUERY") => {
+            Err(behind_the_disk(e, published.snapshot.version(), &stale))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// `error`, found in version `version` while `stale` files had changed on disk since: the
+/// message says the answer may differ once they are indexed, and the error lists them.
+fn behind_the_disk(error: ProtoError, version: u64, stale: &[String]) -> ProtoError {
+    let shown: Vec<&str> = stale.iter().take(5).map(String::as_str).collect();
+    let more = stale.len() - shown.len();
+    let message = format!(
+        "{} (freshness allow: answered from version {version}, and {} changed file(s) are not indexed yet: {}{}; \
+         with freshness wait the answer may differ)",
+        error.message,
+        stale.len(),
+        shown.join(", "),
+        if more > 0 { format!(" and {more} more") } else { String::new() }
+    );
+    ProtoError { message, ..error }.with("stale", json!(stale)).with("version", json!(version))
 }
 
 /// Whether a query has a `search` or `context` step (one that reads the retrieval lanes).

@@ -838,6 +838,18 @@ fn while_a_change_is_pending_strict_exits_3_allow_marks_and_wait_answers_fresh()
         r["notes"].as_array().is_some_and(|n| n.iter().any(|n| n.as_str().is_some_and(|n| n.contains(API)))),
         "{r}"
     );
+    // An error from the old version says so and lists the pending file: `patch` is called in
+    // the edit, not yet indexed, and a line past the old end may be on disk already.
+    let r = c.query("callers requests.api.head.no_such_unit", "allow");
+    assert_eq!(error_code(&r), "UNKNOWN_SYMBOL", "{r}");
+    assert_eq!(r["error"]["stale"], json!([API]), "{r}");
+    assert_eq!(r["error"]["version"], version(&before), "{r}");
+    assert!(r["error"]["message"].as_str().is_some_and(|m| m.contains("not indexed yet")), "{r}");
+    // Under strict the same query is refused as stale; a parse error is no matter of freshness.
+    assert_eq!(error_code(&c.query("callers requests.api.head.no_such_unit", "strict")), "STALE");
+    let r = c.query("callers requests.api.head depth many", "allow");
+    assert_eq!(error_code(&r), "PARSE_ERROR", "{r}");
+    assert!(r["error"].get("stale").is_none(), "{r}");
 
     // wait, out of time before the batch is in: the edited file, not the temporary name too.
     let out = d.cli(&["query", env.root_s(), q, "--json", "--daemon", "--freshness", "wait", "--wait-ms", "1"]);
