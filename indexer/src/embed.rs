@@ -1408,6 +1408,13 @@ impl Worker {
         let mut last_publish = Instant::now();
         if total > 0 {
             self.shared.set(LaneState::Embedding { done: already, total: already + total }, version);
+            // Restarted on stored vectors (or a first job the store mostly covers): what the
+            // store holds serves at once, not after the first batch is embedded (a query in
+            // between read `embedding` with no hits though 85 % of the texts had vectors).
+            if self.nothing_published() && 2 * already >= already + total {
+                self.publish_partial(version, snapshot, previous.as_ref(), &known, &fresh)?;
+                last_publish = Instant::now();
+            }
         }
         for chunk in missing.chunks(BATCH_SIZE) {
             if self.stopped() {
@@ -1436,19 +1443,11 @@ impl Worker {
             // serve. Not before half: the shortest texts come first (modules, constants), and a
             // lane of a few dozen of them, fused at full weight, ranked worse than BM25 alone
             // (a review finding).
-            let nothing_published = self.shared.index.read().unwrap_or_else(|p| p.into_inner()).is_none();
             let half_covered = 2 * (already + done) >= already + total;
             if done < total
-                && ((nothing_published && half_covered) || last_publish.elapsed() >= self.options.partial_every)
+                && ((self.nothing_published() && half_covered) || last_publish.elapsed() >= self.options.partial_every)
             {
-                let index = self.build(snapshot, previous.as_ref(), &known, &fresh)?;
-                self.shared
-                    .first_partial
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .get_or_insert((index.missing(), index.len() + index.missing()));
-                *self.shared.index.write().unwrap_or_else(|p| p.into_inner()) = Some((version, Arc::new(index)));
-                self.shared.partials.fetch_add(1, Ordering::Relaxed);
+                self.publish_partial(version, snapshot, previous.as_ref(), &known, &fresh)?;
                 last_publish = Instant::now();
             }
         }
@@ -1468,6 +1467,30 @@ impl Worker {
             crate::process::release_free_memory();
         }
         Ok(Outcome::Done)
+    }
+
+    fn nothing_published(&self) -> bool {
+        self.shared.index.read().unwrap_or_else(|p| p.into_inner()).is_none()
+    }
+
+    /// Publishes the index of `version` with the vectors there are so far (`partial`).
+    fn publish_partial(
+        &self,
+        version: u64,
+        snapshot: &Snapshot,
+        previous: Option<&(u64, Arc<VectorIndex>)>,
+        known: &HashMap<u64, u32>,
+        fresh: &HashMap<u64, Quantized>,
+    ) -> Result<(), EmbedError> {
+        let index = self.build(snapshot, previous, known, fresh)?;
+        self.shared
+            .first_partial
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert((index.missing(), index.len() + index.missing()));
+        *self.shared.index.write().unwrap_or_else(|p| p.into_inner()) = Some((version, Arc::new(index)));
+        self.shared.partials.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     fn build(

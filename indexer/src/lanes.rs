@@ -15,7 +15,7 @@ use crossbeam::channel::{Receiver, RecvTimeoutError, Sender};
 use fresco_graph::Snapshot;
 use fresco_query::{IndexedText, LaneDown, LaneHits};
 
-use crate::embed::{self, EmbedWorker, EmbedWorkerOptions, LaneState, VectorStore};
+use crate::embed::{self, EmbedWorker, EmbedWorkerOptions, LaneState, LaneStatus, VectorStore};
 use crate::text_index::{self, TextIndex};
 
 enum TextLane {
@@ -547,7 +547,7 @@ impl fresco_query::Lanes for RetrievalLanes {
         let _turn = worker.query_turn();
         let query = self.embed_query(worker, text).map_err(|e| LaneDown::new(e.to_string()))?;
         let ids = index.search(&query, k).into_iter().map(|(id, _)| id).collect();
-        let partial = (index.missing() > 0).then(|| format!("{} units not embedded yet", index.missing()));
+        let partial = dense_partial(index.missing(), &worker.status(), version);
         Ok(LaneHits { ids, version, partial, note: None, indexed: Some(Arc::new(IndexedVectors(index))) })
     }
 
@@ -567,6 +567,26 @@ impl fresco_query::Lanes for RetrievalLanes {
         let tokenizer = self.tokenizer.read().unwrap_or_else(|p| p.into_inner());
         let tokenizer = tokenizer.as_ref()?;
         Some(self.token_counts.get_or_count(text, || crate::embed::count_tokens(tokenizer, text)))
+    }
+}
+
+/// What a dense answer from the index of `version`, which lacks `missing` units' vectors, leaves
+/// out while the worker is in `status`: units not embedded yet and, when it embeds a later
+/// version, the units that version added or changed (`lagging` alone read as "done with what it
+/// was given"). `None` when the index covers its version and the worker is not embedding.
+fn dense_partial(missing: usize, status: &LaneStatus, version: u64) -> Option<String> {
+    let missing = (missing > 0).then(|| format!("{missing} units not embedded yet"));
+    let progress = match status {
+        LaneStatus { state: LaneState::Embedding { done, total }, version: embedding } if *embedding > version => {
+            Some(format!(
+                "embedding version {embedding}: {done} of {total} unit texts have vectors; ranked by version {version}'s"
+            ))
+        }
+        _ => None,
+    };
+    match (missing, progress) {
+        (Some(missing), Some(progress)) => Some(format!("{missing}; {progress}")),
+        (missing, progress) => missing.or(progress),
     }
 }
 
@@ -687,6 +707,28 @@ mod tests {
         assert!(lanes.placed_model_found.load(Ordering::Relaxed));
         let counted = lanes.count_tokens("def retry_connection(): pass").expect("the tokenizer counts now");
         assert!(counted > 3, "MiniLM's word pieces, not chars/4: {counted}");
+    }
+
+    /// A dense answer says what it leaves out: units without a vector, and, while the worker
+    /// embeds a later version, that version's progress.
+    #[test]
+    fn a_dense_answer_behind_an_embedding_job_is_partial_and_says_how_far_it_is() {
+        let embedding = |version| LaneStatus { state: LaneState::Embedding { done: 2307, total: 2548 }, version };
+        let ready = LaneStatus { state: LaneState::Ready, version: 7 };
+        assert_eq!(dense_partial(0, &ready, 7), None);
+        assert_eq!(dense_partial(3, &ready, 7).as_deref(), Some("3 units not embedded yet"));
+        assert_eq!(
+            dense_partial(0, &embedding(8), 7).as_deref(),
+            Some("embedding version 8: 2307 of 2548 unit texts have vectors; ranked by version 7's")
+        );
+        assert_eq!(
+            dense_partial(3, &embedding(8), 7).as_deref(),
+            Some(
+                "3 units not embedded yet; embedding version 8: 2307 of 2548 unit texts have vectors; ranked by version 7's"
+            )
+        );
+        // Embedding the version the index is partial for: its own count says it.
+        assert_eq!(dense_partial(3, &embedding(7), 7).as_deref(), Some("3 units not embedded yet"));
     }
 
     /// A lexical answer from a lagging index says which hits it ranked by a unit's earlier text:

@@ -466,6 +466,47 @@ fn worker_embeds_once_and_reuses_the_store() {
     assert_eq!(worker.stats().embedded, 0);
 }
 
+/// A restart on a store that holds most of the texts publishes what it holds before it embeds
+/// the rest: queries meanwhile get the stored vectors, not `embedding` with no hits.
+#[test]
+fn a_restart_on_stored_vectors_publishes_them_before_embedding_the_rest() {
+    embedder();
+    let repo = tempfile::tempdir().unwrap();
+    let vectors = tempfile::tempdir().unwrap();
+    let functions = |range: std::ops::Range<usize>| -> String {
+        range
+            .map(|i| {
+                format!("def helper_{i}(value):\n    \"\"\"Helper number {i}.\"\"\"\n    return value + {i}\n\n\n")
+            })
+            .collect()
+    };
+    std::fs::write(repo.path().join("helpers.py"), functions(0..3 * embed::BATCH_SIZE)).unwrap();
+    let mut indexer = Indexer::in_memory(repo.path(), IndexerOptions::default());
+    indexer.refresh().unwrap();
+    let store = VectorStore::open(vectors.path()).unwrap();
+    let hourly = || EmbedWorkerOptions { partial_every: Duration::from_secs(3600), ..options() };
+    let worker = EmbedWorker::start(store.clone(), hourly());
+    let snap = indexer.snapshot().clone();
+    worker.submit(snap.version(), snap);
+    ready(&worker, 0);
+    worker.shutdown();
+    // While it was stopped: more than a batch of new functions, fewer than the stored ones.
+    let new = embed::BATCH_SIZE + 5;
+    std::fs::write(repo.path().join("more.py"), functions(1000..1000 + new)).unwrap();
+    indexer.refresh().unwrap();
+    let snap = indexer.snapshot().clone();
+    let worker = EmbedWorker::start(store, hourly());
+    worker.submit(snap.version(), snap.clone());
+    let (_, index) = ready(&worker, snap.version());
+    assert_eq!(index.missing(), 0);
+    let stats = worker.stats();
+    assert_eq!(stats.embedded, new as u64 + 1, "the new functions and their module: {stats:?}");
+    // The first partial index lacked every new text: published before the first batch.
+    let (missing, _) = stats.first_partial.expect("a partial index");
+    assert_eq!(missing, new + 1, "{stats:?}");
+    worker.shutdown();
+}
+
 #[test]
 fn a_worker_with_no_index_publishes_one_once_half_is_embedded() {
     embedder();
