@@ -821,7 +821,7 @@ impl VectorIndex {
         index
     }
 
-    fn push(&mut self, id: Box<str>, key: u64, q: &Quantized) {
+    pub(crate) fn push(&mut self, id: Box<str>, key: u64, q: &Quantized) {
         self.ids.push(id);
         self.keys.push(key);
         self.scales.push(q.scale);

@@ -599,6 +599,10 @@ impl IndexedText for IndexedSources {
         let text_in = |s: &Snapshot| s.unit(id).map(|u| u.file.source_of(u.unit).to_string());
         snapshot.contains_unit(id) && text_in(&self.0) != text_in(snapshot)
     }
+
+    fn unseen(&self, ids: &[&str]) -> Vec<bool> {
+        ids.iter().map(|id| !self.0.contains_unit(id)).collect()
+    }
 }
 
 /// The vectors a dense answer was ranked from: each keyed by the text it was computed from.
@@ -610,6 +614,17 @@ impl IndexedText for IndexedVectors {
         let Some(unit) = snapshot.unit(id) else { return false };
         let now = embed::text_key(&embed::unit_text(unit.unit, unit.file.source_of(unit.unit)));
         self.0.key_of(id).is_some_and(|then| then != now)
+    }
+
+    fn unseen(&self, ids: &[&str]) -> Vec<bool> {
+        // One pass over the index for the few ids asked (a lagging lane's lists).
+        let mut seen: std::collections::HashMap<&str, bool> = ids.iter().map(|id| (*id, false)).collect();
+        for id in self.0.ids() {
+            if let Some(s) = seen.get_mut(id) {
+                *s = true;
+            }
+        }
+        ids.iter().map(|id| !seen.get(id).copied().unwrap_or(false)).collect()
     }
 }
 
@@ -731,6 +746,18 @@ mod tests {
         assert_eq!(dense_partial(3, &embedding(7), 7).as_deref(), Some("3 units not embedded yet"));
     }
 
+    /// The vectors of a dense answer: a unit without one could not be ranked by the lane.
+    #[test]
+    fn a_dense_index_has_not_seen_the_units_it_holds_no_vector_for() {
+        let mut index = embed::VectorIndex::default();
+        let q = embed::Quantized { scale: 1.0, q: [1; embed::DIMENSIONS] };
+        index.push("m.a".into(), 1, &q);
+        index.push("m.b".into(), 2, &q);
+        let indexed = IndexedVectors(Arc::new(index));
+        assert_eq!(indexed.unseen(&["m.b", "m.new", "m.a"]), [false, true, false]);
+        assert!(indexed.unseen(&[]).is_empty());
+    }
+
     /// A lexical answer from a lagging index says which hits it ranked by a unit's earlier text:
     /// those whose source changed since, not the file's other units.
     #[test]
@@ -752,5 +779,7 @@ mod tests {
         assert!(!indexed.ranked_by_older_text(&after, "m.other"), "unchanged, though its file changed");
         assert!(!indexed.ranked_by_older_text(&after, "m.gone"));
         assert!(!indexed.ranked_by_older_text(&before, "m.retry"), "the snapshot it was ranked from");
+        // A unit not in the indexed snapshot at all: the lane could not rank it.
+        assert_eq!(indexed.unseen(&["m.retry", "n.fresh", "m.other"]), [false, true, false]);
     }
 }

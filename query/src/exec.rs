@@ -664,9 +664,8 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             // top k is a prefix of the top k+n while k+n is at most 50 (fused from k per lane, `k 1` and `k 10` named different
             // best units on httpx, a black-box finding).
             let depth = (*k).max(SEARCH_LANE_DEPTH);
-            let mut older_text = FxHashSet::default();
-            let mut ranked =
-                run_text_lanes(exec.snapshot(), exec.ctx.lanes, &wanted, text, depth, &mut health, &mut older_text);
+            let TextLaneAnswers { mut ranked, older_text, unseen } =
+                run_text_lanes(exec.snapshot(), exec.ctx.lanes, &wanted, text, depth, &mut health);
             if wanted.contains(&Lane::Graph) {
                 health.insert(
                     "graph",
@@ -680,7 +679,7 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 );
             }
             ranked.retain(|(_, ids)| !ids.is_empty());
-            let fused = fuse(&ranked);
+            let fused = fuse_seeing(&ranked, &unseen);
             exec.lane_hits = ranked.iter().map(|(l, ids)| (l.as_str(), ids.clone())).collect();
             exec.lanes = Some(health);
             Ok(fused
@@ -700,13 +699,13 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             exec.notes.extend(target.note.clone());
             let wanted: Vec<Lane> = if lanes.is_empty() { Lane::ALL.to_vec() } else { lanes.clone() };
             let mut health = std::collections::BTreeMap::new();
-            let mut older_text = FxHashSet::default();
+
             // As for `search`: every lane lists as deep whatever `k` is, so the top k is the top k
             // of the default answer (the analogues the graph lane learns from are the text lanes'
             // best, and a shorter list lost lane ranks too).
             let depth = (*k).max(SEARCH_LANE_DEPTH);
-            let mut ranked =
-                run_text_lanes(snapshot, exec.ctx.lanes, &wanted, &target.text, depth, &mut health, &mut older_text);
+            let TextLaneAnswers { mut ranked, older_text, unseen } =
+                run_text_lanes(snapshot, exec.ctx.lanes, &wanted, &target.text, depth, &mut health);
             // Test code is not what non-test code needs: keep the text lanes to code like the target.
             if !is_test_path(&target.file) {
                 for (_, ids) in ranked.iter_mut() {
@@ -759,7 +758,7 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             }
             exec.lane_hits = ranked.iter().map(|(l, ids)| (l.as_str(), ids.clone())).collect();
             let deps = if graph.is_empty() { FxHashSet::default() } else { dependency_set(snapshot, &graph, *k) };
-            let fused = context_order(fuse(&ranked), &graph, &deps);
+            let fused = context_order(fuse_seeing(&ranked, &unseen), &graph, &deps);
             let block = assemble(snapshot, exec.ctx.lanes, &target, &fused, &deps, *budget, exec.ctx.is_stale);
             if let Some((unit, tokens)) = &block.smallest_cut {
                 exec.notes.push(format!(

@@ -182,3 +182,60 @@ fn k_is_bounded_by_the_result_limit() {
     let within = fresco_query::run(&ctx, "search \"anything\" k 3").expect("search");
     assert!(!within.truncated, "{:?}", within.notes);
 }
+
+/// A dense lane one version behind, whose index has no vector for `m.e` (written since): BM25,
+/// up to date, ranks it first; the dense lane ranks the others.
+struct DenseBehind;
+
+#[derive(Debug)]
+struct VectorsWithout(&'static str);
+
+impl fresco_query::IndexedText for VectorsWithout {
+    fn ranked_by_older_text(&self, _: &Snapshot, _: &str) -> bool {
+        false
+    }
+    fn unseen(&self, ids: &[&str]) -> Vec<bool> {
+        ids.iter().map(|id| *id == self.0).collect()
+    }
+}
+
+impl Lanes for DenseBehind {
+    fn bm25(&self, _: &str, k: usize) -> Result<LaneHits, LaneDown> {
+        Ok(first(&["e", "b", "a", "c"], k))
+    }
+    fn dense(&self, _: &str, k: usize) -> Result<LaneHits, LaneDown> {
+        Ok(LaneHits {
+            version: 0,
+            indexed: Some(std::sync::Arc::new(VectorsWithout("m.e"))),
+            ..first(&["b", "a", "c", "d"], k)
+        })
+    }
+    fn tokens(&self, text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_lowercase).collect()
+    }
+}
+
+/// A unit a lane behind has not seen yet is fused by the lanes that could rank it: BM25's first
+/// stays first, though the dense lane ranks two others in both lists.
+#[test]
+fn a_unit_a_lane_behind_has_not_seen_is_fused_without_that_lane() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let snapshot = index(dir.path());
+    assert!(snapshot.version() >= 1);
+    let lanes = DenseBehind;
+    let mut ctx = Context::new(&snapshot);
+    ctx.lanes = Some(&lanes);
+    let out = fresco_query::run(&ctx, "search \"anything\" k 3").expect("search");
+    let names: Vec<&str> = out.results.iter().map(|item| item.name.as_str()).collect();
+    assert_eq!(names, ["m.e", "m.b", "m.a"], "{names:?}");
+    let dense = &out.lanes.as_ref().expect("lane health")["dense"];
+    assert!(dense.reason.as_deref().is_some_and(|r| r.contains("1 units the other lanes listed")), "{dense:?}");
+    // With every lane up to date the same lists fuse plainly: m.e, in one list, comes after
+    // the units both lists hold.
+    let plain = fresco_query::retrieve::fuse(&[
+        (fresco_query::ast::Lane::Bm25, ["m.e", "m.b", "m.a", "m.c"].map(String::from).to_vec()),
+        (fresco_query::ast::Lane::Dense, ["m.b", "m.a", "m.c", "m.d"].map(String::from).to_vec()),
+    ]);
+    assert_eq!(plain[0].id, "m.b");
+    assert_ne!(plain[1].id, "m.e");
+}

@@ -52,7 +52,18 @@ pub trait IndexedText: Send + Sync + std::fmt::Debug {
     /// Whether the lane ranked unit `id` by text other than its text in `snapshot` (its index
     /// is behind the snapshot, and the unit changed since).
     fn ranked_by_older_text(&self, snapshot: &Snapshot, id: &str) -> bool;
+
+    /// For each of `ids`, whether the lane's index holds no text of it at all (a unit added
+    /// since the index was built, or not embedded yet): the lane could not rank it, so its
+    /// silence says nothing about it.
+    fn unseen(&self, ids: &[&str]) -> Vec<bool> {
+        vec![false; ids.len()]
+    }
 }
+
+/// Per text lane, the units other lanes listed that its index holds no text of (see
+/// [`IndexedText::unseen`]); empty when every lane is up to date.
+pub type Unseen = BTreeMap<Lane, FxHashSet<String>>;
 
 /// One lane's ranked answer and the graph version its index reflects.
 #[derive(Clone, Debug, Default)]
@@ -139,15 +150,25 @@ pub struct Fused {
 /// target outvote the graph lane's first choice. Both levels use the same constant [`RRF_K`].
 /// Every fused result keeps each lane's own rank.
 pub fn fuse(lanes: &[(Lane, Vec<String>)]) -> Vec<Fused> {
-    let similarity: Vec<&[String]> =
-        lanes.iter().filter(|(l, _)| *l != Lane::Graph).map(|(_, ids)| ids.as_slice()).collect();
+    fuse_seeing(lanes, &Unseen::new())
+}
+
+/// [`fuse`], where a text lane whose index has not seen a unit yet (`unseen`: added since, or not
+/// embedded yet) does not count against it: among the text lanes, such a unit's score is that of
+/// the lanes that could rank it, scaled to all of them. Otherwise a function just written, which
+/// the up-to-date lexical lane ranks first, fell out of a `search`'s top 10 for as long as the
+/// dense lane was behind: one lane's vote cannot beat two (a black-box finding).
+pub fn fuse_seeing(lanes: &[(Lane, Vec<String>)], unseen: &Unseen) -> Vec<Fused> {
+    let similarity: Vec<(Lane, &[String])> =
+        lanes.iter().filter(|(l, _)| *l != Lane::Graph).map(|(l, ids)| (*l, ids.as_slice())).collect();
     let structure: Vec<&[String]> =
         lanes.iter().filter(|(l, _)| *l == Lane::Graph).map(|(_, ids)| ids.as_slice()).collect();
-    let similarity_ranking: Vec<String> = rrf(&similarity).into_iter().map(|(id, _)| id).collect();
+    let similarity_scored = rrf_seeing(&similarity, unseen);
+    let similarity_ranking: Vec<String> = similarity_scored.iter().map(|(id, _)| id.clone()).collect();
     let structure_ranking: Vec<String> = rrf(&structure).into_iter().map(|(id, _)| id).collect();
     let scored: Vec<(String, f64)> = match (similarity.is_empty(), structure.is_empty()) {
         (false, false) => rrf(&[similarity_ranking.as_slice(), structure_ranking.as_slice()]),
-        (false, true) => rrf(&similarity),
+        (false, true) => similarity_scored,
         (true, _) => rrf(&structure),
     };
     let mut ranks: FxHashMap<&str, BTreeMap<&'static str, usize>> = FxHashMap::default();
@@ -176,6 +197,30 @@ pub fn fuse(lanes: &[(Lane, Vec<String>)]) -> Vec<Fused> {
     fused
 }
 
+/// [`rrf`] of the text lanes' lists, a unit's score scaled by how many of the lanes could rank
+/// it (see [`fuse_seeing`]); plain [`rrf`] when every lane has seen every unit listed.
+fn rrf_seeing(lists: &[(Lane, &[String])], unseen: &Unseen) -> Vec<(String, f64)> {
+    let plain: Vec<&[String]> = lists.iter().map(|(_, ids)| *ids).collect();
+    let scored = rrf(&plain);
+    if unseen.values().all(|u| u.is_empty()) {
+        return scored;
+    }
+    let blind = |id: &str| lists.iter().filter(|(l, _)| unseen.get(l).is_some_and(|u| u.contains(id))).count();
+    let mut scaled: Vec<(String, f64, usize)> = scored
+        .into_iter()
+        .map(|(id, score)| {
+            let seeing = lists.len() - blind(&id).min(lists.len() - 1);
+            let best =
+                lists.iter().filter_map(|(_, ids)| ids.iter().position(|i| *i == id)).min().unwrap_or(usize::MAX);
+            (id, score * lists.len() as f64 / seeing as f64, best)
+        })
+        .collect();
+    scaled.sort_by(|a, b| {
+        b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal).then(a.2.cmp(&b.2)).then(a.0.cmp(&b.0))
+    });
+    scaled.into_iter().map(|(id, score, _)| (id, score)).collect()
+}
+
 /// Plain reciprocal rank fusion of ranked lists (duplicates within a list count once), in
 /// descending score; ties broken by best single rank, then id.
 fn rrf(lists: &[&[String]]) -> Vec<(String, f64)> {
@@ -198,9 +243,19 @@ fn rrf(lists: &[&[String]]) -> Vec<(String, f64)> {
     out.into_iter().map(|(id, (score, _))| (id.to_string(), score)).collect()
 }
 
+/// What the text lanes answered: each lane's ranked list (in the order the lanes were asked),
+/// the hits a lagging lane ranked by a unit's earlier text, and what a lane behind had not seen.
+#[derive(Default)]
+pub struct TextLaneAnswers {
+    pub ranked: Vec<(Lane, Vec<String>)>,
+    /// Hits a lane behind the snapshot ranked by the unit's earlier text (marked stale).
+    pub older_text: FxHashSet<String>,
+    /// Per lane behind, the units other lanes listed that it has no text of (see [`fuse_seeing`]).
+    pub unseen: Unseen,
+}
+
 /// Runs the lexical and dense lanes for `text`, recording each lane's health. Hits for units
-/// not in `snapshot` (removed since the lane's index was built) are dropped; hits a lagging lane
-/// ranked by a unit's earlier text are added to `older_text`.
+/// not in `snapshot` (removed since the lane's index was built) are dropped.
 pub fn run_text_lanes(
     snapshot: &Snapshot,
     lanes: Option<&dyn Lanes>,
@@ -208,9 +263,10 @@ pub fn run_text_lanes(
     text: &str,
     k: usize,
     health: &mut BTreeMap<&'static str, LaneReport>,
-    older_text: &mut FxHashSet<String>,
-) -> Vec<(Lane, Vec<String>)> {
+) -> TextLaneAnswers {
     let mut out = Vec::new();
+    let mut older_text = FxHashSet::default();
+    let mut unseen = Unseen::new();
     let text_lanes: Vec<Lane> = wanted.iter().copied().filter(|l| *l != Lane::Graph).collect();
     let ask = |lane: Lane| match lanes {
         None => Err(LaneDown::new("no retrieval lanes are loaded in this process")),
@@ -234,11 +290,16 @@ pub fn run_text_lanes(
     } else {
         text_lanes.iter().map(|&lane| ask(lane)).collect()
     };
+    // Lanes behind the snapshot, or partial: what they were ranked from, to ask what they saw.
+    let mut behind: Vec<(Lane, Arc<dyn IndexedText>)> = Vec::new();
     for (lane, answer) in text_lanes.into_iter().zip(answers) {
         match answer {
             Ok(hits) => {
                 let ids: Vec<String> = hits.ids.into_iter().filter(|id| snapshot.contains_unit(id)).collect();
                 let lag = snapshot.version().saturating_sub(hits.version);
+                if let Some(indexed) = hits.indexed.as_ref().filter(|_| lag > 0 || hits.partial.is_some()) {
+                    behind.push((lane, indexed.clone()));
+                }
                 if let Some(indexed) = hits.indexed.as_ref().filter(|_| lag > 0) {
                     older_text.extend(ids.iter().filter(|id| indexed.ranked_by_older_text(snapshot, id)).cloned());
                 }
@@ -267,7 +328,31 @@ pub fn run_text_lanes(
             }
         }
     }
-    out
+    // The units the other lanes listed that a lane behind has no text of: fused without it.
+    for (lane, indexed) in behind {
+        let others: Vec<&str> = out
+            .iter()
+            .filter(|(l, _)| *l != lane)
+            .flat_map(|(_, ids)| ids.iter().map(String::as_str))
+            .collect::<FxHashSet<&str>>()
+            .into_iter()
+            .collect();
+        let blind: FxHashSet<String> =
+            others.iter().zip(indexed.unseen(&others)).filter(|(_, b)| *b).map(|(id, _)| id.to_string()).collect();
+        if blind.is_empty() {
+            continue;
+        }
+        if let Some(report) = health.get_mut(lane.as_str()) {
+            let said =
+                format!("{} units the other lanes listed are not in its index yet: fused without it", blind.len());
+            report.reason = Some(match report.reason.take() {
+                Some(reason) => format!("{reason}; {said}"),
+                None => said,
+            });
+        }
+        unseen.insert(lane, blind);
+    }
+    TextLaneAnswers { ranked: out, older_text, unseen }
 }
 
 /// What the unit tests of more than one module use.
@@ -368,8 +453,8 @@ mod tests {
             "retry",
             10,
             &mut health,
-            &mut FxHashSet::default(),
-        );
+        )
+        .ranked;
         assert_eq!(health.get("bm25").map(|h| h.status), Some("ready"), "{:?}", health.get("bm25"));
         assert_eq!(health.get("dense").map(|h| h.status), Some("ready"));
         // The lanes keep the order they were asked in.
@@ -390,15 +475,7 @@ mod tests {
             || Err(LaneDown::not_yet("embedding", "embedding the repository (3 of 9 unit texts have vectors)")),
         );
         let mut health = BTreeMap::new();
-        run_text_lanes(
-            &Snapshot::empty(),
-            Some(&on_the_way),
-            &[Lane::Bm25, Lane::Dense],
-            "retry",
-            10,
-            &mut health,
-            &mut FxHashSet::default(),
-        );
+        run_text_lanes(&Snapshot::empty(), Some(&on_the_way), &[Lane::Bm25, Lane::Dense], "retry", 10, &mut health);
         let dense = health.get("dense").expect("dense health");
         assert_eq!(dense.status, "embedding", "not an outage: {dense:?}");
         assert!(dense.reason.as_deref().is_some_and(|r| r.contains("3 of 9")), "{dense:?}");
