@@ -803,6 +803,9 @@ pub struct VectorIndex {
     data: Vec<i8>,
     /// Units of the snapshot without a vector (yet): 0 for a complete index.
     missing: usize,
+    /// (xxh3 of an id, its row), sorted: built on the first lookup by id (see
+    /// [`VectorIndex::row_of`]); a published index never changes.
+    rows_by_id: std::sync::OnceLock<Vec<(u64, u32)>>,
 }
 
 impl fmt::Debug for VectorIndex {
@@ -846,10 +849,38 @@ impl VectorIndex {
         self.ids.iter().map(|s| &**s)
     }
 
+    /// The row of unit `id`'s vector, if it has one (the first, were an id pushed twice). The
+    /// table of id hashes is built on the first call (about 3 ms for django's 62,000 units, 12
+    /// bytes each); each lookup is then a binary search, where a scan of every id cost a
+    /// millisecond or more per query.
+    pub fn row_of(&self, id: &str) -> Option<usize> {
+        let table = self.rows_by_id.get_or_init(|| {
+            let mut table: Vec<(u64, u32)> = self
+                .ids
+                .iter()
+                .enumerate()
+                .map(|(row, id)| (xxhash_rust::xxh3::xxh3_64(id.as_bytes()), row as u32))
+                .collect();
+            table.sort_unstable();
+            table
+        });
+        let hash = xxhash_rust::xxh3::xxh3_64(id.as_bytes());
+        let first = table.partition_point(|(h, _)| *h < hash);
+        table[first..]
+            .iter()
+            .take_while(|(h, _)| *h == hash)
+            .map(|(_, row)| *row as usize)
+            .find(|&row| self.ids.get(row).is_some_and(|i| &**i == id))
+    }
+
+    /// Whether unit `id` has a vector in this index.
+    pub fn contains(&self, id: &str) -> bool {
+        self.row_of(id).is_some()
+    }
+
     /// The key ([`text_key`]) of the text unit `id`'s vector was computed from, if it has one.
-    /// A scan: for the few hits of a lagging lane, not for every unit.
     pub fn key_of(&self, id: &str) -> Option<u64> {
-        self.ids.iter().position(|i| &**i == id).and_then(|i| self.keys.get(i).copied())
+        self.row_of(id).and_then(|row| self.keys.get(row).copied())
     }
 
     /// Approximate heap bytes held.
@@ -859,26 +890,26 @@ impl VectorIndex {
             + self.keys.capacity() * 8
             + self.scales.capacity() * 4
             + self.data.capacity()
+            + self.rows_by_id.get().map_or(0, |t| t.capacity() * std::mem::size_of::<(u64, u32)>())
     }
 
-    /// Cosine similarity of `query` to each of `ids` (`None` for an id without a vector). One
-    /// scan over the index, then a lookup per id: for scoring a candidate set, not for top-k.
+    /// Cosine similarity of `query` to each of `ids` (`None` for an id without a vector): a
+    /// lookup per id ([`VectorIndex::row_of`]), for scoring a candidate set, not for top-k.
     pub fn similarities(&self, query: &Vector, ids: &[&str]) -> Vec<Option<f32>> {
         if ids.is_empty() || self.is_empty() {
             return vec![None; ids.len()];
         }
-        let wanted: rustc_hash::FxHashMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
         let q = Quantized::of(query);
-        let mut out = vec![None; ids.len()];
-        for (row, id) in self.ids.iter().enumerate() {
-            let Some(&slot) = wanted.get(&**id) else { continue };
-            let Some(data) = self.data.get(row * DIMENSIONS..(row + 1) * DIMENSIONS) else { continue };
-            let Ok(data) = <&[i8; DIMENSIONS]>::try_from(data) else { continue };
-            let mut dot = [0i32];
-            scan(&q.q, data, &mut dot);
-            out[slot] = Some(dot[0] as f32 * self.scales[row] * q.scale);
-        }
-        out
+        ids.iter()
+            .map(|id| {
+                let row = self.row_of(id)?;
+                let data = self.data.get(row * DIMENSIONS..(row + 1) * DIMENSIONS)?;
+                let data = <&[i8; DIMENSIONS]>::try_from(data).ok()?;
+                let mut dot = [0i32];
+                scan(&q.q, data, &mut dot);
+                Some(dot[0] as f32 * self.scales[row] * q.scale)
+            })
+            .collect()
     }
 
     /// The `k` ids most similar to `query` (cosine, best first; ties in index order).
@@ -1351,11 +1382,14 @@ impl Worker {
 
     fn job(&mut self, version: u64, snapshot: &Snapshot) -> Result<Outcome, EmbedError> {
         // 1. The text key of every unit; texts only for those not stored yet.
-        let previous = self.shared.index.read().unwrap_or_else(|p| p.into_inner()).clone();
-        let known: HashMap<u64, u32> = previous
-            .as_ref()
-            .map(|(_, ix)| ix.keys.iter().enumerate().map(|(i, &k)| (k, i as u32)).collect())
-            .unwrap_or_default();
+        let mut previous = self.shared.index.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let rows_by_key = |previous: &Option<(u64, Arc<VectorIndex>)>| -> HashMap<u64, u32> {
+            previous
+                .as_ref()
+                .map(|(_, ix)| ix.keys.iter().enumerate().map(|(i, &k)| (k, i as u32)).collect())
+                .unwrap_or_default()
+        };
+        let mut known = rows_by_key(&previous);
         let mut files: HashMap<String, FileKeys> = HashMap::with_capacity(snapshot.file_count());
         let mut missing: Vec<(u64, String)> = Vec::new();
         let mut pending: std::collections::HashSet<u64> = Default::default();
@@ -1414,6 +1448,9 @@ impl Worker {
             if self.nothing_published() && 2 * already >= already + total {
                 self.publish_partial(version, snapshot, previous.as_ref(), &known, &fresh)?;
                 last_publish = Instant::now();
+                // Built from the store once: the final index takes its rows from this one.
+                previous = self.shared.index.read().unwrap_or_else(|p| p.into_inner()).clone();
+                known = rows_by_key(&previous);
             }
         }
         for chunk in missing.chunks(BATCH_SIZE) {

@@ -617,14 +617,7 @@ impl IndexedText for IndexedVectors {
     }
 
     fn unseen(&self, ids: &[&str]) -> Vec<bool> {
-        // One pass over the index for the few ids asked (a lagging lane's lists).
-        let mut seen: std::collections::HashMap<&str, bool> = ids.iter().map(|id| (*id, false)).collect();
-        for id in self.0.ids() {
-            if let Some(s) = seen.get_mut(id) {
-                *s = true;
-            }
-        }
-        ids.iter().map(|id| !seen.get(id).copied().unwrap_or(false)).collect()
+        ids.iter().map(|id| !self.0.contains(id)).collect()
     }
 }
 

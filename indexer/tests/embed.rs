@@ -258,6 +258,14 @@ fn similarities_of_a_candidate_set_agree_with_cosine() {
     // Consistent with top-k search: the best of the set is the best overall.
     assert_eq!(index.search(&q, 1)[0].0, "m.f7");
     assert!(index.similarities(&q, &[]).is_empty());
+    // Looked up by id: every row, and nothing else.
+    for i in 0..200 {
+        assert_eq!(index.row_of(&format!("m.f{i}")), Some(i as usize));
+    }
+    assert!(!index.contains("m.f200") && !index.contains("") && !index.contains("m.f1 "));
+    // The same id twice: its first row, as a scan finds it.
+    let twice = VectorIndex::build([("a".to_string(), unit_vector(1)), ("a".to_string(), unit_vector(2))]);
+    assert_eq!(twice.row_of("a"), Some(0));
 }
 
 #[test]

@@ -679,6 +679,7 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 );
             }
             ranked.retain(|(_, ids)| !ids.is_empty());
+            report_unseen(&mut health, &ranked, &unseen);
             let fused = fuse_seeing(&ranked, &unseen);
             exec.lane_hits = ranked.iter().map(|(l, ids)| (l.as_str(), ids.clone())).collect();
             exec.lanes = Some(health);
@@ -758,6 +759,7 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             }
             exec.lane_hits = ranked.iter().map(|(l, ids)| (l.as_str(), ids.clone())).collect();
             let deps = if graph.is_empty() { FxHashSet::default() } else { dependency_set(snapshot, &graph, *k) };
+            report_unseen(&mut health, &ranked, &unseen);
             let fused = context_order(fuse_seeing(&ranked, &unseen), &graph, &deps);
             let block = assemble(snapshot, exec.ctx.lanes, &target, &fused, &deps, *budget, exec.ctx.is_stale);
             if let Some((unit, tokens)) = &block.smallest_cut {
