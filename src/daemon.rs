@@ -1276,8 +1276,15 @@ fn handle_query(
         Ok((_, value)) => Ok(value),
         // An error is an answer too: under `allow`, one read from a snapshot behind the disk
         // (an unknown name just written, a line past the old end) says so, as rows do.
-        // A parse error or a cancellation does not depend on the snapshot.
-        Err(e) if allow && !stale.is_empty() && matches!(e.code, "UNKNOWN_SYMBOL" | "INVALID_QUERY") => {
+        // A name may be in any file not indexed yet; an invalid query may change only when it
+        // names such a file (a line past its old end). A parse error, a path outside the root or
+        // a cancellation does not depend on the snapshot.
+        Err(e)
+            if allow
+                && !stale.is_empty()
+                && (e.code == "UNKNOWN_SYMBOL"
+                    || (e.code == "INVALID_QUERY" && stale.iter().any(|f| e.message.contains(f.as_str())))) =>
+        {
             Err(behind_the_disk(e, published.snapshot.version(), &stale))
         }
         Err(e) => Err(e),

@@ -838,8 +838,8 @@ fn while_a_change_is_pending_strict_exits_3_allow_marks_and_wait_answers_fresh()
         r["notes"].as_array().is_some_and(|n| n.iter().any(|n| n.as_str().is_some_and(|n| n.contains(API)))),
         "{r}"
     );
-    // An error from the old version says so and lists the pending file: `patch` is called in
-    // the edit, not yet indexed, and a line past the old end may be on disk already.
+    // An error found in the old version says so and lists the pending file: a name it lacks
+    // may be written in the edit not yet indexed.
     let r = c.query("callers requests.api.head.no_such_unit", "allow");
     assert_eq!(error_code(&r), "UNKNOWN_SYMBOL", "{r}");
     assert_eq!(r["error"]["stale"], json!([API]), "{r}");
@@ -849,6 +849,14 @@ fn while_a_change_is_pending_strict_exits_3_allow_marks_and_wait_answers_fresh()
     assert_eq!(error_code(&c.query("callers requests.api.head.no_such_unit", "strict")), "STALE");
     let r = c.query("callers requests.api.head depth many", "allow");
     assert_eq!(error_code(&r), "PARSE_ERROR", "{r}");
+    assert!(r["error"].get("stale").is_none(), "{r}");
+    // An invalid query that names a pending file may change once it is indexed (a line past
+    // its old end); one that names none cannot.
+    let r = c.query(&format!("context for \"def f():\" in {API}:9999"), "allow");
+    assert_eq!(error_code(&r), "INVALID_QUERY", "{r}");
+    assert_eq!(r["error"]["stale"], json!([API]), "{r}");
+    let r = c.query("callers ../../etc/passwd:3", "allow");
+    assert_eq!(error_code(&r), "INVALID_QUERY", "{r}");
     assert!(r["error"].get("stale").is_none(), "{r}");
 
     // wait, out of time before the batch is in: the edited file, not the temporary name too.

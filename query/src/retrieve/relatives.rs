@@ -97,9 +97,12 @@ pub(super) fn are_namesakes(a: &str, b: &str) -> bool {
 /// Whether one name is built from the other's words (`der_decode` and `der_decode_partial`,
 /// `remove_tags` and `tags`, `Guitar` and `guitar_range`): the words of one, split at
 /// underscores and case folded, are all words of the other. A wrapper calls what it is named
-/// after, and a method named for an attribute reads it. Namesakes ([`are_namesakes`]) and
-/// dunders are left out, and so are names of fewer than four letters (`id`, `get`), which
-/// nest in too many others.
+/// after, and a method named for an attribute reads it. Namesakes ([`are_namesakes`]: the
+/// same name up to leading underscores) and dunders are left out, and so are names of fewer
+/// than four letters (`id`, `get`), which nest in too many others. The same words in another
+/// case or with other underscores (`Tags` and `tags`, `type_` and `type`) count: on DevEval's
+/// tuning half 4 of the 8 such candidates were needed, and leaving them out read 0.8010
+/// against 0.8014.
 pub(super) fn are_nested_names(a: &str, b: &str) -> bool {
     let is_dunder = |n: &str| n.len() > 4 && n.starts_with("__") && n.ends_with("__");
     let bare = |n: &str| n.trim_matches('_').to_lowercase();
@@ -349,5 +352,8 @@ mod tests {
         // Words, not letters: `tag` is no word of `tags_of`.
         assert!(!are_nested_names("tags_of", "tag"));
         assert!(!are_nested_names("remove_tags", "add_tags"));
+        // Another spelling of the same words is no namesake.
+        assert!(are_nested_names("Tags", "tags"));
+        assert!(are_nested_names("type_", "type"));
     }
 }
