@@ -242,9 +242,11 @@ impl Indexer {
             }
             Ok(())
         };
-        if db_dir.join("db").is_file() && db_dir.join("conf").is_file() {
+        // The layout before `graph/`: a sled database directly in the index directory, with
+        // fresco's `committed-version` marker beside it. Without the marker a `db` and a `conf`
+        // may be another program's (sled's own names): they are left alone, never deleted.
+        if db_dir.join("db").is_file() && db_dir.join("conf").is_file() && db_dir.join("committed-version").is_file() {
             keep_numbering(0)?;
-            // The layout before `graph/`: a sled database directly in the index directory.
             for stale in ["db", "conf", "blobs", "snap.*", "committed-version"] {
                 let _ = std::fs::remove_file(db_dir.join(stale));
             }

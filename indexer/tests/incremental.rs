@@ -581,3 +581,42 @@ fn a_submodule_named_like_a_packages_definition_renames_it_both_ways() {
     assert!(!ids(&indexer).iter().any(|id| id.contains('#')), "{:?}", ids(&indexer));
     assert_eq!(render(&indexer), render(&fresh(root)));
 }
+
+/// An index directory holding a sled database of the layout before `graph/` is rebuilt, and the
+/// old database removed; a `db` and a `conf` without fresco's marker may be another program's
+/// (sled's own names) and are left alone.
+#[test]
+fn only_an_old_store_of_fresco_is_removed_from_the_index_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("repo");
+    write(&root, "a.py", "A = 1\n");
+    let options = || IndexerOptions { threads: 1, ..IndexerOptions::default() };
+    let foreign = dir.path().join("foreign");
+    write(&foreign, "db", "precious");
+    write(&foreign, "conf", "precious");
+    write(&foreign, "blobs/x", "precious");
+    let mut indexer = Indexer::open(&root, &foreign, options()).expect("open");
+    indexer.refresh().expect("index");
+    assert!(indexer.rebuilt_store.is_none(), "{:?}", indexer.rebuilt_store);
+    drop(indexer);
+    for kept in ["db", "conf", "blobs/x"] {
+        assert_eq!(std::fs::read_to_string(foreign.join(kept)).expect(kept), "precious", "{kept}");
+    }
+
+    let old = dir.path().join("old");
+    write(&old, "db", "sled");
+    write(&old, "conf", "sled");
+    write(&old, "blobs/x", "sled");
+    write(&old, "committed-version", "3");
+    let mut indexer = Indexer::open(&root, &old, options()).expect("open");
+    indexer.refresh().expect("index");
+    assert!(
+        indexer.rebuilt_store.as_deref().is_some_and(|r| r.contains("older layout")),
+        "{:?}",
+        indexer.rebuilt_store
+    );
+    assert!(indexer.snapshot().unit("a.A").is_some());
+    for gone in ["db", "conf", "blobs"] {
+        assert!(!old.join(gone).exists(), "{gone}");
+    }
+}
