@@ -97,7 +97,7 @@ enum Command {
         /// if it has not (strict), or answer at once marking stale items (allow).
         #[arg(long, value_enum, default_value_t = FreshnessArg::Wait)]
         freshness: FreshnessArg,
-        /// The most results any step may produce.
+        /// The most results the answer may hold (a step feeding another may go through up to 250,000).
         #[arg(long, default_value_t = protocol::DEFAULT_LIMIT as u64,
               value_parser = clap::value_parser!(u64).range(1..=protocol::MAX_LIMIT as u64))]
         limit: u64,

@@ -243,8 +243,10 @@ struct Exec<'c, 'a> {
     lanes: Option<std::collections::BTreeMap<&'static str, crate::retrieve::LaneReport>>,
     context: Option<crate::retrieve::ContextBlock>,
     lane_hits: Vec<(&'static str, Vec<String>)>,
-    /// Rows a step may produce: the result limit, or [`COUNT_CAP`] when the query only counts
-    /// them (its rows are never sent, so the result limit, which bounds answers, does not apply).
+    /// Rows the running step may produce: the result limit for the last step, [`COUNT_CAP`] for
+    /// a step whose rows go to another step (a `where` or an `order by` must see the whole set,
+    /// not the first rows of it) or are only counted (never sent, so the result limit, which
+    /// bounds answers, does not apply).
     row_cap: usize,
 }
 
@@ -252,8 +254,9 @@ struct Exec<'c, 'a> {
 /// many as `context` takes by default.
 const SEARCH_LANE_DEPTH: usize = 50;
 
-/// Rows a counting query may go through: about 400 bytes each as measured, so 100 MB at most;
-/// the time limit bounds its work. django has 62 k units and 340 k edges.
+/// Rows a step whose rows go to another step (or are only counted) may produce: about 400 bytes
+/// each as measured, so 100 MB at most; the time limit bounds its work. django has 62 k units
+/// and 340 k edges.
 const COUNT_CAP: usize = 250_000;
 
 impl Exec<'_, '_> {
@@ -324,25 +327,43 @@ impl Exec<'_, '_> {
     /// each and cannot stop part way, so the limit is what bounds their time (`search ... k
     /// 100000` on django ranked 61,563 units in 0.7 s whatever the time limit).
     fn retrieval_depth(&mut self, k: usize) -> usize {
-        if k > self.row_cap {
+        let limit = self.ctx.limits.max_results;
+        if k > limit {
             self.truncated = true;
-            self.notes.push(format!("k {k} is over the result limit: the first {} are ranked", self.row_cap));
+            self.notes.push(format!("k {k} is over the result limit: the first {limit} are ranked"));
         }
-        k.min(self.row_cap)
+        k.min(limit)
     }
 
     fn full(&mut self, rows: &[Row]) -> bool {
         if rows.len() >= self.row_cap {
-            self.truncated = true;
-            // The note says which limit, in every output format (the table used to print its
-            // own line, JSON said nothing).
-            if !self.notes.iter().any(|n| n.starts_with("result limit")) {
-                self.notes
-                    .push(format!("result limit of {} reached: results past it, if any, are not shown", self.row_cap));
+            if self.row_cap == self.ctx.limits.max_results {
+                self.result_limit_reached();
+            } else {
+                self.truncated = true;
+                let note = format!(
+                    "a step stopped at {} rows, the most one step passes to the next: the steps after it saw only those",
+                    self.row_cap
+                );
+                if !self.notes.contains(&note) {
+                    self.notes.push(note);
+                }
             }
             true
         } else {
             false
+        }
+    }
+
+    fn result_limit_reached(&mut self) {
+        self.truncated = true;
+        // The note says which limit, in every output format (the table used to print its own
+        // line, JSON said nothing).
+        if !self.notes.iter().any(|n| n.starts_with("result limit")) {
+            self.notes.push(format!(
+                "result limit of {} reached: results past it, if any, are not shown",
+                self.ctx.limits.max_results
+            ));
         }
     }
 }
@@ -374,22 +395,27 @@ pub fn execute(ctx: &Context, query: &Query) -> Result<Output, QueryError> {
         lanes: None,
         context: None,
         lane_hits: Vec::new(),
-        row_cap: if matches!(query.stages.last(), Some(Stage::Count)) {
-            ctx.limits.max_results.max(COUNT_CAP)
-        } else {
-            ctx.limits.max_results
-        },
+        row_cap: ctx.limits.max_results,
     };
+    let counting = matches!(query.stages.last(), Some(Stage::Count));
     let mut rows: Vec<Row> = Vec::new();
     let mut count = None;
     for (i, stage) in query.stages.iter().enumerate() {
         if count.is_some() {
             return Err(QueryError::Invalid("'count' must be the last step".into()));
         }
+        let last = i + 1 == query.stages.len();
+        exec.row_cap = if last && !counting { ctx.limits.max_results } else { ctx.limits.max_results.max(COUNT_CAP) };
         rows = run_stage(&mut exec, stage, rows, i == 0)?;
         if let Stage::Count = stage {
             count = Some(rows.len());
         }
+    }
+    // The answer holds at most the result limit: a last `where` or `order by` passes on as many
+    // rows as it was given.
+    if count.is_none() && rows.len() > ctx.limits.max_results {
+        rows.truncate(ctx.limits.max_results);
+        exec.result_limit_reached();
     }
     let snapshot = ctx.snapshot;
     let results = if count.is_some() {
@@ -625,7 +651,7 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             Ok(rows)
         }
         Stage::Where(conditions) => {
-            let snapshot = exec.snapshot();
+            let snapshot = exec.ctx.snapshot;
             // Regexes are compiled once per stage, not once per row (the parser has checked them).
             let regexes: Vec<Option<regex::Regex>> = conditions
                 .iter()
@@ -634,10 +660,17 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                     _ => None,
                 })
                 .collect();
-            Ok(input
-                .into_iter()
-                .filter(|r| conditions.iter().zip(&regexes).all(|(c, re)| condition_holds(snapshot, r, c, re.as_ref())))
-                .collect())
+            // Bounded by the time limit like a traversal: the rows kept so far, marked truncated.
+            let mut kept = Vec::new();
+            for r in input {
+                if !exec.tick()? {
+                    break;
+                }
+                if conditions.iter().zip(&regexes).all(|(c, re)| condition_holds(snapshot, &r, c, re.as_ref())) {
+                    kept.push(r);
+                }
+            }
+            Ok(kept)
         }
         Stage::Limit(n) => {
             let mut rows = input;
@@ -645,6 +678,11 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             Ok(rows)
         }
         Stage::OrderBy { field, descending } => {
+            // Out of time before sorting: no rows rather than rows out of the order asked.
+            if exec.time_is_up() {
+                exec.notes.push("the rows were not sorted before the time limit: none are shown".into());
+                return Ok(Vec::new());
+            }
             let snapshot = exec.snapshot();
             let mut rows = input;
             rows.sort_by(|a, b| {

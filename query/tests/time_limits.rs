@@ -63,3 +63,62 @@ fn context_skips_the_graph_lane_past_the_time_limit() {
     assert!(skipped.reason.as_deref().is_some_and(|r| r.contains("time limit")), "{skipped:?}");
     assert!(cut.results.iter().all(|r| r.role != Some("dependency")), "nothing is labelled by the graph lane");
 }
+
+/// A later step sees every row of the step before it, not the first result-limit of them: a
+/// `where` finds what lies past the limit, an `order by` sorts the whole set, and a `limit` that
+/// gives what was asked is no truncation. Only the answer is cut at the result limit.
+#[test]
+fn the_result_limit_bounds_the_answer_not_what_one_step_passes_to_the_next() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut text: String = (0..30).map(|i| format!("def f{i:02}():\n    return {i}\n\n\n")).collect();
+    text.push_str("def zz_last():\n    return 0\n");
+    std::fs::write(dir.path().join("many.py"), text).expect("write");
+    let mut indexer = Indexer::in_memory(dir.path(), IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().expect("index");
+    let snapshot = indexer.snapshot().clone();
+    let mut ctx = Context::new(&snapshot);
+    ctx.limits = Limits { max_results: 10, timeout: Duration::from_secs(60) };
+    let run = |query: &str| fresco_query::run(&ctx, query).expect(query);
+    let names = |out: &fresco_query::Output| out.results.iter().map(|r| r.name.clone()).collect::<Vec<_>>();
+
+    let found = run("find * kind function | where name = \"zz_*\"");
+    assert_eq!(names(&found), ["many.zz_last"], "{:?}", found.notes);
+    assert!(!found.truncated, "{:?}", found.notes);
+    let last = run("find * kind function | order by name desc | limit 3");
+    assert_eq!(names(&last), ["many.zz_last", "many.f29", "many.f28"]);
+    assert!(!last.truncated, "{:?}", last.notes);
+    let five = run("find * | limit 5");
+    assert_eq!((five.results.len(), five.truncated), (5, false), "{:?}", five.notes);
+    // The answer itself: at most the limit, marked, whichever step is last.
+    for query in ["find * kind function", "find * kind function | where name = \"f*\"", "find * | order by name"] {
+        let cut = run(query);
+        assert_eq!(cut.results.len(), 10, "{query}");
+        assert!(
+            cut.truncated && cut.notes.iter().any(|n| n.starts_with("result limit of 10")),
+            "{query}: {:?}",
+            cut.notes
+        );
+    }
+    let all = run("find * kind function | where name = \"f*\" | count");
+    assert_eq!(all.count, Some(30));
+}
+
+/// `where` and `order by` stop at the time limit too: what is kept holds, and nothing is shown
+/// out of the order asked.
+#[test]
+fn filtering_and_sorting_stop_at_the_time_limit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text: String = (0..600).map(|i| format!("def f{i}():\n    return {i}\n\n\nV{i} = {i}\n")).collect();
+    std::fs::write(dir.path().join("many.py"), text).expect("write");
+    let mut indexer = Indexer::in_memory(dir.path(), IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().expect("index");
+    let snapshot = indexer.snapshot().clone();
+    let mut ctx = Context::new(&snapshot);
+    ctx.limits = Limits { max_results: 2000, timeout: Duration::ZERO };
+    let cut = fresco_query::run(&ctx, "find * | where kind = function").expect("where");
+    assert!(cut.truncated && cut.notes.iter().any(|n| n.starts_with("time limit")), "{:?}", cut.notes);
+    assert!(cut.results.iter().all(|r| r.kind == "function"), "only rows that hold");
+    let sorted = fresco_query::run(&ctx, "find * | order by name").expect("order by");
+    assert!(sorted.truncated && sorted.results.is_empty(), "{:?}", sorted.notes);
+    assert!(sorted.notes.iter().any(|n| n.contains("not sorted")), "{:?}", sorted.notes);
+}
