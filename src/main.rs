@@ -305,8 +305,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                                 note(
                                     &mut value,
                                     format!(
-                                        "answered from files indexed in memory (a daemon holds the stored index): \
-                                         version {} is this index's own, not one the daemon published",
+                                        "answered from files indexed in memory (a daemon holds the stored index, \
+                                         or it cannot be written here): version {} is this index's own, not one a \
+                                         daemon published",
                                         indexer.snapshot().version()
                                     ),
                                 );
@@ -412,7 +413,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
                             })?
                     } else {
                         match open_index(&args) {
-                            Err(err) if store_in_use(&err) && client.no_daemon => index_in_memory(&root, &args)?,
+                            Err(err) if store_in_use(&err) && client.no_daemon => {
+                                index_in_memory(&root, &args, &daemon_holds(&root))?
+                            }
+                            Err(err) if store_unwritable(&err) => index_in_memory(
+                                &root,
+                                &args,
+                                &format!("warning: {err}; exporting the files indexed in memory (nothing is stored)"),
+                            )?,
                             other => other?,
                         }
                     };
@@ -788,7 +796,7 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
     if client.no_daemon && args.db.is_none() && client::Client::connect(root).is_some() {
         // A daemon serves the root and holds its default store: no need to wait on the store's
         // lock. Another `--db` is opened as given (in memory only if that one is in use too).
-        return Ok(Answerer::InProcess(Box::new(index_in_memory(root, args)?)));
+        return Ok(Answerer::InProcess(Box::new(index_in_memory(root, args, &daemon_holds(root))?)));
     }
     // The daemon holding the index records its socket there: found whatever runtime directory
     // it and this process were given, for `--db` as for the default index.
@@ -816,7 +824,15 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
             }
             Err(err)
         }
-        Err(err) if store_in_use(&err) => Ok(Answerer::InProcess(Box::new(index_in_memory(root, args)?))),
+        Err(err) if store_in_use(&err) => {
+            Ok(Answerer::InProcess(Box::new(index_in_memory(root, args, &daemon_holds(root))?)))
+        }
+        // A read-only checkout, or an index another user wrote: answered all the same.
+        Err(err) if store_unwritable(&err) => Ok(Answerer::InProcess(Box::new(index_in_memory(
+            root,
+            args,
+            &format!("warning: {err}; answering from the files indexed in memory (nothing is stored)"),
+        )?))),
         Err(err) => Err(err),
     }
 }
@@ -835,17 +851,33 @@ fn note(value: &mut serde_json::Value, text: String) {
 
 /// `--no-daemon` promises an answer from this process even while a daemon holds the stored
 /// index: the graph is then built in memory from the files (slower, equally fresh).
-fn index_in_memory(root: &Path, args: &IndexArgs) -> Result<Indexer> {
-    eprintln!(
-        "fresco: a daemon holds the index of {}; --no-daemon indexes the repository in memory for this command",
-        root.display()
-    );
+/// The repository indexed in memory for this command, when the stored index cannot be opened;
+/// `why` (printed) says why.
+fn index_in_memory(root: &Path, args: &IndexArgs, why: &str) -> Result<Indexer> {
+    eprintln!("fresco: {why}");
     let mut indexer = Indexer::in_memory(root, indexer_options(args, &db_dir(root, &args.db))?);
     indexer.refresh()?;
     for issue in indexer.walk_issues() {
         eprintln!("fresco: warning: {} {}", render::printable(&issue.path), issue.message);
     }
     Ok(indexer)
+}
+
+/// Why a command indexes in memory when a daemon holds the stored index.
+fn daemon_holds(root: &Path) -> String {
+    format!(
+        "a daemon holds the index of {}; --no-daemon indexes the repository in memory for this command",
+        root.display()
+    )
+}
+
+/// Whether the index could not be opened for want of permission to write it (the store takes a
+/// lock and writes as it opens).
+fn store_unwritable(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        let text = e.to_string();
+        text.contains("os error 13") || text.contains("os error 30") || text.contains("os error 1)")
+    })
 }
 
 /// Whether opening the index failed because another process holds its store.
@@ -873,6 +905,15 @@ impl std::error::Error for StoreInUse {}
 fn open_index(args: &IndexArgs) -> Result<Indexer> {
     let root = root_of(&args.path)?;
     let db = db_dir(&root, &args.db);
+    // A link to nowhere read as "File exists (os error 17)" from deep in the store.
+    if db.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) && !db.exists() {
+        let target = std::fs::read_link(&db).map(|t| t.display().to_string()).unwrap_or_else(|_| "?".into());
+        anyhow::bail!(
+            "the index directory {} is a symbolic link to {target}, which does not exist: create that directory, or \
+             remove the link",
+            db.display()
+        );
+    }
     let indexer =
         Indexer::open(&root, &db, indexer_options(args, &db)?).map_err(anyhow::Error::from).map_err(|err| {
             // The lock error itself says the same thing twice, in Rust's debug form: say it once.
@@ -1011,7 +1052,7 @@ fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
 mod tests {
     use std::time::Duration;
 
-    use super::{dense_asked, in_process_dense_wait};
+    use super::{dense_asked, in_process_dense_wait, store_in_use, store_unwritable};
 
     #[test]
     fn the_dense_wait_never_outlasts_the_query_time_limit() {
@@ -1028,5 +1069,19 @@ mod tests {
         assert_eq!(dense("context pkg.f budget 2000 lanes bm25,graph"), Some(false));
         assert_eq!(dense("context pkg.f budget 2000 lanes dense"), Some(true));
         assert_eq!(dense("search \"x\" k 3 lanes bm25 | limit 2"), Some(false));
+    }
+
+    /// A store that cannot be written (a read-only checkout, another user's index) is told apart
+    /// from one in use and from other failures: queries then answer from memory.
+    #[test]
+    fn an_unwritable_store_is_told_apart() {
+        let denied =
+            anyhow::Error::new(std::io::Error::from_raw_os_error(13)).context("cannot open the index at /r/.fresco");
+        let read_only = anyhow::Error::new(std::io::Error::from_raw_os_error(30));
+        let corrupt = anyhow::anyhow!("the index is corrupt: bad record");
+        assert!(store_unwritable(&denied) && store_unwritable(&read_only));
+        assert!(!store_unwritable(&corrupt) && !store_in_use(&denied));
+        let lost = anyhow::Error::new(std::io::Error::from_raw_os_error(2));
+        assert!(!store_unwritable(&lost), "no such file is another failure");
     }
 }

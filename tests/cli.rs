@@ -733,3 +733,22 @@ fn a_relative_runtime_directory_is_refused_by_every_command() {
         assert!(stderr(&out).contains("FRESCO_RUNTIME_DIR must be an absolute path (it is relative/dir)"), "{args:?}");
     }
 }
+
+/// An index directory that is a symbolic link to nowhere is named as such, not reported as
+/// "File exists" from deep in the store.
+#[test]
+fn an_index_directory_linked_to_nowhere_is_named() {
+    let repo = repo(&[("a.py", b"A = 1\n")]);
+    let root = repo.path().to_str().expect("utf8");
+    let missing = repo.path().join("not-there");
+    std::os::unix::fs::symlink(&missing, repo.path().join(".fresco")).expect("symlink");
+    let out = run(&["index", root]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("is a symbolic link to") && err.contains("not-there"), "{err}");
+    // Made, the link serves.
+    std::fs::create_dir(&missing).expect("mkdir");
+    let out = run(&["index", root]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(missing.join("graph").is_dir());
+}
