@@ -411,9 +411,11 @@ pub fn execute(ctx: &Context, query: &Query) -> Result<Output, QueryError> {
             count = Some(rows.len());
         }
     }
-    // The answer holds at most the result limit: a last `where` or `order by` passes on as many
-    // rows as it was given.
-    if count.is_none() && rows.len() > ctx.limits.max_results {
+    // The answer holds at most the result limit: a last `where`, `order by` or `limit` passes on
+    // as many rows as it was given. (The other steps bound their own rows: a `context` adds the
+    // units its text holds to its `k`, a `path` is whole or absent.)
+    let passes_rows_on = matches!(query.stages.last(), Some(Stage::Where(_) | Stage::OrderBy { .. } | Stage::Limit(_)));
+    if passes_rows_on && rows.len() > ctx.limits.max_results {
         rows.truncate(ctx.limits.max_results);
         exec.result_limit_reached();
     }
@@ -590,10 +592,14 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             let Some(history) = exec.ctx.history else {
                 return Err(QueryError::Invalid(
                     "'changes since' needs the stored index's version history; this answer comes from files indexed in \
-                     memory (a daemon holds the index: ask it, without --no-daemon)"
+                     memory (a daemon holds the index: ask it, without --no-daemon; or the index cannot be opened \
+                     here)"
                         .into(),
                 ));
             };
+            // A page is `--limit` changes whatever steps follow: `skip` counts changes, so the
+            // next page's query in the note below is exact only then.
+            exec.row_cap = exec.ctx.limits.max_results;
             let current = exec.snapshot().version();
             // A `since` past every version is a number from another index (or a client's
             // mistake), whatever the range's end: say so, not that an `until` nobody wrote is
@@ -660,17 +666,13 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                     _ => None,
                 })
                 .collect();
-            // Bounded by the time limit like a traversal: the rows kept so far, marked truncated.
-            let mut kept = Vec::new();
-            for r in input {
-                if !exec.tick()? {
-                    break;
-                }
-                if conditions.iter().zip(&regexes).all(|(c, re)| condition_holds(snapshot, &r, c, re.as_ref())) {
-                    kept.push(r);
-                }
-            }
-            Ok(kept)
+            // Run whatever the time: a filter over the rows found (at most COUNT_CAP) is cheap, and
+            // the rows an earlier step found before the time limit are filtered all the same
+            // (the parser bounds how many steps there are).
+            Ok(input
+                .into_iter()
+                .filter(|r| conditions.iter().zip(&regexes).all(|(c, re)| condition_holds(snapshot, r, c, re.as_ref())))
+                .collect())
         }
         Stage::Limit(n) => {
             let mut rows = input;
@@ -678,17 +680,15 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             Ok(rows)
         }
         Stage::OrderBy { field, descending } => {
-            // Out of time before sorting: no rows rather than rows out of the order asked.
-            if exec.time_is_up() {
-                exec.notes.push("the rows were not sorted before the time limit: none are shown".into());
-                return Ok(Vec::new());
-            }
+            // Each row's key computed once (a comparison used to look its unit up and copy its
+            // path), so a sort of COUNT_CAP rows stays short; stable, so ties keep their order.
             let snapshot = exec.snapshot();
             let mut rows = input;
-            rows.sort_by(|a, b| {
-                let ord = compare_rows(snapshot, a, b, *field);
-                if *descending { ord.reverse() } else { ord }
-            });
+            if *descending {
+                rows.sort_by_cached_key(|r| std::cmp::Reverse(sort_key(snapshot, r, *field)));
+            } else {
+                rows.sort_by_cached_key(|r| sort_key(snapshot, r, *field));
+            }
             Ok(rows)
         }
         Stage::Count => Ok(input),
@@ -851,26 +851,33 @@ fn edge_change(c: fresco_graph::Change) -> &'static str {
     }
 }
 
-fn compare_rows(snapshot: &Snapshot, a: &Row, b: &Row, field: Field) -> std::cmp::Ordering {
+/// What `order by` sorts a row by: one variant per field, so rows compare within it.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum SortKey {
+    Name(String),
+    Depth(Option<u32>),
+    Kind(Option<UnitKind>),
+    /// The unit's file, then where it starts.
+    File(String, u32),
+    /// The row's own line (a call site, reference or import) when it has one, else where the
+    /// unit starts; the file breaks ties.
+    Line(u32, String),
+}
+
+fn sort_key(snapshot: &Snapshot, row: &Row, field: Field) -> SortKey {
     match field {
-        Field::Name => a.id.cmp(&b.id),
-        Field::Depth => a.depth.cmp(&b.depth),
-        Field::Kind => snapshot.kind_of(&a.id).cmp(&snapshot.kind_of(&b.id)),
+        Field::Name => SortKey::Name(row.id.clone()),
+        Field::Depth => SortKey::Depth(row.depth),
+        Field::Kind => SortKey::Kind(snapshot.kind_of(&row.id)),
         Field::File => {
-            let key = |r: &Row| {
-                snapshot.unit(&r.id).map(|u| (u.file.graph.path.clone(), u.unit.start_line)).unwrap_or_default()
-            };
-            key(a).cmp(&key(b))
+            let (file, start) =
+                snapshot.unit(&row.id).map(|u| (u.file.graph.path.clone(), u.unit.start_line)).unwrap_or_default();
+            SortKey::File(file, start)
         }
-        // The row's own line (a call site, reference or import) when it has one, else where the
-        // unit starts; the file breaks ties.
         Field::Line => {
-            let key = |r: &Row| {
-                let unit = snapshot.unit(&r.id);
-                let line = r.line.or(unit.as_ref().map(|u| u.unit.start_line)).unwrap_or(0);
-                (line, unit.map(|u| u.file.graph.path.clone()).unwrap_or_default())
-            };
-            key(a).cmp(&key(b))
+            let unit = snapshot.unit(&row.id);
+            let line = row.line.or(unit.as_ref().map(|u| u.unit.start_line)).unwrap_or(0);
+            SortKey::Line(line, unit.map(|u| u.file.graph.path.clone()).unwrap_or_default())
         }
     }
 }

@@ -281,6 +281,9 @@ impl Parser {
     }
 
     fn query(&mut self) -> Result<Query, ParseError> {
+        /// More steps than any query needs: what bounds a pipeline's work (each `where` and
+        /// `order by` goes through all the rows it is given, whatever the time).
+        const MAX_STEPS: usize = 32;
         let mut stages = Vec::new();
         loop {
             if matches!(stages.last(), Some(Stage::Count)) {
@@ -294,6 +297,10 @@ impl Parser {
                     "'context' must be the last step: its text is assembled from its whole ranking (`k N` ranks fewer)"
                         .into(),
                 );
+            }
+            if stages.len() == MAX_STEPS {
+                // Every step may go through the rows of the one before it (up to 250,000).
+                return self.error(format!("a query has at most {MAX_STEPS} steps"));
             }
             let (start, keyword) = (self.pos, self.peek().describe());
             let stage = self.stage(stages.is_empty())?;

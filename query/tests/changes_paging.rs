@@ -56,6 +56,24 @@ fn pages_add_up_to_the_whole_change() {
     assert_eq!(paged, names(&whole), "the pages, in order, are the whole range, each change once");
     assert_eq!(pages, whole.results.len().div_ceil(16));
 
+    // Followed by other steps, a page is still `limit` changes, and the note's query reads the
+    // next: filtered page by page, the pages add up to the whole range filtered.
+    let (mut paged_units, mut query, mut pages) = (Vec::new(), format!("changes since {since} until {until}"), 0);
+    loop {
+        let page = run(&format!("{query} | where kind = function"), 16).expect("a filtered page");
+        paged_units.extend(names(&page));
+        pages += 1;
+        match page.notes.iter().find_map(|n| n.split('`').nth(1)) {
+            Some(next) if pages < 20 => query = next.to_string(),
+            _ => break,
+        }
+    }
+    let whole_filtered = run(&format!("changes since {since} until {until} | where kind = function"), 2000)
+        .expect("the range filtered at once");
+    assert!(whole_filtered.results.len() > 16 && whole_filtered.results.len() < whole.results.len());
+    assert_eq!(paged_units, names(&whole_filtered), "each change once, in order");
+    assert_eq!(pages, whole.results.len().div_ceil(16));
+
     // Without `until`, the first page's note fixes the range at the answer's version.
     let to_newest = run(&format!("changes since {since}"), 2000).expect("changes");
     assert!(to_newest.results.len() > whole.results.len(), "b.py's changes too");

@@ -101,12 +101,17 @@ fn the_result_limit_bounds_the_answer_not_what_one_step_passes_to_the_next() {
     }
     let all = run("find * kind function | where name = \"f*\" | count");
     assert_eq!(all.count, Some(30));
+    // Steps that bound their own rows are not cut again: `context` lists its `k`, then the
+    // units its text holds.
+    let context = run("context many.f05 budget 4000 k 3");
+    assert!(!context.truncated && context.results.len() > 10, "{} rows: {:?}", context.results.len(), context.notes);
 }
 
-/// `where` and `order by` stop at the time limit too: what is kept holds, and nothing is shown
-/// out of the order asked.
+/// Past the time limit, a `where` and an `order by` still go through every row the steps before
+/// them found: a filter of what was found, in the order asked, marked truncated. The parser
+/// bounds how many steps a query has, which bounds their work.
 #[test]
-fn filtering_and_sorting_stop_at_the_time_limit() {
+fn after_the_time_limit_later_steps_work_on_every_row_found() {
     let dir = tempfile::tempdir().expect("tempdir");
     let text: String = (0..600).map(|i| format!("def f{i}():\n    return {i}\n\n\nV{i} = {i}\n")).collect();
     std::fs::write(dir.path().join("many.py"), text).expect("write");
@@ -115,10 +120,20 @@ fn filtering_and_sorting_stop_at_the_time_limit() {
     let snapshot = indexer.snapshot().clone();
     let mut ctx = Context::new(&snapshot);
     ctx.limits = Limits { max_results: 2000, timeout: Duration::ZERO };
-    let cut = fresco_query::run(&ctx, "find * | where kind = function").expect("where");
-    assert!(cut.truncated && cut.notes.iter().any(|n| n.starts_with("time limit")), "{:?}", cut.notes);
-    assert!(cut.results.iter().all(|r| r.kind == "function"), "only rows that hold");
-    let sorted = fresco_query::run(&ctx, "find * | order by name").expect("order by");
-    assert!(sorted.truncated && sorted.results.is_empty(), "{:?}", sorted.notes);
-    assert!(sorted.notes.iter().any(|n| n.contains("not sorted")), "{:?}", sorted.notes);
+    let found = fresco_query::run(&ctx, "find * | count").expect("count");
+    assert!(found.truncated, "{:?}", found.notes);
+    let all = found.count.expect("a count");
+    let functions = fresco_query::run(&ctx, "find * | where kind = function | count").expect("where");
+    let variables = fresco_query::run(&ctx, "find * | where kind = variable | count").expect("where");
+    // The module itself is the one row of neither kind.
+    assert_eq!(functions.count.unwrap_or(0) + variables.count.unwrap_or(0) + 1, all, "every row found is filtered");
+    let sorted = fresco_query::run(&ctx, "find * | order by name desc").expect("order by");
+    assert!(sorted.truncated && !sorted.results.is_empty(), "{:?}", sorted.notes);
+    let names: Vec<&str> = sorted.results.iter().map(|r| r.name.as_str()).collect();
+    assert!(names.windows(2).all(|w| w[0] >= w[1]), "in the order asked");
+
+    let steps = |n: usize| format!("find *{}", " | where kind = function".repeat(n - 1));
+    assert!(fresco_query::run(&Context::new(&snapshot), &steps(32)).is_ok());
+    let err = fresco_query::run(&Context::new(&snapshot), &steps(33)).expect_err("33 steps");
+    assert!(err.to_string().contains("at most 32 steps"), "{err}");
 }

@@ -244,9 +244,13 @@ fn rrf_seeing(lists: &[(Lane, &[String])], unseen: &Unseen) -> Vec<(String, f64)
 /// [`fuse_seeing`]): after `context` has left the target and test code out of the lists.
 pub fn report_unseen(health: &mut BTreeMap<&'static str, LaneReport>, ranked: &[(Lane, Vec<String>)], unseen: &Unseen) {
     for (lane, blind) in unseen {
+        // Only a lane that takes part in the fusion, and the text lanes' units it is credited for.
+        if !ranked.iter().any(|(l, _)| l == lane) {
+            continue;
+        }
         let listed: FxHashSet<&str> = ranked
             .iter()
-            .filter(|(l, _)| l != lane)
+            .filter(|(l, _)| l != lane && *l != Lane::Graph)
             .flat_map(|(_, ids)| ids.iter().map(String::as_str))
             .filter(|id| blind.contains(*id))
             .collect();
