@@ -776,6 +776,7 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
         match open_index(args) {
             Ok(indexer) => return Ok(Answerer::InProcess(Box::new(indexer))),
             Err(err) if store_in_use(&err) => {}
+            Err(err) if store_unwritable(&err) => return in_memory_for_unwritable(root, args, &err),
             Err(err) => return Err(err),
         }
     }
@@ -828,13 +829,15 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
             Ok(Answerer::InProcess(Box::new(index_in_memory(root, args, &daemon_holds(root))?)))
         }
         // A read-only checkout, or an index another user wrote: answered all the same.
-        Err(err) if store_unwritable(&err) => Ok(Answerer::InProcess(Box::new(index_in_memory(
-            root,
-            args,
-            &format!("warning: {err}; answering from the files indexed in memory (nothing is stored)"),
-        )?))),
+        Err(err) if store_unwritable(&err) => in_memory_for_unwritable(root, args, &err),
         Err(err) => Err(err),
     }
+}
+
+/// A read-only checkout, or an index another user wrote: answered all the same, from memory.
+fn in_memory_for_unwritable(root: &Path, args: &IndexArgs, err: &anyhow::Error) -> Result<Answerer> {
+    let why = format!("warning: {err}; answering from the files indexed in memory (nothing is stored)");
+    Ok(Answerer::InProcess(Box::new(index_in_memory(root, args, &why)?)))
 }
 
 /// Adds `text` to an answer's `notes`.
@@ -874,9 +877,10 @@ fn daemon_holds(root: &Path) -> String {
 /// Whether the index could not be opened for want of permission to write it (the store takes a
 /// lock and writes as it opens).
 fn store_unwritable(err: &anyhow::Error) -> bool {
+    // EACCES, EROFS, EPERM, as `io::Error` shows them (sled's errors carry them as text).
     err.chain().any(|e| {
         let text = e.to_string();
-        text.contains("os error 13") || text.contains("os error 30") || text.contains("os error 1)")
+        ["(os error 13)", "(os error 30)", "(os error 1)"].iter().any(|code| text.contains(code))
     })
 }
 
@@ -906,13 +910,17 @@ fn open_index(args: &IndexArgs) -> Result<Indexer> {
     let root = root_of(&args.path)?;
     let db = db_dir(&root, &args.db);
     // A link to nowhere read as "File exists (os error 17)" from deep in the store.
-    if db.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) && !db.exists() {
+    if db.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink())
+        && let Err(e) = std::fs::metadata(&db)
+    {
         let target = std::fs::read_link(&db).map(|t| t.display().to_string()).unwrap_or_else(|_| "?".into());
-        anyhow::bail!(
-            "the index directory {} is a symbolic link to {target}, which does not exist: create that directory, or \
-             remove the link",
-            db.display()
-        );
+        // ELOOP: the link leads back to itself.
+        let why = if e.raw_os_error() == Some(40) {
+            "which leads back to the link: remove the link, or point it at a directory"
+        } else {
+            "which does not exist: create that directory, or remove the link"
+        };
+        anyhow::bail!("the index directory {} is a symbolic link to {target}, {why}", db.display());
     }
     let indexer =
         Indexer::open(&root, &db, indexer_options(args, &db)?).map_err(anyhow::Error::from).map_err(|err| {
@@ -1078,10 +1086,14 @@ mod tests {
         let denied =
             anyhow::Error::new(std::io::Error::from_raw_os_error(13)).context("cannot open the index at /r/.fresco");
         let read_only = anyhow::Error::new(std::io::Error::from_raw_os_error(30));
+        let not_permitted = anyhow::Error::new(std::io::Error::from_raw_os_error(1));
         let corrupt = anyhow::anyhow!("the index is corrupt: bad record");
-        assert!(store_unwritable(&denied) && store_unwritable(&read_only));
+        assert!(store_unwritable(&denied) && store_unwritable(&read_only) && store_unwritable(&not_permitted));
         assert!(!store_unwritable(&corrupt) && !store_in_use(&denied));
         let lost = anyhow::Error::new(std::io::Error::from_raw_os_error(2));
         assert!(!store_unwritable(&lost), "no such file is another failure");
+        // ENOTRECOVERABLE (131) is no EACCES (13), nor EPERM (1).
+        let other = anyhow::Error::new(std::io::Error::from_raw_os_error(131));
+        assert!(!store_unwritable(&other), "{other}");
     }
 }

@@ -746,6 +746,13 @@ fn an_index_directory_linked_to_nowhere_is_named() {
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains("is a symbolic link to") && err.contains("not-there"), "{err}");
+    // A link to itself is a loop, not a directory to create.
+    std::fs::remove_file(repo.path().join(".fresco")).expect("unlink");
+    std::os::unix::fs::symlink(".fresco", repo.path().join(".fresco")).expect("symlink");
+    let err = stderr(&run(&["index", root]));
+    assert!(err.contains("leads back to the link"), "{err}");
+    std::fs::remove_file(repo.path().join(".fresco")).expect("unlink");
+    std::os::unix::fs::symlink(&missing, repo.path().join(".fresco")).expect("symlink");
     // Made, the link serves.
     std::fs::create_dir(&missing).expect("mkdir");
     let out = run(&["index", root]);

@@ -941,7 +941,7 @@ fn daemon_and_in_process_answer_the_same() {
     assert!(
         notes.iter().any(|n| n
             .as_str()
-            .is_some_and(|n| n.contains("indexed in memory") && n.contains("not one the daemon published"))),
+            .is_some_and(|n| n.contains("indexed in memory") && n.contains("not one a daemon published"))),
         "{a}"
     );
     if let (Some(a), Some(b)) = (a.as_object_mut(), b.as_object_mut()) {
