@@ -738,7 +738,6 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             exec.notes.extend(target.note.clone());
             let wanted: Vec<Lane> = if lanes.is_empty() { Lane::ALL.to_vec() } else { lanes.clone() };
             let mut health = std::collections::BTreeMap::new();
-
             // As for `search`: every lane lists as deep whatever `k` is, so the top k is the top k
             // of the default answer (the analogues the graph lane learns from are the text lanes'
             // best, and a shorter list lost lane ranks too).

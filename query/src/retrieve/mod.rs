@@ -240,8 +240,9 @@ fn rrf_seeing(lists: &[(Lane, &[String])], unseen: &Unseen) -> Vec<(String, f64)
     credited.into_iter().map(|(id, score, _)| (id, score)).collect()
 }
 
-/// Adds to each lane's health how many units of the final lists it was fused without (see
-/// [`fuse_seeing`]): after `context` has left the target and test code out of the lists.
+/// Adds to each lane's health how many units of the final lists it credited without having
+/// seen them (see [`fuse_seeing`]): counted after `context` has left the target and test code
+/// out of the lists.
 pub fn report_unseen(health: &mut BTreeMap<&'static str, LaneReport>, ranked: &[(Lane, Vec<String>)], unseen: &Unseen) {
     for (lane, blind) in unseen {
         // Only a lane that takes part in the fusion, and the text lanes' units it is credited for.
