@@ -914,11 +914,13 @@ fn open_index(args: &IndexArgs) -> Result<Indexer> {
         && let Err(e) = std::fs::metadata(&db)
     {
         let target = std::fs::read_link(&db).map(|t| t.display().to_string()).unwrap_or_else(|_| "?".into());
-        // ELOOP: the link leads back to itself.
-        let why = if e.raw_os_error() == Some(40) {
-            "which leads back to the link: remove the link, or point it at a directory"
-        } else {
-            "which does not exist: create that directory, or remove the link"
+        let why = match e.raw_os_error() {
+            // ELOOP (Linux's number): the link leads back to itself.
+            Some(40) => "which leads back to the link: remove the link, or point it at a directory".to_string(),
+            _ if e.kind() == std::io::ErrorKind::NotFound => {
+                "which does not exist: create that directory, or remove the link".to_string()
+            }
+            _ => format!("which cannot be used ({e}): point it at a directory, or remove it"),
         };
         anyhow::bail!("the index directory {} is a symbolic link to {target}, {why}", db.display());
     }

@@ -248,6 +248,8 @@ struct Exec<'c, 'a> {
     /// not the first rows of it) or are only counted (never sent, so the result limit, which
     /// bounds answers, does not apply).
     row_cap: usize,
+    /// Whether the query ends in `count`: its rows are never sent.
+    counting: bool,
 }
 
 /// Candidates `search` takes from each text lane before fusing them (`k` when larger): as
@@ -396,13 +398,18 @@ pub fn execute(ctx: &Context, query: &Query) -> Result<Output, QueryError> {
         context: None,
         lane_hits: Vec::new(),
         row_cap: ctx.limits.max_results,
+        counting: matches!(query.stages.last(), Some(Stage::Count)),
     };
-    let counting = matches!(query.stages.last(), Some(Stage::Count));
+    let counting = exec.counting;
     let mut rows: Vec<Row> = Vec::new();
     let mut count = None;
     for (i, stage) in query.stages.iter().enumerate() {
         if count.is_some() {
             return Err(QueryError::Invalid("'count' must be the last step".into()));
+        }
+        // A daemon's cancellation is seen between steps too (`where` and `order by` do not tick).
+        if ctx.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Err(QueryError::Cancelled);
         }
         let last = i + 1 == query.stages.len();
         exec.row_cap = if last && !counting { ctx.limits.max_results } else { ctx.limits.max_results.max(COUNT_CAP) };
@@ -411,10 +418,14 @@ pub fn execute(ctx: &Context, query: &Query) -> Result<Output, QueryError> {
             count = Some(rows.len());
         }
     }
-    // The answer holds at most the result limit: a last `where`, `order by` or `limit` passes on
-    // as many rows as it was given. (The other steps bound their own rows: a `context` adds the
-    // units its text holds to its `k`, a `path` is whole or absent.)
-    let passes_rows_on = matches!(query.stages.last(), Some(Stage::Where(_) | Stage::OrderBy { .. } | Stage::Limit(_)));
+    // The answer holds at most the result limit: a last `where`, `order by`, `limit` or `find`
+    // passes on as many rows as it was given, and a `show` gives every unit its names match.
+    // (The other steps bound their own rows: a `context` adds the units its text holds to its
+    // `k`, a `path` is whole or absent.)
+    let passes_rows_on = matches!(
+        query.stages.last(),
+        Some(Stage::Where(_) | Stage::OrderBy { .. } | Stage::Limit(_) | Stage::Find { .. } | Stage::Show { .. })
+    );
     if passes_rows_on && rows.len() > ctx.limits.max_results {
         rows.truncate(ctx.limits.max_results);
         exec.result_limit_reached();
@@ -598,8 +609,11 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 ));
             };
             // A page is `--limit` changes whatever steps follow: `skip` counts changes, so the
-            // next page's query in the note below is exact only then.
-            exec.row_cap = exec.ctx.limits.max_results;
+            // next page's query in the note below is exact only then. Only counted, no page is
+            // read, and the whole range is counted.
+            if !exec.counting {
+                exec.row_cap = exec.ctx.limits.max_results;
+            }
             let current = exec.snapshot().version();
             // A `since` past every version is a number from another index (or a client's
             // mistake), whatever the range's end: say so, not that an `until` nobody wrote is
@@ -863,20 +877,25 @@ enum SortKey {
     Line(u32, String),
 }
 
+/// A removed unit (a `changes` row) sorts by where it was, as its row shows and `where` reads.
 fn sort_key(snapshot: &Snapshot, row: &Row, field: Field) -> SortKey {
+    let place = || -> Option<(String, u32)> {
+        match snapshot.unit(&row.id) {
+            Some(u) => Some((u.file.graph.path.clone(), u.unit.start_line)),
+            None => row.gone.as_ref().map(|g| (g.file.clone(), g.start_line)),
+        }
+    };
     match field {
         Field::Name => SortKey::Name(row.id.clone()),
         Field::Depth => SortKey::Depth(row.depth),
-        Field::Kind => SortKey::Kind(snapshot.kind_of(&row.id)),
+        Field::Kind => SortKey::Kind(snapshot.kind_of(&row.id).or(row.gone.as_ref().map(|g| g.kind))),
         Field::File => {
-            let (file, start) =
-                snapshot.unit(&row.id).map(|u| (u.file.graph.path.clone(), u.unit.start_line)).unwrap_or_default();
+            let (file, start) = place().unwrap_or_default();
             SortKey::File(file, start)
         }
         Field::Line => {
-            let unit = snapshot.unit(&row.id);
-            let line = row.line.or(unit.as_ref().map(|u| u.unit.start_line)).unwrap_or(0);
-            SortKey::Line(line, unit.map(|u| u.file.graph.path.clone()).unwrap_or_default())
+            let (file, start) = place().unwrap_or_default();
+            SortKey::Line(row.line.unwrap_or(start), file)
         }
     }
 }

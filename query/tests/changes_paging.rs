@@ -74,6 +74,10 @@ fn pages_add_up_to_the_whole_change() {
     assert_eq!(paged_units, names(&whole_filtered), "each change once, in order");
     assert_eq!(pages, whole.results.len().div_ceil(16));
 
+    // Only counted, the range is counted whole, not a page of it.
+    let counted = run(&format!("changes since {since} until {until} | count"), 16).expect("count");
+    assert_eq!(counted.count, Some(whole.results.len()), "{:?}", counted.notes);
+
     // Without `until`, the first page's note fixes the range at the answer's version.
     let to_newest = run(&format!("changes since {since}"), 2000).expect("changes");
     assert!(to_newest.results.len() > whole.results.len(), "b.py's changes too");
@@ -97,4 +101,36 @@ fn pages_add_up_to_the_whole_change() {
     assert!(ahead.to_string().contains("newer than any this index published"), "{ahead}");
     let twice = run(&format!("changes since {since} skip 1 skip 2"), 16);
     assert!(twice.is_err_and(|e| e.to_string().contains("given twice")));
+}
+
+/// A removed unit sorts by where it was, as its row shows: between the files around it, not
+/// before every file.
+#[test]
+fn removed_units_sort_by_where_they_were() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (file, f) in [("m0.py", "a"), ("m1.py", "b"), ("m2.py", "c")] {
+        std::fs::write(dir.path().join(file), format!("def {f}():\n    pass\n")).expect("write");
+    }
+    let mut indexer = Indexer::in_memory(dir.path(), IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().expect("index");
+    let since = indexer.snapshot().version();
+    std::fs::write(dir.path().join("m0.py"), "def a():\n    pass\n\n\ndef a2():\n    pass\n").expect("write");
+    std::fs::write(dir.path().join("m2.py"), "def c():\n    pass\n\n\ndef c2():\n    pass\n").expect("write");
+    std::fs::remove_file(dir.path().join("m1.py")).expect("remove");
+    indexer.refresh().expect("index");
+    let snapshot = indexer.snapshot().clone();
+    let mut ctx = Context::new(&snapshot);
+    ctx.history = Some(indexer.history());
+    for (query, expected) in [
+        (format!("changes since {since} | order by file"), ["m0.py", "m1.py", "m2.py"]),
+        (format!("changes since {since} | order by file desc"), ["m2.py", "m1.py", "m0.py"]),
+    ] {
+        let out = fresco_query::run(&ctx, &query).expect(&query);
+        let mut files: Vec<String> = out.results.iter().filter_map(|r| r.file.clone()).collect();
+        files.dedup();
+        assert_eq!(files, expected, "{query}");
+    }
+    let kinds = fresco_query::run(&ctx, &format!("changes since {since} | where kind = function | order by kind"))
+        .expect("order by kind");
+    assert!(kinds.results.iter().all(|r| r.kind == "function"), "removed functions keep their kind");
 }

@@ -101,6 +101,13 @@ fn the_result_limit_bounds_the_answer_not_what_one_step_passes_to_the_next() {
     }
     let all = run("find * kind function | where name = \"f*\" | count");
     assert_eq!(all.count, Some(30));
+    // A later `find` filters every row it is given, and `show` gives every unit its name
+    // matches: both are cut at the limit like the answer of any other step.
+    for query in ["find * | find *", "find * | find \"f*\"", "show \"*\""] {
+        let cut = run(query);
+        assert_eq!(cut.results.len(), 10, "{query}");
+        assert!(cut.truncated, "{query}: {:?}", cut.notes);
+    }
     // Steps that bound their own rows are not cut again: `context` lists its `k`, then the
     // units its text holds.
     let context = run("context many.f05 budget 4000 k 3");
