@@ -284,12 +284,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     let index = protocol::IndexView { snapshot: indexer.snapshot(), history, root: indexer.root() };
                     // Building the lanes may embed for seconds: a target that does not resolve
                     // is reported first.
-                    let checked = if dense_asked(&params.text).is_some() {
-                        protocol::check_context_targets(index, &params)
-                    } else {
-                        Ok(())
-                    };
-                    let lanes = dense_asked(&params.text).filter(|_| checked.is_ok()).map(|dense| {
+                    let asked = dense_asked(&params.text);
+                    let checked =
+                        if asked.is_some() { protocol::check_context_targets(index, &params) } else { Ok(()) };
+                    let lanes = asked.filter(|_| checked.is_ok()).map(|dense| {
                         fresco_indexer::lanes::RetrievalLanes::build_now(
                             vectors,
                             indexer.snapshot(),

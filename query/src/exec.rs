@@ -418,15 +418,12 @@ pub fn execute(ctx: &Context, query: &Query) -> Result<Output, QueryError> {
             count = Some(rows.len());
         }
     }
-    // The answer holds at most the result limit: a last `where`, `order by`, `limit` or `find`
-    // passes on as many rows as it was given, and a `show` gives every unit its names match.
-    // (The other steps bound their own rows: a `context` adds the units its text holds to its
-    // `k`, a `path` is whole or absent.)
-    let passes_rows_on = matches!(
-        query.stages.last(),
-        Some(Stage::Where(_) | Stage::OrderBy { .. } | Stage::Limit(_) | Stage::Find { .. } | Stage::Show { .. })
-    );
-    if passes_rows_on && rows.len() > ctx.limits.max_results {
+    // The answer holds at most the result limit, whatever its last step (a `where`, `order by`,
+    // `limit` or later `find` passes on as many rows as it was given, a `show` gives every unit
+    // its names match), but for the two that hold more by design: a `context` adds the units its
+    // text holds to its `k`, and a `path` is whole or absent.
+    let more_by_design = matches!(query.stages.last(), Some(Stage::Context { .. } | Stage::Path { .. }));
+    if !more_by_design && count.is_none() && rows.len() > ctx.limits.max_results {
         rows.truncate(ctx.limits.max_results);
         exec.result_limit_reached();
     }

@@ -214,24 +214,14 @@ fn unseen_credit(rank: usize) -> f64 {
 /// of nothing; plain [`rrf`] when every lane has seen every unit listed.
 fn rrf_seeing(lists: &[(Lane, &[String])], unseen: &Unseen) -> Vec<(String, f64)> {
     let plain: Vec<&[String]> = lists.iter().map(|(_, ids)| *ids).collect();
-    let scored = rrf(&plain);
     if unseen.values().all(|u| u.is_empty()) {
-        return scored;
+        return rrf(&plain);
     }
-    // Each unit's best rank over the lists, in one pass.
-    let mut best: FxHashMap<&str, usize> = FxHashMap::default();
-    for ids in &plain {
-        for (i, id) in ids.iter().enumerate() {
-            let b = best.entry(id.as_str()).or_insert(usize::MAX);
-            *b = (*b).min(i + 1);
-        }
-    }
-    let mut credited: Vec<(String, f64, usize)> = scored
+    let mut credited: Vec<(String, f64, usize)> = rrf_with_best_ranks(&plain)
         .into_iter()
-        .map(|(id, score)| {
-            let rank = best.get(id.as_str()).copied().unwrap_or(usize::MAX);
+        .map(|(id, score, best)| {
             let blind = lists.iter().filter(|(l, _)| unseen.get(l).is_some_and(|u| u.contains(&id))).count();
-            (id, score + blind as f64 * unseen_credit(rank), rank)
+            (id, score + blind as f64 * unseen_credit(best), best)
         })
         .collect();
     credited.sort_by(|a, b| {
@@ -275,6 +265,11 @@ pub fn report_unseen(health: &mut BTreeMap<&'static str, LaneReport>, ranked: &[
 /// Plain reciprocal rank fusion of ranked lists (duplicates within a list count once), in
 /// descending score; ties broken by best single rank, then id.
 fn rrf(lists: &[&[String]]) -> Vec<(String, f64)> {
+    rrf_with_best_ranks(lists).into_iter().map(|(id, score, _)| (id, score)).collect()
+}
+
+/// [`rrf`], each unit with its best rank over the lists (1-based).
+fn rrf_with_best_ranks(lists: &[&[String]]) -> Vec<(String, f64, usize)> {
     let mut by_id: FxHashMap<&str, (f64, usize)> = FxHashMap::default();
     for ids in lists {
         let mut seen = FxHashSet::default();
@@ -291,7 +286,7 @@ fn rrf(lists: &[&[String]]) -> Vec<(String, f64)> {
     out.sort_by(|a, b| {
         b.1.0.partial_cmp(&a.1.0).unwrap_or(std::cmp::Ordering::Equal).then(a.1.1.cmp(&b.1.1)).then(a.0.cmp(b.0))
     });
-    out.into_iter().map(|(id, (score, _))| (id.to_string(), score)).collect()
+    out.into_iter().map(|(id, (score, best))| (id.to_string(), score, best)).collect()
 }
 
 /// What the text lanes answered: each lane's ranked list (in the order the lanes were asked),
