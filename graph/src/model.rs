@@ -190,6 +190,13 @@ pub enum SkipReason {
     Unreadable {
         error: String,
     },
+    /// Text in a wide encoding (UTF-16 or UTF-32, by its byte order mark or its pattern of NUL
+    /// bytes). Python reads source only in encodings where ASCII is ASCII, so this is no module
+    /// Python would import either; it is named so that the fix (convert it) is plain, rather than
+    /// called binary.
+    WideEncoding {
+        encoding: String,
+    },
 }
 
 impl fmt::Display for SkipReason {
@@ -207,6 +214,10 @@ impl fmt::Display for SkipReason {
                 write!(f, "too large ({size} bytes > limit {limit})")
             }
             SkipReason::Unreadable { error } => write!(f, "unreadable: {error}"),
+            SkipReason::WideEncoding { encoding } => write!(
+                f,
+                "{encoding} text: Python reads source only in an ASCII-compatible encoding (convert it to UTF-8)"
+            ),
         }
     }
 }

@@ -25,7 +25,7 @@ use crate::model::{FileGraph, FileStamp, IndexDeps};
 use crate::snapshot::{FileChange, FileEntry, Snapshot};
 
 /// Bump whenever the record layout or the meaning of a field changes.
-pub const FORMAT_VERSION: u32 = 10;
+pub const FORMAT_VERSION: u32 = 11;
 
 const KEY_FORMAT: &[u8] = b"meta/format";
 const KEY_VERSION: &[u8] = b"meta/version";

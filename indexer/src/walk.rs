@@ -428,7 +428,10 @@ pub fn read_source(root: &Path, rel: &str, max_size: u64) -> Option<SourceRead> 
     if bytes.len() as u64 > max_size {
         return Some(skipped(SkipReason::TooLarge { size: bytes.len() as u64, limit: max_size }, stamp, &bytes));
     }
-    if bytes.iter().take(8192).any(|&b| b == 0) {
+    if let Some(encoding) = wide_encoding(&bytes) {
+        return Some(skipped(SkipReason::WideEncoding { encoding: encoding.to_string() }, stamp, &bytes));
+    }
+    if bytes.iter().take(SNIFF_BYTES).any(|&b| b == 0) {
         return Some(skipped(SkipReason::Binary, stamp, &bytes));
     }
     // The revision is the hash of the bytes on disk, whatever their encoding: the freshness gate
@@ -441,6 +444,71 @@ pub fn read_source(root: &Path, rel: &str, max_size: u64) -> Option<SourceRead> 
         Err(DecodeError::UnknownEncoding { encoding }) => {
             Some(skipped(SkipReason::UnknownEncoding { encoding }, stamp, &bytes))
         }
+    }
+}
+
+/// How much of a file's start is read to tell binary and wide-encoded text from source.
+const SNIFF_BYTES: usize = 8192;
+
+/// The wide encoding a file's start is in, if any: UTF-32 or UTF-16 by its byte order mark (when
+/// what follows decodes as such), or UTF-16 without one when NUL bytes fill nearly every other
+/// position and almost none of the rest (ASCII text in UTF-16, as Windows tools write it). Text
+/// like this holds NUL bytes and would otherwise be called binary.
+fn wide_encoding(bytes: &[u8]) -> Option<&'static str> {
+    let start = &bytes[..bytes.len().min(SNIFF_BYTES)];
+    let cut = start.len() == SNIFF_BYTES;
+    const MARKS: [(&[u8], &str); 4] = [
+        (&[0xFF, 0xFE, 0, 0], "UTF-32LE"),
+        (&[0, 0, 0xFE, 0xFF], "UTF-32BE"),
+        (&[0xFF, 0xFE], "UTF-16LE"),
+        (&[0xFE, 0xFF], "UTF-16BE"),
+    ];
+    for (mark, encoding) in MARKS {
+        let Some(body) = start.strip_prefix(mark) else { continue };
+        let big_endian = encoding.ends_with("BE");
+        let valid = if encoding.starts_with("UTF-32") {
+            body.chunks_exact(4).all(|c| {
+                let bytes = [c[0], c[1], c[2], c[3]];
+                char::from_u32(if big_endian { u32::from_be_bytes(bytes) } else { u32::from_le_bytes(bytes) }).is_some()
+            })
+        } else {
+            is_utf16(body, big_endian, cut)
+        };
+        if valid {
+            return Some(encoding);
+        }
+    }
+    // Without a mark: ASCII in UTF-16 puts a NUL in every high byte. Short starts say too little.
+    if start.len() < 16 {
+        return None;
+    }
+    let zeros_at = |parity: usize| start.iter().skip(parity).step_by(2).filter(|&&b| b == 0).count();
+    let pairs = start.len() / 2;
+    let (even, odd) = (zeros_at(0), zeros_at(1));
+    let mostly = |n: usize| n * 10 >= pairs * 9;
+    let hardly = |n: usize| n * 20 <= pairs;
+    if mostly(odd) && hardly(even) && is_utf16(start, false, cut) {
+        Some("UTF-16LE")
+    } else if mostly(even) && hardly(odd) && is_utf16(start, true, cut) {
+        Some("UTF-16BE")
+    } else {
+        None
+    }
+}
+
+/// Whether `body` is valid UTF-16, but for a surrogate pair split by the end of a start that was
+/// `cut` from a longer file.
+fn is_utf16(body: &[u8], big_endian: bool, cut: bool) -> bool {
+    let units = body.chunks_exact(2).map(|pair| {
+        let pair = [pair[0], pair[1]];
+        if big_endian { u16::from_be_bytes(pair) } else { u16::from_le_bytes(pair) }
+    });
+    let count = body.len() / 2;
+    let mut errors = char::decode_utf16(units).enumerate().filter_map(|(i, c)| c.is_err().then_some(i));
+    match (errors.next(), errors.next()) {
+        (None, _) => true,
+        (Some(last), None) => cut && last + 1 >= count,
+        _ => false,
     }
 }
 
@@ -510,6 +578,32 @@ mod tests {
         fs::write(root.join("big.py"), "x = 1\n".repeat(100)).unwrap();
         fs::write(root.join("ok.py"), "x = 1\n").unwrap();
         assert_eq!(read_source(root, "bin.py", 1000).unwrap().skipped, Some(SkipReason::Binary));
+        let wide = |name: &str| match read_source(root, name, 1000).unwrap().skipped {
+            Some(SkipReason::WideEncoding { encoding }) => encoding,
+            other => panic!("{name}: {other:?}"),
+        };
+        let text = "def f(x):\n    return 'caf\u{e9} \u{1F600}'\n";
+        let utf16 = |big: bool| -> Vec<u8> {
+            text.encode_utf16().flat_map(|u| if big { u.to_be_bytes() } else { u.to_le_bytes() }).collect()
+        };
+        fs::write(root.join("le_bom.py"), [&[0xFF, 0xFE][..], &utf16(false)].concat()).unwrap();
+        fs::write(root.join("be_bom.py"), [&[0xFE, 0xFF][..], &utf16(true)].concat()).unwrap();
+        fs::write(root.join("le.py"), utf16(false)).unwrap();
+        fs::write(root.join("be.py"), utf16(true)).unwrap();
+        let utf32: Vec<u8> = text.chars().flat_map(|c| (c as u32).to_le_bytes()).collect();
+        fs::write(root.join("le32.py"), [&[0xFF, 0xFE, 0, 0][..], &utf32].concat()).unwrap();
+        assert_eq!(
+            ["le_bom.py", "be_bom.py", "le.py", "be.py", "le32.py"].map(wide),
+            ["UTF-16LE", "UTF-16BE", "UTF-16LE", "UTF-16BE", "UTF-32LE"]
+        );
+        // A NUL in every other byte around an unpaired surrogate, and a mark followed by one,
+        // stay binary.
+        let mut surrogates: Vec<u8> = "a".repeat(64).encode_utf16().flat_map(u16::to_le_bytes).collect();
+        surrogates[64..66].copy_from_slice(&0xDC00u16.to_le_bytes());
+        fs::write(root.join("surrogates.py"), surrogates).unwrap();
+        fs::write(root.join("mark.py"), [0xFF, 0xFE, 0x00, 0xD8, 0x00, 0x00, 0x00]).unwrap();
+        assert_eq!(read_source(root, "surrogates.py", 1000).unwrap().skipped, Some(SkipReason::Binary));
+        assert_eq!(read_source(root, "mark.py", 1000).unwrap().skipped, Some(SkipReason::Binary));
         assert_eq!(read_source(root, "latin1.py", 1000).unwrap().skipped, Some(SkipReason::NotUtf8));
         let declared = read_source(root, "declared.py", 1000).unwrap();
         assert_eq!((declared.skipped, &*declared.text), (None, "# -*- coding: latin-1 -*-\ns = '\u{e9}'\n"));
