@@ -211,9 +211,11 @@ pub fn table(response: &Value) -> String {
 }
 
 /// The subgraph a result describes: every row reached from another row contributes the edge it
-/// was reached by.
+/// was reached by, once (the paths of a `path` answer share edges: each is drawn one arrow), in
+/// the order the rows first give it.
 fn edges(response: &Value) -> Vec<(String, String, String)> {
     let empty = Vec::new();
+    let mut drawn = std::collections::HashSet::new();
     response["results"]
         .as_array()
         .unwrap_or(&empty)
@@ -225,6 +227,7 @@ fn edges(response: &Value) -> Vec<(String, String, String)> {
             // of the edge it was reached by.
             Some(if r["direction"] == "in" { (name, from, via) } else { (from, name, via) })
         })
+        .filter(|edge| drawn.insert(edge.clone()))
         .collect()
 }
 
@@ -441,6 +444,17 @@ mod tests {
         let edges = edges(&response);
         assert!(edges.contains(&("pkg.main".into(), "pkg.helper".into(), "calls".into())), "{edges:?}");
         assert!(edges.contains(&("pkg.helper".into(), "pkg.leaf".into(), "calls".into())), "{edges:?}");
+    }
+
+    #[test]
+    fn an_edge_shared_by_paths_is_drawn_once() {
+        let step = |group: u32, from: &str, name: &str| json!({"name": name, "kind": "function", "via": "calls", "from": from, "direction": "out", "group": group});
+        let response = json!({"version": 1, "results": [
+            step(1, "pkg.a", "pkg.b"), step(1, "pkg.b", "pkg.d"),
+            step(2, "pkg.a", "pkg.b"), step(2, "pkg.b", "pkg.c"),
+        ]});
+        assert_eq!(dot(&response).matches("\"pkg.a\" -> \"pkg.b\"").count(), 1, "{}", dot(&response));
+        assert_eq!(mermaid(&response).matches("-->|calls|").count(), 3, "{}", mermaid(&response));
     }
 
     #[test]

@@ -543,12 +543,10 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                         _ => return false,
                     }
                 }
-                if let Some(p) = pattern {
-                    let name = unit.map(|u| u.unit.name.as_str()).unwrap_or(id);
-                    let simple = name.rsplit('.').next().unwrap_or(name);
-                    if !(glob::matches(p, name) || glob::matches(p, simple) || glob::matches(p, id)) {
-                        return false;
-                    }
+                if let Some(p) = pattern
+                    && !name_matches(p, id, unit.map(|u| u.unit.name.as_str()))
+                {
+                    return false;
                 }
                 true
             };
@@ -897,6 +895,24 @@ fn sort_key(snapshot: &Snapshot, row: &Row, field: Field) -> SortKey {
     }
 }
 
+/// Whether a name glob matches a unit, for `find` and `where` alike: its whole id, its name (the
+/// id without the `#N` that tells several definitions of one name apart) or the name's last
+/// segment, so that `command` matches `click.decorators.command#5`.
+fn name_matches(pattern: &str, id: &str, name: Option<&str>) -> bool {
+    let name = name.unwrap_or(id);
+    let simple = name.rsplit('.').next().unwrap_or(name);
+    glob::matches(pattern, id) || glob::matches(pattern, name) || glob::matches(pattern, simple)
+}
+
+/// An id without its `#N` suffix (`pkg.f#2` is `pkg.f`): the name of a unit the snapshot no
+/// longer has.
+fn without_suffix(id: &str) -> &str {
+    match id.rsplit_once('#') {
+        Some((name, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => id,
+    }
+}
+
 fn condition_holds(snapshot: &Snapshot, row: &Row, condition: &Condition, regex: Option<&regex::Regex>) -> bool {
     match condition {
         Condition::Kind { kinds, negated } => {
@@ -904,8 +920,8 @@ fn condition_holds(snapshot: &Snapshot, row: &Row, condition: &Condition, regex:
             kinds.iter().any(|x| Some(*x) == k) != *negated
         }
         Condition::NameGlob(p) => {
-            let simple = row.id.rsplit('.').next().unwrap_or(&row.id);
-            glob::matches(p, &row.id) || glob::matches(p, simple)
+            let name = snapshot.unit(&row.id).map(|u| u.unit.name.as_str());
+            name_matches(p, &row.id, name.or_else(|| row.gone.as_ref().map(|_| without_suffix(&row.id))))
         }
         Condition::NameRegex(_) => regex.is_some_and(|re| re.is_match(&row.id)),
         Condition::FileGlob(p) => match snapshot.unit(&row.id) {
@@ -1304,16 +1320,24 @@ fn traverse(
         Depth::Limited(n) => *n,
         Depth::Unbounded => u32::MAX,
     };
-    // Every node is expanded once (the starts first). A start is also a result when another
-    // start reaches it (`find kind class | subs`: a class that subclasses another input), not
-    // when only its own traversal comes back to it.
+    // A breadth-first walk from every start at once, in which each node keeps the first two
+    // distinct starts whose waves reach it (the two nearest: waves arrive in order of depth). The
+    // first gives a node its row, at its least depth from any start. A start's first is itself;
+    // its second, when another start reaches it (`find kind class | subs`: a class that
+    // subclasses another input), gives it a row at its least depth from another start. A node
+    // passes a second wave on so that such a start is found even when its own wave reached the
+    // nodes in between first; a start passes on its own wave only, which reaches whatever lies
+    // beyond it sooner than another's through it.
     let direction = if traversal.edges().1 { "in" } else { "out" };
-    let start_set: FxHashSet<&str> = starts.iter().map(String::as_str).collect();
-    let mut seen: FxHashSet<String> = starts.iter().cloned().collect();
-    let mut reported_starts: FxHashSet<String> = FxHashSet::default();
-    // Each node carries whether the way it was reached stands on stale evidence.
-    let mut queue: VecDeque<(String, u32, usize, bool)> =
-        starts.iter().enumerate().map(|(i, s)| (s.clone(), 0, i, tainted.contains(s))).collect();
+    let mut waves: FxHashMap<String, (usize, Option<usize>)> = FxHashMap::default();
+    let mut queue: VecDeque<(String, u32, usize, bool)> = VecDeque::new();
+    for (i, s) in starts.iter().enumerate() {
+        if !waves.contains_key(s) {
+            waves.insert(s.clone(), (i, None));
+            queue.push_back((s.clone(), 0, i, tainted.contains(s)));
+        }
+    }
+    // Each queued node carries whether the way it was reached stands on stale evidence.
     let mut rows: Vec<Row> = Vec::new();
     // The row each unit reached got, by (unit, from): a further edge between the same two units
     // (a second call site, or a reference where `via` says calls) adds its line to that row.
@@ -1326,41 +1350,47 @@ fn traverse(
             if !exec.tick()? {
                 break 'outer;
             }
-            let reached = seen.contains(next.as_str()) || reported_starts.contains(next.as_str());
-            if let Some(&at) = reached.then(|| row_of.get(&(next.clone(), node.clone()))).flatten() {
-                if let Some(line) = line
-                    && rows[at].line != Some(line)
-                    && !rows[at].also_at.contains(&line)
-                {
-                    rows[at].also_at.push(line);
-                }
-                continue;
+            if let Some(&at) = row_of.get(&(next.clone(), node.clone()))
+                && let Some(line) = line
+                && rows[at].line != Some(line)
+                && !rows[at].also_at.contains(&line)
+            {
+                rows[at].also_at.push(line);
             }
-            let is_start = start_set.contains(next.as_str());
-            if is_start {
-                if starts[origin] == next || !reported_starts.insert(next.clone()) {
-                    continue;
+            // Whether this wave gives `next` a row, and whether it travels on from there.
+            let (gives_row, travels_on) = match waves.get_mut(next.as_str()) {
+                None => {
+                    waves.insert(next.clone(), (origin, None));
+                    (true, true)
                 }
-            } else if !seen.insert(next.clone()) {
-                continue;
-            }
-            if exec.full(&rows) {
+                Some((first, second @ None)) if *first != origin => {
+                    *second = Some(origin);
+                    // A start's row comes with another start's wave; anything else's came with
+                    // the first, and this one only travels on.
+                    let is_start = starts[*first] == next;
+                    (is_start, !is_start)
+                }
+                Some(_) => continue,
+            };
+            if gives_row && exec.full(&rows) {
                 break 'outer;
             }
             let (src, dst) = if direction == "in" { (&next, &node) } else { (&node, &next) };
             let stale_evidence = node_tainted || exec.edge_is_stale(src, dst, kind);
-            row_of.insert((next.clone(), node.clone()), rows.len());
-            rows.push(Row {
-                id: next.clone(),
-                depth: Some(d + 1),
-                via: Some(kind),
-                from: Some(node.clone()),
-                direction: Some(direction),
-                line,
-                stale_evidence,
-                ..Row::default()
-            });
-            if !is_start {
+            if gives_row {
+                row_of.insert((next.clone(), node.clone()), rows.len());
+                rows.push(Row {
+                    id: next.clone(),
+                    depth: Some(d + 1),
+                    via: Some(kind),
+                    from: Some(node.clone()),
+                    direction: Some(direction),
+                    line,
+                    stale_evidence,
+                    ..Row::default()
+                });
+            }
+            if travels_on {
                 queue.push_back((next, d + 1, origin, stale_evidence));
             }
         }

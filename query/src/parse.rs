@@ -421,7 +421,7 @@ impl Parser {
                             self.once("in", &file)?;
                             self.bump();
                             match self.bump() {
-                                Tok::Str(s) | Tok::Word(s) => file = Some(s),
+                                Tok::Str(s) | Tok::Word(s) => file = Some(file_glob(s)),
                                 _ => {
                                     self.pos -= 1;
                                     return self.expected("a quoted file glob after 'in'");
@@ -832,7 +832,7 @@ impl Parser {
                     self.bump();
                 }
                 self.eat_word("glob");
-                Ok(Condition::FileGlob(self.pattern()?))
+                Ok(Condition::FileGlob(file_glob(self.pattern()?)))
             }
             "depth" => {
                 let op = match self.bump() {
@@ -866,6 +866,16 @@ impl Parser {
             _ => self.expected("a pattern (quote it if it has spaces)"),
         }
     }
+}
+
+/// A file glob as paths are matched against it, relative to the root without a leading `./`
+/// (`./src/*.py` is `src/*.py`, as `FILE:LINE` takes `./src/a.py`).
+fn file_glob(glob: String) -> String {
+    let mut rest = glob.as_str();
+    while let Some(after) = rest.strip_prefix("./") {
+        rest = after.trim_start_matches('/');
+    }
+    if rest.len() == glob.len() { glob } else { rest.to_string() }
 }
 
 /// Whether `word` is a plain run of decimal digits (a number, however large).
@@ -938,6 +948,23 @@ mod tests {
                 depth: None
             }
         );
+    }
+
+    #[test]
+    fn file_globs_drop_a_leading_dot_slash() {
+        let find = |q: &str| match parse(q).unwrap().stages.remove(0) {
+            Stage::Find { file, .. } => file,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(find("find \"*\" in \"./src/*.py\"").as_deref(), Some("src/*.py"));
+        assert_eq!(find("find \"*\" in \".//./src/a.py\"").as_deref(), Some("src/a.py"));
+        assert_eq!(find("find \"*\" in \".hidden/*.py\"").as_deref(), Some(".hidden/*.py"));
+        match &parse("find \"*\" | where file \"./tests/*\"").unwrap().stages[1] {
+            Stage::Where(conditions) => {
+                assert!(format!("{conditions:?}").contains("FileGlob(\"tests/*\")"), "{conditions:?}")
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -102,6 +102,22 @@ fn the_plain_name_selects_every_definition_and_reaches_what_calls_the_last() {
     assert!(names(&run(&snapshot, "callees pkg.m.pick")).contains(&"pkg.m.helper"), "the second `pick` calls helper");
 }
 
+/// `where name = GLOB` selects what `find GLOB` does: every definition of the name, the
+/// suffixed ones too.
+#[test]
+fn where_name_matches_every_definition_as_find_does() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let snapshot = index(dir.path());
+    let all = ["pkg.m.Adapter.match", "pkg.m.Adapter.match#2", "pkg.m.Adapter.match#3"];
+    assert_eq!(names(&run(&snapshot, "find \"match\" in pkg/m.py")), all);
+    for glob in ["match", "pkg.m.Adapter.match", "ma*"] {
+        let piped = run(&snapshot, &format!("find \"*\" in pkg/m.py | where name = \"{glob}\""));
+        assert_eq!(names(&piped), all, "{glob}");
+    }
+    let exact = run(&snapshot, "find \"*\" in pkg/m.py | where name = \"pkg.m.Adapter.match#2\"");
+    assert_eq!(names(&exact), ["pkg.m.Adapter.match#2"]);
+}
+
 #[test]
 fn context_assembles_for_the_implementation_not_an_overload_declaration_nor_a_setter() {
     let dir = tempfile::tempdir().expect("tempdir");
