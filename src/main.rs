@@ -590,6 +590,11 @@ fn report_error(text: &str, error: &Value, json: bool) -> ExitCode {
             let err = fresco_query::ParseError::at(text, position as usize, bare.to_string());
             eprintln!("fresco: query error\n{}", err.render(text));
         }
+        // An unknown name the query wrote: pointed at the same way.
+        ("UNKNOWN_SYMBOL", Some(position)) => {
+            let err = fresco_query::ParseError::at(text, position as usize, message.to_string());
+            eprintln!("fresco: query error\n{}", err.render(text));
+        }
         _ => eprintln!("fresco: {message}"),
     }
     if let Some(files) = error["files"].as_array() {

@@ -191,10 +191,10 @@ pub fn export_wait(params: &Value) -> Result<Duration, ProtoError> {
 
 pub fn query_error(err: &fresco_query::QueryError) -> ProtoError {
     let mut e = ProtoError::new(err.code(), err.to_string());
+    if let Some(p) = err.place() {
+        e = e.with("position", json!(p.position)).with("line", json!(p.line)).with("column", json!(p.column));
+    }
     match err {
-        fresco_query::QueryError::Parse(p) => {
-            e = e.with("position", json!(p.position)).with("line", json!(p.line)).with("column", json!(p.column));
-        }
         fresco_query::QueryError::UnknownSymbol { suggestions, .. } => {
             e = e.with("suggestions", json!(suggestions));
         }

@@ -115,6 +115,14 @@ fn queries_answer_in_json_and_tables_with_stable_errors() {
     let v = json(&out);
     assert_eq!(v["error"]["code"], "UNKNOWN_SYMBOL");
     assert!(v["error"]["suggestions"].as_array().expect("suggestions").iter().any(|s| s == "pkg.core.helper"));
+    // It says where the query names it, and the picture points there as at a parse error.
+    assert_eq!(
+        (&v["error"]["position"], &v["error"]["line"], &v["error"]["column"]),
+        (&8.into(), &1.into(), &9.into())
+    );
+    let out = run(&["query", root, "path pkg.core.run -> pkg.core.helpr"]);
+    let err = stderr(&out);
+    assert!(err.contains("path pkg.core.run -> pkg.core.helpr\n                     ^\nno unit named"), "{err}");
     // Nothing like it anywhere, but its module exists: what the module defines.
     let out = run(&["query", root, "callers pkg.core.nothing", "--json"]);
     let v = json(&out);
@@ -132,6 +140,7 @@ fn queries_answer_in_json_and_tables_with_stable_errors() {
     let out = run(&["query", root, &long]);
     let err = stderr(&out);
     assert!(err.contains("… (20000 characters)") && err.len() < 1_000, "{}", &err[..err.len().min(300)]);
+    assert!(err.contains(&format!("callers {}…\n        ^", "y".repeat(112))), "{err}");
 
     // Parse errors point at the position.
     let out = run(&["query", root, "callers pkg.core.helper depth x"]);

@@ -6,6 +6,9 @@ use fresco_graph::{EdgeKind, UnitKind};
 #[derive(Clone, Debug, PartialEq)]
 pub struct Query {
     pub stages: Vec<Stage>,
+    /// Where each unit the query names was written: the symbol as parsed and its byte offset in
+    /// the text, in order, so that an unknown name can be pointed at as a parse error is.
+    pub symbols: Vec<(String, usize)>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

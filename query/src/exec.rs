@@ -15,7 +15,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::ast::*;
 use crate::glob;
-use crate::parse::{ParseError, parse};
+use crate::parse::{ParseError, Place, parse};
 
 #[derive(Clone, Debug)]
 pub struct Limits {
@@ -34,11 +34,12 @@ impl Default for Limits {
 pub enum QueryError {
     #[error("{0}")]
     Parse(#[from] ParseError),
+    /// `at`: where the query names it, when known (see [`QueryError::placed`]).
     #[error("no unit named '{}'{}", shortened(.name), suggestion_text(.suggestions))]
-    UnknownSymbol { name: String, suggestions: Vec<String> },
+    UnknownSymbol { name: String, suggestions: Vec<String>, at: Option<Place> },
     /// The name would be in a file that was not indexed (too large, not UTF-8, unreadable).
     #[error("no unit named '{}': it would be in {file}, which is not indexed ({reason})", shortened(.name))]
-    NotIndexed { name: String, file: String, reason: String },
+    NotIndexed { name: String, file: String, reason: String, at: Option<Place> },
     #[error("{0}")]
     Invalid(String),
     #[error("the query was cancelled")]
@@ -56,6 +57,34 @@ impl QueryError {
             QueryError::Invalid(_) => "INVALID_QUERY",
             QueryError::Cancelled => "CANCELLED",
             QueryError::HistoryExpired(_) => "HISTORY_EXPIRED",
+        }
+    }
+}
+
+impl QueryError {
+    /// The error with the place of the unknown name it reports, when the query names it (the
+    /// first symbol written so), so that a client can point at it as at a parse error.
+    fn placed(self, text: &str, symbols: &[(String, usize)]) -> QueryError {
+        let place = |name: &str| symbols.iter().find(|(s, _)| s == name).map(|&(_, at)| Place::of(text, at));
+        match self {
+            QueryError::UnknownSymbol { name, suggestions, at: None } => {
+                let at = place(&name);
+                QueryError::UnknownSymbol { name, suggestions, at }
+            }
+            QueryError::NotIndexed { name, file, reason, at: None } => {
+                let at = place(&name);
+                QueryError::NotIndexed { name, file, reason, at }
+            }
+            other => other,
+        }
+    }
+
+    /// Where in the query the error is, for a parse error or an unknown name the query wrote.
+    pub fn place(&self) -> Option<Place> {
+        match self {
+            QueryError::Parse(p) => Some(Place { position: p.position, line: p.line, column: p.column }),
+            QueryError::UnknownSymbol { at, .. } | QueryError::NotIndexed { at, .. } => *at,
+            _ => None,
         }
     }
 }
@@ -231,7 +260,7 @@ impl<'a> Context<'a> {
 
 pub fn run(ctx: &Context, text: &str) -> Result<Output, QueryError> {
     let query = parse(text)?;
-    execute(ctx, &query)
+    execute(ctx, &query).map_err(|e| e.placed(text, &query.symbols))
 }
 
 struct Exec<'c, 'a> {
@@ -379,7 +408,7 @@ pub fn check_context_targets(ctx: &Context, text: &str) -> Result<(), QueryError
     let query = relative_paths(&parse(text)?, ctx)?;
     for stage in &query.stages {
         if let Stage::Context { target, .. } = stage {
-            crate::retrieve::resolve_target(ctx.snapshot, target)?;
+            crate::retrieve::resolve_target(ctx.snapshot, target).map_err(|e| e.placed(text, &query.symbols))?;
         }
     }
     Ok(())
@@ -973,9 +1002,10 @@ pub fn resolve_symbol(snapshot: &Snapshot, symbol: &Symbol) -> Result<Vec<String
                     name: name.clone(),
                     file: file.graph.path.clone(),
                     reason: file.graph.skipped.as_ref().map(ToString::to_string).unwrap_or_default(),
+                    at: None,
                 });
             }
-            Err(QueryError::UnknownSymbol { name: name.clone(), suggestions: suggestions(snapshot, name) })
+            Err(QueryError::UnknownSymbol { name: name.clone(), suggestions: suggestions(snapshot, name), at: None })
         }
         Symbol::Glob(pattern) => {
             let ids: Vec<String> = snapshot
@@ -985,7 +1015,7 @@ pub fn resolve_symbol(snapshot: &Snapshot, symbol: &Symbol) -> Result<Vec<String
                 .chain(snapshot.externals().into_iter().filter(|x| glob::matches(pattern, x)).map(str::to_string))
                 .collect();
             if ids.is_empty() {
-                return Err(QueryError::UnknownSymbol { name: pattern.clone(), suggestions: Vec::new() });
+                return Err(QueryError::UnknownSymbol { name: pattern.clone(), suggestions: Vec::new(), at: None });
             }
             Ok(ids)
         }

@@ -17,6 +17,6 @@ pub mod retrieve;
 mod width_table;
 
 pub use exec::{Context, Item, Limits, Output, QueryError, check_context_targets, execute, resolve_symbol, run};
-pub use parse::{ParseError, parse};
+pub use parse::{ParseError, Place, parse};
 pub use reexport::reexported;
 pub use retrieve::{IndexedText, LaneDown, LaneHits, Lanes};

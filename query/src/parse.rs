@@ -27,21 +27,32 @@ impl fmt::Display for ParseError {
     }
 }
 
-impl ParseError {
-    /// An error at byte `position` of `query`.
-    pub fn at(query: &str, position: usize, message: String) -> ParseError {
+/// A place in a query's text: byte offset, and 1-based line and column in characters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Place {
+    pub position: usize,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl Place {
+    /// Byte `position` of `query` (moved back to a character boundary, and at most the end).
+    pub fn of(query: &str, position: usize) -> Place {
         let mut position = position.min(query.len());
         while !query.is_char_boundary(position) {
             position -= 1;
         }
         let before = &query[..position];
         let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        ParseError {
-            position,
-            line: before.matches('\n').count() + 1,
-            column: before[line_start..].chars().count() + 1,
-            message,
-        }
+        Place { position, line: before.matches('\n').count() + 1, column: before[line_start..].chars().count() + 1 }
+    }
+}
+
+impl ParseError {
+    /// An error at byte `position` of `query`.
+    pub fn at(query: &str, position: usize, message: String) -> ParseError {
+        let Place { position, line, column } = Place::of(query, position);
+        ParseError { position, line, column, message }
     }
 
     /// The query line the error is on with a caret under the error position, then the message.
@@ -50,8 +61,22 @@ impl ParseError {
     pub fn render(&self, query: &str) -> String {
         let line_text = query.lines().nth(self.line.saturating_sub(1)).unwrap_or("");
         let place = if query.contains('\n') { format!("line {}: ", self.line) } else { String::new() };
-        let mut indent = " ".repeat(place.chars().count());
-        for c in line_text.chars().take(self.column.saturating_sub(1)) {
+        // A long line (a name pasted by mistake) is shown around the place only.
+        const AROUND: usize = 60;
+        let chars: Vec<char> = line_text.chars().collect();
+        let at = self.column.saturating_sub(1).min(chars.len());
+        let (from, to) = if chars.len() > 3 * AROUND {
+            let from = at.saturating_sub(AROUND);
+            (from, (from + 2 * AROUND).min(chars.len()))
+        } else {
+            (0, chars.len())
+        };
+        let cut_before = if from > 0 { "…" } else { "" };
+        let cut_after = if to < chars.len() { "…" } else { "" };
+        let shown: String = chars[from..to].iter().collect();
+        let line_text = format!("{cut_before}{shown}{cut_after}");
+        let mut indent = " ".repeat(place.chars().count() + cut_before.chars().count());
+        for c in chars[from..at].iter().copied() {
             match c {
                 '\t' => indent.push('\t'),
                 c => indent.push_str(&" ".repeat(terminal_width(c))),
@@ -239,6 +264,8 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
 struct Parser {
     toks: Vec<(Tok, usize)>,
     pos: usize,
+    /// Each symbol read, with the byte offset of its token (see [`Query::symbols`]).
+    symbols: Vec<(String, usize)>,
 }
 
 const STAGE_KEYWORDS: &str = "callers, callees, deps, impact, path, imports, importers, supers, subs, members, find, \
@@ -340,7 +367,7 @@ impl Parser {
                 _ => return self.expected("'|' or the end of the query"),
             }
         }
-        Ok(Query { stages })
+        Ok(Query { stages, symbols: std::mem::take(&mut self.symbols) })
     }
 
     fn stage(&mut self, first: bool) -> Result<Stage, ParseError> {
@@ -686,6 +713,7 @@ impl Parser {
             Tok::Str(s) => s,
             _ => return self.expected("a unit: a qualified name, a glob, or file.py:LINE"),
         };
+        self.symbols.push((text.clone(), self.at()));
         self.bump();
         if let Some((file, line)) = text.rsplit_once(':')
             && is_digits(line)
@@ -897,7 +925,7 @@ pub fn parse(text: &str) -> Result<Query, ParseError> {
 /// The parse, with errors placed by byte offset only (`parse` adds the line and column).
 fn parse_at_bytes(text: &str) -> Result<Query, ParseError> {
     let toks = lex(text)?;
-    let mut parser = Parser { toks, pos: 0 };
+    let mut parser = Parser { toks, pos: 0, symbols: Vec::new() };
     if matches!(parser.peek(), Tok::End) {
         return parser.expected(&format!("a query step ({STAGE_KEYWORDS})"));
     }
