@@ -185,6 +185,20 @@ impl FreshnessArg {
     }
 }
 
+/// An error and its causes, each cause once: a message that already quotes its cause (as most
+/// of the libraries' messages do, `index I/O error: {0}`) is not followed by it again.
+fn error_text(err: &anyhow::Error) -> String {
+    let mut text = err.to_string();
+    for cause in err.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
+}
+
 fn main() -> ExitCode {
     // Before any thread exists: one malloc arena per indexing thread (see the function).
     fresco_indexer::process::limit_malloc_arenas(IndexerOptions::default().threads);
@@ -194,7 +208,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("fresco: {err:#}");
+            eprintln!("fresco: {}", error_text(&err));
             ExitCode::from(if err.downcast_ref::<UsageError>().is_some() { EXIT_USAGE } else { 1 })
         }
     }
@@ -215,7 +229,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let (path, text) = match words.as_slice() {
                 [q] => (None, q.clone()),
                 [p, q] => (Some(PathBuf::from(p)), q.clone()),
-                _ => unreachable!("clap enforces one or two words"),
+                // clap counts the words of one run: options between them (`query PATH --db D
+                // callers x`) start another, so more can arrive.
+                _ => {
+                    return Err(UsageError(format!(
+                        "query takes [PATH] QUERY, {} words were given: put the query in one quoted argument \
+                         (fresco query PATH 'callers x')",
+                        words.len()
+                    ))
+                    .into());
+                }
             };
             let format = match (json, format) {
                 (true, Some(other)) if other != Format::Json => {
@@ -404,7 +427,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 None => {
                     let indexer = if stored {
                         let db = db_dir(&root, &args.db);
-                        Indexer::open_stored(&root, &db, indexer_options(&args, &db)?)
+                        Indexer::read_stored(&root, &db, indexer_options(&args, &db)?)
                             .map_err(anyhow::Error::from)
                             .map_err(|err| {
                                 if store_in_use(&err) { anyhow::Error::new(StoreInUse(db.clone())) } else { err }
@@ -877,13 +900,24 @@ fn daemon_holds(root: &Path) -> String {
     )
 }
 
-/// Whether the index could not be opened for want of permission to write it (the store takes a
-/// lock and writes as it opens).
+/// Whether the index could not be opened for want of permission or space to write it (the store
+/// takes a lock and writes as it opens, and the catch-up writes what changed).
 fn store_unwritable(err: &anyhow::Error) -> bool {
-    // EACCES, EROFS, EPERM, as `io::Error` shows them (sled's errors carry them as text).
+    // EACCES, EROFS, EPERM, and a full disk or quota (ENOSPC, EDQUOT), as `io::Error` shows them,
+    // or its kind's name for the last two (sled's errors carry them as text).
     err.chain().any(|e| {
         let text = e.to_string();
-        ["(os error 13)", "(os error 30)", "(os error 1)"].iter().any(|code| text.contains(code))
+        [
+            "(os error 13)",
+            "(os error 30)",
+            "(os error 1)",
+            "(os error 28)",
+            "(os error 122)",
+            "StorageFull",
+            "QuotaExceeded",
+        ]
+        .iter()
+        .any(|code| text.contains(code))
     })
 }
 
@@ -1030,6 +1064,11 @@ fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
             "skipped": skipped.iter().map(|(p, r)| json!({"file": p, "reason": r})).collect::<Vec<_>>(),
             "resolution_cut_files": cut.len(),
             "resolution_cut": cut,
+            "caught_up": indexer.caught_up().map(|c| json!({
+                "changed_files": c.changed_files,
+                "removed_files": c.removed_files,
+                "resolved_files": c.resolved_files,
+            })),
             "seconds": elapsed.as_secs_f64(),
         });
         outln!("{value}");
@@ -1037,6 +1076,15 @@ fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
     }
     outln!("version            {}", snap.version());
     outln!("files              {}", t.files);
+    // What this run redid; every other file's facts came from the store as they were.
+    if let Some(c) = indexer.caught_up() {
+        outln!(
+            "this run           {} changed, {} removed, {} resolved again; the rest reused",
+            c.changed_files,
+            c.removed_files,
+            c.resolved_files
+        );
+    }
     outln!("units              {}", t.units);
     outln!("edges              {}", t.edges);
     outln!("unresolved calls   {}", t.unresolved);
@@ -1065,7 +1113,18 @@ fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
 mod tests {
     use std::time::Duration;
 
-    use super::{dense_asked, in_process_dense_wait, store_in_use, store_unwritable};
+    use super::{dense_asked, error_text, in_process_dense_wait, store_in_use, store_unwritable};
+
+    /// A message that quotes its cause is not followed by the cause again; one that does not is.
+    #[test]
+    fn an_error_names_each_cause_once() {
+        let io = std::io::Error::from_raw_os_error(28);
+        let quoted =
+            anyhow::Error::new(std::io::Error::from_raw_os_error(28)).context(format!("index I/O error: {io}"));
+        assert_eq!(error_text(&quoted), "index I/O error: No space left on device (os error 28)");
+        let bare = anyhow::Error::new(std::io::Error::from_raw_os_error(28)).context("cannot write the index");
+        assert_eq!(error_text(&bare), "cannot write the index: No space left on device (os error 28)");
+    }
 
     #[test]
     fn the_dense_wait_never_outlasts_the_query_time_limit() {
@@ -1094,6 +1153,12 @@ mod tests {
         let not_permitted = anyhow::Error::new(std::io::Error::from_raw_os_error(1));
         let corrupt = anyhow::anyhow!("the index is corrupt: bad record");
         assert!(store_unwritable(&denied) && store_unwritable(&read_only) && store_unwritable(&not_permitted));
+        // A full disk or quota: the index cannot be written either, and a query still answers.
+        let full = anyhow::Error::new(std::io::Error::from_raw_os_error(28));
+        let quota = anyhow::Error::new(std::io::Error::from_raw_os_error(122));
+        let full_in_debug_form =
+            anyhow::anyhow!("IO error: Os {{ code: 28, kind: StorageFull, message: \"No space\" }}");
+        assert!(store_unwritable(&full) && store_unwritable(&quota) && store_unwritable(&full_in_debug_form));
         assert!(!store_unwritable(&corrupt) && !store_in_use(&denied));
         let lost = anyhow::Error::new(std::io::Error::from_raw_os_error(2));
         assert!(!store_unwritable(&lost), "no such file is another failure");

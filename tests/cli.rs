@@ -584,6 +584,11 @@ fn command_line_mistakes_are_usage_errors_and_a_nested_path_is_refused_not_index
     let out = run(&["query", "callers", "pkg.a.f"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("quoted"), "{}", stderr(&out));
+    // The same with an option between the words (clap counts each run of words alone).
+    let db = repo.path().join(".fresco");
+    let out = run(&["query", root, "--db", db.to_str().expect("utf8"), "callers", "pkg.a.f"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("one quoted argument") && !stderr(&out).contains("panicked"), "{}", stderr(&out));
     // A query that does not parse indexes nothing: not the working directory (where a typo,
     // or a PATH taken for the query, used to leave an index), nor its PATH.
     let elsewhere = tempfile::tempdir().expect("tempdir");
@@ -667,6 +672,35 @@ fn the_settings_that_choose_files_are_kept_by_the_index_for_later_commands() {
     assert_eq!((n, skipped_count(&skipped)), (2, 0), "{skipped}");
     let (n, _) = files(&["status", root, "--json"]);
     assert_eq!(n, 2);
+}
+
+/// `index` says what it redid to catch up with the files: after a body edit, that file alone
+/// (the facts other files resolved against did not change).
+#[test]
+fn index_says_what_catching_up_redid_and_a_body_edit_redoes_one_file() {
+    let repo = repo(&[
+        ("pkg/__init__.py", b""),
+        ("pkg/a.py", b"def f():\n    return 1\n"),
+        ("pkg/b.py", b"from pkg.a import f\n\n\ndef g():\n    return f()\n"),
+        ("pkg/c.py", b"from pkg.b import g\n\n\ndef h():\n    return g()\n"),
+    ]);
+    let root = repo.path().to_str().expect("utf8");
+    let caught_up = || {
+        let out = run(&["index", root, "--json"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        json(&out)["caught_up"].clone()
+    };
+    let counts =
+        |v: serde_json::Value| (v["changed_files"].clone(), v["removed_files"].clone(), v["resolved_files"].clone());
+    assert_eq!(counts(caught_up()), (4.into(), 0.into(), 4.into()), "a first index reads every file");
+    assert_eq!(counts(caught_up()), (0.into(), 0.into(), 0.into()), "nothing changed: everything reused");
+    std::fs::write(repo.path().join("pkg/a.py"), "def f():\n    x = 2\n    return x\n").expect("write");
+    assert_eq!(counts(caught_up()), (1.into(), 0.into(), 1.into()), "a body edit: that file alone");
+    std::fs::remove_file(repo.path().join("pkg/c.py")).expect("remove");
+    let (changed, removed, _) = counts(caught_up());
+    assert_eq!((changed, removed), (0.into(), 1.into()), "a removed file");
+    let out = run(&["index", root]);
+    assert!(stdout(&out).contains("this run           0 changed, 0 removed, 0 resolved again"), "{}", stdout(&out));
 }
 
 #[test]

@@ -204,9 +204,30 @@ fn a_database_sled_cannot_open_is_set_aside_and_rebuilt() {
     assert!(first.status.success());
     // sled checks its configuration file against a checksum when it opens.
     let conf = db.join("graph").join("conf");
-    let mut bytes = std::fs::read(&conf).expect("sled's conf file");
-    bytes[5] ^= 0x5a;
-    std::fs::write(&conf, bytes).expect("write");
+    let original = std::fs::read(&conf).expect("sled's conf file");
+    let mut damaged = original.clone();
+    damaged[5] ^= 0x5a;
+    std::fs::write(&conf, &damaged).expect("write");
+
+    // `export --stored` reads the store as it is: it says the store cannot be read and fails,
+    // changing nothing, so that the next index still finds the damage and says so.
+    let (db_s, out_s) = (db.to_str().expect("utf8"), out.to_str().expect("utf8"));
+    let export_stored = || run(&["export", root.to_str().expect("utf8"), "--db", db_s, "--out", out_s, "--stored"]);
+    let refused = export_stored();
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("cannot be read as it is"), "{}", stderr(&refused));
+    assert_eq!(std::fs::read(&conf).expect("conf"), damaged, "export --stored changed the store");
+    assert!(!db.join("graph.damaged").exists(), "export --stored set the store aside");
+    // A marker naming a version the store does not hold: the same.
+    std::fs::write(&conf, &original).expect("write");
+    let marker = db.join("graph").join("committed-version");
+    let committed = std::fs::read(&marker).expect("the committed-version marker");
+    std::fs::write(&marker, "999\n").expect("write");
+    let refused = export_stored();
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    assert_eq!(std::fs::read_to_string(&marker).expect("marker"), "999\n", "export --stored changed the marker");
+    std::fs::write(&marker, &committed).expect("write");
+    std::fs::write(&conf, &damaged).expect("write");
 
     let again = run(&["index", root.to_str().expect("utf8"), "--db", db.to_str().expect("utf8")]);
     assert!(again.status.success(), "a damaged database must not fail the index: {}", stderr(&again));

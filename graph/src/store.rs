@@ -46,10 +46,12 @@ const PIECE: usize = 4096;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("cannot open the index at {path}: {source}")]
-    Open { path: String, source: sled::Error },
-    #[error("index I/O error: {0}")]
-    Io(#[from] sled::Error),
+    // sled's error is quoted in the message, not chained as a source (it would be printed
+    // twice), and an I/O error as the system says it (sled shows its debug form).
+    #[error("cannot open the index at {path}: {}", sled_text(.error))]
+    Open { path: String, error: sled::Error },
+    #[error("index I/O error: {}", sled_text(.0))]
+    Io(sled::Error),
     #[error("the index was written by an incompatible format (found {found}, expected {expected})")]
     IncompatibleFormat { found: u32, expected: u32 },
     #[error("the index was built by a different analysis ({found:016x}, this build is {expected:016x})")]
@@ -62,6 +64,21 @@ pub enum StoreError {
     Damaged(String),
     #[error("cannot serialise a record: {0}")]
     Serialise(String),
+}
+
+impl From<sled::Error> for StoreError {
+    fn from(error: sled::Error) -> StoreError {
+        StoreError::Io(error)
+    }
+}
+
+/// A sled error as a person reads it: an I/O error as the system words it (`No space left on
+/// device (os error 28)`), not in Rust's debug form.
+fn sled_text(error: &sled::Error) -> String {
+    match error {
+        sled::Error::Io(e) => e.to_string(),
+        other => other.to_string(),
+    }
 }
 
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
@@ -107,7 +124,7 @@ impl Store {
             open_sled(&sled::Config::new().path(dir).cache_capacity(8 * 1024 * 1024)).map_err(
                 |source| match damage(&source) {
                     Some(why) => StoreError::Damaged(why),
-                    None => StoreError::Open { path: dir.display().to_string(), source },
+                    None => StoreError::Open { path: dir.display().to_string(), error: source },
                 },
             )?;
         let tree = db.open_tree("fresco").map_err(read_error)?;

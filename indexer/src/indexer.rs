@@ -49,6 +49,9 @@ pub enum IndexError {
     Io { path: String, source: std::io::Error },
     #[error(transparent)]
     Walk(#[from] walk::WalkFailed),
+    /// The stored index, read as it is ([`Indexer::read_stored`]), cannot be.
+    #[error("the stored index cannot be read as it is ({why}); nothing was changed: `fresco index` rebuilds it")]
+    StoredUnusable { why: String },
 }
 
 /// A change to one file, by path relative to the root.
@@ -57,6 +60,16 @@ pub enum FileEvent {
     /// Created or modified: read it again.
     Changed(String),
     Removed(String),
+}
+
+/// What [`Indexer::open`] redid to bring the stored index up to the files.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CatchUp {
+    /// Files whose graph changed (edited, new, or read differently) since the stored version.
+    pub changed_files: usize,
+    pub removed_files: usize,
+    /// Files resolved again: the changed ones and those resolved against them.
+    pub resolved_files: usize,
 }
 
 /// What applying a batch did.
@@ -96,6 +109,8 @@ pub struct Indexer {
     walk_issues: Vec<WalkIssue>,
     /// Why the store was rebuilt on open, if it was.
     pub rebuilt_store: Option<String>,
+    /// What [`Indexer::open`] redid to catch up with the files (`None` for any other indexer).
+    caught_up: Option<CatchUp>,
     /// Published versions not yet written to the store (see [`Indexer::persist`]).
     unpersisted: Option<Unpersisted>,
     defer_persistence: bool,
@@ -196,6 +211,7 @@ impl Indexer {
             log,
             walk_issues: Vec::new(),
             rebuilt_store: None,
+            caught_up: None,
             unpersisted: None,
             defer_persistence: false,
             flows: FlowIndex::default(),
@@ -210,11 +226,62 @@ impl Indexer {
     /// nobody watched. An incompatible or corrupt store is rebuilt from the files.
     pub fn open(root: &Path, db_dir: &Path, options: IndexerOptions) -> Result<Indexer, IndexError> {
         let mut indexer = Indexer::open_stored(root, db_dir, options)?;
-        indexer.refresh()?;
+        let report = indexer.refresh()?;
+        indexer.caught_up = Some(CatchUp {
+            changed_files: report.changed_files.len(),
+            removed_files: report.removed_files.len(),
+            resolved_files: report.resolved_files,
+        });
         Ok(indexer)
     }
 
-    /// Opens the index exactly as last committed, without reconciling it with the disk.
+    /// What opening the stored index redid to catch up with the files; every other file's
+    /// facts were reused as stored. `None` unless the indexer came from [`Indexer::open`].
+    pub fn caught_up(&self) -> Option<CatchUp> {
+        self.caught_up
+    }
+
+    /// The index exactly as last committed, read without changing anything on disk (for
+    /// `export --stored`): a store that is damaged, corrupt, of another format or analysis, or
+    /// in the older layout is an error saying so, and is left for the next [`Indexer::open`] to
+    /// rebuild with a warning, never repaired or set aside here. With nothing stored yet, the
+    /// empty version 0. The indexer keeps no store: it is for reading.
+    pub fn read_stored(root: &Path, db_dir: &Path, options: IndexerOptions) -> Result<Indexer, IndexError> {
+        if !root.is_dir() {
+            return Err(IndexError::NotADirectory { path: root.display().to_string() });
+        }
+        let mut indexer = Indexer::in_memory(root, options);
+        let unusable = |e: StoreError| match e {
+            StoreError::Damaged(_)
+            | StoreError::Corrupt(_)
+            | StoreError::IncompatibleFormat { .. }
+            | StoreError::DifferentAnalysis { .. } => IndexError::StoredUnusable { why: e.to_string() },
+            other => IndexError::Store(other),
+        };
+        if db_dir.join("db").is_file() && db_dir.join("conf").is_file() && db_dir.join("committed-version").is_file() {
+            return Err(IndexError::StoredUnusable { why: "it is in the layout of an older fresco".into() });
+        }
+        let graph_dir = db_dir.join("graph");
+        if !graph_dir.is_dir() {
+            return Ok(indexer);
+        }
+        let store = Store::open(&graph_dir, crate::analysis_fingerprint()).map_err(unusable)?;
+        // A first index stopped part way committed no version: its partial records are no
+        // damage, and nothing is stored yet.
+        // (A marker naming a version, or garbage, is left for `load` to judge.)
+        let marker = std::fs::read_to_string(graph_dir.join("committed-version")).ok();
+        let none_committed = marker.as_deref().is_none_or(|text| text.trim() == "0");
+        if none_committed && store.version().map_err(unusable)? == 0 {
+            return Ok(indexer);
+        }
+        let snapshot = store.load().map_err(unusable)?;
+        indexer.seed_from(snapshot);
+        Ok(indexer)
+    }
+
+    /// Opens the index exactly as last committed, without reconciling it with the disk, and
+    /// ready to write: a damaged or incompatible store is rebuilt empty (see
+    /// [`Indexer::rebuilt_store`]); [`Indexer::read_stored`] reads without repairing.
     pub fn open_stored(root: &Path, db_dir: &Path, options: IndexerOptions) -> Result<Indexer, IndexError> {
         if !root.is_dir() {
             return Err(IndexError::NotADirectory { path: root.display().to_string() });

@@ -46,7 +46,7 @@ pub(crate) fn trace_enabled() -> bool {
     *ENABLED.get_or_init(|| std::env::var_os("FRESCO_TRACE").is_some())
 }
 
-pub use indexer::{BatchReport, FileEvent, IndexError, Indexer, IndexerOptions};
+pub use indexer::{BatchReport, CatchUp, FileEvent, IndexError, Indexer, IndexerOptions};
 pub use walk::{WalkIssue, WalkOptions};
 
 /// A fingerprint of the code that derives graphs from files. A stored index derived by different
