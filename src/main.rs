@@ -1078,8 +1078,10 @@ fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
     outln!("files              {}", t.files);
     // What this run redid; every other file's facts came from the store as they were.
     if let Some(c) = indexer.caught_up() {
+        let reused = t.files.saturating_sub(c.resolved_files);
+        let rest = if reused > 0 { format!("; {reused} reused as stored") } else { String::new() };
         outln!(
-            "this run           {} changed, {} removed, {} resolved again; the rest reused",
+            "this run           {} changed, {} removed, {} resolved again{rest}",
             c.changed_files,
             c.removed_files,
             c.resolved_files

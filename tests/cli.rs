@@ -700,7 +700,11 @@ fn index_says_what_catching_up_redid_and_a_body_edit_redoes_one_file() {
     let (changed, removed, _) = counts(caught_up());
     assert_eq!((changed, removed), (0.into(), 1.into()), "a removed file");
     let out = run(&["index", root]);
-    assert!(stdout(&out).contains("this run           0 changed, 0 removed, 0 resolved again"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("this run           0 changed, 0 removed, 0 resolved again; 3 reused as stored"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]
