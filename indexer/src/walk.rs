@@ -387,6 +387,24 @@ fn is_gone(error: &std::io::Error) -> bool {
 
 /// Whether the directory holding `path` cannot be listed (no permission): a walk does not see
 /// what it holds.
+/// Whether a directory between `root` and the file `rel` is a symbolic link (or no longer a
+/// directory).
+fn under_linked_dir(root: &Path, rel: &str) -> bool {
+    let mut dir = root.to_path_buf();
+    let mut parts = rel.split('/').peekable();
+    while let Some(part) = parts.next() {
+        if parts.peek().is_none() {
+            return false;
+        }
+        dir.push(part);
+        match fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.is_dir() => {}
+            _ => return true,
+        }
+    }
+    false
+}
+
 fn in_unlistable_dir(path: &Path) -> bool {
     path.parent().is_some_and(|dir| fs::read_dir(dir).is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied))
 }
@@ -406,6 +424,12 @@ pub fn read_source(root: &Path, rel: &str, max_size: u64) -> Option<SourceRead> 
             return Some(skipped(SkipReason::Unreadable { error: e.to_string() }, FileStamp::default(), &[]));
         }
     };
+    // A directory on the way that is now a symbolic link (a branch switch replacing `pkg/` by a
+    // link): the walk never enters one, so the file is not in the tree, whatever the link
+    // leads to (a re-read of a known path would otherwise go through it).
+    if under_linked_dir(root, rel) {
+        return None;
+    }
     if meta.file_type().is_symlink() {
         let error = "a symbolic link: not followed (changes to its target could not be watched)".to_string();
         return Some(skipped(SkipReason::Unreadable { error }, stamp_of(&meta), &[]));

@@ -558,6 +558,31 @@ fn a_file_that_comes_back_reuses_its_input_but_nothing_derived_from_its_old_text
 
 /// A submodule added beside a package's definition of its name takes the name: the definition
 /// takes a `#N` suffix, and loses it when the submodule goes, as a clean index says.
+/// A package directory replaced by a symbolic link to another directory holding files of the
+/// same names (a branch switch can do that in one batch): its known files are re-read, and a
+/// re-read must not go through the link, which the walk never enters. The graph then equals a
+/// clean index of the tree, whatever the link leads to (here, a directory outside the root).
+#[test]
+fn a_directory_replaced_by_a_link_is_not_read_through() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let outside = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    write(root, "app/__init__.py", "");
+    write(root, "app/plugins/__init__.py", "P = 1\n");
+    write(root, "app/plugins/core.py", "def plugin_v1():\n    return 1\n");
+    write(outside.path(), "__init__.py", "V = 2\n");
+    write(outside.path(), "core.py", "def plugin_v2():\n    return 2\n");
+    let mut indexer = fresh(root);
+    std::fs::remove_dir_all(root.join("app/plugins")).expect("rm");
+    std::os::unix::fs::symlink(outside.path(), root.join("app/plugins")).expect("symlink");
+    let events = ["app/plugins/__init__.py", "app/plugins/core.py"].map(|p| FileEvent::Changed(p.to_string())).to_vec();
+    indexer.apply(events).expect("apply");
+    let units: Vec<String> =
+        indexer.snapshot().files().flat_map(|f| f.graph.units.iter().map(|u| u.id.clone())).collect();
+    assert!(!units.iter().any(|u| u.starts_with("app.plugins")), "read through the link: {units:?}");
+    assert_eq!(render(&indexer), render(&fresh(root)), "the graph is not a clean index of the tree");
+}
+
 #[test]
 fn a_submodule_named_like_a_packages_definition_renames_it_both_ways() {
     let dir = tempfile::tempdir().expect("tempdir");

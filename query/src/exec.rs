@@ -519,7 +519,7 @@ fn item(snapshot: &Snapshot, row: &Row) -> Item {
                     item.revision = Some(file.graph.revision.to_string());
                     item.skipped = file.graph.skipped.as_ref().map(ToString::to_string);
                 }
-                None => item.kind = if snapshot.is_external(&row.id) { "external" } else { "removed" },
+                None => item.kind = row_kind(snapshot, row).map_or("removed", UnitKind::as_str),
             },
         },
     }
@@ -912,7 +912,7 @@ fn sort_key(snapshot: &Snapshot, row: &Row, field: Field) -> SortKey {
     match field {
         Field::Name => SortKey::Name(row.id.clone()),
         Field::Depth => SortKey::Depth(row.depth),
-        Field::Kind => SortKey::Kind(snapshot.kind_of(&row.id).or(row.gone.as_ref().map(|g| g.kind))),
+        Field::Kind => SortKey::Kind(row_kind(snapshot, row)),
         Field::File => {
             let (file, start) = place().unwrap_or_default();
             SortKey::File(file, start)
@@ -922,6 +922,24 @@ fn sort_key(snapshot: &Snapshot, row: &Row, field: Field) -> SortKey {
             SortKey::Line(row.line.unwrap_or(start), file)
         }
     }
+}
+
+/// The kind of the unit a row stands for, as its row shows it: as the snapshot has it, else as
+/// it was when removed, else a module for a skipped file's module, else, for the end of a
+/// changed edge that no unit is (now, or removed since), an external name, also when no edge of
+/// this version names it any more.
+fn row_kind(snapshot: &Snapshot, row: &Row) -> Option<UnitKind> {
+    if let Some(u) = snapshot.unit(&row.id) {
+        return Some(u.unit.kind);
+    }
+    if let Some(place) = &row.gone {
+        return Some(place.kind);
+    }
+    if snapshot.module_file(&row.id).is_some_and(|f| f.graph.skipped.is_some()) {
+        return Some(UnitKind::Module);
+    }
+    let edge_end = row.change.is_some_and(|c| c.starts_with("edge_"));
+    (edge_end || snapshot.is_external(&row.id)).then_some(UnitKind::External)
 }
 
 /// Whether a name glob matches a unit, for `find` and `where` alike: its whole id, its name (the
@@ -945,7 +963,7 @@ fn without_suffix(id: &str) -> &str {
 fn condition_holds(snapshot: &Snapshot, row: &Row, condition: &Condition, regex: Option<&regex::Regex>) -> bool {
     match condition {
         Condition::Kind { kinds, negated } => {
-            let k = snapshot.kind_of(&row.id).or(row.gone.as_ref().map(|g| g.kind));
+            let k = row_kind(snapshot, row);
             kinds.iter().any(|x| Some(*x) == k) != *negated
         }
         Condition::NameGlob(p) => {

@@ -134,3 +134,26 @@ fn removed_units_sort_by_where_they_were() {
         .expect("order by kind");
     assert!(kinds.results.iter().all(|r| r.kind == "function"), "removed functions keep their kind");
 }
+
+/// An edge removed to an external name that no edge of the answer's version names any more is
+/// still to an external: its row's kind says so, and `where kind = external` keeps it.
+#[test]
+fn an_edge_to_a_vanished_external_name_is_to_an_external() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("a.py"), "import zz_only_here\n\nzz_only_here.go()\n").expect("write");
+    let mut indexer = Indexer::in_memory(dir.path(), IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().expect("index");
+    let since = indexer.snapshot().version();
+    std::fs::write(dir.path().join("a.py"), "").expect("write");
+    indexer.refresh().expect("index");
+    let snapshot = indexer.snapshot().clone();
+    let mut ctx = Context::new(&snapshot);
+    ctx.history = Some(indexer.history());
+    let removed = fresco_query::run(&ctx, &format!("changes since {since} | where kind = external")).expect("changes");
+    let rows: Vec<(String, &str, Option<&str>)> =
+        removed.results.iter().map(|r| (r.name.clone(), r.kind, r.change)).collect();
+    assert!(
+        rows.iter().any(|(n, k, c)| n == "zz_only_here.go" && *k == "external" && *c == Some("edge_removed")),
+        "{rows:?}"
+    );
+}
