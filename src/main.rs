@@ -802,7 +802,7 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
         match open_index(args) {
             Ok(indexer) => return Ok(Answerer::InProcess(Box::new(indexer))),
             Err(err) if store_in_use(&err) => {}
-            Err(err) if store_unwritable(&err) => return in_memory_for_unwritable(root, args, &err),
+            Err(err) if store_unwritable(&err) => return in_memory_for_unwritable(root, args, client, &err),
             Err(err) => return Err(err),
         }
     }
@@ -855,13 +855,26 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
             Ok(Answerer::InProcess(Box::new(index_in_memory(root, args, &daemon_holds(root))?)))
         }
         // A read-only checkout, or an index another user wrote: answered all the same.
-        Err(err) if store_unwritable(&err) => in_memory_for_unwritable(root, args, &err),
+        Err(err) if store_unwritable(&err) => in_memory_for_unwritable(root, args, client, &err),
         Err(err) => Err(err),
     }
 }
 
-/// A read-only checkout, or an index another user wrote: answered all the same, from memory.
-fn in_memory_for_unwritable(root: &Path, args: &IndexArgs, err: &anyhow::Error) -> Result<Answerer> {
+/// A read-only checkout, an index another user wrote, a full disk: answered all the same, by the
+/// daemon holding the index if one does and `--no-daemon` was not given (a full disk can fail
+/// the opening before the store's lock says it is in use), else from memory.
+fn in_memory_for_unwritable(
+    root: &Path,
+    args: &IndexArgs,
+    client: &ClientArgs,
+    err: &anyhow::Error,
+) -> Result<Answerer> {
+    let holder = || paths::recorded_socket(root, &db_dir(root, &args.db)).and_then(|s| client::Client::connect_to(&s));
+    if !client.no_daemon
+        && let Some(c) = holder()
+    {
+        return Ok(Answerer::Daemon(c));
+    }
     let why = format!("warning: {err}; answering from the files indexed in memory (nothing is stored)");
     Ok(Answerer::InProcess(Box::new(index_in_memory(root, args, &why)?)))
 }

@@ -76,7 +76,19 @@ impl From<sled::Error> for StoreError {
 /// device (os error 28)`), not in Rust's debug form.
 fn sled_text(error: &sled::Error) -> String {
     match error {
-        sled::Error::Io(e) => e.to_string(),
+        sled::Error::Io(e) => {
+            let text = e.to_string();
+            // sled passes some system errors on as their debug text inside another error
+            // (`Os { code: 28, kind: StorageFull, message: "..." }`): say them as the system does.
+            let code = text.strip_prefix("Os { code: ").and_then(|rest| {
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                digits.parse::<i32>().ok()
+            });
+            match code {
+                Some(code) => std::io::Error::from_raw_os_error(code).to_string(),
+                None => text,
+            }
+        }
         other => other.to_string(),
     }
 }
@@ -584,6 +596,16 @@ mod tests {
             FileStamp { size: text.len() as u64, mtime_ns: 7, ctime_ns: 8, inode: 9 },
             IndexDeps { modules: vec!["os".into()], interface: 9, interface_names: vec![("x".into(), 1)] },
         ))
+    }
+
+    #[test]
+    fn sled_io_errors_read_as_the_system_words_them() {
+        let plain = sled::Error::Io(std::io::Error::from_raw_os_error(28));
+        assert_eq!(sled_text(&plain), "No space left on device (os error 28)");
+        let debug_text = format!("{:?}", std::io::Error::from_raw_os_error(28));
+        let wrapped = sled::Error::Io(std::io::Error::other(debug_text));
+        assert_eq!(sled_text(&wrapped), "No space left on device (os error 28)");
+        assert_eq!(StoreError::from(wrapped).to_string(), "index I/O error: No space left on device (os error 28)");
     }
 
     #[test]

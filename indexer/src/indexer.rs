@@ -113,6 +113,9 @@ pub struct Indexer {
     caught_up: Option<CatchUp>,
     /// Published versions not yet written to the store (see [`Indexer::persist`]).
     unpersisted: Option<Unpersisted>,
+    /// A write of the store failed and its handle was let go (see [`Indexer::persist`]): the
+    /// next write opens the store again and writes the whole current version.
+    write_failed: bool,
     defer_persistence: bool,
     /// Who passes callables to whom across files, for the flow edges (see [`crate::flows`]).
     flows: FlowIndex,
@@ -213,6 +216,7 @@ impl Indexer {
             rebuilt_store: None,
             caught_up: None,
             unpersisted: None,
+            write_failed: false,
             defer_persistence: false,
             flows: FlowIndex::default(),
             history: VersionLog::new(0, HISTORY_VERSIONS),
@@ -911,6 +915,20 @@ impl Indexer {
     /// Writes every published version not yet in the store, atomically, as the current version.
     /// On failure nothing is lost: the next call writes it all again.
     pub fn persist(&mut self) -> Result<(), IndexError> {
+        if self.write_failed
+            && let Some(dir) = self.db_dir.clone()
+        {
+            // A new handle on the store, which holds its last complete version: what is
+            // pending since then is written below as usual. A store gone meanwhile is written
+            // whole, as `ensure_store` does.
+            if !dir.join("graph").exists() {
+                self.write_whole_version(&dir)?;
+                self.write_failed = false;
+                return Ok(());
+            }
+            self.store = Some(Store::open(&dir.join("graph"), crate::analysis_fingerprint())?);
+            self.write_failed = false;
+        }
         // Without a store handle (see `ensure_store`) the pending versions wait for one.
         let Some(store) = &self.store else { return Ok(()) };
         let Some(pending) = self.unpersisted.take() else { return Ok(()) };
@@ -925,6 +943,12 @@ impl Indexer {
         );
         if let Err(e) = result {
             self.unpersisted = Some(pending);
+            // sled 0.34 keeps the first I/O error of a database for good: every later write
+            // through this handle fails the same way, even once the disk has room again. The
+            // store on disk still holds its last complete version; the next write opens it
+            // afresh and writes the whole current version.
+            self.store = None;
+            self.write_failed = true;
             return Err(e.into());
         }
         Ok(())
@@ -939,7 +963,9 @@ impl Indexer {
             return Ok(());
         };
         let dir = dir.as_path();
-        if self.store.is_some() && dir.join("graph").exists() {
+        // After a failed write the store is opened again by the next `persist`, not here: a
+        // full disk must not keep the batch from being applied and served.
+        if self.write_failed || (self.store.is_some() && dir.join("graph").exists()) {
             return Ok(());
         }
         if !dir.parent().is_some_and(Path::is_dir) {
@@ -948,7 +974,12 @@ impl Indexer {
             return Err(IndexError::NotADirectory { path: dir.parent().unwrap_or(dir).display().to_string() });
         }
         self.rebuilt_store = Some(format!("the index directory {} disappeared; rewritten", dir.display()));
-        // The old handle's files are gone.
+        self.write_whole_version(dir)
+    }
+
+    /// Opens the store in `dir` afresh (the old handle's files are gone) and writes the whole
+    /// current version into it.
+    fn write_whole_version(&mut self, dir: &Path) -> Result<(), IndexError> {
         self.store = None;
         let store = Store::open(&dir.join("graph"), crate::analysis_fingerprint())?;
         keep_out_of_version_control(dir, false);
