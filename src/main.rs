@@ -926,8 +926,8 @@ fn store_unwritable(err: &anyhow::Error) -> bool {
             "(os error 1)",
             "(os error 28)",
             "(os error 122)",
-            "StorageFull",
-            "QuotaExceeded",
+            "kind: StorageFull",
+            "kind: QuotaExceeded",
         ]
         .iter()
         .any(|code| text.contains(code))

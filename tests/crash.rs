@@ -210,7 +210,7 @@ fn a_database_sled_cannot_open_is_set_aside_and_rebuilt() {
     std::fs::write(&conf, &damaged).expect("write");
 
     // `export --stored` reads the store as it is: it says the store cannot be read and fails,
-    // changing nothing, so that the next index still finds the damage and says so.
+    // repairing nothing, so that the next index still finds the damage and says so.
     let (db_s, out_s) = (db.to_str().expect("utf8"), out.to_str().expect("utf8"));
     let export_stored = || run(&["export", root.to_str().expect("utf8"), "--db", db_s, "--out", out_s, "--stored"]);
     let refused = export_stored();
@@ -228,6 +228,20 @@ fn a_database_sled_cannot_open_is_set_aside_and_rebuilt() {
     assert_eq!(std::fs::read_to_string(&marker).expect("marker"), "999\n", "export --stored changed the marker");
     std::fs::write(&marker, &committed).expect("write");
     std::fs::write(&conf, &damaged).expect("write");
+    // An index directory that is not there (a mistyped --db) is no empty version.
+    let missing = work.path().join("no-such-db");
+    let refused = run(&[
+        "export",
+        root.to_str().expect("utf8"),
+        "--db",
+        missing.to_str().expect("utf8"),
+        "--out",
+        out_s,
+        "--stored",
+    ]);
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("no index is stored at"), "{}", stderr(&refused));
+    assert!(!missing.exists(), "export --stored made an index directory");
 
     let again = run(&["index", root.to_str().expect("utf8"), "--db", db.to_str().expect("utf8")]);
     assert!(again.status.success(), "a damaged database must not fail the index: {}", stderr(&again));

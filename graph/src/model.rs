@@ -190,8 +190,8 @@ pub enum SkipReason {
     Unreadable {
         error: String,
     },
-    /// Text in a wide encoding (UTF-16 or UTF-32, by its byte order mark or its pattern of NUL
-    /// bytes). Python reads source only in encodings where ASCII is ASCII, so this is no module
+    /// Text in a wide encoding: UTF-16 or UTF-32 by its byte order mark, or UTF-16 by its
+    /// pattern of NUL bytes. Python reads source only in encodings where ASCII is ASCII, so this is no module
     /// Python would import either; it is named so that the fix (convert it) is plain, rather than
     /// called binary.
     WideEncoding {

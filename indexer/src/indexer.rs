@@ -50,8 +50,10 @@ pub enum IndexError {
     #[error(transparent)]
     Walk(#[from] walk::WalkFailed),
     /// The stored index, read as it is ([`Indexer::read_stored`]), cannot be.
-    #[error("the stored index cannot be read as it is ({why}); nothing was changed: `fresco index` rebuilds it")]
+    #[error("the stored index cannot be read as it is ({why}); it was not repaired: `fresco index` rebuilds it")]
     StoredUnusable { why: String },
+    #[error("no index is stored at {path}")]
+    NotStored { path: String },
 }
 
 /// A change to one file, by path relative to the root.
@@ -245,11 +247,14 @@ impl Indexer {
         self.caught_up
     }
 
-    /// The index exactly as last committed, read without changing anything on disk (for
-    /// `export --stored`): a store that is damaged, corrupt, of another format or analysis, or
-    /// in the older layout is an error saying so, and is left for the next [`Indexer::open`] to
-    /// rebuild with a warning, never repaired or set aside here. With nothing stored yet, the
-    /// empty version 0. The indexer keeps no store: it is for reading.
+    /// The index exactly as last committed, read without repairing anything (for `export
+    /// --stored`): a store that is damaged, corrupt, of another format or analysis, or in the
+    /// older layout is an error saying so, and is left for the next [`Indexer::open`] to rebuild
+    /// with a warning, never cleared or set aside here. sled opens its database to write (it
+    /// takes its lock and may write its own recovery files), but no record is written, and no
+    /// database is created where there is none: a first index that committed nothing reads as
+    /// the empty version 0, an index directory that does not exist is an error. The indexer
+    /// keeps no store: it is for reading.
     pub fn read_stored(root: &Path, db_dir: &Path, options: IndexerOptions) -> Result<Indexer, IndexError> {
         if !root.is_dir() {
             return Err(IndexError::NotADirectory { path: root.display().to_string() });
@@ -265,8 +270,12 @@ impl Indexer {
         if db_dir.join("db").is_file() && db_dir.join("conf").is_file() && db_dir.join("committed-version").is_file() {
             return Err(IndexError::StoredUnusable { why: "it is in the layout of an older fresco".into() });
         }
+        if !db_dir.is_dir() {
+            return Err(IndexError::NotStored { path: db_dir.display().to_string() });
+        }
         let graph_dir = db_dir.join("graph");
-        if !graph_dir.is_dir() {
+        // sled's configuration is the first file it writes: without it, no database was made.
+        if !graph_dir.join("conf").is_file() {
             return Ok(indexer);
         }
         let store = Store::open(&graph_dir, crate::analysis_fingerprint()).map_err(unusable)?;

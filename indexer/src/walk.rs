@@ -385,8 +385,6 @@ fn is_gone(error: &std::io::Error) -> bool {
     matches!(error.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory)
 }
 
-/// Whether the directory holding `path` cannot be listed (no permission): a walk does not see
-/// what it holds.
 /// Whether a directory between `root` and the file `rel` is a symbolic link (or no longer a
 /// directory).
 fn under_linked_dir(root: &Path, rel: &str) -> bool {
@@ -405,6 +403,8 @@ fn under_linked_dir(root: &Path, rel: &str) -> bool {
     false
 }
 
+/// Whether the directory holding `path` cannot be listed (no permission): a walk does not see
+/// what it holds.
 fn in_unlistable_dir(path: &Path) -> bool {
     path.parent().is_some_and(|dir| fs::read_dir(dir).is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied))
 }
@@ -476,11 +476,13 @@ const SNIFF_BYTES: usize = 8192;
 
 /// The wide encoding a file's start is in, if any: UTF-32 or UTF-16 by its byte order mark (when
 /// what follows decodes as such), or UTF-16 without one when NUL bytes fill nearly every other
-/// position and almost none of the rest (ASCII text in UTF-16, as Windows tools write it). Text
-/// like this holds NUL bytes and would otherwise be called binary.
+/// position and almost none of the rest (ASCII text in UTF-16, as Windows tools write it; UTF-32
+/// without a mark stays binary). Text like this holds NUL bytes and would otherwise be called
+/// binary.
 fn wide_encoding(bytes: &[u8]) -> Option<&'static str> {
     let start = &bytes[..bytes.len().min(SNIFF_BYTES)];
-    let cut = start.len() == SNIFF_BYTES;
+    // The start stops short of the file's end: its last character may be cut in two.
+    let cut = bytes.len() > SNIFF_BYTES;
     const MARKS: [(&[u8], &str); 4] = [
         (&[0xFF, 0xFE, 0, 0], "UTF-32LE"),
         (&[0, 0, 0xFE, 0xFF], "UTF-32BE"),
@@ -520,20 +522,21 @@ fn wide_encoding(bytes: &[u8]) -> Option<&'static str> {
     }
 }
 
-/// Whether `body` is valid UTF-16, but for a surrogate pair split by the end of a start that was
-/// `cut` from a longer file.
+/// Whether `body` is valid UTF-16, but for the first half of a surrogate pair as its last unit
+/// when the start was `cut` from a longer file (the pair's second half lies past the cut).
 fn is_utf16(body: &[u8], big_endian: bool, cut: bool) -> bool {
-    let units = body.chunks_exact(2).map(|pair| {
-        let pair = [pair[0], pair[1]];
-        if big_endian { u16::from_be_bytes(pair) } else { u16::from_le_bytes(pair) }
-    });
-    let count = body.len() / 2;
-    let mut errors = char::decode_utf16(units).enumerate().filter_map(|(i, c)| c.is_err().then_some(i));
-    match (errors.next(), errors.next()) {
-        (None, _) => true,
-        (Some(last), None) => cut && last + 1 >= count,
-        _ => false,
-    }
+    let units: Vec<u16> = body
+        .chunks_exact(2)
+        .map(|pair| {
+            let pair = [pair[0], pair[1]];
+            if big_endian { u16::from_be_bytes(pair) } else { u16::from_le_bytes(pair) }
+        })
+        .collect();
+    let whole = match units.last() {
+        Some(&last) if cut && (0xD800..0xDC00).contains(&last) => &units[..units.len() - 1],
+        _ => &units[..],
+    };
+    char::decode_utf16(whole.iter().copied()).all(|c| c.is_ok())
 }
 
 fn skipped(reason: SkipReason, stamp: FileStamp, bytes: &[u8]) -> SourceRead {
@@ -620,6 +623,29 @@ mod tests {
             ["le_bom.py", "be_bom.py", "le.py", "be.py", "le32.py"].map(wide),
             ["UTF-16LE", "UTF-16BE", "UTF-16LE", "UTF-16BE", "UTF-32LE"]
         );
+        // Longer than the sniffed start, with a character outside the BMP before the cut and
+        // one cut in two by it; a file of exactly the sniffed size ending in half a pair is not
+        // cut, and stays binary.
+        let long = |cut_pair: bool| -> Vec<u8> {
+            let mut units: Vec<u16> = "# \u{1F600}\n".encode_utf16().collect();
+            while units.len() < SNIFF_BYTES / 2 - 1 {
+                units.push(u16::from(b'x'));
+            }
+            if cut_pair {
+                units.extend("\u{1F600}\n".encode_utf16());
+            } else {
+                units.push(0xD83D);
+            }
+            units.iter().flat_map(|u| u.to_le_bytes()).collect()
+        };
+        fs::write(root.join("long.py"), long(true)).unwrap();
+        fs::write(root.join("exact.py"), long(false)).unwrap();
+        assert_eq!(long(false).len(), SNIFF_BYTES);
+        assert_eq!(
+            read_source(root, "long.py", 100_000).unwrap().skipped,
+            Some(SkipReason::WideEncoding { encoding: "UTF-16LE".into() })
+        );
+        assert_eq!(read_source(root, "exact.py", 100_000).unwrap().skipped, Some(SkipReason::Binary));
         // A NUL in every other byte around an unpaired surrogate, and a mark followed by one,
         // stay binary.
         let mut surrogates: Vec<u8> = "a".repeat(64).encode_utf16().flat_map(u16::to_le_bytes).collect();
