@@ -255,10 +255,12 @@ impl Store {
             let expected = decode_manifest(&bytes).ok_or_else(|| StoreError::Corrupt("manifest".into()))?;
             let found = manifest(&snapshot);
             if expected != found {
-                return Err(StoreError::Corrupt(format!(
-                    "the store holds {} file records, its manifest says {}",
-                    found.0, expected.0
-                )));
+                let what = if found.0 == expected.0 {
+                    format!("its {} file records are not the files and revisions its manifest lists", found.0)
+                } else {
+                    format!("the store holds {} file records, its manifest says {}", found.0, expected.0)
+                };
+                return Err(StoreError::Corrupt(what));
             }
         }
         Ok(snapshot)

@@ -64,6 +64,23 @@ pub enum FileEvent {
     Removed(String),
 }
 
+/// What the next write of a stored index must do first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StoreState {
+    /// Nothing: the handle is good (or the index is kept in memory only).
+    Current,
+    /// A write through the handle failed (a full disk), and the handle was let go: sled 0.34
+    /// keeps a database's first I/O error for good, so every later write through it would fail
+    /// too, even once the disk has room. The store on disk still holds the last version written
+    /// whole (sled recovers a batch whole or not at all), and the pending changes hold
+    /// everything since: the next write opens the store afresh and writes them.
+    Reopen,
+    /// The store on disk cannot be trusted to hold a version whole (its directory was deleted,
+    /// or writing it whole failed part way): the next write empties it and writes the whole
+    /// current version.
+    Rewrite,
+}
+
 /// What [`Indexer::open`] redid to bring the stored index up to the files.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CatchUp {
@@ -115,9 +132,8 @@ pub struct Indexer {
     caught_up: Option<CatchUp>,
     /// Published versions not yet written to the store (see [`Indexer::persist`]).
     unpersisted: Option<Unpersisted>,
-    /// A write of the store failed and its handle was let go (see [`Indexer::persist`]): the
-    /// next write opens the store again and writes the whole current version.
-    write_failed: bool,
+    /// Whether the store handle can be written through (see [`StoreState`]).
+    store_state: StoreState,
     defer_persistence: bool,
     /// Who passes callables to whom across files, for the flow edges (see [`crate::flows`]).
     flows: FlowIndex,
@@ -218,7 +234,7 @@ impl Indexer {
             rebuilt_store: None,
             caught_up: None,
             unpersisted: None,
-            write_failed: false,
+            store_state: StoreState::Current,
             defer_persistence: false,
             flows: FlowIndex::default(),
             history: VersionLog::new(0, HISTORY_VERSIONS),
@@ -274,8 +290,9 @@ impl Indexer {
             return Err(IndexError::NotStored { path: db_dir.display().to_string() });
         }
         let graph_dir = db_dir.join("graph");
-        // sled's configuration is the first file it writes: without it, no database was made.
-        if !graph_dir.join("conf").is_file() {
+        // No database was made (sled writes these first; fresco the marker when it commits):
+        // nothing is stored. A database missing only some of them is left to sled and `load`.
+        if !["conf", "db", "committed-version"].iter().any(|f| graph_dir.join(f).exists()) {
             return Ok(indexer);
         }
         let store = Store::open(&graph_dir, crate::analysis_fingerprint()).map_err(unusable)?;
@@ -805,7 +822,9 @@ impl Indexer {
             } else if published {
                 self.history.push(version, diff.clone());
             }
-            if self.store.is_some() {
+            // A stored index keeps what it has not written yet, also while its store is to be
+            // opened again after a failed write.
+            if self.db_dir.is_some() {
                 let pending = self.unpersisted.get_or_insert_with(Unpersisted::default);
                 if published && !first {
                     pending.diffs.push((version, diff.clone()));
@@ -922,23 +941,16 @@ impl Indexer {
     }
 
     /// Writes every published version not yet in the store, atomically, as the current version.
-    /// On failure nothing is lost: the next call writes it all again.
+    /// On failure nothing is lost: the next call writes it all again (see [`StoreState`]).
     pub fn persist(&mut self) -> Result<(), IndexError> {
-        if self.write_failed
-            && let Some(dir) = self.db_dir.clone()
-        {
-            // A new handle on the store, which holds its last complete version: what is
-            // pending since then is written below as usual. A store gone meanwhile is written
-            // whole, as `ensure_store` does.
-            if !dir.join("graph").exists() {
-                self.write_whole_version(&dir)?;
-                self.write_failed = false;
-                return Ok(());
-            }
-            self.store = Some(Store::open(&dir.join("graph"), crate::analysis_fingerprint())?);
-            self.write_failed = false;
+        let Some(dir) = self.db_dir.clone() else { return Ok(()) };
+        if self.store_state == StoreState::Rewrite || !dir.join("graph").exists() {
+            return self.ensure_store();
         }
-        // Without a store handle (see `ensure_store`) the pending versions wait for one.
+        if self.store_state == StoreState::Reopen {
+            self.store = Some(Store::open(&dir.join("graph"), crate::analysis_fingerprint())?);
+            self.store_state = StoreState::Current;
+        }
         let Some(store) = &self.store else { return Ok(()) };
         let Some(pending) = self.unpersisted.take() else { return Ok(()) };
         let upserts: Vec<Arc<FileEntry>> = pending.upserts.values().cloned().collect();
@@ -952,29 +964,27 @@ impl Indexer {
         );
         if let Err(e) = result {
             self.unpersisted = Some(pending);
-            // sled 0.34 keeps the first I/O error of a database for good: every later write
-            // through this handle fails the same way, even once the disk has room again. The
-            // store on disk still holds its last complete version; the next write opens it
-            // afresh and writes the whole current version.
             self.store = None;
-            self.write_failed = true;
+            self.store_state = StoreState::Reopen;
             return Err(e.into());
         }
         Ok(())
     }
 
     /// If the store directory was deleted under us, recreate it and write the whole current
-    /// version, so that a restart still finds a complete index.
+    /// version, so that a restart still finds a complete index; likewise a store left partial by
+    /// such a rewrite that failed. A store to be opened again after a failed write is left to
+    /// [`Indexer::persist`], so that a full disk does not keep a batch from being applied.
     fn ensure_store(&mut self) -> Result<(), IndexError> {
-        // A stored index only. Without a store handle (an earlier attempt below failed) it tries
-        // again: giving up would leave every later version unwritten, silently.
         let Some(dir) = self.db_dir.clone() else {
             return Ok(());
         };
         let dir = dir.as_path();
-        // After a failed write the store is opened again by the next `persist`, not here: a
-        // full disk must not keep the batch from being applied and served.
-        if self.write_failed || (self.store.is_some() && dir.join("graph").exists()) {
+        if !dir.join("graph").exists() {
+            self.rebuilt_store = Some(format!("the index directory {} disappeared; rewritten", dir.display()));
+            self.store_state = StoreState::Rewrite;
+        }
+        if self.store_state != StoreState::Rewrite {
             return Ok(());
         }
         if !dir.parent().is_some_and(Path::is_dir) {
@@ -982,15 +992,10 @@ impl Indexer {
             // re-creating the path would write an index of nothing where nothing is.
             return Err(IndexError::NotADirectory { path: dir.parent().unwrap_or(dir).display().to_string() });
         }
-        self.rebuilt_store = Some(format!("the index directory {} disappeared; rewritten", dir.display()));
-        self.write_whole_version(dir)
-    }
-
-    /// Opens the store in `dir` afresh (the old handle's files are gone) and writes the whole
-    /// current version into it.
-    fn write_whole_version(&mut self, dir: &Path) -> Result<(), IndexError> {
         self.store = None;
         let store = Store::open(&dir.join("graph"), crate::analysis_fingerprint())?;
+        // What an earlier attempt left.
+        store.clear(crate::analysis_fingerprint())?;
         keep_out_of_version_control(dir, false);
         if self.reserved > 0 {
             // The reservation went with the directory: numbers handed out must stay used.
@@ -1001,6 +1006,7 @@ impl Indexer {
         let manifest = fresco_graph::manifest(&self.snapshot);
         store.commit(self.snapshot.version(), &entries, &[], manifest, &history, self.history.oldest())?;
         self.store = Some(store);
+        self.store_state = StoreState::Current;
         self.unpersisted = None;
         Ok(())
     }
