@@ -744,16 +744,10 @@ fn ignored_at_start(signal: i32) -> bool {
     }
 }
 
-/// How long after a failed write of the store the daemon tries it again when no change comes.
-const WRITE_AGAIN_AFTER: Duration = Duration::from_secs(5);
-
 fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shared>, lanes: Sender<LaneUpdate>) {
     // A batch that failed to apply (an I/O error writing the store, say) is retried with the
     // next one, or after a second: its changes must not stay pending forever.
     let mut failed: Option<Batch> = None;
-    // When the last write of the store failed (a full disk): when to try it again while no
-    // change comes, so that a freed disk holds the served version soon, not at the next change.
-    let mut write_again_at: Option<Instant> = None;
     loop {
         let first = match &failed {
             // Woken now and then to notice a shutdown.
@@ -763,25 +757,6 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
                     if shared.shutdown.load(Ordering::Relaxed) {
                         persist_at_exit(&mut indexer);
                         return;
-                    }
-                    if write_again_at.is_some_and(|at| Instant::now() >= at) {
-                        // Written first: `status` reads the error meanwhile without waiting.
-                        let persisted = indexer.persist();
-                        let mut last_error = shared.last_error.lock().unwrap_or_else(|p| p.into_inner());
-                        match persisted {
-                            Ok(()) => {
-                                eprintln!(
-                                    "fresco: the index is written again (version {})",
-                                    indexer.snapshot().version()
-                                );
-                                *last_error = None;
-                                write_again_at = None;
-                            }
-                            Err(e) => {
-                                *last_error = Some(e.to_string());
-                                write_again_at = Some(Instant::now() + WRITE_AGAIN_AFTER);
-                            }
-                        }
                     }
                     continue;
                 }
@@ -865,18 +840,19 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
                 }
                 let mut last_error = shared.last_error.lock().unwrap_or_else(|p| p.into_inner());
                 match persisted {
-                    // Applied and written: an earlier error (a full disk, since freed) is over.
-                    Ok(()) => {
-                        *last_error = None;
-                        write_again_at = None;
-                    }
+                    // Applied and written: an earlier error is over.
+                    Ok(()) => *last_error = None,
                     Err(e) => {
+                        // The store keeps its last complete version; sled keeps a database's
+                        // first I/O error for good (see `Indexer::persist`), so say what helps.
                         eprintln!(
-                            "fresco: cannot write the index (will try again in {} s, and with the next change): {e}",
-                            WRITE_AGAIN_AFTER.as_secs()
+                            "fresco: cannot write the index: {e}; it keeps its last complete version, and this \
+                             daemon serves the newer ones from memory: once the disk has room, restart the \
+                             daemon (`fresco stop`, then `fresco serve`), which catches up from the files"
                         );
-                        *last_error = Some(e.to_string());
-                        write_again_at = Some(Instant::now() + WRITE_AGAIN_AFTER);
+                        *last_error = Some(format!(
+                            "{e}; the store keeps its last complete version: restart the daemon once the disk has room"
+                        ));
                     }
                 }
             }

@@ -64,23 +64,6 @@ pub enum FileEvent {
     Removed(String),
 }
 
-/// What the next write of a stored index must do first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum StoreState {
-    /// Nothing: the handle is good (or the index is kept in memory only).
-    Current,
-    /// A write through the handle failed (a full disk), and the handle was let go: sled 0.34
-    /// keeps a database's first I/O error for good, so every later write through it would fail
-    /// too, even once the disk has room. The store on disk still holds the last version written
-    /// whole (sled recovers a batch whole or not at all), and the pending changes hold
-    /// everything since: the next write opens the store afresh and writes them.
-    Reopen,
-    /// The store on disk cannot be trusted to hold a version whole (its directory was deleted,
-    /// or writing it whole failed part way): the next write empties it and writes the whole
-    /// current version.
-    Rewrite,
-}
-
 /// What [`Indexer::open`] redid to bring the stored index up to the files.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CatchUp {
@@ -132,8 +115,6 @@ pub struct Indexer {
     caught_up: Option<CatchUp>,
     /// Published versions not yet written to the store (see [`Indexer::persist`]).
     unpersisted: Option<Unpersisted>,
-    /// Whether the store handle can be written through (see [`StoreState`]).
-    store_state: StoreState,
     defer_persistence: bool,
     /// Who passes callables to whom across files, for the flow edges (see [`crate::flows`]).
     flows: FlowIndex,
@@ -234,7 +215,6 @@ impl Indexer {
             rebuilt_store: None,
             caught_up: None,
             unpersisted: None,
-            store_state: StoreState::Current,
             defer_persistence: false,
             flows: FlowIndex::default(),
             history: VersionLog::new(0, HISTORY_VERSIONS),
@@ -822,9 +802,7 @@ impl Indexer {
             } else if published {
                 self.history.push(version, diff.clone());
             }
-            // A stored index keeps what it has not written yet, also while its store is to be
-            // opened again after a failed write.
-            if self.db_dir.is_some() {
+            if self.store.is_some() {
                 let pending = self.unpersisted.get_or_insert_with(Unpersisted::default);
                 if published && !first {
                     pending.diffs.push((version, diff.clone()));
@@ -941,16 +919,9 @@ impl Indexer {
     }
 
     /// Writes every published version not yet in the store, atomically, as the current version.
-    /// On failure nothing is lost: the next call writes it all again (see [`StoreState`]).
+    /// On failure nothing is lost: the next call writes it all again.
     pub fn persist(&mut self) -> Result<(), IndexError> {
-        let Some(dir) = self.db_dir.clone() else { return Ok(()) };
-        if self.store_state == StoreState::Rewrite || !dir.join("graph").exists() {
-            return self.ensure_store();
-        }
-        if self.store_state == StoreState::Reopen {
-            self.store = Some(Store::open(&dir.join("graph"), crate::analysis_fingerprint())?);
-            self.store_state = StoreState::Current;
-        }
+        // Without a store handle (see `ensure_store`) the pending versions wait for one.
         let Some(store) = &self.store else { return Ok(()) };
         let Some(pending) = self.unpersisted.take() else { return Ok(()) };
         let upserts: Vec<Arc<FileEntry>> = pending.upserts.values().cloned().collect();
@@ -963,28 +934,28 @@ impl Indexer {
             self.history.oldest(),
         );
         if let Err(e) = result {
+            // The store keeps its last complete version (sled recovers a batch whole or not at
+            // all). sled 0.34 keeps a database's first I/O error for good, so after one (a full
+            // disk) later writes through this handle fail too, until the process opens the
+            // store again: the daemon says so, and a restart catches up from the files.
+            // Reopening here was tried and dropped: an open on a nearly full disk damaged the
+            // database, and letting go of the handle let another process write the store.
             self.unpersisted = Some(pending);
-            self.store = None;
-            self.store_state = StoreState::Reopen;
             return Err(e.into());
         }
         Ok(())
     }
 
     /// If the store directory was deleted under us, recreate it and write the whole current
-    /// version, so that a restart still finds a complete index; likewise a store left partial by
-    /// such a rewrite that failed. A store to be opened again after a failed write is left to
-    /// [`Indexer::persist`], so that a full disk does not keep a batch from being applied.
+    /// version, so that a restart still finds a complete index.
     fn ensure_store(&mut self) -> Result<(), IndexError> {
+        // A stored index only. Without a store handle (an earlier attempt below failed) it tries
+        // again: giving up would leave every later version unwritten, silently.
         let Some(dir) = self.db_dir.clone() else {
             return Ok(());
         };
         let dir = dir.as_path();
-        if !dir.join("graph").exists() {
-            self.rebuilt_store = Some(format!("the index directory {} disappeared; rewritten", dir.display()));
-            self.store_state = StoreState::Rewrite;
-        }
-        if self.store_state != StoreState::Rewrite {
+        if self.store.is_some() && dir.join("graph").exists() {
             return Ok(());
         }
         if !dir.parent().is_some_and(Path::is_dir) {
@@ -992,10 +963,10 @@ impl Indexer {
             // re-creating the path would write an index of nothing where nothing is.
             return Err(IndexError::NotADirectory { path: dir.parent().unwrap_or(dir).display().to_string() });
         }
+        self.rebuilt_store = Some(format!("the index directory {} disappeared; rewritten", dir.display()));
+        // The old handle's files are gone.
         self.store = None;
         let store = Store::open(&dir.join("graph"), crate::analysis_fingerprint())?;
-        // What an earlier attempt left.
-        store.clear(crate::analysis_fingerprint())?;
         keep_out_of_version_control(dir, false);
         if self.reserved > 0 {
             // The reservation went with the directory: numbers handed out must stay used.
@@ -1006,7 +977,6 @@ impl Indexer {
         let manifest = fresco_graph::manifest(&self.snapshot);
         store.commit(self.snapshot.version(), &entries, &[], manifest, &history, self.history.oldest())?;
         self.store = Some(store);
-        self.store_state = StoreState::Current;
         self.unpersisted = None;
         Ok(())
     }
