@@ -803,9 +803,14 @@ impl Indexer {
                 self.history.push(version, diff.clone());
             }
             if self.store.is_some() {
+                let oldest_kept = self.history.oldest();
                 let pending = self.unpersisted.get_or_insert_with(Unpersisted::default);
                 if published && !first {
                     pending.diffs.push((version, diff.clone()));
+                    // What the history no longer keeps is never written (`Store::commit` writes
+                    // diffs past its oldest version): while writes fail (a full disk), pending
+                    // diffs stay as many as the history holds, not one per version since.
+                    pending.diffs.retain(|(at, _)| *at > oldest_kept);
                 }
                 for entry in upserts {
                     let path = entry.graph.path.clone();

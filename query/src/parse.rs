@@ -61,13 +61,24 @@ impl ParseError {
     pub fn render(&self, query: &str) -> String {
         let line_text = query.lines().nth(self.line.saturating_sub(1)).unwrap_or("");
         let place = if query.contains('\n') { format!("line {}: ", self.line) } else { String::new() };
-        // A long line (a name pasted by mistake) is shown around the place only.
+        // A long line (a name pasted by mistake) is shown around the place only: up to AROUND
+        // terminal columns before it, 2 AROUND in all.
         const AROUND: usize = 60;
         let chars: Vec<char> = line_text.chars().collect();
         let at = self.column.saturating_sub(1).min(chars.len());
-        let (from, to) = if chars.len() > 3 * AROUND {
-            let from = at.saturating_sub(AROUND);
-            (from, (from + 2 * AROUND).min(chars.len()))
+        let width = |c: char| if c == '\t' { 1 } else { terminal_width(c) };
+        let (from, to) = if chars.iter().map(|&c| width(c)).sum::<usize>() > 3 * AROUND {
+            let (mut from, mut before) = (at, 0);
+            while from > 0 && before + width(chars[from - 1]) <= AROUND {
+                from -= 1;
+                before += width(chars[from]);
+            }
+            let (mut to, mut shown) = (from, 0);
+            while to < chars.len() && (to <= at || shown + width(chars[to]) <= 2 * AROUND) {
+                shown += width(chars[to]);
+                to += 1;
+            }
+            (from, to)
         } else {
             (0, chars.len())
         };
@@ -976,6 +987,18 @@ mod tests {
                 depth: None
             }
         );
+    }
+
+    /// A long line is windowed by terminal columns: wide characters count twice.
+    #[test]
+    fn a_long_line_is_shown_around_the_place_by_terminal_columns() {
+        let query = format!("callers {}", "名".repeat(300));
+        let rendered = ParseError::at(&query, 8, "no unit".into()).render(&query);
+        let shown = rendered.lines().next().expect("the line");
+        let columns: usize = shown.chars().map(terminal_width).sum();
+        assert!((100..=122).contains(&columns), "{columns} columns: {shown}");
+        assert!(shown.starts_with("callers 名") && shown.ends_with('…'), "{shown}");
+        assert_eq!(rendered.lines().nth(1), Some("        ^"));
     }
 
     #[test]
