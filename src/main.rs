@@ -802,7 +802,7 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
         match open_index(args) {
             Ok(indexer) => return Ok(Answerer::InProcess(Box::new(indexer))),
             Err(err) if store_in_use(&err) => {}
-            Err(err) if store_unwritable(&err) => return in_memory_for_unwritable(root, args, client, &err),
+            Err(err) if store_unwritable(&err) => return answer_though_unwritable(root, args, client, &err),
             Err(err) => return Err(err),
         }
     }
@@ -810,8 +810,7 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
         // `--daemon` with `--db DIR`: only the daemon holding DIR may answer (it records its
         // socket there); the root's daemon answered from its own index before.
         let db = db_dir(root, &Some(db.clone()));
-        let holder = paths::recorded_socket(root, &db).and_then(|socket| client::Client::connect_to(&socket));
-        let Some(c) = holder else {
+        let Some(c) = daemon_holding(root, &db) else {
             eprintln!("fresco: no daemon holds the index {} of {}", db.display(), root.display());
             std::process::exit(EXIT_NO_DAEMON as i32);
         };
@@ -825,10 +824,7 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
         // lock. Another `--db` is opened as given (in memory only if that one is in use too).
         return Ok(Answerer::InProcess(Box::new(index_in_memory(root, args, &daemon_holds(root))?)));
     }
-    // The daemon holding the index records its socket there: found whatever runtime directory
-    // it and this process were given, for `--db` as for the default index.
-    let holder =
-        || paths::recorded_socket(root, &db_dir(root, &args.db)).and_then(|socket| client::Client::connect_to(&socket));
+    let holder = || daemon_holding(root, &db_dir(root, &args.db));
     match open_index(args) {
         Ok(indexer) => Ok(Answerer::InProcess(Box::new(indexer))),
         Err(err) if store_in_use(&err) && !client.no_daemon => {
@@ -855,23 +851,28 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
             Ok(Answerer::InProcess(Box::new(index_in_memory(root, args, &daemon_holds(root))?)))
         }
         // A read-only checkout, or an index another user wrote: answered all the same.
-        Err(err) if store_unwritable(&err) => in_memory_for_unwritable(root, args, client, &err),
+        Err(err) if store_unwritable(&err) => answer_though_unwritable(root, args, client, &err),
         Err(err) => Err(err),
     }
+}
+
+/// The daemon holding the index in `db`, which records its socket there: found whatever runtime
+/// directory it and this process were given, for `--db` as for the default index.
+fn daemon_holding(root: &Path, db: &Path) -> Option<client::Client> {
+    paths::recorded_socket(root, db).and_then(|socket| client::Client::connect_to(&socket))
 }
 
 /// A read-only checkout, an index another user wrote, a full disk: answered all the same, by the
 /// daemon holding the index if one does and `--no-daemon` was not given (a full disk can fail
 /// the opening before the store's lock says it is in use), else from memory.
-fn in_memory_for_unwritable(
+fn answer_though_unwritable(
     root: &Path,
     args: &IndexArgs,
     client: &ClientArgs,
     err: &anyhow::Error,
 ) -> Result<Answerer> {
-    let holder = || paths::recorded_socket(root, &db_dir(root, &args.db)).and_then(|s| client::Client::connect_to(&s));
     if !client.no_daemon
-        && let Some(c) = holder()
+        && let Some(c) = daemon_holding(root, &db_dir(root, &args.db))
     {
         return Ok(Answerer::Daemon(c));
     }

@@ -64,6 +64,13 @@ pub enum FileEvent {
     Removed(String),
 }
 
+/// Whether `db_dir` holds fresco's layout before `graph/`: a sled database directly in it, with
+/// fresco's `committed-version` marker beside it (without the marker, a `db` and a `conf` may be
+/// another program's: sled's own names).
+fn in_old_layout(db_dir: &Path) -> bool {
+    ["db", "conf", "committed-version"].iter().all(|f| db_dir.join(f).is_file())
+}
+
 /// What [`Indexer::open`] redid to bring the stored index up to the files.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CatchUp {
@@ -263,7 +270,7 @@ impl Indexer {
             | StoreError::DifferentAnalysis { .. } => IndexError::StoredUnusable { why: e.to_string() },
             other => IndexError::Store(other),
         };
-        if db_dir.join("db").is_file() && db_dir.join("conf").is_file() && db_dir.join("committed-version").is_file() {
+        if in_old_layout(db_dir) {
             return Err(IndexError::StoredUnusable { why: "it is in the layout of an older fresco".into() });
         }
         if !db_dir.is_dir() {
@@ -319,10 +326,9 @@ impl Indexer {
             }
             Ok(())
         };
-        // The layout before `graph/`: a sled database directly in the index directory, with
-        // fresco's `committed-version` marker beside it. Without the marker a `db` and a `conf`
-        // may be another program's (sled's own names): they are left alone, never deleted.
-        if db_dir.join("db").is_file() && db_dir.join("conf").is_file() && db_dir.join("committed-version").is_file() {
+        // The layout before `graph/`: removed. Another program's `db` and `conf` (no marker)
+        // are left alone, never deleted.
+        if in_old_layout(db_dir) {
             keep_numbering(0)?;
             for stale in ["db", "conf", "blobs", "snap.*", "committed-version"] {
                 let _ = std::fs::remove_file(db_dir.join(stale));

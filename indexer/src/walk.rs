@@ -452,10 +452,15 @@ pub fn read_source(root: &Path, rel: &str, max_size: u64) -> Option<SourceRead> 
     if bytes.len() as u64 > max_size {
         return Some(skipped(SkipReason::TooLarge { size: bytes.len() as u64, limit: max_size }, stamp, &bytes));
     }
-    if let Some(encoding) = wide_encoding(&bytes) {
+    // Only a start with NUL bytes or a UTF-16 byte order mark can be wide text: source is not
+    // looked at twice.
+    let has_nul = bytes.iter().take(SNIFF_BYTES).any(|&b| b == 0);
+    if (has_nul || bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]))
+        && let Some(encoding) = wide_encoding(&bytes)
+    {
         return Some(skipped(SkipReason::WideEncoding { encoding: encoding.to_string() }, stamp, &bytes));
     }
-    if bytes.iter().take(SNIFF_BYTES).any(|&b| b == 0) {
+    if has_nul {
         return Some(skipped(SkipReason::Binary, stamp, &bytes));
     }
     // The revision is the hash of the bytes on disk, whatever their encoding: the freshness gate

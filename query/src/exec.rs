@@ -951,8 +951,8 @@ fn name_matches(pattern: &str, id: &str, name: Option<&str>) -> bool {
     glob::matches(pattern, id) || glob::matches(pattern, name) || glob::matches(pattern, simple)
 }
 
-/// An id without its `#N` suffix (`pkg.f#2` is `pkg.f`): the name of a unit the snapshot no
-/// longer has.
+/// An id without its `#N` suffix (`pkg.f#2` is `pkg.f`): the name of a unit the snapshot does
+/// not have (one removed since, an external name, which has no suffix).
 fn without_suffix(id: &str) -> &str {
     match id.rsplit_once('#') {
         Some((name, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => name,
@@ -967,8 +967,8 @@ fn condition_holds(snapshot: &Snapshot, row: &Row, condition: &Condition, regex:
             kinds.iter().any(|x| Some(*x) == k) != *negated
         }
         Condition::NameGlob(p) => {
-            let name = snapshot.unit(&row.id).map(|u| u.unit.name.as_str());
-            name_matches(p, &row.id, name.or_else(|| row.gone.as_ref().map(|_| without_suffix(&row.id))))
+            let name = snapshot.unit(&row.id).map_or_else(|| without_suffix(&row.id), |u| u.unit.name.as_str());
+            name_matches(p, &row.id, Some(name))
         }
         Condition::NameRegex(_) => regex.is_some_and(|re| re.is_match(&row.id)),
         Condition::FileGlob(p) => match snapshot.unit(&row.id) {
