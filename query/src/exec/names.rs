@@ -1,0 +1,344 @@
+//! What a query's symbols and files name in the snapshot: unit ids for a symbol (with
+//! suggestions when none matches), files for a path given relative to the client, definitions
+//! sharing a name.
+
+use std::sync::Arc;
+
+use fresco_graph::{Snapshot, UnitKind};
+
+use super::{Context, QueryError};
+use crate::ast::{Condition, ContextTarget, Query, Stage, Symbol};
+use crate::glob;
+
+/// Resolves a symbol to unit ids, or fails with suggestions.
+pub fn resolve_symbol(snapshot: &Snapshot, symbol: &Symbol) -> Result<Vec<String>, QueryError> {
+    match symbol {
+        Symbol::Name(name) => {
+            if snapshot.contains_unit(name) {
+                return Ok(definitions_of(snapshot, name));
+            }
+            // `X#1` names the first definition alone, as `X#2` names the second.
+            if let Some(first) = name.strip_suffix("#1").filter(|f| !f.contains('#') && snapshot.contains_unit(f)) {
+                return Ok(vec![first.to_string()]);
+            }
+            if snapshot.is_external(name) {
+                return Ok(vec![name.clone()]);
+            }
+            let by_name: Vec<String> =
+                snapshot.units().filter(|u| u.unit.name == *name).map(|u| u.unit.id.clone()).collect();
+            if !by_name.is_empty() {
+                return Ok(by_name);
+            }
+            let exported = crate::reexport::reexported(snapshot, name);
+            if !exported.is_empty() {
+                return Ok(exported);
+            }
+            // `pkg.core.helper` with `pkg/core.py` skipped: say so, not only that it is unknown.
+            let skipped = std::iter::successors(Some(name.as_str()), |n| n.rsplit_once('.').map(|(head, _)| head))
+                .find_map(|prefix| snapshot.module_file(prefix).filter(|f| f.graph.skipped.is_some()));
+            if let Some(file) = skipped {
+                return Err(QueryError::NotIndexed {
+                    name: name.clone(),
+                    file: file.graph.path.clone(),
+                    reason: file.graph.skipped.as_ref().map(ToString::to_string).unwrap_or_default(),
+                    at: None,
+                });
+            }
+            Err(QueryError::UnknownSymbol { name: name.clone(), suggestions: suggestions(snapshot, name), at: None })
+        }
+        Symbol::Glob(pattern) => {
+            let ids: Vec<String> = snapshot
+                .units()
+                .filter(|u| glob::matches(pattern, &u.unit.id))
+                .map(|u| u.unit.id.clone())
+                .chain(snapshot.externals().into_iter().filter(|x| glob::matches(pattern, x)).map(str::to_string))
+                .collect();
+            if ids.is_empty() {
+                return Err(QueryError::UnknownSymbol { name: pattern.clone(), suggestions: Vec::new(), at: None });
+            }
+            Ok(ids)
+        }
+        Symbol::Location { file, line } => {
+            let Some(entry) = find_file(snapshot, file)? else {
+                let near = files_named_like(snapshot, file);
+                let hint =
+                    if near.is_empty() { String::new() } else { format!("; did you mean: {}?", near.join(", ")) };
+                return Err(QueryError::Invalid(format!("no indexed file '{file}'{hint}")));
+            };
+            let innermost = entry
+                .graph
+                .units
+                .iter()
+                .filter(|u| u.start_line <= *line && *line <= u.end_line)
+                // On a tie (a one-function file), the definition rather than its module.
+                .min_by_key(|u| {
+                    (u.end_line - u.start_line, std::cmp::Reverse(u.start_line), u.kind == UnitKind::Module)
+                });
+            match innermost {
+                Some(u) => Ok(vec![u.id.clone()]),
+                None => Err(QueryError::Invalid(format!("{file} has no unit at line {line}"))),
+            }
+        }
+    }
+}
+
+/// The query with every absolute file path made relative to `root`: the paths the index holds
+/// are relative to it. A path outside the root is an error that says where the root is, rather
+/// than "no indexed file". File globs (`in "..."`, `where file`) are made relative when they
+/// start with the root.
+pub(super) fn relative_paths(query: &Query, ctx: &Context) -> Result<Query, QueryError> {
+    let Some(root) = ctx.root else { return Ok(query.clone()) };
+    let mut query = query.clone();
+    visit_paths(&mut query, &mut |path, glob| {
+        if !path.starts_with('/') {
+            return Ok(());
+        }
+        let under = |p: &std::path::Path| -> Option<String> {
+            p.strip_prefix(root).ok().and_then(|rest| rest.to_str()).map(str::to_string)
+        };
+        if glob {
+            // A glob written from the root down; any other matches nothing, as it always did.
+            if let Some(rest) = under(std::path::Path::new(path.as_str())) {
+                *path = rest;
+            }
+            return Ok(());
+        }
+        // `a/../b` as the path it names; then, through symbolic links (an editor that opened the
+        // repository by a link has the link's path), as the file system names it.
+        let normal = lexically_normal(path);
+        let relative =
+            under(&normal).or_else(|| ctx.canonicalize.and_then(|c| c(&normal)).and_then(|real| under(&real)));
+        match relative {
+            Some(rest) if !rest.is_empty() => {
+                *path = rest;
+                Ok(())
+            }
+            Some(_) => Err(QueryError::Invalid(format!("'{path}' is the indexed root itself, not a file under it"))),
+            None => Err(QueryError::Invalid(format!(
+                "'{path}' is not a file under the indexed root {}: name files by their path under it",
+                root.display()
+            ))),
+        }
+    })?;
+    Ok(query)
+}
+
+/// `path` with `.` and `..` components resolved by their text (`/r/pkg/../pkg/a.py` is
+/// `/r/pkg/a.py`).
+fn lexically_normal(path: &str) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::new();
+    for component in std::path::Path::new(path).components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Calls `f` on every file path and file glob (second argument `true`) a query names.
+fn visit_paths(
+    query: &mut Query,
+    f: &mut dyn FnMut(&mut String, bool) -> Result<(), QueryError>,
+) -> Result<(), QueryError> {
+    let symbol = |s: &mut Symbol, f: &mut dyn FnMut(&mut String, bool) -> Result<(), QueryError>| match s {
+        Symbol::Location { file, .. } => f(file, false),
+        Symbol::Name(_) | Symbol::Glob(_) => Ok(()),
+    };
+    for stage in &mut query.stages {
+        match stage {
+            Stage::Traverse { symbol: Some(s), .. }
+            | Stage::Unresolved { scope: Some(s) }
+            | Stage::Show { symbol: s } => symbol(s, f)?,
+            Stage::Path { from, to, .. } => {
+                symbol(from, f)?;
+                symbol(to, f)?;
+            }
+            Stage::Context { target: ContextTarget::Unit(s), .. } => symbol(s, f)?,
+            Stage::Context { target: ContextTarget::New { file, .. }, .. } => f(file, false)?,
+            Stage::Find { file: Some(glob), .. } => f(glob, true)?,
+            Stage::Where(conditions) => {
+                for condition in conditions {
+                    if let Condition::FileGlob(glob) = condition {
+                        f(glob, true)?;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The indexed file `file` names: a path relative to the root (a leading `./` allowed), or the
+/// end of exactly one path (`app.py` for `src/app.py`). `Ok(None)` when none; naming several is
+/// an error that lists them.
+/// The file of `module` when it was skipped, not indexed.
+pub(super) fn skipped_module_file(snapshot: &Snapshot, module: &str) -> Option<Arc<fresco_graph::FileEntry>> {
+    snapshot.module_file(module).filter(|f| f.graph.skipped.is_some()).cloned()
+}
+
+pub(crate) fn find_file(snapshot: &Snapshot, file: &str) -> Result<Option<Arc<fresco_graph::FileEntry>>, QueryError> {
+    let normal = relative_path(file)?;
+    let file = normal.as_str();
+    if let Some(entry) = snapshot.file(file) {
+        return Ok(Some(entry.clone()));
+    }
+    let suffix = format!("/{file}");
+    let mut matches: Vec<_> = snapshot.files().filter(|f| f.graph.path.ends_with(&suffix)).cloned().collect();
+    match matches.len() {
+        0 => Ok(None),
+        1 => Ok(Some(matches.remove(0))),
+        n => {
+            let mut paths: Vec<&str> = matches.iter().map(|f| f.graph.path.as_str()).collect();
+            paths.sort_unstable();
+            let shown = paths.iter().take(5).copied().collect::<Vec<_>>().join(", ");
+            let more = if n > 5 { format!(" and {} more", n - 5) } else { String::new() };
+            Err(QueryError::Invalid(format!("'{file}' is ambiguous: {shown}{more}; write more of its path")))
+        }
+    }
+}
+
+/// `file`, a path relative to the root, as the index writes paths: `.` segments and empty ones
+/// dropped, `dir/..` folded (`./pkg/sub/../new.py` is `pkg/new.py`). A path that leaves the root
+/// is an error.
+pub(crate) fn relative_path(file: &str) -> Result<String, QueryError> {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in file.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err(QueryError::Invalid(format!(
+                        "'{file}' leads outside the indexed root: give a path relative to the root"
+                    )));
+                }
+            }
+            _ => parts.push(part),
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+/// Up to five indexed files whose name is like the end of `file`: the same name but for a
+/// leading underscore (`api.py` for `httpx/_api.py`), a name an edit or two away, or one
+/// containing it (`test_api.py`), closest first.
+fn files_named_like(snapshot: &Snapshot, file: &str) -> Vec<String> {
+    let wanted = file.rsplit('/').next().unwrap_or(file).to_ascii_lowercase();
+    // A short name needs a closer match: within two edits of `api.py` are `asgi.py` and `base.py`.
+    let slack = if wanted.len() < 10 { 1 } else { 2 };
+    let mut near: Vec<(usize, String)> = snapshot
+        .files()
+        .filter_map(|f| {
+            let path = &f.graph.path;
+            let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+            let distance = if name.trim_start_matches('_') == wanted.trim_start_matches('_') {
+                0
+            } else if wanted.trim_end_matches(".py").len() >= 3 && name.contains(wanted.trim_end_matches(".py")) {
+                slack + 1
+            } else if name.len().abs_diff(wanted.len()) <= slack {
+                Some(edit_distance(&name, &wanted)).filter(|&d| d <= slack).unwrap_or(usize::MAX)
+            } else {
+                usize::MAX
+            };
+            (distance <= slack + 1).then(|| (distance, path.clone()))
+        })
+        .collect();
+    near.sort();
+    near.into_iter().take(5).map(|(_, path)| path).collect()
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut cur = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Every definition of the name `id` was given: `id` itself, then `id#2`, `id#3`, … (a name
+/// defined again in the same scope: an `@overload` chain, a property's setter, a conditional
+/// redefinition), in source order. Calls resolve to the last, the one Python binds, so a query
+/// on the plain name reaches them all.
+pub fn definitions_of(snapshot: &Snapshot, id: &str) -> Vec<String> {
+    let mut out = vec![id.to_string()];
+    if id.contains('#') {
+        return out;
+    }
+    for n in 2.. {
+        let next = format!("{id}#{n}");
+        if !snapshot.contains_unit(&next) {
+            break;
+        }
+        out.push(next);
+    }
+    out
+}
+
+/// Whether `ids` are the definitions of one name (see [`definitions_of`]).
+pub(crate) fn one_name(ids: &[String]) -> bool {
+    ids.first().is_some_and(|first| {
+        ids.iter().all(|id| id == first || id.strip_prefix(first.as_str()).is_some_and(|rest| rest.starts_with('#')))
+    })
+}
+
+/// The closest existing names: same last segment first, then by edit distance; when none is
+/// close, the members of the name's module or class, if it exists.
+///
+/// Edit distances are computed only between strings whose lengths allow a close match, so the
+/// work stays proportional to the number of units whatever the name's length (a name of 100,000
+/// characters took 9 s here when every unit's name was compared with it in full). A short name
+/// needs a near-exact match: within 2 edits of a 1-character name is every short name.
+fn suggestions(snapshot: &Snapshot, name: &str) -> Vec<String> {
+    let last = name.rsplit('.').next().unwrap_or(name).to_ascii_lowercase();
+    let simple_slack = (last.chars().count() / 3).min(2);
+    let id_slack = (name.chars().count() / 3).min(3);
+    let mut scored: Vec<(usize, String)> = Vec::new();
+    for u in snapshot.units() {
+        let id = &u.unit.id;
+        let simple = id.rsplit('.').next().unwrap_or(id).to_ascii_lowercase();
+        let close_simple = simple == last
+            || (last.len() > 3 && simple.contains(&last))
+            || (simple.len().abs_diff(last.len()) <= simple_slack && edit_distance(&simple, &last) <= simple_slack);
+        // Only between names of similar length (id_slack is at most 3).
+        let distance = (id.len().abs_diff(name.len()) <= 64).then(|| edit_distance(id, name));
+        let close_id = id.len().abs_diff(name.len()) <= id_slack && distance.is_some_and(|d| d <= id_slack);
+        if close_simple || close_id {
+            scored.push((distance.unwrap_or(usize::MAX), id.clone()));
+        }
+    }
+    if scored.is_empty()
+        && let Some((parent, _)) = name.rsplit_once('.')
+        && snapshot.unit(parent).is_some()
+    {
+        // Nothing of that name anywhere, but its module or class exists (`requests.api.nothing`):
+        // what that defines, the closest names first.
+        let prefix = format!("{parent}.");
+        for u in snapshot.units() {
+            let id = &u.unit.id;
+            if let Some(member) = id.strip_prefix(&prefix).filter(|m| !m.contains('.')) {
+                // Only between names of similar length, as above.
+                let distance = if member.len().abs_diff(last.len()) <= 64 {
+                    edit_distance(&member.to_ascii_lowercase(), &last)
+                } else {
+                    usize::MAX
+                };
+                scored.push((distance, id.clone()));
+            }
+        }
+    }
+    scored.sort();
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored.into_iter().take(5).map(|(_, id)| id).collect()
+}
