@@ -614,12 +614,8 @@ impl Parser {
             }
             "limit" => {
                 self.bump();
-                let n = self.number()?;
                 // As `k 0` and a request's `limit: 0`: a query for nothing is a mistake.
-                if n == 0 {
-                    return self.error("limit must be at least 1".into());
-                }
-                Ok(Stage::Limit(n))
+                Ok(Stage::Limit(self.positive_number("limit")?))
             }
             "order" => {
                 self.bump();
@@ -666,21 +662,13 @@ impl Parser {
             if self.is_word("k") {
                 self.once("k", &k)?;
                 self.bump();
-                let n = self.number()?;
-                if n == 0 {
-                    return self.error("k must be at least 1".into());
-                }
-                k = Some(n);
+                k = Some(self.positive_number("k")?);
             } else if allow_budget && self.is_word("budget") {
                 self.once("budget", &budget)?;
                 self.bump();
-                let n = self.number()?;
                 // As `k 0`: a context of no tokens is a mistake. (A budget too small for any
                 // unit is not: the answer says what the smallest needed.)
-                if n == 0 {
-                    return self.error("budget must be at least 1".into());
-                }
-                budget = Some(n);
+                budget = Some(self.positive_number("budget")?);
             } else if self.is_word("lanes") {
                 // A `lanes` option names at least one lane.
                 self.once("lanes", &lanes.first())?;
@@ -760,6 +748,15 @@ impl Parser {
 
     fn number(&mut self) -> Result<usize, ParseError> {
         self.bounded_number(usize::MAX)
+    }
+
+    /// A number of at least 1 for `option`; a 0 is an error placed at the 0 (not after it).
+    fn positive_number(&mut self, option: &str) -> Result<usize, ParseError> {
+        let at = self.at();
+        match self.number()? {
+            0 => Err(ParseError { position: at, line: 0, column: 0, message: format!("{option} must be at least 1") }),
+            n => Ok(n),
+        }
     }
 
     /// A run of decimal digits up to `max`; a larger number is an error that names `max`, never
@@ -1227,6 +1224,11 @@ mod tests {
         assert!(parse("callers").unwrap_err().message.contains("unit name"));
         assert!(parse("find \"*\" | limit 0").unwrap_err().message.contains("limit must be at least 1"));
         assert!(parse("context f budget 0").unwrap_err().message.contains("budget must be at least 1"));
+        // Placed at the 0, as a number too large is.
+        for (text, at) in [("context f budget 0", 17), ("search \"retry\" k 0", 17), ("find \"*\" | limit 0 ", 17)] {
+            let err = parse(text).unwrap_err();
+            assert_eq!((err.position, &text[err.position..err.position + 1]), (at, "0"), "{text}");
+        }
         let text = "context a.b | where kind = variable";
         let err = parse(text).unwrap_err();
         assert!(err.message.contains("'context' must be the last step"), "{}", err.message);

@@ -138,7 +138,8 @@ fn context_prefers_several_short_dependencies_to_one_long_one_of_similar_rank() 
     assert_eq!(chosen, ["pkg.short_a", "pkg.short_b", "pkg.short_c"], "{block:?}");
     assert_eq!(block.cut, ["pkg.long_helper"]);
     // The budget covers the whole text, headers and comment lines included (chars/4 here).
-    assert!(block.text.chars().count().div_ceil(4) <= block.tokens, "{}", block.text);
+    // One token per four characters of the whole text, as the answer states.
+    assert_eq!(block.text.chars().count().div_ceil(4), block.tokens, "{}", block.text);
     assert!(block.tokens <= budget, "{} > {budget}", block.tokens);
     for budget in [0, 10, 30, 60, 100, 200, 400] {
         let block = assemble(&snapshot, None, &target, &fused, &deps, budget, None);

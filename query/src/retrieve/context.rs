@@ -37,7 +37,7 @@ pub struct ContextBlock {
     pub budget: usize,
     pub tokens: usize,
     /// How tokens are counted: `minilm` (the MiniLM WordPiece tokenizer) or `chars/4` (one token
-    /// per four characters, rounded up) when the tokenizer is not available.
+    /// per four characters of the whole text, rounded up) when the tokenizer is not available.
     pub token_rule: &'static str,
     pub units: Vec<ContextUnit>,
     /// Units that ranked high but did not fit the budget.
@@ -48,14 +48,18 @@ pub struct ContextBlock {
     pub smallest_cut: Option<(String, usize)>,
 }
 
+/// What follows each unit's source in the text.
+const UNIT_SEPARATOR: &str = "\n\n";
+
 /// Assembles context within `budget` tokens: dependencies first, then usage examples, each as
 /// the whole unit's source. In the text each of the two parts is grouped by file (the target's
 /// own file last, closest to where the code goes) and in source order within a file.
 ///
 /// The budget covers the whole text, headers and comment lines included: each unit is counted
-/// with its comment line, and each file header when its first unit is taken. The pieces are
-/// separated by line breaks, where the tokenizer splits, so the text's count is their sum (with
-/// `chars/4`, the sum rounds up per piece: at least the whole's).
+/// with its comment line and the blank line after it, and each file header when its first unit
+/// is taken. The pieces are separated by line breaks, where the tokenizer splits, so the text's
+/// count is their sum. With `chars/4` the pieces are rounded up one by one while choosing, which
+/// is at least the whole's count (so the budget holds), and `tokens` is the whole's.
 ///
 /// Dependencies are chosen by value per token, not strictly in rank order: how likely the unit
 /// at dependency rank r is needed falls as 1/r (0.7/r on the retrieval benchmark, ranks 1 to
@@ -166,7 +170,8 @@ pub fn assemble(
             if taken.iter().any(|&t| inside(&ranked[t].0, u)) {
                 continue;
             }
-            let tokens = count(&unit_comment(u, role)) + count(u.file.display_source_of(u.unit));
+            let tokens =
+                count(&unit_comment(u, role)) + count(u.file.display_source_of(u.unit)) + count(UNIT_SEPARATOR);
             let header_key = (*role, u.file.graph.path.as_str());
             let header = if headers.contains_key(&header_key) { 0 } else { count(&file_header(u)) };
             // Units already chosen inside this one leave the text with it in: their tokens return.
@@ -219,14 +224,16 @@ pub fn assemble(
                     tokens += tokens_of.get(&i).copied().unwrap_or(0);
                     text.push_str(&unit_comment(u, role));
                     text.push_str(u.file.display_source_of(u.unit));
-                    text.push_str("\n\n");
+                    text.push_str(UNIT_SEPARATOR);
                 }
             }
         }
         (text, tokens)
     };
-    // At most what was counted while choosing (units dropped since only lower it).
+    // At most what was counted while choosing (units dropped since only lower it). One token per
+    // four characters is stated of the text: its pieces rounded up one by one count more.
     let (text, tokens) = render(&taken);
+    let tokens = if counted_by_tokenizer { tokens } else { text.chars().count().div_ceil(4) };
     cut_ranks.sort_unstable();
     let cut: Vec<String> = cut_ranks.iter().map(|&i| ranked[i].0.unit.id.clone()).collect();
     let chosen: Vec<ContextUnit> = taken
@@ -252,8 +259,10 @@ pub fn assemble(
             .iter()
             .map(|&i| {
                 let (u, role) = &ranked[i];
-                let tokens =
-                    count(&file_header(u)) + count(&unit_comment(u, role)) + count(u.file.display_source_of(u.unit));
+                let tokens = count(&file_header(u))
+                    + count(&unit_comment(u, role))
+                    + count(u.file.display_source_of(u.unit))
+                    + count(UNIT_SEPARATOR);
                 (tokens, u.unit.id.clone())
             })
             .min()
