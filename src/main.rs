@@ -613,8 +613,9 @@ fn report_error(text: &str, error: &Value, json: bool) -> ExitCode {
             let err = fresco_query::ParseError::at(text, position as usize, bare.to_string());
             eprintln!("fresco: query error\n{}", err.render(text));
         }
-        // An unknown name the query wrote: pointed at the same way.
-        ("UNKNOWN_SYMBOL", Some(position)) => {
+        // An unknown name the query wrote, or a file or line that is not there: pointed at the
+        // same way.
+        ("UNKNOWN_SYMBOL" | "INVALID_QUERY", Some(position)) => {
             let err = fresco_query::ParseError::at(text, position as usize, message.to_string());
             eprintln!("fresco: query error\n{}", err.render(text));
         }

@@ -6,8 +6,9 @@ use fresco_graph::{EdgeKind, UnitKind};
 #[derive(Clone, Debug, PartialEq)]
 pub struct Query {
     pub stages: Vec<Stage>,
-    /// Where each unit the query names was written: the symbol as parsed and its byte offset in
-    /// the text, in order, so that an unknown name can be pointed at as a parse error is.
+    /// Where each unit the query names was written (and the file of a `context for ... in
+    /// FILE`): the symbol as parsed and its byte offset in the text, in order, so that an unknown
+    /// name, or a file or line that is not there, can be pointed at as a parse error is.
     pub symbols: Vec<(String, usize)>,
 }
 

@@ -519,6 +519,8 @@ impl Parser {
                             return self.expected("the file the new function will live in");
                         }
                         Tok::Str(s) | Tok::Word(s) => {
+                            // Recorded as a name is: a file that is not there is pointed at.
+                            self.symbols.push((s.clone(), self.at()));
                             self.bump();
                             s
                         }

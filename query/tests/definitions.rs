@@ -438,3 +438,23 @@ fn placed_class(snapshot: &Snapshot, text: &str, file: &str) -> (Option<String>,
     let resolved = resolve_target(snapshot, &target).expect("target");
     (resolved.class, resolved.note.unwrap_or_default())
 }
+
+/// A file or line a query names that is not there is pointed at, as an unknown name is.
+#[test]
+fn a_file_or_line_that_is_not_there_is_placed_in_the_query() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let snapshot = index(dir.path());
+    let ctx = Context::new(&snapshot);
+    for (text, token) in [
+        ("callers pkg/m.py:999", "pkg/m.py:999"),
+        ("path pkg.m.helper -> nope.py:3", "nope.py:3"),
+        ("context for \"def f():\" in pkg/nope/x.py budget 100", "pkg/nope/x.py"),
+        ("context for \"def f():\" in pkg/m.py:999", "pkg/m.py:999"),
+        ("context for \"def f():\" in pkg k 5", "pkg"),
+    ] {
+        let err = fresco_query::run(&ctx, text).map(|_| ()).expect_err(text);
+        assert_eq!(err.code(), "INVALID_QUERY", "{text}: {err}");
+        let at = err.place().unwrap_or_else(|| panic!("{text}: no place for '{err}'"));
+        assert_eq!(at.position, text.find(token).expect("the token"), "{text}: {err}");
+    }
+}

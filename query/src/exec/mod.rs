@@ -49,6 +49,11 @@ pub enum QueryError {
     NotIndexed { name: String, file: String, reason: String, at: Option<Place> },
     #[error("{0}")]
     Invalid(String),
+    /// A file or line the query names that is not there, or not one file (`in FILE`,
+    /// `file.py:LINE`). `written`: the file (and `:LINE`) as the query gave it, or as made
+    /// relative to the root; `at`: where the query names it, when known.
+    #[error("{message}")]
+    InvalidPlace { written: String, message: String, at: Option<Place> },
     #[error("the query was cancelled")]
     Cancelled,
     #[error("{0}")]
@@ -61,7 +66,7 @@ impl QueryError {
         match self {
             QueryError::Parse(_) => "PARSE_ERROR",
             QueryError::UnknownSymbol { .. } | QueryError::NotIndexed { .. } => "UNKNOWN_SYMBOL",
-            QueryError::Invalid(_) => "INVALID_QUERY",
+            QueryError::Invalid(_) | QueryError::InvalidPlace { .. } => "INVALID_QUERY",
             QueryError::Cancelled => "CANCELLED",
             QueryError::HistoryExpired(_) => "HISTORY_EXPIRED",
         }
@@ -82,15 +87,42 @@ impl QueryError {
                 let at = place(&name);
                 QueryError::NotIndexed { name, file, reason, at }
             }
+            QueryError::InvalidPlace { written, message, at: None } => {
+                // The file as written (`/abs/pkg/a.py:3` made `pkg/a.py:3`; `pkg/a.py` of
+                // `pkg/a.py:3`), placed only when one name of the query is it.
+                let mut named = symbols.iter().filter(|(s, _)| {
+                    s == &written
+                        || s.ends_with(&format!("/{written}"))
+                        || s.strip_prefix(written.as_str()).is_some_and(|rest| rest.starts_with(':'))
+                });
+                let at = match (named.next(), named.next()) {
+                    (Some(&(_, at)), None) => Some(Place::of(text, at)),
+                    _ => None,
+                };
+                QueryError::InvalidPlace { written, message, at }
+            }
             other => other,
         }
     }
 
-    /// Where in the query the error is, for a parse error or an unknown name the query wrote.
+    /// This error, when it is an invalid query, as one about the file (and line) `written`.
+    pub(crate) fn about_place(self, written: &str) -> QueryError {
+        match self {
+            QueryError::Invalid(message) => {
+                QueryError::InvalidPlace { written: written.to_string(), message, at: None }
+            }
+            other => other,
+        }
+    }
+
+    /// Where in the query the error is, for a parse error, an unknown name the query wrote, or
+    /// a file or line it names that is not there.
     pub fn place(&self) -> Option<Place> {
         match self {
             QueryError::Parse(p) => Some(Place { position: p.position, line: p.line, column: p.column }),
-            QueryError::UnknownSymbol { at, .. } | QueryError::NotIndexed { at, .. } => *at,
+            QueryError::UnknownSymbol { at, .. }
+            | QueryError::NotIndexed { at, .. }
+            | QueryError::InvalidPlace { at, .. } => *at,
             _ => None,
         }
     }
@@ -412,7 +444,8 @@ impl Exec<'_, '_> {
 /// in-process command line embeds units for the dense lane), so that a misnamed file or
 /// function is reported at once.
 pub fn check_context_targets(ctx: &Context, text: &str) -> Result<(), QueryError> {
-    let query = relative_paths(&parse(text)?, ctx)?;
+    let parsed = parse(text)?;
+    let query = relative_paths(&parsed, ctx).map_err(|e| e.placed(text, &parsed.symbols))?;
     for stage in &query.stages {
         if let Stage::Context { target, .. } = stage {
             crate::retrieve::resolve_target(ctx.snapshot, target).map_err(|e| e.placed(text, &query.symbols))?;

@@ -59,26 +59,27 @@ pub fn resolve_symbol(snapshot: &Snapshot, symbol: &Symbol) -> Result<Vec<String
             Ok(ids)
         }
         Symbol::Location { file, line } => {
-            let Some(entry) = find_file(snapshot, file)? else {
-                let near = files_named_like(snapshot, file);
-                let hint =
-                    if near.is_empty() { String::new() } else { format!("; did you mean: {}?", near.join(", ")) };
-                return Err(QueryError::Invalid(format!("no indexed file '{file}'{hint}")));
-            };
-            let innermost = entry
-                .graph
-                .units
-                .iter()
-                .filter(|u| u.start_line <= *line && *line <= u.end_line)
-                // On a tie (a one-function file), the definition rather than its module.
-                .min_by_key(|u| {
-                    (u.end_line - u.start_line, std::cmp::Reverse(u.start_line), u.kind == UnitKind::Module)
-                });
-            match innermost {
-                Some(u) => Ok(vec![u.id.clone()]),
-                None => Err(QueryError::Invalid(format!("{file} has no unit at line {line}"))),
-            }
+            innermost_unit_at(snapshot, file, *line).map_err(|e| e.about_place(&format!("{file}:{line}")))
         }
+    }
+}
+
+/// The innermost unit at `line` of `file` (the definition rather than its module on a tie).
+fn innermost_unit_at(snapshot: &Snapshot, file: &str, line: u32) -> Result<Vec<String>, QueryError> {
+    let Some(entry) = find_file(snapshot, file)? else {
+        let near = files_named_like(snapshot, file);
+        let hint = if near.is_empty() { String::new() } else { format!("; did you mean: {}?", near.join(", ")) };
+        return Err(QueryError::Invalid(format!("no indexed file '{file}'{hint}")));
+    };
+    let innermost = entry
+        .graph
+        .units
+        .iter()
+        .filter(|u| u.start_line <= line && line <= u.end_line)
+        .min_by_key(|u| (u.end_line - u.start_line, std::cmp::Reverse(u.start_line), u.kind == UnitKind::Module));
+    match innermost {
+        Some(u) => Ok(vec![u.id.clone()]),
+        None => Err(QueryError::Invalid(format!("{file} has no unit at line {line}"))),
     }
 }
 
@@ -113,11 +114,13 @@ pub(super) fn relative_paths(query: &Query, ctx: &Context) -> Result<Query, Quer
                 *path = rest;
                 Ok(())
             }
-            Some(_) => Err(QueryError::Invalid(format!("'{path}' is the indexed root itself, not a file under it"))),
+            Some(_) => Err(QueryError::Invalid(format!("'{path}' is the indexed root itself, not a file under it"))
+                .about_place(path)),
             None => Err(QueryError::Invalid(format!(
                 "'{path}' is not a file under the indexed root {}: name files by their path under it",
                 root.display()
-            ))),
+            ))
+            .about_place(path)),
         }
     })?;
     Ok(query)

@@ -90,119 +90,128 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
             })
         }
         ContextTarget::New { text, file, line } => {
-            let file = &crate::exec::relative_path(file)?;
-            let Some(entry) = crate::exec::find_file(snapshot, file)? else {
-                // A function of a module not written yet: placed by the files beside it.
-                let Some((path, module)) = new_module(snapshot, file) else {
-                    let name = file.rsplit('/').next().unwrap_or(file);
-                    let why = match name.strip_suffix(".py") {
-                        None if is_indexed_directory(snapshot, file) => format!(
-                            "'{}' is a directory: give the .py file the new function will live in",
-                            if file.is_empty() { "." } else { file.as_str() }
-                        ),
-                        None => format!("'{file}' is not indexed and not a Python file: give a .py file"),
-                        Some("__init__") => format!(
-                            "no indexed file '{file}': a new __init__.py would change its directory's modules, so \
-                             a function is not placed in one"
-                        ),
-                        Some(stem) if stem.is_empty() || stem.contains('.') => {
-                            format!("no indexed file '{file}', and '{name}' cannot be a module's file")
-                        }
-                        Some(_) => format!(
-                            "no indexed file '{file}', and no indexed file in its directory to tell the module a \
-                             new file would be"
-                        ),
-                    };
-                    return Err(QueryError::Invalid(why));
-                };
-                let mut note = format!(
-                    "{path} is not indexed (not written yet?): the context is for a function of a new module {module}, \
-                     which can reach its package's modules"
-                );
-                if let Some(line) = line {
-                    note.push_str(&format!("; line {line} says nothing in a file not indexed"));
-                }
-                return Ok(Target {
-                    id: None,
-                    text: format!("{}\n{text}", module.replace(['.', '_'], " ")),
-                    module,
-                    file: path,
-                    class: None,
-                    line: None,
-                    own_text: text.clone(),
-                    note: Some(note),
-                });
+            let written = match line {
+                Some(line) => format!("{file}:{line}"),
+                None => file.clone(),
             };
-            // A skipped file has no lines to place by (its note says why).
-            let line = line.filter(|_| entry.graph.skipped.is_none());
-            let line_count = entry.graph.units.first().map_or(0, |module| module.end_line);
-            if let Some(line) = line.filter(|&l| l > line_count.saturating_add(1)) {
-                return Err(QueryError::Invalid(format!(
-                    "line {line} of {}: the file has {line_count} line{} (the new function may be written at line \
-                     {} at the latest)",
-                    entry.graph.path,
-                    if line_count == 1 { "" } else { "s" },
-                    line_count.saturating_add(1)
-                )));
-            }
-            let Placement { id, class, ambiguous, guessed, unplaced_among } =
-                place_new_function(snapshot, &entry.graph, text, line);
-            // A file skipped by the index (not UTF-8, too large, ...) has no code to see: not
-            // the stub it may hold, nor what it imports.
-            let skipped = entry.graph.skipped.as_ref().map(|reason| {
-                format!(
-                    "{} is not indexed ({reason}): its code is not seen (nor a stub of this name in it), and the \
-                     context is for a new function",
-                    entry.graph.path
-                )
-            });
-            let several = (ambiguous.len() > 1).then(|| {
-                format!(
-                    "{file} defines {} {} times ({}) and the text repeats the signature of none or several of them: \
-                     the context is for a new function; name one (`context ID`) to choose",
-                    defined_name(text).unwrap_or("it"),
-                    ambiguous.len(),
-                    ambiguous.join(", ")
-                )
-            });
-            // Text that is no `def` header cannot be placed: it only describes what is wanted.
-            let no_header = defined_name(text).is_none().then(|| {
-                "the text has no `def` header: it is read as a description of a new function of the file".to_string()
-            });
-            // A class chosen by evidence may be wrong: the answer says which and why.
-            let guessed = guessed.map(|g| {
-                format!(
-                    "{} has {} classes and no line was given: the method is placed in {} ({}); give FILE:LINE to place \
-                     it elsewhere",
-                    entry.graph.path,
-                    g.classes,
-                    g.class,
-                    g.reasons()
-                )
-            });
-            let unplaced = (unplaced_among > 1).then(|| {
-                format!(
-                    "{} has {unplaced_among} classes and no line was given: nothing in the text sets one apart, so the \
-                     method is placed in none (its file's code counts, not a class's); give FILE:LINE to place it",
-                    entry.graph.path
-                )
-            });
-            let notes: Vec<String> = [skipped, several, no_header, guessed, unplaced].into_iter().flatten().collect();
-            let note = (!notes.is_empty()).then(|| notes.join("; "));
-            // The text lanes get the names of where it will live, as for an existing unit.
-            let owner = class.as_deref().unwrap_or(&entry.graph.module).replace(['.', '_'], " ");
-            Ok(Target {
-                line: if id.is_none() { line } else { None },
-                id,
-                module: entry.graph.module.clone(),
-                file: entry.graph.path.clone(),
-                class,
-                text: format!("{owner}\n{text}"),
-                own_text: text.clone(),
-                note,
-            })
+            new_function_target(snapshot, text, file, *line).map_err(|e| e.about_place(&written))
         }
     }
+}
+
+/// The target of `context for "TEXT" in FILE[:LINE]`: a function not written yet.
+fn new_function_target(snapshot: &Snapshot, text: &str, file: &str, line: Option<u32>) -> Result<Target, QueryError> {
+    let file = &crate::exec::relative_path(file)?;
+    let Some(entry) = crate::exec::find_file(snapshot, file)? else {
+        // A function of a module not written yet: placed by the files beside it.
+        let Some((path, module)) = new_module(snapshot, file) else {
+            let name = file.rsplit('/').next().unwrap_or(file);
+            let why = match name.strip_suffix(".py") {
+                None if is_indexed_directory(snapshot, file) => format!(
+                    "'{}' is a directory: give the .py file the new function will live in",
+                    if file.is_empty() { "." } else { file.as_str() }
+                ),
+                None => format!("'{file}' is not indexed and not a Python file: give a .py file"),
+                Some("__init__") => format!(
+                    "no indexed file '{file}': a new __init__.py would change its directory's modules, so \
+                     a function is not placed in one"
+                ),
+                Some(stem) if stem.is_empty() || stem.contains('.') => {
+                    format!("no indexed file '{file}', and '{name}' cannot be a module's file")
+                }
+                Some(_) => format!(
+                    "no indexed file '{file}', and no indexed file in its directory to tell the module a \
+                     new file would be"
+                ),
+            };
+            return Err(QueryError::Invalid(why));
+        };
+        let mut note = format!(
+            "{path} is not indexed (not written yet?): the context is for a function of a new module {module}, \
+             which can reach its package's modules"
+        );
+        if let Some(line) = line {
+            note.push_str(&format!("; line {line} says nothing in a file not indexed"));
+        }
+        return Ok(Target {
+            id: None,
+            text: format!("{}\n{text}", module.replace(['.', '_'], " ")),
+            module,
+            file: path,
+            class: None,
+            line: None,
+            own_text: text.to_string(),
+            note: Some(note),
+        });
+    };
+    // A skipped file has no lines to place by (its note says why).
+    let line = line.filter(|_| entry.graph.skipped.is_none());
+    let line_count = entry.graph.units.first().map_or(0, |module| module.end_line);
+    if let Some(line) = line.filter(|&l| l > line_count.saturating_add(1)) {
+        return Err(QueryError::Invalid(format!(
+            "line {line} of {}: the file has {line_count} line{} (the new function may be written at line \
+             {} at the latest)",
+            entry.graph.path,
+            if line_count == 1 { "" } else { "s" },
+            line_count.saturating_add(1)
+        )));
+    }
+    let Placement { id, class, ambiguous, guessed, unplaced_among } =
+        place_new_function(snapshot, &entry.graph, text, line);
+    // A file skipped by the index (not UTF-8, too large, ...) has no code to see: not
+    // the stub it may hold, nor what it imports.
+    let skipped = entry.graph.skipped.as_ref().map(|reason| {
+        format!(
+            "{} is not indexed ({reason}): its code is not seen (nor a stub of this name in it), and the \
+             context is for a new function",
+            entry.graph.path
+        )
+    });
+    let several = (ambiguous.len() > 1).then(|| {
+        format!(
+            "{file} defines {} {} times ({}) and the text repeats the signature of none or several of them: \
+             the context is for a new function; name one (`context ID`) to choose",
+            defined_name(text).unwrap_or("it"),
+            ambiguous.len(),
+            ambiguous.join(", ")
+        )
+    });
+    // Text that is no `def` header cannot be placed: it only describes what is wanted.
+    let no_header = defined_name(text)
+        .is_none()
+        .then(|| "the text has no `def` header: it is read as a description of a new function of the file".to_string());
+    // A class chosen by evidence may be wrong: the answer says which and why.
+    let guessed = guessed.map(|g| {
+        format!(
+            "{} has {} classes and no line was given: the method is placed in {} ({}); give FILE:LINE to place \
+             it elsewhere",
+            entry.graph.path,
+            g.classes,
+            g.class,
+            g.reasons()
+        )
+    });
+    let unplaced = (unplaced_among > 1).then(|| {
+        format!(
+            "{} has {unplaced_among} classes and no line was given: nothing in the text sets one apart, so the \
+             method is placed in none (its file's code counts, not a class's); give FILE:LINE to place it",
+            entry.graph.path
+        )
+    });
+    let notes: Vec<String> = [skipped, several, no_header, guessed, unplaced].into_iter().flatten().collect();
+    let note = (!notes.is_empty()).then(|| notes.join("; "));
+    // The text lanes get the names of where it will live, as for an existing unit.
+    let owner = class.as_deref().unwrap_or(&entry.graph.module).replace(['.', '_'], " ");
+    Ok(Target {
+        line: if id.is_none() { line } else { None },
+        id,
+        module: entry.graph.module.clone(),
+        file: entry.graph.path.clone(),
+        class,
+        text: format!("{owner}\n{text}"),
+        own_text: text.to_string(),
+        note,
+    })
 }
 
 /// Whether `path` is a directory holding indexed files, as written or as the end of one (as a
