@@ -800,6 +800,14 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
     // in use, and the daemon is asked after all). Before, the daemon answered from its own index
     // whatever `--db` named (black-box review: `changes since 2` of another index's history).
     if args.db.is_some() && !client.daemon && !client.no_daemon && client::Client::connect(root).is_some() {
+        // The daemon that holds this index answers at once (opening the store first waited two
+        // seconds for its lock every time).
+        let db = db_dir(root, &args.db);
+        if store_locked_elsewhere(&db)
+            && let Some(c) = daemon_holding(root, &db)
+        {
+            return Ok(Answerer::Daemon(c));
+        }
         match open_index(args) {
             Ok(indexer) => return Ok(Answerer::InProcess(Box::new(indexer))),
             Err(err) if store_in_use(&err) => {}
@@ -939,6 +947,13 @@ fn store_unwritable(err: &anyhow::Error) -> bool {
 /// Whether opening the index failed because another process holds its store.
 fn store_in_use(err: &anyhow::Error) -> bool {
     err.chain().any(|e| e.is::<StoreInUse>() || e.to_string().contains("could not acquire lock"))
+}
+
+/// Whether another process holds the lock of the store in the index directory `db` (sled's
+/// `flock` on `graph/db`), asked without opening the store: sled's opening waits two seconds
+/// for a lock held elsewhere.
+fn store_locked_elsewhere(db: &Path) -> bool {
+    std::fs::File::open(db.join("graph").join("db")).is_ok_and(|file| file.try_lock_shared().is_err())
 }
 
 /// Another fresco process holds the index's store.

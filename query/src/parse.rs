@@ -458,10 +458,12 @@ impl Parser {
                         Tok::Word(w) if w.eq_ignore_ascii_case("in") => {
                             self.once("in", &file)?;
                             self.bump();
+                            let before = self.pos;
                             match self.bump() {
                                 Tok::Str(s) | Tok::Word(s) => file = Some(file_glob(s)),
                                 _ => {
-                                    self.pos -= 1;
+                                    // At what was found (`bump` stays on the end of the query).
+                                    self.pos = before;
                                     return self.expected("a quoted file glob after 'in'");
                                 }
                             }
@@ -594,11 +596,13 @@ impl Parser {
                 // together they page through a change larger than the result limit.
                 let (mut until, mut skip) = (None, None);
                 loop {
-                    if self.eat_word("until") {
+                    if self.is_word("until") {
                         self.once("until", &until)?;
+                        self.bump();
                         until = Some(self.number()? as u64);
-                    } else if self.eat_word("skip") {
+                    } else if self.is_word("skip") {
                         self.once("skip", &skip)?;
+                        self.bump();
                         skip = Some(self.number()?);
                     } else {
                         break;
@@ -718,9 +722,20 @@ impl Parser {
         self.bump();
         if let Some((file, line)) = text.rsplit_once(':')
             && is_digits(line)
-            && let Ok(line) = line.parse::<u32>()
         {
-            return Ok(Symbol::Location { file: file.to_string(), line });
+            // As `context for ... in FILE:LINE` says them: a line 0 or past any file's length is
+            // no location (and no name either).
+            return match line.parse::<u32>() {
+                Ok(0) => {
+                    self.pos -= 1;
+                    self.error(format!("line 0 of {file}: lines count from 1"))
+                }
+                Ok(line) => Ok(Symbol::Location { file: file.to_string(), line }),
+                Err(_) => {
+                    self.pos -= 1;
+                    self.error(format!("line {line} of {file}: no file is that long"))
+                }
+            };
         }
         if text.contains(['*', '?', '[']) {
             return Ok(Symbol::Glob(text));
@@ -873,6 +888,7 @@ impl Parser {
                 Ok(Condition::FileGlob(file_glob(self.pattern()?)))
             }
             "depth" => {
+                let before = self.pos;
                 let op = match self.bump() {
                     Tok::Op("=") => Comparison::Eq,
                     Tok::Op("!=") => Comparison::Ne,
@@ -881,7 +897,8 @@ impl Parser {
                     Tok::Op(">") => Comparison::Gt,
                     Tok::Op(">=") => Comparison::Ge,
                     _ => {
-                        self.pos -= 1;
+                        // At what was found (`bump` stays on the end of the query).
+                        self.pos = before;
                         return self.expected("a comparison (=, !=, <, <=, >, >=) after 'depth'");
                     }
                 };
@@ -1200,6 +1217,26 @@ mod tests {
         assert_eq!(err.position, 31);
         assert!(err.message.contains("expected a depth"));
         assert_eq!(err.render(q).lines().nth(1), Some(&*format!("{}^", " ".repeat(31))));
+
+        // A query that ends where an argument was expected: the end is pointed at, and named.
+        for q in ["find \"*\" | where depth", "find \"*\" in"] {
+            let err = parse(q).unwrap_err();
+            assert_eq!(err.position, q.len(), "{q}: {err:?}");
+            assert!(err.message.contains("found the end of the query"), "{q}: {err:?}");
+        }
+        // An option given twice: at the second, as for `k` and `budget`.
+        let q = "changes since 1 until 1 until 1";
+        let err = parse(q).unwrap_err();
+        assert_eq!(err.position, q.rfind("until").expect("until"), "{err:?}");
+        let q = "changes since 1 skip 2 skip 3";
+        assert_eq!(parse(q).unwrap_err().position, q.rfind("skip").expect("skip"));
+        // A line 0, or past any file's length, is an error at the location, as in `context for`.
+        for (q, says) in [("show app.py:0", "lines count from 1"), ("show a/app.py:4294967296", "no file is that long")]
+        {
+            let err = parse(q).unwrap_err();
+            assert_eq!(err.position, 5, "{q}: {err:?}");
+            assert!(err.message.contains(says), "{q}: {err:?}");
+        }
 
         // Too large: the message gives the largest, at the number.
         let q = "callers a.b depth 4294967296";

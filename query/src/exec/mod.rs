@@ -128,17 +128,43 @@ impl QueryError {
     }
 }
 
-/// A name as an error message shows it: a name pasted by mistake (a whole file, say) is cut.
+/// A name as an error message shows it: a name pasted by mistake (a whole file, say) is cut, and
+/// characters that show nothing are escapes (see [`visible`]).
 fn shortened(name: &str) -> String {
     const SHOWN: usize = 200;
     match name.char_indices().nth(SHOWN) {
-        Some((end, _)) => format!("{}… ({} characters)", &name[..end], name.chars().count()),
-        None => name.to_string(),
+        Some((end, _)) => format!("{}… ({} characters)", visible(&name[..end]), name.chars().count()),
+        None => visible(name),
     }
 }
 
+/// `text` with the characters that show nothing written as escapes: controls (`\r`) and
+/// zero-width, bidirectional and other invisible marks (`\u{200b}`), so that a name and the
+/// suggestion it differs from never look alike.
+fn visible(text: &str) -> String {
+    let shows_nothing = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{00AD}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}')
+            || matches!(c, '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+    };
+    if !text.chars().any(shows_nothing) {
+        return text.to_string();
+    }
+    text.chars()
+        .map(|c| match c {
+            c if c.is_control() => c.escape_default().to_string(),
+            c if shows_nothing(c) => c.escape_unicode().to_string(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
 fn suggestion_text(s: &[String]) -> String {
-    if s.is_empty() { String::new() } else { format!("; did you mean: {}?", s.join(", ")) }
+    if s.is_empty() {
+        String::new()
+    } else {
+        format!("; did you mean: {}?", s.iter().map(|s| visible(s)).collect::<Vec<_>>().join(", "))
+    }
 }
 
 /// One result row.
@@ -1026,5 +1052,24 @@ fn condition_holds(snapshot: &Snapshot, row: &Row, condition: &Condition, regex:
                 Comparison::Ge => d >= *n,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A name and the suggestion it differs from never look alike in the message.
+    #[test]
+    fn characters_that_show_nothing_are_escaped_in_errors() {
+        let err = QueryError::UnknownSymbol {
+            name: "click.core.P\r\rarameter".into(),
+            suggestions: vec!["click.core.Parameter".into()],
+            at: None,
+        };
+        assert_eq!(err.to_string(), "no unit named 'click.core.P\\r\\rarameter'; did you mean: click.core.Parameter?");
+        let err = QueryError::UnknownSymbol { name: "a\u{200b}b\u{202e}c".into(), suggestions: vec![], at: None };
+        assert_eq!(err.to_string(), "no unit named 'a\\u{200b}b\\u{202e}c'");
+        assert_eq!(visible("plain.name_ü"), "plain.name_ü");
     }
 }
