@@ -187,6 +187,8 @@ fn without_constants(expr: Expr) -> Expr {
         Expr::Keyed(items) => Expr::Keyed(items.into_iter().map(|(k, e)| (k, without_constants(e))).collect()),
         Expr::Union(items) => simplify_union(items.into_iter().map(without_constants).collect()),
         Expr::Declared(ty, value) => Expr::Declared(ty, Box::new(without_constants(*value))),
+        Expr::Narrowed(ty, value) => Expr::Narrowed(ty, Box::new(without_constants(*value))),
+        Expr::NotInstance(ty, value) => Expr::NotInstance(ty, Box::new(without_constants(*value))),
         other => other,
     }
 }
@@ -270,6 +272,14 @@ impl Summariser<'_> {
             Expr::Declared(ty, value) => match (self.close(ty, scope, depth), self.close(value, scope, depth)) {
                 (Expr::Unknown, v) => v,
                 (t, v) => Expr::Declared(Box::new(t), Box::new(v)),
+            },
+            Expr::Narrowed(ty, value) => match (self.close(ty, scope, depth), self.close(value, scope, depth)) {
+                (Expr::Unknown, v) => v,
+                (t, v) => Expr::Narrowed(Box::new(t), Box::new(v)),
+            },
+            Expr::NotInstance(ty, value) => match (self.close(ty, scope, depth), self.close(value, scope, depth)) {
+                (Expr::Unknown, v) => v,
+                (t, v) => Expr::NotInstance(Box::new(t), Box::new(v)),
             },
             // Lambdas are identified by scope numbers that shift with body edits: not visible.
             Expr::Lambda(_) => Expr::Unknown,

@@ -278,6 +278,13 @@ pub enum Expr {
     /// repository (the value may be a proxy or come from outside), with the value's instances of
     /// T's subclasses; else whatever the value is.
     Declared(Box<Expr>, Box<Expr>),
+    /// The value (second) read where `isinstance(value, T)` holds (T the first): instances of
+    /// T, with the value's instances of T's subclasses. Unlike [`Expr::Declared`], a T outside
+    /// the code (`dict`) narrows too: a test cannot be wrong where an annotation can.
+    Narrowed(Box<Expr>, Box<Expr>),
+    /// The value (second) read where `isinstance(value, T)` was found false (in the `elif` and
+    /// `else` after it): the value's instances and classes other than T's and its subclasses'.
+    NotInstance(Box<Expr>, Box<Expr>),
     /// `Callable[..., R]` in an annotation: something whose calls give R. It is no value by
     /// itself; what a decorator's annotation promises for the decorated name is read from it.
     Returning(Box<Expr>),
@@ -600,6 +607,7 @@ fn carries_values(e: &Expr) -> bool {
         | Expr::Property(..) => true,
         Expr::Keyed(items) => items.iter().any(|(_, e)| carries_values(e)),
         Expr::Container(_, items) | Expr::Union(items) => items.iter().any(carries_values),
+        Expr::Narrowed(_, value) | Expr::NotInstance(_, value) => carries_values(value),
         _ => false,
     }
 }

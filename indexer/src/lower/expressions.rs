@@ -14,7 +14,7 @@ impl<'a> Lowerer<'a> {
             "identifier" | "attribute" => {
                 let e = self.chain(node, scope);
                 self.access(scope, e.clone(), line(node), false);
-                e
+                self.narrowed_read(node, scope, e)
             }
             _ => self.value(node, scope),
         }

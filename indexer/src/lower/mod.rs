@@ -238,7 +238,9 @@ fn mentions_name(expr: &Expr, bound: &dyn Fn(&str) -> bool) -> bool {
         | Expr::Decorated(e, _) => mentions_name(e, bound),
         Expr::Container(_, es) | Expr::Added(es) | Expr::Union(es) => es.iter().any(|e| mentions_name(e, bound)),
         Expr::Keyed(items) => items.iter().any(|(_, e)| mentions_name(e, bound)),
-        Expr::ItemAt(a, b) | Expr::Declared(a, b) => mentions_name(a, bound) || mentions_name(b, bound),
+        Expr::ItemAt(a, b) | Expr::Declared(a, b) | Expr::Narrowed(a, b) | Expr::NotInstance(a, b) => {
+            mentions_name(a, bound) || mentions_name(b, bound)
+        }
         Expr::Property(getter, setter) => {
             mentions_name(getter, bound) || setter.as_deref().is_some_and(|s| mentions_name(s, bound))
         }
@@ -587,6 +589,9 @@ struct Narrowing {
     /// the statement after one that binds the name again (`x = make()`) to the end of its block:
     /// what the test said no longer holds there.
     ty: Option<Expr>,
+    /// The test was found false (the `elif` and `else` after `if isinstance(x, T):`): the name
+    /// holds no T there.
+    negated: bool,
 }
 
 /// `global CONFIG` then `CONFIG = ...` inside a function: where the assignment is.

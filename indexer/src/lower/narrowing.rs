@@ -19,22 +19,76 @@ impl<'a> Lowerer<'a> {
             self.end_rebound_narrowings(condition, scope);
         }
         let consequence = node.field("consequence");
+        // What the `elif` and `else` clauses after it know: that the conditions before them were
+        // false. Only a condition that is one test says something then (`isinstance(x, A) and
+        // ready` may be false with `x` an `A`).
+        let mut found_false: Vec<(Name, Expr, bool)> = Vec::new();
+        if node.kind() == "if_statement" {
+            found_false.extend(condition.and_then(|c| self.sole_instance_test(c)));
+        }
         let mut cursor = node.walk();
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
         for child in children {
             if Some(child) == consequence && !tests.is_empty() {
                 let before = self.narrowings.len();
                 for (name, ty) in &tests {
-                    self.narrowings.push(Narrowing { scope, name: name.clone(), ty: Some(ty.clone()) });
+                    self.narrowings.push(Narrowing { scope, name: name.clone(), ty: Some(ty.clone()), negated: false });
                 }
                 self.statement(child, scope);
                 self.narrowings.truncate(before);
+            } else if matches!(child.kind(), "elif_clause" | "else_clause") && !found_false.is_empty() {
+                let before = self.narrowings.len();
+                self.push_found_false(&found_false, scope);
+                self.statement(child, scope);
+                self.narrowings.truncate(before);
+                if child.kind() == "elif_clause" {
+                    found_false.extend(child.field("condition").and_then(|c| self.sole_instance_test(c)));
+                }
             } else if is_statement_like(child.kind()) {
                 self.statement(child, scope);
             } else {
                 self.expr(child, scope);
             }
         }
+    }
+
+    /// Puts in force what the false conditions `found_false` say (see [`Self::sole_instance_test`]):
+    /// per name, the classes it is not an instance of (all the tests found false), or the class
+    /// it is one of (a `not isinstance` found false).
+    fn push_found_false(&mut self, found_false: &[(Name, Expr, bool)], scope: ScopeId) {
+        let mut names: Vec<&Name> = found_false.iter().map(|(name, _, _)| name).collect();
+        names.dedup();
+        for name in names {
+            let excluded: Vec<Expr> =
+                found_false.iter().filter(|(n, _, holds)| n == name && !holds).map(|(_, ty, _)| ty.clone()).collect();
+            if !excluded.is_empty() {
+                let ty = if excluded.len() == 1 { excluded[0].clone() } else { Expr::Union(excluded) };
+                self.narrowings.push(Narrowing { scope, name: name.clone(), ty: Some(ty), negated: true });
+            }
+            // `if not isinstance(x, T): ... else:` (the last such test, as for an `if`).
+            if let Some((_, ty, _)) = found_false.iter().rev().find(|(n, _, holds)| n == name && *holds) {
+                self.narrowings.push(Narrowing { scope, name: name.clone(), ty: Some(ty.clone()), negated: false });
+            }
+        }
+    }
+
+    /// A condition that is one `isinstance(name, T)` test, or `not` one (parenthesised or not):
+    /// the name, T, and whether the test holds when the condition is false (`not isinstance`).
+    pub(super) fn sole_instance_test(&self, condition: Node) -> Option<(Name, Expr, bool)> {
+        let mut node = condition;
+        let mut negated = false;
+        for _ in 0..MAX_NESTING {
+            match node.kind() {
+                "parenthesized_expression" => node = node.named_child(0)?,
+                "not_operator" => {
+                    negated = !negated;
+                    node = node.field("argument")?;
+                }
+                "call" => return self.instance_test(node).map(|(name, ty)| (name, ty, negated)),
+                _ => return None,
+            }
+        }
+        None
     }
 
     /// The `isinstance(name, T)` tests that hold when `condition` is true: the test itself, or
@@ -171,7 +225,7 @@ impl<'a> Lowerer<'a> {
             .map(|n| n.name.clone())
             .collect();
         for name in ended {
-            self.narrowings.push(Narrowing { scope, name, ty: None });
+            self.narrowings.push(Narrowing { scope, name, ty: None, negated: false });
         }
     }
 
@@ -274,12 +328,34 @@ impl<'a> Lowerer<'a> {
     /// The name `object` reads as the object of an attribute (`x` of `x.close()`), as the
     /// `isinstance` tests in force narrow it, if one does.
     pub(super) fn narrowed_object(&mut self, object: Node, scope: ScopeId) -> Option<Expr> {
+        let (ty, negated) = self.narrowing_of(object, scope)?;
+        let read = self.chain(object, scope);
+        Some(narrowed(ty, negated, read))
+    }
+
+    /// `read`, the value of the name or attribute chain `node`, as the `isinstance` tests in
+    /// force narrow it: what `for item in x` iterates and `f(x)` passes under
+    /// `if isinstance(x, T):`.
+    pub(super) fn narrowed_read(&self, node: Node, scope: ScopeId, read: Expr) -> Expr {
+        match self.narrowing_of(node, scope) {
+            Some((ty, negated)) => narrowed(ty, negated, read),
+            None => read,
+        }
+    }
+
+    /// The innermost `isinstance` test in force on the name or attribute chain `node` in
+    /// `scope`: its type, and whether it was found false.
+    fn narrowing_of(&self, node: Node, scope: ScopeId) -> Option<(Expr, bool)> {
         if self.narrowings.is_empty() {
             return None;
         }
-        let key = self.subject_key(object, 0)?;
-        let ty = self.narrowings.iter().rev().find(|n| n.scope == scope && n.name == key)?.ty.clone()?;
-        let read = self.chain(object, scope);
-        Some(Expr::Declared(Box::new(ty), Box::new(read)))
+        let key = self.subject_key(node, 0)?;
+        let narrowing = self.narrowings.iter().rev().find(|n| n.scope == scope && n.name == key)?;
+        Some((narrowing.ty.clone()?, narrowing.negated))
     }
+}
+
+/// `read` where `isinstance(read, ty)` holds, or (`negated`) was found false.
+fn narrowed(ty: Expr, negated: bool, read: Expr) -> Expr {
+    if negated { Expr::NotInstance(Box::new(ty), Box::new(read)) } else { Expr::Narrowed(Box::new(ty), Box::new(read)) }
 }

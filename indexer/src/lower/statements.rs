@@ -20,7 +20,7 @@ impl<'a> Lowerer<'a> {
             self.end_rebound_narrowings(child, scope);
             // `if not isinstance(x, T): raise ...`: the rest of the block runs only for a T.
             for (name, ty) in self.exit_unless_instance(child) {
-                self.narrowings.push(Narrowing { scope, name, ty: Some(ty) });
+                self.narrowings.push(Narrowing { scope, name, ty: Some(ty), negated: false });
             }
         }
         self.narrowings.truncate(narrowed_before);
@@ -290,7 +290,8 @@ impl<'a> Lowerer<'a> {
                             if let (Some(Some(subject)), false) = (self.match_subjects.last(), classes.is_empty()) {
                                 let ty = crate::annotation::type_expr(&classes.join(" | "));
                                 if ty != Expr::Unknown {
-                                    self.narrowings.push(Narrowing { scope, name: subject.clone(), ty: Some(ty) });
+                                    let name = subject.clone();
+                                    self.narrowings.push(Narrowing { scope, name, ty: Some(ty), negated: false });
                                 }
                             }
                         }

@@ -149,6 +149,66 @@ impl<'a> Resolver<'a> {
         out
     }
 
+    /// What a value read where `isinstance(value, T)` holds is ([`Expr::Narrowed`]): the
+    /// instances T's evaluation `promised`, with the values that are instances (classes) of a
+    /// subclass of T, whether T is a class of the code or not (`class Headers(dict)` under
+    /// `isinstance(h, dict)`). A T nothing resolves leaves the values as they are.
+    pub(super) fn narrowed(
+        &self,
+        promised: Vec<Value>,
+        assigned: impl FnOnce() -> Vec<Value>,
+        depth: u32,
+    ) -> Vec<Value> {
+        if promised.is_empty() {
+            return assigned();
+        }
+        if names_repo_class(&promised) {
+            return self.declared(promised, assigned, depth);
+        }
+        let mut out = promised.clone();
+        for v in assigned() {
+            let (Value::Instance(t) | Value::Class(t)) = &v else { continue };
+            let external_base = |name: &Arc<str>| {
+                self.mro(t, depth + 1).iter().any(|e| matches!(e, MroEntry::External(base) if base == name))
+            };
+            let subclasses = promised.iter().any(|p| match (p, &v) {
+                (Value::ExternalInstance(name), Value::Instance(_)) | (Value::External(name), Value::Class(_)) => {
+                    external_base(name)
+                }
+                _ => false,
+            });
+            if subclasses {
+                push(&mut out, v);
+            }
+        }
+        out
+    }
+
+    /// What a value read where `isinstance(value, T)` was found false is ([`Expr::NotInstance`]):
+    /// the values less the instances (classes) of T and its subclasses. A T nothing resolves
+    /// removes nothing.
+    pub(super) fn not_instance(&self, excluded: Vec<Value>, values: Vec<Value>, depth: u32) -> Vec<Value> {
+        if excluded.is_empty() {
+            return values;
+        }
+        values
+            .into_iter()
+            .filter(|v| {
+                !excluded.iter().any(|x| match (x, v) {
+                    (Value::Instance(base), Value::Instance(t)) | (Value::Class(base), Value::Class(t)) => {
+                        self.is_subclass(t, base, depth)
+                    }
+                    (Value::ExternalInstance(name), Value::ExternalInstance(other))
+                    | (Value::External(name), Value::External(other)) => name == other,
+                    (Value::ExternalInstance(name), Value::Instance(t)) | (Value::External(name), Value::Class(t)) => {
+                        self.mro(t, depth + 1).iter().any(|e| matches!(e, MroEntry::External(base) if base == name))
+                    }
+                    _ => false,
+                })
+            })
+            .collect()
+    }
+
     /// A position of an annotated tuple (`pair: Tuple[Base, str]`), given what any element of
     /// what callers pass is: a class of the code with the subclasses' instances among them (see
     /// [`Resolver::declared`]); a type outside the code (`str`) as it is, since the other

@@ -429,6 +429,15 @@ impl<'a> Resolver<'a> {
                 let assigned = || self.eval_site(value, scope, hits.as_deref_mut(), depth + 1);
                 self.declared(promised, assigned, depth)
             }
+            Expr::Narrowed(ty, value) => {
+                let promised = self.eval_local(ty, scope, depth + 1);
+                let assigned = || self.eval_site(value, scope, hits.as_deref_mut(), depth + 1);
+                self.narrowed(promised, assigned, depth)
+            }
+            Expr::NotInstance(ty, value) => {
+                let excluded = self.eval_local(ty, scope, depth + 1);
+                self.not_instance(excluded, self.eval_site(value, scope, hits.as_deref_mut(), depth + 1), depth)
+            }
             Expr::Decorated(inner, count) => {
                 let mut out = Vec::new();
                 for v in self.eval_local(inner, scope, depth + 1) {
@@ -649,6 +658,8 @@ impl<'a> Resolver<'a> {
             // `enumerate(xs)`: the call, and the list of pairs it iterates as (see
             // `lower::iteration_view`).
             Expr::Union(items) => items.iter().flat_map(|e| self.element_exprs(e, scope, depth + 1)).collect(),
+            // A test on the container says nothing of its elements.
+            Expr::Narrowed(_, value) | Expr::NotInstance(_, value) => self.element_exprs(value, scope, depth + 1),
             _ => Vec::new(),
         }
     }
@@ -935,6 +946,11 @@ impl<'a> Resolver<'a> {
                 let promised = self.item_local(ty, key, scope, depth + 1);
                 self.declared(promised, || self.item_local(value, key, scope, depth + 1), depth)
             }
+            Expr::Narrowed(ty, value) => {
+                let promised = self.item_local(ty, key, scope, depth + 1);
+                self.narrowed(promised, || self.item_local(value, key, scope, depth + 1), depth)
+            }
+            Expr::NotInstance(_, value) => self.item_local(value, key, scope, depth + 1),
             Expr::Name(n) => {
                 let Some(s) = self.binding_scope(n, scope) else {
                     // Bound by no statement of this file: a star import, whose module's dict
@@ -1166,6 +1182,12 @@ impl<'a> Resolver<'a> {
                 let assigned = || self.elements_local(value, scope, depth + 1);
                 self.declared(promised, assigned, depth)
             }
+            Expr::Narrowed(ty, value) => {
+                let promised = self.elements_local(ty, scope, depth + 1);
+                let assigned = || self.elements_local(value, scope, depth + 1);
+                self.narrowed(promised, assigned, depth)
+            }
+            Expr::NotInstance(_, value) => self.elements_local(value, scope, depth + 1),
             // A string's characters are strings, a bytes object's items integers (`text[0]`
             // with `text = "..."` or `text: str`).
             Expr::Literal(_) | Expr::Constant(_) | Expr::Instance(_) => {

@@ -253,6 +253,15 @@ impl<'a> Resolver<'a> {
                 let assigned = || self.eval_closed(value, module, self_class, depth + 1);
                 self.declared(promised, assigned, depth)
             }
+            Expr::Narrowed(ty, value) => {
+                let promised = self.eval_closed(ty, module, self_class, depth + 1);
+                let assigned = || self.eval_closed(value, module, self_class, depth + 1);
+                self.narrowed(promised, assigned, depth)
+            }
+            Expr::NotInstance(ty, value) => {
+                let excluded = self.eval_closed(ty, module, self_class, depth + 1);
+                self.not_instance(excluded, self.eval_closed(value, module, self_class, depth + 1), depth)
+            }
             Expr::Decorated(inner, count) => {
                 let mut out = Vec::new();
                 for v in self.eval_closed(inner, module, self_class, depth + 1) {
@@ -334,6 +343,13 @@ impl<'a> Resolver<'a> {
                 let assigned = || self.elements_closed(value, module, self_class, depth + 1);
                 self.declared(promised, assigned, depth)
             }
+            Expr::Narrowed(ty, value) => {
+                let promised = self.elements_closed(ty, module, self_class, depth + 1);
+                let assigned = || self.elements_closed(value, module, self_class, depth + 1);
+                self.narrowed(promised, assigned, depth)
+            }
+            // What is left of the value has the elements it has.
+            Expr::NotInstance(_, value) => self.elements_closed(value, module, self_class, depth + 1),
             Expr::Union(items) => {
                 let mut out = Vec::new();
                 for e in items {
@@ -561,6 +577,11 @@ impl<'a> Resolver<'a> {
                 let promised = self.item_element_closed(ty, path, module, self_class, depth + 1);
                 self.declared(promised, || self.item_element_closed(value, path, module, self_class, depth + 1), depth)
             }
+            Expr::Narrowed(ty, value) => {
+                let promised = self.item_element_closed(ty, path, module, self_class, depth + 1);
+                self.narrowed(promised, || self.item_element_closed(value, path, module, self_class, depth + 1), depth)
+            }
+            Expr::NotInstance(_, value) => self.item_element_closed(value, path, module, self_class, depth + 1),
             Expr::Union(items) => {
                 let mut out = Vec::new();
                 for e in items {
