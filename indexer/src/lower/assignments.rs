@@ -591,12 +591,6 @@ impl<'a> Lowerer<'a> {
         // Only a name bound to a container (`[]`, `set()`, `deque()`, ...): `group.add(cmd)` on
         // some other object must not make it a list.
         let owner = self.container_scope(name, scope);
-        let is_container = |e: &Expr| match e {
-            Expr::Container(..) => true,
-            Expr::Call(c) => matches!(c.as_ref(), Expr::Name(n) | Expr::Attr(_, n)
-                if matches!(n.as_str(), "list" | "set" | "deque" | "defaultdict" | "OrderedDict")),
-            _ => false,
-        };
         if !self.bound_to(owner, name, is_container) {
             return;
         }
@@ -674,5 +668,18 @@ impl<'a> Lowerer<'a> {
         }
         let def = self.push_def(scope, DefKind::Variable, name, stmt, None, None, Vec::new());
         self.module_variables.insert(key, def);
+    }
+}
+
+/// Whether `e` makes a container (`[]`, `set()`, `deque()`, `list(xs)`, ...): one whose
+/// `append` and `add` add elements.
+fn is_container(e: &Expr) -> bool {
+    match e {
+        Expr::Container(..) => true,
+        Expr::Call(c) => matches!(c.as_ref(), Expr::Name(n) | Expr::Attr(_, n)
+            if matches!(n.as_str(), "list" | "set" | "deque" | "defaultdict" | "OrderedDict")),
+        // `list(xs)` is lowered to the call and a list of `xs`'s elements (see `iteration_view`).
+        Expr::Union(items) => items.iter().any(is_container),
+        _ => false,
     }
 }

@@ -830,8 +830,20 @@ pub(crate) const TYPE_OF: &str = "type()";
 
 /// The builtins whose calls lowering reads a value from: those [`iteration_view`] reads,
 /// `property` (see [`Lowerer::property_value`]) and `type` (`type(obj)`, see [`TYPE_OF`]).
-const VALUE_BUILTINS: [&str; 10] =
-    ["sorted", "reversed", "iter", "tuple", "frozenset", "filter", "enumerate", "zip", "property", "type"];
+const VALUE_BUILTINS: [&str; 12] = [
+    "sorted",
+    "reversed",
+    "iter",
+    "tuple",
+    "frozenset",
+    "list",
+    "set",
+    "filter",
+    "enumerate",
+    "zip",
+    "property",
+    "type",
+];
 
 /// Those of [`VALUE_BUILTINS`] the file binds a name to, anywhere: a function or class
 /// definition (not a method), an assignment or loop target, an import, a parameter, a walrus, a
@@ -888,21 +900,28 @@ fn binds_name(node: Node) -> bool {
 
 /// What iterating the result of a builtin that iterates over its arguments gives, as a list of
 /// those elements: `enumerate(xs)` pairs of an `int` and an element of `xs`, `zip(a, b)` pairs of
-/// their elements, `sorted(xs)`, `reversed(xs)`, `iter(xs)`, `tuple(xs)`, `frozenset(xs)` and
-/// `filter(f, xs)` the elements of `xs`. The call keeps its own value beside it (the builtin's
-/// result type), so `for i, x in enumerate(self.items)` gives `x` what `self.items` holds. (`list`
-/// and `set` are containers of their own: see [`Lowerer::container_mutation`].) `sorted` counts
+/// their elements, `sorted(xs)`, `reversed(xs)`, `iter(xs)`, `tuple(xs)`, `list(xs)`, `set(xs)`,
+/// `frozenset(xs)` and `filter(f, xs)` the elements of `xs`. The call keeps its own value beside
+/// it (the builtin's result type), so `for i, x in enumerate(self.items)` gives `x` what
+/// `self.items` holds, and `self.kids = list(children)` what `children` holds. `sorted` counts
 /// only with a `key=`: a container's elements are, for a dict, its values, where iterating it
 /// gives its keys, and `sorted(commands)` of a dict is how its keys are listed in order, while
 /// objects are sorted by a key. A function of the same name defined in the file would only add
 /// the argument's elements.
 fn iteration_view(callee: &Expr, args: &[Expr], sorted_by_key: bool) -> Option<Expr> {
-    let Expr::Name(name) = callee else { return None };
     let element = |xs: &Expr| (*xs != Expr::Unknown).then(|| Expr::Subscript(Box::new(xs.clone())));
     let list_of = |item: Expr| Expr::Container(ContainerKind::List, vec![item]);
+    // `collections.deque(xs)` (imported as `deque` too, which no rule for builtins could tell
+    // from a definition of the file's: it is taken as the standard one).
+    if let (Expr::Name(n) | Expr::Attr(_, n), [xs, ..]) = (callee, args)
+        && n == "deque"
+    {
+        return element(xs).map(list_of);
+    }
+    let Expr::Name(name) = callee else { return None };
     match (name.as_str(), args) {
         ("sorted", [xs, ..]) if sorted_by_key => element(xs).map(list_of),
-        ("reversed" | "iter" | "tuple" | "frozenset", [xs, ..]) => element(xs).map(list_of),
+        ("reversed" | "iter" | "tuple" | "frozenset" | "list" | "set", [xs, ..]) => element(xs).map(list_of),
         ("filter", [_, xs]) => element(xs).map(list_of),
         ("enumerate", [xs, ..]) => {
             element(xs).map(|x| list_of(Expr::Container(ContainerKind::Tuple, vec![Expr::Literal("int"), x])))

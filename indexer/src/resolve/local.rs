@@ -389,6 +389,15 @@ impl<'a> Resolver<'a> {
                         extend(&mut out, self.elements_local(base, scope, depth + 1));
                     }
                 }
+                // `todo.pop()`, `queue.popleft()`: an element of the list, set or deque.
+                for method in ["pop", "popleft"] {
+                    if let Some(base) = method_receiver(expr, method)
+                        && !self.too_deep(depth + 1)
+                        && is_builtin_sequence(&self.eval_local(base, scope, depth + 2))
+                    {
+                        extend(&mut out, self.elements_local(base, scope, depth + 1));
+                    }
+                }
                 out
             }
             // Also an element of what iterating gives (see `eval_closed`): no `__getitem__`.

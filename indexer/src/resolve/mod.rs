@@ -779,6 +779,17 @@ fn is_builtin_dict(values: &[Value]) -> bool {
     values.iter().any(is_dict) && !values.iter().any(foreign)
 }
 
+/// Whether `values` are a builtin list, set or deque and nothing of the repository's: what their
+/// `pop()` (a deque's `popleft()`) takes out is one of their elements.
+fn is_builtin_sequence(values: &[Value]) -> bool {
+    let is_sequence = |v: &Value| {
+        matches!(v, Value::ExternalInstance(x) if matches!(&**x,
+            "builtins.list" | "builtins.set" | "collections.deque" | "typing.List" | "typing.Set" | "typing.Deque"))
+    };
+    let foreign = |v: &Value| matches!(v, Value::Instance(_) | Value::Class(_) | Value::Module(_));
+    values.iter().any(is_sequence) && !values.iter().any(foreign)
+}
+
 fn def_value(module: &str, path: &str, kind: DefKind) -> Value {
     let t = Target::new(module, path);
     match kind {
