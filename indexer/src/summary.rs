@@ -89,6 +89,10 @@ pub struct FunctionSummary {
     /// where they will be called.
     pub called_params: Vec<(u32, Name)>,
     pub flags: MethodFlags,
+    /// The annotated parameters by name, each annotation closed in the scope the `def` is written
+    /// in: what an override that leaves the parameter unannotated receives (see
+    /// `Resolver::inherited_annotation`).
+    pub param_annotations: Vec<(Name, Expr)>,
 }
 
 impl FunctionSummary {
@@ -556,6 +560,15 @@ pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<Mod
                         returns_first_argument: s.returns_first_argument(body),
                         called_params: called.get(&body).cloned().unwrap_or_default(),
                         flags: method_flags(&def.decorators),
+                        param_annotations: sc
+                            .params
+                            .iter()
+                            .filter(|p| !p.variadic)
+                            .filter_map(|p| {
+                                let closed = s.close(p.annotation.as_ref()?, sc.parent.unwrap_or(0), 0);
+                                (closed != Expr::Unknown).then(|| (p.name.clone(), closed))
+                            })
+                            .collect(),
                     },
                 ));
             }

@@ -4,6 +4,10 @@
 
 use super::*;
 
+/// How many overridden definitions an unannotated parameter's annotation is looked for in (see
+/// `Resolver::inherited_annotation`).
+const MAX_OVERRIDE_LEVELS: usize = 8;
+
 impl<'a> Resolver<'a> {
     /// Whether the code of `scope` runs while the module body runs, at its lines: the module's
     /// own, and a class body's at module level (`class Renderer: backend = Templates` reads
@@ -251,6 +255,8 @@ impl<'a> Resolver<'a> {
         }
         if let Some(annotation) = &param.annotation {
             extend(&mut values, self.eval_local(annotation, scope, depth + 1));
+        } else {
+            extend(&mut values, self.inherited_annotation(scope, &param.name, depth + 1));
         }
         if let Some(flows) = self.param_flow.get(&(scope, index)) {
             for (caller_scope, arg) in flows {
@@ -258,6 +264,45 @@ impl<'a> Resolver<'a> {
             }
         }
         values
+    }
+
+    /// What an unannotated parameter `name` of the method whose body is `scope` receives by the
+    /// annotation of the parameter of that name in the method it overrides (the nearest
+    /// definition of the method's name after its class in the MRO, or the one that overrides, up
+    /// to [`MAX_OVERRIDE_LEVELS`], when it leaves the parameter unannotated as well): `def
+    /// extendMarkdown(self, md)` overriding `def extendMarkdown(self, md: Markdown)`. Callers
+    /// that keep to the base's signature pass what it promises.
+    fn inherited_annotation(&self, scope: ScopeId, name: &Name, depth: u32) -> Vec<Value> {
+        let sc = self.syntax.scope(scope);
+        let (Some(def), Some(parent)) = (sc.def, sc.parent) else { return Vec::new() };
+        let ps = self.syntax.scope(parent);
+        let Some(class_def) = ps.def.filter(|_| ps.kind == ScopeKind::Class) else { return Vec::new() };
+        if self.too_deep(depth) {
+            return Vec::new();
+        }
+        let method = &self.syntax.def(def).name;
+        // Up the overridden definitions while they leave it unannotated too (a few levels).
+        let mut class = Target::new(&self.module, &self.syntax.def(class_def).path);
+        for _ in 0..MAX_OVERRIDE_LEVELS {
+            let overridden = self.class_attr(&class, method, Some(&class), depth + 1);
+            let Some(next) = overridden.iter().find_map(|v| match v {
+                Value::Function(t) => Some(t.clone()),
+                _ => None,
+            }) else {
+                return Vec::new();
+            };
+            let annotation = self.with_function(&Value::Function(next.clone()), |t, f| {
+                let (_, annotation) = f.param_annotations.iter().find(|(n, _)| n == name)?;
+                let owner = t.owner().map(SelfClass::own);
+                Some(self.eval_closed(annotation, &t.module, owner.as_ref(), depth + 1))
+            });
+            match (annotation, next.owner()) {
+                (Some(Some(values)), _) => return values,
+                (_, Some(owner)) => class = owner,
+                (_, None) => return Vec::new(),
+            }
+        }
+        Vec::new()
     }
 
     /// Evaluates an expression of this file written in `scope`; variables are replaced by values.
