@@ -458,3 +458,15 @@ fn a_file_or_line_that_is_not_there_is_placed_in_the_query() {
         assert_eq!(at.position, text.find(token).expect("the token"), "{text}: {err}");
     }
 }
+
+/// Two names of one file at lines written differently are told apart by their line.
+#[test]
+fn a_missing_line_is_placed_at_its_own_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let snapshot = index(dir.path());
+    let ctx = Context::new(&snapshot);
+    let text = "path m.py:0999 -> pkg/m.py:3";
+    let err = fresco_query::run(&ctx, text).map(|_| ()).expect_err(text);
+    let at = err.place().unwrap_or_else(|| panic!("no place for '{err}'"));
+    assert_eq!(at.position, text.find("m.py:0999").expect("the token"), "{err}");
+}

@@ -2,6 +2,7 @@
 
 use fresco_graph::{Unit, UnitKind};
 
+/// At most this many bytes of text per unit (the model sees at most 256 tokens anyway; code
 /// averages about 3 bytes per token).
 const MAX_TEXT_BYTES: usize = 700;
 

@@ -101,7 +101,16 @@ impl<'a> Lowerer<'a> {
         {
             return Some(Expr::Attr(Box::new(obj.clone()), Name::new(TYPE_OF)));
         }
-        let view = iteration_view(callee, args, keywords.iter().any(|(k, _)| k == "key"))?;
+        // A dict made into a list, set or tuple gives its keys, where its elements (see
+        // `Expr::Container`) are its values: no view of those.
+        if let (Expr::Name(n), [xs, ..]) = (callee, args)
+            && matches!(n.as_str(), "list" | "set" | "tuple" | "frozenset")
+            && self.is_dict_value(xs, scope)
+        {
+            return None;
+        }
+        let std_deque = self.imported_from("deque", "collections");
+        let view = iteration_view(callee, args, keywords.iter().any(|(k, _)| k == "key"), std_deque)?;
         Some(Expr::Union(vec![Expr::Call(Box::new(callee.clone())), view]))
     }
 
@@ -595,6 +604,35 @@ impl<'a> Lowerer<'a> {
             return;
         }
         self.bind(owner, &name.clone(), Binding::Value(Expr::Added(added)));
+    }
+
+    /// Whether `value` is a dict: a literal, a `dict(...)` call, or a name bound (where `scope`
+    /// sees it) to one of those.
+    fn is_dict_value(&self, value: &Expr, scope: ScopeId) -> bool {
+        let is_dict = |e: &Expr| match e {
+            Expr::Keyed(_) | Expr::Container(ContainerKind::Dict, _) => true,
+            Expr::Call(c) => matches!(c.as_ref(), Expr::Name(n) | Expr::Attr(_, n)
+                if matches!(n.as_str(), "dict" | "defaultdict" | "OrderedDict")),
+            _ => false,
+        };
+        match value {
+            Expr::Name(name) => {
+                let owner = self.container_scope(name, scope);
+                self.bound_to(owner, name, is_dict)
+            }
+            other => is_dict(other),
+        }
+    }
+
+    /// Whether the module binds `name` by `from module import name` and by nothing else.
+    fn imported_from(&self, name: &str, module: &str) -> bool {
+        let bindings: Vec<&Binding> =
+            self.scopes[0].bindings.iter().filter(|(n, _)| n == name).map(|(_, b)| b).collect();
+        !bindings.is_empty()
+            && bindings.iter().all(|b| {
+                matches!(b, Binding::Import(Import::Name { module: m, name: n })
+                    if m.level == 0 && m.name == module && n == name)
+            })
     }
 
     /// Whether `scope` binds `name` to a value `is_kind` accepts (as far as lowered).

@@ -908,14 +908,17 @@ fn binds_name(node: Node) -> bool {
 /// gives its keys, and `sorted(commands)` of a dict is how its keys are listed in order, while
 /// objects are sorted by a key. A function of the same name defined in the file would only add
 /// the argument's elements.
-fn iteration_view(callee: &Expr, args: &[Expr], sorted_by_key: bool) -> Option<Expr> {
+fn iteration_view(callee: &Expr, args: &[Expr], sorted_by_key: bool, std_deque: bool) -> Option<Expr> {
     let element = |xs: &Expr| (*xs != Expr::Unknown).then(|| Expr::Subscript(Box::new(xs.clone())));
     let list_of = |item: Expr| Expr::Container(ContainerKind::List, vec![item]);
-    // `collections.deque(xs)` (imported as `deque` too, which no rule for builtins could tell
-    // from a definition of the file's: it is taken as the standard one).
-    if let (Expr::Name(n) | Expr::Attr(_, n), [xs, ..]) = (callee, args)
-        && n == "deque"
-    {
+    // `collections.deque(xs)`, or `deque(xs)` where `deque` is imported from `collections`
+    // (`std_deque`).
+    let is_deque = match callee {
+        Expr::Attr(base, n) => n == "deque" && matches!(base.as_ref(), Expr::Name(m) if m == "collections"),
+        Expr::Name(n) => n == "deque" && std_deque,
+        _ => false,
+    };
+    if let ([xs, ..], true) = (args, is_deque) {
         return element(xs).map(list_of);
     }
     let Expr::Name(name) = callee else { return None };

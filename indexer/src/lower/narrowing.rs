@@ -3,6 +3,11 @@
 
 use super::*;
 
+/// How many tests found false on its names an `elif`/`else` chain carries (see
+/// [`Lowerer::if_clause`]): each clause after them holds them all, so a chain of thousands cost
+/// quadratic memory.
+const MAX_TESTS_FOUND_FALSE: usize = 16;
+
 impl<'a> Lowerer<'a> {
     /// Lowers `if`/`elif` with the `isinstance` tests its condition makes in force over its
     /// body. Python runs the body only when they hold, so `x.close()` under
@@ -24,7 +29,7 @@ impl<'a> Lowerer<'a> {
         // ready` may be false with `x` an `A`).
         let mut found_false: Vec<(Name, Expr, bool)> = Vec::new();
         if node.kind() == "if_statement" {
-            found_false.extend(condition.and_then(|c| self.sole_instance_test(c)));
+            found_false.extend(condition.and_then(|c| self.sole_instance_test(c, scope)));
         }
         let mut cursor = node.walk();
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
@@ -36,13 +41,33 @@ impl<'a> Lowerer<'a> {
                 }
                 self.statement(child, scope);
                 self.narrowings.truncate(before);
-            } else if matches!(child.kind(), "elif_clause" | "else_clause") && !found_false.is_empty() {
+            } else if matches!(child.kind(), "elif_clause" | "else_clause") {
+                // Every clause adds what its condition says when found false, whether the
+                // conditions before it said anything (`if x is None: ... elif isinstance(x, A):
+                // ... else:`).
                 let before = self.narrowings.len();
                 self.push_found_false(&found_false, scope);
                 self.statement(child, scope);
                 self.narrowings.truncate(before);
-                if child.kind() == "elif_clause" {
-                    found_false.extend(child.field("condition").and_then(|c| self.sole_instance_test(c)));
+                if child.kind() == "elif_clause"
+                    && let Some(condition) = child.field("condition")
+                {
+                    // A name the condition binds again (`elif (x := make()) is None:`) is what it
+                    // was bound to in the clauses after it.
+                    let mut bound = Vec::new();
+                    self.bound_keys(condition, &mut bound, 0);
+                    found_false.retain(|(name, _, _)| {
+                        !bound.iter().any(|b| {
+                            name.as_str() == b
+                                || name.as_str().strip_prefix(b.as_str()).is_some_and(|rest| rest.starts_with('.'))
+                        })
+                    });
+                    found_false.extend(self.sole_instance_test(condition, scope));
+                    // A long chain of tests on one name (generated code) says "none of these" about
+                    // it after too many to be worth carrying: the last clauses see the name as it is.
+                    if found_false.len() > MAX_TESTS_FOUND_FALSE {
+                        found_false.clear();
+                    }
                 }
             } else if is_statement_like(child.kind()) {
                 self.statement(child, scope);
@@ -74,7 +99,10 @@ impl<'a> Lowerer<'a> {
 
     /// A condition that is one `isinstance(name, T)` test, or `not` one (parenthesised or not):
     /// the name, T, and whether the test holds when the condition is false (`not isinstance`).
-    pub(super) fn sole_instance_test(&self, condition: Node) -> Option<(Name, Expr, bool)> {
+    /// Only a T written with names the code of `scope` does not bind itself (a class of the
+    /// module or one it imports): `isinstance(obj, kind)` with `kind` a parameter may test any
+    /// class its callers pass, and found false it rules out none of them in particular.
+    pub(super) fn sole_instance_test(&self, condition: Node, scope: ScopeId) -> Option<(Name, Expr, bool)> {
         let mut node = condition;
         let mut negated = false;
         for _ in 0..MAX_NESTING {
@@ -84,11 +112,54 @@ impl<'a> Lowerer<'a> {
                     negated = !negated;
                     node = node.field("argument")?;
                 }
-                "call" => return self.instance_test(node).map(|(name, ty)| (name, ty, negated)),
+                "call" => {
+                    let class = node.field("arguments").and_then(|a| {
+                        let mut cursor = a.walk();
+                        a.named_children(&mut cursor).filter(|c| c.kind() != "comment").nth(1)
+                    })?;
+                    if self.names_a_local(class, scope) {
+                        return None;
+                    }
+                    return self.instance_test(node).map(|(name, ty)| (name, ty, negated));
+                }
                 _ => return None,
             }
         }
         None
+    }
+
+    /// Whether a class expression of an `isinstance` test (a name, an attribute chain, a tuple of
+    /// them) starts with a name a function around `scope` binds (a parameter, a local).
+    fn names_a_local(&self, class: Node, scope: ScopeId) -> bool {
+        let mut leftmost = class;
+        while leftmost.kind() == "attribute" {
+            match leftmost.field("object") {
+                Some(object) => leftmost = object,
+                None => return true,
+            }
+        }
+        match leftmost.kind() {
+            "identifier" => {
+                let name = self.text(leftmost);
+                let mut s = scope;
+                while s != 0 {
+                    let sc = &self.scopes[s as usize];
+                    if sc.kind != ScopeKind::Class && sc.bindings.iter().any(|(n, _)| n == name) {
+                        return true;
+                    }
+                    let Some(parent) = sc.parent else { return false };
+                    s = parent;
+                }
+                false
+            }
+            "tuple" | "parenthesized_expression" => {
+                let mut cursor = leftmost.walk();
+                let items: Vec<Node> = leftmost.named_children(&mut cursor).collect();
+                items.into_iter().any(|item| item.kind() != "comment" && self.names_a_local(item, scope))
+            }
+            // Anything else is not a test `instance_test` takes.
+            _ => true,
+        }
     }
 
     /// The `isinstance(name, T)` tests that hold when `condition` is true: the test itself, or
@@ -328,9 +399,9 @@ impl<'a> Lowerer<'a> {
     /// The name `object` reads as the object of an attribute (`x` of `x.close()`), as the
     /// `isinstance` tests in force narrow it, if one does.
     pub(super) fn narrowed_object(&mut self, object: Node, scope: ScopeId) -> Option<Expr> {
-        let (ty, negated) = self.narrowing_of(object, scope)?;
+        let (holds, found_false) = self.narrowing_of(object, scope)?;
         let read = self.chain(object, scope);
-        Some(narrowed(ty, negated, read))
+        Some(narrowed(holds, found_false, read))
     }
 
     /// `read`, the value of the name or attribute chain `node`, as the `isinstance` tests in
@@ -338,24 +409,42 @@ impl<'a> Lowerer<'a> {
     /// `if isinstance(x, T):`.
     pub(super) fn narrowed_read(&self, node: Node, scope: ScopeId, read: Expr) -> Expr {
         match self.narrowing_of(node, scope) {
-            Some((ty, negated)) => narrowed(ty, negated, read),
+            Some((holds, found_false)) => narrowed(holds, found_false, read),
             None => read,
         }
     }
 
-    /// The innermost `isinstance` test in force on the name or attribute chain `node` in
-    /// `scope`: its type, and whether it was found false.
-    fn narrowing_of(&self, node: Node, scope: ScopeId) -> Option<(Expr, bool)> {
+    /// The `isinstance` tests in force on the name or attribute chain `node` in `scope`, back to
+    /// the statement that last bound it: the innermost test that holds, if any, and the types of
+    /// the tests found false (`elif isinstance(x, Mapping):` after `if isinstance(x, Headers):`
+    /// holds a `Mapping` that is no `Headers`).
+    fn narrowing_of(&self, node: Node, scope: ScopeId) -> Option<(Option<Expr>, Vec<Expr>)> {
         if self.narrowings.is_empty() {
             return None;
         }
         let key = self.subject_key(node, 0)?;
-        let narrowing = self.narrowings.iter().rev().find(|n| n.scope == scope && n.name == key)?;
-        Some((narrowing.ty.clone()?, narrowing.negated))
+        let (mut holds, mut found_false) = (None, Vec::new());
+        for narrowing in self.narrowings.iter().rev().filter(|n| n.scope == scope && n.name == key) {
+            let Some(ty) = &narrowing.ty else { break };
+            if narrowing.negated {
+                found_false.push(ty.clone());
+            } else if holds.is_none() {
+                holds = Some(ty.clone());
+            }
+        }
+        (holds.is_some() || !found_false.is_empty()).then_some((holds, found_false))
     }
 }
 
-/// `read` where `isinstance(read, ty)` holds, or (`negated`) was found false.
-fn narrowed(ty: Expr, negated: bool, read: Expr) -> Expr {
-    if negated { Expr::NotInstance(Box::new(ty), Box::new(read)) } else { Expr::Narrowed(Box::new(ty), Box::new(read)) }
+/// `read` where the `isinstance` test `holds` holds and those of `found_false` were found false.
+fn narrowed(holds: Option<Expr>, mut found_false: Vec<Expr>, read: Expr) -> Expr {
+    let read = match found_false.len() {
+        0 => read,
+        1 => Expr::NotInstance(Box::new(found_false.remove(0)), Box::new(read)),
+        _ => Expr::NotInstance(Box::new(Expr::Union(found_false)), Box::new(read)),
+    };
+    match holds {
+        Some(ty) => Expr::Narrowed(Box::new(ty), Box::new(read)),
+        None => read,
+    }
 }

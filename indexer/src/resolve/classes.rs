@@ -3,6 +3,24 @@
 
 use super::*;
 
+/// Builtin classes an instance of which is an instance of no other builtin of the list (but
+/// `bool` of `int`) and of no class of the repository without a base outside it: what an
+/// `isinstance` test naming one can rule out (see [`Resolver::narrowed`]).
+pub(super) const CONCRETE_BUILTINS: [&str; 12] = [
+    "builtins.str",
+    "builtins.bytes",
+    "builtins.bytearray",
+    "builtins.int",
+    "builtins.float",
+    "builtins.complex",
+    "builtins.bool",
+    "builtins.list",
+    "builtins.tuple",
+    "builtins.dict",
+    "builtins.set",
+    "builtins.frozenset",
+];
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) enum MroEntry {
     Class(Target),
@@ -149,10 +167,18 @@ impl<'a> Resolver<'a> {
         out
     }
 
-    /// What a value read where `isinstance(value, T)` holds is ([`Expr::Narrowed`]): the
-    /// instances T's evaluation `promised`, with the values that are instances (classes) of a
-    /// subclass of T, whether T is a class of the code or not (`class Headers(dict)` under
-    /// `isinstance(h, dict)`). A T nothing resolves leaves the values as they are.
+    /// What a value read where `isinstance(value, T)` holds is ([`Expr::Narrowed`]): for a T of
+    /// the repository, the instances (classes) T's evaluation `promised`, with the values that
+    /// are instances of T's subclasses (as an annotation's, see [`Resolver::declared`]). A T
+    /// outside the repository is known by name only, not by its bases: of the values, only those
+    /// that cannot be a T are left out, and only for a concrete builtin (`str`, `dict`, ...; see
+    /// [`CONCRETE_BUILTINS`]): another builtin of that list, or a class of the repository none
+    /// of whose bases outside it may be a T. Any other T (`Exception`, `Mapping`, `Iterable`, which a class may be by
+    /// inheritance the index cannot see, or by defining `__iter__`) leaves the values as they
+    /// are. `None` is left out. T's own instance is added unless a class of the repository that
+    /// may be a T is among what is left: a method its subclass defines is not looked for on T
+    /// (`builtins.Exception.detail` would be invented). A T nothing resolves leaves the values
+    /// as they are.
     pub(super) fn narrowed(
         &self,
         promised: Vec<Value>,
@@ -165,23 +191,50 @@ impl<'a> Resolver<'a> {
         if names_repo_class(&promised) {
             return self.declared(promised, assigned, depth);
         }
-        let mut out = promised.clone();
-        for v in assigned() {
-            let (Value::Instance(t) | Value::Class(t)) = &v else { continue };
-            let external_base = |name: &Arc<str>| {
-                self.mro(t, depth + 1).iter().any(|e| matches!(e, MroEntry::External(base) if base == name))
-            };
-            let subclasses = promised.iter().any(|p| match (p, &v) {
-                (Value::ExternalInstance(name), Value::Instance(_)) | (Value::External(name), Value::Class(_)) => {
-                    external_base(name)
+        let concrete: Vec<&str> = promised
+            .iter()
+            .filter_map(|p| match p {
+                Value::ExternalInstance(x) if CONCRETE_BUILTINS.contains(&&**x) => Some(&**x),
+                _ => None,
+            })
+            .collect();
+        let all_concrete = concrete.len() == promised.len();
+        let may_be_one = |v: &Value| match v {
+            _ if !all_concrete => true,
+            // Only a subclass of T, or of a class outside the repository that is none of those
+            // known not to be one, can be one: not a subclass of another builtin (Python allows
+            // no class two builtin layouts: `class E(Exception)` is no `dict`), nor of an
+            // abstract base or a `typing` generic alone.
+            Value::Instance(t) => self.mro(t, depth + 1).iter().any(|e| match e {
+                MroEntry::External(base) => {
+                    concrete.contains(&&**base)
+                        || !(base.starts_with("builtins.")
+                            || base.starts_with("typing.")
+                            || base.starts_with("typing_extensions.")
+                            || base.starts_with("collections.abc.")
+                            || base.starts_with("abc."))
                 }
-                _ => false,
-            });
-            if subclasses {
-                push(&mut out, v);
+                MroEntry::Class(_) => false,
+            }),
+            Value::ExternalInstance(x) => {
+                !CONCRETE_BUILTINS.contains(&&**x)
+                    || concrete.contains(&&**x)
+                    || (&**x == "builtins.bool" && concrete.contains(&"builtins.int"))
+            }
+            // A class, a function, a module: no instance of `str` or `dict`.
+            _ => false,
+        };
+        // `None` is an instance of no class a test names.
+        let is_none = |v: &Value| matches!(v, Value::ExternalInstance(x) if &**x == "builtins.NoneType");
+        let mut kept: Vec<Value> = assigned().into_iter().filter(|v| !is_none(v) && may_be_one(v)).collect();
+        // T's own instance, unless a class of the repository that may be a T is among the values
+        // (what runs is then its methods, and `builtins.Exception.detail` would be invented).
+        if !kept.iter().any(|v| matches!(v, Value::Instance(_) | Value::Class(_))) {
+            for p in promised {
+                push(&mut kept, p);
             }
         }
-        out
+        kept
     }
 
     /// What a value read where `isinstance(value, T)` was found false is ([`Expr::NotInstance`]):

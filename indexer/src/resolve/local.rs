@@ -608,6 +608,8 @@ impl<'a> Resolver<'a> {
                 let promised = self.element_at(ty, path, scope, depth + 1);
                 self.declared(promised, || self.element_at(value, path, scope, depth + 1), depth)
             }
+            // A test on a tuple says nothing of its positions: those of the value.
+            Expr::Narrowed(_, value) | Expr::NotInstance(_, value) => self.element_at(value, path, scope, depth + 1),
             Expr::Subscript(inner) => {
                 // `for k, v in d.items()`: `v` is a value of `d` (keys are not tracked).
                 if let Some(base) = self.dict_view(inner, "items", scope, depth + 1) {
@@ -787,6 +789,7 @@ impl<'a> Resolver<'a> {
                 }
                 out
             }
+            Expr::Narrowed(_, value) | Expr::NotInstance(_, value) => self.item_exprs(value, key, scope, depth + 1),
             _ => Vec::new(),
         }
     }
@@ -820,6 +823,7 @@ impl<'a> Resolver<'a> {
                     _ => None,
                 }
             }
+            Expr::Narrowed(_, value) | Expr::NotInstance(_, value) => self.element_expr(value, index, scope, depth + 1),
             _ => None,
         }
     }

@@ -88,12 +88,13 @@ impl QueryError {
                 QueryError::NotIndexed { name, file, reason, at }
             }
             QueryError::InvalidPlace { written, message, at: None } => {
-                // The file as written (`/abs/pkg/a.py:3` made `pkg/a.py:3`; `pkg/a.py` of
-                // `pkg/a.py:3`), placed only when one name of the query is it.
+                // The file and line as written (`/abs/pkg/a.py:3` made `pkg/a.py:3`, `a.py:03`
+                // read as line 3; `pkg/a.py` alone of `pkg/a.py:3`), placed only when one name
+                // of the query is it.
+                let (file, line) = file_and_line(&written);
                 let mut named = symbols.iter().filter(|(s, _)| {
-                    s == &written
-                        || s.ends_with(&format!("/{written}"))
-                        || s.strip_prefix(written.as_str()).is_some_and(|rest| rest.starts_with(':'))
+                    let (s_file, s_line) = file_and_line(s);
+                    (s_file == file || s_file.ends_with(&format!("/{file}"))) && (line.is_none() || s_line == line)
                 });
                 let at = match (named.next(), named.next()) {
                     (Some(&(_, at)), None) => Some(Place::of(text, at)),
@@ -125,6 +126,14 @@ impl QueryError {
             | QueryError::InvalidPlace { at, .. } => *at,
             _ => None,
         }
+    }
+}
+
+/// `file.py:LINE` as its file and line (`None` without a line, or a line that is no number).
+fn file_and_line(text: &str) -> (&str, Option<u32>) {
+    match text.rsplit_once(':') {
+        Some((file, line)) if !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()) => (file, line.parse().ok()),
+        _ => (text, None),
     }
 }
 

@@ -76,6 +76,7 @@ fn innermost_unit_at(snapshot: &Snapshot, file: &str, line: u32) -> Result<Vec<S
         .units
         .iter()
         .filter(|u| u.start_line <= line && line <= u.end_line)
+        // On a tie (a one-function file), the definition rather than its module.
         .min_by_key(|u| (u.end_line - u.start_line, std::cmp::Reverse(u.start_line), u.kind == UnitKind::Module));
     match innermost {
         Some(u) => Ok(vec![u.id.clone()]),
