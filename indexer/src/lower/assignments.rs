@@ -607,7 +607,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Whether `value` is a dict: a literal, a `dict(...)` call, or a name bound (where `scope`
-    /// sees it) to one of those.
+    /// sees it) to those alone.
     fn is_dict_value(&self, value: &Expr, scope: ScopeId) -> bool {
         let is_dict = |e: &Expr| match e {
             Expr::Keyed(_) | Expr::Container(ContainerKind::Dict, _) => true,
@@ -616,9 +616,11 @@ impl<'a> Lowerer<'a> {
             _ => false,
         };
         match value {
+            // Every binding of the name: `xs = [item]`, then `xs = {}` in a branch, may be a list.
             Expr::Name(name) => {
                 let owner = self.container_scope(name, scope);
-                self.bound_to(owner, name, is_dict)
+                let mut values = self.scopes[owner as usize].bindings.iter().filter(|(n, _)| n == name).peekable();
+                values.peek().is_some() && values.all(|(_, b)| matches!(b, Binding::Value(e) if is_dict(e)))
             }
             other => is_dict(other),
         }

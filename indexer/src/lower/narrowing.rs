@@ -49,6 +49,12 @@ impl<'a> Lowerer<'a> {
                 self.push_found_false(&found_false, scope);
                 self.statement(child, scope);
                 self.narrowings.truncate(before);
+                // What the clause's condition bound again (`elif (x := make()) is None:`) stays
+                // unknown in the clauses after it: the end it put on the narrowings in force was
+                // dropped with the clause's own.
+                if let Some(condition) = child.field("condition") {
+                    self.end_rebound_narrowings(condition, scope);
+                }
                 if child.kind() == "elif_clause"
                     && let Some(condition) = child.field("condition")
                 {

@@ -21,6 +21,27 @@ pub(super) const CONCRETE_BUILTINS: [&str; 12] = [
     "builtins.frozenset",
 ];
 
+/// Classes outside the repository an instance of which nothing rules out by its bases:
+/// abstract bases and protocols, which a class satisfies by defining methods (or by
+/// registration), and `typing`'s names.
+fn is_structural(class: &str) -> bool {
+    ["collections.abc.", "typing.", "typing_extensions.", "abc.", "numbers."].iter().any(|p| class.starts_with(p))
+        && generic_alias(class).is_none()
+}
+
+/// The builtin a `typing` generic alias stands for (`typing.Dict` for `dict`).
+fn generic_alias(class: &str) -> Option<&'static str> {
+    Some(match class {
+        "typing.Dict" | "typing.DefaultDict" => "builtins.dict",
+        "typing.List" => "builtins.list",
+        "typing.Tuple" | "typing.NamedTuple" => "builtins.tuple",
+        "typing.Set" => "builtins.set",
+        "typing.FrozenSet" => "builtins.frozenset",
+        "typing.Text" => "builtins.str",
+        _ => return None,
+    })
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) enum MroEntry {
     Class(Target),
@@ -167,18 +188,15 @@ impl<'a> Resolver<'a> {
         out
     }
 
-    /// What a value read where `isinstance(value, T)` holds is ([`Expr::Narrowed`]): for a T of
-    /// the repository, the instances (classes) T's evaluation `promised`, with the values that
+    /// What a value read where `isinstance(value, T)` holds is ([`Expr::Narrowed`]). For a T of
+    /// the repository: the instances (classes) T's evaluation `promised`, with the values that
     /// are instances of T's subclasses (as an annotation's, see [`Resolver::declared`]). A T
-    /// outside the repository is known by name only, not by its bases: of the values, only those
-    /// that cannot be a T are left out, and only for a concrete builtin (`str`, `dict`, ...; see
-    /// [`CONCRETE_BUILTINS`]): another builtin of that list, or a class of the repository none
-    /// of whose bases outside it may be a T. Any other T (`Exception`, `Mapping`, `Iterable`, which a class may be by
-    /// inheritance the index cannot see, or by defining `__iter__`) leaves the values as they
-    /// are. `None` is left out. T's own instance is added unless a class of the repository that
-    /// may be a T is among what is left: a method its subclass defines is not looked for on T
-    /// (`builtins.Exception.detail` would be invented). A T nothing resolves leaves the values
-    /// as they are.
+    /// outside the repository is known by name only, not by its bases, so a value is left out
+    /// only when it cannot be a T (see [`Resolver::may_be_instance`]), and `None` always. T's own
+    /// instance is added unless a class of the repository that may be one is among what is left:
+    /// a method its subclass defines is not looked for on T (`builtins.Exception.detail` would
+    /// be invented). A tuple of both kinds (`(str, Token)`) is the union of both. A T nothing
+    /// resolves leaves the values as they are.
     pub(super) fn narrowed(
         &self,
         promised: Vec<Value>,
@@ -188,53 +206,66 @@ impl<'a> Resolver<'a> {
         if promised.is_empty() {
             return assigned();
         }
-        if names_repo_class(&promised) {
-            return self.declared(promised, assigned, depth);
+        let (repo, outside): (Vec<Value>, Vec<Value>) =
+            promised.into_iter().partition(|p| matches!(p, Value::Instance(_) | Value::Class(_)));
+        let values = assigned();
+        let mut out = if repo.is_empty() { Vec::new() } else { self.declared(repo, || values.clone(), depth) };
+        if outside.is_empty() {
+            return out;
         }
-        let concrete: Vec<&str> = promised
-            .iter()
-            .filter_map(|p| match p {
-                Value::ExternalInstance(x) if CONCRETE_BUILTINS.contains(&&**x) => Some(&**x),
-                _ => None,
-            })
-            .collect();
-        let all_concrete = concrete.len() == promised.len();
-        let may_be_one = |v: &Value| match v {
-            _ if !all_concrete => true,
-            // Only a subclass of T, or of a class outside the repository that is none of those
-            // known not to be one, can be one: not a subclass of another builtin (Python allows
-            // no class two builtin layouts: `class E(Exception)` is no `dict`), nor of an
-            // abstract base or a `typing` generic alone.
+        let is_none = |v: &Value| matches!(v, Value::ExternalInstance(x) if &**x == "builtins.NoneType");
+        for v in values {
+            if !is_none(&v) && outside.iter().any(|p| self.may_be_instance(&v, p, depth)) {
+                push(&mut out, v);
+            }
+        }
+        if !out.iter().any(|v| matches!(v, Value::Instance(_) | Value::Class(_))) {
+            for p in outside {
+                push(&mut out, p);
+            }
+        }
+        out
+    }
+
+    /// Whether `value` may be an instance of `class`, a class outside the repository (an
+    /// `isinstance` test's, as an instance `Value::ExternalInstance`): always for `object` and
+    /// for abstract bases and protocols (`collections.abc.Iterable` holds any class defining
+    /// `__iter__`); for `type`, any class. Otherwise a repository class may be one when a base
+    /// of it outside the repository is `class`, or may be a subclass of it: not another
+    /// concrete builtin (Python allows no class two builtin layouts), not a builtin other than
+    /// `class` when `class` is a concrete builtin, not an abstract base or a `typing` generic
+    /// other than `class`'s alias (`typing.Dict` is `dict`). An instance of a class outside the
+    /// repository may be one when it is of `class` (or `bool` for `int`), or, for a `class`
+    /// that is no concrete builtin, when it is not of one.
+    pub(super) fn may_be_instance(&self, value: &Value, class: &Value, depth: u32) -> bool {
+        let (Value::ExternalInstance(class) | Value::External(class)) = class else { return false };
+        let class: &str = class;
+        if class == "builtins.object" || is_structural(class) {
+            return true;
+        }
+        if class == "builtins.type" {
+            return matches!(value, Value::Class(_) | Value::External(_));
+        }
+        let concrete = CONCRETE_BUILTINS.contains(&class);
+        let same = |x: &str| {
+            x == class || (x == "builtins.bool" && class == "builtins.int") || generic_alias(x) == Some(class)
+        };
+        match value {
             Value::Instance(t) => self.mro(t, depth + 1).iter().any(|e| match e {
                 MroEntry::External(base) => {
-                    concrete.contains(&&**base)
-                        || !(base.starts_with("builtins.")
-                            || base.starts_with("typing.")
-                            || base.starts_with("typing_extensions.")
-                            || base.starts_with("collections.abc.")
-                            || base.starts_with("abc."))
+                    let base: &str = base;
+                    same(base)
+                        || !(CONCRETE_BUILTINS.contains(&base)
+                            || (concrete && base.starts_with("builtins."))
+                            || is_structural(base)
+                            || generic_alias(base).is_some()
+                            || base == "builtins.object")
                 }
                 MroEntry::Class(_) => false,
             }),
-            Value::ExternalInstance(x) => {
-                !CONCRETE_BUILTINS.contains(&&**x)
-                    || concrete.contains(&&**x)
-                    || (&**x == "builtins.bool" && concrete.contains(&"builtins.int"))
-            }
-            // A class, a function, a module: no instance of `str` or `dict`.
+            Value::ExternalInstance(x) => same(x) || !(concrete || CONCRETE_BUILTINS.contains(&&**x)),
             _ => false,
-        };
-        // `None` is an instance of no class a test names.
-        let is_none = |v: &Value| matches!(v, Value::ExternalInstance(x) if &**x == "builtins.NoneType");
-        let mut kept: Vec<Value> = assigned().into_iter().filter(|v| !is_none(v) && may_be_one(v)).collect();
-        // T's own instance, unless a class of the repository that may be a T is among the values
-        // (what runs is then its methods, and `builtins.Exception.detail` would be invented).
-        if !kept.iter().any(|v| matches!(v, Value::Instance(_) | Value::Class(_))) {
-            for p in promised {
-                push(&mut kept, p);
-            }
         }
-        kept
     }
 
     /// What a value read where `isinstance(value, T)` was found false is ([`Expr::NotInstance`]):
