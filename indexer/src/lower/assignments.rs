@@ -109,7 +109,7 @@ impl<'a> Lowerer<'a> {
         {
             return None;
         }
-        let std_deque = self.imported_from("deque", "collections");
+        let std_deque = self.is_std_deque(callee, scope);
         let view = iteration_view(callee, args, keywords.iter().any(|(k, _)| k == "key"), std_deque)?;
         Some(Expr::Union(vec![Expr::Call(Box::new(callee.clone())), view]))
     }
@@ -626,15 +626,27 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    /// Whether the module binds `name` by `from module import name` and by nothing else.
-    fn imported_from(&self, name: &str, module: &str) -> bool {
-        let bindings: Vec<&Binding> =
-            self.scopes[0].bindings.iter().filter(|(n, _)| n == name).map(|(_, b)| b).collect();
-        !bindings.is_empty()
-            && bindings.iter().all(|b| {
-                matches!(b, Binding::Import(Import::Name { module: m, name: n })
-                    if m.level == 0 && m.name == module && n == name)
-            })
+    /// Whether `callee` names `collections.deque`: `deque` imported from `collections` under any
+    /// name, or `deque` of `collections` imported under any name, in the module or the function
+    /// (where the name is bound by those imports alone: a file's own `deque`, or a method of that
+    /// name, is not it).
+    fn is_std_deque(&self, callee: &Expr, scope: ScopeId) -> bool {
+        let only = |name: &Name, is: &dyn Fn(&Import) -> bool| {
+            let owner = self.container_scope(name, scope);
+            let mut bindings = self.scopes[owner as usize].bindings.iter().filter(|(n, _)| n == name).peekable();
+            bindings.peek().is_some() && bindings.all(|(_, b)| matches!(b, Binding::Import(i) if is(i)))
+        };
+        let collections = |m: &ModuleRef| m.level == 0 && m.name == "collections";
+        match callee {
+            Expr::Name(n) => {
+                only(n, &|i| matches!(i, Import::Name { module, name } if collections(module) && name == "deque"))
+            }
+            Expr::Attr(base, attr) if attr == "deque" => match base.as_ref() {
+                Expr::Name(m) => only(m, &|i| matches!(i, Import::Module { module } if collections(module))),
+                _ => false,
+            },
+            _ => false,
+        }
     }
 
     /// Whether `scope` binds `name` to a value `is_kind` accepts (as far as lowered).

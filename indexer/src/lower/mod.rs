@@ -911,14 +911,9 @@ fn binds_name(node: Node) -> bool {
 fn iteration_view(callee: &Expr, args: &[Expr], sorted_by_key: bool, std_deque: bool) -> Option<Expr> {
     let element = |xs: &Expr| (*xs != Expr::Unknown).then(|| Expr::Subscript(Box::new(xs.clone())));
     let list_of = |item: Expr| Expr::Container(ContainerKind::List, vec![item]);
-    // `collections.deque(xs)`, or `deque(xs)` where `deque` is imported from `collections`
-    // (`std_deque`).
-    let is_deque = match callee {
-        Expr::Attr(base, n) => n == "deque" && matches!(base.as_ref(), Expr::Name(m) if m == "collections"),
-        Expr::Name(n) => n == "deque" && std_deque,
-        _ => false,
-    };
-    if let ([xs, ..], true) = (args, is_deque) {
+    // `collections.deque(xs)` (`std_deque`: the callee names it, see
+    // `Lowerer::is_std_deque`).
+    if let ([xs, ..], true) = (args, std_deque) {
         return element(xs).map(list_of);
     }
     let Expr::Name(name) = callee else { return None };
