@@ -548,14 +548,8 @@ impl<'a> Lowerer<'a> {
         // `handlers.update({"error": on_error})` stores under those keys, as
         // `handlers["error"] = on_error` does.
         if let ("update", [Expr::Keyed(items)]) = (method.as_str(), args) {
-            let is_dict = |e: &Expr| match e {
-                Expr::Keyed(_) | Expr::Container(ContainerKind::Dict, _) => true,
-                Expr::Call(c) => matches!(c.as_ref(), Expr::Name(n) | Expr::Attr(_, n)
-                    if matches!(n.as_str(), "dict" | "defaultdict" | "OrderedDict")),
-                _ => false,
-            };
             let owner = self.container_scope(name, scope);
-            if self.bound_to(owner, name, is_dict) {
+            if self.bound_to(owner, name, makes_dict) {
                 let keys: Vec<Vec<Name>> = items.iter().map(|(k, _)| vec![k.clone()]).collect();
                 self.overwrite_keys(owner, scope, &name.clone(), &keys);
                 self.bind(owner, &name.clone(), Binding::Value(Expr::Keyed(items.clone())));
@@ -609,20 +603,13 @@ impl<'a> Lowerer<'a> {
     /// Whether `value` is a dict: a literal, a `dict(...)` call, or a name bound (where `scope`
     /// sees it) to those alone.
     fn is_dict_value(&self, value: &Expr, scope: ScopeId) -> bool {
-        let is_dict = |e: &Expr| match e {
-            Expr::Keyed(_) | Expr::Container(ContainerKind::Dict, _) => true,
-            Expr::Call(c) => matches!(c.as_ref(), Expr::Name(n) | Expr::Attr(_, n)
-                if matches!(n.as_str(), "dict" | "defaultdict" | "OrderedDict")),
-            _ => false,
-        };
         match value {
             // Every binding of the name: `xs = [item]`, then `xs = {}` in a branch, may be a list.
             Expr::Name(name) => {
                 let owner = self.container_scope(name, scope);
-                let mut values = self.scopes[owner as usize].bindings.iter().filter(|(n, _)| n == name).peekable();
-                values.peek().is_some() && values.all(|(_, b)| matches!(b, Binding::Value(e) if is_dict(e)))
+                self.bound_only_to(owner, name, |b| matches!(b, Binding::Value(e) if makes_dict(e)))
             }
-            other => is_dict(other),
+            other => makes_dict(other),
         }
     }
 
@@ -633,8 +620,7 @@ impl<'a> Lowerer<'a> {
     fn is_std_deque(&self, callee: &Expr, scope: ScopeId) -> bool {
         let only = |name: &Name, is: &dyn Fn(&Import) -> bool| {
             let owner = self.container_scope(name, scope);
-            let mut bindings = self.scopes[owner as usize].bindings.iter().filter(|(n, _)| n == name).peekable();
-            bindings.peek().is_some() && bindings.all(|(_, b)| matches!(b, Binding::Import(i) if is(i)))
+            self.bound_only_to(owner, name, |b| matches!(b, Binding::Import(i) if is(i)))
         };
         let collections = |m: &ModuleRef| m.level == 0 && m.name == "collections";
         match callee {
@@ -647,6 +633,12 @@ impl<'a> Lowerer<'a> {
             },
             _ => false,
         }
+    }
+
+    /// Whether `scope` binds `name`, and only by bindings `is_kind` accepts (as far as lowered).
+    fn bound_only_to(&self, scope: ScopeId, name: &Name, is_kind: impl Fn(&Binding) -> bool) -> bool {
+        let mut bindings = self.scopes[scope as usize].bindings.iter().filter(|(n, _)| n == name).peekable();
+        bindings.peek().is_some() && bindings.all(|(_, b)| is_kind(b))
     }
 
     /// Whether `scope` binds `name` to a value `is_kind` accepts (as far as lowered).
@@ -720,6 +712,16 @@ impl<'a> Lowerer<'a> {
         }
         let def = self.push_def(scope, DefKind::Variable, name, stmt, None, None, Vec::new());
         self.module_variables.insert(key, def);
+    }
+}
+
+/// Whether `e` makes a dict: a literal, or a `dict(...)`, `defaultdict(...)` or `OrderedDict(...)`.
+fn makes_dict(e: &Expr) -> bool {
+    match e {
+        Expr::Keyed(_) | Expr::Container(ContainerKind::Dict, _) => true,
+        Expr::Call(c) => matches!(c.as_ref(), Expr::Name(n) | Expr::Attr(_, n)
+            if matches!(n.as_str(), "dict" | "defaultdict" | "OrderedDict")),
+        _ => false,
     }
 }
 

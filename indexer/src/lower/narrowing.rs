@@ -49,25 +49,15 @@ impl<'a> Lowerer<'a> {
                 self.push_found_false(&found_false, scope);
                 self.statement(child, scope);
                 self.narrowings.truncate(before);
-                // What the clause's condition bound again (`elif (x := make()) is None:`) stays
-                // unknown in the clauses after it: the end it put on the narrowings in force was
-                // dropped with the clause's own.
                 if let Some(condition) = child.field("condition") {
-                    self.end_rebound_narrowings(condition, scope);
-                }
-                if child.kind() == "elif_clause"
-                    && let Some(condition) = child.field("condition")
-                {
                     // A name the condition binds again (`elif (x := make()) is None:`) is what it
-                    // was bound to in the clauses after it.
+                    // was bound to in the clauses after it: neither the narrowings in force (the
+                    // end the condition put on them was dropped with the clause's own) nor this
+                    // chain's tests say anything of it there.
+                    self.end_rebound_narrowings(condition, scope);
                     let mut bound = Vec::new();
                     self.bound_keys(condition, &mut bound, 0);
-                    found_false.retain(|(name, _, _)| {
-                        !bound.iter().any(|b| {
-                            name.as_str() == b
-                                || name.as_str().strip_prefix(b.as_str()).is_some_and(|rest| rest.starts_with('.'))
-                        })
-                    });
+                    found_false.retain(|(name, _, _)| !binds_again(&bound, name.as_str()));
                     found_false.extend(self.sole_instance_test(condition, scope));
                     // A long chain of tests on one name (generated code) says "none of these" about
                     // it after too many to be worth carrying: the last clauses see the name as it is.
@@ -87,8 +77,12 @@ impl<'a> Lowerer<'a> {
     /// per name, the classes it is not an instance of (all the tests found false), or the class
     /// it is one of (a `not isinstance` found false).
     fn push_found_false(&mut self, found_false: &[(Name, Expr, bool)], scope: ScopeId) {
-        let mut names: Vec<&Name> = found_false.iter().map(|(name, _, _)| name).collect();
-        names.dedup();
+        let mut names: Vec<&Name> = Vec::new();
+        for (name, _, _) in found_false {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
         for name in names {
             let excluded: Vec<Expr> =
                 found_false.iter().filter(|(n, _, holds)| n == name && !holds).map(|(_, ty, _)| ty.clone()).collect();
@@ -292,9 +286,7 @@ impl<'a> Lowerer<'a> {
         if bound.is_empty() {
             return;
         }
-        let rebinds = |name: &str| {
-            bound.iter().any(|b| name == b || name.strip_prefix(b.as_str()).is_some_and(|rest| rest.starts_with('.')))
-        };
+        let rebinds = |name: &str| binds_again(&bound, name);
         let ended: Vec<Name> = self
             .narrowings
             .iter()
@@ -440,6 +432,12 @@ impl<'a> Lowerer<'a> {
         }
         (holds.is_some() || !found_false.is_empty()).then_some((holds, found_false))
     }
+}
+
+/// Whether binding the names and attribute chains `bound` binds `key` again: `key` itself, or a
+/// prefix of its chain (`self = ...` and `self.conn = ...` both end `self.conn`'s narrowing).
+fn binds_again(bound: &[String], key: &str) -> bool {
+    bound.iter().any(|b| key == b || key.strip_prefix(b.as_str()).is_some_and(|rest| rest.starts_with('.')))
 }
 
 /// `read` where the `isinstance` test `holds` holds and those of `found_false` were found false.
