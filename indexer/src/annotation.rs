@@ -28,15 +28,80 @@ const MAX_NESTING: u32 = 16;
 /// The value-form of the annotation written as `text` (without surrounding quotes, or with them:
 /// a quoted annotation is a forward reference to the same text).
 pub fn type_expr(text: &str) -> Expr {
-    let mut p = Parser { s: text.as_bytes(), i: 0 };
-    let Some(ast) = p.union(0) else {
+    type_expr_with(text, &|_| None)
+}
+
+/// [`type_expr`], with the type aliases `alias` knows written out where the annotation names
+/// them by a plain name (`p: Pair` after `Pair = tuple[Lo, Hi]`: a tuple of a `Lo` and a `Hi`).
+/// `alias` gives an alias's annotation text.
+pub fn type_expr_with<'t>(text: &str, alias: &dyn Fn(&str) -> Option<&'t str>) -> Expr {
+    let Some(ast) = parse(text) else {
         return Expr::Unknown;
     };
+    instance_of(&expand_aliases(ast, alias, &mut Vec::new()), 0)
+}
+
+/// The whole of `text` as an annotation.
+fn parse(text: &str) -> Option<Ty> {
+    let mut p = Parser { s: text.as_bytes(), i: 0 };
+    let ast = p.union(0)?;
     p.skip_ws();
-    if p.i != p.s.len() {
-        return Expr::Unknown;
+    (p.i == p.s.len()).then_some(ast)
+}
+
+/// `ty` with every plain name `alias` knows replaced by the alias's parsed text, aliases inside
+/// aliases too; `within` holds the aliases being written out, so that one naming itself
+/// (`Node = Leaf | list["Node"]`) stops there.
+fn expand_aliases<'t>(ty: Ty, alias: &dyn Fn(&str) -> Option<&'t str>, within: &mut Vec<String>) -> Ty {
+    match ty {
+        Ty::Name(name, args) if args.is_empty() => {
+            let found = if within.len() < MAX_NESTING as usize && !within.contains(&name) {
+                alias(&name).and_then(parse)
+            } else {
+                None
+            };
+            match found {
+                Some(aliased) => {
+                    within.push(name);
+                    let expanded = expand_aliases(aliased, alias, within);
+                    within.pop();
+                    expanded
+                }
+                None => Ty::Name(name, args),
+            }
+        }
+        Ty::Name(name, args) => Ty::Name(name, args.into_iter().map(|a| expand_aliases(a, alias, within)).collect()),
+        Ty::Or(items) => Ty::Or(items.into_iter().map(|t| expand_aliases(t, alias, within)).collect()),
+        other => other,
     }
-    instance_of(&ast, 0)
+}
+
+/// Whether `text`, the value of a module's `X = text`, reads as a type alias: a union of types
+/// (`Lo | Hi`, `Lo | None`) or a typing construct or builtin generic given its arguments
+/// (`tuple[Lo, Hi]`, `Optional[Lo]`, `list[Lo]`). A subscript of anything else (`CONFIG["x"]`,
+/// a generic class of the code) is not taken for one.
+pub fn is_type_alias_value(text: &str) -> bool {
+    let constructs = |name: &str| {
+        let last = name.rsplit('.').next().unwrap_or(name);
+        matches!(last, "Optional" | "Union" | "Callable" | "Type" | "type" | "Tuple" | "tuple")
+            || [TRANSPARENT, AWAITABLE, ITERABLES, SETS, MAPPINGS].iter().any(|set| set.contains(&last))
+    };
+    // A string is a string unless declared a `TypeAlias`.
+    if text.trim_start().starts_with(['"', '\'']) {
+        return false;
+    }
+    match parse(text) {
+        Some(Ty::Name(name, args)) => !args.is_empty() && constructs(&name),
+        Some(Ty::Or(items)) => {
+            items.iter().any(|t| matches!(t, Ty::Name(..)))
+                && items.iter().all(|t| match t {
+                    Ty::Name(name, args) => args.is_empty() || constructs(name),
+                    Ty::NoneType => true,
+                    _ => false,
+                })
+        }
+        _ => false,
+    }
 }
 
 /// The names a string annotation refers to (`"Optional[Console]"` refers to `Optional` and
@@ -44,14 +109,9 @@ pub fn type_expr(text: &str) -> Expr {
 /// unquoted annotation does. Literal values (`Literal['a']`) and `Annotated` metadata are not
 /// names. Text that is not an annotation refers to nothing.
 pub fn names_in(text: &str) -> Vec<Expr> {
-    let mut p = Parser { s: text.as_bytes(), i: 0 };
-    let Some(ast) = p.union(0) else {
+    let Some(ast) = parse(text) else {
         return Vec::new();
     };
-    p.skip_ws();
-    if p.i != p.s.len() {
-        return Vec::new();
-    }
     let mut out = Vec::new();
     collect_names(&ast, &mut out);
     out
@@ -59,7 +119,7 @@ pub fn names_in(text: &str) -> Vec<Expr> {
 
 fn collect_names(ty: &Ty, out: &mut Vec<Expr>) {
     match ty {
-        Ty::Nothing | Ty::Ellipsis | Ty::List => {}
+        Ty::Nothing | Ty::NoneType | Ty::Ellipsis | Ty::List => {}
         Ty::Or(items) => items.iter().for_each(|t| collect_names(t, out)),
         Ty::Name(name, args) => {
             out.push(chain(name));
@@ -82,8 +142,11 @@ enum Ty {
     Or(Vec<Ty>),
     /// `[A, B]` (the parameter list of `Callable`): parsed, never a value.
     List,
-    /// `None`, literals: nothing to resolve.
+    /// Literals: nothing to resolve.
     Nothing,
+    /// `None`: nothing to resolve either (kept apart from literals: `Lo | None` is a type,
+    /// `a | 1` is not).
+    NoneType,
     /// `...`: nothing to resolve either, but `Tuple[X, ...]` reads it as "any number of X".
     Ellipsis,
 }
@@ -163,7 +226,10 @@ impl Parser<'_> {
             return None;
         }
         let name = std::str::from_utf8(&self.s[start..self.i]).ok()?.to_string();
-        if name == "None" || name.ends_with('.') || name.contains("..") {
+        if name == "None" {
+            return Some(Ty::NoneType);
+        }
+        if name.ends_with('.') || name.contains("..") {
             return Some(Ty::Nothing);
         }
         let mut args = Vec::new();
@@ -259,7 +325,7 @@ fn instance_of(ty: &Ty, depth: u32) -> Expr {
         return Expr::Unknown;
     }
     match ty {
-        Ty::Nothing | Ty::Ellipsis | Ty::List => Expr::Unknown,
+        Ty::Nothing | Ty::NoneType | Ty::Ellipsis | Ty::List => Expr::Unknown,
         Ty::Or(items) => simplify_union(items.iter().map(|t| instance_of(t, depth + 1)).collect()),
         Ty::Name(name, args) => {
             let last = name.rsplit('.').next().unwrap_or(name);
@@ -389,6 +455,44 @@ mod tests {
         assert_eq!(names_in("A | 'B'"), vec![chain("A"), chain("B")]);
         assert!(names_in("not an annotation").is_empty());
         assert!(names_in("").is_empty());
+    }
+
+    #[test]
+    fn aliases_are_written_out_where_named() {
+        let aliases = |name: &str| match name {
+            "Pair" => Some("tuple[Lo, Hi]"),
+            "Either" => Some("Lo | Hi"),
+            "Quoted" => Some("\"Lo | Hi\""),
+            "Node" => Some("Leaf | list[Node]"),
+            "Loop" => Some("Loop"),
+            _ => None,
+        };
+        let tuple = |items| Expr::Container(ContainerKind::Tuple, items);
+        let list = |e| Expr::Container(ContainerKind::List, vec![e]);
+        let either = Expr::Union(vec![inst("Lo"), inst("Hi")]);
+        assert_eq!(type_expr_with("Pair", &aliases), tuple(vec![inst("Lo"), inst("Hi")]));
+        assert_eq!(type_expr_with("Either", &aliases), either);
+        assert_eq!(type_expr_with("Quoted", &aliases), either);
+        assert_eq!(type_expr_with("Optional[Either]", &aliases), either);
+        assert_eq!(type_expr_with("list['Either']", &aliases), list(either.clone()));
+        // An alias naming itself stops at itself.
+        assert_eq!(type_expr_with("Node", &aliases), Expr::Union(vec![inst("Leaf"), list(inst("Node"))]));
+        assert_eq!(type_expr_with("Loop", &aliases), inst("Loop"));
+        // A subscripted name is a generic, not the alias.
+        assert_eq!(type_expr_with("Pair[int]", &aliases), inst("Pair"));
+        assert_eq!(type_expr("Pair"), inst("Pair"));
+    }
+
+    #[test]
+    fn what_reads_as_a_type_alias() {
+        for text in
+            ["tuple[Lo, Hi]", "Lo | Hi", "Lo | None", "t.Optional[Lo]", "list[Lo]", "dict[str, Lo]", "Callable[[], Lo]"]
+        {
+            assert!(is_type_alias_value(text), "{text}");
+        }
+        for text in ["CONFIG['x']", "Base[str]", "Lo", "None", "a | 1", "'Lo | Hi'", "f(x)", "[Lo]"] {
+            assert!(!is_type_alias_value(text), "{text}");
+        }
     }
 
     #[test]

@@ -88,6 +88,15 @@ impl<'a> Lowerer<'a> {
         if let Some(cast) = self.typing_cast(callee, call, args, scope) {
             return Some(cast);
         }
+        // `copy.copy(x)`, `copy.deepcopy(x)`: another x (a class's `__copy__` may make something
+        // else, and rarely does).
+        if let [original, ..] = args
+            && args.len() <= 2
+            && *original != Expr::Unknown
+            && ["copy", "deepcopy"].iter().any(|f| self.names_std_function(callee, scope, "copy", f))
+        {
+            return Some(original.clone());
+        }
         if let Expr::Name(name) = callee
             && self.rebound_builtins.contains(name.as_str())
         {
@@ -109,7 +118,7 @@ impl<'a> Lowerer<'a> {
         {
             return None;
         }
-        let std_deque = self.is_std_deque(callee, scope);
+        let std_deque = self.names_std_function(callee, scope, "collections", "deque");
         let view = iteration_view(callee, args, keywords.iter().any(|(k, _)| k == "key"), std_deque)?;
         Some(Expr::Union(vec![Expr::Call(Box::new(callee.clone())), view]))
     }
@@ -160,11 +169,7 @@ impl<'a> Lowerer<'a> {
             .collect();
         let [ty, _] = positional.as_slice() else { return None };
         // A quoted type's names are read here; an unquoted one was read as an argument.
-        let declared = if ty.kind() == "string" {
-            self.annotation(*ty, scope)
-        } else {
-            crate::annotation::type_expr(self.text(*ty))
-        };
+        let declared = if ty.kind() == "string" { self.annotation(*ty, scope) } else { self.type_of(self.text(*ty)) };
         let value = args.get(1).cloned().unwrap_or(Expr::Unknown);
         Some(Expr::Declared(Box::new(declared), Box::new(value)))
     }
@@ -198,6 +203,9 @@ impl<'a> Lowerer<'a> {
                     None => self.dunder_all_dynamic = true,
                 }
             }
+            if scope == 0 && left.kind() == "identifier" {
+                self.record_type_alias(left, node);
+            }
             let annotated_only = node.field("right").is_none();
             let assigned = if annotated_only { Expr::Unknown } else { value.clone() };
             let binding = if declared == Expr::Unknown {
@@ -214,6 +222,70 @@ impl<'a> Lowerer<'a> {
             }
         }
         value
+    }
+
+    /// Records `left = right` of the module's top level (assignment `node`) as a type alias when
+    /// it is declared one (`X: TypeAlias = ...`) or its value reads as one (see
+    /// [`crate::annotation::is_type_alias_value`]); any other assignment to the name ends the
+    /// alias.
+    fn record_type_alias(&mut self, left: Node, node: Node) {
+        let name = Name::new(self.text(left));
+        let declared = node.field("type").is_some_and(|t| self.text(t).rsplit('.').next() == Some("TypeAlias"));
+        let alias = node.field("right").and_then(|right| {
+            if let Some(bound) = self.type_variable_bound(right) {
+                Some(bound)
+            } else if declared
+                || (matches!(right.kind(), "subscript" | "binary_operator")
+                    && crate::annotation::is_type_alias_value(self.text(right)))
+            {
+                Some(self.text(right).to_string())
+            } else {
+                None
+            }
+        });
+        match alias {
+            Some(text) => {
+                self.type_aliases.insert(name, text);
+            }
+            None => {
+                self.type_aliases.remove(&name);
+            }
+        }
+    }
+
+    /// For `TypeVar("T", bound=B)`, `TypeVar("T", A, B)` or `TypeVar("T")` (also `ParamSpec`,
+    /// `TypeVarTuple`): what an annotation naming the variable promises, as annotation text: its
+    /// bound, its constraints as a union, or `Any` (never the `TypeVar` object the name holds at
+    /// run time: `target_type: type[T]` is a class, not a `TypeVar`).
+    fn type_variable_bound(&self, value: Node) -> Option<String> {
+        if value.kind() != "call" {
+            return None;
+        }
+        let callee = self.text(value.field("function")?);
+        let last = callee.rsplit('.').next().unwrap_or(callee);
+        if !matches!(last, "TypeVar" | "ParamSpec" | "TypeVarTuple") {
+            return None;
+        }
+        let arguments = value.field("arguments")?;
+        let mut cursor = arguments.walk();
+        let mut constraints = Vec::new();
+        let mut bound = None;
+        for (i, argument) in arguments.named_children(&mut cursor).filter(|a| a.kind() != "comment").enumerate() {
+            match argument.kind() {
+                "keyword_argument" => {
+                    if argument.field("name").is_some_and(|n| self.text(n) == "bound") {
+                        bound = argument.field("value").map(|v| self.text(v));
+                    }
+                }
+                _ if i > 0 => constraints.push(self.text(argument)),
+                _ => {}
+            }
+        }
+        Some(match (last, bound) {
+            ("TypeVar", Some(bound)) => bound.to_string(),
+            ("TypeVar", None) if !constraints.is_empty() => constraints.join(" | "),
+            _ => "Any".to_string(),
+        })
     }
 
     /// Whether `name = value` (assignment `node`) replaces every earlier binding of `name` once
@@ -309,6 +381,12 @@ impl<'a> Lowerer<'a> {
                 Some(child) => name = child,
                 None => return,
             }
+        }
+        if scope == 0
+            && let Some(right) = node.field("right")
+        {
+            let text = self.text(right).to_string();
+            self.type_aliases.insert(Name::new(self.text(name)), text);
         }
         self.bind_target(name, Binding::Value(value), scope, Some(node));
     }
@@ -613,22 +691,23 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    /// Whether `callee` names `collections.deque`: `deque` imported from `collections` under any
-    /// name, or `deque` of `collections` imported under any name, in the module or the function
-    /// (where the name is bound by those imports alone: a file's own `deque`, or a method of that
-    /// name, is not it).
-    fn is_std_deque(&self, callee: &Expr, scope: ScopeId) -> bool {
+    /// Whether `callee` names `function` of the standard library's module `module`
+    /// (`collections.deque`, `copy.copy`): `function` imported from `module` under any name, or
+    /// `function` of `module` imported under any name, in the module or the function (where the
+    /// name is bound by those imports alone: a file's own `deque`, or a method of that name, is
+    /// not it).
+    fn names_std_function(&self, callee: &Expr, scope: ScopeId, module: &str, function: &str) -> bool {
         let only = |name: &Name, is: &dyn Fn(&Import) -> bool| {
             let owner = self.container_scope(name, scope);
             self.bound_only_to(owner, name, |b| matches!(b, Binding::Import(i) if is(i)))
         };
-        let collections = |m: &ModuleRef| m.level == 0 && m.name == "collections";
+        let is_module = |m: &ModuleRef| m.level == 0 && m.name == module;
         match callee {
             Expr::Name(n) => {
-                only(n, &|i| matches!(i, Import::Name { module, name } if collections(module) && name == "deque"))
+                only(n, &|i| matches!(i, Import::Name { module, name } if is_module(module) && name == function))
             }
-            Expr::Attr(base, attr) if attr == "deque" => match base.as_ref() {
-                Expr::Name(m) => only(m, &|i| matches!(i, Import::Module { module } if collections(module))),
+            Expr::Attr(base, attr) if attr == function => match base.as_ref() {
+                Expr::Name(m) => only(m, &|i| matches!(i, Import::Module { module } if is_module(module))),
                 _ => false,
             },
             _ => false,

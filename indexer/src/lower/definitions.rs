@@ -129,7 +129,13 @@ impl<'a> Lowerer<'a> {
     /// the annotation promises (see [`crate::annotation`]).
     pub(super) fn annotation(&mut self, node: Node, scope: ScopeId) -> Expr {
         self.annotation_reads(node, scope);
-        crate::annotation::type_expr(self.text(node))
+        self.type_of(self.text(node))
+    }
+
+    /// What the annotation text promises, the module's type aliases written out (see
+    /// [`crate::annotation::type_expr_with`]).
+    pub(super) fn type_of(&self, text: &str) -> Expr {
+        crate::annotation::type_expr_with(text, &|name| self.type_aliases.get(name).map(String::as_str))
     }
 
     pub(super) fn annotation_reads(&mut self, node: Node, scope: ScopeId) {

@@ -609,11 +609,72 @@ impl<'a> Lowerer<'a> {
             Some(b) => self.expr(b, inner),
             None => Expr::Unknown,
         };
+        // The element is read wherever the comprehension's value goes (`standard = [s for s in
+        // specs]`), where its own names are not bound (or name something else): what they
+        // hold is written into it.
+        let element = substitute_names(element, &self.comprehension_names(inner));
         let kind = match node.kind() {
             "set_comprehension" => ContainerKind::Set,
             "dictionary_comprehension" => ContainerKind::Dict,
             _ => ContainerKind::List,
         };
         Expr::Container(kind, vec![element])
+    }
+
+    /// What each name a comprehension's `for` clauses bind holds, in terms of names bound
+    /// outside it (a later clause's iterable may read an earlier clause's name).
+    fn comprehension_names(&self, inner: ScopeId) -> FxHashMap<Name, Expr> {
+        let mut names: FxHashMap<Name, Expr> = FxHashMap::default();
+        for (name, binding) in &self.scopes[inner as usize].bindings {
+            let held = match binding {
+                Binding::Value(e) => e.clone(),
+                Binding::Unpack(e, i) => Expr::Element(Box::new(e.clone()), *i),
+                Binding::Iter(e) => Expr::Subscript(Box::new(e.clone())),
+                _ => Expr::Unknown,
+            };
+            let held = substitute_names(held, &names);
+            names.insert(name.clone(), held);
+        }
+        names
+    }
+}
+
+/// `expr` with each name of `names` replaced by what it holds.
+fn substitute_names(expr: Expr, names: &FxHashMap<Name, Expr>) -> Expr {
+    if names.is_empty() {
+        return expr;
+    }
+    let sub = |e: Box<Expr>| Box::new(substitute_names(*e, names));
+    let all = |es: Vec<Expr>| es.into_iter().map(|e| substitute_names(e, names)).collect::<Vec<_>>();
+    match expr {
+        Expr::Name(n) => match names.get(&n) {
+            Some(held) => held.clone(),
+            None => Expr::Name(n),
+        },
+        Expr::Attr(e, a) => Expr::Attr(sub(e), a),
+        Expr::Call(e) => Expr::Call(sub(e)),
+        Expr::Subscript(e) => Expr::Subscript(sub(e)),
+        Expr::Container(kind, es) => Expr::Container(kind, all(es)),
+        Expr::Keyed(items) => Expr::Keyed(items.into_iter().map(|(k, e)| (k, substitute_names(e, names))).collect()),
+        Expr::Item(e, key) => Expr::Item(sub(e), key),
+        Expr::Slice(e, start) => Expr::Slice(sub(e), start),
+        Expr::Added(es) => Expr::Added(all(es)),
+        Expr::Element(e, i) => Expr::Element(sub(e), i),
+        Expr::Union(es) => Expr::Union(all(es)),
+        Expr::ItemAt(a, b) => Expr::ItemAt(sub(a), sub(b)),
+        Expr::Instance(e) => Expr::Instance(sub(e)),
+        Expr::Declared(a, b) => Expr::Declared(sub(a), sub(b)),
+        Expr::Narrowed(a, b) => Expr::Narrowed(sub(a), sub(b)),
+        Expr::NotInstance(a, b) => Expr::NotInstance(sub(a), sub(b)),
+        Expr::Returning(e) => Expr::Returning(sub(e)),
+        Expr::Decorated(e, n) => Expr::Decorated(sub(e), n),
+        Expr::Property(getter, setter) => Expr::Property(sub(getter), setter.map(sub)),
+        e @ (Expr::Lambda(_)
+        | Expr::Literal(_)
+        | Expr::Constant(_)
+        | Expr::SelfRef
+        | Expr::ClsRef
+        | Expr::DefPath(_)
+        | Expr::Unknown) => e,
     }
 }

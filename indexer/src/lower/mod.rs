@@ -370,6 +370,7 @@ fn lower_text(original: &str, text: &str, root: Node, repaired: bool) -> (FileSy
         narrowings: Vec::new(),
         match_subjects: Vec::new(),
         rebound_builtins: rebound_value_builtins(root, text),
+        type_aliases: FxHashMap::default(),
         first_refusal: None,
         statement_start: 0,
         repaired,
@@ -570,6 +571,10 @@ struct Lowerer<'a> {
     /// The builtins this file binds a name to (see [`rebound_value_builtins`]): its own `zip`
     /// may be anything.
     rebound_builtins: FxHashSet<&'static str>,
+    /// The module's type aliases so far, by name: the annotation text each stands for
+    /// (`Pair = tuple[Lo, Hi]`, `Id: TypeAlias = "int | str"`, `type Either = Lo | Hi`), written
+    /// out where later annotations name them (see [`Lowerer::type_of`]).
+    type_aliases: FxHashMap<Name, String>,
     /// The first of the refusals counted in `too_deep`, `empty_bodies` and
     /// `refused_statements`: its byte offset and why.
     first_refusal: Option<(u32, &'static str)>,
@@ -912,7 +917,7 @@ fn iteration_view(callee: &Expr, args: &[Expr], sorted_by_key: bool, std_deque: 
     let element = |xs: &Expr| (*xs != Expr::Unknown).then(|| Expr::Subscript(Box::new(xs.clone())));
     let list_of = |item: Expr| Expr::Container(ContainerKind::List, vec![item]);
     // `collections.deque(xs)` (`std_deque`: the callee names it, see
-    // `Lowerer::is_std_deque`).
+    // `Lowerer::names_std_function`).
     if let ([xs, ..], true) = (args, std_deque) {
         return element(xs).map(list_of);
     }

@@ -219,7 +219,7 @@ impl<'a> Lowerer<'a> {
             _ if is_class_name(class) => vec![self.text(*class)],
             _ => return None,
         };
-        let ty = crate::annotation::type_expr(&classes.join(" | "));
+        let ty = self.type_of(&classes.join(" | "));
         (ty != Expr::Unknown).then(|| (Name::new(&name), ty))
     }
 
@@ -241,32 +241,44 @@ impl<'a> Lowerer<'a> {
     }
 
     /// The narrowings `statement` puts in force for the rest of its block: an `if` with no
-    /// `elif`/`else` whose condition is `not isinstance(name, T)` and whose body always leaves
-    /// the block (its last statement is `raise`, `return`, `continue` or `break`).
-    pub(super) fn exit_unless_instance(&self, statement: Node) -> Vec<(Name, Expr)> {
+    /// `elif`/`else` whose body always leaves the block (its last statement is `raise`,
+    /// `return`, `continue` or `break`) and whose condition is `not isinstance(name, T)` (the
+    /// rest runs for a T) or `isinstance(name, T)` alone (the rest runs for anything else, as an
+    /// `else` would; see [`Self::sole_instance_test`]). Each with whether it is negated.
+    pub(super) fn exit_narrowings(&self, statement: Node, scope: ScopeId) -> Vec<(Name, Expr, bool)> {
         if statement.kind() != "if_statement" || statement.child_by_field_name("alternative").is_some() {
             return Vec::new();
         }
-        let Some(condition) = statement.field("condition") else { return Vec::new() };
-        let condition = if condition.kind() == "parenthesized_expression" {
-            match condition.named_child(0) {
+        let Some(whole_condition) = statement.field("condition") else { return Vec::new() };
+        let condition = if whole_condition.kind() == "parenthesized_expression" {
+            match whole_condition.named_child(0) {
                 Some(inner) => inner,
                 None => return Vec::new(),
             }
         } else {
-            condition
+            whole_condition
         };
-        if condition.kind() != "not_operator" {
-            return Vec::new();
-        }
         let leaves = statement
             .field("consequence")
             .and_then(|b| b.named_children(&mut b.walk()).filter(|c| !c.is_extra()).last());
         let always_leaves = leaves.is_some_and(|last| {
             matches!(last.kind(), "raise_statement" | "return_statement" | "continue_statement" | "break_statement")
         });
+        if !always_leaves {
+            return Vec::new();
+        }
+        if condition.kind() != "not_operator" {
+            return self
+                .sole_instance_test(whole_condition, scope)
+                .filter(|(_, _, holds_when_false)| !holds_when_false)
+                .map(|(name, ty, _)| (name, ty, true))
+                .into_iter()
+                .collect();
+        }
         match condition.field("argument") {
-            Some(test) if always_leaves && test.kind() == "call" => self.instance_test(test).into_iter().collect(),
+            Some(test) if test.kind() == "call" => {
+                self.instance_test(test).into_iter().map(|(name, ty)| (name, ty, false)).collect()
+            }
             _ => Vec::new(),
         }
     }

@@ -18,9 +18,10 @@ impl<'a> Lowerer<'a> {
             }
             self.statement(child, scope);
             self.end_rebound_narrowings(child, scope);
-            // `if not isinstance(x, T): raise ...`: the rest of the block runs only for a T.
-            for (name, ty) in self.exit_unless_instance(child) {
-                self.narrowings.push(Narrowing { scope, name, ty: Some(ty), negated: false });
+            // `if not isinstance(x, T): raise ...`: the rest of the block runs only for a T;
+            // after `if isinstance(x, T): return ...`, only for what is not one.
+            for (name, ty, negated) in self.exit_narrowings(child, scope) {
+                self.narrowings.push(Narrowing { scope, name, ty: Some(ty), negated });
             }
         }
         self.narrowings.truncate(narrowed_before);

@@ -247,7 +247,9 @@ impl<'a> Resolver<'a> {
             }
         }
         if param.variadic {
-            return values;
+            // `*args` is a tuple and `**kwargs` a dict, whatever is passed (an annotation types
+            // their elements, not them).
+            return vec![builtin_instance(if param.keywords { "dict" } else { "tuple" })];
         }
         let parent = sc.parent.unwrap_or(0);
         if let Some(default) = &param.default {
@@ -610,57 +612,20 @@ impl<'a> Resolver<'a> {
             }
             // A test on a tuple says nothing of its positions: those of the value.
             Expr::Narrowed(_, value) | Expr::NotInstance(_, value) => self.element_at(value, path, scope, depth + 1),
-            Expr::Subscript(inner) => {
-                // `for k, v in d.items()`: `v` is a value of `d` (keys are not tracked).
-                if let Some(base) = self.dict_view(inner, "items", scope, depth + 1) {
-                    return if index == 1 && rest.is_empty() {
-                        self.elements_local(base, scope, depth + 1)
-                    } else {
-                        Vec::new()
-                    };
+            Expr::Subscript(inner) => match inner.as_ref() {
+                // Memoised by the name, as a name's own elements may be among what it is bound
+                // to (`data = [d for d in data if ...]`, `data = list(data)`): unpacking them
+                // read every binding again at every level, down to the depth bound.
+                Expr::Name(n) => {
+                    let site_line =
+                        if self.binding_scope(n, scope) == Some(0) { self.module_site_line.get() } else { None };
+                    let key: Vec<u32> = std::iter::once(ANY_ELEMENT).chain(path.iter().copied()).collect();
+                    self.memoised(&self.local_element_paths, (scope, n.clone(), key, site_line), || {
+                        self.element_of_element_at(expr, inner, path, scope, depth)
+                    })
                 }
-                // `for a, b in pairs`: element `i` of each element written out in `pairs`.
-                let written = self.element_exprs(inner, scope, depth + 1);
-                if written.is_empty() {
-                    // `for name, command in visible_commands()`: element `i` of what a
-                    // repository function yields or declares it returns the elements of.
-                    if let Expr::Call(callee) = inner.as_ref() {
-                        let mut out = Vec::new();
-                        for c in self.eval_local(callee, scope, depth + 1) {
-                            extend(&mut out, self.call_item_element(&c, path, depth + 1));
-                        }
-                        if !out.is_empty() {
-                            return out;
-                        }
-                    }
-                    // `for _, key, value in self._list`: element `i` of each element of what
-                    // the attribute is assigned (or declared to hold), wherever that is written.
-                    if let Expr::Attr(base, attr) = inner.as_ref() {
-                        let mut out = Vec::new();
-                        for b in self.eval_local(base, scope, depth + 1) {
-                            for v in self.attr_of(&b, attr, depth + 1) {
-                                let Value::Var(t) = v else { continue };
-                                let owner = t.owner().map(SelfClass::own);
-                                for e in self.var_exprs(&t).iter() {
-                                    extend(
-                                        &mut out,
-                                        self.item_element_closed(e, path, &t.module, owner.as_ref(), depth + 1),
-                                    );
-                                }
-                            }
-                        }
-                        if !out.is_empty() {
-                            return out;
-                        }
-                    }
-                    return any_element();
-                }
-                let mut out = Vec::new();
-                for (e, s) in written {
-                    extend(&mut out, self.element_at(&e, path, s, depth + 1));
-                }
-                out
-            }
+                _ => self.element_of_element_at(expr, inner, path, scope, depth),
+            },
             // `a, b = rows[i + 1]`: as `rows[0]` when the key is a known constant, else as any
             // element of `rows` is unpacked.
             Expr::ItemAt(base, key) => {
@@ -683,6 +648,68 @@ impl<'a> Resolver<'a> {
         }
     }
 
+    /// Element `path` of `whole`, an element of `inner` (`for a, b in pairs`: element `i` of
+    /// each element of `pairs`); `path` is not empty.
+    fn element_of_element_at(
+        &self,
+        whole: &Expr,
+        inner: &Expr,
+        path: &[u32],
+        scope: ScopeId,
+        depth: u32,
+    ) -> Vec<Value> {
+        let Some((&index, rest)) = path.split_first() else {
+            return Vec::new();
+        };
+        let any_element = || if rest.is_empty() { self.elements_local(whole, scope, depth + 1) } else { Vec::new() };
+        // `for k, v in d.items()`: `v` is a value of `d` (keys are not tracked).
+        if let Some(base) = self.dict_view(inner, "items", scope, depth + 1) {
+            return if index == 1 && rest.is_empty() {
+                self.elements_local(base, scope, depth + 1)
+            } else {
+                Vec::new()
+            };
+        }
+        // `for a, b in pairs`: element `i` of each element written out in `pairs`.
+        let written = self.element_exprs(inner, scope, depth + 1);
+        if written.is_empty() {
+            // `for name, command in visible_commands()`: element `i` of what a
+            // repository function yields or declares it returns the elements of.
+            if let Expr::Call(callee) = inner {
+                let mut out = Vec::new();
+                for c in self.eval_local(callee, scope, depth + 1) {
+                    extend(&mut out, self.call_item_element(&c, path, depth + 1));
+                }
+                if !out.is_empty() {
+                    return out;
+                }
+            }
+            // `for _, key, value in self._list`: element `i` of each element of what
+            // the attribute is assigned (or declared to hold), wherever that is written.
+            if let Expr::Attr(base, attr) = inner {
+                let mut out = Vec::new();
+                for b in self.eval_local(base, scope, depth + 1) {
+                    for v in self.attr_of(&b, attr, depth + 1) {
+                        let Value::Var(t) = v else { continue };
+                        let owner = t.owner().map(SelfClass::own);
+                        for e in self.var_exprs(&t).iter() {
+                            extend(&mut out, self.item_element_closed(e, path, &t.module, owner.as_ref(), depth + 1));
+                        }
+                    }
+                }
+                if !out.is_empty() {
+                    return out;
+                }
+            }
+            return any_element();
+        }
+        let mut out = Vec::new();
+        for (e, s) in written {
+            extend(&mut out, self.element_at(&e, path, s, depth + 1));
+        }
+        out
+    }
+
     /// The element expressions written out in this file for the container `expr` is bound to
     /// (and the scope to read each in): literal items, through names, and what was added to it.
     pub(super) fn element_exprs(&self, expr: &Expr, scope: ScopeId, depth: u32) -> Vec<(Expr, ScopeId)> {
@@ -694,6 +721,11 @@ impl<'a> Resolver<'a> {
             Expr::Keyed(items) => items.iter().map(|(_, e)| (e.clone(), scope)).collect(),
             Expr::Slice(inner, _) => self.element_exprs(inner, scope, depth + 1),
             Expr::Name(n) => {
+                let listing = (self.binding_scope(n, scope).unwrap_or(scope), n.clone());
+                if self.listing_elements.borrow().contains(&listing) {
+                    return Vec::new();
+                }
+                self.listing_elements.borrow_mut().push(listing);
                 let mut out: Vec<(Expr, ScopeId)> = self
                     .bound_values(n, scope)
                     .into_iter()
@@ -703,6 +735,7 @@ impl<'a> Resolver<'a> {
                 for (annotation, s) in self.param_annotations(n, scope) {
                     out.extend(self.element_exprs(annotation, s, depth + 1));
                 }
+                self.listing_elements.borrow_mut().pop();
                 out
             }
             // `pairs: List[Tuple[A, B]] = []`: the elements the annotation promises when it

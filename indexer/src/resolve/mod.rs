@@ -203,6 +203,9 @@ pub(crate) fn step_budget() -> u64 {
 /// grows with the number of distinct paths (three positions, six levels: 729; flask indexes in
 /// 0.15 s, 0.11 s with four levels, 0.41 s with eight). Deeper than this, nothing is known.
 const MAX_ELEMENT_PATH: usize = 6;
+/// In a memo key of element paths, "an element of": what `for a, b in pairs` unpacks is keyed
+/// as `pairs`'s path `[ANY_ELEMENT, i]` (no position written in code comes near it).
+const ANY_ELEMENT: u32 = u32::MAX;
 
 /// How many distinct arguments are kept per parameter (a full list may have dropped some).
 const MAX_PARAM_FLOWS: usize = 16;
@@ -269,6 +272,10 @@ struct Resolver<'a> {
     /// The element at a path of a name of this file (see [`Resolver::element_at`]): by binding
     /// scope, name, path and, for the module scope, the line of the site being resolved.
     local_element_paths: RefCell<FxHashMap<(ScopeId, Name, Vec<u32>, Option<u32>), Memo>>,
+    /// The names whose written-out elements are being listed (see
+    /// [`Resolver::element_exprs`]): a name bound to itself (`data = data` in a branch) lists
+    /// its other bindings' once, not again at every level down to the depth bound.
+    listing_elements: RefCell<Vec<(ScopeId, Name)>>,
     /// The element at a path of a module-level name (see [`Resolver::element_closed`]).
     module_element_paths: RefCell<FxHashMap<(Arc<str>, Name, Vec<u32>), Memo>>,
     /// What calling a function returns, memoised the same way: the returns of a function are
@@ -433,6 +440,7 @@ impl<'a> Resolver<'a> {
             local_names: RefCell::default(),
             variables: RefCell::default(),
             local_element_paths: RefCell::default(),
+            listing_elements: RefCell::default(),
             module_element_paths: RefCell::default(),
             module_body_names: RefCell::default(),
             local_elements: RefCell::default(),
