@@ -28,17 +28,109 @@ const MAX_NESTING: u32 = 16;
 /// The value-form of the annotation written as `text` (without surrounding quotes, or with them:
 /// a quoted annotation is a forward reference to the same text).
 pub fn type_expr(text: &str) -> Expr {
-    type_expr_with(text, &|_| None)
+    parse(text).map(|ty| instance_of(&ty, 0)).unwrap_or(Expr::Unknown)
 }
 
-/// [`type_expr`], with the type aliases `alias` knows written out where the annotation names
-/// them by a plain name (`p: Pair` after `Pair = tuple[Lo, Hi]`: a tuple of a `Lo` and a `Hi`).
-/// `alias` gives an alias's annotation text.
-pub fn type_expr_with<'t>(text: &str, alias: &dyn Fn(&str) -> Option<&'t str>) -> Expr {
-    let Some(ast) = parse(text) else {
-        return Expr::Unknown;
-    };
-    instance_of(&expand_aliases(ast, alias, &mut Vec::new()), 0)
+/// How many parts (names, unions, arguments) a type alias may have once the aliases it names are
+/// written out: `X1 = X0 | X0 | X0`, then `X2 = X1 | X1 | X1`, ... doubles or triples at each
+/// level, and a file of a few lines would make an annotation of millions.
+const MAX_ALIAS_PARTS: usize = 256;
+
+/// The type aliases of a module, as far as it has been read: each alias's annotation with the
+/// aliases it names (those recorded before it) already written out, so that reading an
+/// annotation replaces each alias once and never recurses.
+#[derive(Default)]
+pub struct TypeAliases {
+    aliases: rustc_hash::FxHashMap<String, Ty>,
+}
+
+impl TypeAliases {
+    /// Records `name` as standing for the annotation `text` (an alias it names itself is left as
+    /// written: `Node = Leaf | list["Node"]`). One that does not parse, or that would be too
+    /// large written out, is no alias.
+    pub fn record(&mut self, name: &str, text: &str) {
+        let expanded = parse(text).map(|ty| self.expand(ty)).filter(|ty| parts(ty, 0) <= MAX_ALIAS_PARTS);
+        match expanded {
+            Some(ty) => {
+                self.aliases.insert(name.to_string(), ty);
+            }
+            None => {
+                self.aliases.remove(name);
+            }
+        }
+    }
+
+    /// Forgets `name` as an alias (it was bound to something else).
+    pub fn remove(&mut self, name: &str) {
+        self.aliases.remove(name);
+    }
+
+    /// [`type_expr`] with the aliases `usable` accepts written out where the annotation names
+    /// them by a plain name (`p: Pair` after `Pair = tuple[Lo, Hi]`: a tuple of a `Lo` and a
+    /// `Hi`); the names of those written out are added to `used`.
+    pub fn type_expr(&self, text: &str, usable: &dyn Fn(&str) -> bool, used: &mut Vec<String>) -> Expr {
+        let Some(ty) = parse(text) else {
+            return Expr::Unknown;
+        };
+        if self.aliases.is_empty() {
+            return instance_of(&ty, 0);
+        }
+        let ty = self.substitute(ty, &|name| usable(name), used);
+        instance_of(&ty, 0)
+    }
+
+    /// `ty` with the aliases it names written out (for recording a new alias).
+    fn expand(&self, ty: Ty) -> Ty {
+        self.substitute(ty, &|_| true, &mut Vec::new())
+    }
+
+    fn substitute(&self, ty: Ty, usable: &dyn Fn(&str) -> bool, used: &mut Vec<String>) -> Ty {
+        match ty {
+            Ty::Name(name, args) if args.is_empty() => match self.aliases.get(&name).filter(|_| usable(&name)) {
+                Some(aliased) => {
+                    if !used.contains(&name) {
+                        used.push(name);
+                    }
+                    aliased.clone()
+                }
+                None => Ty::Name(name, args),
+            },
+            Ty::Name(name, args) => {
+                Ty::Name(name, args.into_iter().map(|a| self.substitute(a, usable, used)).collect())
+            }
+            Ty::Or(items) => {
+                let mut members: Vec<Ty> = Vec::new();
+                for item in items {
+                    // `A | B` written out inside `X | A`: a union of unions is one union, each
+                    // member once.
+                    let expanded = match self.substitute(item, usable, used) {
+                        Ty::Or(inner) => inner,
+                        other => vec![other],
+                    };
+                    for member in expanded {
+                        if !members.contains(&member) {
+                            members.push(member);
+                        }
+                    }
+                }
+                if members.len() == 1 { members.pop().unwrap_or(Ty::Nothing) } else { Ty::Or(members) }
+            }
+            other => other,
+        }
+    }
+}
+
+/// How many parts `ty` has (names, unions, arguments), counting no further than past
+/// [`MAX_ALIAS_PARTS`].
+fn parts(ty: &Ty, counted: usize) -> usize {
+    if counted > MAX_ALIAS_PARTS {
+        return counted;
+    }
+    match ty {
+        Ty::Name(_, args) => args.iter().fold(counted + 1, |n, a| parts(a, n)),
+        Ty::Or(items) => items.iter().fold(counted + 1, |n, t| parts(t, n)),
+        _ => counted + 1,
+    }
 }
 
 /// The whole of `text` as an annotation.
@@ -47,33 +139,6 @@ fn parse(text: &str) -> Option<Ty> {
     let ast = p.union(0)?;
     p.skip_ws();
     (p.i == p.s.len()).then_some(ast)
-}
-
-/// `ty` with every plain name `alias` knows replaced by the alias's parsed text, aliases inside
-/// aliases too; `within` holds the aliases being written out, so that one naming itself
-/// (`Node = Leaf | list["Node"]`) stops there.
-fn expand_aliases<'t>(ty: Ty, alias: &dyn Fn(&str) -> Option<&'t str>, within: &mut Vec<String>) -> Ty {
-    match ty {
-        Ty::Name(name, args) if args.is_empty() => {
-            let found = if within.len() < MAX_NESTING as usize && !within.contains(&name) {
-                alias(&name).and_then(parse)
-            } else {
-                None
-            };
-            match found {
-                Some(aliased) => {
-                    within.push(name);
-                    let expanded = expand_aliases(aliased, alias, within);
-                    within.pop();
-                    expanded
-                }
-                None => Ty::Name(name, args),
-            }
-        }
-        Ty::Name(name, args) => Ty::Name(name, args.into_iter().map(|a| expand_aliases(a, alias, within)).collect()),
-        Ty::Or(items) => Ty::Or(items.into_iter().map(|t| expand_aliases(t, alias, within)).collect()),
-        other => other,
-    }
 }
 
 /// Whether `text`, the value of a module's `X = text`, reads as a type alias: a union of types
@@ -134,7 +199,7 @@ fn collect_names(ty: &Ty, out: &mut Vec<Expr>) {
 }
 
 /// The parsed shape of an annotation.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 enum Ty {
     /// A dotted name, possibly subscripted.
     Name(String, Vec<Ty>),
@@ -459,28 +524,56 @@ mod tests {
 
     #[test]
     fn aliases_are_written_out_where_named() {
-        let aliases = |name: &str| match name {
-            "Pair" => Some("tuple[Lo, Hi]"),
-            "Either" => Some("Lo | Hi"),
-            "Quoted" => Some("\"Lo | Hi\""),
-            "Node" => Some("Leaf | list[Node]"),
-            "Loop" => Some("Loop"),
-            _ => None,
-        };
+        let mut aliases = TypeAliases::default();
+        aliases.record("Pair", "tuple[Lo, Hi]");
+        aliases.record("Either", "Lo | Hi");
+        aliases.record("Quoted", "\"Lo | Hi\"");
+        aliases.record("Node", "Leaf | list[Node]");
+        aliases.record("Loop", "Loop");
+        aliases.record("Maybe", "Either | None | Lo");
+        let read = |text: &str| aliases.type_expr(text, &|_| true, &mut Vec::new());
         let tuple = |items| Expr::Container(ContainerKind::Tuple, items);
         let list = |e| Expr::Container(ContainerKind::List, vec![e]);
         let either = Expr::Union(vec![inst("Lo"), inst("Hi")]);
-        assert_eq!(type_expr_with("Pair", &aliases), tuple(vec![inst("Lo"), inst("Hi")]));
-        assert_eq!(type_expr_with("Either", &aliases), either);
-        assert_eq!(type_expr_with("Quoted", &aliases), either);
-        assert_eq!(type_expr_with("Optional[Either]", &aliases), either);
-        assert_eq!(type_expr_with("list['Either']", &aliases), list(either.clone()));
+        assert_eq!(read("Pair"), tuple(vec![inst("Lo"), inst("Hi")]));
+        assert_eq!(read("Either"), either);
+        assert_eq!(read("Quoted"), either);
+        assert_eq!(read("Optional[Either]"), either);
+        assert_eq!(read("list['Either']"), list(either.clone()));
+        // An alias written out in another is one union, each member once.
+        assert_eq!(read("Maybe"), either);
         // An alias naming itself stops at itself.
-        assert_eq!(type_expr_with("Node", &aliases), Expr::Union(vec![inst("Leaf"), list(inst("Node"))]));
-        assert_eq!(type_expr_with("Loop", &aliases), inst("Loop"));
+        assert_eq!(read("Node"), Expr::Union(vec![inst("Leaf"), list(inst("Node"))]));
+        assert_eq!(read("Loop"), inst("Loop"));
         // A subscripted name is a generic, not the alias.
-        assert_eq!(type_expr_with("Pair[int]", &aliases), inst("Pair"));
+        assert_eq!(read("Pair[int]"), inst("Pair"));
         assert_eq!(type_expr("Pair"), inst("Pair"));
+        // What the caller rules out is not written out, and what is written out is reported.
+        let mut used = Vec::new();
+        assert_eq!(
+            aliases.type_expr("Pair | Either", &|name| name != "Pair", &mut used),
+            Expr::Union(vec![inst("Pair"), inst("Lo"), inst("Hi")])
+        );
+        assert_eq!(used, vec!["Either".to_string()]);
+    }
+
+    #[test]
+    fn aliases_stay_small_however_they_are_built() {
+        let mut aliases = TypeAliases::default();
+        aliases.record("X0", "A0 | None");
+        for level in 1..40 {
+            let below = format!("X{}", level - 1);
+            aliases.record(&format!("X{level}"), &format!("{below} | {below} | {below}"));
+        }
+        assert_eq!(aliases.type_expr("X39", &|_| true, &mut Vec::new()), inst("A0"));
+        // Without repeats to merge: recorded while it stays under the bound, then no alias.
+        aliases.record("T0", "A0");
+        for level in 1..40 {
+            let below = format!("T{}", level - 1);
+            aliases.record(&format!("T{level}"), &format!("tuple[{below}, {below}]"));
+        }
+        assert_ne!(aliases.type_expr("T7", &|_| true, &mut Vec::new()), inst("T7"));
+        assert_eq!(aliases.type_expr("T8", &|_| true, &mut Vec::new()), inst("T8"));
     }
 
     #[test]

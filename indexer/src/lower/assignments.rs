@@ -89,7 +89,8 @@ impl<'a> Lowerer<'a> {
             return Some(cast);
         }
         // `copy.copy(x)`, `copy.deepcopy(x)`: another x (a class's `__copy__` may make something
-        // else, and rarely does).
+        // else, and rarely does). The lowering cannot tell a repository's own top-level `copy`
+        // module from the standard one (README, what is not resolved).
         if let [original, ..] = args
             && args.len() <= 2
             && *original != Expr::Unknown
@@ -169,7 +170,8 @@ impl<'a> Lowerer<'a> {
             .collect();
         let [ty, _] = positional.as_slice() else { return None };
         // A quoted type's names are read here; an unquoted one was read as an argument.
-        let declared = if ty.kind() == "string" { self.annotation(*ty, scope) } else { self.type_of(self.text(*ty)) };
+        let declared =
+            if ty.kind() == "string" { self.annotation(*ty, scope) } else { self.type_of(self.text(*ty), scope) };
         let value = args.get(1).cloned().unwrap_or(Expr::Unknown);
         Some(Expr::Declared(Box::new(declared), Box::new(value)))
     }
@@ -243,13 +245,9 @@ impl<'a> Lowerer<'a> {
                 None
             }
         });
-        match alias {
-            Some(text) => {
-                self.type_aliases.insert(name, text);
-            }
-            None => {
-                self.type_aliases.remove(&name);
-            }
+        match alias.filter(|_| !self.unusable_aliases.contains(&name)) {
+            Some(text) => self.type_aliases.record(name.as_str(), &text),
+            None => self.type_aliases.remove(name.as_str()),
         }
     }
 
@@ -384,9 +382,9 @@ impl<'a> Lowerer<'a> {
         }
         if scope == 0
             && let Some(right) = node.field("right")
+            && !self.unusable_aliases.contains(self.text(name))
         {
-            let text = self.text(right).to_string();
-            self.type_aliases.insert(Name::new(self.text(name)), text);
+            self.type_aliases.record(self.text(name), self.text(right));
         }
         self.bind_target(name, Binding::Value(value), scope, Some(node));
     }

@@ -129,13 +129,44 @@ impl<'a> Lowerer<'a> {
     /// the annotation promises (see [`crate::annotation`]).
     pub(super) fn annotation(&mut self, node: Node, scope: ScopeId) -> Expr {
         self.annotation_reads(node, scope);
-        self.type_of(self.text(node))
+        self.type_of(self.text(node), scope)
     }
 
-    /// What the annotation text promises, the module's type aliases written out (see
-    /// [`crate::annotation::type_expr_with`]).
-    pub(super) fn type_of(&self, text: &str) -> Expr {
-        crate::annotation::type_expr_with(text, &|name| self.type_aliases.get(name).map(String::as_str))
+    /// What the annotation text read by `scope` promises, the module's type aliases written out
+    /// (see [`crate::annotation::TypeAliases`]) where no scope around `scope` binds the name.
+    pub(super) fn type_of(&self, text: &str, scope: ScopeId) -> Expr {
+        let mut used = Vec::new();
+        let ty = self.type_aliases.type_expr(text, &|name| !self.bound_around(scope, name), &mut used);
+        if !used.is_empty() {
+            self.alias_uses.borrow_mut().extend(used.into_iter().map(|name| (scope, Name::new(&name))));
+        }
+        ty
+    }
+
+    /// Whether a scope from `scope` out to the module (the module left out) binds `name`.
+    fn bound_around(&self, scope: ScopeId, name: &str) -> bool {
+        let mut s = Some(scope);
+        while let Some(id) = s.filter(|&id| id != 0) {
+            let sc = &self.scopes[id as usize];
+            if sc.bindings.iter().any(|(n, _)| n == name) {
+                return true;
+            }
+            s = sc.parent;
+        }
+        false
+    }
+
+    /// The aliases written out where the whole file shows their name bound otherwise too: more
+    /// than once in the module, or in a scope around the annotation (see [`lower_text`]).
+    pub(super) fn conflicting_aliases(&self) -> Vec<Name> {
+        let mut out: Vec<Name> = Vec::new();
+        for (scope, name) in self.alias_uses.borrow().iter() {
+            let module_bindings = self.scopes[0].bindings.iter().filter(|(n, _)| n == name).count();
+            if (module_bindings != 1 || self.bound_around(*scope, name)) && !out.contains(name) {
+                out.push(name.clone());
+            }
+        }
+        out
     }
 
     pub(super) fn annotation_reads(&mut self, node: Node, scope: ScopeId) {

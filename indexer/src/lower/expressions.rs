@@ -570,6 +570,7 @@ impl<'a> Lowerer<'a> {
         let mut cursor = node.walk();
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
         let mut first_clause = true;
+        let mut filters: Vec<Node> = Vec::new();
         for child in &children {
             match child.kind() {
                 "for_in_clause" => {
@@ -593,9 +594,21 @@ impl<'a> Lowerer<'a> {
                     let conds: Vec<Node> = child.named_children(&mut c2).collect();
                     for c in conds {
                         self.expr(c, inner);
+                        filters.push(c);
                     }
                 }
                 _ => {}
+            }
+        }
+        // The element is computed only for what passes the `if` clauses: their `isinstance`
+        // tests narrow its reads (`[x.run() for x in xs if isinstance(x, A)]` calls `A.run`).
+        let narrowed_before = self.narrowings.len();
+        for &condition in &filters {
+            for (name, ty) in self.instance_tests(condition, inner) {
+                self.narrowings.push(Narrowing { scope: inner, name, ty: Some(ty), negated: false });
+            }
+            if let Some((name, ty, true)) = self.sole_instance_test(condition, inner) {
+                self.narrowings.push(Narrowing { scope: inner, name, ty: Some(ty), negated: true });
             }
         }
         let body = node.field("body");
@@ -612,7 +625,8 @@ impl<'a> Lowerer<'a> {
         // The element is read wherever the comprehension's value goes (`standard = [s for s in
         // specs]`), where its own names are not bound (or name something else): what they
         // hold is written into it.
-        let element = substitute_names(element, &self.comprehension_names(inner));
+        self.narrowings.truncate(narrowed_before);
+        let element = self.element_outside(element, inner);
         let kind = match node.kind() {
             "set_comprehension" => ContainerKind::Set,
             "dictionary_comprehension" => ContainerKind::Dict,
@@ -621,11 +635,18 @@ impl<'a> Lowerer<'a> {
         Expr::Container(kind, vec![element])
     }
 
-    /// What each name a comprehension's `for` clauses bind holds, in terms of names bound
-    /// outside it (a later clause's iterable may read an earlier clause's name).
-    fn comprehension_names(&self, inner: ScopeId) -> FxHashMap<Name, Expr> {
+    /// A comprehension's element as read outside it: the names its `for` clauses bind (in
+    /// scope `inner`) replaced by what they hold (a later clause's iterable may read an earlier
+    /// clause's name; the element's reads carry the `if` clauses' `isinstance` narrowing: `[x
+    /// for x in xs if isinstance(x, A)]` holds the `A`s of `xs`). Unknown when that grows past
+    /// [`MAX_SUBSTITUTED_PARTS`] (clauses that each pair the name before: `for b in (a, a)`).
+    fn element_outside(&self, element: Expr, inner: ScopeId) -> Expr {
+        let bindings = &self.scopes[inner as usize].bindings;
+        if !mentions_name(&element, &|n| bindings.iter().any(|(b, _)| b == n)) {
+            return element;
+        }
         let mut names: FxHashMap<Name, Expr> = FxHashMap::default();
-        for (name, binding) in &self.scopes[inner as usize].bindings {
+        for (name, binding) in bindings {
             let held = match binding {
                 Binding::Value(e) => e.clone(),
                 Binding::Unpack(e, i) => Expr::Element(Box::new(e.clone()), *i),
@@ -633,9 +654,50 @@ impl<'a> Lowerer<'a> {
                 _ => Expr::Unknown,
             };
             let held = substitute_names(held, &names);
+            let held = if parts(&held, 0) > MAX_SUBSTITUTED_PARTS { Expr::Unknown } else { held };
             names.insert(name.clone(), held);
         }
-        names
+        let element = substitute_names(element, &names);
+        if parts(&element, 0) > MAX_SUBSTITUTED_PARTS { Expr::Unknown } else { element }
+    }
+}
+
+/// How large a comprehension's element may grow once its names are written out (see
+/// [`Lowerer::element_outside`]).
+pub(super) const MAX_SUBSTITUTED_PARTS: usize = 64;
+
+/// How many parts `expr` has, counting no further than past [`MAX_SUBSTITUTED_PARTS`].
+pub(super) fn parts(expr: &Expr, counted: usize) -> usize {
+    if counted > MAX_SUBSTITUTED_PARTS {
+        return counted;
+    }
+    let counted = counted + 1;
+    match expr {
+        Expr::Attr(e, _)
+        | Expr::Call(e)
+        | Expr::Subscript(e)
+        | Expr::Item(e, _)
+        | Expr::Slice(e, _)
+        | Expr::Element(e, _)
+        | Expr::Instance(e)
+        | Expr::Returning(e)
+        | Expr::Decorated(e, _) => parts(e, counted),
+        Expr::Container(_, es) | Expr::Added(es) | Expr::Union(es) => es.iter().fold(counted, |n, e| parts(e, n)),
+        Expr::Keyed(items) => items.iter().fold(counted, |n, (_, e)| parts(e, n)),
+        Expr::ItemAt(a, b) | Expr::Declared(a, b) | Expr::Narrowed(a, b) | Expr::NotInstance(a, b) => {
+            parts(b, parts(a, counted))
+        }
+        Expr::Property(getter, setter) => {
+            setter.as_deref().map_or(parts(getter, counted), |s| parts(s, parts(getter, counted)))
+        }
+        Expr::Name(_)
+        | Expr::Lambda(_)
+        | Expr::Literal(_)
+        | Expr::Constant(_)
+        | Expr::SelfRef
+        | Expr::ClsRef
+        | Expr::DefPath(_)
+        | Expr::Unknown => counted,
     }
 }
 

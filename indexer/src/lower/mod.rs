@@ -356,6 +356,36 @@ fn first_tree_error(root: Node, src: &str) -> Option<(u32, String)> {
 /// `repaired`: `text` is a repair of the file, whose blanked lines may leave a body empty; such
 /// a body is still counted, but not taken for where the file's first error is.
 fn lower_text(original: &str, text: &str, root: Node, repaired: bool) -> (FileSyntax, u32) {
+    // A type alias is written out where an annotation names it as the file is read (see
+    // `Lowerer::type_of`); a binding of the name read later (`class Handler` after `Handler =
+    // A | B`, a class attribute of the name) means the annotation may name something else: such
+    // names are lowered again as plain names. Each round rules out at least one more alias.
+    let mut unusable = FxHashSet::default();
+    for _ in 0..MAX_ALIAS_ROUNDS {
+        let (syntax, refused, conflicting) = lower_text_once(original, text, root, repaired, &unusable);
+        let before = unusable.len();
+        unusable.extend(conflicting);
+        if unusable.len() == before {
+            return (syntax, refused);
+        }
+    }
+    let (syntax, refused, _) = lower_text_once(original, text, root, repaired, &unusable);
+    (syntax, refused)
+}
+
+/// How many times a file is lowered again for aliases whose names turned out to be bound
+/// otherwise too (see [`lower_text`]); after that, the last lowering stands.
+const MAX_ALIAS_ROUNDS: usize = 3;
+
+/// One lowering of [`lower_text`], with the names never to be taken for aliases; also gives
+/// the aliases it wrote out where their names are bound otherwise too.
+fn lower_text_once(
+    original: &str,
+    text: &str,
+    root: Node,
+    repaired: bool,
+    unusable_aliases: &FxHashSet<Name>,
+) -> (FileSyntax, u32, Vec<Name>) {
     let line_starts = line_starts(text);
     let line_count = line_starts.len() as u32;
     let mut lowerer = Lowerer {
@@ -370,7 +400,9 @@ fn lower_text(original: &str, text: &str, root: Node, repaired: bool) -> (FileSy
         narrowings: Vec::new(),
         match_subjects: Vec::new(),
         rebound_builtins: rebound_value_builtins(root, text),
-        type_aliases: FxHashMap::default(),
+        type_aliases: crate::annotation::TypeAliases::default(),
+        unusable_aliases,
+        alias_uses: RefCell::default(),
         first_refusal: None,
         statement_start: 0,
         repaired,
@@ -390,6 +422,7 @@ fn lower_text(original: &str, text: &str, root: Node, repaired: bool) -> (FileSy
             lowerer.refusal(at, why);
         }
     }
+    let conflicting = lowerer.conflicting_aliases();
     lowerer.define_global_writes();
     lowerer.drop_local_reads();
     lowerer.name_lambdas();
@@ -408,7 +441,7 @@ fn lower_text(original: &str, text: &str, root: Node, repaired: bool) -> (FileSy
         },
         dunder_all: if lowerer.dunder_all_dynamic { None } else { lowerer.dunder_all },
     };
-    (syntax, lowerer.refused_statements)
+    (syntax, lowerer.refused_statements, conflicting)
 }
 
 /// A [`Scope`] while it is being lowered: growable, frozen into exact-size slices at the end.
@@ -571,10 +604,15 @@ struct Lowerer<'a> {
     /// The builtins this file binds a name to (see [`rebound_value_builtins`]): its own `zip`
     /// may be anything.
     rebound_builtins: FxHashSet<&'static str>,
-    /// The module's type aliases so far, by name: the annotation text each stands for
-    /// (`Pair = tuple[Lo, Hi]`, `Id: TypeAlias = "int | str"`, `type Either = Lo | Hi`), written
-    /// out where later annotations name them (see [`Lowerer::type_of`]).
-    type_aliases: FxHashMap<Name, String>,
+    /// The module's type aliases so far (`Pair = tuple[Lo, Hi]`, `Id: TypeAlias = "int | str"`,
+    /// `type Either = Lo | Hi`, a `TypeVar`'s bound), written out where later annotations name
+    /// them (see [`Lowerer::type_of`]).
+    type_aliases: crate::annotation::TypeAliases,
+    /// Names never taken for aliases in this lowering: a first lowering wrote them out where the
+    /// name turned out to be bound otherwise too (see [`lower_text`]).
+    unusable_aliases: &'a FxHashSet<Name>,
+    /// Where aliases were written out: the scope reading the annotation, and the alias.
+    alias_uses: RefCell<Vec<(ScopeId, Name)>>,
     /// The first of the refusals counted in `too_deep`, `empty_bodies` and
     /// `refused_statements`: its byte offset and why.
     first_refusal: Option<(u32, &'static str)>,
@@ -1123,6 +1161,34 @@ mod tests {
         assert_eq!(calls, 10_000, "every call of the flat chains is kept");
         assert!(has_h, "what follows is lowered");
         assert!(errors >= 1, "the over-deep parentheses flag the file");
+    }
+
+    #[test]
+    fn comprehensions_whose_names_double_at_each_clause_stay_small() {
+        // Each clause pairs the name before it: written out, the element would have 2^20 parts
+        // (a million; more clauses would make a regression exhaust memory rather than fail).
+        let clauses: String = (1..20).map(|i| format!(" for v{i} in (v{p}, v{p})", p = i - 1)).collect();
+        let text = format!("def f(xs):\n    out = [v19 for v0 in xs{clauses}]\n    return out\n");
+        let syn = lower(&text);
+        let f = syn.scopes.iter().find(|s| s.bindings.iter().any(|(n, _)| n == "out")).expect("f's scope");
+        let Some((_, Binding::Value(Expr::Container(ContainerKind::List, elements)))) =
+            f.bindings.iter().find(|(n, _)| n == "out")
+        else {
+            panic!("out is a list: {:?}", f.bindings)
+        };
+        assert!(
+            elements.iter().all(|e| expressions::parts(e, 0) <= 2 * expressions::MAX_SUBSTITUTED_PARTS),
+            "{elements:?}"
+        );
+        // Two clauses are written out whole.
+        let syn = lower("def g(xs):\n    out = [b for a in xs for b in (a, a)]\n");
+        let g = syn.scopes.iter().find(|s| s.bindings.iter().any(|(n, _)| n == "out")).expect("g's scope");
+        let element = Expr::Subscript(Box::new(Expr::Container(
+            ContainerKind::Tuple,
+            vec![Expr::Subscript(Box::new(Expr::Name(Name::new("xs")))); 2],
+        )));
+        let out = g.bindings.iter().find(|(n, _)| n == "out").map(|(_, b)| b.clone());
+        assert_eq!(out, Some(Binding::Value(Expr::Container(ContainerKind::List, vec![element]))));
     }
 
     #[test]

@@ -18,7 +18,7 @@ impl<'a> Lowerer<'a> {
     /// [`Self::end_rebound_narrowings`]).
     pub(super) fn if_clause(&mut self, node: Node, scope: ScopeId) {
         let condition = node.field("condition");
-        let tests = condition.map(|c| self.instance_tests(c)).unwrap_or_default();
+        let tests = condition.map(|c| self.instance_tests(c, scope)).unwrap_or_default();
         // `if (x := make()) is not None:` binds `x` before the body runs.
         if let Some(condition) = condition {
             self.end_rebound_narrowings(condition, scope);
@@ -103,29 +103,11 @@ impl<'a> Lowerer<'a> {
     /// module or one it imports): `isinstance(obj, kind)` with `kind` a parameter may test any
     /// class its callers pass, and found false it rules out none of them in particular.
     pub(super) fn sole_instance_test(&self, condition: Node, scope: ScopeId) -> Option<(Name, Expr, bool)> {
-        let mut node = condition;
-        let mut negated = false;
-        for _ in 0..MAX_NESTING {
-            match node.kind() {
-                "parenthesized_expression" => node = node.named_child(0)?,
-                "not_operator" => {
-                    negated = !negated;
-                    node = node.field("argument")?;
-                }
-                "call" => {
-                    let class = node.field("arguments").and_then(|a| {
-                        let mut cursor = a.walk();
-                        a.named_children(&mut cursor).filter(|c| c.kind() != "comment").nth(1)
-                    })?;
-                    if self.names_a_local(class, scope) {
-                        return None;
-                    }
-                    return self.instance_test(node).map(|(name, ty)| (name, ty, negated));
-                }
-                _ => return None,
-            }
+        let (call, negated) = sole_call(condition)?;
+        if self.names_a_local(tested_class(call)?, scope) {
+            return None;
         }
-        None
+        self.instance_test(call, scope).map(|(name, ty)| (name, ty, negated))
     }
 
     /// Whether a class expression of an `isinstance` test (a name, an attribute chain, a tuple of
@@ -166,34 +148,34 @@ impl<'a> Lowerer<'a> {
     /// any operand of an `and` (parenthesised or not). Only names other than `self` and `cls`
     /// and attribute chains on names (`self.conn`), and classes written as names, attribute
     /// chains or a tuple of them.
-    pub(super) fn instance_tests(&self, condition: Node) -> Vec<(Name, Expr)> {
+    pub(super) fn instance_tests(&self, condition: Node, scope: ScopeId) -> Vec<(Name, Expr)> {
         let mut out = Vec::new();
-        self.collect_instance_tests(condition, &mut out, 0);
+        self.collect_instance_tests(condition, scope, &mut out, 0);
         out
     }
 
-    pub(super) fn collect_instance_tests(&self, node: Node, out: &mut Vec<(Name, Expr)>, depth: u32) {
+    pub(super) fn collect_instance_tests(&self, node: Node, scope: ScopeId, out: &mut Vec<(Name, Expr)>, depth: u32) {
         if depth > MAX_NESTING {
             return;
         }
         match node.kind() {
             "parenthesized_expression" => {
                 if let Some(inner) = node.named_child(0) {
-                    self.collect_instance_tests(inner, out, depth + 1);
+                    self.collect_instance_tests(inner, scope, out, depth + 1);
                 }
             }
             "boolean_operator" if node.child_by_field_name("operator").is_some_and(|o| o.kind() == "and") => {
                 for side in [node.field("left"), node.field("right")].into_iter().flatten() {
-                    self.collect_instance_tests(side, out, depth + 1);
+                    self.collect_instance_tests(side, scope, out, depth + 1);
                 }
             }
-            "call" => out.extend(self.instance_test(node)),
+            "call" => out.extend(self.instance_test(node, scope)),
             _ => {}
         }
     }
 
     /// `isinstance(name, T)` as the name and the instance type T names.
-    pub(super) fn instance_test(&self, call: Node) -> Option<(Name, Expr)> {
+    pub(super) fn instance_test(&self, call: Node, scope: ScopeId) -> Option<(Name, Expr)> {
         let function = call.field("function")?;
         if function.kind() != "identifier" || self.text(function) != "isinstance" {
             return None;
@@ -219,7 +201,7 @@ impl<'a> Lowerer<'a> {
             _ if is_class_name(class) => vec![self.text(*class)],
             _ => return None,
         };
-        let ty = self.type_of(&classes.join(" | "));
+        let ty = self.type_of(&classes.join(" | "), scope);
         (ty != Expr::Unknown).then(|| (Name::new(&name), ty))
     }
 
@@ -249,15 +231,7 @@ impl<'a> Lowerer<'a> {
         if statement.kind() != "if_statement" || statement.child_by_field_name("alternative").is_some() {
             return Vec::new();
         }
-        let Some(whole_condition) = statement.field("condition") else { return Vec::new() };
-        let condition = if whole_condition.kind() == "parenthesized_expression" {
-            match whole_condition.named_child(0) {
-                Some(inner) => inner,
-                None => return Vec::new(),
-            }
-        } else {
-            whole_condition
-        };
+        let Some((call, negated)) = statement.field("condition").and_then(sole_call) else { return Vec::new() };
         let leaves = statement
             .field("consequence")
             .and_then(|b| b.named_children(&mut b.walk()).filter(|c| !c.is_extra()).last());
@@ -267,19 +241,12 @@ impl<'a> Lowerer<'a> {
         if !always_leaves {
             return Vec::new();
         }
-        if condition.kind() != "not_operator" {
-            return self
-                .sole_instance_test(whole_condition, scope)
-                .filter(|(_, _, holds_when_false)| !holds_when_false)
-                .map(|(name, ty, _)| (name, ty, true))
-                .into_iter()
-                .collect();
-        }
-        match condition.field("argument") {
-            Some(test) if test.kind() == "call" => {
-                self.instance_test(test).into_iter().map(|(name, ty)| (name, ty, false)).collect()
-            }
-            _ => Vec::new(),
+        if negated {
+            // `if not isinstance(x, kind): raise`: the rest runs for what `kind` holds, whatever
+            // it is (a parameter too).
+            self.instance_test(call, scope).into_iter().map(|(name, ty)| (name, ty, false)).collect()
+        } else {
+            self.sole_instance_test(call, scope).map(|(name, ty, _)| (name, ty, true)).into_iter().collect()
         }
     }
 
@@ -450,6 +417,32 @@ impl<'a> Lowerer<'a> {
 /// prefix of its chain (`self = ...` and `self.conn = ...` both end `self.conn`'s narrowing).
 fn binds_again(bound: &[String], key: &str) -> bool {
     bound.iter().any(|b| key == b || key.strip_prefix(b.as_str()).is_some_and(|rest| rest.starts_with('.')))
+}
+
+/// The call of a condition that is one call, under any parentheses and `not`s: the call and
+/// whether the `not`s negate it.
+fn sole_call(condition: Node) -> Option<(Node, bool)> {
+    let mut node = condition;
+    let mut negated = false;
+    for _ in 0..MAX_NESTING {
+        match node.kind() {
+            "parenthesized_expression" => node = node.named_child(0)?,
+            "not_operator" => {
+                negated = !negated;
+                node = node.field("argument")?;
+            }
+            "call" => return Some((node, negated)),
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// The class argument of an `isinstance(value, class)` call (its second argument).
+fn tested_class(call: Node) -> Option<Node> {
+    let arguments = call.field("arguments")?;
+    let mut cursor = arguments.walk();
+    arguments.named_children(&mut cursor).filter(|c| c.kind() != "comment").nth(1)
 }
 
 /// `read` where the `isinstance` test `holds` holds and those of `found_false` were found false.

@@ -247,8 +247,8 @@ impl<'a> Resolver<'a> {
             }
         }
         if param.variadic {
-            // `*args` is a tuple and `**kwargs` a dict, whatever is passed (an annotation types
-            // their elements, not them).
+            // `*args` is a tuple and `**kwargs` a dict, whatever is passed (their annotation,
+            // which types their elements, is not read).
             return vec![builtin_instance(if param.keywords { "dict" } else { "tuple" })];
         }
         let parent = sc.parent.unwrap_or(0);
