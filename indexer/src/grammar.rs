@@ -10,14 +10,39 @@
 
 use tree_sitter::Node;
 
+use crate::lower::{NodeKind, kind_names};
+
+/// The node kinds [`check`] has a rule for.
+const CHECKED_KINDS: [&str; 14] = [
+    "parameters",
+    "lambda_parameters",
+    "argument_list",
+    "delete_statement",
+    "with_item",
+    "augmented_assignment",
+    "for_in_clause",
+    "list_comprehension",
+    "set_comprehension",
+    "generator_expression",
+    "dictionary_comprehension",
+    "tuple",
+    "tuple_pattern",
+    "parenthesized_expression",
+];
+
 /// The places where `root`'s tree breaks a rule of Python 3's grammar that tree-sitter accepts:
 /// each node's start byte and what is wrong, in source order.
 pub(crate) fn grammar_refusals(root: Node) -> Vec<(usize, &'static str)> {
+    // The kinds `check` looks at, by id: every node of the tree is visited, most of them tokens.
+    static CHECKED: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+    let checked = CHECKED.get_or_init(|| kind_names().iter().map(|kind| CHECKED_KINDS.contains(kind)).collect());
     let mut found = Vec::new();
     let mut cursor = root.walk();
     loop {
         let node = cursor.node();
-        check(node, &mut found);
+        if checked.get(node.kind_id() as usize).copied().unwrap_or(true) {
+            check(node, &mut found);
+        }
         if cursor.goto_first_child() {
             continue;
         }
@@ -41,11 +66,11 @@ fn items(node: Node) -> Vec<Node> {
 
 fn has_comma(node: Node) -> bool {
     let mut cursor = node.walk();
-    node.children(&mut cursor).any(|c| c.kind() == ",")
+    node.children(&mut cursor).any(|c| c.kind_str() == ",")
 }
 
 fn check(node: Node, found: &mut Vec<(usize, &'static str)>) {
-    match node.kind() {
+    match node.kind_str() {
         "parameters" | "lambda_parameters" => check_parameters(node, found),
         "argument_list" => check_arguments(node, found),
         "delete_statement" => {
@@ -58,13 +83,13 @@ fn check(node: Node, found: &mut Vec<(usize, &'static str)>) {
             let value = node.child_by_field_name("value").map(|v| {
                 let inner = items(v);
                 match inner.as_slice() {
-                    [one] if v.kind() == "parenthesized_expression" => *one,
+                    [one] if v.kind_str() == "parenthesized_expression" => *one,
                     _ => v,
                 }
             });
-            let alias = value.filter(|v| v.kind() == "as_pattern").and_then(|v| {
+            let alias = value.filter(|v| v.kind_str() == "as_pattern").and_then(|v| {
                 let mut cursor = v.walk();
-                v.named_children(&mut cursor).find(|c| c.kind() == "as_pattern_target")
+                v.named_children(&mut cursor).find(|c| c.kind_str() == "as_pattern_target")
             });
             if let Some(alias) = alias {
                 for target in items(alias) {
@@ -76,13 +101,13 @@ fn check(node: Node, found: &mut Vec<(usize, &'static str)>) {
             if let Some(left) = node.child_by_field_name("left") {
                 let mut left = left;
                 // `(a) += 1` is `a += 1`; `(a,) += 1` is a tuple.
-                while matches!(left.kind(), "tuple_pattern" | "tuple" | "parenthesized_expression")
+                while matches!(left.kind_str(), "tuple_pattern" | "tuple" | "parenthesized_expression")
                     && !has_comma(left)
                     && items(left).len() == 1
                 {
                     left = items(left)[0];
                 }
-                if !matches!(left.kind(), "identifier" | "attribute" | "subscript") {
+                if !matches!(left.kind_str(), "identifier" | "attribute" | "subscript") {
                     found.push((left.start_byte(), "an augmented assignment (`+=`) to more than one target"));
                 }
             }
@@ -96,14 +121,14 @@ fn check(node: Node, found: &mut Vec<(usize, &'static str)>) {
         "list_comprehension" | "set_comprehension" | "generator_expression" | "dictionary_comprehension"
             if node
                 .child_by_field_name("body")
-                .is_some_and(|b| matches!(b.kind(), "list_splat" | "dictionary_splat")) =>
+                .is_some_and(|b| matches!(b.kind_str(), "list_splat" | "dictionary_splat")) =>
         {
             found.push((node.start_byte(), "unpacking (`*`) as a comprehension's element"));
         }
         // `(*a)`, `(*a) = b`: a starred value in parentheses without a comma.
         "tuple" | "tuple_pattern" | "parenthesized_expression"
             if !has_comma(node)
-                && matches!(items(node).as_slice(), [one] if matches!(one.kind(), "list_splat" | "list_splat_pattern")) =>
+                && matches!(items(node).as_slice(), [one] if matches!(one.kind_str(), "list_splat" | "list_splat_pattern")) =>
         {
             found.push((node.start_byte(), "a starred value in parentheses without a comma"));
         }
@@ -127,24 +152,25 @@ fn check_parameters(node: Node, found: &mut Vec<(usize, &'static str)>) {
             return;
         }
         let first = p.named_child(0);
-        let splat =
-            |kind: &str| p.kind() == kind || (p.kind() == "typed_parameter" && first.is_some_and(|f| f.kind() == kind));
+        let splat = |kind: &str| {
+            p.kind_str() == kind || (p.kind_str() == "typed_parameter" && first.is_some_and(|f| f.kind_str() == kind))
+        };
         if splat("dictionary_splat_pattern") {
             seen_double_star = true;
             continue;
         }
-        if splat("list_splat_pattern") || p.kind() == "keyword_separator" {
+        if splat("list_splat_pattern") || p.kind_str() == "keyword_separator" {
             if seen_star {
                 found.push((p.start_byte(), "a second `*` in the parameters"));
                 return;
             }
             seen_star = true;
-            if p.kind() == "keyword_separator" {
+            if p.kind_str() == "keyword_separator" {
                 bare_star = Some(p);
             }
             continue;
         }
-        if p.kind() == "positional_separator" {
+        if p.kind_str() == "positional_separator" {
             let why = if seen_slash {
                 "a second `/` in the parameters"
             } else if seen_star {
@@ -159,7 +185,7 @@ fn check_parameters(node: Node, found: &mut Vec<(usize, &'static str)>) {
             return;
         }
         seen_parameter = true;
-        match p.kind() {
+        match p.kind_str() {
             "default_parameter" | "typed_default_parameter" => {
                 seen_default = true;
                 bare_star = None;
@@ -183,7 +209,7 @@ fn check_arguments(node: Node, found: &mut Vec<(usize, &'static str)>) {
     let mut seen_keyword = false;
     let mut seen_double_star = false;
     for a in items(node) {
-        match a.kind() {
+        match a.kind_str() {
             "keyword_argument" => seen_keyword = true,
             "dictionary_splat" => seen_double_star = true,
             "list_splat" if seen_double_star => {
@@ -209,7 +235,7 @@ fn check_arguments(node: Node, found: &mut Vec<(usize, &'static str)>) {
 fn check_target(target: Node, why: &'static str, starred: bool, found: &mut Vec<(usize, &'static str)>) {
     let mut pending = vec![target];
     while let Some(node) = pending.pop() {
-        match node.kind() {
+        match node.kind_str() {
             "identifier" | "attribute" | "subscript" => {}
             "tuple"
             | "list"
@@ -230,7 +256,16 @@ fn check_target(target: Node, why: &'static str, starred: bool, found: &mut Vec<
 
 #[cfg(test)]
 mod tests {
-    use super::grammar_refusals;
+    use super::{CHECKED_KINDS, grammar_refusals};
+    use crate::lower::kind_names;
+
+    #[test]
+    fn every_checked_kind_is_a_kind_of_the_grammar() {
+        // A misspelt kind would turn its rule off without a sound.
+        for kind in CHECKED_KINDS {
+            assert!(kind_names().contains(&kind), "{kind} is no node kind of tree-sitter-python");
+        }
+    }
 
     fn refusals(source: &str) -> Vec<&'static str> {
         let mut parser = tree_sitter::Parser::new();

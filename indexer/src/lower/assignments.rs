@@ -50,7 +50,7 @@ impl<'a> Lowerer<'a> {
         let explicit_super = matches!(&callee, Expr::Name(n) if n == "super")
             && node.field("arguments").is_some_and(|arguments| {
                 let mut cursor = arguments.walk();
-                let first = arguments.named_children(&mut cursor).find(|a| a.kind() != "comment");
+                let first = arguments.named_children(&mut cursor).find(|a| a.kind_str() != "comment");
                 first.is_some_and(|first| Some(self.text(first)) != self.enclosing_class_name(scope).as_deref())
             });
         self.container_mutation(&callee, &args, scope);
@@ -166,12 +166,12 @@ impl<'a> Lowerer<'a> {
         let mut cursor = arguments.walk();
         let positional: Vec<Node> = arguments
             .named_children(&mut cursor)
-            .filter(|a| a.kind() != "comment" && a.kind() != "keyword_argument")
+            .filter(|a| a.kind_str() != "comment" && a.kind_str() != "keyword_argument")
             .collect();
         let [ty, _] = positional.as_slice() else { return None };
         // A quoted type's names are read here; an unquoted one was read as an argument.
         let declared =
-            if ty.kind() == "string" { self.annotation(*ty, scope) } else { self.type_of(self.text(*ty), scope) };
+            if ty.kind_str() == "string" { self.annotation(*ty, scope) } else { self.type_of(self.text(*ty), scope) };
         let value = args.get(1).cloned().unwrap_or(Expr::Unknown);
         Some(Expr::Declared(Box::new(declared), Box::new(value)))
     }
@@ -183,12 +183,12 @@ impl<'a> Lowerer<'a> {
 
     pub(super) fn assignment_inner(&mut self, node: Node, stmt: Node, scope: ScopeId) -> Expr {
         let value = match node.field("right") {
-            Some(right) if right.kind() == "assignment" => self.assignment(right, stmt, scope),
-            Some(right) if right.kind() == "augmented_assignment" => {
+            Some(right) if right.kind_str() == "assignment" => self.assignment(right, stmt, scope),
+            Some(right) if right.kind_str() == "augmented_assignment" => {
                 self.augmented(right, stmt, scope);
                 Expr::Unknown
             }
-            Some(right) if right.kind() == "expression_list" || right.kind() == "pattern_list" => {
+            Some(right) if right.kind_str() == "expression_list" || right.kind_str() == "pattern_list" => {
                 self.value(right, scope)
             }
             Some(right) => self.expr(right, scope),
@@ -205,7 +205,7 @@ impl<'a> Lowerer<'a> {
                     None => self.dunder_all_dynamic = true,
                 }
             }
-            if scope == 0 && left.kind() == "identifier" {
+            if scope == 0 && left.kind_str() == "identifier" {
                 self.record_type_alias(left, node);
             }
             let annotated_only = node.field("right").is_none();
@@ -216,7 +216,7 @@ impl<'a> Lowerer<'a> {
                 Binding::Value(Expr::Declared(Box::new(declared), Box::new(assigned)))
             };
             self.bind_target(left, binding, scope, Some(stmt));
-            if !annotated_only && left.kind() == "identifier" && self.replaces_earlier(left, node, scope) {
+            if !annotated_only && left.kind_str() == "identifier" && self.replaces_earlier(left, node, scope) {
                 let sc = self.scope(scope);
                 if let Some(last) = sc.bindings.len().checked_sub(1) {
                     sc.replacing.push((last as u32, line(node)));
@@ -237,7 +237,7 @@ impl<'a> Lowerer<'a> {
             if let Some(bound) = self.type_variable_bound(right) {
                 Some(bound)
             } else if declared
-                || (matches!(right.kind(), "subscript" | "binary_operator")
+                || (matches!(right.kind_str(), "subscript" | "binary_operator")
                     && crate::annotation::is_type_alias_value(self.text(right)))
             {
                 Some(self.text(right).to_string())
@@ -256,7 +256,7 @@ impl<'a> Lowerer<'a> {
     /// bound, its constraints as a union, or `Any` (never the `TypeVar` object the name holds at
     /// run time: `target_type: type[T]` is a class, not a `TypeVar`).
     fn type_variable_bound(&self, value: Node) -> Option<String> {
-        if value.kind() != "call" {
+        if value.kind_str() != "call" {
             return None;
         }
         let callee = self.text(value.field("function")?);
@@ -268,8 +268,8 @@ impl<'a> Lowerer<'a> {
         let mut cursor = arguments.walk();
         let mut constraints = Vec::new();
         let mut bound = None;
-        for (i, argument) in arguments.named_children(&mut cursor).filter(|a| a.kind() != "comment").enumerate() {
-            match argument.kind() {
+        for (i, argument) in arguments.named_children(&mut cursor).filter(|a| a.kind_str() != "comment").enumerate() {
+            match argument.kind_str() {
                 "keyword_argument" => {
                     if argument.field("name").is_some_and(|n| self.text(n) == "bound") {
                         bound = argument.field("value").map(|v| self.text(v));
@@ -332,7 +332,7 @@ impl<'a> Lowerer<'a> {
         let mut cursor = outer.walk();
         let decorator_reads_name = outer
             .named_children(&mut cursor)
-            .filter(|c| c.kind() == "decorator")
+            .filter(|c| c.kind_str() == "decorator")
             .any(|d| mentions_identifier(d, name, self.src));
         // `from ..lookups import Transform`, `class IsEmpty(Transform)`, then `class
         // Transform(...)` (django's gis functions): the body's own code read the earlier binding
@@ -374,7 +374,7 @@ impl<'a> Lowerer<'a> {
         let Some(left) = node.field("left") else { return };
         // `left` is a `type` node around the name, or around `Alias[T]` (a generic type).
         let mut name = left;
-        while name.kind() != "identifier" {
+        while name.kind_str() != "identifier" {
             match name.named_child(0) {
                 Some(child) => name = child,
                 None => return,
@@ -399,7 +399,7 @@ impl<'a> Lowerer<'a> {
                 }
             }
             // `x += y` reads x too.
-            if left.kind() == "identifier" || left.kind() == "attribute" {
+            if left.kind_str() == "identifier" || left.kind_str() == "attribute" {
                 let read = self.chain(left, scope);
                 self.access(scope, read, line(left), false);
             }
@@ -414,7 +414,7 @@ impl<'a> Lowerer<'a> {
     }
 
     pub(super) fn bind_target_inner(&mut self, target: Node, binding: Binding, scope: ScopeId, stmt: Option<Node>) {
-        match target.kind() {
+        match target.kind_str() {
             "identifier" => {
                 let name = Name::new(self.text(target));
                 self.define_variable(scope, &name, stmt);
@@ -436,7 +436,7 @@ impl<'a> Lowerer<'a> {
             "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" | "expression_list" => {
                 let mut cursor = target.walk();
                 let children: Vec<Node> =
-                    target.named_children(&mut cursor).filter(|c| c.kind() != "comment").collect();
+                    target.named_children(&mut cursor).filter(|c| c.kind_str() != "comment").collect();
                 // What is unpacked: a nested pattern (`a, (b, c) = ...`) unpacks an element of it.
                 let whole = match binding {
                     Binding::Value(e) => Some(e),
@@ -445,7 +445,7 @@ impl<'a> Lowerer<'a> {
                     Binding::Iter(e) => Some(Expr::Subscript(Box::new(e))),
                     _ => None,
                 };
-                let star = children.iter().position(|c| matches!(c.kind(), "list_splat_pattern" | "list_splat"));
+                let star = children.iter().position(|c| matches!(c.kind_str(), "list_splat_pattern" | "list_splat"));
                 let count = children.len();
                 for (i, child) in children.into_iter().enumerate() {
                     let Some(whole) = &whole else {
@@ -486,7 +486,8 @@ impl<'a> Lowerer<'a> {
             }
             "list_splat_pattern" | "parenthesized_expression" => {
                 if let Some(inner) = target.named_child(0) {
-                    let b = if target.kind() == "list_splat_pattern" { Binding::Value(Expr::Unknown) } else { binding };
+                    let b =
+                        if target.kind_str() == "list_splat_pattern" { Binding::Value(Expr::Unknown) } else { binding };
                     self.bind_target(inner, b, scope, stmt);
                 }
             }
@@ -527,7 +528,7 @@ impl<'a> Lowerer<'a> {
                     let mut path: Option<Vec<Name>> = key.clone().map(|k| vec![k]);
                     let mut element = wrap(key, v);
                     let mut container = object;
-                    while container.kind() == "subscript" {
+                    while container.kind_str() == "subscript" {
                         let key = container.field("subscript").and_then(|k| self.constant_key(k));
                         path = match (path, &key) {
                             (Some(mut p), Some(k)) => {
@@ -540,7 +541,7 @@ impl<'a> Lowerer<'a> {
                         let Some(inner) = container.field("value") else { break };
                         container = inner;
                     }
-                    if container.kind() == "identifier" {
+                    if container.kind_str() == "identifier" {
                         // The element joins the container wherever the container lives (often a
                         // module-level registry mutated from a function).
                         let name = Name::new(self.text(container));
@@ -549,12 +550,12 @@ impl<'a> Lowerer<'a> {
                             self.overwrite_keys(owner, scope, &name, &[path]);
                         }
                         self.bind(owner, &name, Binding::Value(element));
-                    } else if container.kind() == "attribute" {
+                    } else if container.kind_str() == "attribute" {
                         // `self.adapters[prefix] = adapter`: an element of the attribute.
                         let object = container.field("object");
                         let attr = container.field("attribute");
                         if let (Some(object), Some(attr)) = (object, attr)
-                            && object.kind() == "identifier"
+                            && object.kind_str() == "identifier"
                         {
                             let base = Expr::Name(Name::new(self.text(object)));
                             let attr = Name::new(self.text(attr));

@@ -9,9 +9,9 @@ impl<'a> Lowerer<'a> {
         let mut decorators = Vec::new();
         let mut cursor = node.walk();
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
-        let decorator_count = children.iter().filter(|c| c.kind() == "decorator").count();
+        let decorator_count = children.iter().filter(|c| c.kind_str() == "decorator").count();
         for child in &children {
-            if child.kind() == "decorator"
+            if child.kind_str() == "decorator"
                 && let Some(expr_node) = child.named_child(0)
             {
                 // Decorators run in the enclosing scope: the module or class calls them.
@@ -36,7 +36,7 @@ impl<'a> Lowerer<'a> {
             }
         }
         if let Some(def) = node.field("definition") {
-            match def.kind() {
+            match def.kind_str() {
                 "function_definition" => self.function(def, node, scope, decorators),
                 "class_definition" => self.class(def, node, scope, decorators),
                 _ => self.statement(def, scope),
@@ -91,29 +91,31 @@ impl<'a> Lowerer<'a> {
         let mut cursor = params.walk();
         let children: Vec<Node> = params.named_children(&mut cursor).collect();
         for p in children {
-            let tuple = p.kind() == "tuple_pattern"
-                || (p.kind() == "default_parameter" && p.field("name").is_some_and(|n| n.kind() == "tuple_pattern"));
+            let tuple = p.kind_str() == "tuple_pattern"
+                || (p.kind_str() == "default_parameter"
+                    && p.field("name").is_some_and(|n| n.kind_str() == "tuple_pattern"));
             if tuple {
                 self.refuse_python2(p, "a Python 2 tuple parameter (`def f((a, b))`)");
             }
-            let keywords = p.kind() == "dictionary_splat_pattern"
-                || (p.kind() == "typed_parameter"
-                    && p.named_child(0).is_some_and(|f| f.kind() == "dictionary_splat_pattern"));
-            let (name_node, default, annotation, variadic) = match p.kind() {
+            let keywords = p.kind_str() == "dictionary_splat_pattern"
+                || (p.kind_str() == "typed_parameter"
+                    && p.named_child(0).is_some_and(|f| f.kind_str() == "dictionary_splat_pattern"));
+            let (name_node, default, annotation, variadic) = match p.kind_str() {
                 "identifier" => (Some(p), None, None, false),
                 "default_parameter" => (p.field("name"), p.field("value"), None, false),
                 "typed_default_parameter" => (p.field("name"), p.field("value"), p.field("type"), false),
                 "typed_parameter" => {
                     let first = p.named_child(0);
-                    let variadic = first.is_some_and(|f| f.kind() != "identifier");
-                    let name = first.map(|f| if f.kind() == "identifier" { f } else { f.named_child(0).unwrap_or(f) });
+                    let variadic = first.is_some_and(|f| f.kind_str() != "identifier");
+                    let name =
+                        first.map(|f| if f.kind_str() == "identifier" { f } else { f.named_child(0).unwrap_or(f) });
                     (name, None, p.field("type"), variadic)
                 }
                 "list_splat_pattern" | "dictionary_splat_pattern" => (p.named_child(0), None, None, true),
                 _ => continue,
             };
             let Some(name_node) = name_node else { continue };
-            if name_node.kind() != "identifier" {
+            if name_node.kind_str() != "identifier" {
                 continue;
             }
             let default = default.map(|d| self.expr(d, outer));
@@ -170,7 +172,7 @@ impl<'a> Lowerer<'a> {
     }
 
     pub(super) fn annotation_reads(&mut self, node: Node, scope: ScopeId) {
-        match node.kind() {
+        match node.kind_str() {
             "type" => {
                 if let Some(inner) = node.named_child(0) {
                     self.annotation_reads(inner, scope);
@@ -191,14 +193,14 @@ impl<'a> Lowerer<'a> {
                 let mut cursor = node.walk();
                 let mut children: Vec<Node> = node.named_children(&mut cursor).collect();
                 // `Literal['a']` holds values, not names; `Annotated[T, meta]` holds one type.
-                let generic = match node.kind() {
+                let generic = match node.kind_str() {
                     "generic_type" => children.first().copied(),
                     "subscript" => node.field("value"),
                     _ => None,
                 };
                 match generic.map(|g| self.text(g).rsplit('.').next().unwrap_or_default()) {
                     Some("Literal") => children.truncate(1),
-                    Some("Annotated") if node.kind() == "generic_type" => {
+                    Some("Annotated") if node.kind_str() == "generic_type" => {
                         // `Annotated` `[T, meta]`: the parameter list's first type only.
                         let first_type = children.get(1).and_then(|params| params.named_child(0));
                         children.truncate(1);
@@ -230,7 +232,7 @@ impl<'a> Lowerer<'a> {
             let mut cursor = args.walk();
             let children: Vec<Node> = args.named_children(&mut cursor).collect();
             for arg in children {
-                match arg.kind() {
+                match arg.kind_str() {
                     "keyword_argument" => {
                         if let Some(v) = arg.field("value") {
                             self.expr(v, scope);
@@ -353,12 +355,12 @@ impl<'a> Lowerer<'a> {
     /// The byte range of the docstring literal of a body, if it has one.
     pub(super) fn docstring(&self, body: Node) -> Option<(u32, u32)> {
         let mut cursor = body.walk();
-        let first = body.named_children(&mut cursor).find(|n| n.kind() != "comment")?;
-        if first.kind() != "expression_statement" {
+        let first = body.named_children(&mut cursor).find(|n| n.kind_str() != "comment")?;
+        if first.kind_str() != "expression_statement" {
             return None;
         }
         let string = first.named_child(0)?;
-        if string.kind() != "string" || first.named_child_count() != 1 {
+        if string.kind_str() != "string" || first.named_child_count() != 1 {
             return None;
         }
         Some(span(string))

@@ -10,7 +10,7 @@ impl<'a> Lowerer<'a> {
 
     /// Lowers an expression that is read: names and attribute chains are recorded as accesses.
     pub(super) fn expr(&mut self, node: Node, scope: ScopeId) -> Expr {
-        match node.kind() {
+        match node.kind_str() {
             "identifier" | "attribute" => {
                 let e = self.chain(node, scope);
                 self.access(scope, e.clone(), line(node), false);
@@ -23,7 +23,7 @@ impl<'a> Lowerer<'a> {
     /// Lowers a name or attribute chain without recording the chain itself as an access (the
     /// caller records it as a call, a base class, a store target, ...).
     pub(super) fn chain(&mut self, node: Node, scope: ScopeId) -> Expr {
-        match node.kind() {
+        match node.kind_str() {
             "identifier" => Expr::Name(Name::new(self.text(node))),
             "attribute" => self.nested(Expr::Unknown, |l| l.attribute_chain(node, scope)),
             _ => self.value(node, scope),
@@ -31,7 +31,7 @@ impl<'a> Lowerer<'a> {
     }
 
     pub(super) fn attribute_chain(&mut self, node: Node, scope: ScopeId) -> Expr {
-        match node.kind() {
+        match node.kind_str() {
             "attribute" => {
                 let object = node.field("object");
                 let attr = node.field("attribute").map(|a| Name::new(self.text(a)));
@@ -57,7 +57,7 @@ impl<'a> Lowerer<'a> {
     /// A constant dict key: a plain string literal as its text, an integer literal as its value
     /// marked apart (`1` and `0x1` are one key, `"1"` another).
     pub(super) fn constant_key(&self, node: Node) -> Option<Name> {
-        if node.kind() != "integer" {
+        if node.kind_str() != "integer" {
             return self.constant_string(node);
         }
         let digits = self.text(node).replace('_', "");
@@ -76,11 +76,14 @@ impl<'a> Lowerer<'a> {
 
     /// The value of a plain string literal (no interpolation, no concatenation).
     pub(super) fn constant_string(&self, node: Node) -> Option<Name> {
-        if node.kind() != "string" {
+        if node.kind_str() != "string" {
             return None;
         }
         let mut cursor = node.walk();
-        if node.named_children(&mut cursor).any(|c| c.kind() == "interpolation" || c.kind() == "escape_sequence") {
+        if node
+            .named_children(&mut cursor)
+            .any(|c| c.kind_str() == "interpolation" || c.kind_str() == "escape_sequence")
+        {
             return None;
         }
         let text = self.text(node);
@@ -113,7 +116,7 @@ impl<'a> Lowerer<'a> {
     }
 
     pub(super) fn value_inner(&mut self, node: Node, scope: ScopeId) -> Expr {
-        match node.kind() {
+        match node.kind_str() {
             "identifier" | "attribute" => self.expr(node, scope),
             "call" => {
                 let callee_node = node.field("function");
@@ -122,7 +125,7 @@ impl<'a> Lowerer<'a> {
                 let mut args = Vec::new();
                 let mut keywords = Vec::new();
                 if let Some(arguments) = node.field("arguments") {
-                    if arguments.kind() == "generator_expression" {
+                    if arguments.kind_str() == "generator_expression" {
                         args.push(flow_only(self.value(arguments, scope)));
                     } else {
                         args.reserve_exact(arguments.named_child_count());
@@ -131,7 +134,7 @@ impl<'a> Lowerer<'a> {
                         // After `*rest` the positions of later arguments are unknown.
                         let mut positions_known = true;
                         for arg in children {
-                            match arg.kind() {
+                            match arg.kind_str() {
                                 "keyword_argument" => {
                                     let name = arg.field("name").map(|n| Name::new(self.text(n)));
                                     let value = arg.field("value").map(|v| self.expr(v, scope));
@@ -147,7 +150,7 @@ impl<'a> Lowerer<'a> {
                                     // Read (the names in it are used), but it has no position:
                                     // `f(*pre, cb)` does not pass `cb` second, nor `f(**kw)` first.
                                     self.expr(arg, scope);
-                                    positions_known &= arg.kind() == "dictionary_splat";
+                                    positions_known &= arg.kind_str() == "dictionary_splat";
                                 }
                                 _ => {
                                     let value = self.expr(arg, scope);
@@ -167,12 +170,12 @@ impl<'a> Lowerer<'a> {
                 let subs: Vec<Node> = node.children_by_field_name("subscript", &mut cursor).collect();
                 let key = if subs.len() == 1 { self.constant_key(subs[0]) } else { None };
                 let named_key = match subs.as_slice() {
-                    [only] if only.kind() == "identifier" => Some(Expr::Name(Name::new(self.text(*only)))),
+                    [only] if only.kind_str() == "identifier" => Some(Expr::Name(Name::new(self.text(*only)))),
                     _ => None,
                 };
                 // `seq[a:b]`: a slice (see `Expr::Slice`).
                 let slice_start = match subs.as_slice() {
-                    [only] if only.kind() == "slice" => Some(self.slice_start(*only)),
+                    [only] if only.kind_str() == "slice" => Some(self.slice_start(*only)),
                     _ => None,
                 };
                 for s in subs {
@@ -199,7 +202,7 @@ impl<'a> Lowerer<'a> {
                 None => Expr::Unknown,
             },
             "list" | "tuple" | "set" | "expression_list" | "pattern_list" => {
-                let kind = match node.kind() {
+                let kind = match node.kind_str() {
                     "list" => ContainerKind::List,
                     "set" => ContainerKind::Set,
                     _ => ContainerKind::Tuple,
@@ -207,7 +210,7 @@ impl<'a> Lowerer<'a> {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 let elements =
-                    children.into_iter().filter(|c| c.kind() != "comment").map(|c| self.expr(c, scope)).collect();
+                    children.into_iter().filter(|c| c.kind_str() != "comment").map(|c| self.expr(c, scope)).collect();
                 Expr::Container(kind, elements)
             }
             "dictionary" => {
@@ -217,7 +220,7 @@ impl<'a> Lowerer<'a> {
                 let mut keyed = Vec::new();
                 let mut all_constant = true;
                 for child in children {
-                    if child.kind() == "pair" {
+                    if child.kind_str() == "pair" {
                         let key = child.field("key").and_then(|k| self.constant_key(k));
                         if let Some(k) = child.field("key") {
                             self.expr(k, scope);
@@ -230,7 +233,7 @@ impl<'a> Lowerer<'a> {
                             }
                             values.push(value);
                         }
-                    } else if child.kind() != "comment" {
+                    } else if child.kind_str() != "comment" {
                         all_constant = false;
                         self.expr(child, scope);
                     }
@@ -291,16 +294,16 @@ impl<'a> Lowerer<'a> {
             // Chains of one operator are nested one level per operator, leftmost deepest:
             // walked down their left spine, not recursively (generated code has thousands).
             "boolean_operator" | "binary_operator" => {
-                let kind = node.kind();
+                let kind = node.kind_str();
                 let mut operands = Vec::new();
                 let mut all_plus = true;
                 let mut current = Some(node);
                 while let Some(n) = current {
-                    if n.kind() != kind {
+                    if n.kind_str() != kind {
                         operands.push(n);
                         break;
                     }
-                    all_plus &= n.field("operator").is_some_and(|o| o.kind() == "+");
+                    all_plus &= n.field("operator").is_some_and(|o| o.kind_str() == "+");
                     operands.extend(n.field("right"));
                     current = n.field("left");
                 }
@@ -409,7 +412,7 @@ impl<'a> Lowerer<'a> {
                 let values = self.named_exprs(node, scope);
                 let is_from = {
                     let mut cursor = node.walk();
-                    node.children(&mut cursor).any(|c| c.kind() == "from")
+                    node.children(&mut cursor).any(|c| c.kind_str() == "from")
                 };
                 for v in values {
                     let v = if is_from { Expr::Subscript(Box::new(v)) } else { v };
@@ -422,7 +425,7 @@ impl<'a> Lowerer<'a> {
                 Expr::Unknown
             }
             "comparison_operator" => {
-                if node.children(&mut node.walk()).any(|c| c.kind() == "<>") {
+                if node.children(&mut node.walk()).any(|c| c.kind_str() == "<>") {
                     self.refuse_python2(node, "the Python 2 operator `<>`");
                 }
                 self.walk_children(node, scope);
@@ -439,7 +442,7 @@ impl<'a> Lowerer<'a> {
     /// `case Point() as p`: `p` is a `Point`), dotted names are values it reads (`case
     /// Color.RED`), and a class pattern's class is read (`case Point(x=0)`).
     pub(super) fn pattern(&mut self, node: Node, scope: ScopeId) {
-        match node.kind() {
+        match node.kind_str() {
             "dotted_name" => {
                 let chain = self.dotted(node);
                 match &chain {
@@ -455,7 +458,7 @@ impl<'a> Lowerer<'a> {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 for (i, child) in children.into_iter().enumerate() {
-                    if i == 0 && child.kind() == "dotted_name" {
+                    if i == 0 && child.kind_str() == "dotted_name" {
                         let class = self.dotted(child);
                         self.access(scope, class, line(child), false);
                     } else {
@@ -468,18 +471,18 @@ impl<'a> Lowerer<'a> {
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 let mut value = Expr::Unknown;
                 for child in children {
-                    if matches!(child.kind(), "identifier" | "as_pattern_target") {
-                        let alias = child.named_child(0).filter(|c| c.kind() == "identifier").unwrap_or(child);
+                    if matches!(child.kind_str(), "identifier" | "as_pattern_target") {
+                        let alias = child.named_child(0).filter(|c| c.kind_str() == "identifier").unwrap_or(child);
                         let name = self.text(alias).to_string();
                         self.bind(scope, &name, Binding::Value(value.clone()));
                     } else {
                         // `case Point() as p`: `p` is an instance of the class matched.
-                        value = match child.kind() {
+                        value = match child.kind_str() {
                             "case_pattern" => child
                                 .named_child(0)
-                                .filter(|c| c.kind() == "class_pattern")
+                                .filter(|c| c.kind_str() == "class_pattern")
                                 .and_then(|c| c.named_child(0))
-                                .filter(|c| c.kind() == "dotted_name")
+                                .filter(|c| c.kind_str() == "dotted_name")
                                 .map(|c| Expr::Instance(Box::new(self.dotted(c))))
                                 .unwrap_or(Expr::Unknown),
                             _ => Expr::Unknown,
@@ -489,7 +492,7 @@ impl<'a> Lowerer<'a> {
                 }
             }
             "splat_pattern" => {
-                if let Some(name) = node.named_child(0).filter(|c| c.kind() == "identifier") {
+                if let Some(name) = node.named_child(0).filter(|c| c.kind_str() == "identifier") {
                     let name = self.text(name).to_string();
                     if name != "_" {
                         self.bind(scope, &name, Binding::Value(Expr::Unknown));
@@ -527,7 +530,7 @@ impl<'a> Lowerer<'a> {
         let has_statement = body.is_some_and(|b| {
             let mut cursor = b.walk();
 
-            b.named_children(&mut cursor).any(|c| c.kind() != "comment")
+            b.named_children(&mut cursor).any(|c| c.kind_str() != "comment")
         });
         if !has_statement {
             self.empty_bodies += 1;
@@ -541,7 +544,7 @@ impl<'a> Lowerer<'a> {
     pub(super) fn dotted(&self, node: Node) -> Expr {
         let mut cursor = node.walk();
         let mut chain: Option<Expr> = None;
-        for part in node.named_children(&mut cursor).filter(|c| c.kind() == "identifier") {
+        for part in node.named_children(&mut cursor).filter(|c| c.kind_str() == "identifier") {
             let name = Name::new(self.text(part));
             chain = Some(match chain {
                 None => Expr::Name(name),
@@ -555,7 +558,7 @@ impl<'a> Lowerer<'a> {
         let mut cursor = node.walk();
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
         for child in children {
-            match child.kind() {
+            match child.kind_str() {
                 "comment" | "string_start" | "string_content" | "string_end" | "escape_sequence" => {}
                 kind if is_statement_like(kind) => self.statement(child, scope),
                 _ => {
@@ -572,7 +575,7 @@ impl<'a> Lowerer<'a> {
         let mut first_clause = true;
         let mut filters: Vec<Node> = Vec::new();
         for child in &children {
-            match child.kind() {
+            match child.kind_str() {
                 "for_in_clause" => {
                     // The first iterable is evaluated in the enclosing scope.
                     let eval_scope = if first_clause { scope } else { inner };
@@ -582,7 +585,7 @@ impl<'a> Lowerer<'a> {
                     let mut iter = Expr::Unknown;
                     for r in rights {
                         iter = self.expr(r, eval_scope);
-                        let is_async = child.child(0).is_some_and(|c| c.kind() == "async");
+                        let is_async = child.child(0).is_some_and(|c| c.kind_str() == "async");
                         self.scope(eval_scope).iterations.push((iter.clone(), line(r), is_async));
                     }
                     if let Some(left) = child.field("left") {
@@ -613,7 +616,7 @@ impl<'a> Lowerer<'a> {
         }
         let body = node.field("body");
         let element = match body {
-            Some(b) if b.kind() == "pair" => {
+            Some(b) if b.kind_str() == "pair" => {
                 if let Some(k) = b.field("key") {
                     self.expr(k, inner);
                 }
@@ -627,7 +630,7 @@ impl<'a> Lowerer<'a> {
         // hold is written into it.
         self.narrowings.truncate(narrowed_before);
         let element = self.element_outside(element, inner);
-        let kind = match node.kind() {
+        let kind = match node.kind_str() {
             "set_comprehension" => ContainerKind::Set,
             "dictionary_comprehension" => ContainerKind::Dict,
             _ => ContainerKind::List,

@@ -6,7 +6,7 @@ impl<'a> Lowerer<'a> {
     /// A name clause of an import statement (`a.b` or `a.b as c`): the dotted name, normalised,
     /// and the alias if any.
     pub(super) fn imported_name(&self, n: Node) -> (String, Option<&'a str>) {
-        let (name, alias) = match n.kind() {
+        let (name, alias) = match n.kind_str() {
             "aliased_import" => {
                 (n.field("name").map(|x| self.text(x)).unwrap_or(""), n.field("alias").map(|x| self.text(x)))
             }
@@ -51,12 +51,12 @@ impl<'a> Lowerer<'a> {
         let Some(module_node) = node.field("module_name") else {
             return;
         };
-        let module = if module_node.kind() == "relative_import" {
+        let module = if module_node.kind_str() == "relative_import" {
             let mut level = 0;
             let mut name = String::new();
             let mut cursor = module_node.walk();
             for child in module_node.named_children(&mut cursor) {
-                match child.kind() {
+                match child.kind_str() {
                     "import_prefix" => level = self.text(child).chars().filter(|&c| c == '.').count() as u32,
                     "dotted_name" => name = normalise_dotted(self.text(child)),
                     _ => {}
@@ -83,7 +83,7 @@ impl<'a> Lowerer<'a> {
             names.push(name);
         }
         let mut cursor = node.walk();
-        if node.named_children(&mut cursor).any(|c| c.kind() == "wildcard_import") {
+        if node.named_children(&mut cursor).any(|c| c.kind_str() == "wildcard_import") {
             names.push(Name::new("*"));
         }
         let names = names.into_boxed_slice();

@@ -110,6 +110,30 @@ impl<'t> FieldChild<'t> for Node<'t> {
     }
 }
 
+/// A node's kind by id. tree-sitter's `Node::kind` makes a `&str` of the kind's C string at every
+/// call (`strlen` and UTF-8 validation); lowering and the grammar check ask every node's kind,
+/// often several times, and that was about a sixth of lowering's time.
+pub(crate) trait NodeKind {
+    fn kind_str(&self) -> &'static str;
+}
+
+impl NodeKind for Node<'_> {
+    fn kind_str(&self) -> &'static str {
+        // Every id a tree of the grammar holds is in the table.
+        kind_names().get(self.kind_id() as usize).copied().unwrap_or("")
+    }
+}
+
+/// The grammar's node kinds by id.
+pub(crate) fn kind_names() -> &'static [&'static str] {
+    static LANGUAGE: std::sync::OnceLock<tree_sitter::Language> = std::sync::OnceLock::new();
+    static KINDS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    KINDS.get_or_init(|| {
+        let language = LANGUAGE.get_or_init(|| tree_sitter_python::LANGUAGE.into());
+        (0..language.node_kind_count() as u16).map(|id| language.node_kind_for_id(id).unwrap_or("")).collect()
+    })
+}
+
 /// How many recently lowered files keep their tree, for an incremental re-parse when they are
 /// edited again (editors save the same few files over and over).
 const RECENT_TREES: usize = 8;
@@ -325,7 +349,7 @@ fn first_tree_error(root: Node, src: &str) -> Option<(u32, String)> {
     let mut node = root.has_error().then_some(root)?;
     loop {
         if node.is_missing() {
-            let kind = node.kind();
+            let kind = node.kind_str();
             let what =
                 if kind.chars().any(|c| c.is_alphanumeric()) { kind.replace('_', " ") } else { format!("\"{kind}\"") };
             return Some((node.start_byte() as u32, format!("missing {what}")));
@@ -896,17 +920,30 @@ const VALUE_BUILTINS: [&str; 12] = [
 fn rebound_value_builtins(root: Node, src: &str) -> FxHashSet<&'static str> {
     let is_word = |c: char| c.is_alphanumeric() || c == '_';
     let mut out = FxHashSet::default();
-    // Each occurrence of the word in the text, looked up in the tree, instead of a walk over
-    // every node (django's cold index read 2.58 s either way, medians of five).
-    for builtin in VALUE_BUILTINS {
-        for (at, _) in src.match_indices(builtin) {
-            let end = at + builtin.len();
-            let whole_word = !src[..at].ends_with(is_word) && !src[end..].starts_with(is_word);
-            let Some(node) = root.descendant_for_byte_range(at, end).filter(|_| whole_word) else { continue };
-            if node.kind() == "identifier" && node.start_byte() == at && node.end_byte() == end && binds_name(node) {
-                out.insert(builtin);
+    // Each occurrence of one of the words in the text, looked up in the tree, instead of a walk
+    // over every node; the text is read once for all the words (once per word, it was 13 % of
+    // lowering's time on django).
+    let mut words = src.char_indices().peekable();
+    while let Some((at, c)) = words.next() {
+        if !is_word(c) {
+            continue;
+        }
+        let mut end = at + c.len_utf8();
+        while let Some(&(next, c)) = words.peek() {
+            if !is_word(c) {
                 break;
             }
+            end = next + c.len_utf8();
+            words.next();
+        }
+        let word = &src[at..end];
+        let Some(builtin) = VALUE_BUILTINS.iter().find(|b| **b == word) else { continue };
+        if out.contains(builtin) {
+            continue;
+        }
+        let Some(node) = root.descendant_for_byte_range(at, end) else { continue };
+        if node.kind_str() == "identifier" && node.start_byte() == at && node.end_byte() == end && binds_name(node) {
+            out.insert(*builtin);
         }
     }
     out
@@ -916,10 +953,11 @@ fn rebound_value_builtins(root: Node, src: &str) -> FxHashSet<&'static str> {
 fn binds_name(node: Node) -> bool {
     let Some(parent) = node.parent() else { return false };
     let is_field = |field: &str| parent.child_by_field_name(field) == Some(node);
-    match parent.kind() {
+    match parent.kind_str() {
         // A method binds a name of its class, not one the module's calls read.
         "function_definition" => {
-            is_field("name") && parent.parent().and_then(|b| b.parent()).is_none_or(|c| c.kind() != "class_definition")
+            is_field("name")
+                && parent.parent().and_then(|b| b.parent()).is_none_or(|c| c.kind_str() != "class_definition")
         }
         "class_definition" => is_field("name"),
         "assignment" | "augmented_assignment" | "for_statement" | "for_in_clause" => is_field("left"),
@@ -931,7 +969,7 @@ fn binds_name(node: Node) -> bool {
         // `import zip` / `from m import zip`: a one-part dotted name of the statement.
         "dotted_name" => {
             parent.named_child_count() == 1
-                && parent.parent().is_some_and(|statement| match statement.kind() {
+                && parent.parent().is_some_and(|statement| match statement.kind_str() {
                     "import_statement" => true,
                     "import_from_statement" => statement.child_by_field_name("module_name") != Some(parent),
                     _ => false,
@@ -990,7 +1028,7 @@ fn normalise_dotted(text: &str) -> String {
 fn case_classes<'s>(pattern: Node, src: &'s str) -> Vec<&'s str> {
     let mut node = pattern;
     loop {
-        match node.kind() {
+        match node.kind_str() {
             "case_pattern" | "as_pattern" => match node.named_child(0) {
                 Some(inner) => node = inner,
                 None => return Vec::new(),
@@ -998,7 +1036,7 @@ fn case_classes<'s>(pattern: Node, src: &'s str) -> Vec<&'s str> {
             "class_pattern" => {
                 return node
                     .named_child(0)
-                    .filter(|n| n.kind() == "dotted_name")
+                    .filter(|n| n.kind_str() == "dotted_name")
                     .and_then(|n| src.get(n.byte_range()))
                     .into_iter()
                     .collect();
@@ -1037,7 +1075,7 @@ fn mentions_identifier(node: Node, name: &str, src: &str) -> bool {
     let mut cursor = node.walk();
     let mut stack = vec![node];
     while let Some(n) = stack.pop() {
-        if n.kind() == "identifier" && src.get(n.start_byte()..n.end_byte()) == Some(name) {
+        if n.kind_str() == "identifier" && src.get(n.start_byte()..n.end_byte()) == Some(name) {
             return true;
         }
         stack.extend(n.children(&mut cursor));
@@ -1049,12 +1087,12 @@ fn mentions_identifier(node: Node, name: &str, src: &str) -> bool {
 /// (`["a"] + ["b"]`); `None` for anything else (a comprehension, a call, another list).
 fn all_names(lowerer: &Lowerer, node: Option<Node>) -> Option<Vec<Name>> {
     let node = node?;
-    match node.kind() {
+    match node.kind_str() {
         "list" | "tuple" | "parenthesized_expression" => {
             let mut out = Vec::new();
             let mut cursor = node.walk();
             for child in node.named_children(&mut cursor) {
-                match child.kind() {
+                match child.kind_str() {
                     "string" => {
                         let s = clean_docstring(lowerer.text(child));
                         if !s.is_empty() {
@@ -1189,6 +1227,33 @@ mod tests {
         )));
         let out = g.bindings.iter().find(|(n, _)| n == "out").map(|(_, b)| b.clone());
         assert_eq!(out, Some(Binding::Value(Expr::Container(ContainerKind::List, vec![element]))));
+    }
+
+    #[test]
+    fn kinds_by_id_are_the_kinds_tree_sitter_names() {
+        let text = "import os\nfrom . import (a as b,)\n@dec(1)\nclass A(B, metaclass=M):\n    x: int = 1\n    \
+                    def f(self, *a, k=2, **kw) -> 'A':\n        async def g():\n            await h(); yield\n        \
+                    return [i async for i in g() if i] or {k: v for k, v in kw.items()} or (lambda q: q)(1)\n\
+                    match x:\n    case {\"a\": [1, *rest]} | None if rest:\n        pass\n\
+                    type T[U] = list[U]\nwith (open(p) as f, g()):\n    del f[0], a.b\n\
+                    try:\n    raise E from e\nexcept* (E, F) as e:\n    print(f\"{e!r:>{w}}\", b'x' rb\"y\")\n";
+        let tree = parse(text).expect("parses");
+        let mut cursor = tree.root_node().walk();
+        let mut seen = 0;
+        loop {
+            let node = cursor.node();
+            assert_eq!(node.kind_str(), node.kind(), "at byte {}", node.start_byte());
+            seen += 1;
+            if cursor.goto_first_child() {
+                continue;
+            }
+            while !cursor.goto_next_sibling() {
+                if !cursor.goto_parent() {
+                    assert!(seen > 300, "the text has many nodes ({seen})");
+                    return;
+                }
+            }
+        }
     }
 
     #[test]

@@ -28,7 +28,7 @@ impl<'a> Lowerer<'a> {
         // false. Only a condition that is one test says something then (`isinstance(x, A) and
         // ready` may be false with `x` an `A`).
         let mut found_false: Vec<(Name, Expr, bool)> = Vec::new();
-        if node.kind() == "if_statement" {
+        if node.kind_str() == "if_statement" {
             found_false.extend(condition.and_then(|c| self.sole_instance_test(c, scope)));
         }
         let mut cursor = node.walk();
@@ -41,7 +41,7 @@ impl<'a> Lowerer<'a> {
                 }
                 self.statement(child, scope);
                 self.narrowings.truncate(before);
-            } else if matches!(child.kind(), "elif_clause" | "else_clause") {
+            } else if matches!(child.kind_str(), "elif_clause" | "else_clause") {
                 // Every clause adds what its condition says when found false, whether the
                 // conditions before it said anything (`if x is None: ... elif isinstance(x, A):
                 // ... else:`).
@@ -65,7 +65,7 @@ impl<'a> Lowerer<'a> {
                         found_false.clear();
                     }
                 }
-            } else if is_statement_like(child.kind()) {
+            } else if is_statement_like(child.kind_str()) {
                 self.statement(child, scope);
             } else {
                 self.expr(child, scope);
@@ -114,13 +114,13 @@ impl<'a> Lowerer<'a> {
     /// them) starts with a name a function around `scope` binds (a parameter, a local).
     fn names_a_local(&self, class: Node, scope: ScopeId) -> bool {
         let mut leftmost = class;
-        while leftmost.kind() == "attribute" {
+        while leftmost.kind_str() == "attribute" {
             match leftmost.field("object") {
                 Some(object) => leftmost = object,
                 None => return true,
             }
         }
-        match leftmost.kind() {
+        match leftmost.kind_str() {
             "identifier" => {
                 let name = self.text(leftmost);
                 let mut s = scope;
@@ -137,7 +137,7 @@ impl<'a> Lowerer<'a> {
             "tuple" | "parenthesized_expression" => {
                 let mut cursor = leftmost.walk();
                 let items: Vec<Node> = leftmost.named_children(&mut cursor).collect();
-                items.into_iter().any(|item| item.kind() != "comment" && self.names_a_local(item, scope))
+                items.into_iter().any(|item| item.kind_str() != "comment" && self.names_a_local(item, scope))
             }
             // Anything else is not a test `instance_test` takes.
             _ => true,
@@ -158,13 +158,13 @@ impl<'a> Lowerer<'a> {
         if depth > MAX_NESTING {
             return;
         }
-        match node.kind() {
+        match node.kind_str() {
             "parenthesized_expression" => {
                 if let Some(inner) = node.named_child(0) {
                     self.collect_instance_tests(inner, scope, out, depth + 1);
                 }
             }
-            "boolean_operator" if node.child_by_field_name("operator").is_some_and(|o| o.kind() == "and") => {
+            "boolean_operator" if node.child_by_field_name("operator").is_some_and(|o| o.kind_str() == "and") => {
                 for side in [node.field("left"), node.field("right")].into_iter().flatten() {
                     self.collect_instance_tests(side, scope, out, depth + 1);
                 }
@@ -177,22 +177,23 @@ impl<'a> Lowerer<'a> {
     /// `isinstance(name, T)` as the name and the instance type T names.
     pub(super) fn instance_test(&self, call: Node, scope: ScopeId) -> Option<(Name, Expr)> {
         let function = call.field("function")?;
-        if function.kind() != "identifier" || self.text(function) != "isinstance" {
+        if function.kind_str() != "identifier" || self.text(function) != "isinstance" {
             return None;
         }
         let arguments = call.field("arguments")?;
         let mut cursor = arguments.walk();
-        let args: Vec<Node> = arguments.named_children(&mut cursor).filter(|a| a.kind() != "comment").collect();
+        let args: Vec<Node> = arguments.named_children(&mut cursor).filter(|a| a.kind_str() != "comment").collect();
         let [subject, class] = args.as_slice() else { return None };
         let name = self.subject_key(*subject, 0)?;
         if name == "self" || name == "cls" {
             return None;
         }
-        let is_class_name = |n: &Node| matches!(n.kind(), "identifier" | "attribute");
-        let classes: Vec<&str> = match class.kind() {
+        let is_class_name = |n: &Node| matches!(n.kind_str(), "identifier" | "attribute");
+        let classes: Vec<&str> = match class.kind_str() {
             "tuple" => {
                 let mut cursor = class.walk();
-                let items: Vec<Node> = class.named_children(&mut cursor).filter(|a| a.kind() != "comment").collect();
+                let items: Vec<Node> =
+                    class.named_children(&mut cursor).filter(|a| a.kind_str() != "comment").collect();
                 if items.is_empty() || !items.iter().all(is_class_name) {
                     return None;
                 }
@@ -212,7 +213,7 @@ impl<'a> Lowerer<'a> {
         if depth > MAX_NESTING {
             return None;
         }
-        match node.kind() {
+        match node.kind_str() {
             "identifier" => Some(self.text(node).to_string()),
             "attribute" => {
                 let object = self.subject_key(node.field("object")?, depth + 1)?;
@@ -228,7 +229,7 @@ impl<'a> Lowerer<'a> {
     /// rest runs for a T) or `isinstance(name, T)` alone (the rest runs for anything else, as an
     /// `else` would; see [`Self::sole_instance_test`]). Each with whether it is negated.
     pub(super) fn exit_narrowings(&self, statement: Node, scope: ScopeId) -> Vec<(Name, Expr, bool)> {
-        if statement.kind() != "if_statement" || statement.child_by_field_name("alternative").is_some() {
+        if statement.kind_str() != "if_statement" || statement.child_by_field_name("alternative").is_some() {
             return Vec::new();
         }
         let Some((call, negated)) = statement.field("condition").and_then(sole_call) else { return Vec::new() };
@@ -236,7 +237,7 @@ impl<'a> Lowerer<'a> {
             .field("consequence")
             .and_then(|b| b.named_children(&mut b.walk()).filter(|c| !c.is_extra()).last());
         let always_leaves = leaves.is_some_and(|last| {
-            matches!(last.kind(), "raise_statement" | "return_statement" | "continue_statement" | "break_statement")
+            matches!(last.kind_str(), "raise_statement" | "return_statement" | "continue_statement" | "break_statement")
         });
         if !always_leaves {
             return Vec::new();
@@ -284,7 +285,7 @@ impl<'a> Lowerer<'a> {
         if depth > MAX_NESTING {
             return;
         }
-        match node.kind() {
+        match node.kind_str() {
             "function_definition" | "class_definition" => {
                 out.extend(node.field("name").map(|n| self.text(n).to_string()));
                 return;
@@ -317,7 +318,9 @@ impl<'a> Lowerer<'a> {
                 }
             }
             "dotted_name"
-                if node.parent().is_some_and(|p| matches!(p.kind(), "import_statement" | "import_from_statement")) =>
+                if node
+                    .parent()
+                    .is_some_and(|p| matches!(p.kind_str(), "import_statement" | "import_from_statement")) =>
             {
                 // `import a.b` binds `a`; `from m import x` binds `x` (the module's name is no
                 // binding: it is the `module_name` field, skipped below).
@@ -333,7 +336,7 @@ impl<'a> Lowerer<'a> {
         }
         let mut cursor = node.walk();
         for child in node.named_children(&mut cursor) {
-            if node.kind() == "import_from_statement" && node.field("module_name") == Some(child) {
+            if node.kind_str() == "import_from_statement" && node.field("module_name") == Some(child) {
                 continue;
             }
             self.bound_keys(child, out, depth + 1);
@@ -348,9 +351,9 @@ impl<'a> Lowerer<'a> {
     pub(super) fn rebinds_to_own_method_result(&self, assignment: Node) -> bool {
         let (Some(left), Some(right)) = (assignment.field("left"), assignment.field("right")) else { return false };
         let Some(target) = self.subject_key(left, 0) else { return false };
-        right.kind() == "call"
+        right.kind_str() == "call"
             && right.field("function").is_some_and(|f| {
-                f.kind() == "attribute"
+                f.kind_str() == "attribute"
                     && f.field("object").and_then(|o| self.subject_key(o, 0)).as_deref() == Some(&*target)
             })
     }
@@ -361,7 +364,7 @@ impl<'a> Lowerer<'a> {
         if depth > MAX_NESTING {
             return;
         }
-        match target.kind() {
+        match target.kind_str() {
             "identifier" | "attribute" => out.extend(self.subject_key(target, 0)),
             "subscript" => {}
             _ => {
@@ -425,7 +428,7 @@ fn sole_call(condition: Node) -> Option<(Node, bool)> {
     let mut node = condition;
     let mut negated = false;
     for _ in 0..MAX_NESTING {
-        match node.kind() {
+        match node.kind_str() {
             "parenthesized_expression" => node = node.named_child(0)?,
             "not_operator" => {
                 negated = !negated;
@@ -442,7 +445,7 @@ fn sole_call(condition: Node) -> Option<(Node, bool)> {
 fn tested_class(call: Node) -> Option<Node> {
     let arguments = call.field("arguments")?;
     let mut cursor = arguments.walk();
-    arguments.named_children(&mut cursor).filter(|c| c.kind() != "comment").nth(1)
+    arguments.named_children(&mut cursor).filter(|c| c.kind_str() != "comment").nth(1)
 }
 
 /// `read` where the `isinstance` test `holds` holds and those of `found_false` were found false.

@@ -114,7 +114,7 @@ pub(super) fn blank_error_lines(text: &str, root: Node, every_line: bool) -> Opt
             // is the `if`'s error, and that line is the one to blank.
             let mut statement = node;
             while let Some(parent) = statement.parent() {
-                if matches!(parent.kind(), "module" | "block" | "ERROR") {
+                if matches!(parent.kind_str(), "module" | "block" | "ERROR") {
                     break;
                 }
                 statement = parent;

@@ -13,7 +13,7 @@ impl<'a> Lowerer<'a> {
         for child in children {
             // A loop that binds the name anywhere (its target, or its body for the next
             // iteration) ends the test before its body runs; so does `with ... as name`.
-            if matches!(child.kind(), "for_statement" | "while_statement" | "with_statement") {
+            if matches!(child.kind_str(), "for_statement" | "while_statement" | "with_statement") {
                 self.end_rebound_narrowings(child, scope);
             }
             self.statement(child, scope);
@@ -65,7 +65,7 @@ impl<'a> Lowerer<'a> {
     ///   tree-sitter, an invalid literal to Python);
     /// - Python 2's `print x` and `exec code` statements (not `print >>f, x`, a tuple to Python 3).
     pub(super) fn check_statements(&mut self, block: Node, statements: &[Node]) {
-        let mut expected = (block.kind() == "module").then_some(0);
+        let mut expected = (block.kind_str() == "module").then_some(0);
         let mut last: Option<Node> = None;
         for statement in statements {
             // Comments and line continuations (`\`) are extras, not statements.
@@ -73,8 +73,8 @@ impl<'a> Lowerer<'a> {
                 continue;
             }
             // `print >>f, x` is a tuple to Python 3 (of `print >> f` and `x`), not refused.
-            let chevron = statement.named_child(0).is_some_and(|c| c.kind() == "chevron");
-            if matches!(statement.kind(), "print_statement" | "exec_statement") && !chevron {
+            let chevron = statement.named_child(0).is_some_and(|c| c.kind_str() == "chevron");
+            if matches!(statement.kind_str(), "print_statement" | "exec_statement") && !chevron {
                 self.refused_statements += 1;
                 self.refusal(statement.start_byte(), "a Python 2 print or exec statement");
             }
@@ -105,7 +105,7 @@ impl<'a> Lowerer<'a> {
                 .named_children(&mut cursor)
                 .filter(|c| {
                     matches!(
-                        c.kind(),
+                        c.kind_str(),
                         "elif_clause" | "else_clause" | "except_clause" | "except_group_clause" | "finally_clause"
                     )
                 })
@@ -122,7 +122,7 @@ impl<'a> Lowerer<'a> {
     pub(super) fn statement(&mut self, node: Node, scope: ScopeId) {
         self.statement_start = node.start_byte();
         let conditional = matches!(
-            node.kind(),
+            node.kind_str(),
             "if_statement"
                 | "for_statement"
                 | "while_statement"
@@ -140,7 +140,7 @@ impl<'a> Lowerer<'a> {
     }
 
     pub(super) fn statement_inner(&mut self, node: Node, scope: ScopeId) {
-        match node.kind() {
+        match node.kind_str() {
             "comment" => {}
             "function_definition" => self.function(node, node, scope, Vec::new()),
             "class_definition" => self.class(node, node, scope, Vec::new()),
@@ -149,7 +149,7 @@ impl<'a> Lowerer<'a> {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 for child in children {
-                    match child.kind() {
+                    match child.kind_str() {
                         "assignment" => {
                             self.assignment(child, node, scope);
                         }
@@ -172,7 +172,7 @@ impl<'a> Lowerer<'a> {
             "raise_statement" => {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
-                if children.first().is_some_and(|c| c.kind() == "expression_list") {
+                if children.first().is_some_and(|c| c.kind_str() == "expression_list") {
                     self.refuse_python2(node, "a Python 2 `raise E, message`");
                 }
                 for (i, child) in children.into_iter().enumerate() {
@@ -189,7 +189,7 @@ impl<'a> Lowerer<'a> {
             "global_statement" | "nonlocal_statement" => {
                 let mut cursor = node.walk();
                 let names: Vec<Name> = node.named_children(&mut cursor).map(|n| Name::new(self.text(n))).collect();
-                if node.kind() == "global_statement" {
+                if node.kind_str() == "global_statement" {
                     self.scope(scope).globals.extend(names);
                 } else {
                     self.scope(scope).nonlocals.extend(names);
@@ -199,7 +199,7 @@ impl<'a> Lowerer<'a> {
                 let right = node.field("right");
                 let iter = right.map(|r| self.expr(r, scope)).unwrap_or(Expr::Unknown);
                 if let Some(r) = right {
-                    let is_async = node.child(0).is_some_and(|c| c.kind() == "async");
+                    let is_async = node.child(0).is_some_and(|c| c.kind_str() == "async");
                     self.scope(scope).iterations.push((iter.clone(), line(r), is_async));
                 }
                 if let Some(left) = node.field("left") {
@@ -212,11 +212,11 @@ impl<'a> Lowerer<'a> {
                 }
             }
             "with_statement" => {
-                let is_async = node.child(0).is_some_and(|c| c.kind() == "async");
+                let is_async = node.child(0).is_some_and(|c| c.kind_str() == "async");
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 for child in children {
-                    if child.kind() == "with_clause" {
+                    if child.kind_str() == "with_clause" {
                         let mut c2 = child.walk();
                         let items: Vec<Node> = child.named_children(&mut c2).collect();
                         for item in items {
@@ -231,7 +231,7 @@ impl<'a> Lowerer<'a> {
                 let value = node.field("value");
                 let alias = node.field("alias");
                 // `except* E as eg`: `eg` is an ExceptionGroup holding E's, not an E.
-                let caught = if node.children(&mut node.walk()).any(|c| c.kind() == "*") {
+                let caught = if node.children(&mut node.walk()).any(|c| c.kind_str() == "*") {
                     Caught::Group
                 } else {
                     Caught::Exception
@@ -240,17 +240,17 @@ impl<'a> Lowerer<'a> {
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 let mut exc = Expr::Unknown;
                 for child in children {
-                    if Some(child) == value && child.kind() == "as_pattern" {
+                    if Some(child) == value && child.kind_str() == "as_pattern" {
                         // `except E as e`: tree-sitter-python 0.25 puts both in one as_pattern.
                         self.with_item_pattern(child, scope, caught);
                     } else if Some(child) == value {
                         exc = self.expr(child, scope);
                     } else if Some(child) == alias {
                         continue;
-                    } else if child.kind() == "as_pattern" {
+                    } else if child.kind_str() == "as_pattern" {
                         // Older layouts: `except E as e` as one as_pattern.
                         self.with_item_pattern(child, scope, caught);
-                    } else if child.kind() == "block" {
+                    } else if child.kind_str() == "block" {
                         if let Some(alias) = alias {
                             let binding = caught.binding(exc.clone());
                             self.bind_target(alias, binding, scope, None);
@@ -284,7 +284,7 @@ impl<'a> Lowerer<'a> {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 for child in children {
-                    match child.kind() {
+                    match child.kind_str() {
                         "case_pattern" => {
                             self.pattern(child, scope);
                             let classes = case_classes(child, self.src);
@@ -314,7 +314,7 @@ impl<'a> Lowerer<'a> {
                     let mut cursor = target.walk();
                     let children: Vec<Node> = target.named_children(&mut cursor).collect();
                     for child in children.into_iter().rev() {
-                        match child.kind() {
+                        match child.kind_str() {
                             "identifier" => {
                                 let name = Name::new(self.text(child));
                                 let sc = &self.scopes[scope as usize];
@@ -346,7 +346,7 @@ impl<'a> Lowerer<'a> {
         let mut cursor = node.walk();
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
         for child in children {
-            if is_statement_like(child.kind()) {
+            if is_statement_like(child.kind_str()) {
                 self.statement(child, scope);
             } else {
                 self.expr(child, scope);
@@ -360,7 +360,7 @@ impl<'a> Lowerer<'a> {
         let Some(value) = item.field("value") else {
             return;
         };
-        let manager = if value.kind() == "as_pattern" {
+        let manager = if value.kind_str() == "as_pattern" {
             self.with_item_pattern(value, scope, Caught::Entered)
         } else {
             self.expr(value, scope)
@@ -377,7 +377,7 @@ impl<'a> Lowerer<'a> {
         let mut start = None;
         let mut colons = 0;
         for child in slice.children(&mut cursor) {
-            match child.kind() {
+            match child.kind_str() {
                 ":" => colons += 1,
                 "comment" => {}
                 _ if colons == 0 => start = Some(child),
@@ -387,7 +387,7 @@ impl<'a> Lowerer<'a> {
         }
         match start {
             None => Some(0),
-            Some(n) if n.kind() == "integer" => self.text(n).replace('_', "").parse().ok(),
+            Some(n) if n.kind_str() == "integer" => self.text(n).replace('_', "").parse().ok(),
             Some(_) => None,
         }
     }
@@ -418,9 +418,9 @@ impl<'a> Lowerer<'a> {
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
         let mut out = Vec::new();
         for child in children {
-            if child.kind() == "expression_list" {
+            if child.kind_str() == "expression_list" {
                 out.push(self.value(child, scope));
-            } else if child.kind() != "comment" {
+            } else if child.kind_str() != "comment" {
                 out.push(self.expr(child, scope));
             }
         }
