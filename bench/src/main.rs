@@ -56,7 +56,7 @@ fn usage() {
         "usage:\n  fresco-bench index       [--runs N] [--threads T] [--report NAME] ROOT...\n  \
          fresco-bench incremental [--runs N] [--threads T] [--report NAME] [--file REL]... ROOT...\n  \
          fresco-bench query       [--reps N] [--threads T] [--report NAME] [--fresco PATH] ROOT\n  \
-         fresco-bench fresh       [--reps N] [--report NAME] [--fresco PATH] ROOT\n  \
+         fresco-bench fresh       [--reps N] [--half-typed] [--report NAME] [--fresco PATH] ROOT\n  \
          fresco-bench memory      [--renames N] [--dir REL] [--report NAME] [--fresco PATH]... ROOT"
     );
 }

@@ -867,63 +867,66 @@ fn render(
             },
         );
     }
-    let _ = writeln!(out, "## Projects\n");
-    let _ = writeln!(
-        out,
-        "| project | root | files | units | edges | cold index | candidates | tried | tasks | BM25 ready | dense ready (all units) | lanes caught up after an edit (median) |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-    );
-    for i in infos {
-        let dense = match i.dense_ready_s {
-            Some(s) if i.vectors_reused => format!("{s:.1} s (vectors of an earlier run)"),
-            Some(s) => format!("{s:.1} s ({:.0} units/s)", i.units as f64 / s.max(1e-9)),
-            None => i.dense_status.clone(),
-        };
+    // A run of `--latency ROOT` alone has no projects and no tasks: no table of them.
+    if !infos.is_empty() {
+        let _ = writeln!(out, "## Projects\n");
         let _ = writeln!(
             out,
-            "| {} | `{}` | {} | {} | {} | {:.2} s | {} | {} | {} | {:.2} s | {} | {:.0} ms |",
-            i.name,
-            i.root,
-            i.files,
-            i.units,
-            i.edges,
-            i.index_s,
-            i.candidates,
-            i.tried,
-            i.tasks,
-            i.bm25_ready_s,
-            dense,
-            i.lane_update_median_ms
+            "| project | root | files | units | edges | cold index | candidates | tried | tasks | BM25 ready | dense ready (all units) | lanes caught up after an edit (median) |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
-    }
-    for i in infos {
-        if !i.skipped.is_empty() {
-            let s: Vec<String> = i.skipped.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-            let _ = writeln!(out, "\n{} candidates skipped: {}.", i.name, s.join("; "));
+        for i in infos {
+            let dense = match i.dense_ready_s {
+                Some(s) if i.vectors_reused => format!("{s:.1} s (vectors of an earlier run)"),
+                Some(s) => format!("{s:.1} s ({:.0} units/s)", i.units as f64 / s.max(1e-9)),
+                None => i.dense_status.clone(),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | `{}` | {} | {} | {} | {:.2} s | {} | {} | {} | {:.2} s | {} | {:.0} ms |",
+                i.name,
+                i.root,
+                i.files,
+                i.units,
+                i.edges,
+                i.index_s,
+                i.candidates,
+                i.tried,
+                i.tasks,
+                i.bm25_ready_s,
+                dense,
+                i.lane_update_median_ms
+            );
         }
-    }
-    if !not_started.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nNot started (`--stop-after` reached; in the order given): {}.",
-            not_started.iter().map(|r| format!("`{r}`")).collect::<Vec<_>>().join(", ")
-        );
-    }
-    let sig: usize = all.iter().map(|t| t.signature_deps).sum();
-    if args.external.is_some() {
-        let _ = writeln!(
-            out,
-            "\nUnits the blanked signatures still use, by fresco's graph: {sig} over {} tasks (counted as needed when \
+        for i in infos {
+            if !i.skipped.is_empty() {
+                let s: Vec<String> = i.skipped.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+                let _ = writeln!(out, "\n{} candidates skipped: {}.", i.name, s.join("; "));
+            }
+        }
+        if !not_started.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nNot started (`--stop-after` reached; in the order given): {}.",
+                not_started.iter().map(|r| format!("`{r}`")).collect::<Vec<_>>().join(", ")
+            );
+        }
+        let sig: usize = all.iter().map(|t| t.signature_deps).sum();
+        if args.external.is_some() {
+            let _ = writeln!(
+                out,
+                "\nUnits the blanked signatures still use, by fresco's graph: {sig} over {} tasks (counted as needed when \
              DevEval annotated them).\n",
-            all.len()
-        );
-    } else {
-        let _ = writeln!(
-            out,
-            "\nUses kept by the blanked signatures (not counted as needed): {sig} over {} tasks. `C.__init__` folded into \
+                all.len()
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "\nUses kept by the blanked signatures (not counted as needed): {sig} over {} tasks. `C.__init__` folded into \
          its class `C` when both are needed (a constructor call): {}.\n",
-            all.len(),
-            infos.iter().map(|i| i.init_folded).sum::<usize>()
-        );
+                all.len(),
+                infos.iter().map(|i| i.init_folded).sum::<usize>()
+            );
+        }
     }
     if !all.is_empty() {
         let _ = writeln!(out, "## Results, all projects\n");
