@@ -345,8 +345,12 @@ pub fn skipped_files(
     snapshot: &Snapshot,
     walk_issues: &[fresco_indexer::WalkIssue],
 ) -> Vec<(String, String)> {
-    let recorded =
-        snapshot.files().filter_map(|f| f.graph.skipped.as_ref().map(|r| (f.graph.path.clone(), r.to_string())));
+    // The snapshot counts them: the walk over every file stops at the last one (at once when
+    // there is none, the usual case; `status` is polled).
+    let recorded = snapshot
+        .files()
+        .filter_map(|f| f.graph.skipped.as_ref().map(|r| (f.graph.path.clone(), r.to_string())))
+        .take(snapshot.totals().skipped_files);
     let walked = walk_issues.iter().map(|issue| {
         let shown = match issue.on_disk.strip_prefix(root) {
             Ok(relative) => relative.to_string_lossy().into_owned(),
@@ -379,7 +383,7 @@ pub fn status(info: StatusInfo) -> Value {
             .snapshot
             .files()
             .filter(|f| f.graph.parse_errors > 0)
-            .take(STATUS_LISTED)
+            .take(STATUS_LISTED.min(t.parse_error_files))
             .map(|f| parse_error_json(&f.graph))
             .collect::<Vec<_>>(),
         "skipped_files": skipped.len(),
@@ -388,7 +392,7 @@ pub fn status(info: StatusInfo) -> Value {
             .snapshot
             .files()
             .filter(|f| f.graph.resolution_cut)
-            .take(STATUS_LISTED)
+            .take(STATUS_LISTED.min(t.resolution_cut_files))
             .map(|f| f.graph.path.as_str())
             .collect::<Vec<_>>(),
         // Which, and why (binary, not UTF-8, too large, unreadable, a symbolic link, a name
