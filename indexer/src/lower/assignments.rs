@@ -270,11 +270,10 @@ impl<'a> Lowerer<'a> {
         let mut bound = None;
         for (i, argument) in arguments.named_children(&mut cursor).filter(|a| a.kind_str() != "comment").enumerate() {
             match argument.kind_str() {
-                "keyword_argument" => {
-                    if argument.field("name").is_some_and(|n| self.text(n) == "bound") {
-                        bound = argument.field("value").map(|v| self.text(v));
-                    }
+                "keyword_argument" if argument.field("name").is_some_and(|n| self.text(n) == "bound") => {
+                    bound = argument.field("value").map(|v| self.text(v));
                 }
+                "keyword_argument" => {}
                 _ if i > 0 => constraints.push(self.text(argument)),
                 _ => {}
             }
