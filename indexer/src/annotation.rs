@@ -49,7 +49,9 @@ impl TypeAliases {
     /// written: `Node = Leaf | list["Node"]`). One that does not parse, or that would be too
     /// large written out, is no alias.
     pub fn record(&mut self, name: &str, text: &str) {
-        let expanded = parse(text).map(|ty| self.expand(ty)).filter(|ty| parts(ty, 0) <= MAX_ALIAS_PARTS);
+        // Too large already as written: not written out, and not read at length.
+        let parsed = parse(text).filter(|ty| parts(ty, 0) <= MAX_ALIAS_PARTS);
+        let expanded = parsed.map(|ty| self.expand(ty)).filter(|ty| parts(ty, 0) <= MAX_ALIAS_PARTS);
         match expanded {
             Some(ty) => {
                 self.aliases.insert(name.to_string(), ty);
@@ -100,15 +102,16 @@ impl TypeAliases {
             }
             Ty::Or(items) => {
                 let mut members: Vec<Ty> = Vec::new();
+                let mut seen: rustc_hash::FxHashSet<Ty> = rustc_hash::FxHashSet::default();
                 for item in items {
                     // `A | B` written out inside `X | A`: a union of unions is one union, each
-                    // member once.
+                    // member once (a set: an annotation may be a union of thousands).
                     let expanded = match self.substitute(item, usable, used) {
                         Ty::Or(inner) => inner,
                         other => vec![other],
                     };
                     for member in expanded {
-                        if !members.contains(&member) {
+                        if seen.insert(member.clone()) {
                             members.push(member);
                         }
                     }
@@ -199,7 +202,7 @@ fn collect_names(ty: &Ty, out: &mut Vec<Expr>) {
 }
 
 /// The parsed shape of an annotation.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Ty {
     /// A dotted name, possibly subscripted.
     Name(String, Vec<Ty>),

@@ -205,9 +205,6 @@ impl<'a> Lowerer<'a> {
                     None => self.dunder_all_dynamic = true,
                 }
             }
-            if scope == 0 && left.kind_str() == "identifier" {
-                self.record_type_alias(left, node);
-            }
             let annotated_only = node.field("right").is_none();
             let assigned = if annotated_only { Expr::Unknown } else { value.clone() };
             let binding = if declared == Expr::Unknown {
@@ -216,6 +213,10 @@ impl<'a> Lowerer<'a> {
                 Binding::Value(Expr::Declared(Box::new(declared), Box::new(assigned)))
             };
             self.bind_target(left, binding, scope, Some(stmt));
+            // After binding the name, which ends an alias of it: this assignment may make one.
+            if scope == 0 && left.kind_str() == "identifier" {
+                self.record_type_alias(left, node);
+            }
             if !annotated_only && left.kind_str() == "identifier" && self.replaces_earlier(left, node, scope) {
                 let sc = self.scope(scope);
                 if let Some(last) = sc.bindings.len().checked_sub(1) {
@@ -245,7 +246,7 @@ impl<'a> Lowerer<'a> {
                 None
             }
         });
-        match alias.filter(|_| !self.unusable_aliases.contains(&name)) {
+        match alias {
             Some(text) => self.type_aliases.record(name.as_str(), &text),
             None => self.type_aliases.remove(name.as_str()),
         }
@@ -379,13 +380,12 @@ impl<'a> Lowerer<'a> {
                 None => return,
             }
         }
+        self.bind_target(name, Binding::Value(value), scope, Some(node));
         if scope == 0
             && let Some(right) = node.field("right")
-            && !self.unusable_aliases.contains(self.text(name))
         {
             self.type_aliases.record(self.text(name), self.text(right));
         }
-        self.bind_target(name, Binding::Value(value), scope, Some(node));
     }
 
     pub(super) fn augmented(&mut self, node: Node, stmt: Node, scope: ScopeId) {
@@ -418,6 +418,7 @@ impl<'a> Lowerer<'a> {
                 let name = Name::new(self.text(target));
                 self.define_variable(scope, &name, stmt);
                 self.scope(scope).bindings.push((name.clone(), binding));
+                self.module_binds(scope, &name);
                 if self.scopes[scope as usize].globals.contains(&name) {
                     if self.scopes[scope as usize].kind != ScopeKind::Module {
                         let at = stmt.unwrap_or(target);

@@ -134,41 +134,64 @@ impl<'a> Lowerer<'a> {
         self.type_of(self.text(node), scope)
     }
 
-    /// What the annotation text read by `scope` promises, the module's type aliases written out
-    /// (see [`crate::annotation::TypeAliases`]) where no scope around `scope` binds the name.
+    /// What the annotation text read by `scope` promises, the module's type aliases in force
+    /// written out (see [`crate::annotation::TypeAliases`]); whether the name means the alias
+    /// there is checked once the whole file is read (see [`Lowerer::conflicting_aliases`]).
     pub(super) fn type_of(&self, text: &str, scope: ScopeId) -> Expr {
         let mut used = Vec::new();
-        let ty = self.type_aliases.type_expr(text, &|name| !self.bound_around(scope, name), &mut used);
+        let usable = |name: &str| {
+            let name = Name::new(name);
+            !self.unusable_aliases.contains(&(None, name.clone()))
+                && !self.unusable_aliases.contains(&(Some(scope), name))
+        };
+        let ty = self.type_aliases.type_expr(text, &usable, &mut used);
         if !used.is_empty() {
             self.alias_uses.borrow_mut().extend(used.into_iter().map(|name| (scope, Name::new(&name))));
         }
         ty
     }
 
-    /// Whether a scope from `scope` out to the module (the module left out) binds `name`.
+    /// Whether a scope between `scope` and the module binds `name`, as a name read by `scope`
+    /// would find it: `scope` itself, the functions around it, and the class whose body holds
+    /// it directly (a method's annotations are read in the class body), not the classes
+    /// further out (a method's body does not see them).
     fn bound_around(&self, scope: ScopeId, name: &str) -> bool {
         let mut s = Some(scope);
+        let mut first = true;
         while let Some(id) = s.filter(|&id| id != 0) {
             let sc = &self.scopes[id as usize];
-            if sc.bindings.iter().any(|(n, _)| n == name) {
+            let seen = first || sc.kind != ScopeKind::Class || self.scopes[scope as usize].parent == Some(id);
+            if seen && sc.bindings.iter().any(|(n, _)| n == name) {
                 return true;
             }
+            first = false;
             s = sc.parent;
         }
         false
     }
 
     /// The aliases written out where the whole file shows their name bound otherwise too: more
-    /// than once in the module, or in a scope around the annotation (see [`lower_text`]).
-    pub(super) fn conflicting_aliases(&self) -> Vec<Name> {
-        let mut out: Vec<Name> = Vec::new();
-        for (scope, name) in self.alias_uses.borrow().iter() {
-            let module_bindings = self.scopes[0].bindings.iter().filter(|(n, _)| n == name).count();
-            if (module_bindings != 1 || self.bound_around(*scope, name)) && !out.contains(name) {
-                out.push(name.clone());
+    /// than once in the module (a use before a later binding reads it as the alias only where
+    /// annotations are evaluated at once), or in a scope around the annotation (see
+    /// [`lower_text`]).
+    pub(super) fn conflicting_aliases(&self) -> Vec<AliasUse> {
+        let uses = self.alias_uses.borrow();
+        if uses.is_empty() {
+            return Vec::new();
+        }
+        let mut module_bindings: FxHashMap<&Name, usize> = FxHashMap::default();
+        for (name, _) in self.scopes[0].bindings.iter() {
+            *module_bindings.entry(name).or_default() += 1;
+        }
+        let mut out: FxHashSet<AliasUse> = FxHashSet::default();
+        for (scope, name) in uses.iter() {
+            if module_bindings.get(name) != Some(&1) {
+                out.insert((None, name.clone()));
+            } else if self.bound_around(*scope, name) {
+                out.insert((Some(*scope), name.clone()));
             }
         }
-        out
+        out.into_iter().collect()
     }
 
     pub(super) fn annotation_reads(&mut self, node: Node, scope: ScopeId) {

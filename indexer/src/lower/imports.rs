@@ -33,8 +33,9 @@ impl<'a> Lowerer<'a> {
                     let first = Name::new(module.split('.').next().unwrap_or(&module));
                     self.scope(scope).bindings.push((
                         first.clone(),
-                        Binding::Import(Import::Module { module: ModuleRef { level: 0, name: first } }),
+                        Binding::Import(Import::Module { module: ModuleRef { level: 0, name: first.clone() } }),
                     ));
+                    self.module_binds(scope, &first);
                 }
             }
             self.import_replaces_earlier(node, scope);

@@ -119,17 +119,25 @@ pub(crate) trait NodeKind {
 
 impl NodeKind for Node<'_> {
     fn kind_str(&self) -> &'static str {
-        // Every id a tree of the grammar holds is in the table.
-        kind_names().get(self.kind_id() as usize).copied().unwrap_or("")
+        let id = self.kind_id();
+        match kind_names().get(id as usize) {
+            Some(kind) => kind,
+            // tree-sitter's own symbols past the grammar's: `ERROR` (65535) and `_ERROR`.
+            None => python_language().node_kind_for_id(id).unwrap_or(""),
+        }
     }
+}
+
+fn python_language() -> &'static tree_sitter::Language {
+    static LANGUAGE: std::sync::OnceLock<tree_sitter::Language> = std::sync::OnceLock::new();
+    LANGUAGE.get_or_init(|| tree_sitter_python::LANGUAGE.into())
 }
 
 /// The grammar's node kinds by id.
 pub(crate) fn kind_names() -> &'static [&'static str] {
-    static LANGUAGE: std::sync::OnceLock<tree_sitter::Language> = std::sync::OnceLock::new();
     static KINDS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
     KINDS.get_or_init(|| {
-        let language = LANGUAGE.get_or_init(|| tree_sitter_python::LANGUAGE.into());
+        let language = python_language();
         (0..language.node_kind_count() as u16).map(|id| language.node_kind_for_id(id).unwrap_or("")).collect()
     })
 }
@@ -397,6 +405,11 @@ fn lower_text(original: &str, text: &str, root: Node, repaired: bool) -> (FileSy
     (syntax, refused)
 }
 
+/// Where an alias is not to be written out (see [`lower_text`]): everywhere (`None`: the
+/// module binds its name otherwise too), or in annotations read by one scope (a scope around it
+/// binds the name). Scope ids are the same in every lowering of a text.
+type AliasUse = (Option<ScopeId>, Name);
+
 /// How many times a file is lowered again for aliases whose names turned out to be bound
 /// otherwise too (see [`lower_text`]); after that, the last lowering stands.
 const MAX_ALIAS_ROUNDS: usize = 3;
@@ -408,8 +421,8 @@ fn lower_text_once(
     text: &str,
     root: Node,
     repaired: bool,
-    unusable_aliases: &FxHashSet<Name>,
-) -> (FileSyntax, u32, Vec<Name>) {
+    unusable_aliases: &FxHashSet<AliasUse>,
+) -> (FileSyntax, u32, Vec<AliasUse>) {
     let line_starts = line_starts(text);
     let line_count = line_starts.len() as u32;
     let mut lowerer = Lowerer {
@@ -446,8 +459,9 @@ fn lower_text_once(
             lowerer.refusal(at, why);
         }
     }
-    let conflicting = lowerer.conflicting_aliases();
     lowerer.define_global_writes();
+    // After the global writes: a function's `global X; X = ...` binds the module's X too.
+    let conflicting = lowerer.conflicting_aliases();
     lowerer.drop_local_reads();
     lowerer.name_lambdas();
     let docstring = lowerer.docstring(root);
@@ -634,9 +648,9 @@ struct Lowerer<'a> {
     type_aliases: crate::annotation::TypeAliases,
     /// Names never taken for aliases in this lowering: a first lowering wrote them out where the
     /// name turned out to be bound otherwise too (see [`lower_text`]).
-    unusable_aliases: &'a FxHashSet<Name>,
+    unusable_aliases: &'a FxHashSet<AliasUse>,
     /// Where aliases were written out: the scope reading the annotation, and the alias.
-    alias_uses: RefCell<Vec<(ScopeId, Name)>>,
+    alias_uses: RefCell<FxHashSet<(ScopeId, Name)>>,
     /// The first of the refusals counted in `too_deep`, `empty_bodies` and
     /// `refused_statements`: its byte offset and why.
     first_refusal: Option<(u32, &'static str)>,
@@ -707,6 +721,15 @@ impl<'a> Lowerer<'a> {
 
     fn bind(&mut self, scope: ScopeId, name: &str, binding: Binding) {
         self.scope(scope).bindings.push((Name::new(name), binding));
+        self.module_binds(scope, name);
+    }
+
+    /// A binding of `name` in `scope`: when it is the module's, the name is no alias from
+    /// here on (an alias's own assignment records it again after binding it).
+    fn module_binds(&mut self, scope: ScopeId, name: &str) {
+        if scope == 0 {
+            self.type_aliases.remove(name);
+        }
     }
 
     /// The unit path prefix for definitions made directly in `scope`.
@@ -1231,28 +1254,37 @@ mod tests {
 
     #[test]
     fn kinds_by_id_are_the_kinds_tree_sitter_names() {
-        let text = "import os\nfrom . import (a as b,)\n@dec(1)\nclass A(B, metaclass=M):\n    x: int = 1\n    \
-                    def f(self, *a, k=2, **kw) -> 'A':\n        async def g():\n            await h(); yield\n        \
-                    return [i async for i in g() if i] or {k: v for k, v in kw.items()} or (lambda q: q)(1)\n\
-                    match x:\n    case {\"a\": [1, *rest]} | None if rest:\n        pass\n\
-                    type T[U] = list[U]\nwith (open(p) as f, g()):\n    del f[0], a.b\n\
-                    try:\n    raise E from e\nexcept* (E, F) as e:\n    print(f\"{e!r:>{w}}\", b'x' rb\"y\")\n";
-        let tree = parse(text).expect("parses");
-        let mut cursor = tree.root_node().walk();
-        let mut seen = 0;
-        loop {
-            let node = cursor.node();
-            assert_eq!(node.kind_str(), node.kind(), "at byte {}", node.start_byte());
-            seen += 1;
-            if cursor.goto_first_child() {
-                continue;
-            }
-            while !cursor.goto_next_sibling() {
-                if !cursor.goto_parent() {
-                    assert!(seen > 300, "the text has many nodes ({seen})");
-                    return;
+        let clean = "import os\nfrom . import (a as b,)\n@dec(1)\nclass A(B, metaclass=M):\n    x: int = 1\n    \
+                     def f(self, *a, k=2, **kw) -> 'A':\n        async def g():\n            await h(); yield\n        \
+                     return [i async for i in g() if i] or {k: v for k, v in kw.items()} or (lambda q: q)(1)\n\
+                     match x:\n    case {\"a\": [1, *rest]} | None if rest:\n        pass\n\
+                     type T[U] = list[U]\nwith (open(p) as f, g()):\n    del f[0], a.b\n\
+                     try:\n    raise E from e\nexcept* (E, F) as e:\n    print(f\"{e!r:>{w}}\", b'x' rb\"y\")\n";
+        // Broken lines: tree-sitter's own `ERROR` and missing nodes have ids past the grammar's.
+        let broken = "def f(:\n    x = [1,\ndef dumpobj: int, fp) -> None:\n    pass\nclass (:\n    y = )\n";
+        for (text, least, errors_expected) in [(clean, 300, false), (broken, 20, true)] {
+            let tree = parse(text).expect("parses");
+            let mut cursor = tree.root_node().walk();
+            let (mut seen, mut errors) = (0, 0);
+            loop {
+                let node = cursor.node();
+                assert_eq!(node.kind_str(), node.kind(), "at byte {} of {text:?}", node.start_byte());
+                seen += 1;
+                errors += usize::from(node.is_error());
+                if cursor.goto_first_child() {
+                    continue;
+                }
+                while !cursor.goto_next_sibling() {
+                    if !cursor.goto_parent() {
+                        break;
+                    }
+                }
+                if cursor.node() == tree.root_node() {
+                    break;
                 }
             }
+            assert!(seen > least, "the text has many nodes ({seen})");
+            assert_eq!(errors > 0, errors_expected, "{errors} error nodes in {text:?}");
         }
     }
 
