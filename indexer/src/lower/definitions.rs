@@ -151,29 +151,34 @@ impl<'a> Lowerer<'a> {
         ty
     }
 
-    /// Whether a scope between `scope` and the module binds `name`, as a name read by `scope`
-    /// would find it: `scope` itself, the functions around it, and the class whose body holds
-    /// it directly (a method's annotations are read in the class body), not the classes
-    /// further out (a method's body does not see them).
-    fn bound_around(&self, scope: ScopeId, name: &str) -> bool {
+    /// The scopes between `scope` and the module whose bindings an annotation read by `scope`
+    /// sees: `scope` itself unless it is a function (its signature's annotations are read
+    /// where the `def` is), the functions around it, and a class only where its own body or
+    /// its methods' signatures read the annotation (not a class further out: neither a
+    /// method's body, a nested class nor a comprehension sees it).
+    fn scopes_seen(&self, scope: ScopeId) -> Vec<ScopeId> {
+        let reader = &self.scopes[scope as usize];
+        let mut seen = Vec::new();
         let mut s = Some(scope);
-        let mut first = true;
         while let Some(id) = s.filter(|&id| id != 0) {
             let sc = &self.scopes[id as usize];
-            let seen = first || sc.kind != ScopeKind::Class || self.scopes[scope as usize].parent == Some(id);
-            if seen && sc.bindings.iter().any(|(n, _)| n == name) {
-                return true;
+            let counts = match sc.kind {
+                ScopeKind::Class => id == scope || (reader.kind == ScopeKind::Function && reader.parent == Some(id)),
+                ScopeKind::Function => id != scope,
+                _ => true,
+            };
+            if counts {
+                seen.push(id);
             }
-            first = false;
             s = sc.parent;
         }
-        false
+        seen
     }
 
-    /// The aliases written out where the whole file shows their name bound otherwise too: more
-    /// than once in the module (a use before a later binding reads it as the alias only where
-    /// annotations are evaluated at once), or in a scope around the annotation (see
-    /// [`lower_text`]).
+    /// The aliases written out where the whole file shows their name bound otherwise too: by
+    /// anything but alias definitions in the module (a use before a later binding reads it as
+    /// the alias only where annotations are evaluated at once), or in a scope around the
+    /// annotation (see [`lower_text`]).
     pub(super) fn conflicting_aliases(&self) -> Vec<AliasUse> {
         let uses = self.alias_uses.borrow();
         if uses.is_empty() {
@@ -183,11 +188,24 @@ impl<'a> Lowerer<'a> {
         for (name, _) in self.scopes[0].bindings.iter() {
             *module_bindings.entry(name).or_default() += 1;
         }
+        // Each scope's bound names, gathered once (a class of thousands of annotated attributes
+        // reads as many aliases).
+        let mut names_of: FxHashMap<ScopeId, FxHashSet<&Name>> = FxHashMap::default();
         let mut out: FxHashSet<AliasUse> = FxHashSet::default();
         for (scope, name) in uses.iter() {
-            if module_bindings.get(name) != Some(&1) {
+            // Bound otherwise than by alias definitions (two of them under a version test are
+            // one alias as far as annotations go: the one in force where each is read).
+            if module_bindings.get(name) != self.alias_bindings.get(name) {
                 out.insert((None, name.clone()));
-            } else if self.bound_around(*scope, name) {
+                continue;
+            }
+            let shadowed = self.scopes_seen(*scope).into_iter().any(|s| {
+                names_of
+                    .entry(s)
+                    .or_insert_with(|| self.scopes[s as usize].bindings.iter().map(|(n, _)| n).collect())
+                    .contains(name)
+            });
+            if shadowed {
                 out.insert((Some(*scope), name.clone()));
             }
         }

@@ -606,9 +606,9 @@ impl<'a> Lowerer<'a> {
         // The element is computed only for what passes the `if` clauses: their `isinstance`
         // tests narrow its reads (`[x.run() for x in xs if isinstance(x, A)]` calls `A.run`).
         // A name a later clause binds again (`... if isinstance(x, A) for x in ys`) is not the
-        // one tested: not narrowed.
+        // one tested: not narrowed (a name of the scope around, bound by no clause, is).
         let bound_once =
-            |l: &Self, name: &Name| l.scopes[inner as usize].bindings.iter().filter(|(n, _)| n == name).count() == 1;
+            |l: &Self, name: &Name| l.scopes[inner as usize].bindings.iter().filter(|(n, _)| n == name).count() <= 1;
         let narrowed_before = self.narrowings.len();
         for &condition in &filters {
             for (name, ty) in self.instance_tests(condition, inner) {

@@ -77,6 +77,7 @@ impl<'a> Lowerer<'a> {
             }
             let name = Name::new(&name);
             let local = alias.map(Name::new).unwrap_or_else(|| name.clone());
+            self.module_binds(scope, &local);
             self.scope(scope)
                 .bindings
                 .push((local, Binding::Import(Import::Name { module: module.clone(), name: name.clone() })));
