@@ -247,7 +247,7 @@ impl<'a> Lowerer<'a> {
             }
         });
         match alias {
-            Some(text) => self.record_alias(name.as_str(), &text),
+            Some(text) => self.type_aliases.record(name.as_str(), &text),
             None => self.type_aliases.remove(name.as_str()),
         }
     }
@@ -384,7 +384,7 @@ impl<'a> Lowerer<'a> {
         if scope == 0
             && let Some(right) = node.field("right")
         {
-            self.record_alias(self.text(name), self.text(right));
+            self.type_aliases.record(self.text(name), self.text(right));
         }
     }
 

@@ -152,10 +152,11 @@ impl<'a> Lowerer<'a> {
     }
 
     /// The scopes between `scope` and the module whose bindings an annotation read by `scope`
-    /// sees: `scope` itself unless it is a function (its signature's annotations are read
-    /// where the `def` is), the functions around it, and a class only where its own body or
+    /// sees: `scope` itself, the functions around it, and a class only where its own body or
     /// its methods' signatures read the annotation (not a class further out: neither a
-    /// method's body, a nested class nor a comprehension sees it).
+    /// method's body, a nested class nor a comprehension sees it). A function's own names
+    /// count for its signature too, which Python reads where the `def` is: its body's
+    /// annotations and `isinstance` tests share its scope, and there they do hide the alias.
     fn scopes_seen(&self, scope: ScopeId) -> Vec<ScopeId> {
         let reader = &self.scopes[scope as usize];
         let mut seen = Vec::new();
@@ -164,7 +165,6 @@ impl<'a> Lowerer<'a> {
             let sc = &self.scopes[id as usize];
             let counts = match sc.kind {
                 ScopeKind::Class => id == scope || (reader.kind == ScopeKind::Function && reader.parent == Some(id)),
-                ScopeKind::Function => id != scope,
                 _ => true,
             };
             if counts {
@@ -175,10 +175,10 @@ impl<'a> Lowerer<'a> {
         seen
     }
 
-    /// The aliases written out where the whole file shows their name bound otherwise too: by
-    /// anything but alias definitions in the module (a use before a later binding reads it as
-    /// the alias only where annotations are evaluated at once), or in a scope around the
-    /// annotation (see [`lower_text`]).
+    /// The aliases written out where the whole file shows their name bound otherwise too: more
+    /// than once in the module (a use before a later binding reads it as the alias only where
+    /// annotations are evaluated at once), or in a scope whose names the annotation sees (see
+    /// [`lower_text`]).
     pub(super) fn conflicting_aliases(&self) -> Vec<AliasUse> {
         let uses = self.alias_uses.borrow();
         if uses.is_empty() {
@@ -193,9 +193,10 @@ impl<'a> Lowerer<'a> {
         let mut names_of: FxHashMap<ScopeId, FxHashSet<&Name>> = FxHashMap::default();
         let mut out: FxHashSet<AliasUse> = FxHashSet::default();
         for (scope, name) in uses.iter() {
-            // Bound otherwise than by alias definitions (two of them under a version test are
-            // one alias as far as annotations go: the one in force where each is read).
-            if module_bindings.get(name) != self.alias_bindings.get(name) {
+            // Bound more than once: even two alias definitions (under a version test, or one
+            // replacing the other below a function that reads the name when it runs) leave
+            // which one an annotation means to the reader.
+            if module_bindings.get(name) != Some(&1) {
                 out.insert((None, name.clone()));
                 continue;
             }

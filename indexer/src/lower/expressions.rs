@@ -605,10 +605,17 @@ impl<'a> Lowerer<'a> {
         }
         // The element is computed only for what passes the `if` clauses: their `isinstance`
         // tests narrow its reads (`[x.run() for x in xs if isinstance(x, A)]` calls `A.run`).
-        // A name a later clause binds again (`... if isinstance(x, A) for x in ys`) is not the
-        // one tested: not narrowed (a name of the scope around, bound by no clause, is).
-        let bound_once =
-            |l: &Self, name: &Name| l.scopes[inner as usize].bindings.iter().filter(|(n, _)| n == name).count() <= 1;
+        // A name a clause binds again (`... if isinstance(x, A) for x in ys`, or a walrus in a
+        // filter, which binds in the scope around) is not the one tested: not narrowed (a name
+        // of the scope around that no clause binds is).
+        let mut walrus_bound = Vec::new();
+        for &condition in &filters {
+            self.bound_keys(condition, &mut walrus_bound, 0);
+        }
+        let bound_once = |l: &Self, name: &Name| {
+            l.scopes[inner as usize].bindings.iter().filter(|(n, _)| n == name).count() <= 1
+                && !super::narrowing::binds_again(&walrus_bound, name.as_str())
+        };
         let narrowed_before = self.narrowings.len();
         for &condition in &filters {
             for (name, ty) in self.instance_tests(condition, inner) {

@@ -439,7 +439,6 @@ fn lower_text_once(
         rebound_builtins: rebound_value_builtins(root, text),
         type_aliases: crate::annotation::TypeAliases::default(),
         unusable_aliases,
-        alias_bindings: FxHashMap::default(),
         alias_uses: RefCell::default(),
         first_refusal: None,
         statement_start: 0,
@@ -649,10 +648,6 @@ struct Lowerer<'a> {
     /// Names never taken for aliases in this lowering: a first lowering wrote them out where the
     /// name turned out to be bound otherwise too (see [`lower_text`]).
     unusable_aliases: &'a FxHashSet<AliasUse>,
-    /// How many of the module's bindings of each name made it an alias (`if sys.version_info
-    /// ...: Pair = A | B else: Pair = Union[A, B]` makes two; see
-    /// [`Lowerer::conflicting_aliases`]).
-    alias_bindings: FxHashMap<Name, usize>,
     /// Where aliases were written out: the scope reading the annotation, and the alias.
     alias_uses: RefCell<FxHashSet<(ScopeId, Name)>>,
     /// The first of the refusals counted in `too_deep`, `empty_bodies` and
@@ -726,12 +721,6 @@ impl<'a> Lowerer<'a> {
     fn bind(&mut self, scope: ScopeId, name: &str, binding: Binding) {
         self.scope(scope).bindings.push((Name::new(name), binding));
         self.module_binds(scope, name);
-    }
-
-    /// Records the module's `name` (just bound) as an alias of the annotation `text`.
-    fn record_alias(&mut self, name: &str, text: &str) {
-        self.type_aliases.record(name, text);
-        *self.alias_bindings.entry(Name::new(name)).or_default() += 1;
     }
 
     /// A binding of `name` in `scope`: when it is the module's, the name is no alias from

@@ -418,7 +418,7 @@ impl<'a> Lowerer<'a> {
 
 /// Whether binding the names and attribute chains `bound` binds `key` again: `key` itself, or a
 /// prefix of its chain (`self = ...` and `self.conn = ...` both end `self.conn`'s narrowing).
-fn binds_again(bound: &[String], key: &str) -> bool {
+pub(super) fn binds_again(bound: &[String], key: &str) -> bool {
     bound.iter().any(|b| key == b || key.strip_prefix(b.as_str()).is_some_and(|rest| rest.starts_with('.')))
 }
 
