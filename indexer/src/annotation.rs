@@ -77,7 +77,7 @@ impl TypeAliases {
         if self.aliases.is_empty() {
             return instance_of(&ty, 0);
         }
-        let ty = self.substitute(ty, &|name| usable(name), used);
+        let ty = self.substitute(ty, usable, used);
         instance_of(&ty, 0)
     }
 

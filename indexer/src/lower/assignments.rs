@@ -227,10 +227,10 @@ impl<'a> Lowerer<'a> {
         value
     }
 
-    /// Records `left = right` of the module's top level (assignment `node`) as a type alias when
-    /// it is declared one (`X: TypeAlias = ...`) or its value reads as one (see
-    /// [`crate::annotation::is_type_alias_value`]); any other assignment to the name ends the
-    /// alias.
+    /// Records `left = right` of the module's top level (assignment `node`), just bound, as a
+    /// type alias when it is declared one (`X: TypeAlias = ...`), its value reads as one (see
+    /// [`crate::annotation::is_type_alias_value`]) or it makes a `TypeVar` (binding the name
+    /// ended any alias it was).
     fn record_type_alias(&mut self, left: Node, node: Node) {
         let name = Name::new(self.text(left));
         let declared = node.field("type").is_some_and(|t| self.text(t).rsplit('.').next() == Some("TypeAlias"));
@@ -246,9 +246,8 @@ impl<'a> Lowerer<'a> {
                 None
             }
         });
-        match alias {
-            Some(text) => self.type_aliases.record(name.as_str(), &text),
-            None => self.type_aliases.remove(name.as_str()),
+        if let Some(text) = alias {
+            self.type_aliases.record(name.as_str(), &text);
         }
     }
 

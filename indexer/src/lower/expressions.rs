@@ -612,19 +612,19 @@ impl<'a> Lowerer<'a> {
         for &condition in &filters {
             self.bound_keys(condition, &mut walrus_bound, 0);
         }
-        let bound_once = |l: &Self, name: &Name| {
+        let unchanged_since_test = |l: &Self, name: &Name| {
             l.scopes[inner as usize].bindings.iter().filter(|(n, _)| n == name).count() <= 1
                 && !super::narrowing::binds_again(&walrus_bound, name.as_str())
         };
         let narrowed_before = self.narrowings.len();
         for &condition in &filters {
             for (name, ty) in self.instance_tests(condition, inner) {
-                if bound_once(self, &name) {
+                if unchanged_since_test(self, &name) {
                     self.narrowings.push(Narrowing { scope: inner, name, ty: Some(ty), negated: false });
                 }
             }
             if let Some((name, ty, true)) = self.sole_instance_test(condition, inner)
-                && bound_once(self, &name)
+                && unchanged_since_test(self, &name)
             {
                 self.narrowings.push(Narrowing { scope: inner, name, ty: Some(ty), negated: true });
             }
