@@ -78,7 +78,7 @@ pub fn write(snapshot: &Snapshot, out_dir: &Path) -> Result<ExportCounts> {
     );
     let mut edge_count = 0;
     for (e, _) in snapshot.edges() {
-        let line = json!({"src": e.src, "dst": e.dst, "kind": e.kind.as_str(), "line": e.line});
+        let line = json!({"src": &*e.src, "dst": &*e.dst, "kind": e.kind.as_str(), "line": e.line});
         writeln!(edges, "{line}")?;
         edge_count += 1;
     }

@@ -70,7 +70,7 @@ impl FileEntry {
             .enumerate()
             .filter(|(_, u)| {
                 graph.param_calls.iter().any(|pc| pc.caller == u.caller && pc.line == u.line && pc.name == u.callee)
-                    && flow_edges.iter().any(|e| e.src == u.caller && e.line == Some(u.line))
+                    && flow_edges.iter().any(|e| *e.src == *u.caller && e.line == Some(u.line))
             })
             .map(|(i, _)| i as u32)
             .collect();
@@ -184,16 +184,16 @@ impl FileEntry {
     }
 
     pub fn edges_from<'a>(&'a self, id: &str) -> impl Iterator<Item = &'a Edge> + use<'a> {
-        self.edge_range(&self.edges_by_src, id, |e| e.src.as_str())
+        self.edge_range(&self.edges_by_src, id, |e| &*e.src)
     }
 
     pub fn edges_to<'a>(&'a self, id: &str) -> impl Iterator<Item = &'a Edge> + use<'a> {
-        self.edge_range(&self.edges_by_dst, id, |e| e.dst.as_str())
+        self.edge_range(&self.edges_by_dst, id, |e| &*e.dst)
     }
 
     /// The distinct edge targets of this file.
-    fn distinct_targets(&self) -> impl Iterator<Item = &String> {
-        let mut last: Option<&String> = None;
+    fn distinct_targets(&self) -> impl Iterator<Item = &Arc<str>> {
+        let mut last: Option<&Arc<str>> = None;
         self.edges_by_dst.iter().filter_map(move |&i| {
             let dst = &self.edge_at(i).dst;
             if last == Some(dst) {
@@ -354,7 +354,7 @@ impl Snapshot {
             for dst in entry.distinct_targets() {
                 let key: Arc<str> = match next.module_of(dst) {
                     Some((module, _)) => module,
-                    None => Arc::from(dst.as_str()),
+                    None => dst.clone(),
                 };
                 keys.push(key);
             }
@@ -575,7 +575,7 @@ mod tests {
             units: all,
             edges: edges
                 .iter()
-                .map(|(s, d)| Edge { src: s.to_string(), dst: d.to_string(), kind: EdgeKind::Calls, line: Some(1) })
+                .map(|(s, d)| Edge { src: Arc::from(*s), dst: Arc::from(*d), kind: EdgeKind::Calls, line: Some(1) })
                 .collect(),
             unresolved: vec![],
             arg_flows: vec![],

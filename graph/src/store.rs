@@ -25,7 +25,7 @@ use crate::model::{FileGraph, FileStamp, IndexDeps};
 use crate::snapshot::{FileChange, FileEntry, Snapshot};
 
 /// Bump whenever the record layout or the meaning of a field changes.
-pub const FORMAT_VERSION: u32 = 11;
+pub const FORMAT_VERSION: u32 = 12;
 
 const KEY_FORMAT: &[u8] = b"meta/format";
 const KEY_VERSION: &[u8] = b"meta/version";
@@ -633,6 +633,31 @@ mod tests {
         raw[last] ^= 0xff;
         store.tree.insert(piece_key(&file_key("a.py"), 0), raw).unwrap();
         assert!(matches!(store.load(), Err(StoreError::Corrupt(_))));
+    }
+
+    #[test]
+    fn edges_read_back_share_their_ids_as_they_were_written() {
+        use crate::model::{Edge, EdgeKind};
+        let dir = tempfile::tempdir().unwrap();
+        let (caller, callee): (Arc<str>, Arc<str>) = (Arc::from("m.caller"), Arc::from("other.callee"));
+        let mut graph = (*entry("m.py", "").graph).clone();
+        graph.edges = (1..=3)
+            .map(|line| Edge { src: caller.clone(), dst: callee.clone(), kind: EdgeKind::Calls, line: Some(line) })
+            .collect();
+        let written =
+            Arc::new(FileEntry::new(Arc::new(graph), Arc::from(""), FileStamp::default(), IndexDeps::default()));
+        {
+            let store = Store::open(dir.path(), 1).unwrap();
+            let snap = Snapshot::empty().apply([FileChange::Upsert(written.clone())]);
+            store.commit(1, &[written], &[], manifest(&snap), &[], 0).unwrap();
+        }
+        let snap = Store::open(dir.path(), 1).unwrap().load().unwrap();
+        let edges = &snap.file("m.py").unwrap().graph.edges;
+        assert_eq!(edges.len(), 3);
+        assert_eq!(&*edges[2].src, "m.caller");
+        assert_eq!(&*edges[2].dst, "other.callee");
+        // One allocation per id after a restart too, not one per edge end.
+        assert!(edges.iter().all(|e| Arc::ptr_eq(&e.src, &edges[0].src) && Arc::ptr_eq(&e.dst, &edges[0].dst)));
     }
 
     #[test]

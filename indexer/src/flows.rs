@@ -10,6 +10,7 @@
 
 use fresco_graph::{ArgFlow, Edge, EdgeKind, FileGraph};
 use rustc_hash::{FxHashMap, FxHashSet};
+use std::sync::Arc;
 
 #[derive(Default)]
 pub struct FlowIndex {
@@ -79,8 +80,8 @@ impl FlowIndex {
                 for flow in flows {
                     for target in &flow.targets {
                         edges.push(Edge {
-                            src: call.caller.clone(),
-                            dst: target.clone(),
+                            src: Arc::from(call.caller.as_str()),
+                            dst: Arc::from(target.as_str()),
                             kind: EdgeKind::Calls,
                             line: Some(call.line),
                         });
@@ -141,11 +142,11 @@ mod tests {
         assert!(affected.contains("deco.py"), "a new flow into deco.traced re-derives deco.py's flow edges");
         let files = [("api.py", &api), ("cli.py", &cli), ("other.py", &other)];
         let lookup = |p: &str| files.iter().find(|(q, _)| *q == p).map(|(_, g)| *g);
-        let dsts: Vec<String> = index.flow_edges(&deco, lookup).into_iter().map(|e| e.dst).collect();
+        let dsts: Vec<String> = index.flow_edges(&deco, lookup).into_iter().map(|e| e.dst.to_string()).collect();
         assert_eq!(dsts, vec!["api.fetch".to_string(), "cli.run".to_string()]);
         let affected = index.update("api.py", None);
         assert!(affected.contains("deco.py"));
-        let dsts: Vec<String> = index.flow_edges(&deco, lookup).into_iter().map(|e| e.dst).collect();
+        let dsts: Vec<String> = index.flow_edges(&deco, lookup).into_iter().map(|e| e.dst.to_string()).collect();
         assert_eq!(dsts, vec!["cli.run".to_string()]);
     }
 }

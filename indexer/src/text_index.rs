@@ -950,7 +950,7 @@ fn unit_texts<'f>(
                 if edge.kind != EdgeKind::Contains {
                     continue;
                 }
-                let name = file.unit(&edge.dst).map(|m| m.name.as_str()).unwrap_or(edge.dst.as_str());
+                let name = file.unit(&edge.dst).map(|m| m.name.as_str()).unwrap_or(&edge.dst);
                 let short = name.rsplit('.').next().unwrap_or(name);
                 members.push_str(short);
                 members.push('\n');

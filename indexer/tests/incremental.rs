@@ -117,7 +117,7 @@ fn what_a_caller_passes_moves_flow_edges_without_re_resolving_the_callee() {
     write(dir.path(), "app/other.py", "def alone():\n    return 0\n");
     let mut indexer = fresh(dir.path());
     let targets = |indexer: &Indexer| -> Vec<String> {
-        indexer.snapshot().edges_from("app.hooks.run").into_iter().map(|(e, _)| e.dst.clone()).collect()
+        indexer.snapshot().edges_from("app.hooks.run").into_iter().map(|(e, _)| e.dst.to_string()).collect()
     };
     assert_eq!(targets(&indexer), vec!["app.main.a".to_string()]);
 
@@ -136,7 +136,7 @@ fn what_a_caller_passes_moves_flow_edges_without_re_resolving_the_callee() {
     assert_eq!(indexer.snapshot().totals().unresolved, 0, "the parameter call is resolved by the flow");
     // The version's diff says so too (a client polling for changes sees the moved flow edge).
     let flow = |diff: &[fresco_graph::Edge]| -> Vec<String> {
-        diff.iter().filter(|e| e.src == "app.hooks.run").map(|e| e.dst.clone()).collect()
+        diff.iter().filter(|e| &*e.src == "app.hooks.run").map(|e| e.dst.to_string()).collect()
     };
     assert_eq!(flow(&report.diff.edges_added), vec!["app.main.b".to_string()]);
     assert_eq!(flow(&report.diff.edges_removed), vec!["app.main.a".to_string()]);
@@ -167,7 +167,7 @@ fn an_interface_change_re_resolves_exactly_the_importers() {
     assert_eq!(c.get("file_syntax").copied(), Some(1), "importers are re-resolved, not re-parsed: {c:?}");
     assert_eq!(report.resolved_files, 21);
     // Importers now reach the new function through the alias.
-    assert!(indexer.snapshot().edges_to("app.core.helper2").iter().any(|(e, _)| e.src == "app.user3.use3"));
+    assert!(indexer.snapshot().edges_to("app.core.helper2").iter().any(|(e, _)| &*e.src == "app.user3.use3"));
 }
 
 #[test]
@@ -187,7 +187,7 @@ fn a_new_definition_re_resolves_only_files_that_looked_that_name_up() {
     let c = counts(&indexer);
     assert_eq!(c.get("file_graph").copied(), Some(2), "core.py and wants_more.py only: {c:?}");
     assert_eq!(report.resolved_files, 2);
-    assert!(indexer.snapshot().edges_to("app.core.more").iter().any(|(e, _)| e.src == "app.wants_more.f"));
+    assert!(indexer.snapshot().edges_to("app.core.more").iter().any(|(e, _)| &*e.src == "app.wants_more.f"));
 }
 
 #[test]
@@ -204,7 +204,7 @@ fn adding_deleting_and_renaming_files() {
     let c = counts(&indexer);
     assert_eq!(c.get("file_graph").copied(), Some(2), "{c:?}");
     assert_eq!(report.resolved_files, 2);
-    assert!(indexer.snapshot().edges_to("app.extra.thing").iter().any(|(e, _)| e.src == "app.late.f"));
+    assert!(indexer.snapshot().edges_to("app.extra.thing").iter().any(|(e, _)| &*e.src == "app.late.f"));
 
     // Deleting it: the importer goes back to unresolved. The second execution is the removed
     // file's own, replacing its graph by that of a file outside the workspace (see
@@ -237,8 +237,8 @@ fn import_cycles_are_fine_and_body_edits_stay_local() {
     write(dir.path(), "a.py", "import b\n\n\ndef fa():\n    return b.fb()\n");
     write(dir.path(), "b.py", "import a\nfrom a import *\n\n\ndef fb():\n    return a.fa()\n");
     let mut indexer = fresh(dir.path());
-    assert!(indexer.snapshot().edges_to("b.fb").iter().any(|(e, _)| e.src == "a.fa"));
-    assert!(indexer.snapshot().edges_to("a.fa").iter().any(|(e, _)| e.src == "b.fb"));
+    assert!(indexer.snapshot().edges_to("b.fb").iter().any(|(e, _)| &*e.src == "a.fa"));
+    assert!(indexer.snapshot().edges_to("a.fa").iter().any(|(e, _)| &*e.src == "b.fb"));
     write(dir.path(), "a.py", "import b\n\n\ndef fa():\n    x = 1\n    return b.fb()\n");
     indexer.apply(vec![FileEvent::Changed("a.py".into())]).expect("apply");
     assert_eq!(executions(&indexer, "file_graph"), 1);
@@ -552,7 +552,7 @@ fn a_file_that_comes_back_reuses_its_input_but_nothing_derived_from_its_old_text
     indexer.apply(vec![FileEvent::Removed("app/user0.py".into())]).expect("apply");
     write(dir.path(), "app/user0.py", "from app.core import helper\n\n\ndef again():\n    return helper(0)\n");
     indexer.apply(vec![FileEvent::Changed("app/user0.py".into())]).expect("apply");
-    assert!(indexer.snapshot().edges_to("app.core.helper").iter().any(|(e, _)| e.src == "app.user0.again"));
+    assert!(indexer.snapshot().edges_to("app.core.helper").iter().any(|(e, _)| &*e.src == "app.user0.again"));
     assert_eq!(render(&indexer), render(&fresh(dir.path())));
 }
 

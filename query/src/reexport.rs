@@ -64,7 +64,7 @@ fn found_through_imports(snapshot: &Snapshot, name: &str, depth: u32) -> Vec<Str
                     format!("{}.{wanted}", edge.dst)
                 } else if bound == wanted && imported.rsplit('.').next() == edge.dst.rsplit('.').next().map(plain_name)
                 {
-                    edge.dst.clone()
+                    edge.dst.to_string()
                 } else {
                     continue;
                 };

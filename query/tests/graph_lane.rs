@@ -276,7 +276,7 @@ fn what_a_lambda_in_the_body_uses_is_the_functions_own_use() {
     let snapshot = index(dir.path());
     // The call is the lambda's own edge in the graph ...
     assert!(
-        snapshot.edges_from("pkg.ordered.<lambda1>").iter().any(|(e, _)| e.dst == "pkg.weight"),
+        snapshot.edges_from("pkg.ordered.<lambda1>").iter().any(|(e, _)| &*e.dst == "pkg.weight"),
         "{:?}",
         snapshot.edges_from("pkg.ordered.<lambda1>")
     );

@@ -268,7 +268,7 @@ fn single(snapshot: &Snapshot, id: &str) -> bool {
 type EdgeSet = HashSet<(String, String, EdgeKind, Option<u32>)>;
 
 fn edge_set(snapshot: &Snapshot) -> EdgeSet {
-    snapshot.edges().map(|(e, _)| (e.src.clone(), e.dst.clone(), e.kind, e.line)).collect()
+    snapshot.edges().map(|(e, _)| (e.src.to_string(), e.dst.to_string(), e.kind, e.line)).collect()
 }
 
 /// The snapshot's edges of some kinds as a petgraph graph, built from `Snapshot::edges()` only
@@ -358,8 +358,8 @@ fn check_callers_callees(label: &str, snapshot: &Snapshot) -> usize {
     let mut in_calls: HashMap<&str, BTreeSet<String>> = HashMap::new();
     for (e, _) in snapshot.edges() {
         if e.kind == EdgeKind::Calls && e.src != e.dst {
-            out_calls.entry(&e.src).or_default().insert(e.dst.clone());
-            in_calls.entry(&e.dst).or_default().insert(e.src.clone());
+            out_calls.entry(&e.src).or_default().insert(e.dst.to_string());
+            in_calls.entry(&e.dst).or_default().insert(e.src.to_string());
         }
     }
     // A plain name selects every definition of it (`X`, `X#2`, …): a query on it starts from each.
@@ -448,8 +448,8 @@ fn name_imports(snapshot: &Snapshot) -> Vec<(Option<u32>, String, String)> {
         }
         let Some(dst) = snapshot.unit(&e.dst) else { continue };
         let Some(module) = dst.file.graph.units.first() else { continue };
-        if module.id != e.dst && module.id != e.src {
-            out.push((e.line, e.src.clone(), module.id.clone()));
+        if *module.id != *e.dst && *module.id != *e.src {
+            out.push((e.line, e.src.to_string(), module.id.clone()));
         }
     }
     out

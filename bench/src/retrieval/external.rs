@@ -181,7 +181,7 @@ fn inherited_member(snapshot: &Snapshot, class: &str, member: &str) -> Option<St
             .file
             .edges_from(&c)
             .filter(|e| e.kind == fresco_graph::EdgeKind::Inherits)
-            .map(|e| e.dst.clone())
+            .map(|e| e.dst.to_string())
             .collect();
         stack.extend(bases.into_iter().rev());
     }

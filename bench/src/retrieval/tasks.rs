@@ -30,13 +30,13 @@ pub fn uses(snapshot: &Snapshot, id: &str) -> BTreeSet<String> {
     };
     let prefix = format!("{id}.");
     for e in unit.file.edges() {
-        if !(e.src == id || e.src.starts_with(&prefix)) {
+        if !(*e.src == *id || e.src.starts_with(&prefix)) {
             continue;
         }
         if !matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits) {
             continue;
         }
-        if e.dst == id || e.dst.starts_with(&prefix) {
+        if *e.dst == *id || e.dst.starts_with(&prefix) {
             continue;
         }
         // A lambda elsewhere is reached through the unit that contains it (or the variable bound
@@ -45,7 +45,7 @@ pub fn uses(snapshot: &Snapshot, id: &str) -> BTreeSet<String> {
             .unit(&e.dst)
             .is_some_and(|d| !matches!(d.unit.kind, UnitKind::Module | UnitKind::External) && !d.unit.is_lambda())
         {
-            out.insert(e.dst.clone());
+            out.insert(e.dst.to_string());
         }
     }
     out

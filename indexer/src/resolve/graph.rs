@@ -257,6 +257,18 @@ impl<'a> Resolver<'a> {
         let mut edges: Vec<Edge> = Vec::new();
         // Edges already added, by hash (indices into `edges`): the first of equal edges is kept.
         let mut seen: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
+        // One allocation per distinct id for all the file's edges (see `Edge`).
+        let mut ids: FxHashSet<Arc<str>> = FxHashSet::default();
+        let mut intern = move |id: &str| -> Arc<str> {
+            match ids.get(id) {
+                Some(shared) => shared.clone(),
+                None => {
+                    let shared: Arc<str> = Arc::from(id);
+                    ids.insert(shared.clone());
+                    shared
+                }
+            }
+        };
         let mut add = |edges: &mut Vec<Edge>, src: &str, dst: String, kind: EdgeKind, line: Option<u32>| {
             if src == dst && kind != EdgeKind::Calls {
                 return;
@@ -269,12 +281,12 @@ impl<'a> Resolver<'a> {
             let same = seen.entry(hash).or_default();
             if same.iter().any(|&i| {
                 let e = &edges[i as usize];
-                e.src == src && e.dst == dst && e.kind == kind && e.line == line
+                *e.src == *src && *e.dst == *dst && e.kind == kind && e.line == line
             }) {
                 return;
             }
             same.push(edges.len() as u32);
-            edges.push(Edge { src: src.to_string(), dst, kind, line });
+            edges.push(Edge { src: intern(src), dst: intern(&dst), kind, line });
         };
         let mut unresolved = Vec::new();
         let mut arg_flows: Vec<fresco_graph::ArgFlow> = Vec::new();
@@ -720,5 +732,29 @@ impl<'a> Resolver<'a> {
                 add(edges, unit, m.to_string(), EdgeKind::References, Some(line));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::{Indexer, IndexerOptions};
+
+    #[test]
+    fn a_files_edges_share_one_allocation_per_id() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let text = "def helper():\n    pass\n\n\ndef caller():\n    helper()\n    helper()\n    helper()\n";
+        std::fs::write(dir.path().join("m.py"), text).expect("write");
+        let mut indexer = Indexer::in_memory(dir.path(), IndexerOptions { threads: 1, ..IndexerOptions::default() });
+        indexer.refresh().expect("index");
+        let snapshot = indexer.snapshot();
+        let edges = &snapshot.file("m.py").expect("indexed").graph.edges;
+        let calls: Vec<_> = edges.iter().filter(|e| &*e.src == "m.caller" && &*e.dst == "m.helper").collect();
+        assert_eq!(calls.len(), 3, "{edges:?}");
+        assert!(calls.iter().all(|e| Arc::ptr_eq(&e.src, &calls[0].src) && Arc::ptr_eq(&e.dst, &calls[0].dst)));
+        // The module's `contains` edge to `helper` holds the same `m.helper` as the calls.
+        let contains = edges.iter().find(|e| &*e.src == "m" && &*e.dst == "m.helper").expect("contains edge");
+        assert!(Arc::ptr_eq(&contains.dst, &calls[0].dst));
     }
 }

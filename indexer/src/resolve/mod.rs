@@ -360,10 +360,6 @@ fn compact(graph: &mut FileGraph) {
             s.shrink_to_fit();
         }
     }
-    for edge in &mut graph.edges {
-        edge.src.shrink_to_fit();
-        edge.dst.shrink_to_fit();
-    }
     for u in &mut graph.unresolved {
         u.caller.shrink_to_fit();
         u.callee.shrink_to_fit();

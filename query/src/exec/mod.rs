@@ -745,12 +745,12 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                         Row { change: Some(unit_change(c)), gone: gone(&id), ..Row::unit(id) }
                     }
                     fresco_graph::NetChange::Edge(e, c) => Row {
-                        from: Some(e.src),
+                        from: Some(e.src.to_string()),
                         via: Some(e.kind),
                         line: e.line,
                         change: Some(edge_change(c)),
                         gone: gone(&e.dst),
-                        ..Row::unit(e.dst)
+                        ..Row::unit(e.dst.to_string())
                     },
                 };
                 rows.push(row);

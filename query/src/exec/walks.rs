@@ -16,8 +16,8 @@ fn neighbours(snapshot: &Snapshot, id: &str, traversal: Traversal) -> Vec<(Strin
     let mut out = Vec::new();
     if backward {
         for (edge, _) in snapshot.edges_to(id) {
-            if kinds.contains(&edge.kind) && edge.src != id {
-                out.push((edge.src.clone(), edge.kind, edge.line));
+            if kinds.contains(&edge.kind) && *edge.src != *id {
+                out.push((edge.src.to_string(), edge.kind, edge.line));
             }
         }
         // Importers of a module also import the names defined in it (`from m import f`): for
@@ -30,16 +30,16 @@ fn neighbours(snapshot: &Snapshot, id: &str, traversal: Traversal) -> Vec<(Strin
         {
             for name in u.file.graph.units.iter().skip(1) {
                 for (edge, _) in snapshot.edges_to(&name.id) {
-                    if edge.kind == EdgeKind::Imports && edge.src != id {
-                        out.push((edge.src.clone(), edge.kind, edge.line));
+                    if edge.kind == EdgeKind::Imports && *edge.src != *id {
+                        out.push((edge.src.to_string(), edge.kind, edge.line));
                     }
                 }
             }
         }
     } else {
         for (edge, _) in snapshot.edges_from(id) {
-            if kinds.contains(&edge.kind) && edge.dst != id {
-                out.push((edge.dst.clone(), edge.kind, edge.line));
+            if kinds.contains(&edge.kind) && *edge.dst != *id {
+                out.push((edge.dst.to_string(), edge.kind, edge.line));
             }
         }
     }
@@ -165,7 +165,7 @@ fn overridden_callers(snapshot: &Snapshot, id: &str) -> Vec<(String, usize)> {
                     let construction = snapshot
                         .edges_from(&e.src)
                         .iter()
-                        .any(|(other, _)| other.kind == EdgeKind::Calls && other.dst == base && other.line == e.line);
+                        .any(|(other, _)| other.kind == EdgeKind::Calls && *other.dst == *base && other.line == e.line);
                     e.kind == EdgeKind::Calls && !same_name && !construction
                 })
                 .count();
@@ -205,11 +205,11 @@ fn hierarchy(snapshot: &Snapshot, class: &str, direction: Direction) -> Vec<Stri
         };
         for (edge, _) in edges {
             let next = if direction == Direction::Up { &edge.dst } else { &edge.src };
-            if edge.kind != EdgeKind::Inherits || seen.len() >= 200 || !seen.insert(next.clone()) {
+            if edge.kind != EdgeKind::Inherits || seen.len() >= 200 || !seen.insert(next.to_string()) {
                 continue;
             }
-            out.push(next.clone());
-            queue.push_back(next.clone());
+            out.push(next.to_string());
+            queue.push_back(next.to_string());
         }
     }
     out
@@ -227,23 +227,23 @@ fn dispatched_callees(snapshot: &Snapshot, id: &str) -> Vec<(String, Vec<String>
     for (edge, _) in edges.iter() {
         if edge.kind != EdgeKind::Calls
             || snapshot.kind_of(&edge.dst) != Some(UnitKind::Method)
-            || out.iter().any(|(callee, _)| *callee == edge.dst)
+            || out.iter().any(|(callee, _)| **callee == *edge.dst)
         {
             continue;
         }
         let Some((class, method)) = edge.dst.rsplit_once('.') else { continue };
         let construction = edges
             .iter()
-            .any(|(other, _)| other.kind == EdgeKind::Calls && other.dst == class && other.line == edge.line);
+            .any(|(other, _)| other.kind == EdgeKind::Calls && *other.dst == *class && other.line == edge.line);
         if Some(method) == own_name || construction || method == "__init__" || method == "__new__" {
             continue;
         }
         // Overrides the unit's own edges already reach (a receiver known to be the subclass)
         // are in the list as rows.
         let mut overrides = overriding_methods(snapshot, &edge.dst);
-        overrides.retain(|o| !edges.iter().any(|(e, _)| e.kind == EdgeKind::Calls && e.dst == *o));
+        overrides.retain(|o| !edges.iter().any(|(e, _)| e.kind == EdgeKind::Calls && *e.dst == **o));
         if !overrides.is_empty() {
-            out.push((edge.dst.clone(), overrides));
+            out.push((edge.dst.to_string(), overrides));
         }
     }
     out
@@ -361,7 +361,7 @@ pub(super) fn cycles(exec: &mut Exec, kind: EdgeKind) -> Result<Vec<Row>, QueryE
             if !snapshot.contains_unit(&edge.dst) {
                 continue;
             }
-            (edge.src.clone(), edge.dst.clone())
+            (edge.src.to_string(), edge.dst.to_string())
         };
         if src == dst && kind == EdgeKind::Imports {
             continue;
@@ -441,18 +441,18 @@ pub(super) fn shortest_paths(
                 if !kinds.contains(&edge.kind) {
                     continue;
                 }
-                match dist.get(&edge.dst) {
+                match dist.get(&*edge.dst) {
                     Some(&dd) if dd < d => continue,
                     Some(_) => {}
                     None => {
-                        dist.insert(edge.dst.clone(), d);
-                        next.push(edge.dst.clone());
-                        if targets.contains(edge.dst.as_str()) {
-                            found.push(edge.dst.clone());
+                        dist.insert(edge.dst.to_string(), d);
+                        next.push(edge.dst.to_string());
+                        if targets.contains(&*edge.dst) {
+                            found.push(edge.dst.to_string());
                         }
                     }
                 }
-                let list = parents.entry(edge.dst.clone()).or_default();
+                let list = parents.entry(edge.dst.to_string()).or_default();
                 if !list.iter().any(|(p, k, _)| p == node && *k == edge.kind) {
                     list.push((node.clone(), edge.kind, edge.line));
                 }

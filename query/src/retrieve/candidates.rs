@@ -276,9 +276,9 @@ fn modules_bound_by_name<'s>(snapshot: &'s Snapshot, module: &str) -> FxHashSet<
         .edges_from(module)
         .into_iter()
         .map(|(e, _)| e)
-        .filter(|e| e.kind == EdgeKind::Imports && e.dst != module && !is_star(e.line))
+        .filter(|e| e.kind == EdgeKind::Imports && *e.dst != *module && !is_star(e.line))
         .filter(|e| snapshot.kind_of(&e.dst) == Some(UnitKind::Module))
-        .map(|e| e.dst.as_str())
+        .map(|e| &*e.dst)
         .collect()
 }
 

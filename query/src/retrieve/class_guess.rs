@@ -89,7 +89,7 @@ pub(super) fn guess_class(snapshot: &Snapshot, file: &FileGraph, text: &str, nam
     // shared by too many classes to make a family.
     let mut bases: FxHashMap<&str, FxHashSet<&str>> = FxHashMap::default();
     for e in file.edges.iter().filter(|e| e.kind == EdgeKind::Inherits && snapshot.contains_unit(&e.dst)) {
-        bases.entry(e.src.as_str()).or_default().insert(e.dst.as_str());
+        bases.entry(&*e.src).or_default().insert(&*e.dst);
     }
     let no_bases = FxHashSet::default();
     let bases_of = |c: &Unit| bases.get(c.id.as_str()).unwrap_or(&no_bases);

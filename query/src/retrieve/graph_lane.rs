@@ -92,9 +92,9 @@ pub fn graph_lane(
             for (e, _) in snapshot.edges_from(&d) {
                 if e.kind == EdgeKind::Calls
                     && snapshot.unit(&e.dst).is_some_and(|u| is_code_unit(u.unit))
-                    && seen.insert(e.dst.clone())
+                    && seen.insert(e.dst.to_string())
                 {
-                    ranked.push(e.dst.clone());
+                    ranked.push(e.dst.to_string());
                 }
             }
         }
@@ -408,8 +408,9 @@ fn itself_as_candidate(snapshot: &Snapshot, target: &Target) -> Option<(String, 
     {
         return None;
     }
-    let calls_itself =
-        |other: &str| snapshot.edges_from(other).into_iter().any(|(e, _)| e.kind == EdgeKind::Calls && e.dst == other);
+    let calls_itself = |other: &str| {
+        snapshot.edges_from(other).into_iter().any(|(e, _)| e.kind == EdgeKind::Calls && *e.dst == *other)
+    };
     let recursive_neighbours = unit
         .file
         .graph

@@ -292,7 +292,7 @@ pub(super) fn body_uses(snapshot: &Snapshot, id: &str) -> Vec<String> {
         .filter(|e| matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits))
         .filter(|e| e.line.is_none_or(|line| line > body_starts_after))
         .filter(|e| snapshot.unit(&e.dst).is_some_and(|u| is_code_unit(u.unit)))
-        .map(|e| (e.line.unwrap_or(0), e.dst.clone()))
+        .map(|e| (e.line.unwrap_or(0), e.dst.to_string()))
         .collect();
     uses.sort();
     uses.into_iter().map(|(_, dst)| dst).collect()
@@ -301,7 +301,7 @@ pub(super) fn body_uses(snapshot: &Snapshot, id: &str) -> Vec<String> {
 /// The targets of `id`'s edges of one kind, in edge order: a class's or module's members
 /// (`Contains`), a module's imports (`Imports`).
 pub(super) fn edge_targets(snapshot: &Snapshot, id: &str, kind: EdgeKind) -> Vec<String> {
-    snapshot.edges_from(id).into_iter().filter(|(e, _)| e.kind == kind).map(|(e, _)| e.dst.clone()).collect()
+    snapshot.edges_from(id).into_iter().filter(|(e, _)| e.kind == kind).map(|(e, _)| e.dst.to_string()).collect()
 }
 
 /// `class` and its bases in the repository, transitively, nearest first: at most 16 classes
@@ -311,8 +311,8 @@ pub(super) fn class_and_bases(snapshot: &Snapshot, class: &str) -> Vec<String> {
     let mut i = 0;
     while i < classes.len() && classes.len() < 16 {
         for (e, _) in snapshot.edges_from(&classes[i]) {
-            if e.kind == EdgeKind::Inherits && snapshot.contains_unit(&e.dst) && !classes.contains(&e.dst) {
-                classes.push(e.dst.clone());
+            if e.kind == EdgeKind::Inherits && snapshot.contains_unit(&e.dst) && !classes.iter().any(|c| *c == *e.dst) {
+                classes.push(e.dst.to_string());
             }
         }
         i += 1;

@@ -70,7 +70,7 @@ pub(super) fn header_uses<'s>(snapshot: &'s Snapshot, target: &Target) -> FxHash
         .into_iter()
         .filter(|e| matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits))
         .filter(|e| e.line.is_some_and(|line| line <= header_end))
-        .map(|e| e.dst.as_str())
+        .map(|e| &*e.dst)
         .collect()
 }
 
@@ -251,9 +251,9 @@ impl NeighbourUsage {
                 }
                 // A lambda's uses are its owner's.
                 let src = without_lambdas(&e.src);
-                file_pairs.insert((e.dst.as_str(), src));
+                file_pairs.insert((&*e.dst, src));
                 if in_class(src) {
-                    class_pairs.insert((e.dst.as_str(), src));
+                    class_pairs.insert((&*e.dst, src));
                 }
                 let header_end = *header_ends.entry(src).or_insert_with(|| match snapshot.unit(src) {
                     Some(u) if matches!(u.unit.kind, UnitKind::Function | UnitKind::Method | UnitKind::Class) => {
@@ -262,12 +262,12 @@ impl NeighbourUsage {
                     _ => 0,
                 });
                 if e.line.is_none_or(|line| line > header_end) {
-                    file_body_pairs.insert((e.dst.as_str(), src));
+                    file_body_pairs.insert((&*e.dst, src));
                     if adjacent.contains(&src) {
-                        adjacent_pairs.insert((e.dst.as_str(), src));
+                        adjacent_pairs.insert((&*e.dst, src));
                     }
                     if in_class(src) {
-                        class_body_pairs.insert((e.dst.as_str(), src));
+                        class_body_pairs.insert((&*e.dst, src));
                     }
                 }
             }
@@ -372,7 +372,7 @@ impl<'a> ImportUse<'a> {
                 let exported =
                     all.is_some_and(|a| a.contains(&format!("\"{name}\"")) || a.contains(&format!("'{name}'")));
                 if marked || exported {
-                    import_use.deliberate.insert(e.dst.clone());
+                    import_use.deliberate.insert(e.dst.to_string());
                 }
             }
         }

@@ -51,13 +51,13 @@ impl AnalogueUsage {
             let mut counted: FxHashSet<&str> = FxHashSet::default();
             for e in body_edges(snapshot, analogue) {
                 if !matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits)
-                    || target.id.as_deref() == Some(e.dst.as_str())
-                    || !counted.insert(e.dst.as_str())
+                    || target.id.as_deref() == Some(&*e.dst)
+                    || !counted.insert(&*e.dst)
                 {
                     continue;
                 }
-                let entry = score.entry(e.dst.clone()).or_insert_with(|| {
-                    order.push(e.dst.clone());
+                let entry = score.entry(e.dst.to_string()).or_insert_with(|| {
+                    order.push(e.dst.to_string());
                     0.0
                 });
                 *entry += weight;
@@ -249,9 +249,10 @@ impl TypeUsage {
                 // Its own edges (not its lambdas'): an index lookup, where a scan of its file's
                 // edges for the lambdas too cost a millisecond per django target.
                 for (e, _) in snapshot.edges_from(user) {
-                    if matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits) && e.dst != *class
+                    if matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits)
+                        && *e.dst != **class
                     {
-                        used.insert(e.dst.as_str());
+                        used.insert(&*e.dst);
                     }
                 }
                 for id in used {
@@ -299,7 +300,7 @@ impl UseShare {
                 if !matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits) {
                     continue;
                 }
-                used.insert(e.dst.clone());
+                used.insert(e.dst.to_string());
                 let Some(owner) = member_owner.filter(|o| *o != target_owner) else { continue };
                 if let Some((dst_owner, used_member)) = e.dst.rsplit_once('.')
                     && dst_owner == owner
