@@ -318,7 +318,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         )
                     });
                     let lanes_ref = lanes.as_ref().map(|l| l as &dyn fresco_query::Lanes);
-                    match checked.and_then(|()| protocol::run_query(index, &params, None, lanes_ref, None, &[])) {
+                    match checked.and_then(|()| protocol::run_query(index, &params, None, lanes_ref, None, None, &[])) {
                         Ok((_, mut value)) => {
                             if indexer.db_dir().is_none() {
                                 // Numbered from 1 like any new index: the number alone would pass

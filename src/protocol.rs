@@ -224,6 +224,7 @@ pub fn run_query(
     cancel: Option<Arc<AtomicBool>>,
     lanes: Option<&dyn fresco_query::Lanes>,
     is_stale: Option<&dyn Fn(&str) -> bool>,
+    anything_stale: Option<&dyn Fn() -> bool>,
     stale: &[String],
 ) -> Result<(fresco_query::Output, Value), ProtoError> {
     let IndexView { snapshot, history, root } = index;
@@ -251,7 +252,11 @@ pub fn run_query(
         history,
         lanes,
         is_stale,
-        resolution_is_stale: is_stale.map(|_| &resolution_is_stale as &dyn Fn(&str) -> bool),
+        anything_stale,
+        // Only the files stale at the gate count here (`stale_modules`): none, nothing to ask.
+        resolution_is_stale: is_stale
+            .filter(|_| !stale_modules.is_empty())
+            .map(|_| &resolution_is_stale as &dyn Fn(&str) -> bool),
         root: Some(root),
         canonicalize: Some(&canonical_path),
     };

@@ -140,6 +140,13 @@ impl Tracker {
     }
 
     /// Whether `file` (relative) may have changed since the current version.
+    /// Whether no path and no rescan is pending: [`Tracker::is_stale`] is then false for every
+    /// file, and a query need not find which file an item is in to ask.
+    pub fn nothing_pending(&self) -> bool {
+        let s = self.lock();
+        s.rescan.is_none() && s.pending.is_empty()
+    }
+
     pub fn is_stale(&self, file: &str) -> bool {
         let s = self.lock();
         s.rescan.is_some()
@@ -831,6 +838,20 @@ mod tests {
         assert!(classify(&root, &options, &mut rules, &tracker, &exclude, &mut batch));
         assert!(batch.rescan.is_some());
         assert!(rules.is_ignored(&root.join("burst.py"), false));
+    }
+
+    #[test]
+    fn nothing_is_pending_until_a_path_or_a_rescan_is_noted_and_again_once_applied() {
+        let tracker = Tracker::default();
+        assert!(tracker.nothing_pending());
+        let seq = tracker.note_path("m.py".to_string());
+        assert!(!tracker.nothing_pending() && tracker.is_stale("m.py"));
+        tracker.applied(&Batch { paths: vec![("m.py".to_string(), seq)], rescan: None });
+        assert!(tracker.nothing_pending());
+        let seq = tracker.note_rescan();
+        assert!(!tracker.nothing_pending());
+        tracker.applied(&Batch { paths: vec![], rescan: Some(seq) });
+        assert!(tracker.nothing_pending());
     }
 
     /// An edit of the user's global excludes file reloads the rules and rescans; another file

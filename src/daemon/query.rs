@@ -50,6 +50,9 @@ pub(super) fn handle_query(
             .any(|p| p == file || p == "(full rescan)" || (p.ends_with('/') && file.starts_with(p.as_str())))
             || (tracker.is_stale(file) && !indexed_as_is.contains(file))
     };
+    let nothing_pending_at_gate = stale.is_empty();
+    let watcher = shared.tracker.clone();
+    let anything_stale = move || !nothing_pending_at_gate || !watcher.nothing_pending();
     let index =
         protocol::IndexView { snapshot: &published.snapshot, history: Some(&published.history), root: &shared.root };
     let answered = protocol::run_query(
@@ -58,6 +61,7 @@ pub(super) fn handle_query(
         Some(cancel),
         Some(&*shared.lanes as &dyn fresco_query::Lanes),
         if allow { Some(&is_stale as &dyn Fn(&str) -> bool) } else { None },
+        if allow { Some(&anything_stale as &dyn Fn() -> bool) } else { None },
         &stale,
     );
     match answered {

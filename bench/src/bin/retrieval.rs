@@ -584,6 +584,7 @@ fn evaluate(
         history: None,
         lanes: Some(lanes_dyn),
         is_stale: None,
+        anything_stale: None,
         resolution_is_stale: None,
         root: None,
         canonicalize: None,

@@ -377,6 +377,7 @@ pub fn run(root: &Path, queries: usize, reps: usize, embed_seconds: u64) -> Resu
         history: None,
         lanes: Some(&lanes as &dyn Lanes),
         is_stale: None,
+        anything_stale: None,
         resolution_is_stale: None,
         root: None,
         canonicalize: None,

@@ -305,6 +305,11 @@ pub struct Context<'a> {
     /// freshness `allow`): `context` marks such files in the text it assembles, and rows
     /// standing on such a file are marked `stale` (see [`Exec::edge_is_stale`]).
     pub is_stale: Option<&'a dyn Fn(&str) -> bool>,
+    /// Whether `is_stale` may hold for any file at all right now: `false` lets the executor skip
+    /// finding the files of an edge's ends (three unit lookups per edge: 10 of the 15 ms of
+    /// `callers` of django's most-called method, 1,538 rows, when nothing was pending). `None`:
+    /// it may.
+    pub anything_stale: Option<&'a dyn Fn() -> bool>,
     /// Whether a file's resolution consulted a module whose file changed on disk after the
     /// snapshot: the edges leaving its units may change once that file is indexed.
     pub resolution_is_stale: Option<&'a dyn Fn(&str) -> bool>,
@@ -325,6 +330,7 @@ impl<'a> Context<'a> {
             history: None,
             lanes: None,
             is_stale: None,
+            anything_stale: None,
             resolution_is_stale: None,
             root: None,
             canonicalize: None,
@@ -407,6 +413,9 @@ impl Exec<'_, '_> {
     /// Whether the unit's file changed on disk after the snapshot.
     fn unit_is_stale(&self, id: &str) -> bool {
         let Some(is_stale) = self.ctx.is_stale else { return false };
+        if self.ctx.anything_stale.is_some_and(|anything| !anything()) {
+            return false;
+        }
         self.ctx.snapshot.unit(id).is_some_and(|u| is_stale(&u.file.graph.path))
     }
 
