@@ -69,6 +69,16 @@ impl FlowIndex {
     /// parameter. `graph_of` gives the current graph of a file.
     pub fn flow_edges<'g>(&self, graph: &FileGraph, graph_of: impl Fn(&str) -> Option<&'g FileGraph>) -> Vec<Edge> {
         let mut edges = Vec::new();
+        // One allocation per distinct id among these edges, as the resolver does for the file's own.
+        let mut ids: FxHashSet<Arc<str>> = FxHashSet::default();
+        let mut intern = |id: &str| -> Arc<str> {
+            if let Some(shared) = ids.get(id) {
+                return shared.clone();
+            }
+            let shared: Arc<str> = Arc::from(id);
+            ids.insert(shared.clone());
+            shared
+        };
         for call in &graph.param_calls {
             let Some(sources) = self.flows_into.get(&call.function) else { continue };
             let mut sources: Vec<&String> = sources.iter().collect();
@@ -80,8 +90,8 @@ impl FlowIndex {
                 for flow in flows {
                     for target in &flow.targets {
                         edges.push(Edge {
-                            src: Arc::from(call.caller.as_str()),
-                            dst: Arc::from(target.as_str()),
+                            src: intern(&call.caller),
+                            dst: intern(target),
                             kind: EdgeKind::Calls,
                             line: Some(call.line),
                         });
