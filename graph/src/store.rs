@@ -413,7 +413,20 @@ pub fn last_committed(dir: &Path) -> u64 {
 /// refuses to open this way.
 fn damage(error: &sled::Error) -> Option<String> {
     match error {
-        sled::Error::Corruption { .. } => Some(format!("sled cannot read back its own data: {error}")),
+        sled::Error::Corruption { at, .. } => {
+            // sled's own text is its debug form (`at file offset Some(Inline(918782)) backtrace ()`).
+            let place = format!("{at:?}");
+            let offset: String = place.chars().filter(char::is_ascii_digit).collect();
+            Some(match (place.starts_with("Some(Inline("), offset.is_empty()) {
+                (true, false) => {
+                    format!("sled cannot read back its own data: a corrupt record at byte {offset} of its log")
+                }
+                _ if place.starts_with("Some(Blob(") => {
+                    "sled cannot read back its own data: a corrupt record in one of its blob files".to_string()
+                }
+                _ => "sled cannot read back its own data: a corrupt record".to_string(),
+            })
+        }
         sled::Error::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
             Some(format!("part of sled's data is missing: {error}"))
         }
@@ -608,6 +621,12 @@ mod tests {
         let wrapped = sled::Error::Io(std::io::Error::other(debug_text));
         assert_eq!(sled_text(&wrapped), "No space left on device (os error 28)");
         assert_eq!(StoreError::from(wrapped).to_string(), "index I/O error: No space left on device (os error 28)");
+    }
+
+    #[test]
+    fn sled_corruption_is_worded_for_people_not_in_sleds_debug_form() {
+        let text = damage(&sled::Error::Corruption { at: None, bt: () }).expect("damage");
+        assert_eq!(text, "sled cannot read back its own data: a corrupt record");
     }
 
     #[test]
