@@ -31,9 +31,9 @@ impl Shared {
         // The index directory may have been deleted under the daemon (it is rewritten at the
         // next commit): the root then takes the cookie.
         let mut path = self.cookie_dir.join(&name);
-        if make_cookie(&path).is_err() {
+        if fs::write(&path, b"").is_err() {
             path = self.root.join(&name);
-            make_cookie(&path).map_err(|e| {
+            fs::write(&path, b"").map_err(|e| {
                 ProtoError::new("SYNC_FAILED", format!("cannot write a cookie file in {}: {e}", self.root.display()))
             })?;
         }
@@ -284,13 +284,6 @@ pub(super) fn directory_identity(path: &Path) -> Option<(u64, u64)> {
 /// milliseconds; the files a burst leaves pending are listed, not read).
 const MAX_CONTENT_CHECKS: usize = 256;
 const MAX_CONTENT_CHECK_TOTAL: u64 = 8 * 1024 * 1024;
-
-/// Makes the cookie `path`: a symbolic link (to nothing), which the watcher sees as one event
-/// (created), where writing a file is three (created, opened, closed) and each wakes the
-/// watcher's two threads while the query runs; a file where links cannot be made.
-fn make_cookie(path: &Path) -> std::io::Result<()> {
-    std::os::unix::fs::symlink("fresco-cookie", path).or_else(|_| fs::write(path, b""))
-}
 
 /// Where the freshness gate writes its cookie files: the index directory when it is inside the
 /// watched root (the default `.fresco/`, whose `.gitignore` keeps them out of `git add -A`), else
