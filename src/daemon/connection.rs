@@ -295,7 +295,7 @@ pub(super) fn handle_connection(
                 let (worker_shared, worker_writer, worker_cancels, worker_running, worker_answers) =
                     (shared.clone(), writer.clone(), cancels.clone(), running.clone(), answers.clone());
                 shared.in_flight.fetch_add(1, Ordering::Relaxed);
-                let spawned = std::thread::Builder::new().name("fresco-query".into()).spawn(move || {
+                let spawned = shared.query_workers.run(move || {
                     let answer_in_hand = worker_answers.acquire(connection, None);
                     let response = match handle_query(&worker_shared, &params, flag, connection) {
                         Ok(result) => protocol::response_ok(&id, result),

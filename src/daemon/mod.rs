@@ -13,6 +13,7 @@ mod connection;
 mod gate;
 mod query;
 mod slots;
+mod workers;
 
 use std::collections::HashMap;
 use std::fs;
@@ -35,6 +36,7 @@ use crate::paths::daemon_paths;
 use connection::{OpenConnection, handle_connection, refuse_busy};
 use gate::{cookie_dir, directory_identity, hard_linked_files, refresh_hard_links};
 use slots::{QuerySlots, max_running_queries};
+use workers::QueryWorkers;
 
 /// How long a stopping daemon waits for the queries in flight to be answered.
 const SHUTDOWN_QUERY_WAIT: Duration = Duration::from_secs(5);
@@ -87,6 +89,8 @@ struct Shared {
     lanes: Arc<RetrievalLanes>,
     /// Queries running at once, across connections (see [`QuerySlots`]).
     query_slots: QuerySlots,
+    /// The threads queries run on (see [`QueryWorkers`]).
+    query_workers: QueryWorkers,
 }
 
 impl Shared {
@@ -242,6 +246,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         last_error: Mutex::new(None),
         walk_issues: Mutex::new(indexer.walk_issues().to_vec()),
         query_slots: QuerySlots::new(max_running_queries()),
+        query_workers: QueryWorkers::new(),
     });
 
     let indexer_thread = {
