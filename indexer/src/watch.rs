@@ -139,7 +139,6 @@ impl Tracker {
         (s.pending.keys().cloned().collect(), s.rescan.is_some())
     }
 
-    /// Whether `file` (relative) may have changed since the current version.
     /// Whether no path and no rescan is pending: [`Tracker::is_stale`] is then false for every
     /// file, and a query need not find which file an item is in to ask.
     pub fn nothing_pending(&self) -> bool {
@@ -147,6 +146,7 @@ impl Tracker {
         s.rescan.is_none() && s.pending.is_empty()
     }
 
+    /// Whether `file` (relative) may have changed since the current version.
     pub fn is_stale(&self, file: &str) -> bool {
         let s = self.lock();
         s.rescan.is_some()
