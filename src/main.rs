@@ -449,9 +449,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     // Version 0 is the empty graph before any version was committed (a first
                     // index stopped part way): say so rather than export it as if it were one.
                     let nothing = if stored && indexer.snapshot().version() == 0 {
-                        " (no version is stored yet: the first index has not completed)"
+                        match fresco_indexer::indexer::interrupted_rebuild(&db_dir(&root, &args.db)) {
+                            Some(why) => {
+                                format!(
+                                    " (no version is stored yet: a rebuild was stopped before it stored one: {why})"
+                                )
+                            }
+                            None => " (no version is stored yet: the first index has not completed)".to_string(),
+                        }
                     } else {
-                        ""
+                        String::new()
                     };
                     eprintln!(
                         "exported version {}: {} nodes, {} edges to {}{nothing}",

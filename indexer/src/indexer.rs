@@ -118,6 +118,9 @@ pub struct Indexer {
     walk_issues: Vec<WalkIssue>,
     /// Why the store was rebuilt on open, if it was.
     pub rebuilt_store: Option<String>,
+    /// A rebuild's reason is kept in [`REBUILD_MARKER`] until the rebuilt store holds a version:
+    /// set while that file is to be removed after the next write.
+    rebuild_marked: bool,
     /// What [`Indexer::open`] redid to catch up with the files (`None` for any other indexer).
     caught_up: Option<CatchUp>,
     /// Published versions not yet written to the store (see [`Indexer::persist`]).
@@ -220,6 +223,7 @@ impl Indexer {
             log,
             walk_issues: Vec::new(),
             rebuilt_store: None,
+            rebuild_marked: false,
             caught_up: None,
             unpersisted: None,
             defer_persistence: false,
@@ -314,6 +318,7 @@ impl Indexer {
         // `INDEX/versions` before the rebuild touches it, so that a rebuild interrupted before
         // its first commit does not forget it.
         let reserved_before = VersionReservation::read(db_dir);
+        let interrupted_rebuild = interrupted_rebuild(db_dir);
         let numbered_before = fresco_graph::store::last_committed(&graph_dir)
             .max(fresco_graph::store::last_committed(db_dir))
             .max(reserved_before);
@@ -377,6 +382,25 @@ impl Indexer {
             Err(e) => return Err(e.into()),
         };
         keep_out_of_version_control(db_dir, db_dir_existed);
+        // Why the store is being rebuilt stays on disk until the rebuilt store holds a version:
+        // a run stopped before that (a kill, a full disk) would otherwise leave a store that
+        // reads as a first index never finished, and the warning would be lost.
+        match (&indexer.rebuilt_store, interrupted_rebuild) {
+            (Some(why), _) => {
+                let _ = std::fs::write(db_dir.join(REBUILD_MARKER), why);
+                indexer.rebuild_marked = true;
+            }
+            (None, Some(why)) if loaded.as_ref().is_none_or(|s| s.version() == 0) => {
+                indexer.rebuilt_store =
+                    Some(format!("{why} (the rebuild an earlier run began was stopped before it stored a version)"));
+                indexer.rebuild_marked = true;
+            }
+            (None, Some(_)) => {
+                // The rebuild stored a version and was stopped before it said so.
+                let _ = std::fs::remove_file(db_dir.join(REBUILD_MARKER));
+            }
+            (None, None) => {}
+        }
         if let Some(snapshot) = &loaded {
             let version = snapshot.version();
             // History that cannot be read costs clients a full refresh, not the index.
@@ -835,6 +859,11 @@ impl Indexer {
                 trace.mark("commit");
             }
         }
+        if self.unpersisted.is_none() {
+            // Everything published is stored, or there was nothing to store (a tree without
+            // Python files): a rebuild is over either way.
+            self.unmark_rebuild();
+        }
         Ok(BatchReport {
             version: self.snapshot.version(),
             changed_files,
@@ -944,6 +973,9 @@ impl Indexer {
             &pending.diffs,
             self.history.oldest(),
         );
+        if result.is_ok() {
+            self.unmark_rebuild();
+        }
         if let Err(e) = result {
             // The store keeps its last complete version (sled recovers a batch whole or not at
             // all). sled 0.34 keeps a database's first I/O error for good, so after one (a full
@@ -955,6 +987,16 @@ impl Indexer {
             return Err(e.into());
         }
         Ok(())
+    }
+
+    /// The rebuilt store holds a version now: its reason need not be kept on disk.
+    fn unmark_rebuild(&mut self) {
+        if self.rebuild_marked
+            && let Some(dir) = &self.db_dir
+        {
+            let _ = std::fs::remove_file(dir.join(REBUILD_MARKER));
+            self.rebuild_marked = false;
+        }
     }
 
     /// If the store directory was deleted under us, recreate it and write the whole current
@@ -988,6 +1030,7 @@ impl Indexer {
         let manifest = fresco_graph::manifest(&self.snapshot);
         store.commit(self.snapshot.version(), &entries, &[], manifest, &history, self.history.oldest())?;
         self.store = Some(store);
+        self.unmark_rebuild();
         self.unpersisted = None;
         Ok(())
     }
@@ -1067,6 +1110,18 @@ fn keep_out_of_version_control(db_dir: &Path, existed: bool) {
     if ours && !ignore.exists() {
         let _ = std::fs::write(&ignore, "# Written by fresco: its index is not part of the repository.\n*\n");
     }
+}
+
+/// The file in the index directory that holds why the store is being rebuilt, until the
+/// rebuilt store holds a version (see [`Indexer::open_stored`]).
+pub const REBUILD_MARKER: &str = "rebuilding";
+
+/// Why the store was being rebuilt by a run that was stopped before the rebuilt store held a
+/// version, when one was.
+pub fn interrupted_rebuild(db_dir: &Path) -> Option<String> {
+    let why = std::fs::read_to_string(db_dir.join(REBUILD_MARKER)).ok()?;
+    let why = why.trim();
+    (!why.is_empty()).then(|| why.chars().take(2000).collect())
 }
 
 /// Empties the input of a file removed from the tree. The input itself stays (see

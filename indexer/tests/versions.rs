@@ -91,14 +91,38 @@ fn a_store_rebuilt_from_the_files_numbers_past_the_old_one() {
     let interrupted = Indexer::open_stored(&root, &db, options()).expect("open without indexing");
     assert!(interrupted.rebuilt_store.is_some());
     drop(interrupted);
+    assert!(db.join(fresco_indexer::indexer::REBUILD_MARKER).exists(), "why the store is rebuilt is kept on disk");
+    // The store was cleared, not corrupt; the warning of the rebuild stopped part way is not lost.
     let indexer = Indexer::open(&root, &db, options()).expect("reopen");
-    assert!(indexer.rebuilt_store.is_none(), "the store was cleared, not corrupt: {:?}", indexer.rebuilt_store);
+    let warning = indexer.rebuilt_store.clone().unwrap_or_default();
+    assert!(warning.contains("corrupt") && warning.contains("was stopped before it stored a version"), "{warning:?}");
+    assert!(!db.join(fresco_indexer::indexer::REBUILD_MARKER).exists(), "the rebuilt store holds a version");
+    drop(indexer);
+    let indexer = Indexer::open(&root, &db, options()).expect("reopen");
+    assert!(indexer.rebuilt_store.is_none(), "{:?}", indexer.rebuilt_store);
     let now = indexer.snapshot().version();
     assert!(now > old + 10, "the rebuilt index's version {now} must pass the old store's {}", old + 10);
     for earlier in [1, old] {
         assert!(indexer.history().changes_since(earlier).is_err(), "version {earlier} named the old store's graph");
     }
     assert_eq!(indexer.history().changes_since(now), Ok(Vec::new()));
+}
+
+/// A rebuild of a tree without Python files stores no version, and is over all the same: the
+/// next open does not warn of a rebuild stopped part way.
+#[test]
+fn a_rebuild_with_nothing_to_store_is_not_taken_for_one_stopped_part_way() {
+    let (_dir, root, db) = workspace();
+    write(&root, "a.py", "def f():\n    return 1\n");
+    drop(Indexer::open(&root, &db, options()).expect("open"));
+    std::fs::remove_file(root.join("a.py")).expect("rm");
+    std::fs::write(db.join("graph/committed-version"), "99").expect("write marker");
+    let rebuilt = Indexer::open(&root, &db, options()).expect("reopen");
+    assert!(rebuilt.rebuilt_store.is_some());
+    drop(rebuilt);
+    assert!(!db.join(fresco_indexer::indexer::REBUILD_MARKER).exists());
+    let indexer = Indexer::open(&root, &db, options()).expect("reopen");
+    assert!(indexer.rebuilt_store.is_none(), "{:?}", indexer.rebuilt_store);
 }
 
 #[test]
