@@ -450,11 +450,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     // index stopped part way): say so rather than export it as if it were one.
                     let nothing = if stored && indexer.snapshot().version() == 0 {
                         match fresco_indexer::indexer::interrupted_rebuild(&db_dir(&root, &args.db)) {
-                            Some(why) => {
-                                format!(
-                                    " (no version is stored yet: a rebuild was stopped before it stored one: {why})"
-                                )
-                            }
+                            Some(cause) => format!(
+                                " (no version is stored yet: a rebuild, begun because {cause}, was stopped before it \
+                                 stored one)"
+                            ),
                             None => " (no version is stored yet: the first index has not completed)".to_string(),
                         }
                     } else {

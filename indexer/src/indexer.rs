@@ -333,19 +333,23 @@ impl Indexer {
         };
         // The layout before `graph/`: removed. Another program's `db` and `conf` (no marker)
         // are left alone, never deleted.
+        // Why the store is rebuilt is written down before the old store is touched (see
+        // `begin_rebuild`); the warning names the cause an earlier, stopped rebuild began with.
+        let earlier = interrupted_rebuild.as_deref();
         if in_old_layout(db_dir) {
+            indexer.rebuilt_store = Some(begin_rebuild(db_dir, "the index used an older layout", "", earlier));
             keep_numbering(0)?;
             for stale in ["db", "conf", "blobs", "snap.*", "committed-version"] {
                 let _ = std::fs::remove_file(db_dir.join(stale));
             }
             let _ = std::fs::remove_dir_all(db_dir.join("blobs"));
-            indexer.rebuilt_store = Some("the index used an older layout; rebuilt from the files".into());
         }
         let (store, loaded) = match Store::open(&graph_dir, analysis) {
             Ok(store) => match store.load() {
                 Ok(snapshot) => (store, Some(snapshot)),
                 Err(StoreError::Corrupt(why)) => {
-                    indexer.rebuilt_store = Some(format!("the index was corrupt ({why}); rebuilt from the files"));
+                    let cause = format!("the index was corrupt ({why})");
+                    indexer.rebuilt_store = Some(begin_rebuild(db_dir, &cause, "", earlier));
                     // A garbage `committed-version` file reads as 0 above; the store's own record
                     // of its version may still be whole.
                     keep_numbering(store.version().unwrap_or(0))?;
@@ -354,19 +358,21 @@ impl Indexer {
                 }
                 Err(StoreError::Damaged(why)) => {
                     drop(store);
+                    let cause = format!("the index database was damaged ({why})");
+                    mark_rebuild(db_dir, &cause, earlier);
                     keep_numbering(0)?;
                     let kept = set_aside_damaged(&graph_dir, db_dir);
-                    indexer.rebuilt_store =
-                        Some(format!("the index database was damaged ({why}){kept}; rebuilt from the files"));
+                    indexer.rebuilt_store = Some(rebuild_warning(&cause, &kept, earlier));
                     (Store::open(&graph_dir, analysis)?, None)
                 }
                 Err(e) => return Err(e.into()),
             },
             Err(StoreError::Damaged(why)) => {
+                let cause = format!("the index database was damaged ({why})");
+                mark_rebuild(db_dir, &cause, earlier);
                 keep_numbering(0)?;
                 let kept = set_aside_damaged(&graph_dir, db_dir);
-                indexer.rebuilt_store =
-                    Some(format!("the index database was damaged ({why}){kept}; rebuilt from the files"));
+                indexer.rebuilt_store = Some(rebuild_warning(&cause, &kept, earlier));
                 (Store::open(&graph_dir, analysis)?, None)
             }
             Err(
@@ -374,7 +380,7 @@ impl Indexer {
                 | StoreError::DifferentAnalysis { .. }
                 | StoreError::Corrupt(_)),
             ) => {
-                indexer.rebuilt_store = Some(format!("{e}; rebuilt from the files"));
+                indexer.rebuilt_store = Some(begin_rebuild(db_dir, &e.to_string(), "", earlier));
                 keep_numbering(0)?;
                 std::fs::remove_dir_all(&graph_dir).ok();
                 (Store::open(&graph_dir, analysis)?, None)
@@ -385,14 +391,10 @@ impl Indexer {
         // Why the store is being rebuilt stays on disk until the rebuilt store holds a version:
         // a run stopped before that (a kill, a full disk) would otherwise leave a store that
         // reads as a first index never finished, and the warning would be lost.
-        match (&indexer.rebuilt_store, interrupted_rebuild) {
-            (Some(why), _) => {
-                let _ = std::fs::write(db_dir.join(REBUILD_MARKER), why);
-                indexer.rebuild_marked = true;
-            }
-            (None, Some(why)) if loaded.as_ref().is_none_or(|s| s.version() == 0) => {
-                indexer.rebuilt_store =
-                    Some(format!("{why} (the rebuild an earlier run began was stopped before it stored a version)"));
+        match (&indexer.rebuilt_store, earlier) {
+            (Some(_), _) => indexer.rebuild_marked = true,
+            (None, Some(cause)) if loaded.as_ref().is_none_or(|s| s.version() == 0) => {
+                indexer.rebuilt_store = Some(rebuild_warning(cause, "", Some(cause)));
                 indexer.rebuild_marked = true;
             }
             (None, Some(_)) => {
@@ -1113,15 +1115,53 @@ fn keep_out_of_version_control(db_dir: &Path, existed: bool) {
 }
 
 /// The file in the index directory that holds why the store is being rebuilt, until the
-/// rebuilt store holds a version (see [`Indexer::open_stored`]).
-pub const REBUILD_MARKER: &str = "rebuilding";
+/// rebuilt store holds a version (see [`Indexer::open_stored`]). Named so that no file of the
+/// user's is taken for it in a `--db` directory of theirs.
+pub const REBUILD_MARKER: &str = ".fresco-rebuilding";
+
+/// What a marker starts with, so that a file fresco did not write is never read as one.
+const REBUILD_MARKER_HEADER: &str = "fresco rebuild: ";
 
 /// Why the store was being rebuilt by a run that was stopped before the rebuilt store held a
 /// version, when one was.
 pub fn interrupted_rebuild(db_dir: &Path) -> Option<String> {
-    let why = std::fs::read_to_string(db_dir.join(REBUILD_MARKER)).ok()?;
-    let why = why.trim();
-    (!why.is_empty()).then(|| why.chars().take(2000).collect())
+    let text = std::fs::read_to_string(db_dir.join(REBUILD_MARKER)).ok()?;
+    let cause = text.strip_prefix(REBUILD_MARKER_HEADER)?.trim();
+    (!cause.is_empty()).then(|| cause.chars().take(2000).collect())
+}
+
+/// Writes down why the store is rebuilt, durably, before the old store is touched, unless an
+/// earlier run's rebuild, stopped part way, already did: its cause is the one that counts (what
+/// this open finds is most likely that rebuild's partial first write). Best effort: a disk that
+/// refuses it loses only the warning's repetition.
+fn mark_rebuild(db_dir: &Path, cause: &str, earlier: Option<&str>) {
+    if earlier.is_some() {
+        return;
+    }
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::File::create(db_dir.join(REBUILD_MARKER))?;
+        std::io::Write::write_all(&mut file, format!("{REBUILD_MARKER_HEADER}{cause}\n").as_bytes())?;
+        file.sync_all()?;
+        std::fs::File::open(db_dir)?.sync_all()
+    };
+    let _ = write();
+}
+
+/// [`mark_rebuild`], and the warning to give (see [`rebuild_warning`]).
+fn begin_rebuild(db_dir: &Path, cause: &str, kept: &str, earlier: Option<&str>) -> String {
+    mark_rebuild(db_dir, cause, earlier);
+    rebuild_warning(cause, kept, earlier)
+}
+
+/// The warning of a rebuild: its cause, or the cause of an earlier rebuild stopped part way.
+fn rebuild_warning(cause: &str, kept: &str, earlier: Option<&str>) -> String {
+    match earlier {
+        Some(earlier) => format!(
+            "{earlier}{kept}; rebuilt from the files (the rebuild an earlier run began was stopped before it stored a \
+             version)"
+        ),
+        None => format!("{cause}{kept}; rebuilt from the files"),
+    }
 }
 
 /// Empties the input of a file removed from the tree. The input itself stays (see

@@ -108,6 +108,39 @@ fn a_store_rebuilt_from_the_files_numbers_past_the_old_one() {
     assert_eq!(indexer.history().changes_since(now), Ok(Vec::new()));
 }
 
+/// A rebuild stopped part way, then found by the next open as a store to rebuild again (its
+/// partial first write reads as corrupt): the warning names the first rebuild's cause.
+#[test]
+fn a_rebuild_stopped_twice_keeps_the_cause_it_began_with() {
+    let (_dir, root, db) = workspace();
+    write(&root, "a.py", "def f():\n    return 1\n");
+    drop(Indexer::open(&root, &db, options()).expect("open"));
+    std::fs::write(db.join("graph/committed-version"), "77").expect("write marker");
+    drop(Indexer::open_stored(&root, &db, options()).expect("a rebuild begins"));
+    // The next attempt finds the store corrupt again, for another reason.
+    std::fs::write(db.join("graph/committed-version"), "500").expect("write marker");
+    let reopened = Indexer::open(&root, &db, options()).expect("reopen");
+    let warning = reopened.rebuilt_store.clone().unwrap_or_default();
+    assert!(warning.contains("77") && warning.contains("was stopped before it stored a version"), "{warning:?}");
+    drop(reopened);
+    assert!(Indexer::open(&root, &db, options()).expect("reopen").rebuilt_store.is_none());
+}
+
+/// A file of the user's in a `--db` directory of theirs is neither taken for a marker nor
+/// removed.
+#[test]
+fn a_file_of_the_users_is_not_taken_for_a_rebuild_marker() {
+    let (_dir, root, db) = workspace();
+    write(&root, "a.py", "def f():\n    return 1\n");
+    std::fs::create_dir_all(&db).expect("mkdir");
+    let theirs = db.join(fresco_indexer::indexer::REBUILD_MARKER);
+    std::fs::write(&theirs, "notes on rebuilding the kitchen\n").expect("write");
+    let indexer = Indexer::open(&root, &db, options()).expect("open");
+    assert!(indexer.rebuilt_store.is_none(), "{:?}", indexer.rebuilt_store);
+    drop(indexer);
+    assert_eq!(std::fs::read_to_string(&theirs).expect("still there"), "notes on rebuilding the kitchen\n");
+}
+
 /// A rebuild of a tree without Python files stores no version, and is over all the same: the
 /// next open does not warn of a rebuild stopped part way.
 #[test]
