@@ -411,6 +411,16 @@ impl Indexer {
         }
         indexer.store = Some(store);
         indexer.db_dir = Some(db_dir.to_path_buf());
+        // A store can hold a version its `committed-version` file does not name yet: the
+        // commit writes that file after sled, and a kill in between leaves it one behind. This
+        // open hands that version out, so it is recorded where a rebuild after damage, which can
+        // no longer read sled's own record, still finds it (a number reused for another graph
+        // otherwise: a kill in that window, then damage, gave two graphs version 2).
+        if let Some(snapshot) = &loaded
+            && snapshot.version() > numbered_before.max(VersionReservation::read(db_dir))
+        {
+            VersionReservation::record(db_dir, snapshot.version())?;
+        }
         // What a rebuild recorded above counts too (a store's own version read past a garbage
         // marker file).
         indexer.version_floor = numbered_before.max(VersionReservation::read(db_dir));

@@ -108,6 +108,32 @@ fn a_store_rebuilt_from_the_files_numbers_past_the_old_one() {
     assert_eq!(indexer.history().changes_since(now), Ok(Vec::new()));
 }
 
+/// A commit stopped between sled and its `committed-version` file leaves that file a version
+/// behind the store; the version the next open hands out must still be counted by a rebuild
+/// after damage, which cannot read sled's own record.
+#[test]
+fn a_version_handed_out_from_a_store_ahead_of_its_marker_is_not_reused_after_damage() {
+    let (_dir, root, db) = workspace();
+    write(&root, "a.py", "def f():\n    return 1\n");
+    drop(Indexer::open(&root, &db, options()).expect("open"));
+    write(&root, "a.py", "def f():\n    return 2\n");
+    let seen = {
+        let indexer = Indexer::open(&root, &db, options()).expect("reopen");
+        indexer.snapshot().version()
+    };
+    // As a kill between the commit and the file's rename leaves it.
+    std::fs::write(db.join("graph/committed-version"), (seen - 1).to_string()).expect("marker behind");
+    let handed_out = Indexer::open(&root, &db, options()).expect("reopen").snapshot().version();
+    assert_eq!(handed_out, seen);
+    for file in ["db", "conf"] {
+        std::fs::write(db.join("graph").join(file), vec![0x5a; 4096]).expect("damage");
+    }
+    write(&root, "a.py", "def f():\n    return 3\n");
+    let rebuilt = Indexer::open(&root, &db, options()).expect("rebuild");
+    assert!(rebuilt.rebuilt_store.is_some());
+    assert!(rebuilt.snapshot().version() > seen, "version {} was handed out before", seen);
+}
+
 /// A rebuild stopped part way, then found by the next open as a store to rebuild again (its
 /// partial first write reads as corrupt): the warning names the first rebuild's cause.
 #[test]
