@@ -233,9 +233,6 @@ pub fn run_query(
     let stale_modules = if is_stale.is_some() { stale_module_names(snapshot, stale) } else { HashSet::new() };
     let consulted_stale: std::cell::RefCell<HashMap<String, bool>> = Default::default();
     let resolution_is_stale = |file: &str| -> bool {
-        if stale_modules.is_empty() {
-            return false;
-        }
         if let Some(&known) = consulted_stale.borrow().get(file) {
             return known;
         }

@@ -10,7 +10,6 @@
 
 use fresco_graph::{ArgFlow, Edge, EdgeKind, FileGraph};
 use rustc_hash::{FxHashMap, FxHashSet};
-use std::sync::Arc;
 
 #[derive(Default)]
 pub struct FlowIndex {
@@ -69,16 +68,7 @@ impl FlowIndex {
     /// parameter. `graph_of` gives the current graph of a file.
     pub fn flow_edges<'g>(&self, graph: &FileGraph, graph_of: impl Fn(&str) -> Option<&'g FileGraph>) -> Vec<Edge> {
         let mut edges = Vec::new();
-        // One allocation per distinct id among these edges, as the resolver does for the file's own.
-        let mut ids: FxHashSet<Arc<str>> = FxHashSet::default();
-        let mut intern = |id: &str| -> Arc<str> {
-            if let Some(shared) = ids.get(id) {
-                return shared.clone();
-            }
-            let shared: Arc<str> = Arc::from(id);
-            ids.insert(shared.clone());
-            shared
-        };
+        let mut ids = crate::edge_ids::EdgeIds::default();
         for call in &graph.param_calls {
             let Some(sources) = self.flows_into.get(&call.function) else { continue };
             let mut sources: Vec<&String> = sources.iter().collect();
@@ -90,8 +80,8 @@ impl FlowIndex {
                 for flow in flows {
                     for target in &flow.targets {
                         edges.push(Edge {
-                            src: intern(&call.caller),
-                            dst: intern(target),
+                            src: ids.get(&call.caller),
+                            dst: ids.get(target),
                             kind: EdgeKind::Calls,
                             line: Some(call.line),
                         });

@@ -151,8 +151,10 @@ const VERSION_BLOCK: u64 = 64;
 struct VersionReservation;
 
 impl VersionReservation {
+    const FILE: &str = "versions";
+
     fn path(db_dir: &Path) -> PathBuf {
-        db_dir.join("versions")
+        db_dir.join(Self::FILE)
     }
 
     /// The reservation on disk; 0 when there is none (a new index directory, or one from before
@@ -169,15 +171,21 @@ impl VersionReservation {
 
     /// Durably records `up_to` before any number up to it is handed out.
     fn write(db_dir: &Path, up_to: u64) -> std::io::Result<()> {
-        use std::io::Write;
-        let tmp = db_dir.join("versions.tmp");
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(up_to.to_string().as_bytes())?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, Self::path(db_dir))?;
-        // The rename itself is durable only once the directory is.
-        std::fs::File::open(db_dir)?.sync_all()
+        write_durably(db_dir, Self::FILE, up_to.to_string().as_bytes())
     }
+}
+
+/// Writes `name` in `dir` whole or not at all (a temporary file renamed over it), and durably:
+/// the file and the rename are synced before this returns.
+fn write_durably(dir: &Path, name: &str, contents: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = dir.join(format!("{name}.tmp"));
+    let mut file = std::fs::File::create(&tmp)?;
+    file.write_all(contents)?;
+    file.sync_all()?;
+    std::fs::rename(&tmp, dir.join(name))?;
+    // The rename itself is durable only once the directory is.
+    std::fs::File::open(dir)?.sync_all()
 }
 
 /// What published versions changed that the store does not hold yet.
@@ -337,7 +345,7 @@ impl Indexer {
         // `begin_rebuild`); the warning names the cause an earlier, stopped rebuild began with.
         let earlier = interrupted_rebuild.as_deref();
         if in_old_layout(db_dir) {
-            indexer.rebuilt_store = Some(begin_rebuild(db_dir, "the index used an older layout", "", earlier));
+            indexer.rebuilt_store = Some(begin_rebuild(db_dir, "the index used an older layout", earlier));
             keep_numbering(0)?;
             for stale in ["db", "conf", "blobs", "snap.*", "committed-version"] {
                 let _ = std::fs::remove_file(db_dir.join(stale));
@@ -349,7 +357,7 @@ impl Indexer {
                 Ok(snapshot) => (store, Some(snapshot)),
                 Err(StoreError::Corrupt(why)) => {
                     let cause = format!("the index was corrupt ({why})");
-                    indexer.rebuilt_store = Some(begin_rebuild(db_dir, &cause, "", earlier));
+                    indexer.rebuilt_store = Some(begin_rebuild(db_dir, &cause, earlier));
                     // A garbage `committed-version` file reads as 0 above; the store's own record
                     // of its version may still be whole.
                     keep_numbering(store.version().unwrap_or(0))?;
@@ -380,7 +388,7 @@ impl Indexer {
                 | StoreError::DifferentAnalysis { .. }
                 | StoreError::Corrupt(_)),
             ) => {
-                indexer.rebuilt_store = Some(begin_rebuild(db_dir, &e.to_string(), "", earlier));
+                indexer.rebuilt_store = Some(begin_rebuild(db_dir, &e.to_string(), earlier));
                 keep_numbering(0)?;
                 std::fs::remove_dir_all(&graph_dir).ok();
                 (Store::open(&graph_dir, analysis)?, None)
@@ -416,14 +424,16 @@ impl Indexer {
         // open hands that version out, so it is recorded where a rebuild after damage, which can
         // no longer read sled's own record, still finds it (a number reused for another graph
         // otherwise: a kill in that window, then damage, gave two graphs version 2).
-        if let Some(snapshot) = &loaded
-            && snapshot.version() > numbered_before.max(VersionReservation::read(db_dir))
-        {
-            VersionReservation::record(db_dir, snapshot.version())?;
-        }
         // What a rebuild recorded above counts too (a store's own version read past a garbage
         // marker file).
-        indexer.version_floor = numbered_before.max(VersionReservation::read(db_dir));
+        let mut floor = numbered_before.max(VersionReservation::read(db_dir));
+        if let Some(snapshot) = &loaded
+            && snapshot.version() > floor
+        {
+            VersionReservation::record(db_dir, snapshot.version())?;
+            floor = snapshot.version();
+        }
+        indexer.version_floor = floor;
         indexer.reserved = indexer.version_floor;
         if let Some(snapshot) = loaded {
             indexer.seed_from(snapshot);
@@ -985,9 +995,6 @@ impl Indexer {
             &pending.diffs,
             self.history.oldest(),
         );
-        if result.is_ok() {
-            self.unmark_rebuild();
-        }
         if let Err(e) = result {
             // The store keeps its last complete version (sled recovers a batch whole or not at
             // all). sled 0.34 keeps a database's first I/O error for good, so after one (a full
@@ -998,6 +1005,7 @@ impl Indexer {
             self.unpersisted = Some(pending);
             return Err(e.into());
         }
+        self.unmark_rebuild();
         Ok(())
     }
 
@@ -1148,19 +1156,13 @@ fn mark_rebuild(db_dir: &Path, cause: &str, earlier: Option<&str>) {
     if earlier.is_some() {
         return;
     }
-    let write = || -> std::io::Result<()> {
-        let mut file = std::fs::File::create(db_dir.join(REBUILD_MARKER))?;
-        std::io::Write::write_all(&mut file, format!("{REBUILD_MARKER_HEADER}{cause}\n").as_bytes())?;
-        file.sync_all()?;
-        std::fs::File::open(db_dir)?.sync_all()
-    };
-    let _ = write();
+    let _ = write_durably(db_dir, REBUILD_MARKER, format!("{REBUILD_MARKER_HEADER}{cause}\n").as_bytes());
 }
 
 /// [`mark_rebuild`], and the warning to give (see [`rebuild_warning`]).
-fn begin_rebuild(db_dir: &Path, cause: &str, kept: &str, earlier: Option<&str>) -> String {
+fn begin_rebuild(db_dir: &Path, cause: &str, earlier: Option<&str>) -> String {
     mark_rebuild(db_dir, cause, earlier);
-    rebuild_warning(cause, kept, earlier)
+    rebuild_warning(cause, "", earlier)
 }
 
 /// The warning of a rebuild: its cause, or the cause of an earlier rebuild stopped part way.

@@ -19,6 +19,7 @@
 pub mod annotation;
 mod builtin_members;
 pub mod db;
+mod edge_ids;
 pub mod embed;
 pub mod flows;
 mod grammar;
@@ -56,6 +57,7 @@ pub const ANALYSIS_FINGERPRINT: u64 = xxhash_rust::const_xxh3::xxh3_64(
         include_str!("annotation.rs"),
         include_str!("builtin_members.rs"),
         include_str!("db.rs"),
+        include_str!("edge_ids.rs"),
         include_str!("flows.rs"),
         include_str!("grammar.rs"),
         include_str!("lower/mod.rs"),

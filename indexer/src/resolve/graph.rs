@@ -257,18 +257,7 @@ impl<'a> Resolver<'a> {
         let mut edges: Vec<Edge> = Vec::new();
         // Edges already added, by hash (indices into `edges`): the first of equal edges is kept.
         let mut seen: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
-        // One allocation per distinct id for all the file's edges (see `Edge`).
-        let mut ids: FxHashSet<Arc<str>> = FxHashSet::default();
-        let mut intern = move |id: &str| -> Arc<str> {
-            match ids.get(id) {
-                Some(shared) => shared.clone(),
-                None => {
-                    let shared: Arc<str> = Arc::from(id);
-                    ids.insert(shared.clone());
-                    shared
-                }
-            }
-        };
+        let mut ids = crate::edge_ids::EdgeIds::default();
         let mut add = |edges: &mut Vec<Edge>, src: &str, dst: String, kind: EdgeKind, line: Option<u32>| {
             if src == dst && kind != EdgeKind::Calls {
                 return;
@@ -286,7 +275,7 @@ impl<'a> Resolver<'a> {
                 return;
             }
             same.push(edges.len() as u32);
-            edges.push(Edge { src: intern(src), dst: intern(&dst), kind, line });
+            edges.push(Edge { src: ids.get(src), dst: ids.get(&dst), kind, line });
         };
         let mut unresolved = Vec::new();
         let mut arg_flows: Vec<fresco_graph::ArgFlow> = Vec::new();
