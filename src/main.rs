@@ -187,7 +187,7 @@ impl FreshnessArg {
 
 /// An error and its causes, each cause once: a message that already quotes its cause (as most
 /// of the libraries' messages do, `index I/O error: {0}`) is not followed by it again.
-fn error_text(err: &anyhow::Error) -> String {
+pub(crate) fn error_text(err: &anyhow::Error) -> String {
     let mut text = err.to_string();
     for cause in err.chain().skip(1) {
         let cause = cause.to_string();
@@ -931,7 +931,7 @@ fn daemon_holds(root: &Path) -> String {
 
 /// Whether the index could not be opened for want of permission or space to write it (the store
 /// takes a lock and writes as it opens, and the catch-up writes what changed).
-fn store_unwritable(err: &anyhow::Error) -> bool {
+pub(crate) fn store_unwritable(err: &anyhow::Error) -> bool {
     // EACCES, EROFS, EPERM, and a full disk or quota (ENOSPC, EDQUOT), as `io::Error` shows them,
     // or its kind's name for the last two (sled's errors carry them as text).
     err.chain().any(|e| {
@@ -1065,9 +1065,35 @@ fn print_status(v: &Value) {
     }
     if let Some(lanes) = v["lanes"].as_object() {
         for (name, lane) in lanes {
-            outln!("lane {name:<13} {}", lane["status"].as_str().unwrap_or("?"));
+            outln!("lane {name:<13} {}", lane_line(lane));
         }
     }
+    // What the daemon's indexer could not do (a full disk): the JSON had it, the text did not.
+    if let Some(error) = v["last_error"].as_str() {
+        outln!("last error         {}", render::printable(error));
+    }
+}
+
+/// A lane's health in one line: `embedding 1200 of 5000 embedded, 2 versions behind`, `unavailable:
+/// disabled by configuration (FRESCO_DENSE=off)`.
+fn lane_line(lane: &Value) -> String {
+    let mut line = lane["status"].as_str().unwrap_or("?").to_string();
+    let mut details = Vec::new();
+    if let (Some(done), Some(total)) = (lane["progress"]["done"].as_u64(), lane["progress"]["total"].as_u64()) {
+        details.push(format!("{done} of {total} embedded"));
+    }
+    if let Some(lag) = lane["lag"].as_u64().filter(|&lag| lag > 0) {
+        details.push(format!("{lag} version{} behind", if lag == 1 { "" } else { "s" }));
+    }
+    if !details.is_empty() {
+        line.push(' ');
+        line.push_str(&details.join(", "));
+    }
+    if let Some(reason) = lane["reason"].as_str() {
+        line.push_str(": ");
+        line.push_str(&render::printable(reason));
+    }
+    line
 }
 
 /// A line of the parse-error list: `pkg/half.py: 3 parse errors, the first at 12:5: missing ")"`.

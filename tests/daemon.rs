@@ -1590,3 +1590,93 @@ fn a_write_through_a_hard_link_outside_the_root_is_seen_by_the_next_wait_query()
     }
     assert!(names(&c.ok("find \"pkg.shared.*\"", "wait")).contains(&"pkg.shared.third".to_string()));
 }
+
+// ---------------------------------------------------------------------------------------------
+// An index that cannot be written.
+
+/// A directory nothing can be written into: for root, a small tmpfs mounted on it and filled
+/// (a full disk); for anyone else, a directory without write permission. Unmounted on drop.
+struct UnwritableDir {
+    dir: PathBuf,
+    mounted: bool,
+}
+
+impl UnwritableDir {
+    /// Makes `dir` and makes it unwritable. `None` (said on stderr) when root cannot mount a
+    /// tmpfs (no CAP_SYS_ADMIN): root writes through any permission, so nothing else refuses it.
+    fn at(dir: PathBuf) -> Option<UnwritableDir> {
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+            return Some(UnwritableDir { dir, mounted: false });
+        }
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+            .arg(&dir)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted {
+            eprintln!("skipped: running as root, and a tmpfs cannot be mounted here to fill it");
+            return None;
+        }
+        let full = UnwritableDir { dir, mounted: true };
+        let mut filler = std::fs::File::create(full.dir.join("filler")).expect("filler");
+        let block = [0u8; 4096];
+        while std::io::Write::write_all(&mut filler, &block).is_ok() {}
+        Some(full)
+    }
+}
+
+impl Drop for UnwritableDir {
+    fn drop(&mut self) {
+        if self.mounted {
+            let _ = std::process::Command::new("umount").arg("-l").arg(&self.dir).status();
+        }
+    }
+}
+
+#[test]
+fn a_daemon_that_cannot_write_its_index_serves_it_from_memory_and_says_so() {
+    let env = Env::generated(&[
+        ("pkg/__init__.py".to_string(), String::new()),
+        ("pkg/core.py".to_string(), "def helper():\n    return 1\n".to_string()),
+        ("pkg/use.py".to_string(), "from pkg.core import helper\n\ndef first():\n    return helper()\n".to_string()),
+    ]);
+    // The default index directory, full (or read-only): the CLI below finds the daemon as usual.
+    let Some(unwritable) = UnwritableDir::at(env.root.join(".fresco")) else { return };
+    let db = unwritable.dir.clone();
+    // It used to exit: "cannot open the index ...: No space left on device".
+    let d = Daemon::start(&env.root, &db, &env.rt);
+    let log = d.log();
+    assert!(log.contains("serves the files indexed in memory and stores nothing"), "{log}");
+    let mut c = d.conn();
+    let status = c.status();
+    let why = status["last_error"].as_str().unwrap_or_default().to_string();
+    assert!(why.contains("nothing is stored") && why.contains("restart the daemon"), "{status}");
+    let first_version = status["version"].as_u64().expect("version");
+    let callers = c.ok_waiting("callers pkg.core.helper", 5_000);
+    assert_eq!(names(&callers), vec!["pkg.use.first"], "{callers}");
+
+    // Kept fresh all the same: an edit is answered, and the error stays (nothing is stored).
+    env.write(
+        "pkg/use.py",
+        "from pkg.core import helper\n\ndef first():\n    return helper()\n\ndef second():\n    return helper()\n",
+    );
+    let callers = c.ok_waiting("callers pkg.core.helper", 5_000);
+    assert_eq!(names(&callers), vec!["pkg.use.first", "pkg.use.second"], "{callers}");
+    let status = c.status();
+    assert!(status["version"].as_u64().is_some_and(|v| v > first_version), "{status}");
+    assert_eq!(status["last_error"].as_str(), Some(why.as_str()), "{status}");
+    assert!(!db.join("graph").join("committed-version").exists(), "nothing was stored");
+
+    // The text form shows the error too (it showed neither it nor a lane's reason).
+    let text = stdout(&d.cli(&["status", env.root_s()]));
+    assert!(
+        text.contains("running (pid") && text.contains("last error") && text.contains("nothing is stored"),
+        "{text}"
+    );
+    assert!(text.contains("lane dense         unavailable: "), "{text}");
+}

@@ -242,6 +242,19 @@ impl Indexer {
         }
     }
 
+    /// An indexer with no store whose versions number past those of the index stored in
+    /// `db_dir`, which is read, never written: a daemon that cannot write its index serves from
+    /// memory, and its clients, who may have seen the stored versions, must not see their
+    /// numbers again for other graphs. (The numbers it hands out are recorded nowhere: a store
+    /// opened later numbers from its own.)
+    pub fn in_memory_numbered_after(root: &Path, db_dir: &Path, options: IndexerOptions) -> Indexer {
+        let mut indexer = Indexer::in_memory(root, options);
+        indexer.version_floor = fresco_graph::store::last_committed(&db_dir.join("graph"))
+            .max(fresco_graph::store::last_committed(db_dir))
+            .max(VersionReservation::read(db_dir));
+        indexer
+    }
+
     /// Opens the index of `root` stored in `db_dir`: loads the last committed version, reuses
     /// every file whose size, mtime and content did not change, and applies what changed while
     /// nobody watched. An incompatible or corrupt store is rebuilt from the files.

@@ -74,6 +74,30 @@ fn versions_a_daemon_published_but_never_stored_are_not_handed_out_again() {
 }
 
 #[test]
+fn an_index_kept_in_memory_beside_one_it_cannot_write_numbers_past_it() {
+    // A daemon whose index cannot be written (a full disk) serves from memory: its versions
+    // must not repeat numbers the stored index, or an earlier daemon, handed out.
+    let (_dir, root, db) = workspace();
+    write(&root, "a.py", "def f():\n    return 1\n");
+    let reserved = {
+        let mut indexer = Indexer::open(&root, &db, options()).expect("open");
+        indexer.set_defer_persistence(true);
+        write(&root, "a.py", "def f():\n    return 2\n");
+        indexer.apply(vec![FileEvent::Changed("a.py".into())]).expect("apply");
+        indexer.persist().expect("persist");
+        // A daemon reserves numbers ahead of what it stores (`INDEX/versions`).
+        std::fs::read_to_string(db.join("versions")).expect("reservation").trim().parse::<u64>().expect("number")
+    };
+    let mut in_memory = Indexer::in_memory_numbered_after(&root, &db, options());
+    in_memory.refresh().expect("index in memory");
+    assert!(in_memory.snapshot().version() > reserved, "{} after {reserved}", in_memory.snapshot().version());
+    // Numbered past an index directory that holds nothing: from 1.
+    let mut fresh = Indexer::in_memory_numbered_after(&root, &root.join("no-index-here"), options());
+    fresh.refresh().expect("index in memory");
+    assert_eq!(fresh.snapshot().version(), 1);
+}
+
+#[test]
 fn a_store_rebuilt_from_the_files_numbers_past_the_old_one() {
     let (_dir, root, db) = workspace();
     write(&root, "a.py", "def f():\n    return 1\n");

@@ -86,6 +86,9 @@ struct Shared {
     next_connection: AtomicU64,
     cookie_counter: AtomicU64,
     last_error: Mutex<Option<String>>,
+    /// Why nothing is stored, when the daemon started on an index it could not write (see
+    /// [`serve`]): then every version is served from memory, and `last_error` keeps saying so.
+    unstored: Option<String>,
     lanes: Arc<RetrievalLanes>,
     /// Queries running at once, across connections (see [`QuerySlots`]).
     query_slots: QuerySlots,
@@ -198,8 +201,26 @@ pub fn serve(options: ServeOptions) -> Result<()> {
     if interactive {
         eprintln!("fresco: indexing {} ...", root.display());
     }
-    let mut indexer = open_when_free(&root, &options)?;
-    (options.remember)()?;
+    let (mut indexer, unstored) = match open_when_free(&root, &options) {
+        Ok(indexer) => (indexer, None),
+        // A full disk, a read-only checkout: the commands answer from the files indexed in
+        // memory then, and so does the daemon, which keeps them fresh all the same.
+        Err(err) if crate::store_unwritable(&err) => {
+            let why = crate::error_text(&err);
+            eprintln!(
+                "fresco: warning: {why}; this daemon serves the files indexed in memory and stores nothing: \
+                 once the index can be written, restart the daemon (`fresco stop`, then `fresco serve`)"
+            );
+            let mut indexer = Indexer::in_memory_numbered_after(&root, &options.db, options.indexer.clone());
+            indexer.refresh()?;
+            (indexer, Some(format!("{why}; nothing is stored: restart the daemon once the index can be written")))
+        }
+        Err(err) => return Err(err),
+    };
+    // Settings are kept beside a stored index only (the commands after this one read them there).
+    if unstored.is_none() {
+        (options.remember)()?;
+    }
     indexer.set_defer_persistence(true);
     if let Some(why) = indexer.rebuilt_store.take() {
         eprintln!("fresco: warning: {why}");
@@ -243,7 +264,8 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         open: Mutex::new(HashMap::new()),
         next_connection: AtomicU64::new(0),
         cookie_counter: AtomicU64::new(0),
-        last_error: Mutex::new(None),
+        last_error: Mutex::new(unstored.clone()),
+        unstored,
         walk_issues: Mutex::new(indexer.walk_issues().to_vec()),
         query_slots: QuerySlots::new(max_running_queries()),
         query_workers: QueryWorkers::new(),
@@ -441,8 +463,8 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
                 }
                 let mut last_error = shared.last_error.lock().unwrap_or_else(|p| p.into_inner());
                 match persisted {
-                    // Applied and written: an earlier error is over.
-                    Ok(()) => *last_error = None,
+                    // Applied and written: an earlier error is over (unless nothing is stored).
+                    Ok(()) => *last_error = shared.unstored.clone(),
                     Err(e) => {
                         // The store keeps its last complete version; sled keeps a database's
                         // first I/O error for good (see `Indexer::persist`), so say what helps.
