@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use fresco_indexer::{Indexer, IndexerOptions};
+use fresco_indexer::{IndexError, Indexer, IndexerOptions};
 use output::{out, outln};
 use serde_json::{Value, json};
 
@@ -374,6 +374,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     uptime: None,
                     watcher: None,
                     last_error: None,
+                    not_stored: indexer
+                        .stored_history()
+                        .is_none()
+                        .then(|| "the files were indexed in memory for this command".to_string()),
+                    db: Some(&index_dir),
                     lanes: None,
                     walk_issues: indexer.walk_issues(),
                     history: indexer.stored_history(),
@@ -872,9 +877,21 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
 }
 
 /// The daemon holding the index in `db`, which records its socket there: found whatever runtime
-/// directory it and this process were given, for `--db` as for the default index.
+/// directory it and this process were given, for `--db` as for the default index. A daemon that
+/// could not write there (it serves from memory) is found through this process's runtime
+/// directory, when its `status` names `db`.
 fn daemon_holding(root: &Path, db: &Path) -> Option<client::Client> {
-    paths::recorded_socket(root, db).and_then(|socket| client::Client::connect_to(&socket))
+    if let Some(c) = paths::recorded_socket(root, db).and_then(|socket| client::Client::connect_to(&socket)) {
+        return Some(c);
+    }
+    let mut c = client::Client::connect(root)?;
+    let status = c.call("status", json!({}), Duration::from_secs(5)).ok()?.ok()?;
+    let same = |a: &Path, b: &Path| {
+        std::fs::canonicalize(a).unwrap_or_else(|_| a.to_path_buf())
+            == std::fs::canonicalize(b).unwrap_or_else(|_| b.to_path_buf())
+    };
+    let serves_db = status["not_stored"].is_string() && status["db"].as_str().is_some_and(|d| same(Path::new(d), db));
+    serves_db.then_some(c)
 }
 
 /// A read-only checkout, an index another user wrote, a full disk: answered all the same, by the
@@ -923,10 +940,7 @@ fn index_in_memory(root: &Path, args: &IndexArgs, why: &str) -> Result<Indexer> 
 
 /// Why a command indexes in memory when a daemon holds the stored index.
 fn daemon_holds(root: &Path) -> String {
-    format!(
-        "a daemon holds the index of {}; --no-daemon indexes the repository in memory for this command",
-        root.display()
-    )
+    format!("a daemon serves {}; --no-daemon indexes the repository in memory for this command", root.display())
 }
 
 /// Whether the index could not be opened for want of permission or space to write it (the store
@@ -935,6 +949,9 @@ pub(crate) fn store_unwritable(err: &anyhow::Error) -> bool {
     // EACCES, EROFS, EPERM, and a full disk or quota (ENOSPC, EDQUOT), as `io::Error` shows them,
     // or its kind's name for the last two (sled's errors carry them as text).
     err.chain().any(|e| {
+        if e.downcast_ref::<IndexError>().is_some_and(|e| matches!(e, IndexError::NoRoom { .. })) {
+            return true;
+        }
         let text = e.to_string();
         [
             "(os error 13)",
@@ -1067,6 +1084,9 @@ fn print_status(v: &Value) {
         for (name, lane) in lanes {
             outln!("lane {name:<13} {}", lane_line(lane));
         }
+    }
+    if let Some(why) = v["not_stored"].as_str() {
+        outln!("stored             no: {}", render::printable(why));
     }
     // What the daemon's indexer could not do (a full disk): the JSON had it, the text did not.
     if let Some(error) = v["last_error"].as_str() {
@@ -1223,6 +1243,11 @@ mod tests {
         let full_in_debug_form =
             anyhow::anyhow!("IO error: Os {{ code: 28, kind: StorageFull, message: \"No space\" }}");
         assert!(store_unwritable(&full) && store_unwritable(&quota) && store_unwritable(&full_in_debug_form));
+        // A disk with too little room to open the index on it safely.
+        let no_room =
+            anyhow::Error::new(fresco_indexer::IndexError::NoRoom { path: "/r/.fresco".into(), free_kib: 52 })
+                .context("cannot open the index");
+        assert!(store_unwritable(&no_room), "{no_room}");
         assert!(!store_unwritable(&corrupt) && !store_in_use(&denied));
         let lost = anyhow::Error::new(std::io::Error::from_raw_os_error(2));
         assert!(!store_unwritable(&lost), "no such file is another failure");

@@ -331,6 +331,12 @@ pub struct StatusInfo<'a> {
     pub uptime: Option<Duration>,
     pub watcher: Option<(u64, u64)>,
     pub last_error: Option<String>,
+    /// Why nothing of this index is stored, when nothing is: a daemon that could not write the
+    /// index when it started, or a command that indexed the files in memory.
+    pub not_stored: Option<String>,
+    /// The index directory answered from (a daemon's: clients given `--db` compare it with
+    /// theirs when the daemon could not record its socket there).
+    pub db: Option<&'a Path>,
     /// Lane health (see `lanes.rs`); `None` when no lanes are loaded.
     pub lanes: Option<Value>,
     /// What the walk met and could not index (a name that is not UTF-8, a FIFO named `x.py`, a
@@ -412,6 +418,8 @@ pub fn status(info: StatusInfo) -> Value {
         "watcher": info.watcher.map(|(events, rescans)| json!({"events": events, "rescans": rescans})),
         "lanes": info.lanes.unwrap_or_else(|| json!({"graph": {"status": "ready", "version": info.snapshot.version()}, "bm25": {"status": "not loaded", "reason": "lanes are built by the daemon or by a search/context query"}, "dense": {"status": "not loaded", "reason": "lanes are built by the daemon or by a search/context query"}})),
         "last_error": info.last_error,
+        "not_stored": info.not_stored,
+        "db": info.db.map(|db| db.display().to_string()),
         // `changes since V` answers for the versions published from this one to `version`.
         "history_since": info.history.map(|h| h.oldest()),
     })

@@ -1606,19 +1606,11 @@ impl UnwritableDir {
     /// tmpfs (no CAP_SYS_ADMIN): root writes through any permission, so nothing else refuses it.
     fn at(dir: PathBuf) -> Option<UnwritableDir> {
         std::fs::create_dir_all(&dir).expect("mkdir");
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        if unsafe { libc::geteuid() } != 0 {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+        if !running_as_root() {
+            set_mode(&dir, 0o555);
             return Some(UnwritableDir { dir, mounted: false });
         }
-        let mounted = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
-            .arg(&dir)
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !mounted {
+        if !mount_tmpfs(&dir, "size=4m") {
             eprintln!("skipped: running as root, and a tmpfs cannot be mounted here to fill it");
             return None;
         }
@@ -1628,6 +1620,15 @@ impl UnwritableDir {
         while std::io::Write::write_all(&mut filler, &block).is_ok() {}
         Some(full)
     }
+
+    /// Room made on the disk, or the permission given back.
+    fn make_writable(&self) {
+        if self.mounted {
+            std::fs::remove_file(self.dir.join("filler")).expect("remove the filler");
+        } else {
+            set_mode(&self.dir, 0o755);
+        }
+    }
 }
 
 impl Drop for UnwritableDir {
@@ -1636,6 +1637,25 @@ impl Drop for UnwritableDir {
             let _ = std::process::Command::new("umount").arg("-l").arg(&self.dir).status();
         }
     }
+}
+
+fn running_as_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn set_mode(path: &std::path::Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+fn mount_tmpfs(dir: &std::path::Path, options: &str) -> bool {
+    std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+        .arg(dir)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 #[test]
@@ -1654,29 +1674,86 @@ fn a_daemon_that_cannot_write_its_index_serves_it_from_memory_and_says_so() {
     assert!(log.contains("serves the files indexed in memory and stores nothing"), "{log}");
     let mut c = d.conn();
     let status = c.status();
-    let why = status["last_error"].as_str().unwrap_or_default().to_string();
-    assert!(why.contains("nothing is stored") && why.contains("restart the daemon"), "{status}");
-    let first_version = status["version"].as_u64().expect("version");
+    assert!(status["not_stored"].as_str().is_some_and(|why| !why.is_empty()), "{status}");
+    assert_eq!(status["last_error"], Value::Null, "nothing failed: {status}");
     let callers = c.ok_waiting("callers pkg.core.helper", 5_000);
     assert_eq!(names(&callers), vec!["pkg.use.first"], "{callers}");
 
-    // Kept fresh all the same: an edit is answered, and the error stays (nothing is stored).
+    // Kept fresh all the same.
     env.write(
         "pkg/use.py",
         "from pkg.core import helper\n\ndef first():\n    return helper()\n\ndef second():\n    return helper()\n",
     );
     let callers = c.ok_waiting("callers pkg.core.helper", 5_000);
     assert_eq!(names(&callers), vec!["pkg.use.first", "pkg.use.second"], "{callers}");
-    let status = c.status();
-    assert!(status["version"].as_u64().is_some_and(|v| v > first_version), "{status}");
-    assert_eq!(status["last_error"].as_str(), Some(why.as_str()), "{status}");
     assert!(!db.join("graph").join("committed-version").exists(), "nothing was stored");
-
-    // The text form shows the error too (it showed neither it nor a lane's reason).
+    // The text form says so (it showed neither this, the last error, nor a lane's reason).
     let text = stdout(&d.cli(&["status", env.root_s()]));
-    assert!(
-        text.contains("running (pid") && text.contains("last error") && text.contains("nothing is stored"),
-        "{text}"
-    );
+    assert!(text.contains("running (pid") && text.contains("stored             no: "), "{text}");
     assert!(text.contains("lane dense         unavailable: "), "{text}");
+
+    // Room made: the versions handed out are recorded with the next one, and the daemon that
+    // stores again after a restart numbers past them.
+    unwritable.make_writable();
+    env.write("pkg/use.py", "from pkg.core import helper\n\ndef first():\n    return helper()\n");
+    let callers = c.ok_waiting("callers pkg.core.helper", 5_000);
+    assert_eq!(names(&callers), vec!["pkg.use.first"], "{callers}");
+    let handed_out = c.status()["version"].as_u64().expect("version");
+    let out = d.cli(&["stop", env.root_s()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    drop(c);
+    drop(d);
+    let d = Daemon::start(&env.root, &db, &env.rt);
+    let status = d.conn().status();
+    assert!(status["version"].as_u64().is_some_and(|v| v > handed_out), "after {handed_out}: {status}");
+    assert_eq!(status["not_stored"], Value::Null, "{status}");
+    assert!(!d.log().contains("warning"), "{}", d.log());
+}
+
+#[test]
+fn no_daemon_starts_where_it_cannot_write_and_commands_answer_without_one() {
+    // A read-only checkout: the daemon's freshness gate writes a file the watcher must report
+    // before every answer, and could answer nothing here (it used to start and fail each query).
+    let env = Env::empty();
+    let files = [
+        ("pkg/__init__.py", ""),
+        ("pkg/core.py", "def helper():\n    return 1\n"),
+        ("pkg/use.py", "from pkg.core import helper\n\ndef first():\n    return helper()\n"),
+    ];
+    let mounted = running_as_root() && mount_tmpfs(&env.root, "size=1m");
+    if running_as_root() && !mounted {
+        eprintln!("skipped: running as root, and a tmpfs cannot be mounted here to make read-only");
+        return;
+    }
+    let _unmount = UnwritableDir { dir: env.root.clone(), mounted };
+    for (path, text) in files {
+        env.write(path, text);
+    }
+    if mounted {
+        let remounted = std::process::Command::new("mount")
+            .args(["-o", "remount,ro"])
+            .arg(&env.root)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(remounted, "remount read-only");
+    } else {
+        set_mode(&env.path("pkg"), 0o555);
+        set_mode(&env.root, 0o555);
+    }
+    let mut d = Daemon::spawn(&env.root, &env.root.join(".fresco"), &env.rt);
+    let exit = d.wait_exit(Duration::from_secs(30));
+    assert!(exit.is_some_and(|status| !status.success()), "it served: {exit:?}\n{}", d.log());
+    let err = d.log();
+    assert!(err.contains("cannot write in") && err.contains("index the files in memory"), "{err}");
+    let out = fresco()
+        .args(["query", env.root_s(), "callers pkg.core.helper"])
+        .env("FRESCO_RUNTIME_DIR", &env.rt)
+        .output()
+        .expect("query");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("pkg.use.first"), "{}", stdout(&out));
+    if !mounted {
+        set_mode(&env.root, 0o755);
+        set_mode(&env.path("pkg"), 0o755);
+    }
 }

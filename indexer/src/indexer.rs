@@ -54,6 +54,35 @@ pub enum IndexError {
     StoredUnusable { why: String },
     #[error("no index is stored at {path}")]
     NotStored { path: String },
+    /// The disk holding the index is (almost) full: see [`MIN_FREE_TO_OPEN`].
+    #[error(
+        "the disk holding {path} has {free_kib} KiB free: the index is not opened there (opening it on a \
+         full disk can damage it)"
+    )]
+    NoRoom { path: String, free_kib: u64 },
+}
+
+/// The room a disk must have for the index on it to be opened to write. sled grows its log by
+/// whole segments (512 KiB) and writes a snapshot as it opens a database: opened on a full disk
+/// (a tmpfs of 4 MiB), it damaged the database, and the next open rebuilt it from the files.
+pub const MIN_FREE_TO_OPEN: u64 = 2 * 1024 * 1024;
+
+/// The bytes this process may still write on the file system holding `path` (or the nearest
+/// directory above it that exists): the blocks free to anyone, and for root its reserve too.
+/// `None` when it cannot be asked, or the file system is read-only (opening says so then).
+fn free_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let existing = path.ancestors().find(|p| p.exists())?;
+    let c_path = std::ffi::CString::new(existing.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs is plain old data; all zeroes is a valid value for it.
+    let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c_path` is a NUL-terminated path and `stats` a valid place to write the answer.
+    if unsafe { libc::statvfs(c_path.as_ptr(), &mut stats) } != 0 || stats.f_flag & libc::ST_RDONLY != 0 {
+        return None;
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let blocks = if unsafe { libc::geteuid() } == 0 { stats.f_bfree } else { stats.f_bavail };
+    Some((blocks as u64).saturating_mul(stats.f_frsize as u64))
 }
 
 /// A change to one file, by path relative to the root.
@@ -136,6 +165,10 @@ pub struct Indexer {
     version_floor: u64,
     /// Numbers up to this one are reserved on disk for this session's versions.
     reserved: u64,
+    /// The index directory of an indexer that stores nothing because it cannot write there
+    /// ([`Indexer::in_memory_numbered_after`]): the numbers it hands out are still recorded
+    /// there, as soon as the directory takes a write.
+    numbers_only: Option<PathBuf>,
 }
 
 /// Version numbers are never reused, so that `changes since V` cannot answer for a graph V did
@@ -180,9 +213,15 @@ impl VersionReservation {
 fn write_durably(dir: &Path, name: &str, contents: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let tmp = dir.join(format!("{name}.tmp"));
-    let mut file = std::fs::File::create(&tmp)?;
-    file.write_all(contents)?;
-    file.sync_all()?;
+    let written = std::fs::File::create(&tmp).and_then(|mut file| {
+        file.write_all(contents)?;
+        file.sync_all()
+    });
+    if let Err(e) = written {
+        // Not left behind (a full disk takes the file and refuses its bytes).
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
     std::fs::rename(&tmp, dir.join(name))?;
     // The rename itself is durable only once the directory is.
     std::fs::File::open(dir)?.sync_all()
@@ -239,19 +278,24 @@ impl Indexer {
             history: VersionLog::new(0, HISTORY_VERSIONS),
             version_floor: 0,
             reserved: 0,
+            numbers_only: None,
         }
     }
 
-    /// An indexer with no store whose versions number past those of the index stored in
-    /// `db_dir`, which is read, never written: a daemon that cannot write its index serves from
-    /// memory, and its clients, who may have seen the stored versions, must not see their
-    /// numbers again for other graphs. (The numbers it hands out are recorded nowhere: a store
-    /// opened later numbers from its own.)
+    /// An indexer with no store whose versions number past those of the index in `db_dir`,
+    /// where it cannot write: a daemon that cannot write its index serves from memory, and its
+    /// clients, who may have seen the stored versions, must not see their numbers again for
+    /// other graphs. The numbers it hands out are recorded in `db_dir` (`INDEX/versions`) as
+    /// soon as a write there succeeds (room made on the disk), and a store opened later numbers
+    /// past them; numbers never recorded (the directory stayed read-only, or the disk full until
+    /// the daemon stopped) may be handed out again by a later session.
     pub fn in_memory_numbered_after(root: &Path, db_dir: &Path, options: IndexerOptions) -> Indexer {
         let mut indexer = Indexer::in_memory(root, options);
         indexer.version_floor = fresco_graph::store::last_committed(&db_dir.join("graph"))
             .max(fresco_graph::store::last_committed(db_dir))
             .max(VersionReservation::read(db_dir));
+        indexer.reserved = indexer.version_floor;
+        indexer.numbers_only = Some(db_dir.to_path_buf());
         indexer
     }
 
@@ -327,6 +371,11 @@ impl Indexer {
     pub fn open_stored(root: &Path, db_dir: &Path, options: IndexerOptions) -> Result<Indexer, IndexError> {
         if !root.is_dir() {
             return Err(IndexError::NotADirectory { path: root.display().to_string() });
+        }
+        if let Some(free) = free_bytes(db_dir)
+            && free < MIN_FREE_TO_OPEN
+        {
+            return Err(IndexError::NoRoom { path: db_dir.display().to_string(), free_kib: free / 1024 });
         }
         let mut indexer = Indexer::in_memory(root, options);
         let db_dir_existed = db_dir.exists();
@@ -966,6 +1015,18 @@ impl Indexer {
             VersionReservation::record(db_dir, up_to)?;
             self.reserved = up_to;
         }
+        // Without a store: recorded where it can be, tried again at the next version (the
+        // directory could not be written to begin with: that is why nothing is stored). Never
+        // lowering what another process recorded there meanwhile.
+        if let Some(dir) = &self.numbers_only
+            && next > self.reserved
+            && std::fs::create_dir_all(dir).is_ok()
+        {
+            let up_to = (next + VERSION_BLOCK - 1).max(VersionReservation::read(dir));
+            if VersionReservation::record(dir, up_to).is_ok() {
+                self.reserved = up_to;
+            }
+        }
         Ok(())
     }
 
@@ -981,6 +1042,16 @@ impl Indexer {
             && self.reserved > keep
         {
             VersionReservation::record(db_dir, keep)?;
+            self.reserved = keep;
+        }
+        // Without a store, what was handed out is recorded now if it never could be before
+        // (the block reserved ahead stays: skipped numbers are harmless, and the directory may
+        // hold another process's record by now).
+        if let Some(dir) = &self.numbers_only
+            && self.reserved < keep
+        {
+            std::fs::create_dir_all(dir).map_err(|e| IndexError::Io { path: dir.display().to_string(), source: e })?;
+            VersionReservation::record(dir, keep.max(VersionReservation::read(dir)))?;
             self.reserved = keep;
         }
         Ok(())

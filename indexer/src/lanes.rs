@@ -159,18 +159,25 @@ impl RetrievalLanes {
         let model_dir = embed::default_model_dir();
         let tokenizer = RwLock::new(load_tokenizer(&model_dir));
         let disabled = std::env::var("FRESCO_DENSE").is_ok_and(|v| v == "off" || v == "0");
-        let store = db_dir.map(|dir| open_vectors(&dir.join("vectors")));
-        let (dense, dense_error) = match store {
-            _ if disabled => (None, Some("disabled by configuration (FRESCO_DENSE=off)".to_string())),
-            Err(why) => (None, Some(why)),
-            Ok(Ok(store)) => (
-                Some(EmbedWorker::start(
-                    store,
-                    EmbedWorkerOptions { model_dir: model_dir.clone(), partial_every, ..EmbedWorkerOptions::default() },
-                )),
-                None,
-            ),
-            Ok(Err(e)) => (None, Some(format!("cannot open the vector store: {e}"))),
+        // The vector store is not even opened (made, on a first run) when the lane is off.
+        let (dense, dense_error) = if disabled {
+            (None, Some("disabled by configuration (FRESCO_DENSE=off)".to_string()))
+        } else {
+            match db_dir.map(|dir| open_vectors(&dir.join("vectors"))) {
+                Err(why) => (None, Some(why)),
+                Ok(Ok(store)) => (
+                    Some(EmbedWorker::start(
+                        store,
+                        EmbedWorkerOptions {
+                            model_dir: model_dir.clone(),
+                            partial_every,
+                            ..EmbedWorkerOptions::default()
+                        },
+                    )),
+                    None,
+                ),
+                Ok(Err(e)) => (None, Some(format!("cannot open the vector store: {e}"))),
+            }
         };
         RetrievalLanes {
             text: RwLock::new(TextLane::Building),
@@ -188,8 +195,10 @@ impl RetrievalLanes {
 
     /// Starts the lanes' thread for a daemon: it builds the lexical index from `first`, then
     /// applies every update sent on the returned channel (coalescing bursts).
-    pub fn start(db_dir: &Path, first: Snapshot) -> (Arc<RetrievalLanes>, Sender<LaneUpdate>) {
-        let lanes = Arc::new(RetrievalLanes::new(Ok(db_dir), EmbedWorkerOptions::default().partial_every));
+    /// `db_dir` is `Err(why)` when the index's vectors cannot be kept there: the dense lane then
+    /// reports itself down for `why`.
+    pub fn start(db_dir: Result<&Path, String>, first: Snapshot) -> (Arc<RetrievalLanes>, Sender<LaneUpdate>) {
+        let lanes = Arc::new(RetrievalLanes::new(db_dir, EmbedWorkerOptions::default().partial_every));
         let (tx, rx) = crossbeam::channel::unbounded::<LaneUpdate>();
         let worker = lanes.clone();
         let spawned = std::thread::Builder::new().name("fresco-lanes".into()).spawn(move || worker.run(first, rx));

@@ -91,6 +91,16 @@ fn an_index_kept_in_memory_beside_one_it_cannot_write_numbers_past_it() {
     let mut in_memory = Indexer::in_memory_numbered_after(&root, &db, options());
     in_memory.refresh().expect("index in memory");
     assert!(in_memory.snapshot().version() > reserved, "{} after {reserved}", in_memory.snapshot().version());
+    // Where the directory takes a write after all (room made on the disk), the numbers handed
+    // out are recorded, and the store, opened again, numbers past them.
+    write(&root, "a.py", "def f():\n    return 3\n");
+    in_memory.apply(vec![FileEvent::Changed("a.py".into())]).expect("apply");
+    let handed_out = in_memory.snapshot().version();
+    in_memory.release_unused_versions().expect("recorded");
+    drop(in_memory);
+    let reopened = Indexer::open(&root, &db, options()).expect("reopen");
+    assert!(reopened.snapshot().version() > handed_out, "{} after {handed_out}", reopened.snapshot().version());
+    drop(reopened);
     // Numbered past an index directory that holds nothing: from 1.
     let mut fresh = Indexer::in_memory_numbered_after(&root, &root.join("no-index-here"), options());
     fresh.refresh().expect("index in memory");

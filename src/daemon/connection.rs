@@ -350,6 +350,8 @@ pub(super) fn handle_connection(
                     uptime: Some(shared.started.elapsed()),
                     watcher: Some(shared.tracker.counters()),
                     last_error: shared.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+                    not_stored: shared.unstored.clone(),
+                    db: Some(&shared.db),
                     lanes: Some(protocol::lanes_json(&shared.lanes.health(published.snapshot.version()))),
                     walk_issues: &shared.walk_issues.lock().unwrap_or_else(|p| p.into_inner()).clone(),
                     history: Some(&published.history),

@@ -289,6 +289,31 @@ const MAX_CONTENT_CHECK_TOTAL: u64 = 8 * 1024 * 1024;
 /// watched root (the default `.fresco/`, whose `.gitignore` keeps them out of `git add -A`), else
 /// the root itself. A cookie lives for a few milliseconds, but in the root a concurrent
 /// `git add -A` saw it and failed ("unable to stat") or committed it.
+/// Fails, saying why, when no cookie file can be written where [`Shared::sync_with_disk`] writes
+/// them: in [`cookie_dir`], else in the root.
+pub(super) fn check_cookies_writable(root: &Path, db: &Path) -> anyhow::Result<()> {
+    // Not a cookie's name (the watcher takes those for cookies) nor a Python file's: ignored.
+    let name = format!(".fresco-probe-{}", std::process::id());
+    let mut failure = None;
+    for dir in [cookie_dir(root, db), root.to_path_buf()] {
+        let probe = dir.join(&name);
+        match fs::write(&probe, b"") {
+            Ok(()) => {
+                let _ = fs::remove_file(&probe);
+                return Ok(());
+            }
+            Err(e) => failure = Some(e),
+        }
+    }
+    let e = failure.map(|e| e.to_string()).unwrap_or_default();
+    anyhow::bail!(
+        "cannot write in {} ({e}): a daemon writes small files there to know it has seen every change \
+         before it answers; without one, `fresco query`, `status` and `export` index the files in memory \
+         for each command",
+        root.display()
+    )
+}
+
 pub(super) fn cookie_dir(root: &Path, db: &Path) -> PathBuf {
     let db = fs::canonicalize(db).unwrap_or_else(|_| db.to_path_buf());
     if db.starts_with(root) && db.is_dir() { db } else { root.to_path_buf() }

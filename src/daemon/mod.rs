@@ -87,8 +87,11 @@ struct Shared {
     cookie_counter: AtomicU64,
     last_error: Mutex<Option<String>>,
     /// Why nothing is stored, when the daemon started on an index it could not write (see
-    /// [`serve`]): then every version is served from memory, and `last_error` keeps saying so.
+    /// [`serve`]): every version is then served from memory (`status` says so, as
+    /// `not_stored`).
     unstored: Option<String>,
+    /// The index directory (`--db`), as given.
+    db: PathBuf,
     lanes: Arc<RetrievalLanes>,
     /// Queries running at once, across connections (see [`QuerySlots`]).
     query_slots: QuerySlots,
@@ -196,6 +199,10 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         );
     }
 
+    // The freshness gate writes cookie files the watcher must report: where none can be written
+    // (a read-only checkout), no query could be answered, so no daemon starts.
+    gate::check_cookies_writable(&root, &options.db)?;
+
     let started = Instant::now();
     let interactive = std::io::IsTerminal::is_terminal(&std::io::stderr());
     if interactive {
@@ -213,7 +220,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
             );
             let mut indexer = Indexer::in_memory_numbered_after(&root, &options.db, options.indexer.clone());
             indexer.refresh()?;
-            (indexer, Some(format!("{why}; nothing is stored: restart the daemon once the index can be written")))
+            (indexer, Some(why))
         }
         Err(err) => return Err(err),
     };
@@ -240,7 +247,12 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         started.elapsed().as_secs_f64()
     );
 
-    let (lanes, lane_updates) = RetrievalLanes::start(&options.db, indexer.snapshot().clone());
+    // The dense lane keeps its vectors in the index directory: not where nothing can be written.
+    let vectors_dir = match &unstored {
+        None => Ok(options.db.as_path()),
+        Some(why) => Err(format!("the index directory cannot be written ({why})")),
+    };
+    let (lanes, lane_updates) = RetrievalLanes::start(vectors_dir, indexer.snapshot().clone());
     let hard_linked = Mutex::new(hard_linked_files(&root, indexer.snapshot().files().map(|f| f.graph.path.as_str())));
     let shared = Arc::new(Shared {
         lanes,
@@ -264,8 +276,9 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         open: Mutex::new(HashMap::new()),
         next_connection: AtomicU64::new(0),
         cookie_counter: AtomicU64::new(0),
-        last_error: Mutex::new(unstored.clone()),
-        unstored,
+        last_error: Mutex::new(None),
+        unstored: unstored.clone(),
+        db: options.db.clone(),
         walk_issues: Mutex::new(indexer.walk_issues().to_vec()),
         query_slots: QuerySlots::new(max_running_queries()),
         query_workers: QueryWorkers::new(),
@@ -285,7 +298,12 @@ pub fn serve(options: ServeOptions) -> Result<()> {
     fs::set_permissions(&paths.socket, fs::Permissions::from_mode(0o600))?;
     listener.set_nonblocking(true)?;
     let recorded_socket = options.db.join(crate::paths::DAEMON_SOCKET_FILE);
-    if let Err(e) = fs::write(&recorded_socket, format!("{}\n", paths.socket.display())) {
+    if shared.unstored.is_some() {
+        eprintln!(
+            "fresco: warning: the socket is not recorded in {} either: clients must share this runtime directory",
+            options.db.display()
+        );
+    } else if let Err(e) = fs::write(&recorded_socket, format!("{}\n", paths.socket.display())) {
         eprintln!(
             "fresco: warning: cannot write {} ({e}); clients must share this runtime directory",
             recorded_socket.display()
@@ -463,8 +481,8 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
                 }
                 let mut last_error = shared.last_error.lock().unwrap_or_else(|p| p.into_inner());
                 match persisted {
-                    // Applied and written: an earlier error is over (unless nothing is stored).
-                    Ok(()) => *last_error = shared.unstored.clone(),
+                    // Applied and written: an earlier error is over.
+                    Ok(()) => *last_error = None,
                     Err(e) => {
                         // The store keeps its last complete version; sled keeps a database's
                         // first I/O error for good (see `Indexer::persist`), so say what helps.

@@ -396,7 +396,7 @@ fn run_project(
             }
         }
     }
-    let (lanes, tx) = RetrievalLanes::start(&db, base.clone());
+    let (lanes, tx) = RetrievalLanes::start(Ok(&db), base.clone());
     let timeout = Duration::from_secs(args.lane_timeout);
     let (bm25, dense) = wait_lanes(&lanes, base.version(), timeout, true);
     let dense_alive = dense.is_ok();
