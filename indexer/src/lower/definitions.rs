@@ -44,12 +44,17 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    /// The byte range of a def's header: from the decorators to the colon, both trimmed.
-    pub(super) fn header_range(&self, outer: Node, body: Option<Node>) -> (u32, u32) {
-        let end = body.map(|b| b.start_byte()).unwrap_or(outer.end_byte());
+    /// The byte range of a def's header: from the decorators to the colon that ends it (not
+    /// the comments after it, which tree-sitter puts before the body), trimmed.
+    pub(super) fn header_range(&self, outer: Node, def: Node, body: Option<Node>) -> (u32, u32) {
+        let body_start = body.map(|b| b.start_byte()).unwrap_or(def.end_byte());
+        let mut cursor = def.walk();
+        let colon = def.children(&mut cursor).filter(|c| c.kind_str() == ":" && c.end_byte() <= body_start).last();
+        let end = colon.map(|c| c.start_byte()).unwrap_or(body_start);
         let raw = self.src.get(outer.start_byte()..end).unwrap_or("");
         let trimmed = raw.trim_end();
-        let header = trimmed.strip_suffix(':').unwrap_or(trimmed).trim_end();
+        // Without its colon (a header still being typed) the body's start ends it.
+        let header = if colon.is_some() { trimmed } else { trimmed.strip_suffix(':').unwrap_or(trimmed).trim_end() };
         (outer.start_byte() as u32, (outer.start_byte() + header.len()) as u32)
     }
 
@@ -62,7 +67,7 @@ impl<'a> Lowerer<'a> {
         self.check_body(node, body);
         let kind =
             if self.scopes[scope as usize].kind == ScopeKind::Class { DefKind::Method } else { DefKind::Function };
-        let signature = Some(self.header_range(outer, body));
+        let signature = Some(self.header_range(outer, node, body));
         let docstring = body.and_then(|b| self.docstring(b));
         let def = self.push_def(scope, kind, name, outer, signature, docstring, decorators);
         self.bind(scope, name, Binding::Def(def));
@@ -265,7 +270,7 @@ impl<'a> Lowerer<'a> {
         let name = self.text(name_node);
         let body = node.field("body");
         self.check_body(node, body);
-        let signature = Some(self.header_range(outer, body));
+        let signature = Some(self.header_range(outer, node, body));
         let docstring = body.and_then(|b| self.docstring(b));
         let def = self.push_def(scope, DefKind::Class, name, outer, signature, docstring, decorators);
         let inner = self.new_scope(ScopeKind::Class, scope, Some(def));
@@ -346,8 +351,8 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    /// Turns `self.x = ...` in the methods of a class into variable units of the class, unless
-    /// the class body already defines `x`.
+    /// Turns `self.x = ...` in the methods of a class (not its static methods) into variable
+    /// units of the class, unless the class body already defines `x`.
     pub(super) fn instance_attributes(&mut self, class_scope: ScopeId) {
         let method_scopes: Vec<ScopeId> = (0..self.scopes.len() as ScopeId)
             .filter(|&s| {
@@ -356,6 +361,13 @@ impl<'a> Lowerer<'a> {
             })
             .collect();
         for ms in method_scopes {
+            // A static method's first parameter is whatever it is passed, not the instance.
+            let is_static = self.scopes[ms as usize].def.is_some_and(|def| {
+                self.defs[def as usize].decorators.iter().any(|d| matches!(d, Expr::Name(n) if n == "staticmethod"))
+            });
+            if is_static {
+                continue;
+            }
             let Some(self_name) = self.scopes[ms as usize].params.first().map(|p| p.name.clone()) else {
                 continue;
             };
@@ -398,13 +410,34 @@ impl<'a> Lowerer<'a> {
     pub(super) fn docstring(&self, body: Node) -> Option<(u32, u32)> {
         let mut cursor = body.walk();
         let first = body.named_children(&mut cursor).find(|n| n.kind_str() != "comment")?;
-        if first.kind_str() != "expression_statement" {
+        if first.kind_str() != "expression_statement" || first.named_child_count() != 1 {
             return None;
         }
-        let string = first.named_child(0)?;
-        if string.kind_str() != "string" || first.named_child_count() != 1 {
-            return None;
+        let literal = first.named_child(0)?;
+        self.is_docstring_literal(literal).then(|| span(literal))
+    }
+
+    /// Whether `node` makes a `str` constant, as a docstring must: a string literal, literals
+    /// side by side (`"a" "b"`), either in parentheses; not an f-string, a t-string nor bytes.
+    fn is_docstring_literal(&self, node: Node) -> bool {
+        let mut cursor = node.walk();
+        match node.kind_str() {
+            "string" => node.child(0).is_some_and(|start| {
+                let prefix = self.text(start).trim_end_matches(['"', '\'']);
+                prefix.chars().all(|c| matches!(c, 'r' | 'R' | 'u' | 'U'))
+            }),
+            "concatenated_string" => node
+                .named_children(&mut cursor)
+                .filter(|part| part.kind_str() != "comment")
+                .all(|part| self.is_docstring_literal(part)),
+            "parenthesized_expression" => {
+                let mut inner = node.named_children(&mut cursor).filter(|part| part.kind_str() != "comment");
+                match (inner.next(), inner.next()) {
+                    (Some(only), None) => self.is_docstring_literal(only),
+                    _ => false,
+                }
+            }
+            _ => false,
         }
-        Some(span(string))
     }
 }
