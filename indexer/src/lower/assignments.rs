@@ -780,7 +780,12 @@ impl<'a> Lowerer<'a> {
     /// Module-level and class-level assignments define variable units (once per name).
     pub(super) fn define_variable(&mut self, scope: ScopeId, name: &str, stmt: Option<Node>) {
         let Some(stmt) = stmt else { return };
-        if !matches!(self.scopes[scope as usize].kind, ScopeKind::Module | ScopeKind::Class) {
+        let sc = &self.scopes[scope as usize];
+        if !matches!(sc.kind, ScopeKind::Module | ScopeKind::Class) {
+            return;
+        }
+        // `global G` in a class body: `G = 1` there binds the module's `G` (a global write).
+        if sc.kind == ScopeKind::Class && sc.globals.iter().any(|g| g == name) {
             return;
         }
         let key = (scope, Name::new(name));

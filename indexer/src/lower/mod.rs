@@ -1476,6 +1476,11 @@ mod tests {
         let syn = lower(src);
         let paths: Vec<&str> = syn.defs.iter().map(|d| d.path.as_str()).collect();
         assert_eq!(paths, ["S", "S.make", "S.set", "S.kept"]);
+        // `global G` in a class body makes `G = 1` there the module's `G`, not the class's.
+        let src = "class K:\n    global G\n    G = 1\n    own = 2\n";
+        let syn = lower(src);
+        let paths: Vec<&str> = syn.defs.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(paths, ["K", "K.own", "G"]);
         // A method's docstring with escapes reads as `__doc__` does.
         let src = "class E:\n    def m(self):\n        '''Esc\\taped \\u00e9.'''\n";
         assert_eq!(
