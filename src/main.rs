@@ -702,7 +702,8 @@ impl std::fmt::Display for UsageError {
 impl std::error::Error for UsageError {}
 
 fn db_dir(root: &Path, db: &Option<PathBuf>) -> PathBuf {
-    db.clone().unwrap_or_else(|| root.join(".fresco"))
+    // Absolute: a daemon names it in `status`, for clients in other working directories.
+    db.clone().map(|db| std::path::absolute(&db).unwrap_or(db)).unwrap_or_else(|| root.join(".fresco"))
 }
 
 /// The indexer's options for a command: the settings of the index (see [`IndexSettings`]) as

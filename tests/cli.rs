@@ -806,3 +806,16 @@ fn an_index_directory_linked_to_nowhere_is_named() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(missing.join("graph").is_dir());
 }
+
+#[test]
+fn status_names_the_index_directory_absolute_whatever_the_working_directory() {
+    // A daemon's `status` names its `--db` for clients in other working directories to compare
+    // with theirs; given relative, it named it relative (a review found a client matching the
+    // wrong index).
+    let repo = repo(&[("m.py", b"def f():\n    return 1\n")]);
+    let out = fresco().args(["status", ".", "--db", "idx", "--json"]).current_dir(repo.path()).output().expect("run");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let db = json(&out)["db"].as_str().map(std::path::PathBuf::from).expect("db");
+    assert!(db.is_absolute(), "{db:?}");
+    assert_eq!(db.canonicalize().expect("made"), repo.path().canonicalize().expect("canonical").join("idx"));
+}

@@ -56,22 +56,25 @@ pub enum IndexError {
     NotStored { path: String },
     /// The disk holding the index is (almost) full: see [`MIN_FREE_TO_OPEN`].
     #[error(
-        "the disk holding {path} has {free_kib} KiB free: the index is not opened there (opening it on a \
-         full disk can damage it)"
+        "the disk holding {path} has {free_kib} KiB free, under the 1 MiB fresco needs to open the index \
+         there (opening it on a full disk can damage it)"
     )]
     NoRoom { path: String, free_kib: u64 },
 }
 
-/// The room a disk must have for the index on it to be opened to write. sled grows its log by
-/// whole segments (512 KiB) and writes a snapshot as it opens a database: opened on a full disk
-/// (a tmpfs of 4 MiB), it damaged the database, and the next open rebuilt it from the files.
-pub const MIN_FREE_TO_OPEN: u64 = 2 * 1024 * 1024;
+/// The room a disk must have for the index on it to be opened to write: two of the segments
+/// (512 KiB) by which sled grows its log. sled also writes a snapshot as it opens a database:
+/// opened on a full disk (a tmpfs of 4 MiB), it damaged the database, and the next open rebuilt
+/// it from the files. (The error's text says 1 MiB.)
+pub const MIN_FREE_TO_OPEN: u64 = 1024 * 1024;
 
 /// The bytes this process may still write on the file system holding `path` (or the nearest
 /// directory above it that exists): the blocks free to anyone, and for root its reserve too.
 /// `None` when it cannot be asked, or the file system is read-only (opening says so then).
 fn free_bytes(path: &Path) -> Option<u64> {
     use std::os::unix::ffi::OsStrExt;
+    // Absolute: the ancestors of a relative path end at "", which does not exist.
+    let path = std::path::absolute(path).ok()?;
     let existing = path.ancestors().find(|p| p.exists())?;
     let c_path = std::ffi::CString::new(existing.as_os_str().as_bytes()).ok()?;
     // SAFETY: statvfs is plain old data; all zeroes is a valid value for it.
@@ -1012,18 +1015,25 @@ impl Indexer {
             && next > self.reserved
         {
             let up_to = next + VERSION_BLOCK - 1;
-            VersionReservation::record(db_dir, up_to)?;
-            self.reserved = up_to;
+            match VersionReservation::record(db_dir, up_to) {
+                Ok(()) => self.reserved = up_to,
+                // A full disk: the version is published all the same, as a daemon serves from
+                // memory what it cannot write; its number is recorded with a later one once
+                // there is room (a crash before then may hand it out again).
+                Err(IndexError::Io { source, .. }) if is_disk_full(&source) => {}
+                Err(e) => return Err(e),
+            }
         }
         // Without a store: recorded where it can be, tried again at the next version (the
         // directory could not be written to begin with: that is why nothing is stored). Never
         // lowering what another process recorded there meanwhile.
         if let Some(dir) = &self.numbers_only
             && next > self.reserved
-            && std::fs::create_dir_all(dir).is_ok()
         {
+            let existed = dir.exists();
             let up_to = (next + VERSION_BLOCK - 1).max(VersionReservation::read(dir));
-            if VersionReservation::record(dir, up_to).is_ok() {
+            if std::fs::create_dir_all(dir).is_ok() && VersionReservation::record(dir, up_to).is_ok() {
+                keep_out_of_version_control(dir, existed);
                 self.reserved = up_to;
             }
         }
@@ -1050,8 +1060,10 @@ impl Indexer {
         if let Some(dir) = &self.numbers_only
             && self.reserved < keep
         {
+            let existed = dir.exists();
             std::fs::create_dir_all(dir).map_err(|e| IndexError::Io { path: dir.display().to_string(), source: e })?;
             VersionReservation::record(dir, keep.max(VersionReservation::read(dir)))?;
+            keep_out_of_version_control(dir, existed);
             self.reserved = keep;
         }
         Ok(())
@@ -1208,6 +1220,11 @@ impl Indexer {
 /// fresco's own: the default `.fresco`, or one this open created. A `--db` naming an existing
 /// directory of the user's (the repository itself, say) is left alone: `*` there would hide
 /// everything in it from git. Best effort: an index directory that cannot take the file works.
+/// Whether an I/O error says the disk (or the user's quota) is full.
+fn is_disk_full(error: &std::io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT))
+}
+
 fn keep_out_of_version_control(db_dir: &Path, existed: bool) {
     let ours = !existed || db_dir.file_name().is_some_and(|n| n == ".fresco");
     let ignore = db_dir.join(".gitignore");

@@ -101,10 +101,13 @@ fn an_index_kept_in_memory_beside_one_it_cannot_write_numbers_past_it() {
     let reopened = Indexer::open(&root, &db, options()).expect("reopen");
     assert!(reopened.snapshot().version() > handed_out, "{} after {handed_out}", reopened.snapshot().version());
     drop(reopened);
-    // Numbered past an index directory that holds nothing: from 1.
-    let mut fresh = Indexer::in_memory_numbered_after(&root, &root.join("no-index-here"), options());
+    // Numbered past an index directory that holds nothing: from 1. Made to record the numbers,
+    // it is kept out of git as an index directory is.
+    let made = root.join("no-index-here");
+    let mut fresh = Indexer::in_memory_numbered_after(&root, &made, options());
     fresh.refresh().expect("index in memory");
     assert_eq!(fresh.snapshot().version(), 1);
+    assert!(made.join("versions").is_file() && made.join(".gitignore").is_file());
 }
 
 #[test]

@@ -285,10 +285,6 @@ pub(super) fn directory_identity(path: &Path) -> Option<(u64, u64)> {
 const MAX_CONTENT_CHECKS: usize = 256;
 const MAX_CONTENT_CHECK_TOTAL: u64 = 8 * 1024 * 1024;
 
-/// Where the freshness gate writes its cookie files: the index directory when it is inside the
-/// watched root (the default `.fresco/`, whose `.gitignore` keeps them out of `git add -A`), else
-/// the root itself. A cookie lives for a few milliseconds, but in the root a concurrent
-/// `git add -A` saw it and failed ("unable to stat") or committed it.
 /// Fails, saying why, when no cookie file can be written where [`Shared::sync_with_disk`] writes
 /// them: in [`cookie_dir`], else in the root.
 pub(super) fn check_cookies_writable(root: &Path, db: &Path) -> anyhow::Result<()> {
@@ -308,12 +304,16 @@ pub(super) fn check_cookies_writable(root: &Path, db: &Path) -> anyhow::Result<(
     let e = failure.map(|e| e.to_string()).unwrap_or_default();
     anyhow::bail!(
         "cannot write in {} ({e}): a daemon writes small files there to know it has seen every change \
-         before it answers; without one, `fresco query`, `status` and `export` index the files in memory \
-         for each command",
+         before it answers; without one, `fresco query`, `status` and `export` answer in-process, from \
+         the stored index or from the files indexed in memory",
         root.display()
     )
 }
 
+/// Where the freshness gate writes its cookie files: the index directory when it is inside the
+/// watched root (the default `.fresco/`, whose `.gitignore` keeps them out of `git add -A`), else
+/// the root itself. A cookie lives for a few milliseconds, but in the root a concurrent
+/// `git add -A` saw it and failed ("unable to stat") or committed it.
 pub(super) fn cookie_dir(root: &Path, db: &Path) -> PathBuf {
     let db = fs::canonicalize(db).unwrap_or_else(|_| db.to_path_buf());
     if db.starts_with(root) && db.is_dir() { db } else { root.to_path_buf() }

@@ -216,7 +216,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
             let why = crate::error_text(&err);
             eprintln!(
                 "fresco: warning: {why}; this daemon serves the files indexed in memory and stores nothing: \
-                 once the index can be written, restart the daemon (`fresco stop`, then `fresco serve`)"
+                 once the index can be written there, restart the daemon (`fresco stop`, then `fresco serve`)"
             );
             let mut indexer = Indexer::in_memory_numbered_after(&root, &options.db, options.indexer.clone());
             indexer.refresh()?;
@@ -247,10 +247,10 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         started.elapsed().as_secs_f64()
     );
 
-    // The dense lane keeps its vectors in the index directory: not where nothing can be written.
+    // The dense lane keeps its vectors in the index directory: not where nothing is stored.
     let vectors_dir = match &unstored {
         None => Ok(options.db.as_path()),
-        Some(why) => Err(format!("the index directory cannot be written ({why})")),
+        Some(why) => Err(format!("the index is not stored, and its vectors with it ({why})")),
     };
     let (lanes, lane_updates) = RetrievalLanes::start(vectors_dir, indexer.snapshot().clone());
     let hard_linked = Mutex::new(hard_linked_files(&root, indexer.snapshot().files().map(|f| f.graph.path.as_str())));
@@ -351,7 +351,10 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         }
     }
     let _ = fs::remove_file(&paths.socket);
-    let _ = fs::remove_file(&recorded_socket);
+    // Only what this daemon wrote (one that stores nothing wrote none: another may have).
+    if shared.unstored.is_none() {
+        let _ = fs::remove_file(&recorded_socket);
+    }
     // Queries already running get their answers (a query stopped mid-way had its connection
     // closed with nothing said); bounded, as a `wait` query waits at most its own time.
     let deadline = Instant::now() + SHUTDOWN_QUERY_WAIT;
@@ -515,11 +518,16 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
 fn persist_at_exit(indexer: &mut Indexer) {
     match indexer.persist() {
         // Everything published is stored: the numbers reserved past it were never handed out.
-        Ok(()) => {
-            if let Err(e) = indexer.release_unused_versions() {
-                eprintln!("fresco: cannot release unused version numbers at exit: {e}");
-            }
-        }
+        Ok(()) => match indexer.release_unused_versions() {
+            Ok(()) => {}
+            // Nothing stored: the numbers handed out are what could not be recorded.
+            Err(e) if indexer.stored_history().is_none() => eprintln!(
+                "fresco: warning: the version numbers this daemon handed out (up to {}) could not be \
+                 recorded ({e}): a later session may hand them out again",
+                indexer.snapshot().version()
+            ),
+            Err(e) => eprintln!("fresco: cannot release unused version numbers at exit: {e}"),
+        },
         Err(e) => eprintln!("fresco: cannot write the index at exit: {e}"),
     }
 }
