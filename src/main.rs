@@ -295,11 +295,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     let params = protocol::query_params(&params).map_err(|e| anyhow::anyhow!(e.message))?;
                     // Retrieval needs the lanes: build them for this query (the daemon keeps
                     // them warm instead); embed only for a query that asks the dense lane.
-                    // An index built in memory (a daemon holds the stored one, and its vectors):
-                    // the dense lane is down, and says why.
+                    // An index built in memory (a daemon holds the stored one, and its vectors,
+                    // or the index cannot be written): the dense lane is down, and says why.
                     let vectors = indexer.db_dir().ok_or_else(|| {
-                        "the daemon serving this root holds the stored vectors: ask it (without --no-daemon) for the \
-                         dense lane"
+                        "the files were indexed in memory for this command, without the stored vectors (a daemon \
+                         holds them, or the index cannot be written here): ask the daemon serving this root, if one \
+                         does, for the dense lane"
                             .to_string()
                     });
                     // In-process, the index has just been brought up to date with the disk.
