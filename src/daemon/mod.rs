@@ -199,20 +199,23 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         );
     }
 
-    // The freshness gate writes cookie files the watcher must report: where none can be written
-    // (a read-only checkout), no query could be answered, so no daemon starts.
-    gate::check_cookies_writable(&root, &options.db)?;
-
     let started = Instant::now();
     let interactive = std::io::IsTerminal::is_terminal(&std::io::stderr());
     if interactive {
         eprintln!("fresco: indexing {} ...", root.display());
     }
+    // The freshness gate writes cookie files the watcher must report: where none can be written
+    // (a read-only checkout), no query could be answered, so no daemon starts. Asked once the
+    // index directory exists (cookies go there; on a first run the root would take the probe).
     let (mut indexer, unstored) = match open_when_free(&root, &options) {
-        Ok(indexer) => (indexer, None),
+        Ok(indexer) => {
+            gate::check_cookies_writable(&root, &options.db)?;
+            (indexer, None)
+        }
         // A full disk, a read-only checkout: the commands answer from the files indexed in
         // memory then, and so does the daemon, which keeps them fresh all the same.
         Err(err) if crate::store_unwritable(&err) => {
+            gate::check_cookies_writable(&root, &options.db)?;
             let why = crate::error_text(&err);
             eprintln!(
                 "fresco: warning: {why}; this daemon serves the files indexed in memory and stores nothing: \
