@@ -420,22 +420,29 @@ impl<'a> Lowerer<'a> {
     /// Whether `node` makes a `str` constant, as a docstring must: a string literal, literals
     /// side by side (`"a" "b"`), either in parentheses; not an f-string, a t-string nor bytes.
     fn is_docstring_literal(&self, node: Node) -> bool {
+        // Parentheses unwrapped in a loop: a generated file nested 30,000 deep overflowed the
+        // stack when this recursed.
+        let mut node = node;
+        while node.kind_str() == "parenthesized_expression" {
+            let mut cursor = node.walk();
+            let mut inner = node.named_children(&mut cursor).filter(|part| part.kind_str() != "comment");
+            match (inner.next(), inner.next()) {
+                (Some(only), None) => node = only,
+                _ => return false,
+            }
+        }
+        let is_str = |string: Node| {
+            string.kind_str() == "string"
+                && string.child(0).is_some_and(|start| {
+                    let prefix = self.text(start).trim_end_matches(['"', '\'']);
+                    prefix.chars().all(|c| matches!(c, 'r' | 'R' | 'u' | 'U'))
+                })
+        };
         let mut cursor = node.walk();
         match node.kind_str() {
-            "string" => node.child(0).is_some_and(|start| {
-                let prefix = self.text(start).trim_end_matches(['"', '\'']);
-                prefix.chars().all(|c| matches!(c, 'r' | 'R' | 'u' | 'U'))
-            }),
-            "concatenated_string" => node
-                .named_children(&mut cursor)
-                .filter(|part| part.kind_str() != "comment")
-                .all(|part| self.is_docstring_literal(part)),
-            "parenthesized_expression" => {
-                let mut inner = node.named_children(&mut cursor).filter(|part| part.kind_str() != "comment");
-                match (inner.next(), inner.next()) {
-                    (Some(only), None) => self.is_docstring_literal(only),
-                    _ => false,
-                }
+            "string" => is_str(node),
+            "concatenated_string" => {
+                node.named_children(&mut cursor).filter(|part| part.kind_str() != "comment").all(is_str)
             }
             _ => false,
         }

@@ -45,7 +45,8 @@ fn skip_between_literals(mut rest: &str) -> &str {
     loop {
         let trimmed = rest.trim_start_matches(|c: char| c.is_whitespace() || c == '(' || c == ')' || c == '\\');
         let trimmed = match trimmed.strip_prefix('#') {
-            Some(comment) => comment.find('\n').map_or("", |end| &comment[end..]),
+            // A comment ends at a line break of any kind (a file may end its lines with `\r`).
+            Some(comment) => comment.find(['\n', '\r']).map_or("", |end| &comment[end..]),
             None => trimmed,
         };
         if trimmed.len() == rest.len() {
@@ -222,6 +223,7 @@ mod tests {
                 "one two\\three",
             ),
             ("\"\"\"crlf\r\nline\"\"\"", "crlf\nline"),
+            ("(\"a\"  # c\r     \"b\")", "ab"),
             (r#""\U0001F600 \x4 \u12""#, "\u{1F600} \\x4 \\u12"),
             // Being typed: no closing quotes yet.
             ("\"\"\"Still typing\n    more", "Still typing\n    more"),

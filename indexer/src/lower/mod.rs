@@ -806,11 +806,10 @@ impl<'a> Lowerer<'a> {
     fn start_with_leading_comments(&self, node: Node) -> (u32, u32) {
         let mut row = node.start_position().row;
         let indent = node.start_position().column;
-        // Not above the code before it: a line of a string there may start with `#` too.
-        let mut before = node.prev_sibling();
-        while let Some(sibling) = before.filter(|s| s.kind_str() == "comment") {
-            before = sibling.prev_sibling();
-        }
+        // Not above the code before it, a line of a string there may start with `#` too: the
+        // statement before it, or for a block's first one, the header the block belongs to.
+        let before =
+            code_before(node).or_else(|| node.parent().filter(|p| p.kind_str() == "block").and_then(code_before));
         let floor = before.map_or(0, |sibling| last_code_token(sibling).end_position().row + 1);
         while row > floor {
             let prev = row - 1;
@@ -1149,6 +1148,15 @@ fn all_names(lowerer: &Lowerer, node: Option<Node>) -> Option<Vec<Name>> {
 
 pub use literal::{clean_docstring, string_value};
 
+/// The statement before `node` in its block, comments left out.
+fn code_before(node: Node) -> Option<Node> {
+    let mut before = node.prev_sibling();
+    while let Some(sibling) = before.filter(|s| s.kind_str() == "comment") {
+        before = sibling.prev_sibling();
+    }
+    before
+}
+
 /// The last token of `node` that is not a comment. tree-sitter leaves the comments that follow a
 /// block's last statement, up to the next line of code, inside the block: a unit ends with its
 /// own code, and those comments are most often about what follows.
@@ -1467,10 +1475,20 @@ mod tests {
                 ("D", 16, 18, Some("class D".to_string()), None),
             ]
         );
-        // A `#` that starts a line of a string is no comment leading the definition below.
+        // A `#` that starts a line of a string is no comment leading the definition below, nor
+        // the first one of a block below a header holding that string.
         let src = "x = \"\"\"\n# not a comment\"\"\"\ndef g():\n    pass\n";
         let syn = lower(src);
         assert_eq!(syn.defs.iter().map(|d| (d.path.as_str(), d.start_line)).collect::<Vec<_>>(), [("x", 1), ("g", 3)]);
+        let src = "class C(doc=\"\"\"\n    # fake\"\"\"):\n    def m(self):\n        pass\n";
+        let syn = lower(src);
+        assert_eq!(
+            syn.defs.iter().map(|d| (d.path.as_str(), d.start_line)).collect::<Vec<_>>(),
+            [("C", 1), ("C.m", 3)]
+        );
+        // A docstring in parentheses nested deeper than the stack would allow recursing.
+        let src = format!("{}\"doc\"{}\n", "(".repeat(30_000), ")".repeat(30_000));
+        assert_eq!(lower(&src).docstring.map(|r| docstring_text(&src, r)).as_deref(), Some("doc"));
         // A static method's first parameter is not the instance: no attribute of the class.
         let src = "class S:\n    @staticmethod\n    def make(obj):\n        obj.name = 1\n\n    def set(self):\n        self.kept = 1\n";
         let syn = lower(src);
