@@ -1096,13 +1096,13 @@ fn print_status(v: &Value) {
     }
 }
 
-/// A lane's health in one line: `embedding 1200 of 5000 embedded, 2 versions behind`, `unavailable:
+/// A lane's health in one line: `embedding 1200 of 5000, 2 versions behind`, `unavailable:
 /// disabled by configuration (FRESCO_DENSE=off)`.
 fn lane_line(lane: &Value) -> String {
     let mut line = lane["status"].as_str().unwrap_or("?").to_string();
     let mut details = Vec::new();
     if let (Some(done), Some(total)) = (lane["progress"]["done"].as_u64(), lane["progress"]["total"].as_u64()) {
-        details.push(format!("{done} of {total} embedded"));
+        details.push(format!("{done} of {total}"));
     }
     if let Some(lag) = lane["lag"].as_u64().filter(|&lag| lag > 0) {
         details.push(format!("{lag} version{} behind", if lag == 1 { "" } else { "s" }));

@@ -230,6 +230,11 @@ fn write_durably(dir: &Path, name: &str, contents: &[u8]) -> std::io::Result<()>
     std::fs::File::open(dir)?.sync_all()
 }
 
+/// Whether an I/O error says the disk (or the user's quota) is full.
+fn is_disk_full(error: &std::io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT))
+}
+
 /// What published versions changed that the store does not hold yet.
 #[derive(Default)]
 struct Unpersisted {
@@ -1220,11 +1225,6 @@ impl Indexer {
 /// fresco's own: the default `.fresco`, or one this open created. A `--db` naming an existing
 /// directory of the user's (the repository itself, say) is left alone: `*` there would hide
 /// everything in it from git. Best effort: an index directory that cannot take the file works.
-/// Whether an I/O error says the disk (or the user's quota) is full.
-fn is_disk_full(error: &std::io::Error) -> bool {
-    matches!(error.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT))
-}
-
 fn keep_out_of_version_control(db_dir: &Path, existed: bool) {
     let ours = !existed || db_dir.file_name().is_some_and(|n| n == ".fresco");
     let ignore = db_dir.join(".gitignore");

@@ -90,7 +90,7 @@ struct Shared {
     /// [`serve`]): every version is then served from memory (`status` says so, as
     /// `not_stored`).
     unstored: Option<String>,
-    /// The index directory (`--db`), as given.
+    /// The index directory (`--db`, made absolute).
     db: PathBuf,
     lanes: Arc<RetrievalLanes>,
     /// Queries running at once, across connections (see [`QuerySlots`]).
