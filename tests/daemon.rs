@@ -1757,3 +1757,72 @@ fn no_daemon_starts_where_it_cannot_write_and_commands_answer_without_one() {
         set_mode(&env.path("pkg"), 0o755);
     }
 }
+
+#[test]
+fn a_daemon_whose_disk_filled_writes_its_index_again_once_there_is_room() {
+    // sled keeps a database's first I/O error for good: the daemon used to need a restart.
+    if !running_as_root() {
+        eprintln!("skipped: filling a disk takes mounting a small tmpfs, which only root may do");
+        return;
+    }
+    let env = Env::generated(&[
+        ("pkg/__init__.py".to_string(), String::new()),
+        ("pkg/core.py".to_string(), "def helper():\n    return 1\n".to_string()),
+        ("pkg/use.py".to_string(), "from pkg.core import helper\n\ndef first():\n    return helper()\n".to_string()),
+    ]);
+    let disk = env.tmp.path().join("small-disk");
+    std::fs::create_dir_all(&disk).expect("mkdir");
+    if !mount_tmpfs(&disk, "size=4m") {
+        eprintln!("skipped: running as root, and a tmpfs cannot be mounted here to fill it");
+        return;
+    }
+    let _unmount = UnwritableDir { dir: disk.clone(), mounted: true };
+    let db = disk.join("index");
+    let d = Daemon::start(&env.root, &db, &env.rt);
+    let mut c = d.conn();
+    assert_eq!(names(&c.ok_waiting("callers pkg.core.helper", 5_000)), vec!["pkg.use.first"]);
+
+    let mut filler = std::fs::File::create(disk.join("filler")).expect("filler");
+    while std::io::Write::write_all(&mut filler, &[0u8; 4096]).is_ok() {}
+    drop(filler);
+    let use_py = |extra: &str| format!("from pkg.core import helper\n\ndef first():\n    return helper()\n{extra}");
+    // Edits large enough to need room sled's log does not have left (a small one can fit).
+    let bulk = |round: usize| -> String {
+        (0..3000).map(|i| format!("\ndef filler_{round}_{i}(x):\n    return [x, {i}, 'text to take room']\n")).collect()
+    };
+    for round in 0..10 {
+        env.write("pkg/use.py", &use_py(&format!("\ndef second():\n    return helper()\n{}", bulk(round))));
+        let callers = c.ok_waiting("callers pkg.core.helper", 10_000);
+        assert_eq!(names(&callers), vec!["pkg.use.first", "pkg.use.second"], "served from memory: {callers}");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while c.status()["last_error"].is_null() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if c.status()["last_error"].is_string() {
+            break;
+        }
+    }
+    assert!(c.status()["last_error"].is_string(), "the failed write is reported: {}", c.status());
+
+    std::fs::remove_file(disk.join("filler")).expect("room made");
+    env.write("pkg/use.py", &use_py("\ndef third():\n    return helper()\n"));
+    let callers = c.ok_waiting("callers pkg.core.helper", 5_000);
+    assert_eq!(names(&callers), vec!["pkg.use.first", "pkg.use.third"], "{callers}");
+    let version = c.status()["version"].as_u64().expect("version");
+    let committed = || std::fs::read_to_string(db.join("graph/committed-version")).unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while committed().trim() != version.to_string() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(committed().trim(), version.to_string(), "written without a restart");
+    assert!(c.status()["last_error"].is_null(), "{}", c.status());
+
+    // What was written is whole: a restart serves that version, catching up nothing.
+    let out = d.cli(&["stop", env.root_s()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    drop(c);
+    drop(d);
+    let d = Daemon::start(&env.root, &db, &env.rt);
+    assert_eq!(d.conn().status()["version"].as_u64(), Some(version));
+    assert!(!d.log().contains("warning"), "{}", d.log());
+}

@@ -54,6 +54,12 @@ pub enum IndexError {
     StoredUnusable { why: String },
     #[error("no index is stored at {path}")]
     NotStored { path: String },
+    /// Opened again after a failed write, the store holds a version this process did not write.
+    #[error(
+        "the store holds version {found}, not version {expected} this daemon wrote last (another process \
+         wrote it): restart the daemon, which catches up from the files"
+    )]
+    StoreChanged { found: u64, expected: u64 },
     /// The disk holding the index is (almost) full: see [`MIN_FREE_TO_OPEN`].
     #[error(
         "the disk holding {path} has {free_kib} KiB free, under the 1 MiB fresco needs to open the index \
@@ -172,6 +178,14 @@ pub struct Indexer {
     /// ([`Indexer::in_memory_numbered_after`]): the numbers it hands out are still recorded
     /// there, as soon as the directory takes a write.
     numbers_only: Option<PathBuf>,
+    /// A write to the store failed: sled keeps a database's first I/O error for good, so the
+    /// store is opened again before the next write (see [`Indexer::reopen_failed_store`]).
+    store_failed: bool,
+    /// The version the store holds as this process last committed or loaded it, and the
+    /// versions whose commits failed since (their batches may have reached the disk): what a
+    /// store opened again may hold for the pending changes to apply to it.
+    stored_version: u64,
+    failed_commits: Vec<u64>,
 }
 
 /// Version numbers are never reused, so that `changes since V` cannot answer for a graph V did
@@ -235,6 +249,10 @@ fn is_disk_full(error: &std::io::Error) -> bool {
     matches!(error.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT))
 }
 
+/// Failed commits remembered (see [`Indexer::reopen_failed_store`]): a daemon on a full disk
+/// tries once per batch.
+const MAX_FAILED_COMMITS_KEPT: usize = 4096;
+
 /// What published versions changed that the store does not hold yet.
 #[derive(Default)]
 struct Unpersisted {
@@ -287,6 +305,9 @@ impl Indexer {
             version_floor: 0,
             reserved: 0,
             numbers_only: None,
+            store_failed: false,
+            stored_version: 0,
+            failed_commits: Vec::new(),
         }
     }
 
@@ -487,6 +508,7 @@ impl Indexer {
             indexer.history =
                 store.load_history(version).unwrap_or_else(|_| VersionLog::new(version, HISTORY_VERSIONS));
         }
+        indexer.stored_version = loaded.as_ref().map_or(0, |s| s.version());
         indexer.store = Some(store);
         indexer.db_dir = Some(db_dir.to_path_buf());
         // A store can hold a version its `committed-version` file does not name yet: the
@@ -924,7 +946,8 @@ impl Indexer {
             } else if published {
                 self.history.push(version, diff.clone());
             }
-            if self.store.is_some() {
+            // A store that failed a write takes what is pending once it is opened again.
+            if self.store.is_some() || self.store_failed {
                 let oldest_kept = self.history.oldest();
                 let pending = self.unpersisted.get_or_insert_with(Unpersisted::default);
                 if published && !first {
@@ -1084,12 +1107,16 @@ impl Indexer {
     /// Writes every published version not yet in the store, atomically, as the current version.
     /// On failure nothing is lost: the next call writes it all again.
     pub fn persist(&mut self) -> Result<(), IndexError> {
+        if self.store_failed && self.unpersisted.is_some() {
+            self.reopen_failed_store()?;
+        }
         // Without a store handle (see `ensure_store`) the pending versions wait for one.
         let Some(store) = &self.store else { return Ok(()) };
         let Some(pending) = self.unpersisted.take() else { return Ok(()) };
         let upserts: Vec<Arc<FileEntry>> = pending.upserts.values().cloned().collect();
+        let version = self.snapshot.version();
         let result = store.commit(
-            self.snapshot.version(),
+            version,
             &upserts,
             &pending.removed,
             fresco_graph::manifest(&self.snapshot),
@@ -1098,15 +1125,44 @@ impl Indexer {
         );
         if let Err(e) = result {
             // The store keeps its last complete version (sled recovers a batch whole or not at
-            // all). sled 0.34 keeps a database's first I/O error for good, so after one (a full
-            // disk) later writes through this handle fail too, until the process opens the
-            // store again: the daemon says so, and a restart catches up from the files.
-            // Reopening here was tried and dropped: an open on a nearly full disk damaged the
-            // database, and letting go of the handle let another process write the store.
+            // all). sled 0.34 keeps a database's first I/O error for good (a full disk): later
+            // writes through this handle would fail too, so the next one opens it again.
             self.unpersisted = Some(pending);
+            self.store_failed = true;
+            if self.failed_commits.len() < MAX_FAILED_COMMITS_KEPT {
+                self.failed_commits.push(version);
+            }
             return Err(e.into());
         }
+        self.stored_version = version;
+        self.failed_commits.clear();
         self.unmark_rebuild();
+        Ok(())
+    }
+
+    /// Opens the store again after a failed write, once the disk has room for it
+    /// ([`MIN_FREE_TO_OPEN`]; an open on a full disk damaged a database). The handle is let go
+    /// first (sled locks its database), so another process could write the store meanwhile:
+    /// the store opened must hold the version this process last committed, or one whose commit
+    /// failed here (its batch reached the disk after all), for the pending changes to apply to
+    /// it. Anything else is left for a restart, which catches up from the files. Until the open
+    /// succeeds, changes keep accumulating and each write tries again.
+    fn reopen_failed_store(&mut self) -> Result<(), IndexError> {
+        let Some(dir) = self.db_dir.clone() else { return Ok(()) };
+        if let Some(free) = free_bytes(&dir)
+            && free < MIN_FREE_TO_OPEN
+        {
+            return Err(IndexError::NoRoom { path: dir.display().to_string(), free_kib: free / 1024 });
+        }
+        self.store = None;
+        let store = Store::open(&dir.join("graph"), crate::analysis_fingerprint())?;
+        let found = store.version()?;
+        if found != self.stored_version && !self.failed_commits.contains(&found) {
+            // Keeps no handle: a restart reconciles the store with the files.
+            return Err(IndexError::StoreChanged { found, expected: self.stored_version });
+        }
+        self.store = Some(store);
+        self.store_failed = false;
         Ok(())
     }
 
@@ -1129,7 +1185,9 @@ impl Indexer {
             return Ok(());
         };
         let dir = dir.as_path();
-        if self.store.is_some() && dir.join("graph").exists() {
+        // A store whose write failed is opened again by `persist`, with what is pending; its
+        // handle may be let go meanwhile.
+        if (self.store.is_some() || self.store_failed) && dir.join("graph").exists() {
             return Ok(());
         }
         if !dir.parent().is_some_and(Path::is_dir) {
@@ -1150,6 +1208,9 @@ impl Indexer {
         let history: Vec<(u64, Arc<VersionDiff>)> = self.history.diffs().cloned().collect();
         let manifest = fresco_graph::manifest(&self.snapshot);
         store.commit(self.snapshot.version(), &entries, &[], manifest, &history, self.history.oldest())?;
+        self.stored_version = self.snapshot.version();
+        self.store_failed = false;
+        self.failed_commits.clear();
         self.store = Some(store);
         self.unmark_rebuild();
         self.unpersisted = None;

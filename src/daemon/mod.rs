@@ -489,16 +489,21 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
                 match persisted {
                     // Applied and written: an earlier error is over.
                     Ok(()) => *last_error = None,
+                    // Another process wrote the store meanwhile: its message says to restart.
+                    Err(e @ fresco_indexer::IndexError::StoreChanged { .. }) => {
+                        eprintln!("fresco: cannot write the index: {e}");
+                        *last_error = Some(e.to_string());
+                    }
                     Err(e) => {
-                        // The store keeps its last complete version; sled keeps a database's
-                        // first I/O error for good (see `Indexer::persist`), so say what helps.
+                        // The store keeps its last complete version; the next batch opens it
+                        // again once the disk has room (see `Indexer::persist`).
                         eprintln!(
                             "fresco: cannot write the index: {e}; it keeps its last complete version, and this \
-                             daemon serves the newer ones from memory: once the disk has room, restart the \
-                             daemon (`fresco stop`, then `fresco serve`), which catches up from the files"
+                             daemon serves the newer ones from memory and writes them once the disk has room"
                         );
                         *last_error = Some(format!(
-                            "{e}; the store keeps its last complete version: restart the daemon once the disk has room"
+                            "{e}; the store keeps its last complete version, and the newer ones are written once \
+                             the disk has room"
                         ));
                     }
                 }
