@@ -186,6 +186,9 @@ pub struct Indexer {
     /// store opened again may hold for the pending changes to apply to it.
     stored_version: u64,
     failed_commits: Vec<u64>,
+    /// The version the store, opened again, held (another process's) and the one expected:
+    /// nothing more is written to it until a restart, which catches up from the files.
+    store_changed: Option<(u64, u64)>,
 }
 
 /// Version numbers are never reused, so that `changes since V` cannot answer for a graph V did
@@ -308,6 +311,7 @@ impl Indexer {
             store_failed: false,
             stored_version: 0,
             failed_commits: Vec::new(),
+            store_changed: None,
         }
     }
 
@@ -359,6 +363,13 @@ impl Indexer {
     pub fn read_stored(root: &Path, db_dir: &Path, options: IndexerOptions) -> Result<Indexer, IndexError> {
         if !root.is_dir() {
             return Err(IndexError::NotADirectory { path: root.display().to_string() });
+        }
+        // sled writes as it opens, even to read: on a full disk that damaged the store.
+        if let Some(free) = free_bytes(db_dir)
+            && free < MIN_FREE_TO_OPEN
+            && db_dir.is_dir()
+        {
+            return Err(IndexError::NoRoom { path: db_dir.display().to_string(), free_kib: free / 1024 });
         }
         let mut indexer = Indexer::in_memory(root, options);
         let unusable = |e: StoreError| match e {
@@ -1042,7 +1053,9 @@ impl Indexer {
             && self.defer_persistence
             && next > self.reserved
         {
-            let up_to = next + VERSION_BLOCK - 1;
+            // Never below another process's record (one may have written while the store's
+            // handle was let go, see `reopen_failed_store`).
+            let up_to = (next + VERSION_BLOCK - 1).max(VersionReservation::read(db_dir));
             match VersionReservation::record(db_dir, up_to) {
                 Ok(()) => self.reserved = up_to,
                 // A full disk: the version is published all the same, as a daemon serves from
@@ -1078,6 +1091,7 @@ impl Indexer {
         let keep = self.snapshot.version().max(self.version_floor);
         if let Some(db_dir) = &self.db_dir
             && self.reserved > keep
+            && VersionReservation::read(db_dir) <= self.reserved
         {
             VersionReservation::record(db_dir, keep)?;
             self.reserved = keep;
@@ -1107,6 +1121,9 @@ impl Indexer {
     /// Writes every published version not yet in the store, atomically, as the current version.
     /// On failure nothing is lost: the next call writes it all again.
     pub fn persist(&mut self) -> Result<(), IndexError> {
+        if let Some((found, expected)) = self.store_changed {
+            return Err(IndexError::StoreChanged { found, expected });
+        }
         if self.store_failed && self.unpersisted.is_some() {
             self.reopen_failed_store()?;
         }
@@ -1158,7 +1175,14 @@ impl Indexer {
         let store = Store::open(&dir.join("graph"), crate::analysis_fingerprint())?;
         let found = store.version()?;
         if found != self.stored_version && !self.failed_commits.contains(&found) {
-            // Keeps no handle: a restart reconciles the store with the files.
+            // Keeps no handle: a restart reconciles the store with the files. The other process
+            // numbered its versions from the reservation on disk: the next ones here number past
+            // both, never again handing out a number it gave another graph.
+            let theirs = found.max(VersionReservation::read(&dir));
+            if theirs > self.version_floor {
+                self.version_floor = theirs;
+            }
+            self.store_changed = Some((found, self.stored_version));
             return Err(IndexError::StoreChanged { found, expected: self.stored_version });
         }
         self.store = Some(store);
@@ -1195,9 +1219,17 @@ impl Indexer {
             // re-creating the path would write an index of nothing where nothing is.
             return Err(IndexError::NotADirectory { path: dir.parent().unwrap_or(dir).display().to_string() });
         }
+        // Not on a full disk: an open there damaged the database (see `MIN_FREE_TO_OPEN`).
+        if let Some(free) = free_bytes(dir)
+            && free < MIN_FREE_TO_OPEN
+        {
+            return Err(IndexError::NoRoom { path: dir.display().to_string(), free_kib: free / 1024 });
+        }
         self.rebuilt_store = Some(format!("the index directory {} disappeared; rewritten", dir.display()));
-        // The old handle's files are gone.
+        // The old handle's files are gone. Until the rewrite below succeeds, the next batch tries
+        // it again (not a reopen of the new, empty store, which would hold no version of ours).
         self.store = None;
+        self.store_failed = false;
         let store = Store::open(&dir.join("graph"), crate::analysis_fingerprint())?;
         keep_out_of_version_control(dir, false);
         if self.reserved > 0 {

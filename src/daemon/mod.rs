@@ -495,15 +495,15 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
                         *last_error = Some(e.to_string());
                     }
                     Err(e) => {
-                        // The store keeps its last complete version; the next batch opens it
-                        // again once the disk has room (see `Indexer::persist`).
+                        // The store keeps its last complete version; the next batch tries again
+                        // (after a failed write, by opening it anew: see `Indexer::persist`).
                         eprintln!(
                             "fresco: cannot write the index: {e}; it keeps its last complete version, and this \
-                             daemon serves the newer ones from memory and writes them once the disk has room"
+                             daemon serves the newer ones from memory and tries to write them at each change"
                         );
                         *last_error = Some(format!(
-                            "{e}; the store keeps its last complete version, and the newer ones are written once \
-                             the disk has room"
+                            "{e}; the store keeps its last complete version, and the newer ones are written when \
+                             a write succeeds"
                         ));
                     }
                 }
