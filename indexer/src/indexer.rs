@@ -74,6 +74,17 @@ pub enum IndexError {
 /// it from the files. (The error's text says 1 MiB.)
 pub const MIN_FREE_TO_OPEN: u64 = 1024 * 1024;
 
+/// Fails when the disk holding the index directory `dir` has less than [`MIN_FREE_TO_OPEN`]
+/// free: the store is not to be opened there.
+fn room_to_open(dir: &Path) -> Result<(), IndexError> {
+    match free_bytes(dir) {
+        Some(free) if free < MIN_FREE_TO_OPEN => {
+            Err(IndexError::NoRoom { path: dir.display().to_string(), free_kib: free / 1024 })
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The bytes this process may still write on the file system holding `path` (or the nearest
 /// directory above it that exists): the blocks free to anyone, and for root its reserve too.
 /// `None` when it cannot be asked, or the file system is read-only (opening says so then).
@@ -365,11 +376,8 @@ impl Indexer {
             return Err(IndexError::NotADirectory { path: root.display().to_string() });
         }
         // sled writes as it opens, even to read: on a full disk that damaged the store.
-        if let Some(free) = free_bytes(db_dir)
-            && free < MIN_FREE_TO_OPEN
-            && db_dir.is_dir()
-        {
-            return Err(IndexError::NoRoom { path: db_dir.display().to_string(), free_kib: free / 1024 });
+        if db_dir.is_dir() {
+            room_to_open(db_dir)?;
         }
         let mut indexer = Indexer::in_memory(root, options);
         let unusable = |e: StoreError| match e {
@@ -412,11 +420,7 @@ impl Indexer {
         if !root.is_dir() {
             return Err(IndexError::NotADirectory { path: root.display().to_string() });
         }
-        if let Some(free) = free_bytes(db_dir)
-            && free < MIN_FREE_TO_OPEN
-        {
-            return Err(IndexError::NoRoom { path: db_dir.display().to_string(), free_kib: free / 1024 });
-        }
+        room_to_open(db_dir)?;
         let mut indexer = Indexer::in_memory(root, options);
         let db_dir_existed = db_dir.exists();
         let analysis = crate::analysis_fingerprint();
@@ -1166,11 +1170,7 @@ impl Indexer {
     /// succeeds, changes keep accumulating and each write tries again.
     fn reopen_failed_store(&mut self) -> Result<(), IndexError> {
         let Some(dir) = self.db_dir.clone() else { return Ok(()) };
-        if let Some(free) = free_bytes(&dir)
-            && free < MIN_FREE_TO_OPEN
-        {
-            return Err(IndexError::NoRoom { path: dir.display().to_string(), free_kib: free / 1024 });
-        }
+        room_to_open(&dir)?;
         self.store = None;
         let store = Store::open(&dir.join("graph"), crate::analysis_fingerprint())?;
         let found = store.version()?;
@@ -1220,11 +1220,7 @@ impl Indexer {
             return Err(IndexError::NotADirectory { path: dir.parent().unwrap_or(dir).display().to_string() });
         }
         // Not on a full disk: an open there damaged the database (see `MIN_FREE_TO_OPEN`).
-        if let Some(free) = free_bytes(dir)
-            && free < MIN_FREE_TO_OPEN
-        {
-            return Err(IndexError::NoRoom { path: dir.display().to_string(), free_kib: free / 1024 });
-        }
+        room_to_open(dir)?;
         self.rebuilt_store = Some(format!("the index directory {} disappeared; rewritten", dir.display()));
         // The old handle's files are gone. Until the rewrite below succeeds, the next batch tries
         // it again (not a reopen of the new, empty store, which would hold no version of ours).
