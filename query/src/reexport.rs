@@ -55,13 +55,20 @@ fn found_through_imports(snapshot: &Snapshot, name: &str, depth: u32) -> Vec<Str
                 continue;
             }
             let Some(statement) = statement_at(&file.text, line) else { continue };
-            for (imported, bound) in bindings(&statement) {
+            for Binding { imported, bound, package } in bindings(&statement) {
                 let definition = if imported == "*" {
                     let star_target = snapshot.kind_of(&edge.dst) == Some(UnitKind::Module);
                     if !star_target || !exports(snapshot, &edge.dst, wanted) {
                         continue;
                     }
                     format!("{}.{wanted}", edge.dst)
+                } else if package {
+                    // `import x.y.z` binds the package `x`, whichever of its modules the edge reached.
+                    let reached = *edge.dst == *imported || edge.dst.starts_with(&format!("{imported}."));
+                    if bound != wanted || !reached {
+                        continue;
+                    }
+                    imported.clone()
                 } else if bound == wanted && imported.rsplit('.').next() == edge.dst.rsplit('.').next().map(plain_name)
                 {
                     edge.dst.to_string()
@@ -126,10 +133,22 @@ fn statement_at(text: &str, line: u32) -> Option<String> {
     }
 }
 
-/// What an import statement binds, as (what it imports, the name it binds): `from m import a, b
-/// as c` gives `(a, a)`, `(b, c)`; `import x.y as z` gives `(x.y, z)`; `import x.y` binds `x`;
-/// `from m import *` gives `(*, *)`. Empty for anything else.
-fn bindings(statement: &str) -> Vec<(String, String)> {
+/// A name an import statement binds.
+#[derive(Debug, PartialEq)]
+struct Binding {
+    /// What it imports: a name of the module `from` names, a module, or `*`.
+    imported: String,
+    /// The name it binds.
+    bound: String,
+    /// An `import x.y` without `as`: it binds the package `x` (`imported` and `bound` are both
+    /// `x`), while the statement's edge leads to `x.y`.
+    package: bool,
+}
+
+/// What an import statement binds: `from m import a, b as c` binds `a` to `a` and `c` to `b`;
+/// `import x.y as z` binds `z` to `x.y`; `import x.y` binds `x` to the package `x`;
+/// `from m import *` gives `*` for both. Empty for anything else.
+fn bindings(statement: &str) -> Vec<Binding> {
     let statement = statement.trim();
     let items = |list: &str| -> Vec<(String, String)> {
         list.replace(['(', ')'], " ")
@@ -147,9 +166,9 @@ fn bindings(statement: &str) -> Vec<(String, String)> {
     if let Some(rest) = statement.strip_prefix("from ") {
         let Some((_, list)) = rest.split_once(" import ") else { return Vec::new() };
         if list.trim() == "*" {
-            return vec![("*".into(), "*".into())];
+            return vec![Binding { imported: "*".into(), bound: "*".into(), package: false }];
         }
-        return items(list);
+        return items(list).into_iter().map(|(imported, bound)| Binding { imported, bound, package: false }).collect();
     }
     if let Some(list) = statement.strip_prefix("import ") {
         return items(list)
@@ -158,9 +177,9 @@ fn bindings(statement: &str) -> Vec<(String, String)> {
                 // `import x.y` binds `x`; `import x.y as z` binds `z` to `x.y`.
                 if module == bound {
                     let top = module.split('.').next().unwrap_or(&module).to_string();
-                    (top.clone(), top)
+                    Binding { imported: top.clone(), bound: top, package: true }
                 } else {
-                    (module, bound)
+                    Binding { imported: module, bound, package: false }
                 }
             })
             .collect();
@@ -186,12 +205,16 @@ mod tests {
 
     #[test]
     fn import_statements_bind_what_python_binds() {
-        let pairs = |s: &str| -> Vec<(String, String)> { bindings(s) };
+        let pairs =
+            |s: &str| -> Vec<(String, String)> { bindings(s).into_iter().map(|b| (b.imported, b.bound)).collect() };
         let p = |a: &str, b: &str| (a.to_string(), b.to_string());
         assert_eq!(pairs("from ._impl import *"), [p("*", "*")]);
         assert_eq!(pairs("from .x import A, B as C"), [p("A", "A"), p("B", "C")]);
         assert_eq!(pairs("from .x import (A,  B as C, )"), [p("A", "A"), p("B", "C")]);
         assert_eq!(pairs("import pkg.deep.leaf"), [p("pkg", "pkg")]);
+        assert!(bindings("import pkg.deep.leaf, os").iter().all(|b| b.package));
+        assert!(bindings("import pkg.deep.leaf as leaf").iter().all(|b| !b.package));
+        assert!(bindings("from pkg import deep").iter().all(|b| !b.package));
         assert_eq!(pairs("import pkg.deep.leaf as leaf, os"), [p("pkg.deep.leaf", "leaf"), p("os", "os")]);
         assert_eq!(pairs("x = 1"), Vec::<(String, String)>::new());
         assert_eq!(

@@ -46,6 +46,8 @@ fn a_public_path_through_a_reexport_names_the_definition() {
         "shop/_impl/cart.py",
         "class Cart:\n    def total(self):\n        return 0\n\n\ndef checkout(cart: Cart):\n    return cart.total()\n",
     );
+    // `import a.b.c` binds the package `a`: its modules are reached through it.
+    write("buyer.py", "import shop._impl.deep\nimport shop._impl.pay as paying\n");
     let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
     indexer.refresh().expect("index");
     let snapshot = indexer.snapshot().clone();
@@ -69,6 +71,11 @@ fn a_public_path_through_a_reexport_names_the_definition() {
     // `import shop._impl.deep` binds `shop`, not `deep`; an import in a function binds nothing
     // of the module.
     assert!(unknown("show shop.deep.g"));
+    assert_eq!(names("show buyer.shop"), ["shop"]);
+    assert_eq!(names("show buyer.shop._impl.deep.g"), ["shop._impl.deep.g"]);
+    assert_eq!(names("show buyer.paying.pay"), ["shop._impl.pay.pay"]);
+    assert!(unknown("show buyer.deep"), "bound as shop");
+    assert!(unknown("show buyer.pay"), "bound as paying");
     assert!(unknown("show shop.Late"));
     // Two star imports of the same name: the last binds it.
     assert_eq!(names("show shop.twice"), ["shop._impl.second.twice"]);
