@@ -69,3 +69,36 @@ fn callees_of_a_method_name_the_overrides_its_calls_may_dispatch_to() {
     assert_eq!(dispatch("callees m.exact"), None);
     assert_eq!(dispatch("callees m.leaf"), None);
 }
+
+#[test]
+fn a_step_with_several_starts_keeps_their_notes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut text = String::from(
+        "class X:\n    def frob(self):\n        return 1\n\n\nclass Y:\n    def frob(self):\n        return 2\n\n\n",
+    );
+    // Five methods with an unresolved call site of their name each, then one function using them.
+    for n in 0..5 {
+        text.push_str(&format!("class K{n}:\n    def m{n}(self):\n        return {n}\n\n\n"));
+    }
+    text.push_str("def use(obj):\n    obj.m0(); obj.m1(); obj.m2(); obj.m3(); obj.m4()\n    return obj.frob()\n");
+    std::fs::write(dir.path().join("m.py"), text).expect("write");
+    let mut indexer = Indexer::in_memory(dir.path(), IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().expect("index");
+    let snapshot = indexer.snapshot().clone();
+    let notes = |query: &str| -> Vec<String> {
+        fresco_query::run(&Context::new(&snapshot), query).unwrap_or_else(|e| panic!("{query}: {e}")).notes
+    };
+    // One start, a glob over two, a pipe: each start's own note while they are few.
+    let one = notes("callers m.X.frob");
+    assert!(one.iter().any(|n| n.contains("named 'frob' might also reach m.X.frob")), "{one:?}");
+    let glob = notes("callers \"m.*.frob\"");
+    assert!(glob.iter().any(|n| n.contains("might also reach m.X.frob")), "{glob:?}");
+    assert!(glob.iter().any(|n| n.contains("might also reach m.Y.frob")), "{glob:?}");
+    let piped = notes("find \"frob\" | callers");
+    assert_eq!(piped.iter().filter(|n| n.contains("might also reach")).count(), 2, "{piped:?}");
+    // Many: one note counting them.
+    let many = notes("find kind method | callers");
+    let summary = many.iter().find(|n| n.contains("may be incomplete")).expect("a summary note");
+    assert!(summary.contains("7 of the 7 units"), "{summary}");
+    assert!(!many.iter().any(|n| n.contains("might also reach")), "{many:?}");
+}

@@ -22,7 +22,9 @@ mod walks;
 pub use names::{definitions_of, resolve_symbol};
 pub(crate) use names::{find_file, one_name, relative_path};
 use names::{relative_paths, skipped_module_file};
-use walks::{completeness_notes, cycles, shortest_paths, taint_groups, traverse, unresolved};
+use walks::{
+    completeness_notes, completeness_notes_of_several, cycles, shortest_paths, taint_groups, traverse, unresolved,
+};
 
 #[derive(Clone, Debug)]
 pub struct Limits {
@@ -624,6 +626,8 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             let rows = traverse(exec, &starts, &tainted, *traversal, &depth)?;
             if one_name(&starts) {
                 completeness_notes(exec, &starts[0], *traversal);
+            } else {
+                completeness_notes_of_several(exec, &starts, *traversal)?;
             }
             Ok(rows)
         }

@@ -306,6 +306,44 @@ pub(super) fn completeness_notes(exec: &mut Exec, id: &str, traversal: Traversal
     }
 }
 
+/// [`completeness_notes`] for a step with several starts (a glob, a pipe): each start's notes
+/// while they are few, else one note naming how many of the starts have some and the first of
+/// them. A short or empty list is never presented as the whole truth, whatever the start.
+pub(super) fn completeness_notes_of_several(
+    exec: &mut Exec,
+    starts: &[String],
+    traversal: Traversal,
+) -> Result<(), QueryError> {
+    const SHOWN: usize = 3;
+    let mut found: Vec<(&String, Vec<String>)> = Vec::new();
+    let mut checked = 0;
+    for id in starts {
+        if !exec.tick()? {
+            break;
+        }
+        let kept = std::mem::take(&mut exec.notes);
+        completeness_notes(exec, id, traversal);
+        let own = std::mem::replace(&mut exec.notes, kept);
+        checked += 1;
+        if !own.is_empty() {
+            found.push((id, own));
+        }
+    }
+    if found.iter().map(|(_, notes)| notes.len()).sum::<usize>() <= SHOWN {
+        exec.notes.extend(found.into_iter().flat_map(|(_, notes)| notes));
+        return Ok(());
+    }
+    let named: Vec<&str> = found.iter().take(SHOWN).map(|(id, _)| id.as_str()).collect();
+    exec.notes.push(format!(
+        "the answer may be incomplete for {} of the {checked} units this step started from (unresolved call \
+         sites, overrides): {}{}; ask for one of them alone to see why",
+        found.len(),
+        named.join(", "),
+        if found.len() > SHOWN { ", ..." } else { "" }
+    ));
+    Ok(())
+}
+
 pub(super) fn unresolved(exec: &mut Exec, scope: Option<&Symbol>) -> Result<Vec<Row>, QueryError> {
     let snapshot = exec.ctx.snapshot;
     let ids = match scope {
