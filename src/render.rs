@@ -172,18 +172,8 @@ pub fn table(response: &Value) -> String {
             out.push('\n');
         }
     }
-    if let Some(lanes) = response.get("lanes").and_then(Value::as_object) {
-        let described: Vec<String> = lanes
-            .iter()
-            .map(|(lane, report)| {
-                let status = text(&report["status"]);
-                let lag = report["lag"].as_u64().filter(|&l| l > 0).map(|l| format!(", {l} versions behind"));
-                let reason = report["reason"].as_str().map(|r| format!(": {r}"));
-                format!("{lane} {status}{}{}", lag.unwrap_or_default(), reason.unwrap_or_default())
-            })
-            .collect();
-        let all_ready = lanes.values().all(|r| r["status"] == "ready");
-        let line = format!("lanes: {}", described.join("; "));
+    if let Some(line) = lanes_line(response) {
+        let all_ready = response["lanes"].as_object().is_some_and(|l| l.values().all(|r| r["status"] == "ready"));
         out.push_str(&if all_ready { style.paint("2", &line) } else { style.paint("33", &line) });
         out.push('\n');
     }
@@ -210,10 +200,30 @@ pub fn table(response: &Value) -> String {
     out
 }
 
+/// An edge of a drawing: from, to, the edge kind, and for a `changes` answer whether the edge
+/// was added or removed.
+type DrawnEdge = (String, String, String, Option<&'static str>);
+
+/// The lanes' health of a `search` or `context` answer, one line: `lanes: bm25 ready; dense
+/// unavailable: ...`.
+fn lanes_line(response: &Value) -> Option<String> {
+    let lanes = response.get("lanes").and_then(Value::as_object)?;
+    let described: Vec<String> = lanes
+        .iter()
+        .map(|(lane, report)| {
+            let status = text(&report["status"]);
+            let lag = report["lag"].as_u64().filter(|&l| l > 0).map(|l| format!(", {l} versions behind"));
+            let reason = report["reason"].as_str().map(|r| format!(": {r}"));
+            format!("{lane} {status}{}{}", lag.unwrap_or_default(), reason.unwrap_or_default())
+        })
+        .collect();
+    Some(format!("lanes: {}", described.join("; ")))
+}
+
 /// The subgraph a result describes: every row reached from another row contributes the edge it
 /// was reached by, once (the paths of a `path` answer share edges: each is drawn one arrow), in
 /// the order the rows first give it.
-fn edges(response: &Value) -> Vec<(String, String, String)> {
+fn edges(response: &Value) -> Vec<DrawnEdge> {
     let empty = Vec::new();
     let mut drawn = std::collections::HashSet::new();
     response["results"]
@@ -223,9 +233,14 @@ fn edges(response: &Value) -> Vec<(String, String, String)> {
         .filter_map(|r| {
             let (from, name) = (r["from"].as_str()?.to_string(), r["name"].as_str()?.to_string());
             let via = r["via"].as_str().unwrap_or("").to_string();
+            let change = match r["change"].as_str() {
+                Some("edge_added") => Some("added"),
+                Some("edge_removed") => Some("removed"),
+                _ => None,
+            };
             // A row reached backwards (`callers`, `subs`, `importers`, `impact`) is the source
             // of the edge it was reached by.
-            Some(if r["direction"] == "in" { (name, from, via) } else { (from, name, via) })
+            Some(if r["direction"] == "in" { (name, from, via, change) } else { (from, name, via, change) })
         })
         .filter(|edge| drawn.insert(edge.clone()))
         .collect()
@@ -241,10 +256,33 @@ fn nodes(response: &Value) -> Vec<String> {
     all
 }
 
-/// The names of result rows marked stale (their file changed on disk after the snapshot).
-fn stale_names(response: &Value) -> Vec<&str> {
-    let Some(results) = response["results"].as_array() else { return Vec::new() };
-    results.iter().filter(|r| r["stale"].as_bool().unwrap_or(false)).filter_map(|r| r["name"].as_str()).collect()
+/// What a drawing says of a node besides its name: stale (its file changed on disk after the
+/// snapshot), and in a `changes` answer added, removed or changed.
+#[derive(Default)]
+struct NodeMarks {
+    stale: bool,
+    change: Option<&'static str>,
+}
+
+impl NodeMarks {
+    fn label(&self, name: &str) -> String {
+        let words: Vec<&str> = self.change.into_iter().chain(self.stale.then_some("stale")).collect();
+        if words.is_empty() { name.to_string() } else { format!("{name} ({})", words.join(", ")) }
+    }
+}
+
+fn node_marks(response: &Value, name: &str) -> NodeMarks {
+    let Some(results) = response["results"].as_array() else { return NodeMarks::default() };
+    let rows = || results.iter().filter(|r| r["name"].as_str() == Some(name));
+    NodeMarks {
+        stale: rows().any(|r| r["stale"].as_bool().unwrap_or(false)),
+        change: rows().find_map(|r| match r["change"].as_str() {
+            Some("added") => Some("added"),
+            Some("removed") => Some("removed"),
+            Some("changed") => Some("changed"),
+            _ => None,
+        }),
+    }
 }
 
 /// What a drawing cannot show as nodes and edges: the version, a `count`, notes, stale files. As
@@ -263,6 +301,9 @@ fn comment_lines(response: &Value, prefix: &str) -> String {
     }
     for note in response["notes"].as_array().unwrap_or(&empty) {
         out.push_str(&format!("{prefix} note: {}\n", text(note)));
+    }
+    if let Some(lanes) = lanes_line(response) {
+        out.push_str(&format!("{prefix} {}\n", text(&json!(lanes))));
     }
     let stale = response["stale"].as_array().unwrap_or(&empty);
     if !stale.is_empty() {
@@ -289,16 +330,41 @@ pub fn dot(response: &Value) -> String {
     let mut out = String::from("digraph fresco {\n");
     out.push_str(&comment_lines(response, "  //"));
     out.push_str("  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n");
-    let stale = stale_names(response);
     for n in nodes(response) {
-        if stale.contains(&n.as_str()) {
-            out.push_str(&format!("  {:?} [label={:?}, style=dashed];\n", n, format!("{n} (stale)")));
-        } else {
+        let marks = node_marks(response, &n);
+        let mut attributes = Vec::new();
+        if marks.stale || marks.change.is_some() {
+            attributes.push(format!("label={:?}", marks.label(&n)));
+        }
+        match marks.change {
+            Some("removed") => attributes.push("style=dashed, color=red".into()),
+            Some("added") => attributes.push("color=darkgreen".into()),
+            Some(_) => attributes.push("color=darkorange".into()),
+            None if marks.stale => attributes.push("style=dashed".into()),
+            None => {}
+        }
+        if attributes.is_empty() {
             out.push_str(&format!("  {:?};\n", n));
+        } else {
+            out.push_str(&format!("  {:?} [{}];\n", n, attributes.join(", ")));
         }
     }
-    for (a, b, via) in edges(response) {
-        out.push_str(&format!("  {:?} -> {:?} [label={:?}];\n", a, b, via));
+    for (a, b, via, change) in edges(response) {
+        match change {
+            Some("removed") => out.push_str(&format!(
+                "  {:?} -> {:?} [label={:?}, style=dashed, color=red];\n",
+                a,
+                b,
+                format!("{via} (removed)")
+            )),
+            Some(_) => out.push_str(&format!(
+                "  {:?} -> {:?} [label={:?}, color=darkgreen];\n",
+                a,
+                b,
+                format!("{via} (added)")
+            )),
+            None => out.push_str(&format!("  {:?} -> {:?} [label={:?}];\n", a, b, via)),
+        }
     }
     out.push_str("}\n");
     out
@@ -323,16 +389,20 @@ fn mermaid_text(text: &str) -> String {
 
 pub fn mermaid(response: &Value) -> String {
     let names = nodes(response);
-    let stale = stale_names(response);
     let id = |n: &str| names.iter().position(|x| x == n).map(|i| format!("n{i}")).unwrap_or_default();
     let mut out = String::from("flowchart LR\n");
     out.push_str(&comment_lines(response, "  %%"));
     for n in &names {
-        let label = if stale.contains(&n.as_str()) { format!("{n} (stale)") } else { n.clone() };
-        out.push_str(&format!("  {}[\"{}\"]\n", id(n), mermaid_text(&label)));
+        out.push_str(&format!("  {}[\"{}\"]\n", id(n), mermaid_text(&node_marks(response, n).label(n))));
     }
-    for (a, b, via) in edges(response) {
-        out.push_str(&format!("  {} -->|{}| {}\n", id(&a), mermaid_text(&via), id(&b)));
+    // Added edges thick, removed ones dotted; their labels say which as well.
+    for (a, b, via, change) in edges(response) {
+        let (arrow, label) = match change {
+            Some("removed") => ("-.->", format!("{via} (removed)")),
+            Some(_) => ("==>", format!("{via} (added)")),
+            None => ("-->", via),
+        };
+        out.push_str(&format!("  {} {arrow}|{}| {}\n", id(&a), mermaid_text(&label), id(&b)));
     }
     out
 }
@@ -442,8 +512,40 @@ mod tests {
             {"name": "pkg.leaf", "kind": "function", "depth": 1, "via": "calls", "from": "pkg.helper", "direction": "out"},
         ]});
         let edges = edges(&response);
-        assert!(edges.contains(&("pkg.main".into(), "pkg.helper".into(), "calls".into())), "{edges:?}");
-        assert!(edges.contains(&("pkg.helper".into(), "pkg.leaf".into(), "calls".into())), "{edges:?}");
+        assert!(edges.contains(&("pkg.main".into(), "pkg.helper".into(), "calls".into(), None)), "{edges:?}");
+        assert!(edges.contains(&("pkg.helper".into(), "pkg.leaf".into(), "calls".into(), None)), "{edges:?}");
+    }
+
+    /// A `changes` answer drawn: what was removed is not drawn as if it were still there.
+    #[test]
+    fn graph_formats_say_what_a_change_added_and_removed() {
+        let response = json!({"version": 2, "results": [
+            {"name": "c.gone", "kind": "function", "change": "removed"},
+            {"name": "c.new", "kind": "function", "change": "added"},
+            {"name": "c.limit", "kind": "function", "change": "changed"},
+            {"name": "c.limit", "kind": "function", "change": "edge_removed", "from": "c.gone", "via": "calls"},
+            {"name": "c.limit", "kind": "function", "change": "edge_added", "from": "c.new", "via": "calls"},
+        ]});
+        let dot = dot(&response);
+        assert!(dot.contains("\"c.gone\" [label=\"c.gone (removed)\", style=dashed, color=red];"), "{dot}");
+        assert!(dot.contains("\"c.new\" [label=\"c.new (added)\", color=darkgreen];"), "{dot}");
+        assert!(dot.contains("\"c.limit\" [label=\"c.limit (changed)\", color=darkorange];"), "{dot}");
+        assert!(
+            dot.contains("\"c.gone\" -> \"c.limit\" [label=\"calls (removed)\", style=dashed, color=red];"),
+            "{dot}"
+        );
+        assert!(dot.contains("\"c.new\" -> \"c.limit\" [label=\"calls (added)\", color=darkgreen];"), "{dot}");
+        let mermaid = mermaid(&response);
+        assert!(mermaid.contains("[\"c.gone (removed)\"]") && mermaid.contains("-.->|calls (removed)|"), "{mermaid}");
+        assert!(mermaid.contains("==>|calls (added)|"), "{mermaid}");
+    }
+
+    #[test]
+    fn graph_formats_keep_the_lanes_health() {
+        let response = json!({"version": 3, "results": [{"name": "m.f", "kind": "function"}],
+            "lanes": {"bm25": {"status": "ready"}, "dense": {"status": "unavailable", "reason": "no model"}}});
+        assert!(dot(&response).contains("  // lanes: bm25 ready; dense unavailable: no model\n"), "{}", dot(&response));
+        assert!(mermaid(&response).contains("  %% lanes: bm25 ready; dense unavailable: no model\n"));
     }
 
     #[test]
