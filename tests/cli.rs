@@ -203,6 +203,19 @@ fn queries_answer_in_json_and_tables_with_stable_errors() {
         let out = run(&["query", root, &format!("callees {}:6", path.display()), "--json"]);
         assert_eq!(json(&out)["results"][0]["name"], "pkg.core.helper", "{}: {}", path.display(), stdout(&out));
     }
+    // A file glob the same ways: by the link, and with `..`; one elsewhere is an error, not a
+    // silent empty answer.
+    // (pkg/*: the two modules and three functions; pkg/core.py: one module fewer; */core.py:
+    // other/core.py's module and function more.)
+    for (glob, expected) in
+        [(link.join("pkg/*"), 5), (canonical_root.join("other/../pkg/c*.py"), 4), (link.join("*/core.py"), 6)]
+    {
+        let out = run(&["query", root, &format!("find \"*\" in \"{}\" | count", glob.display()), "--json"]);
+        assert_eq!(json(&out)["count"], serde_json::json!(expected), "{}: {}", glob.display(), stdout(&out));
+    }
+    let out = run(&["query", root, "find \"*\" in \"/elsewhere/*.py\"", "--json"]);
+    let message = json(&out)["error"]["message"].as_str().unwrap_or("").to_string();
+    assert!(message.contains("not under the indexed root"), "{message}");
 }
 
 #[test]

@@ -99,11 +99,30 @@ pub(super) fn relative_paths(query: &Query, ctx: &Context) -> Result<Query, Quer
             p.strip_prefix(root).ok().and_then(|rest| rest.to_str()).map(str::to_string)
         };
         if glob {
-            // A glob written from the root down; any other matches nothing, as it always did.
-            if let Some(rest) = under(std::path::Path::new(path.as_str())) {
-                *path = rest;
-            }
-            return Ok(());
+            // A glob written from the root down: the directories before its first wildcard with
+            // `.` and `..` resolved, then through symbolic links as the file system names them
+            // (an editor that opened the repository by a link).
+            let wildcard = path.find(['*', '?']).unwrap_or(path.len());
+            let (directory, pattern) = path.split_at(path[..wildcard].rfind('/').unwrap_or(0));
+            let directory = lexically_normal(directory);
+            let real = under(&directory)
+                .or_else(|| ctx.canonicalize.and_then(|c| c(&directory)).and_then(|real| under(&real)));
+            return match real {
+                Some(rest) => {
+                    *path = if rest.is_empty() {
+                        pattern.trim_start_matches('/').to_string()
+                    } else {
+                        format!("{rest}{pattern}")
+                    };
+                    Ok(())
+                }
+                // Paths are kept relative to the root: an absolute pattern elsewhere never matches.
+                None => Err(QueryError::Invalid(format!(
+                    "'{path}' is not under the indexed root {}: name files by their path under it",
+                    root.display()
+                ))
+                .about_place(path)),
+            };
         }
         // `a/../b` as the path it names; then, through symbolic links (an editor that opened the
         // repository by a link has the link's path), as the file system names it.
