@@ -282,6 +282,11 @@ fn a_file_the_index_skipped_is_named_with_its_reason() {
         "{:?}",
         out.notes
     );
+    // By name, and by file and line.
+    for query in ["show pkg.bad.bad", "show pkg/bad.py:1"] {
+        let err = fresco_query::run(&Context::new(&snapshot), query).expect_err(query).to_string();
+        assert!(err.contains("it would be in pkg/bad.py, which is not indexed (") && err.contains("UTF-8"), "{err}");
+    }
 }
 
 /// A file of several classes and a method given without a line: the class it shares rare words
@@ -451,12 +456,16 @@ fn a_file_or_line_that_is_not_there_is_placed_in_the_query() {
         ("context for \"def f():\" in pkg/nope/x.py budget 100", "pkg/nope/x.py"),
         ("context for \"def f():\" in pkg/m.py:999", "pkg/m.py:999"),
         ("context for \"def f():\" in pkg k 5", "pkg"),
+        // An external target: no code to assemble context for.
+        ("context typing budget 100", "typing"),
     ] {
         let err = fresco_query::run(&ctx, text).map(|_| ()).expect_err(text);
         assert_eq!(err.code(), "INVALID_QUERY", "{text}: {err}");
         let at = err.place().unwrap_or_else(|| panic!("{text}: no place for '{err}'"));
         assert_eq!(at.position, text.find(token).expect("the token"), "{text}: {err}");
     }
+    let err = fresco_query::run(&ctx, "context typing budget 100").map(|_| ()).expect_err("external");
+    assert!(err.to_string().contains("'typing' is external"), "{err}");
 }
 
 /// Two names of one file at lines written differently are told apart by their line.

@@ -80,14 +80,23 @@ fn innermost_unit_at(snapshot: &Snapshot, file: &str, line: u32) -> Result<Vec<S
         .min_by_key(|u| (u.end_line - u.start_line, std::cmp::Reverse(u.start_line), u.kind == UnitKind::Module));
     match innermost {
         Some(u) => Ok(vec![u.id.clone()]),
-        None => Err(QueryError::Invalid(format!("{file} has no unit at line {line}"))),
+        // A file that was not indexed (too large, not UTF-8) has no units: say why.
+        None => match &entry.graph.skipped {
+            Some(reason) => Err(QueryError::NotIndexed {
+                name: format!("{file}:{line}"),
+                file: entry.graph.path.clone(),
+                reason: reason.to_string(),
+                at: None,
+            }),
+            None => Err(QueryError::Invalid(format!("{file} has no unit at line {line}"))),
+        },
     }
 }
 
 /// The query with every absolute file path made relative to `root`: the paths the index holds
 /// are relative to it. A path outside the root is an error that says where the root is, rather
-/// than "no indexed file". File globs (`in "..."`, `where file`) are made relative when they
-/// start with the root.
+/// than "no indexed file". File globs (`in "..."`, `where file`) that start with `/` are made
+/// relative the same way as far as their first wildcard.
 pub(super) fn relative_paths(query: &Query, ctx: &Context) -> Result<Query, QueryError> {
     let Some(root) = ctx.root else { return Ok(query.clone()) };
     let mut query = query.clone();

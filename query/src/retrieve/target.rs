@@ -58,7 +58,12 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
                 }
             });
             let unit = snapshot.unit(&id).ok_or_else(|| {
+                let written = match symbol {
+                    Symbol::Name(name) | Symbol::Glob(name) => name.clone(),
+                    Symbol::Location { file, line } => format!("{file}:{line}"),
+                };
                 QueryError::Invalid(format!("'{id}' is external: there is no code to assemble context for"))
+                    .about_place(&written)
             })?;
             let class = match unit.unit.kind {
                 UnitKind::Method => owner_of(&id).map(str::to_string),
