@@ -181,6 +181,11 @@ fn k_is_bounded_by_the_result_limit() {
     assert!(deepest <= 50, "the lanes were asked for {deepest}");
     let within = fresco_query::run(&ctx, "search \"anything\" k 3").expect("search");
     assert!(!within.truncated, "{:?}", within.notes);
+    // Over the limit, with fewer units found than the limit: nothing was cut.
+    ctx.limits.max_results = 2000;
+    let few = fresco_query::run(&ctx, "search \"anything\" k 100000").expect("search");
+    assert!(few.results.len() < 2000 && !few.truncated, "{:?}", few.notes);
+    assert!(!few.notes.iter().any(|n| n.contains("over the result limit")), "{:?}", few.notes);
 }
 
 /// A dense lane one version behind, whose index has no vector for `m.e` (written since): BM25,

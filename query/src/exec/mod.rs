@@ -442,13 +442,19 @@ impl Exec<'_, '_> {
     /// `k` of `search` and `context`, at most the result limit: the lanes rank that many units
     /// each and cannot stop part way, so the limit is what bounds their time (`search ... k
     /// 100000` on django ranked 61,563 units in 0.7 s whatever the time limit).
-    fn retrieval_depth(&mut self, k: usize) -> usize {
+    fn retrieval_depth(&self, k: usize) -> usize {
+        k.min(self.ctx.limits.max_results)
+    }
+
+    /// After a ranking of `ranked` units for `k` asked: the answer is truncated only when the
+    /// result limit kept some of them out (a `k` over the limit with fewer units found cut
+    /// nothing).
+    fn note_retrieval_cut(&mut self, k: usize, ranked: usize) {
         let limit = self.ctx.limits.max_results;
-        if k > limit {
+        if k > limit && ranked > limit {
             self.truncated = true;
             self.notes.push(format!("k {k} is over the result limit: the first {limit} are ranked"));
         }
-        k.min(limit)
     }
 
     fn full(&mut self, rows: &[Row]) -> bool {
@@ -818,9 +824,9 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             Ok(rows)
         }
         Stage::Count => Ok(input),
-        Stage::Search { text, k, lanes } => {
+        Stage::Search { text, k: asked, lanes } => {
             use crate::retrieve::*;
-            let k = &exec.retrieval_depth(*k);
+            let k = &exec.retrieval_depth(*asked);
             let wanted: Vec<Lane> = if lanes.is_empty() { vec![Lane::Bm25, Lane::Dense] } else { lanes.clone() };
             let mut health = std::collections::BTreeMap::new();
             // Each lane gives the same number of candidates whatever k is, so the fused ranking
@@ -845,6 +851,7 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             ranked.retain(|(_, ids)| !ids.is_empty());
             report_unseen(&mut health, &ranked, &unseen);
             let fused = fuse_seeing(&ranked, &unseen);
+            exec.note_retrieval_cut(*asked, fused.len());
             exec.lane_hits = ranked.iter().map(|(l, ids)| (l.as_str(), ids.clone())).collect();
             exec.lanes = Some(health);
             Ok(fused
@@ -856,9 +863,9 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 })
                 .collect())
         }
-        Stage::Context { target, budget, k, lanes } => {
+        Stage::Context { target, budget, k: asked, lanes } => {
             use crate::retrieve::*;
-            let k = &exec.retrieval_depth(*k);
+            let k = &exec.retrieval_depth(*asked);
             let snapshot = exec.ctx.snapshot;
             let target = resolve_target(snapshot, target)?;
             exec.notes.extend(target.note.clone());
@@ -924,6 +931,7 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             let deps = if graph.is_empty() { FxHashSet::default() } else { dependency_set(snapshot, &graph, *k) };
             report_unseen(&mut health, &ranked, &unseen);
             let fused = context_order(fuse_seeing(&ranked, &unseen), &graph, &deps);
+            exec.note_retrieval_cut(*asked, fused.len());
             let block = assemble(snapshot, exec.ctx.lanes, &target, &fused, &deps, *budget, exec.ctx.is_stale);
             if let Some((unit, tokens)) = &block.smallest_cut {
                 exec.notes.push(format!(
