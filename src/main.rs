@@ -292,7 +292,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     c.call("query", params, Duration::from_millis(timeout_ms + wait_ms + 30_000))?
                 }
                 Answerer::InProcess(indexer) => {
-                    let params = protocol::query_params(&params).map_err(|e| anyhow::anyhow!(e.message))?;
+                    let mut params = protocol::query_params(&params).map_err(|e| anyhow::anyhow!(e.message))?;
                     // Retrieval needs the lanes: build them for this query (the daemon keeps
                     // them warm instead); embed only for a query that asks the dense lane.
                     // An index built in memory (a daemon holds the stored one, and its vectors,
@@ -311,6 +311,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     let asked = dense_asked(&params.text);
                     let checked =
                         if asked.is_some() { protocol::check_context_targets(index, &params) } else { Ok(()) };
+                    let building = Instant::now();
                     let lanes = asked.filter(|_| checked.is_ok()).map(|dense| {
                         fresco_indexer::lanes::RetrievalLanes::build_now(
                             vectors,
@@ -318,6 +319,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                             dense.then(|| in_process_dense_wait(timeout_ms)),
                         )
                     });
+                    // The time spent waiting for embeddings is the query's: `--timeout-ms` bounds
+                    // the whole answer (a query out of time answers from the text lanes alone).
+                    params.limits.timeout = params.limits.timeout.saturating_sub(building.elapsed());
                     let lanes_ref = lanes.as_ref().map(|l| l as &dyn fresco_query::Lanes);
                     match checked.and_then(|()| protocol::run_query(index, &params, None, lanes_ref, None, None, &[])) {
                         Ok((_, mut value)) => {
