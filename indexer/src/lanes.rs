@@ -6,7 +6,7 @@
 //! a lane that is building, embedding or unavailable says so (lane health) instead of being
 //! silently absent.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -50,6 +50,9 @@ pub struct RetrievalLanes {
     /// Whether a model put in place by hand while the lanes ran has been found (looked for only
     /// until then: a model that is there but fails to load is the worker's to report).
     placed_model_found: AtomicBool,
+    /// The model files as last checked ([`embed::model_files_signature`]): files that fail their
+    /// check are checked again only once they change.
+    placed_model_checked: std::sync::Mutex<Option<Vec<(u64, i128)>>>,
 }
 
 /// Where the model's download is.
@@ -156,7 +159,10 @@ impl RetrievalLanes {
     /// `Err(why)` instead of a directory: no vector store, the dense lane is down for `why`.
     /// During a long embedding job a partial vector index is published every `partial_every`.
     fn new(db_dir: Result<&Path, String>, partial_every: Duration) -> RetrievalLanes {
-        let model_dir = embed::default_model_dir();
+        RetrievalLanes::with_model_dir(db_dir, partial_every, embed::default_model_dir())
+    }
+
+    fn with_model_dir(db_dir: Result<&Path, String>, partial_every: Duration, model_dir: PathBuf) -> RetrievalLanes {
         let tokenizer = RwLock::new(load_tokenizer(&model_dir));
         let disabled = std::env::var("FRESCO_DENSE").is_ok_and(|v| v == "off" || v == "0");
         // The vector store is not even opened (made, on a first run) when the lane is off.
@@ -190,6 +196,7 @@ impl RetrievalLanes {
             download: std::sync::Mutex::new(Download::None),
             latest: std::sync::Mutex::new(None),
             placed_model_found: AtomicBool::new(false),
+            placed_model_checked: std::sync::Mutex::new(None),
         }
     }
 
@@ -356,18 +363,30 @@ impl RetrievalLanes {
     /// A model that appeared in the model directory while none was loaded (copied there by
     /// hand, or by another process's download): the token counter loads its tokenizer, and the
     /// dense worker is given the newest snapshot again to load the model. Done once; a download
-    /// of this process's own does the same when it finishes.
+    /// of this process's own does the same when it finishes. Files that are all there but fail
+    /// their check (a partial copy, another model) are handed to the worker too, once per
+    /// change, so that the lane's reason says what is wrong with them instead of the file that
+    /// was missing before.
     fn pick_up_placed_model(&self) {
         let Some(worker) = &self.dense else { return };
         if self.placed_model_found.load(Ordering::Relaxed)
             || read(&self.tokenizer).is_some()
             || matches!(*self.download.lock().unwrap_or_else(|p| p.into_inner()), Download::Running { .. })
-            || embed::locate_model(&self.model_dir).is_err()
         {
             return;
         }
-        self.placed_model_found.store(true, Ordering::Relaxed);
-        *self.tokenizer.write().unwrap_or_else(|p| p.into_inner()) = load_tokenizer(&self.model_dir);
+        let Some(signature) = embed::model_files_signature(&self.model_dir) else { return };
+        {
+            let mut checked = self.placed_model_checked.lock().unwrap_or_else(|p| p.into_inner());
+            if checked.as_ref() == Some(&signature) {
+                return;
+            }
+            *checked = Some(signature);
+        }
+        if embed::locate_model(&self.model_dir).is_ok() {
+            self.placed_model_found.store(true, Ordering::Relaxed);
+            *self.tokenizer.write().unwrap_or_else(|p| p.into_inner()) = load_tokenizer(&self.model_dir);
+        }
         let latest = self.latest.lock().unwrap_or_else(|p| p.into_inner()).clone();
         if let Some(snapshot) = latest {
             worker.submit(snapshot.version(), snapshot);
@@ -724,6 +743,47 @@ mod tests {
         assert!(lanes.placed_model_found.load(Ordering::Relaxed));
         let counted = lanes.count_tokens("def retry_connection(): pass").expect("the tokenizer counts now");
         assert!(counted > 3, "MiniLM's word pieces, not chars/4: {counted}");
+    }
+
+    /// Model files copied in while the lanes run that are all there but not the model (a
+    /// partial copy): the lane's reason says so, instead of still naming the file that was
+    /// missing before.
+    #[test]
+    fn model_files_that_fail_their_check_are_reported_for_what_they_are() {
+        let (db, models, repo) = (tempfile::tempdir(), tempfile::tempdir(), tempfile::tempdir());
+        let (db, models, repo) = (db.expect("tempdir"), models.expect("tempdir"), repo.expect("tempdir"));
+        let lanes = RetrievalLanes::with_model_dir(Ok(db.path()), Duration::from_secs(1), models.path().to_path_buf());
+        let Some(worker) = &lanes.dense else {
+            return; // FRESCO_DENSE=off in this environment: no dense lane.
+        };
+        std::fs::write(repo.path().join("a.py"), "def f():\n    return 1\n").expect("write");
+        let mut indexer = crate::Indexer::in_memory(repo.path(), crate::IndexerOptions::default());
+        indexer.refresh().expect("index");
+        let snapshot = indexer.snapshot().clone();
+        *lanes.latest.lock().expect("lock") = Some(snapshot.clone());
+        worker.submit(snapshot.version(), snapshot);
+        let reason_once = |wanted: &str| -> String {
+            let started = std::time::Instant::now();
+            loop {
+                let reason = match worker.status().state {
+                    LaneState::Unavailable(reason) => reason,
+                    other => format!("{other:?}"),
+                };
+                if reason.contains(wanted) || started.elapsed() > Duration::from_secs(20) {
+                    return reason;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        let missing = reason_once("No such file");
+        assert!(missing.contains("model.safetensors"), "{missing}");
+        for name in ["model.safetensors", "tokenizer.json", "config.json"] {
+            std::fs::write(models.path().join(name), "not the model").expect("write");
+        }
+        lanes.pick_up_placed_model();
+        let wrong = reason_once("SHA-256");
+        assert!(wrong.contains("SHA-256") && wrong.contains("expected"), "{wrong}");
+        assert!(!lanes.placed_model_found.load(Ordering::Relaxed));
     }
 
     /// A dense answer says what it leaves out: units without a vector, and, while the worker

@@ -75,6 +75,15 @@ fn mtime_ns(meta: &std::fs::Metadata) -> i128 {
     meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos() as i128)
 }
 
+/// The model files' sizes and modification times, `None` while one is missing: what tells a
+/// changed model directory from one already checked, without hashing 90 MB again.
+pub fn model_files_signature(dir: &Path) -> Option<Vec<(u64, i128)>> {
+    MODEL_FILES
+        .iter()
+        .map(|(name, _)| std::fs::metadata(dir.join(name)).ok().map(|meta| (meta.len(), mtime_ns(&meta))))
+        .collect()
+}
+
 fn sha256_file(path: &Path) -> std::io::Result<String> {
     let mut file = std::fs::File::open(path)?;
     let mut hasher = Sha256::new();
