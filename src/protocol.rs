@@ -471,8 +471,19 @@ pub fn set_retrieval_trace(path: Option<&Path>) -> std::io::Result<()> {
 
 fn trace_retrieval(query: &str, output: &fresco_query::Output, elapsed: Duration) {
     let trace = RETRIEVAL_TRACE.get_or_init(|| {
-        std::env::var_os("FRESCO_RETRIEVAL_TRACE")
-            .and_then(|p| std::fs::OpenOptions::new().create(true).append(true).open(p).ok().map(std::sync::Mutex::new))
+        let path = std::env::var_os("FRESCO_RETRIEVAL_TRACE")?;
+        match std::fs::OpenOptions::new().create(true).append(true).open(&path) {
+            Ok(file) => Some(std::sync::Mutex::new(file)),
+            // Asked for and not written: said once, not a silent absence.
+            Err(e) => {
+                eprintln!(
+                    "fresco: warning: cannot open the retrieval trace file {} (FRESCO_RETRIEVAL_TRACE): {e}; no trace \
+                     is written",
+                    crate::render::printable(&path.to_string_lossy())
+                );
+                None
+            }
+        }
     });
     let Some(file) = trace else { return };
     let lanes: serde_json::Map<String, Value> = output

@@ -832,3 +832,44 @@ fn status_names_the_index_directory_absolute_whatever_the_working_directory() {
     assert!(db.is_absolute(), "{db:?}");
     assert_eq!(db.canonicalize().expect("made"), repo.path().canonicalize().expect("canonical").join("idx"));
 }
+
+/// The opt-in retrieval trace: a JSON line per `search`/`context` query with the lanes' lists,
+/// the fused ranking and what entered the context; a trace file that cannot be opened is said,
+/// not silently skipped.
+#[test]
+fn the_retrieval_trace_records_each_retrieval_query() {
+    let repo = repo(&[(
+        "shop.py",
+        b"RATE = 3\n\n\ndef retry_connection(n):\n    \"\"\"Retry a failed connection.\"\"\"\n    return n * RATE\n\n\n\
+          def fetch(url):\n    return retry_connection(len(url))\n",
+    )]);
+    let root = repo.path().to_str().expect("utf8");
+    let traces = tempfile::tempdir().expect("tempdir");
+    let trace = traces.path().join("trace.jsonl");
+    let asked = |query: &str, trace: &std::path::Path| {
+        fresco().args(["query", root, "--no-daemon", query]).env("FRESCO_RETRIEVAL_TRACE", trace).output().expect("run")
+    };
+    let out = asked("search \"retry a failed connection\" k 3", &trace);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = asked("context shop.fetch budget 200", &trace);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Not a retrieval query: no line.
+    assert!(asked("callers shop.retry_connection", &trace).status.success());
+    let text = std::fs::read_to_string(&trace).expect("the trace");
+    let lines: Vec<serde_json::Value> =
+        text.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(lines[0]["query"], "search \"retry a failed connection\" k 3");
+    assert_eq!(lines[0]["lane_results"]["bm25"][0]["name"], "shop.retry_connection", "{text}");
+    assert_eq!(lines[0]["lanes"]["dense"]["status"], "unavailable", "{text}");
+    assert!(lines[0]["version"].as_u64().is_some() && lines[0]["context"].is_null(), "{text}");
+    let context = &lines[1]["context"];
+    assert_eq!(context["target"], "shop.fetch", "{text}");
+    assert!(context["units"].as_array().is_some_and(|u| u.iter().any(|u| u["name"] == "shop.retry_connection")), "{text}");
+    assert!(context["tokens"].as_u64().is_some_and(|t| t <= 200), "{text}");
+    assert!(lines[1]["fused"].as_array().is_some_and(|f| !f.is_empty()), "{text}");
+    // A trace that cannot be written: the answer all the same, and a warning.
+    let out = asked("search \"retry\" k 3", &traces.path().join("no/such/dir/trace.jsonl"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("cannot open the retrieval trace file"), "{}", stderr(&out));
+}
