@@ -922,6 +922,10 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 if let Some(t) = target_unit.as_ref().filter(|_| *lane != Lane::Graph) {
                     ids.retain(|x| !snapshot.unit(x).is_some_and(|u| lies_within(&u, t)));
                 }
+                // Nor the target's own module, its whole file: never an example of anything.
+                if *lane != Lane::Graph {
+                    ids.retain(|x| *x != target.module);
+                }
                 // A lane's health counts the hits the answer stands on, not those left out.
                 if let Some(report) = health.get_mut(lane.as_str()) {
                     report.hits = ids.len();
