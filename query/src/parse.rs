@@ -430,6 +430,12 @@ impl Parser {
                 let mut via = Vec::new();
                 if self.eat_word("via") {
                     loop {
+                        // As for lanes: a kind named twice is an error at the second.
+                        if let Tok::Word(word) = self.peek()
+                            && let Some(kind) = EdgeKind::parse(&word.to_ascii_lowercase()).filter(|k| via.contains(k))
+                        {
+                            return self.error(format!("edge kind '{}' is named twice", kind.as_str()));
+                        }
                         via.push(self.edge_kind()?);
                         if !matches!(self.peek(), Tok::Comma) {
                             break;
@@ -1131,6 +1137,12 @@ mod tests {
         let err = parse(q).expect_err(q);
         assert_eq!(err.position, q.rfind("bm25").expect("lane"), "{err:?}");
         assert!(err.message.contains("lane 'bm25' is named twice"), "{err:?}");
+        // An edge kind named twice in `via`, likewise.
+        let q = "path a.b -> c.d via calls,references,CALLS";
+        let err = parse(q).expect_err(q);
+        assert_eq!(err.position, q.rfind("CALLS").expect("kind"), "{err:?}");
+        assert!(err.message.contains("edge kind 'calls' is named twice"), "{err:?}");
+        assert!(parse("path a.b -> c.d via calls,references").is_ok());
     }
 
     #[test]
