@@ -94,3 +94,39 @@ fn a_public_path_through_a_reexport_names_the_definition() {
     let err = fresco_query::run(&Context::new(&snapshot), "show shop.Basket").expect_err("unknown");
     assert!(err.to_string().contains("shop.Basket"), "{err}");
 }
+
+/// A member a class inherits, named through the class (`flask.Flask.route` for
+/// `Scaffold.route`): the first class of the method resolution order that defines it, as Python
+/// finds it.
+#[test]
+fn an_inherited_member_is_named_through_the_class() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("pkg")).expect("mkdir");
+    std::fs::write(root.join("pkg/__init__.py"), "from .m import Both\n").expect("write");
+    std::fs::write(
+        root.join("pkg/m.py"),
+        "class Base:\n    def run(self):\n        return 0\n\n    def stop(self):\n        return 0\n\n\n\
+         class Left(Base):\n    def run(self):\n        return 1\n\n\n\
+         class Right(Base):\n    def run(self):\n        return 2\n\n    def stop(self):\n        return 2\n\n\n\
+         class Both(Left, Right):\n    pass\n\n\nclass Error(ValueError):\n    pass\n",
+    )
+    .expect("write");
+    let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().expect("index");
+    let snapshot = indexer.snapshot().clone();
+    let names = |query: &str| -> Vec<String> {
+        let out = fresco_query::run(&Context::new(&snapshot), query).unwrap_or_else(|e| panic!("{query}: {e}"));
+        out.results.iter().map(|item| item.name.clone()).collect()
+    };
+    let unknown = |query: &str| fresco_query::run(&Context::new(&snapshot), query).is_err();
+    // Both's MRO is Both, Left, Right, Base: `stop` is Right's (depth first would say Base's).
+    assert_eq!(names("show pkg.m.Both.run"), ["pkg.m.Left.run"]);
+    assert_eq!(names("show pkg.m.Both.stop"), ["pkg.m.Right.stop"]);
+    assert_eq!(names("show pkg.m.Left.stop"), ["pkg.m.Base.stop"]);
+    // Through the class's public path too.
+    assert_eq!(names("show pkg.Both.stop"), ["pkg.m.Right.stop"]);
+    assert!(unknown("show pkg.m.Both.missing"));
+    // Bases outside the repository are not looked into.
+    assert!(unknown("show pkg.m.Error.args"));
+}

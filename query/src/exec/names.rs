@@ -33,6 +33,10 @@ pub fn resolve_symbol(snapshot: &Snapshot, symbol: &Symbol) -> Result<Vec<String
             if !exported.is_empty() {
                 return Ok(exported);
             }
+            let inherited = inherited_member(snapshot, name);
+            if !inherited.is_empty() {
+                return Ok(inherited);
+            }
             // `pkg.core.helper` with `pkg/core.py` skipped: say so, not only that it is unknown.
             let skipped = std::iter::successors(Some(name.as_str()), |n| n.rsplit_once('.').map(|(head, _)| head))
                 .find_map(|prefix| snapshot.module_file(prefix).filter(|f| f.graph.skipped.is_some()));
@@ -62,6 +66,109 @@ pub fn resolve_symbol(snapshot: &Snapshot, symbol: &Symbol) -> Result<Vec<String
             innermost_unit_at(snapshot, file, *line).map_err(|e| e.about_place(&format!("{file}:{line}")))
         }
     }
+}
+
+/// A member a class inherits, named through the class as Python finds it: `flask.Flask.route`
+/// is `flask.sansio.scaffold.Scaffold.route`, the member of the first class in `Flask`'s method
+/// resolution order that defines `route`. The class itself may be named by a public path.
+fn inherited_member(snapshot: &Snapshot, name: &str) -> Vec<String> {
+    let Some((owner, member)) = name.rsplit_once('.') else { return Vec::new() };
+    let classes: Vec<String> = if snapshot.kind_of(owner) == Some(UnitKind::Class) {
+        vec![owner.to_string()]
+    } else {
+        crate::reexport::reexported(snapshot, owner)
+    };
+    let Some(class) = classes.into_iter().find(|c| snapshot.kind_of(c) == Some(UnitKind::Class)) else {
+        return Vec::new();
+    };
+    method_resolution_order(snapshot, &class)
+        .into_iter()
+        .skip(1)
+        .map(|base| format!("{base}.{member}"))
+        .find(|id| snapshot.contains_unit(id))
+        .map(|id| definitions_of(snapshot, &id))
+        .unwrap_or_default()
+}
+
+/// The classes of the repository `class` looks members up in, itself first: C3 linearisation
+/// over the `inherits` edges (in the order the bases are written), as Python computes `__mro__`;
+/// where the bases admit none (Python refuses such a class), depth first, left to right. Bases
+/// outside the repository end the search there.
+pub(crate) fn method_resolution_order(snapshot: &Snapshot, class: &str) -> Vec<String> {
+    fn bases(snapshot: &Snapshot, class: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for (edge, _) in snapshot.edges_from(class) {
+            if edge.kind == fresco_graph::EdgeKind::Inherits
+                && snapshot.kind_of(&edge.dst) == Some(UnitKind::Class)
+                && !out.iter().any(|b| **b == *edge.dst)
+            {
+                out.push(edge.dst.to_string());
+            }
+        }
+        out
+    }
+    fn linearise(
+        snapshot: &Snapshot,
+        class: &str,
+        visiting: &mut Vec<String>,
+        memo: &mut std::collections::HashMap<String, Option<Vec<String>>>,
+    ) -> Option<Vec<String>> {
+        if let Some(known) = memo.get(class) {
+            return known.clone();
+        }
+        // A cycle of bases (only a broken tree has one), or a hierarchy too deep to be real.
+        if visiting.iter().any(|c| c == class) || visiting.len() > 100 {
+            return None;
+        }
+        visiting.push(class.to_string());
+        let direct = bases(snapshot, class);
+        let mut sequences: Vec<Vec<String>> = Vec::new();
+        let mut found = true;
+        for base in &direct {
+            match linearise(snapshot, base, visiting, memo) {
+                Some(order) => sequences.push(order),
+                None => found = false,
+            }
+        }
+        visiting.pop();
+        let result = found.then(|| {
+            sequences.push(direct.clone());
+            let mut order = vec![class.to_string()];
+            loop {
+                sequences.retain(|s| !s.is_empty());
+                if sequences.is_empty() {
+                    return Some(order);
+                }
+                // The first head that is in no other sequence's tail.
+                let head =
+                    sequences.iter().map(|s| s[0].clone()).find(|h| !sequences.iter().any(|s| s[1..].contains(h)))?;
+                for s in &mut sequences {
+                    if s[0] == head {
+                        s.remove(0);
+                    }
+                }
+                order.push(head);
+            }
+        });
+        let result = result.flatten();
+        memo.insert(class.to_string(), result.clone());
+        result
+    }
+    let mut memo = std::collections::HashMap::new();
+    if let Some(order) = linearise(snapshot, class, &mut Vec::new(), &mut memo) {
+        return order;
+    }
+    // Depth first, left to right, each class once.
+    let mut order: Vec<String> = Vec::new();
+    let mut stack = vec![class.to_string()];
+    while let Some(c) = stack.pop() {
+        if order.contains(&c) || order.len() > 1000 {
+            continue;
+        }
+        stack.extend(bases(snapshot, &c).into_iter().rev());
+        order.push(c);
+    }
+    order
 }
 
 /// The innermost unit at `line` of `file` (the definition rather than its module on a tie).
