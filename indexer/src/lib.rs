@@ -66,6 +66,7 @@ pub const ANALYSIS_FINGERPRINT: u64 = xxhash_rust::const_xxh3::xxh3_64(
         include_str!("lower/expressions.rs"),
         include_str!("lower/imports.rs"),
         include_str!("lower/literal.rs"),
+        include_str!("lower/identifiers.rs"),
         include_str!("lower/narrowing.rs"),
         include_str!("lower/recovery.rs"),
         include_str!("lower/statements.rs"),

@@ -130,3 +130,32 @@ fn an_inherited_member_is_named_through_the_class() {
     // Bases outside the repository are not looked into.
     assert!(unknown("show pkg.m.Error.args"));
 }
+
+/// Identifiers are NFKC-normalised, as Python reads them (PEP 3131): `def ﬁnd()` defines
+/// `find`, which a call `find()` reaches, and a name in a query is read the same way.
+#[test]
+fn identifiers_are_one_name_in_every_unicode_spelling() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::write(
+        root.join("norm.py"),
+        "def \u{fb01}nd():\n    return 1\n\n\ndef user():\n    return find()\n\n\n\
+         class Caf\u{e9}:\n    pass\n\n\ndef make():\n    return Cafe\u{301}()\n",
+    )
+    .expect("write");
+    std::fs::write(root.join("other.py"), "from norm import \u{ff46}ind as f\n\n\ndef call():\n    return f()\n")
+        .expect("write");
+    let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().expect("index");
+    let snapshot = indexer.snapshot().clone();
+    let names = |query: &str| -> Vec<String> {
+        let out = fresco_query::run(&Context::new(&snapshot), query).unwrap_or_else(|e| panic!("{query}: {e}"));
+        out.results.iter().map(|item| item.name.clone()).collect()
+    };
+    assert_eq!(names("callees norm.user"), ["norm.find"]);
+    assert_eq!(names("callees norm.make"), ["norm.Caf\u{e9}"]);
+    assert_eq!(names("callees other.call"), ["norm.find"]);
+    // Typed in any spelling.
+    assert_eq!(names("show norm.\u{fb01}nd"), ["norm.find"]);
+    assert_eq!(names("show norm.Cafe\u{301}"), ["norm.Caf\u{e9}"]);
+}

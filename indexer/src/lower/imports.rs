@@ -6,13 +6,13 @@ impl<'a> Lowerer<'a> {
     /// A name clause of an import statement (`a.b` or `a.b as c`): the dotted name, normalised,
     /// and the alias if any.
     pub(super) fn imported_name(&self, n: Node) -> (String, Option<&'a str>) {
-        let (name, alias) = match n.kind_str() {
-            "aliased_import" => {
-                (n.field("name").map(|x| self.text(x)).unwrap_or(""), n.field("alias").map(|x| self.text(x)))
-            }
-            _ => (self.text(n), None),
-        };
-        (normalise_dotted(name), alias)
+        match n.kind_str() {
+            "aliased_import" => (
+                n.field("name").map(|x| self.dotted_text(x)).unwrap_or_default(),
+                n.field("alias").map(|x| self.text(x)),
+            ),
+            _ => (self.dotted_text(n), None),
+        }
     }
 
     pub(super) fn import(&mut self, node: Node, scope: ScopeId) {
@@ -59,13 +59,13 @@ impl<'a> Lowerer<'a> {
             for child in module_node.named_children(&mut cursor) {
                 match child.kind_str() {
                     "import_prefix" => level = self.text(child).chars().filter(|&c| c == '.').count() as u32,
-                    "dotted_name" => name = normalise_dotted(self.text(child)),
+                    "dotted_name" => name = self.dotted_text(child),
                     _ => {}
                 }
             }
             ModuleRef { level, name: Name::new(&name) }
         } else {
-            ModuleRef { level: 0, name: Name::new(&normalise_dotted(self.text(module_node))) }
+            ModuleRef { level: 0, name: Name::new(&self.dotted_text(module_node)) }
         };
         let mut names = Vec::new();
         let mut cursor = node.walk();

@@ -20,6 +20,7 @@ use crate::syntax::*;
 mod assignments;
 mod definitions;
 mod expressions;
+mod identifiers;
 mod imports;
 mod literal;
 mod narrowing;
@@ -394,15 +395,16 @@ fn lower_text(original: &str, text: &str, root: Node, repaired: bool) -> (FileSy
     // A | B`, a class attribute of the name) means the annotation may name something else: such
     // names are lowered again as plain names. Each round rules out at least one more alias.
     let mut unusable = FxHashSet::default();
+    let normalized = identifiers::normalized_identifiers(text, root);
     for _ in 0..MAX_ALIAS_ROUNDS {
-        let (syntax, refused, conflicting) = lower_text_once(original, text, root, repaired, &unusable);
+        let (syntax, refused, conflicting) = lower_text_once(original, text, root, repaired, &unusable, &normalized);
         let before = unusable.len();
         unusable.extend(conflicting);
         if unusable.len() == before {
             return (syntax, refused);
         }
     }
-    let (syntax, refused, _) = lower_text_once(original, text, root, repaired, &unusable);
+    let (syntax, refused, _) = lower_text_once(original, text, root, repaired, &unusable, &normalized);
     (syntax, refused)
 }
 
@@ -423,11 +425,13 @@ fn lower_text_once(
     root: Node,
     repaired: bool,
     unusable_aliases: &FxHashSet<AliasUse>,
+    normalized: &identifiers::NormalizedIdentifiers,
 ) -> (FileSyntax, u32, Vec<AliasUse>) {
     let line_starts = line_starts(text);
     let line_count = line_starts.len() as u32;
     let mut lowerer = Lowerer {
         src: text,
+        normalized,
         line_starts,
         scopes: vec![ScopeB::new(ScopeKind::Module, None, None)],
         defs: Vec::new(),
@@ -609,6 +613,9 @@ struct Lowerer<'a> {
     /// The file's text. Node byte ranges fall on character boundaries (tree-sitter lexes UTF-8
     /// by code point), so slicing it with `get` is an O(1) check, not a UTF-8 validation.
     src: &'a str,
+    /// The identifiers whose NFKC form differs from how they are written (see
+    /// [`identifiers`]): what [`Lowerer::text`] gives for them.
+    normalized: &'a identifiers::NormalizedIdentifiers,
     line_starts: Vec<u32>,
     scopes: Vec<ScopeB>,
     defs: Vec<Def>,
@@ -692,8 +699,24 @@ struct GlobalWrite {
 pub(crate) const MAX_NESTING: u32 = 200;
 
 impl<'a> Lowerer<'a> {
+    /// A node's text; an identifier's as Python reads it, NFKC-normalised.
     fn text(&self, node: Node) -> &'a str {
+        if !self.normalized.is_empty()
+            && let Some(normal) = self.normalized.get(&(node.start_byte() as u32, node.end_byte() as u32))
+        {
+            return normal;
+        }
         self.src.get(node.start_byte()..node.end_byte()).unwrap_or("")
+    }
+
+    /// A dotted name (`a.b.c` of an import) without its spaces, each identifier normalised.
+    fn dotted_text(&self, node: Node) -> String {
+        if self.normalized.is_empty() || node.kind_str() != "dotted_name" {
+            return normalise_dotted(self.text(node));
+        }
+        let mut cursor = node.walk();
+        let parts: Vec<&str> = node.named_children(&mut cursor).map(|part| self.text(part)).collect();
+        normalise_dotted(&parts.join("."))
     }
 
     /// The simple name of the class whose method's code `scope` is (the nearest class around

@@ -14,6 +14,17 @@ use crate::glob;
 pub fn resolve_symbol(snapshot: &Snapshot, symbol: &Symbol) -> Result<Vec<String>, QueryError> {
     match symbol {
         Symbol::Name(name) => {
+            // Units are named by identifiers as Python reads them, NFKC-normalised (`ﬁnd` is
+            // `find`); an error still names what the query wrote.
+            if !name.is_ascii() {
+                use unicode_normalization::UnicodeNormalization;
+                let normal: String = name.nfkc().collect();
+                if normal != *name
+                    && let Ok(ids) = resolve_symbol(snapshot, &Symbol::Name(normal))
+                {
+                    return Ok(ids);
+                }
+            }
             if snapshot.contains_unit(name) {
                 return Ok(definitions_of(snapshot, name));
             }
