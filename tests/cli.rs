@@ -856,8 +856,7 @@ fn the_retrieval_trace_records_each_retrieval_query() {
     // Not a retrieval query: no line.
     assert!(asked("callers shop.retry_connection", &trace).status.success());
     let text = std::fs::read_to_string(&trace).expect("the trace");
-    let lines: Vec<serde_json::Value> =
-        text.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
     assert_eq!(lines.len(), 2, "{text}");
     assert_eq!(lines[0]["query"], "search \"retry a failed connection\" k 3");
     assert_eq!(lines[0]["lane_results"]["bm25"][0]["name"], "shop.retry_connection", "{text}");
@@ -865,7 +864,10 @@ fn the_retrieval_trace_records_each_retrieval_query() {
     assert!(lines[0]["version"].as_u64().is_some() && lines[0]["context"].is_null(), "{text}");
     let context = &lines[1]["context"];
     assert_eq!(context["target"], "shop.fetch", "{text}");
-    assert!(context["units"].as_array().is_some_and(|u| u.iter().any(|u| u["name"] == "shop.retry_connection")), "{text}");
+    assert!(
+        context["units"].as_array().is_some_and(|u| u.iter().any(|u| u["name"] == "shop.retry_connection")),
+        "{text}"
+    );
     assert!(context["tokens"].as_u64().is_some_and(|t| t <= 200), "{text}");
     let fused = lines[1]["fused"].as_array().cloned().unwrap_or_default();
     assert!(!fused.is_empty(), "{text}");
