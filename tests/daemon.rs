@@ -1826,3 +1826,75 @@ fn a_daemon_whose_disk_filled_writes_its_index_again_once_there_is_room() {
     assert_eq!(d.conn().status()["version"].as_u64(), Some(version));
     assert!(!d.log().contains("warning"), "{}", d.log());
 }
+
+/// A directory with its own `.gitignore` renamed, and one moved in from outside: the rules follow
+/// it. (They stayed tied to the old path: later edits there matching the old rule were dropped,
+/// and files the moved rule hides were taken in.)
+#[test]
+fn a_renamed_or_moved_in_directory_brings_its_ignore_rules_along() {
+    let env = Env::generated(&[
+        ("pkg/m.py".into(), "def top():\n    pass\n".into()),
+        ("pkg/vend/.gitignore".into(), "secret_*.py\n".into()),
+        ("pkg/vend/keep.py".into(), "def kept():\n    pass\n".into()),
+    ]);
+    let outside = env.tmp.path().join("outside");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    std::fs::write(outside.join(".gitignore"), "hidden_*.py\n").expect("write");
+    std::fs::write(outside.join("shown.py"), "def shown_fn():\n    pass\n").expect("write");
+    let daemon = env.start();
+    let mut c = daemon.conn();
+    let count = |c: &mut Conn, name: &str| c.ok(&format!("find \"{name}\" | count"), "wait")["count"].clone();
+    assert_eq!(count(&mut c, "kept"), 1);
+    std::fs::rename(env.path("pkg/vend"), env.path("pkg/vend2")).expect("rename");
+    env.write("pkg/vend/secret_a.py", "def s1():\n    pass\n");
+    assert_eq!(count(&mut c, "s1"), 1, "pkg/vend has no ignore file any more");
+    env.write("pkg/vend/secret_a.py", "def s1():\n    pass\n\n\ndef s2():\n    pass\n");
+    assert_eq!(count(&mut c, "s2"), 1, "an edit there is seen");
+    env.write("pkg/vend2/secret_b.py", "def t():\n    pass\n");
+    env.write("pkg/m.py", "def top():\n    pass\n\n\ndef later():\n    pass\n");
+    assert_eq!(count(&mut c, "later"), 1);
+    assert_eq!(count(&mut c, "t"), 0, "pkg/vend2/.gitignore hides secret_b.py");
+    // Moved in from outside the tree, with its rule.
+    std::fs::rename(&outside, env.path("moved")).expect("move in");
+    assert_eq!(count(&mut c, "shown_fn"), 1);
+    env.write("moved/hidden_x.py", "def hidden_fn():\n    pass\n");
+    env.write("pkg/m.py", "def top():\n    pass\n\n\ndef later2():\n    pass\n");
+    assert_eq!(count(&mut c, "later2"), 1);
+    assert_eq!(count(&mut c, "hidden_fn"), 0, "moved/.gitignore hides hidden_x.py");
+}
+
+/// Directories made while the watcher's queue overflowed sent no event, so no watch was added
+/// for them: the rescan after the overflow watches the tree again, and later edits in them are
+/// seen. The daemon is stopped (SIGSTOP) while more events than inotify queues are made.
+#[test]
+fn directories_made_during_a_queue_overflow_are_watched_after_it() {
+    let queued: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(16384);
+    if queued > 100_000 {
+        println!("skipped: max_queued_events is {queued}, too many events to make here");
+        return;
+    }
+    let env = Env::generated(&[("pkg/m.py".into(), "def top():\n    pass\n".into())]);
+    std::fs::create_dir_all(env.path("data")).expect("mkdir");
+    let daemon = env.start();
+    let mut c = daemon.conn();
+    let count = |c: &mut Conn, name: &str| c.ok(&format!("find \"{name}\" | count"), "wait")["count"].clone();
+    assert_eq!(count(&mut c, "top"), 1);
+    let signal = |sig: &str| {
+        let status = std::process::Command::new("kill").args([sig, &daemon.pid().to_string()]).status().expect("kill");
+        assert!(status.success());
+    };
+    signal("-STOP");
+    for i in 0..queued + 2000 {
+        std::fs::write(env.path(&format!("data/f{i}.txt")), "").expect("write");
+    }
+    env.write("pkg/sub/m.py", "def a1():\n    pass\n");
+    signal("-CONT");
+    assert_eq!(count(&mut c, "a1"), 1, "the rescan finds what was made during the overflow");
+    env.write("pkg/sub/m.py", "def a1():\n    pass\n\n\ndef a2():\n    pass\n");
+    assert_eq!(count(&mut c, "a2"), 1, "an edit in a directory made during the overflow is seen");
+    env.write("pkg/sub/new.py", "def b1():\n    pass\n");
+    assert_eq!(count(&mut c, "b1"), 1);
+}

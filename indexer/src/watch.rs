@@ -305,6 +305,15 @@ impl IgnoreRules {
         self.global_excludes.as_deref()
     }
 
+    /// Whether a directory that arrived, left or moved at `dir` may change the rules: it held
+    /// ignore files the rules were read from, or it holds some now (a directory with its own
+    /// `.gitignore` renamed or moved in). The rules are then read again: kept as they were, a
+    /// renamed directory's rule went on applying to its old path, hiding later edits there,
+    /// and its new path's files were taken in although its rule hides them.
+    pub fn touched_by(&self, dir: &Path, options: &WalkOptions) -> bool {
+        self.enabled && (self.matchers.iter().any(|m| m.path().starts_with(dir)) || holds_ignore_files(dir, options))
+    }
+
     pub fn is_ignored(&self, abs: &Path, is_dir: bool) -> bool {
         self.enabled
             && self
@@ -312,6 +321,40 @@ impl IgnoreRules {
                 .iter()
                 .any(|m| abs.starts_with(m.path()) && m.matched_path_or_any_parents(abs, is_dir).is_ignore())
     }
+}
+
+/// Whether the tree under `dir` has an ignore file the rules read (`.gitignore`, `.ignore`, a
+/// nested clone's `.git/info/exclude`), in the directories [`IgnoreRules::load`] walks. A tree
+/// too large to look through in full is taken to have one.
+fn holds_ignore_files(dir: &Path, options: &WalkOptions) -> bool {
+    const MOST_ENTRIES: usize = 200_000;
+    let mut seen = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(current) = stack.pop() {
+        if current.join(".git/info/exclude").is_file() {
+            return true;
+        }
+        let Ok(entries) = std::fs::read_dir(&current) else { continue };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > MOST_ENTRIES {
+                return true;
+            }
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name == ".gitignore" || name == ".ignore" {
+                return true;
+            }
+            // Symbolic links are not followed, as the walk does not follow them.
+            if entry.file_type().is_ok_and(|t| t.is_dir())
+                && !name.starts_with('.')
+                && !walk::is_excluded_dir(&entry.path(), &name, options)
+            {
+                stack.push(entry.path());
+            }
+        }
+    }
+    false
 }
 
 /// The running watcher. Dropping it stops watching.
@@ -455,6 +498,16 @@ struct Rewatch {
 }
 
 impl Rewatch {
+    /// After lost events (a queue overflow): the directories made meanwhile sent no event, so
+    /// no watch was added for them, and changes in them would go unseen for good. Watching the
+    /// tree again adds the missing watches (those there already stay as they are).
+    fn rewatch_all(&mut self, root: &Path) {
+        if let Ok(mut watcher) = self.watcher.lock() {
+            // An error (the inotify limit) leaves what could not be watched as it was.
+            let _ = watch_tree(&mut *watcher, root, &mut self.holes);
+        }
+    }
+
     fn on_event(&mut self, event: &notify::Event) {
         if self.holes.shallow.is_empty() && self.holes.unwatched.is_empty() {
             return;
@@ -512,6 +565,9 @@ fn debounce_loop(
         select! {
             recv(raw) -> msg => match msg {
                 Ok(Raw::Event(event)) => {
+                    if event.need_rescan() {
+                        rewatch.rewatch_all(&root);
+                    }
                     rewatch.on_event(&event);
                     if classify(&root, &options, &mut rules, &tracker, &event, &mut batch) {
                         batch_started.get_or_insert_with(Instant::now);
@@ -519,6 +575,7 @@ fn debounce_loop(
                     }
                 }
                 Ok(Raw::Error) => {
+                    rewatch.rewatch_all(&root);
                     batch.rescan = Some(tracker.note_rescan());
                     batch_started.get_or_insert_with(Instant::now);
                     last_event = Instant::now();
@@ -670,6 +727,9 @@ fn classify(
         // walk reads, and noting them would hold `strict` answers for a debounce.
         if (is_dir_now || is_dir_event) && !abs.is_file() && walk::is_left_out_dir(root, &rel, options) {
             continue;
+        }
+        if (is_dir_now || (is_dir_event && !abs.is_file())) && rules.touched_by(abs, options) {
+            *rules = IgnoreRules::load(root, options);
         }
         if (is_dir_now || (is_dir_event && !abs.is_file())) && !rules.is_ignored(abs, true) {
             let key = format!("{rel}/");
