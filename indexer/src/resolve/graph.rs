@@ -325,6 +325,12 @@ impl<'a> Resolver<'a> {
                         }),
                     }
                 }
+                // The module's own name, where the statement names it by another (a path through
+                // `src.` or through directories that are not packages): edges name units.
+                let named_file = match self.lookup(&module) {
+                    (ModuleLookup::File(_), canonical) => Some(canonical.unwrap_or_else(|| Arc::from(&*module))),
+                    _ => None,
+                };
                 for name in import.names.iter().filter(|n| *n != "*") {
                     let values = self.import_name(&module, name, 0);
                     if values.is_empty() {
@@ -336,8 +342,8 @@ impl<'a> Resolver<'a> {
                         // The name is not found, but the module is a file of the repository (one
                         // skipped as too large or not UTF-8, or one that makes the name at run
                         // time): the statement still imports from it.
-                        if matches!(self.lookup(&module).0, ModuleLookup::File(_)) {
-                            add(&mut edges, &module_id, module.to_string(), EdgeKind::Imports, line);
+                        if let Some(file_module) = &named_file {
+                            add(&mut edges, &module_id, file_module.to_string(), EdgeKind::Imports, line);
                         }
                     }
                     // A name the module only re-exports (`from .compat import urlparse`, where
@@ -346,14 +352,18 @@ impl<'a> Resolver<'a> {
                     // re-export breaks it. So it imports that module too, and `importers` and
                     // `impact` of the module find it. A name defined in the module, or one of its
                     // submodules, is found through the definition already.
-                    let from_elsewhere = values.iter().any(|v| match v {
-                        Value::Class(t) | Value::Function(t) | Value::Var(t) => *t.module != *module,
-                        Value::Module(m) => m.strip_prefix(&*module).is_none_or(|rest| !rest.starts_with('.')),
-                        Value::External(_) => true,
-                        _ => false,
-                    });
-                    if from_elsewhere && matches!(self.lookup(&module).0, ModuleLookup::File(_)) {
-                        add(&mut edges, &module_id, module.to_string(), EdgeKind::Imports, line);
+                    if let Some(file_module) = &named_file {
+                        let from_elsewhere = values.iter().any(|v| match v {
+                            Value::Class(t) | Value::Function(t) | Value::Var(t) => *t.module != **file_module,
+                            Value::Module(m) => {
+                                m.strip_prefix(&**file_module).is_none_or(|rest| !rest.starts_with('.'))
+                            }
+                            Value::External(_) => true,
+                            _ => false,
+                        });
+                        if from_elsewhere {
+                            add(&mut edges, &module_id, file_module.to_string(), EdgeKind::Imports, line);
+                        }
                     }
                     for v in values {
                         let dst = match v {
