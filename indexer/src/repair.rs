@@ -547,6 +547,88 @@ pub(crate) fn indent_stray_dedents(text: &str) -> Option<(String, Vec<u32>)> {
     with_insertions(bytes, &fixes)
 }
 
+/// The text with each line indented with a tab, in a file indented with spaces, indented with
+/// spaces where the line before it says (Python refuses such a file: `TabError`): as deep as
+/// that line, or a level (4) deeper when it opens a block; and where the spaces went (offsets in
+/// the returned text, ascending). tree-sitter reads a tab as eight columns, which put a line
+/// typed in a deeply indented block into an outer one, and its recovery then took a top-level
+/// class further down into its error (a tab put in one line of rich's `pretty.py` lost
+/// `Pretty` and six more units). `None` when no line qualifies, or when tabs indent as many
+/// lines as spaces do (a file indented with tabs is read as it is written).
+pub(crate) fn indent_tabbed_lines(text: &str) -> Option<(String, Vec<u32>)> {
+    let bytes = text.as_bytes();
+    let mut out = bytes.to_vec();
+    let mut fixes: Vec<(usize, Vec<u8>)> = Vec::new();
+    let (mut tabbed, mut spaced) = (0usize, 0usize);
+    // The code lines so far: the indentation each ends up with, its first word, and whether it
+    // opens a block.
+    let mut previous: Vec<(usize, &[u8], bool)> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let line_start = i;
+        let code = after_indentation(bytes, i);
+        let line = logical_line(bytes, code);
+        if !matches!(bytes.get(code), None | Some(b'\n' | b'\r' | b'#')) {
+            let lead = &bytes[line_start..code];
+            let opens = line.code_end > code && bytes[line.code_end - 1] == b':';
+            let word = first_word(&bytes[code..]);
+            let mut indent = lead.len();
+            if lead.contains(&b'\t') {
+                tabbed += 1;
+                // As deep as the line before, or a level deeper below a header; a clause that
+                // continues a statement (`else`, `except`) where that statement begins. The tab
+                // and the spaces with it become spaces, and more are inserted where that is not
+                // enough.
+                if let Some(&(before, _, header)) = previous.last() {
+                    let opener = clause_opener(word).and_then(|openers| {
+                        previous
+                            .iter()
+                            .rev()
+                            .find(|(at, w, _)| *at < before && openers.contains(w))
+                            .map(|(at, _, _)| *at)
+                    });
+                    let wanted = opener.unwrap_or(before + if header { 4 } else { 0 });
+                    if wanted >= lead.len() {
+                        for b in &mut out[line_start..code] {
+                            *b = b' ';
+                        }
+                        if wanted > lead.len() {
+                            fixes.push((code, vec![b' '; wanted - lead.len()]));
+                        }
+                        indent = wanted;
+                    }
+                }
+            } else if !lead.is_empty() {
+                spaced += 1;
+            }
+            previous.push((indent, word, opens));
+        }
+        i = line.end + 1;
+    }
+    if tabbed == 0 || tabbed >= spaced {
+        return None;
+    }
+    with_insertions(&out, &fixes)
+}
+
+/// The first word of a line (from its first code byte): letters, digits and underscores.
+fn first_word(line: &[u8]) -> &[u8] {
+    let end = line.iter().position(|c| !(c.is_ascii_alphanumeric() || *c == b'_')).unwrap_or(line.len());
+    &line[..end]
+}
+
+/// The statements a clause continues, by the clause's keyword: `else` an `if`, `for`, `while`
+/// or `try`; `except` a `try`.
+fn clause_opener(word: &[u8]) -> Option<&'static [&'static [u8]]> {
+    match word {
+        b"elif" => Some(&[b"if", b"elif"]),
+        b"else" => Some(&[b"if", b"elif", b"for", b"while", b"try", b"except"]),
+        b"except" => Some(&[b"try", b"except"]),
+        b"finally" => Some(&[b"try", b"except", b"else"]),
+        _ => None,
+    }
+}
+
 /// Where a triple-quoted string that was never closed is taken to end.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum StringEnd {
@@ -824,7 +906,7 @@ fn string_extent(bytes: &[u8], start: usize) -> (usize, bool) {
 mod tests {
     use super::{
         Closing, Mending, StringEnd, blank_bodiless_headers, blank_trailing_dots, close_unclosed_brackets,
-        close_unclosed_triple_string, indent_stray_dedents, insert_missing_colons, reads_as_code,
+        close_unclosed_triple_string, indent_stray_dedents, indent_tabbed_lines, insert_missing_colons, reads_as_code,
     };
 
     #[test]
@@ -891,6 +973,24 @@ mod tests {
         ];
         for line in prose {
             assert!(!reads_as_code(line.as_bytes(), 0, line.len()), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_line_indented_with_a_tab_among_spaces_goes_where_the_line_before_it_says() {
+        // Below a header, a level deeper; below a body line, as deep; a clause where its
+        // statement begins.
+        let text = "def f(x):\n    if x:\n\treturn g(\n            )\n    else:\n        y = 1\n\tz = 2\n\telse_ = 3\n    try:\n        pass\n\texcept E:\n        pass\n";
+        let (repaired, inserted) = indent_tabbed_lines(text).expect("repaired");
+        assert_eq!(
+            repaired,
+            "def f(x):\n    if x:\n        return g(\n            )\n    else:\n        y = 1\n        z = 2\n        else_ = 3\n    try:\n        pass\n    except E:\n        pass\n"
+        );
+        // Seven spaces after each of the first three tabs (made a space), three after the last.
+        assert_eq!(inserted.len(), 7 * 3 + 3, "{inserted:?}");
+        // A file indented with tabs is read as written; so is one without tabs.
+        for left in ["def f():\n\tif x:\n\t\tpass\n\treturn 1\n", "def f():\n    pass\n"] {
+            assert_eq!(indent_tabbed_lines(left), None, "{left}");
         }
     }
 

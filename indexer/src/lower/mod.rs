@@ -327,15 +327,21 @@ fn lower_tree(original: &str, tree: Option<&Tree>) -> FileSyntax {
     // tree-sitter reads a statement dedented between two levels (`unindent does not match any
     // outer indentation level`) as one of the outer block, taking the rest of the body with it;
     // the lowering refuses it. Put it back into the block it was typed in.
-    if refused > 0
-        && let Some((indented, spaces)) = crate::repair::indent_stray_dedents(text)
-        && let Some(indented_tree) = parse(&indented)
-        && error_extent(indented_tree.root_node()) <= error_extent(root)
-    {
-        let (mended, still_refused) = lower_text(original, &indented, indented_tree.root_node(), repaired.is_some());
-        if still_refused < refused {
-            syntax = mended;
-            inserted.push(spaces);
+    // So does a line indented with a tab among lines indented with spaces (tree-sitter reads the
+    // tab as eight columns): it is indented with spaces where the line before it says.
+    for mend_indentation in [crate::repair::indent_stray_dedents, crate::repair::indent_tabbed_lines] {
+        if refused > 0
+            && let Some((indented, spaces)) = mend_indentation(text)
+            && let Some(indented_tree) = parse(&indented)
+            && error_extent(indented_tree.root_node()) <= error_extent(root)
+        {
+            let (mended, still_refused) =
+                lower_text(original, &indented, indented_tree.root_node(), repaired.is_some());
+            if still_refused < refused {
+                syntax = mended;
+                inserted.push(spaces);
+                break;
+            }
         }
     }
     syntax.parse_errors = parse_errors;
@@ -1405,6 +1411,29 @@ mod tests {
             let calls: Vec<String> = syn.scopes[body].calls.iter().map(|c| callee_text(&src, c.callee_span)).collect();
             assert_eq!(calls, ["b"], "{typed:?}");
         }
+    }
+
+    #[test]
+    fn a_line_indented_with_a_tab_hides_nothing_else() {
+        // Python refuses the file (TabError); tree-sitter read the tab as eight columns, out of
+        // the `if` it was typed in, and took the class below into its error (a black-box find
+        // on rich's `pretty.py`).
+        let src = "def install():\n    try:\n        ip = 1\n    except NameError:\n        class RichFormatter:\n                if self.pprint:\n\treturn f(\n                    )\n                else:\n                    return repr(value)\n        rich_formatter = RichFormatter()\n\n\nclass Pretty:\n    def __init__(self):\n        self.h = 1\n\n    def render(self):\n        return 1\n\n\ndef after():\n    pass\n";
+        let syn = lower(src);
+        assert!(syn.parse_errors > 0, "still flagged");
+        let paths: Vec<&str> = syn.defs.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["install", "install.RichFormatter", "Pretty", "Pretty.__init__", "Pretty.render", "Pretty.h", "after"],
+            "{paths:?}"
+        );
+        // Spans in the file's own text.
+        let pretty = &syn.defs[2];
+        assert!(src[pretty.start_byte as usize..].starts_with("class Pretty:"), "{}", pretty.start_byte);
+        // A class docstring typed with a tab: the methods below stay the class's.
+        let src = "class Console:\n\t\"\"\"Doc.\"\"\"\n\n    def a(self):\n        return 1\n\n    def b(self):\n        return 2\n";
+        let paths: Vec<String> = lower(src).defs.iter().map(|d| d.path.to_string()).collect();
+        assert_eq!(paths, ["Console", "Console.a", "Console.b"]);
     }
 
     #[test]

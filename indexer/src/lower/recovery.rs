@@ -64,6 +64,14 @@ pub(super) fn repair(text: &str, tree: &Tree) -> Option<Repair> {
     {
         return best.map(|(fix, _)| fix);
     }
+    // A line indented with a tab among lines indented with spaces: indented with spaces where
+    // the line before it says, alone and under the other repairs.
+    if let Some((untabbed, inserted)) = crate::repair::indent_tabbed_lines(text)
+        && (consider(&mut best, original, untabbed.clone(), vec![inserted.clone()])
+            || mend(&untabbed, std::slice::from_ref(&inserted), original, &mut best))
+    {
+        return best.map(|(fix, _)| fix);
+    }
     if mend(text, &[], original, &mut best) {
         return best.map(|(fix, _)| fix);
     }
