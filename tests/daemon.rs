@@ -1898,3 +1898,39 @@ fn directories_made_during_a_queue_overflow_are_watched_after_it() {
     env.write("pkg/sub/new.py", "def b1():\n    pass\n");
     assert_eq!(count(&mut c, "b1"), 1);
 }
+
+/// In `allow`, a call site left unresolved against a module whose file changed since is marked
+/// stale: it may resolve now (the file defines the name, or a module it named was made).
+#[test]
+fn allow_marks_unresolved_sites_that_a_pending_file_may_resolve() {
+    let env = Env::generated(&[
+        ("pkg/__init__.py".into(), String::new()),
+        ("pkg/hooks.py".into(), "def other():\n    pass\n".into()),
+        ("pkg/user.py".into(), "from . import hooks\n\n\ndef g():\n    return hooks.brand_new()\n".into()),
+        ("pkg/user2.py".into(), "from .zzmod import helper\n\n\ndef h():\n    return helper()\n".into()),
+        ("pkg/calm.py".into(), "def k(x):\n    return x.unknown()\n".into()),
+    ]);
+    // A long debounce: the writes below stay pending, and `allow` answers from before them.
+    let d = Daemon::start_with(&env.root, &env.db, &env.rt, &["--debounce-ms", "30000"]);
+    let mut c = d.conn();
+    let rows = |r: &Value| -> Vec<(String, bool)> {
+        r["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|it| (it["callee"].as_str().unwrap_or("").to_string(), it["stale"] == true))
+            .collect()
+    };
+    let before = c.ok("unresolved", "wait");
+    assert!(rows(&before).iter().all(|(_, stale)| !stale), "{before}");
+    env.write("pkg/hooks.py", "def other():\n    pass\n\n\ndef brand_new():\n    pass\n");
+    env.write("pkg/zzmod.py", "def helper():\n    pass\n");
+    let r = c.ok("unresolved", "allow");
+    assert_eq!(version(&r), version(&before), "{r}");
+    let marked = rows(&r);
+    let stale_of = |callee: &str| marked.iter().find(|(c, _)| c.contains(callee)).map(|(_, s)| *s);
+    assert_eq!(stale_of("brand_new"), Some(true), "{r}");
+    assert_eq!(stale_of("zzmod"), Some(true), "{r}");
+    // A site no pending file bears on is not marked.
+    assert_eq!(stale_of("unknown"), Some(false), "{r}");
+}

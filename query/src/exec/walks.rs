@@ -366,7 +366,15 @@ pub(super) fn unresolved(exec: &mut Exec, scope: Option<&Symbol>) -> Result<Vec<
                 if exec.full(&rows) {
                     return Ok(rows);
                 }
-                rows.push(Row { callee: Some(u.callee.clone()), line: Some(u.line), ..Row::unit(u.caller.clone()) });
+                // Unresolved against a module whose file changed since: it may resolve now (the
+                // changed file defines the name), so the row stands on stale evidence.
+                let stale_evidence = exec.resolved_against_stale(&u.caller);
+                rows.push(Row {
+                    callee: Some(u.callee.clone()),
+                    line: Some(u.line),
+                    stale_evidence,
+                    ..Row::unit(u.caller.clone())
+                });
             }
         }
     }
