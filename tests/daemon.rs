@@ -1076,6 +1076,10 @@ fn the_skipped_list_follows_the_disk_for_names_fifos_and_files_that_become_regul
     c.ok("show pkg.core.fa", "wait");
     let listed = skipped(&mut c);
     assert!(listed.iter().any(|(f, r)| f == "pkg/pipe.py" && r.contains("not a regular file")), "{listed:?}");
+    // A module of the tree, skipped, as a binary or too large file is: it is not removed.
+    let r = c.query("show pkg.pipe", "wait");
+    let message = r["error"]["message"].as_str().unwrap_or("");
+    assert!(message.contains("pkg/pipe.py, which is not indexed (unreadable: not a regular file"), "{r}");
 
     // Replaced by a regular file: indexed, and no longer listed.
     std::fs::remove_file(&fifo).expect("rm fifo");

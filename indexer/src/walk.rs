@@ -123,8 +123,6 @@ pub struct WalkIssue {
 pub enum WalkIssueKind {
     /// A symbolic link to a directory (not followed).
     LinkToDirectory,
-    /// A FIFO, socket or device named like a source file (not read).
-    NotARegularFile,
     /// A path that is not valid UTF-8 or escapes the root.
     UnusableName,
     /// An error of the walk itself (a directory that cannot be read, a loop).
@@ -137,7 +135,6 @@ impl WalkIssue {
             WalkIssueKind::LinkToDirectory => {
                 "a symbolic link to a directory: not followed (changes to its target could not be watched)"
             }
-            WalkIssueKind::NotARegularFile => "not a regular file (a FIFO, socket or device); skipped",
             WalkIssueKind::UnusableName => "path is not valid UTF-8 or escapes the root; skipped",
             WalkIssueKind::WalkError => "could not be walked",
         };
@@ -156,23 +153,17 @@ impl WalkIssue {
         let file_type = meta.file_type();
         match self.kind {
             WalkIssueKind::LinkToDirectory => file_type.is_symlink() && self.on_disk.is_dir(),
-            WalkIssueKind::NotARegularFile => !file_type.is_file() && !file_type.is_dir() && !file_type.is_symlink(),
             WalkIssueKind::UnusableName | WalkIssueKind::WalkError => true,
         }
     }
 }
 
 /// The problem a single path the watcher reported has, if the walk would have recorded one: a
-/// FIFO, socket or device named like a source file, or a link to a directory.
+/// link to a directory. (A FIFO, socket or device named like a source file is a skipped file of
+/// the tree, as the walk lists it.)
 pub fn issue_at(path: &Path) -> Option<WalkIssue> {
     let meta = fs::symlink_metadata(path).ok()?;
-    let file_type = meta.file_type();
-    if file_type.is_symlink() {
-        return path.is_dir().then(|| WalkIssue::new(path, WalkIssueKind::LinkToDirectory));
-    }
-    let named_like_source = path.extension().is_some_and(|e| e == "py");
-    (!file_type.is_file() && !file_type.is_dir() && named_like_source)
-        .then(|| WalkIssue::new(path, WalkIssueKind::NotARegularFile))
+    (meta.file_type().is_symlink() && path.is_dir()).then(|| WalkIssue::new(path, WalkIssueKind::LinkToDirectory))
 }
 
 /// The path a walk error is about, when it names one.
@@ -300,13 +291,10 @@ fn visit(
                 issues.push(WalkIssue::new(entry.path(), WalkIssueKind::LinkToDirectory));
                 return;
             }
-            if !is_link && !entry.file_type().is_some_and(|t| t.is_file()) {
-                // A FIFO, socket or device named like a source file: reading it could block
-                // or never end, so it is not read, but it is not left out silently either.
-                let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-                if !is_dir && entry.file_name().to_string_lossy().ends_with(".py") {
-                    issues.push(WalkIssue::new(entry.path(), WalkIssueKind::NotARegularFile));
-                }
+            // A FIFO, socket or device named like a source file: reading it could block or never
+            // end, so it is not read (`read_source` records it as skipped), but it is a file of
+            // the tree like a binary or too large one: its module stays, and the imports of it.
+            if !is_link && entry.file_type().is_some_and(|t| t.is_dir()) {
                 return;
             }
             let Some(rel) = relative(root, entry.path()) else {
@@ -434,8 +422,12 @@ pub fn read_source(root: &Path, rel: &str, max_size: u64) -> Option<SourceRead> 
         let error = "a symbolic link: not followed (changes to its target could not be watched)".to_string();
         return Some(skipped(SkipReason::Unreadable { error }, stamp_of(&meta), &[]));
     }
-    if !meta.is_file() {
+    if meta.is_dir() {
         return None;
+    }
+    if !meta.is_file() {
+        let error = "not a regular file (a FIFO, socket or device)".to_string();
+        return Some(skipped(SkipReason::Unreadable { error }, stamp_of(&meta), &[]));
     }
     let stamp = stamp_of(&meta);
     if meta.len() > max_size {
@@ -553,18 +545,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_fifo_named_like_a_source_file_is_reported_not_read() {
+    fn a_fifo_named_like_a_source_file_is_listed_and_skipped_not_read() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("ok.py"), "x = 1\n").unwrap();
         let fifo = dir.path().join("pipe.py");
         let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
         assert!(made.success());
-        let (files, issues) = discover(dir.path(), &WalkOptions::default()).unwrap();
-        assert_eq!(files, vec!["ok.py".to_string()]);
-        assert!(
-            issues.iter().any(|i| i.path.ends_with("pipe.py") && i.message.contains("not a regular file")),
-            "{issues:?}"
-        );
+        let (mut files, issues) = discover(dir.path(), &WalkOptions::default()).unwrap();
+        files.sort();
+        assert_eq!(files, ["ok.py", "pipe.py"]);
+        assert!(issues.is_empty(), "{issues:?}");
+        // Reading it neither blocks nor reads: a skip with why.
+        let read = read_source(dir.path(), "pipe.py", 1 << 20).expect("still there");
+        let why = read.skipped.map(|s| s.to_string()).unwrap_or_default();
+        assert!(why.contains("not a regular file"), "{why}");
     }
 
     #[test]
