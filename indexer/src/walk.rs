@@ -452,7 +452,10 @@ pub fn read_source(root: &Path, rel: &str, max_size: u64) -> Option<SourceRead> 
     {
         return Some(skipped(SkipReason::WideEncoding { encoding: encoding.to_string() }, stamp, &bytes));
     }
-    if has_nul {
+    // Binary: NUL bytes in a start that is not text. A text start with a stray NUL is source
+    // with a fault Python refuses (as it refuses one further in): indexed as far as it parses and
+    // flagged, as a NUL after the start always was, rather than every unit dropped.
+    if has_nul && !looks_like_text(&bytes[..bytes.len().min(SNIFF_BYTES)], bytes.len() > SNIFF_BYTES) {
         return Some(skipped(SkipReason::Binary, stamp, &bytes));
     }
     // The revision is the hash of the bytes on disk, whatever their encoding: the freshness gate
@@ -466,6 +469,20 @@ pub fn read_source(root: &Path, rel: &str, max_size: u64) -> Option<SourceRead> 
             Some(skipped(SkipReason::UnknownEncoding { encoding }, stamp, &bytes))
         }
     }
+}
+
+/// Whether a file's start (`cut`: it stops short of the file's end) reads as text with a few
+/// stray NUL bytes: valid UTF-8 (a character cut in two at the end aside), NUL bytes at most one
+/// in a hundred and no other control characters than whitespace. A compiled file, an image or an
+/// archive fails at once.
+fn looks_like_text(start: &[u8], cut: bool) -> bool {
+    let valid = match std::str::from_utf8(start) {
+        Ok(_) => true,
+        Err(e) => cut && e.error_len().is_none(),
+    };
+    let nuls = start.iter().filter(|&&b| b == 0).count();
+    let controls = start.iter().filter(|&&b| b < 0x20 && !matches!(b, 0 | b'\t' | b'\n' | b'\r' | 0x0c)).count();
+    valid && nuls * 100 <= start.len() && controls == 0
 }
 
 /// How much of a file's start is read to tell binary and wide-encoded text from source.
@@ -604,6 +621,16 @@ mod tests {
         fs::write(root.join("big.py"), "x = 1\n".repeat(100)).unwrap();
         fs::write(root.join("ok.py"), "x = 1\n").unwrap();
         assert_eq!(read_source(root, "bin.py", 1000).unwrap().skipped, Some(SkipReason::Binary));
+        // A stray NUL in text, near the start as further in: read (and flagged when parsed),
+        // not taken for binary. Bytes that are no text with it are.
+        let stray = format!("def g():\n    pass\n# \0\n{}", "x = 1\n".repeat(100));
+        fs::write(root.join("stray.py"), &stray).unwrap();
+        assert_eq!(read_source(root, "stray.py", 100_000).unwrap().skipped, None);
+        // A compiled module's header: magic number, flags, modification time, size, code object.
+        let header = b"\x6f\x0d\x0d\x0a\0\0\0\0\x8e\x53\x12\x65\x20\0\0\0\xe3\0\0\0";
+        let compiled: Vec<u8> = [&header[..], &"x = 1\n".repeat(100).into_bytes()].concat();
+        fs::write(root.join("compiled.py"), compiled).unwrap();
+        assert_eq!(read_source(root, "compiled.py", 100_000).unwrap().skipped, Some(SkipReason::Binary));
         let wide = |name: &str| match read_source(root, name, 1000).unwrap().skipped {
             Some(SkipReason::WideEncoding { encoding }) => encoding,
             other => panic!("{name}: {other:?}"),
