@@ -744,7 +744,15 @@ const SETTINGS_FILE: &str = "settings";
 impl IndexSettings {
     fn read(db: &Path) -> Result<IndexSettings> {
         let path = db.join(SETTINGS_FILE);
-        let Ok(text) = std::fs::read_to_string(&path) else { return Ok(IndexSettings::default()) };
+        // No file: nothing was set. One that cannot be read, or is not text, is an error like a
+        // line fresco does not know, not settings silently dropped.
+        let text = match std::fs::read(&path) {
+            Ok(bytes) => String::from_utf8(bytes).map_err(|_| {
+                anyhow::anyhow!("{} is not UTF-8 text (delete the file to reset)", path.display())
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(IndexSettings::default()),
+            Err(e) => return Err(anyhow::anyhow!("cannot read {}: {e}", path.display())),
+        };
         let mut settings = IndexSettings::default();
         for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
             let bad = || {

@@ -685,6 +685,12 @@ fn the_settings_that_choose_files_are_kept_by_the_index_for_later_commands() {
     assert_eq!((n, skipped_count(&skipped)), (2, 0), "{skipped}");
     let (n, _) = files(&["status", root, "--json"]);
     assert_eq!(n, 2);
+    // A settings file that is not text is an error, as a line fresco does not know is: its
+    // settings are not silently dropped (and the files they chose with them).
+    std::fs::write(repo.path().join(".fresco/settings"), b"gitignore = false\n\xff\n").expect("write");
+    let out = run(&["index", root]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    assert!(stderr(&out).contains("is not UTF-8 text (delete the file to reset)"), "{}", stderr(&out));
 }
 
 /// `index` says what it redid to catch up with the files: after a body edit, that file alone
