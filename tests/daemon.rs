@@ -1413,6 +1413,34 @@ fn serve_waits_for_a_command_holding_the_index_instead_of_dying_on_its_lock() {
     assert_eq!(daemon.conn().ok("find \"f\" | count", "wait")["count"], 1);
 }
 
+/// Two daemons of the same root started with different runtime directories while the index is
+/// held: once one serves, the other is refused (it waited, and served when the first stopped).
+#[test]
+fn a_second_daemon_waiting_for_the_index_is_refused_once_the_first_serves() {
+    let env = Env::generated(&[("m.py".into(), "def f():\n    pass\n".into())]);
+    let holder = fresco_indexer::Indexer::open(&env.root, &env.db, fresco_indexer::IndexerOptions::default())
+        .expect("open the index");
+    let (rt_a, rt_b) = (env.tmp.path().join("rtA"), env.tmp.path().join("rtB"));
+    let mut a = Daemon::spawn(&env.root, &env.db, &rt_a);
+    let mut b = Daemon::spawn(&env.root, &env.db, &rt_b);
+    std::thread::sleep(Duration::from_millis(1000));
+    drop(holder);
+    // One of them gets the index and serves; the other is refused within seconds.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (refused, serving) = loop {
+        if a.wait_exit(Duration::from_millis(50)).is_some() {
+            break (a, b);
+        }
+        if b.wait_exit(Duration::from_millis(50)).is_some() {
+            break (b, a);
+        }
+        assert!(Instant::now() < deadline, "neither was refused:\n{}\n{}", a.log(), b.log());
+    };
+    assert!(refused.log().contains("a daemon already serves"), "{}", refused.log());
+    serving.wait_ready();
+    assert_eq!(serving.conn().ok("find \"f\" | count", "wait")["count"], 1);
+}
+
 #[test]
 fn stop_during_a_daemons_start_waits_for_it_and_stops_it() {
     let env = Env::generated(&[("m.py".into(), "def f():\n    pass\n".into())]);

@@ -207,7 +207,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
     // The freshness gate writes cookie files the watcher must report: where none can be written
     // (a read-only checkout), no query could be answered, so no daemon starts. Asked once the
     // index directory exists (cookies go there; on a first run the root would take the probe).
-    let (mut indexer, unstored) = match open_when_free(&root, &options) {
+    let (mut indexer, unstored) = match open_when_free(&root, &options, &paths.socket) {
         Ok(indexer) => {
             gate::check_cookies_writable(&root, &options.db)?;
             (indexer, None)
@@ -547,7 +547,7 @@ const STORE_RELEASE_WAIT: Duration = Duration::from_secs(300);
 /// Opens the stored index, waiting while another fresco process holds it: an in-process command
 /// catching up after a branch switch holds it for seconds, and a daemon started meanwhile (an
 /// editor checking with `status`, then starting `serve`) died on the store's lock.
-fn open_when_free(root: &Path, options: &ServeOptions) -> Result<Indexer> {
+fn open_when_free(root: &Path, options: &ServeOptions, own_socket: &Path) -> Result<Indexer> {
     let started = Instant::now();
     let mut told = false;
     loop {
@@ -556,6 +556,19 @@ fn open_when_free(root: &Path, options: &ServeOptions) -> Result<Indexer> {
                 if err.chain().any(|e| e.to_string().contains("could not acquire lock"))
                     && started.elapsed() < STORE_RELEASE_WAIT =>
             {
+                // What holds it may be a daemon of another runtime directory, still indexing when
+                // this one started: once it serves, this one is refused, as it would have been
+                // had it started then (it waited, and took over when the other stopped).
+                if let Some(other) = crate::paths::recorded_socket(root, &options.db)
+                    && other != own_socket
+                    && UnixStream::connect(&other).is_ok()
+                {
+                    bail!(
+                        "a daemon already serves {} on {} (started with another FRESCO_RUNTIME_DIR or XDG_RUNTIME_DIR)",
+                        root.display(),
+                        other.display()
+                    );
+                }
                 if !told {
                     eprintln!(
                         "fresco: the index at {} is in use by another fresco command; waiting for it to finish",
