@@ -352,6 +352,22 @@ fn deleted_index_directory_is_rewritten_and_a_restart_serves_the_full_graph() {
     assert_eq!(during["files"], before["files"]);
     assert_eq!(during["units"], before["units"]);
     assert!(env.db.exists(), "the index directory was written again");
+    // With the socket's path, for clients of another runtime directory: they find the daemon
+    // (they found none, and waited minutes for the index it holds).
+    // (Written with the store, which is written after the answer.)
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !env.db.join("daemon-socket").exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let recorded = std::fs::read_to_string(env.db.join("daemon-socket")).expect("the socket is recorded again");
+    assert_eq!(recorded.trim(), d.socket().expect("the socket").to_str().expect("utf8"));
+    let other_rt = env.tmp.path().join("other-rt");
+    let out = fresco()
+        .args(["status", env.root_s(), "--daemon", "--json"])
+        .env("FRESCO_RUNTIME_DIR", &other_rt)
+        .output()
+        .expect("status");
+    assert_eq!(json(&out)["daemon"], true, "{}", stderr(&out));
 
     // Stop through the CLI; the socket goes away and the process exits.
     let out = d.cli(&["stop", env.root_s()]);

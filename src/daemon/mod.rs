@@ -55,6 +55,9 @@ struct Published {
 
 struct Shared {
     root: PathBuf,
+    /// The socket this daemon listens on (recorded in the index directory for clients of other
+    /// runtime directories: see [`record_socket_again`]).
+    socket: PathBuf,
     /// Indexed files with more than one hard link: a write through a link outside the root
     /// reaches the file without an event the watcher sees, so the freshness gate compares
     /// their stamps itself ([`Shared::check_hard_links`]).
@@ -260,6 +263,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
     let shared = Arc::new(Shared {
         lanes,
         root: root.clone(),
+        socket: paths.socket.clone(),
         hard_linked,
         changes: batch_tx.clone(),
         cookie_dir: cookie_dir(&root, &options.db),
@@ -488,7 +492,10 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
                 let mut last_error = shared.last_error.lock().unwrap_or_else(|p| p.into_inner());
                 match persisted {
                     // Applied and written: an earlier error is over.
-                    Ok(()) => *last_error = None,
+                    Ok(()) => {
+                        *last_error = None;
+                        record_socket_again(&shared);
+                    }
                     // Another process wrote the store meanwhile: its message says to restart.
                     Err(e @ fresco_indexer::IndexError::StoreChanged { .. }) => {
                         eprintln!("fresco: cannot write the index: {e}");
@@ -518,6 +525,17 @@ fn indexer_loop(mut indexer: Indexer, batches: Receiver<Batch>, shared: Arc<Shar
             persist_at_exit(&mut indexer);
             return;
         }
+    }
+}
+
+/// The socket's path written again into the index directory when it is not there: the index
+/// directory deleted while the daemon runs is made anew by the next write, without it, and
+/// clients of another runtime directory then found no daemon and waited minutes for the index
+/// it holds. A stat per written batch.
+fn record_socket_again(shared: &Shared) {
+    let recorded = shared.db.join(crate::paths::DAEMON_SOCKET_FILE);
+    if shared.unstored.is_none() && !shared.shutdown.load(Ordering::Relaxed) && !recorded.exists() {
+        let _ = fs::write(&recorded, format!("{}\n", shared.socket.display()));
     }
 }
 
