@@ -320,8 +320,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         )
                     });
                     // The time spent waiting for embeddings is the query's: `--timeout-ms` bounds
-                    // the whole answer (a query out of time answers from the text lanes alone).
-                    params.limits.timeout = params.limits.timeout.saturating_sub(building.elapsed());
+                    // the whole answer. The wait takes at most half of it (see
+                    // `in_process_dense_wait`), so the rest is the query's own.
+                    params.started = Some(building);
                     let lanes_ref = lanes.as_ref().map(|l| l as &dyn fresco_query::Lanes);
                     match checked.and_then(|()| protocol::run_query(index, &params, None, lanes_ref, None, None, &[])) {
                         Ok((_, mut value)) => {
@@ -575,10 +576,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
 /// How long an in-process retrieval query waits for the dense lane to embed what it lacks.
 const IN_PROCESS_DENSE_WAIT_S: u64 = 10;
 
-/// The dense wait of an in-process query: never longer than the query's own time limit (a
-/// query given `--timeout-ms 50` answers from what is embedded, marked partial, at once).
+/// The dense wait of an in-process query: never longer than half the query's own time limit,
+/// which it counts against (a query given `--timeout-ms 50` answers from what is embedded,
+/// marked partial, at once).
 fn in_process_dense_wait(timeout_ms: u64) -> Duration {
-    Duration::from_secs(IN_PROCESS_DENSE_WAIT_S).min(Duration::from_millis(timeout_ms))
+    // Half the query's time limit at most: the query itself, which the wait counts against,
+    // keeps the rest (it had none left when the wait could take it all).
+    Duration::from_secs(IN_PROCESS_DENSE_WAIT_S).min(Duration::from_millis(timeout_ms / 2))
 }
 
 /// Whether a query's `search` and `context` steps ask the dense lane (a step naming no lanes asks
@@ -747,9 +751,8 @@ impl IndexSettings {
         // No file: nothing was set. One that cannot be read, or is not text, is an error like a
         // line fresco does not know, not settings silently dropped.
         let text = match std::fs::read(&path) {
-            Ok(bytes) => String::from_utf8(bytes).map_err(|_| {
-                anyhow::anyhow!("{} is not UTF-8 text (delete the file to reset)", path.display())
-            })?,
+            Ok(bytes) => String::from_utf8(bytes)
+                .map_err(|_| anyhow::anyhow!("{} is not UTF-8 text (delete the file to reset)", path.display()))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(IndexSettings::default()),
             Err(e) => return Err(anyhow::anyhow!("cannot read {}: {e}", path.display())),
         };
@@ -1225,8 +1228,9 @@ mod tests {
     }
 
     #[test]
-    fn the_dense_wait_never_outlasts_the_query_time_limit() {
-        assert_eq!(in_process_dense_wait(50), Duration::from_millis(50));
+    fn the_dense_wait_takes_at_most_half_the_query_time_limit() {
+        assert_eq!(in_process_dense_wait(50), Duration::from_millis(25));
+        assert_eq!(in_process_dense_wait(10_000), Duration::from_secs(5));
         assert_eq!(in_process_dense_wait(120_000), Duration::from_secs(10));
     }
 

@@ -144,6 +144,9 @@ pub struct QueryParams {
     pub freshness: Freshness,
     pub limits: fresco_query::Limits,
     pub wait: Duration,
+    /// When the query's time limit began counting, if before it runs (see
+    /// `fresco_query::Context::started`).
+    pub started: Option<std::time::Instant>,
 }
 
 pub fn query_params(params: &Value) -> Result<QueryParams, ProtoError> {
@@ -172,6 +175,7 @@ pub fn query_params(params: &Value) -> Result<QueryParams, ProtoError> {
         freshness,
         limits: fresco_query::Limits { max_results: limit, timeout: Duration::from_millis(timeout) },
         wait: Duration::from_millis(wait),
+        started: None,
     })
 }
 
@@ -256,6 +260,7 @@ pub fn run_query(
             .map(|_| &resolution_is_stale as &dyn Fn(&str) -> bool),
         root: Some(root),
         canonicalize: Some(&canonical_path),
+        started: params.started,
     };
     let started = std::time::Instant::now();
     let mut output = fresco_query::run(&ctx, &params.text).map_err(|e| query_error(&e))?;
@@ -460,7 +465,7 @@ pub fn lanes_json(health: &[fresco_indexer::lanes::LaneHealth]) -> Value {
 static RETRIEVAL_TRACE: std::sync::OnceLock<Option<std::sync::Mutex<std::fs::File>>> = std::sync::OnceLock::new();
 
 pub fn set_retrieval_trace(path: Option<&Path>) -> std::io::Result<()> {
-    let env = std::env::var_os("FRESCO_RETRIEVAL_TRACE").map(std::path::PathBuf::from);
+    let env = std::env::var_os("FRESCO_RETRIEVAL_TRACE").filter(|p| !p.is_empty()).map(std::path::PathBuf::from);
     let file = match path.map(Path::to_path_buf).or(env) {
         Some(p) => Some(std::sync::Mutex::new(std::fs::OpenOptions::new().create(true).append(true).open(p)?)),
         None => None,
@@ -471,7 +476,8 @@ pub fn set_retrieval_trace(path: Option<&Path>) -> std::io::Result<()> {
 
 fn trace_retrieval(query: &str, output: &fresco_query::Output, elapsed: Duration) {
     let trace = RETRIEVAL_TRACE.get_or_init(|| {
-        let path = std::env::var_os("FRESCO_RETRIEVAL_TRACE")?;
+        // Empty is unset, as for the other FRESCO_ variables.
+        let path = std::env::var_os("FRESCO_RETRIEVAL_TRACE").filter(|p| !p.is_empty())?;
         match std::fs::OpenOptions::new().create(true).append(true).open(&path) {
             Ok(file) => Some(std::sync::Mutex::new(file)),
             // Asked for and not written: said once, not a silent absence.

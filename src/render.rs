@@ -402,7 +402,10 @@ pub fn mermaid(response: &Value) -> String {
             Some(_) => ("==>", format!("{via} (added)")),
             None => ("-->", via),
         };
-        out.push_str(&format!("  {} {arrow}|{}| {}\n", id(&a), mermaid_text(&label), id(&b)));
+        // Quoted where it holds more than a word: Mermaid reads `(` in a bare label as a shape.
+        let plain = label.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        let label = if plain { mermaid_text(&label) } else { format!("\"{}\"", mermaid_text(&label)) };
+        out.push_str(&format!("  {} {arrow}|{label}| {}\n", id(&a), id(&b)));
     }
     out
 }
@@ -536,8 +539,11 @@ mod tests {
         );
         assert!(dot.contains("\"c.new\" -> \"c.limit\" [label=\"calls (added)\", color=darkgreen];"), "{dot}");
         let mermaid = mermaid(&response);
-        assert!(mermaid.contains("[\"c.gone (removed)\"]") && mermaid.contains("-.->|calls (removed)|"), "{mermaid}");
-        assert!(mermaid.contains("==>|calls (added)|"), "{mermaid}");
+        assert!(
+            mermaid.contains("[\"c.gone (removed)\"]") && mermaid.contains("-.->|\"calls (removed)\"|"),
+            "{mermaid}"
+        );
+        assert!(mermaid.contains("==>|\"calls (added)\"|"), "{mermaid}");
     }
 
     #[test]

@@ -213,6 +213,11 @@ fn queries_answer_in_json_and_tables_with_stable_errors() {
         let out = run(&["query", root, &format!("find \"*\" in \"{}\" | count", glob.display()), "--json"]);
         assert_eq!(json(&out)["count"], serde_json::json!(expected), "{}: {}", glob.display(), stdout(&out));
     }
+    // The root itself, without a wildcard, names no file: nothing, not an error.
+    for path in [canonical_root.clone(), link.clone()] {
+        let out = run(&["query", root, &format!("find \"*\" | where file \"{}\" | count", path.display()), "--json"]);
+        assert_eq!(json(&out)["count"], 0, "{}: {}", path.display(), stderr(&out));
+    }
     let out = run(&["query", root, "find \"*\" in \"/elsewhere/*.py\"", "--json"]);
     let message = json(&out)["error"]["message"].as_str().unwrap_or("").to_string();
     assert!(message.contains("not under the indexed root"), "{message}");

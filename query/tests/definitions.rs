@@ -282,11 +282,12 @@ fn a_file_the_index_skipped_is_named_with_its_reason() {
         "{:?}",
         out.notes
     );
-    // By name, and by file and line.
-    for query in ["show pkg.bad.bad", "show pkg/bad.py:1"] {
-        let err = fresco_query::run(&Context::new(&snapshot), query).expect_err(query).to_string();
-        assert!(err.contains("it would be in pkg/bad.py, which is not indexed (") && err.contains("UTF-8"), "{err}");
-    }
+    // By name, and by file and line (an invalid place, as a line with no unit is).
+    let err = fresco_query::run(&Context::new(&snapshot), "show pkg.bad.bad").expect_err("by name").to_string();
+    assert!(err.contains("it would be in pkg/bad.py, which is not indexed (") && err.contains("UTF-8"), "{err}");
+    let err = fresco_query::run(&Context::new(&snapshot), "show pkg/bad.py:1").expect_err("by line");
+    assert_eq!(err.code(), "INVALID_QUERY");
+    assert!(err.to_string().contains("pkg/bad.py has no unit at line 1: it is not indexed (not valid UTF-8)"), "{err}");
 }
 
 /// A file of several classes and a method given without a line: the class it shares rare words

@@ -80,7 +80,8 @@ fn a_step_with_several_starts_keeps_their_notes() {
     for n in 0..5 {
         text.push_str(&format!("class K{n}:\n    def m{n}(self):\n        return {n}\n\n\n"));
     }
-    text.push_str("def use(obj):\n    obj.m0(); obj.m1(); obj.m2(); obj.m3(); obj.m4()\n    return obj.frob()\n");
+    text.push_str("def use(obj):\n    obj.m0(); obj.m1(); obj.m2(); obj.m3(); obj.m4()\n    return obj.frob()\n\n\n");
+    text.push_str("def use2(obj):\n    obj.m0()\n    return obj.m1()\n");
     std::fs::write(dir.path().join("m.py"), text).expect("write");
     let mut indexer = Indexer::in_memory(dir.path(), IndexerOptions { threads: 1, ..IndexerOptions::default() });
     indexer.refresh().expect("index");
@@ -101,4 +102,9 @@ fn a_step_with_several_starts_keeps_their_notes() {
     let summary = many.iter().find(|n| n.contains("may be incomplete")).expect("a summary note");
     assert!(summary.contains("7 of the 7 units"), "{summary}");
     assert!(!many.iter().any(|n| n.contains("might also reach")), "{many:?}");
+    // A start that comes several times (a pipe from rows of one unit) is looked at once.
+    let twice = notes("unresolved | callees");
+    let own: Vec<&String> = twice.iter().filter(|n| n.contains("unresolved call site(s):")).collect();
+    assert_eq!(own.len(), 2, "{twice:?}");
+    assert!(own[0].starts_with("m.use has 6") && own[1].starts_with("m.use2 has 2"), "{own:?}");
 }

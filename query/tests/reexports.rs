@@ -109,7 +109,9 @@ fn an_inherited_member_is_named_through_the_class() {
         "class Base:\n    def run(self):\n        return 0\n\n    def stop(self):\n        return 0\n\n\n\
          class Left(Base):\n    def run(self):\n        return 1\n\n\n\
          class Right(Base):\n    def run(self):\n        return 2\n\n    def stop(self):\n        return 2\n\n\n\
-         class Both(Left, Right):\n    pass\n\n\nclass Error(ValueError):\n    pass\n",
+         class Both(Left, Right):\n    pass\n\n\nclass Error(ValueError):\n    pass\n\n\n\
+         import json\n\n\nclass HasEncode:\n    def encode(self, o):\n        return o\n\n\n\
+         class E2(json.JSONEncoder, HasEncode):\n    pass\n\n\ndef caller():\n    return E2().encode(1)\n",
     )
     .expect("write");
     let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
@@ -127,8 +129,22 @@ fn an_inherited_member_is_named_through_the_class() {
     // Through the class's public path too.
     assert_eq!(names("show pkg.Both.stop"), ["pkg.m.Right.stop"]);
     assert!(unknown("show pkg.m.Both.missing"));
-    // Bases outside the repository are not looked into.
+    // A base outside the repository takes its place in the order: its member, where the graph
+    // knows it (the call in `caller` resolved to it), else nothing rather than a later class's.
+    assert_eq!(names("show pkg.m.E2.encode"), ["json.JSONEncoder.encode"]);
     assert!(unknown("show pkg.m.Error.args"));
+    // A long chain is linearised as Python does, not by depth first (Right overrides Base).
+    let mut chain = String::from("class Base:\n    def stop(self):\n        return 0\n\n\n");
+    chain.push_str("class Left(Base):\n    pass\n\n\nclass Right(Base):\n    def stop(self):\n        return 1\n\n\n");
+    chain.push_str("class C0(Left, Right):\n    pass\n\n\n");
+    for n in 1..300 {
+        chain.push_str(&format!("class C{n}(C{}):\n    pass\n\n\n", n - 1));
+    }
+    std::fs::write(root.join("pkg/chain.py"), chain).expect("write");
+    indexer.refresh().expect("index");
+    let snapshot = indexer.snapshot().clone();
+    let out = fresco_query::run(&Context::new(&snapshot), "show pkg.chain.C299.stop").expect("found");
+    assert_eq!(out.results[0].name, "pkg.chain.Right.stop");
 }
 
 /// Identifiers are NFKC-normalised, as Python reads them (PEP 3131): `def ﬁnd()` defines
@@ -155,7 +171,11 @@ fn identifiers_are_one_name_in_every_unicode_spelling() {
     assert_eq!(names("callees norm.user"), ["norm.find"]);
     assert_eq!(names("callees norm.make"), ["norm.Caf\u{e9}"]);
     assert_eq!(names("callees other.call"), ["norm.find"]);
-    // Typed in any spelling.
+    // Typed in any spelling, in names and in patterns.
     assert_eq!(names("show norm.\u{fb01}nd"), ["norm.find"]);
     assert_eq!(names("show norm.Cafe\u{301}"), ["norm.Caf\u{e9}"]);
+    assert_eq!(names("find \"\u{fb01}nd\""), ["norm.find"]);
+    assert_eq!(names("find \"\u{fb01}*\" kind function"), ["norm.find"]);
+    assert_eq!(names("callers \"norm.\u{fb01}*\""), ["norm.user", "other.call"]);
+    assert_eq!(names("find \"*\" kind function | where name = \"\u{fb01}nd\""), ["norm.find"]);
 }

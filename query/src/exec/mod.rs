@@ -321,6 +321,9 @@ pub struct Context<'a> {
     /// How the file system names a path (through symbolic links), for an absolute path that is
     /// not under `root` as written; the executor itself reads no file.
     pub canonicalize: Option<&'a dyn Fn(&std::path::Path) -> Option<std::path::PathBuf>>,
+    /// When the query's time began, if before it runs (a command that waited for embeddings
+    /// first): `limits.timeout` counts from then. `None`: from when it runs.
+    pub started: Option<Instant>,
 }
 
 impl<'a> Context<'a> {
@@ -336,6 +339,7 @@ impl<'a> Context<'a> {
             resolution_is_stale: None,
             root: None,
             canonicalize: None,
+            started: None,
         }
     }
 }
@@ -447,11 +451,13 @@ impl Exec<'_, '_> {
     }
 
     /// After a ranking of `ranked` units for `k` asked: the answer is truncated only when the
-    /// result limit kept some of them out (a `k` over the limit with fewer units found cut
-    /// nothing).
+    /// result limit may have kept some out (a `k` over the limit with fewer units found than the
+    /// limit cut nothing).
     fn note_retrieval_cut(&mut self, k: usize, ranked: usize) {
         let limit = self.ctx.limits.max_results;
-        if k > limit && ranked > limit {
+        // Each lane ranks at most the limit: as many as that (or more, fused) means some may
+        // have been left out.
+        if k > limit && ranked >= limit {
             self.truncated = true;
             self.notes.push(format!("k {k} is over the result limit: the first {limit} are ranked"));
         }
@@ -511,7 +517,7 @@ pub fn execute(ctx: &Context, query: &Query) -> Result<Output, QueryError> {
     let query = &relative;
     let mut exec = Exec {
         ctx,
-        started: Instant::now(),
+        started: ctx.started.unwrap_or_else(Instant::now),
         truncated: false,
         notes: Vec::new(),
         ticks: 0,
@@ -633,7 +639,7 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             if one_name(&starts) {
                 completeness_notes(exec, &starts[0], *traversal);
             } else {
-                completeness_notes_of_several(exec, &starts, *traversal)?;
+                completeness_notes_of_several(exec, &starts, *traversal);
             }
             Ok(rows)
         }
@@ -1046,6 +1052,8 @@ fn row_kind(snapshot: &Snapshot, row: &Row) -> Option<UnitKind> {
 /// id without the `#N` that tells several definitions of one name apart) or the name's last
 /// segment, so that `command` matches `click.decorators.command#5`.
 fn name_matches(pattern: &str, id: &str, name: Option<&str>) -> bool {
+    // As units are named: identifiers NFKC-normalised (a copy only for a pattern beyond ASCII).
+    let pattern = &*names::nfkc(pattern);
     let name = name.unwrap_or(id);
     let simple = name.rsplit('.').next().unwrap_or(name);
     glob::matches(pattern, id) || glob::matches(pattern, name) || glob::matches(pattern, simple)

@@ -308,41 +308,48 @@ pub(super) fn completeness_notes(exec: &mut Exec, id: &str, traversal: Traversal
 
 /// [`completeness_notes`] for a step with several starts (a glob, a pipe): each start's notes
 /// while they are few, else one note naming how many of the starts have some and the first of
-/// them. A short or empty list is never presented as the whole truth, whatever the start.
-pub(super) fn completeness_notes_of_several(
-    exec: &mut Exec,
-    starts: &[String],
-    traversal: Traversal,
-) -> Result<(), QueryError> {
+/// them. A short or empty list is never presented as the whole truth, whatever the start. The
+/// first [`STARTS_CHECKED`] distinct starts are looked at (each costs a look at its file's
+/// unresolved sites and its class's hierarchy: all of django's 23,000 units took 12 s), and the
+/// note says so when there were more.
+pub(super) fn completeness_notes_of_several(exec: &mut Exec, starts: &[String], traversal: Traversal) {
     const SHOWN: usize = 3;
+    let mut distinct: FxHashSet<&str> = FxHashSet::default();
+    let starts: Vec<&String> = starts.iter().filter(|id| distinct.insert(id.as_str())).collect();
     let mut found: Vec<(&String, Vec<String>)> = Vec::new();
-    let mut checked = 0;
-    for id in starts {
-        if !exec.tick()? {
-            break;
-        }
+    let checked = starts.len().min(STARTS_CHECKED);
+    for id in &starts[..checked] {
         let kept = std::mem::take(&mut exec.notes);
         completeness_notes(exec, id, traversal);
         let own = std::mem::replace(&mut exec.notes, kept);
-        checked += 1;
         if !own.is_empty() {
             found.push((id, own));
         }
     }
-    if found.iter().map(|(_, notes)| notes.len()).sum::<usize>() <= SHOWN {
+    if found.iter().map(|(_, notes)| notes.len()).sum::<usize>() <= SHOWN && checked == starts.len() {
         exec.notes.extend(found.into_iter().flat_map(|(_, notes)| notes));
-        return Ok(());
+        return;
+    }
+    if found.is_empty() {
+        return;
     }
     let named: Vec<&str> = found.iter().take(SHOWN).map(|(id, _)| id.as_str()).collect();
+    let of = if checked < starts.len() {
+        format!("of the first {checked} of the {} units this step started from", starts.len())
+    } else {
+        format!("of the {checked} units this step started from")
+    };
     exec.notes.push(format!(
-        "the answer may be incomplete for {} of the {checked} units this step started from (unresolved call \
-         sites, overrides): {}{}; ask for one of them alone to see why",
+        "the answer may be incomplete for {} {of} (unresolved call sites, overrides): {}{}; ask for one of \
+         them alone to see why",
         found.len(),
         named.join(", "),
         if found.len() > SHOWN { ", ..." } else { "" }
     ));
-    Ok(())
 }
+
+/// How many starts of a step [`completeness_notes_of_several`] looks at.
+const STARTS_CHECKED: usize = 200;
 
 pub(super) fn unresolved(exec: &mut Exec, scope: Option<&Symbol>) -> Result<Vec<Row>, QueryError> {
     let snapshot = exec.ctx.snapshot;
