@@ -736,7 +736,7 @@ fn every_exported_edge_has_both_ends_among_the_nodes_even_to_a_skipped_module() 
     let big = format!("def huge():\n    pass\n{}", "# pad\n".repeat(2000));
     let repo = repo(&[
         ("big.py", big.as_bytes()),
-        ("blob.py", b"\x00def x(): pass\n"),
+        ("blob.py", b"\x00\x01\x02\x03def x(): pass\n"),
         ("app.py", b"import big\nfrom big import huge\nimport blob\n\n\ndef use():\n    huge()\n    big.huge()\n"),
     ]);
     let root = repo.path().to_str().expect("utf8");

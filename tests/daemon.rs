@@ -1924,7 +1924,11 @@ fn directories_made_during_a_queue_overflow_are_watched_after_it() {
         println!("skipped: max_queued_events is {queued}, too many events to make here");
         return;
     }
-    let env = Env::generated(&[("pkg/m.py".into(), "def top():\n    pass\n".into())]);
+    let env = Env::generated(&[
+        ("pkg/m.py".into(), "def top():\n    pass\n".into()),
+        (".gitignore".into(), "gen/\n".into()),
+        ("gen/g.py".into(), "def g1():\n    pass\n".into()),
+    ]);
     std::fs::create_dir_all(env.path("data")).expect("mkdir");
     let daemon = env.start();
     let mut c = daemon.conn();
@@ -1939,12 +1943,18 @@ fn directories_made_during_a_queue_overflow_are_watched_after_it() {
         std::fs::write(env.path(&format!("data/f{i}.txt")), "").expect("write");
     }
     env.write("pkg/sub/m.py", "def a1():\n    pass\n");
+    // And an ignore file removed, its event lost with the others.
+    std::fs::remove_file(env.path(".gitignore")).expect("rm");
     signal("-CONT");
     assert_eq!(count(&mut c, "a1"), 1, "the rescan finds what was made during the overflow");
     env.write("pkg/sub/m.py", "def a1():\n    pass\n\n\ndef a2():\n    pass\n");
     assert_eq!(count(&mut c, "a2"), 1, "an edit in a directory made during the overflow is seen");
     env.write("pkg/sub/new.py", "def b1():\n    pass\n");
     assert_eq!(count(&mut c, "b1"), 1);
+    // The rules are read again: gen/ is no longer ignored, and an edit there is seen.
+    assert_eq!(count(&mut c, "g1"), 1, "the rescan reads what the rules no longer hide");
+    env.write("gen/g.py", "def g1():\n    pass\n\n\ndef g2():\n    pass\n");
+    assert_eq!(count(&mut c, "g2"), 1, "and the watcher no longer drops its edits");
 }
 
 /// In `allow`, a call site left unresolved against a module whose file changed since is marked

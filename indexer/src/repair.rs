@@ -557,71 +557,137 @@ pub(crate) fn indent_stray_dedents(text: &str) -> Option<(String, Vec<u32>)> {
 /// lines as spaces do (a file indented with tabs is read as it is written).
 pub(crate) fn indent_tabbed_lines(text: &str) -> Option<(String, Vec<u32>)> {
     let bytes = text.as_bytes();
-    let mut out = bytes.to_vec();
-    let mut fixes: Vec<(usize, Vec<u8>)> = Vec::new();
-    let (mut tabbed, mut spaced) = (0usize, 0usize);
-    // The code lines so far: the indentation each ends up with, its first word, and whether it
-    // opens a block.
-    let mut previous: Vec<(usize, &[u8], bool)> = Vec::new();
-    // Whether a blank line came since the last code line.
+    // The code lines: where each starts, where its code starts, whether it opens a block, and
+    // whether a blank line came before it.
+    let mut lines: Vec<(usize, usize, bool, bool)> = Vec::new();
     let mut after_blank = false;
     let mut i = 0;
     while i < bytes.len() {
-        let line_start = i;
         let code = after_indentation(bytes, i);
         let line = logical_line(bytes, code);
-        if matches!(bytes.get(code), None | Some(b'\n' | b'\r')) {
-            after_blank = true;
-        }
-        if !matches!(bytes.get(code), None | Some(b'\n' | b'\r' | b'#')) {
-            let lead = &bytes[line_start..code];
-            let opens = line.code_end > code && bytes[line.code_end - 1] == b':';
-            let word = first_word(&bytes[code..]);
-            let mut indent = lead.len();
-            if lead.contains(&b'\t') {
-                tabbed += 1;
-                // As deep as the line before, or a level deeper below a header; a clause that
-                // continues a statement (`else`, `except`) where that statement begins. The tab
-                // and the spaces with it become spaces, and more are inserted where that is not
-                // enough.
-                if let Some(&(before, _, header)) = previous.last() {
-                    let opener = clause_opener(word).and_then(|openers| {
-                        previous
-                            .iter()
-                            .rev()
-                            .find(|(at, w, _)| *at < before && openers.contains(w))
-                            .map(|(at, _, _)| *at)
-                    });
-                    // A definition after a blank line: beside the definition before it (the next
-                    // method of a class, not one nested in the last method's body).
-                    let sibling = (after_blank && !header && DEFINES.contains(&word))
-                        .then(|| {
-                            previous.iter().rev().find(|(at, w, _)| *at <= before && DEFINES.contains(w)).map(|p| p.0)
-                        })
-                        .flatten();
-                    let wanted = opener.or(sibling).unwrap_or(before + if header { 4 } else { 0 });
-                    if wanted >= lead.len() {
-                        for b in &mut out[line_start..code] {
-                            *b = b' ';
-                        }
-                        if wanted > lead.len() {
-                            fixes.push((code, vec![b' '; wanted - lead.len()]));
-                        }
-                        indent = wanted;
-                    }
-                }
-            } else if !lead.is_empty() {
-                spaced += 1;
+        match bytes.get(code) {
+            None | Some(b'\n' | b'\r') => after_blank = true,
+            Some(b'#') => {}
+            Some(_) => {
+                let opens = line.code_end > code && bytes[line.code_end - 1] == b':';
+                lines.push((i, code, opens, after_blank));
+                after_blank = false;
             }
-            previous.push((indent, word, opens));
-            after_blank = false;
         }
         i = line.end + 1;
     }
+    let lead = |n: usize| lines.get(n).map(|&(start, code, _, _)| &bytes[start..code]);
+    let tabbed = lines.iter().filter(|&&(start, code, _, _)| bytes[start..code].contains(&b'\t')).count();
+    let spaced =
+        lines.iter().filter(|&&(start, code, _, _)| code > start && !bytes[start..code].contains(&b'\t')).count();
     if tabbed == 0 || tabbed >= spaced {
         return None;
     }
+    let mut out = bytes.to_vec();
+    let mut fixes: Vec<(usize, Vec<u8>)> = Vec::new();
+    let mut levels = TabLevels::new();
+    // The lines so far: the indentation each ends up with (in columns), its first word, and
+    // whether it opens a block.
+    let mut previous: Vec<(usize, &[u8], bool)> = Vec::new();
+    for (n, &(line_start, code, opens, after_blank)) in lines.iter().enumerate() {
+        let this = &bytes[line_start..code];
+        let word = first_word(&bytes[code..]);
+        let (mut col, mut alt) = measure(this);
+        // A line Python refuses for its tabs, or a tabbed line the next line leaves for
+        // spaces: one typed with a tab among lines indented with spaces. Tabs that indent a
+        // block consistently (the same at any tab width) are left as they are.
+        let next_spaced = lead(n + 1).is_some_and(|next| !next.is_empty() && !next.contains(&b'\t'));
+        if this.contains(&b'\t')
+            && (!levels.consistent(col, alt) || next_spaced)
+            && let Some(&(before, _, header)) = previous.last()
+        {
+            // As deep as the line before, or a level deeper below a header; a clause that
+            // continues a statement (`else`, `except`) where that statement begins; a
+            // definition after a blank line beside the definition before it (the next method
+            // of a class, not one nested in the last method's body). The tab and the spaces
+            // with it become spaces, and more are inserted where that is not enough.
+            let opener = clause_opener(word).and_then(|openers| {
+                previous.iter().rev().find(|(at, w, _)| *at < before && openers.contains(w)).map(|(at, _, _)| *at)
+            });
+            let sibling = (after_blank && !header && DEFINES.contains(&word))
+                .then(|| previous.iter().rev().find(|(at, w, _)| *at <= before && DEFINES.contains(w)).map(|p| p.0))
+                .flatten();
+            let wanted = opener.or(sibling).unwrap_or(before + if header { 4 } else { 0 });
+            if wanted >= this.len() {
+                for b in &mut out[line_start..code] {
+                    *b = b' ';
+                }
+                if wanted > this.len() {
+                    fixes.push((code, vec![b' '; wanted - this.len()]));
+                }
+                (col, alt) = (wanted, wanted);
+            }
+        }
+        levels.take(col, alt);
+        previous.push((col, word, opens));
+    }
+    if fixes.is_empty() && out == bytes {
+        return None;
+    }
     with_insertions(&out, &fixes)
+}
+
+/// A line's indentation measured as CPython's tokenizer measures it: with tabs to the next
+/// multiple of 8, and with tabs of width 1 (a form feed starts over).
+fn measure(lead: &[u8]) -> (usize, usize) {
+    let (mut col, mut alt) = (0usize, 0usize);
+    for &b in lead {
+        match b {
+            b'\t' => {
+                col = (col / 8 + 1) * 8;
+                alt += 1;
+            }
+            b'\x0c' => (col, alt) = (0, 0),
+            _ => {
+                col += 1;
+                alt += 1;
+            }
+        }
+    }
+    (col, alt)
+}
+
+/// The indentation levels open at a line, by both of [`measure`]'s measures.
+struct TabLevels {
+    levels: Vec<(usize, usize)>,
+}
+
+impl TabLevels {
+    fn new() -> TabLevels {
+        TabLevels { levels: vec![(0, 0)] }
+    }
+
+    /// Whether a line indented `(col, alt)` means the same whatever a tab's width: both measures
+    /// agree on whether it indents, stays at, or dedents to a level. (A dedent to no level is
+    /// another error, the lowering's own.)
+    fn consistent(&self, col: usize, alt: usize) -> bool {
+        let &(top, alt_top) = self.levels.last().unwrap_or(&(0, 0));
+        if col == top {
+            return alt == alt_top;
+        }
+        if col > top {
+            return alt > alt_top;
+        }
+        match self.levels.iter().rev().find(|(level, _)| *level <= col) {
+            Some(&(level, alt_level)) if level == col => alt == alt_level,
+            _ => true,
+        }
+    }
+
+    /// The levels after a line indented `(col, alt)`.
+    fn take(&mut self, col: usize, alt: usize) {
+        while self.levels.len() > 1 && self.levels.last().is_some_and(|(level, _)| col < *level) {
+            self.levels.pop();
+        }
+        if self.levels.last().is_some_and(|(level, _)| col > *level) {
+            self.levels.push((col, alt));
+        }
+    }
 }
 
 /// Where the first line is that Python refuses for mixing tabs and spaces in a way whose
@@ -634,48 +700,17 @@ pub(crate) fn inconsistent_tab_line(text: &str) -> Option<usize> {
     if !bytes.contains(&b'\t') {
         return None;
     }
-    let (mut levels, mut alt_levels) = (vec![0usize], vec![0usize]);
+    let mut levels = TabLevels::new();
     let mut i = 0;
     while i < bytes.len() {
         let code = after_indentation(bytes, i);
         let line = logical_line(bytes, code);
         if !matches!(bytes.get(code), None | Some(b'\n' | b'\r' | b'#')) {
-            let (mut col, mut alt) = (0usize, 0usize);
-            for &b in &bytes[i..code] {
-                match b {
-                    b'\t' => {
-                        col = (col / 8 + 1) * 8;
-                        alt += 1;
-                    }
-                    b'\x0c' => (col, alt) = (0, 0),
-                    _ => {
-                        col += 1;
-                        alt += 1;
-                    }
-                }
+            let (col, alt) = measure(&bytes[i..code]);
+            if !levels.consistent(col, alt) {
+                return Some(code);
             }
-            let (top, alt_top) = (*levels.last().unwrap_or(&0), *alt_levels.last().unwrap_or(&0));
-            if col == top {
-                if alt != alt_top {
-                    return Some(code);
-                }
-            } else if col > top {
-                if alt <= alt_top {
-                    return Some(code);
-                }
-                levels.push(col);
-                alt_levels.push(alt);
-            } else {
-                while levels.len() > 1 && col < *levels.last().unwrap_or(&0) {
-                    levels.pop();
-                    alt_levels.pop();
-                }
-                // A dedent to no level is another error (the lowering's own); a level reached
-                // by one measure and not the other is this one.
-                if col == *levels.last().unwrap_or(&0) && alt != *alt_levels.last().unwrap_or(&0) {
-                    return Some(code);
-                }
-            }
+            levels.take(col, alt);
         }
         i = line.end + 1;
     }
@@ -1064,6 +1099,9 @@ mod tests {
         );
         // Seven spaces after each of the first three tabs (made a space), three after the last.
         assert_eq!(inserted.len(), 7 * 3 + 3, "{inserted:?}");
+        // A block indented with tabs consistently (the same at any tab width) is left as it is.
+        let block = "class A:\n    def x(self):\n        return 1\n\n\nclass T:\n\tdef a(self):\n\t\treturn 1\n\n\tdef b(self):\n\t\treturn 2\n\n\ndef broken()\n    return 3\n";
+        assert_eq!(indent_tabbed_lines(block), None);
         // A definition after a blank line goes beside the one before it, not into its body.
         let text = "class A:\n    def f(self):\n        return 1\n\n\tdef g(self):\n        return 2\n";
         let (repaired, _) = indent_tabbed_lines(text).expect("repaired");

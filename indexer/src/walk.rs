@@ -472,17 +472,24 @@ pub fn read_source(root: &Path, rel: &str, max_size: u64) -> Option<SourceRead> 
 }
 
 /// Whether a file's start (`cut`: it stops short of the file's end) reads as text with a few
-/// stray NUL bytes: valid UTF-8 (a character cut in two at the end aside), NUL bytes at most one
-/// in a hundred and no other control characters than whitespace. A compiled file, an image or an
-/// archive fails at once.
+/// stray NUL bytes: valid UTF-8 (a character cut in two at the end aside), or any bytes under a
+/// coding declaration (PEP 263, which Python reads in the first two lines), with no control
+/// characters text does not hold and NUL bytes at most one in a hundred (one, in a start shorter
+/// than that). A compiled file, an image or an archive fails at once.
 fn looks_like_text(start: &[u8], cut: bool) -> bool {
     let valid = match std::str::from_utf8(start) {
         Ok(_) => true,
         Err(e) => cut && e.error_len().is_none(),
     };
+    let declared = start.split(|&b| b == b'\n').take(2).any(|line| {
+        let line = String::from_utf8_lossy(line);
+        line.trim_start().starts_with('#') && (line.contains("coding:") || line.contains("coding="))
+    });
     let nuls = start.iter().filter(|&&b| b == 0).count();
-    let controls = start.iter().filter(|&&b| b < 0x20 && !matches!(b, 0 | b'\t' | b'\n' | b'\r' | 0x0c)).count();
-    valid && nuls * 100 <= start.len() && controls == 0
+    // Control characters text does not hold (tab, line breaks, form feed, vertical tab and the
+    // escape of terminal colours aside).
+    let controls = start.iter().any(|&b| b < 0x20 && !matches!(b, 0 | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | 0x1b));
+    (valid || declared) && !controls && nuls <= (start.len() / 100).max(1)
 }
 
 /// How much of a file's start is read to tell binary and wide-encoded text from source.
@@ -615,7 +622,7 @@ mod tests {
     fn reads_with_skip_reasons() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        fs::write(root.join("bin.py"), b"x = 1\0\n").unwrap();
+        fs::write(root.join("bin.py"), b"x = 1\0\0\xff\xfe\n").unwrap();
         fs::write(root.join("latin1.py"), b"s = '\xe9'\n").unwrap();
         fs::write(root.join("declared.py"), b"# -*- coding: latin-1 -*-\ns = '\xe9'\n").unwrap();
         fs::write(root.join("big.py"), "x = 1\n".repeat(100)).unwrap();
@@ -626,6 +633,13 @@ mod tests {
         let stray = format!("def g():\n    pass\n# \0\n{}", "x = 1\n".repeat(100));
         fs::write(root.join("stray.py"), &stray).unwrap();
         assert_eq!(read_source(root, "stray.py", 100_000).unwrap().skipped, None);
+        // In a short file, with an escape character, and under a coding declaration too.
+        fs::write(root.join("short.py"), b"x = 1\0\ndef h():\n    pass\n").unwrap();
+        fs::write(root.join("esc.py"), b"s = '\x1b[0m'\n# \0\n").unwrap();
+        fs::write(root.join("cookie.py"), b"# -*- coding: latin-1 -*-\ns = '\xe9'\n# \0\n").unwrap();
+        for name in ["short.py", "esc.py", "cookie.py"] {
+            assert_eq!(read_source(root, name, 100_000).unwrap().skipped, None, "{name}");
+        }
         // A compiled module's header: magic number, flags, modification time, size, code object.
         let header = b"\x6f\x0d\x0d\x0a\0\0\0\0\x8e\x53\x12\x65\x20\0\0\0\xe3\0\0\0";
         let compiled: Vec<u8> = [&header[..], &"x = 1\n".repeat(100).into_bytes()].concat();

@@ -565,8 +565,10 @@ fn debounce_loop(
         select! {
             recv(raw) -> msg => match msg {
                 Ok(Raw::Event(event)) => {
+                    // Lost events may have been an ignore file's: its rules are read again too.
                     if event.need_rescan() {
                         rewatch.rewatch_all(&root);
+                        rules = IgnoreRules::load(&root, &options);
                     }
                     rewatch.on_event(&event);
                     if classify(&root, &options, &mut rules, &tracker, &event, &mut batch) {
@@ -576,6 +578,7 @@ fn debounce_loop(
                 }
                 Ok(Raw::Error) => {
                     rewatch.rewatch_all(&root);
+                    rules = IgnoreRules::load(&root, &options);
                     batch.rescan = Some(tracker.note_rescan());
                     batch_started.get_or_insert_with(Instant::now);
                     last_event = Instant::now();

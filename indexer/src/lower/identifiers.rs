@@ -12,12 +12,16 @@ use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfkc_quick};
 pub(super) type NormalizedIdentifiers = FxHashMap<(u32, u32), Box<str>>;
 
 /// Finds them without walking the whole tree: from each character outside ASCII to the token
-/// that holds it (a string's or comment's characters are passed over a token at a time).
+/// that holds it (a string's or comment's characters are passed over a token at a time). The
+/// expressions around such an identifier, up to its statement, are recorded too, with each of
+/// their identifiers normalised: an annotation, an `isinstance` argument, a dotted name or a
+/// `case` class is read as a whole (`pkg.mod.Ｔhing` is `pkg.mod.Thing`).
 pub(super) fn normalized_identifiers(text: &str, root: Node) -> NormalizedIdentifiers {
     let mut out = NormalizedIdentifiers::default();
     if text.is_ascii() {
         return out;
     }
+    let mut enclosing: Vec<(u32, u32)> = Vec::new();
     let bytes = text.as_bytes();
     let mut at = 0;
     while let Some(offset) = bytes.get(at..).and_then(|rest| rest.iter().position(|b| !b.is_ascii())) {
@@ -37,9 +41,45 @@ pub(super) fn normalized_identifiers(text: &str, root: Node) -> NormalizedIdenti
         let normal: String = written.nfkc().collect();
         if normal != written {
             out.insert((node.start_byte() as u32, node.end_byte() as u32), normal.into_boxed_str());
+            let mut parent = node.parent();
+            while let Some(p) = parent.filter(|p| !ends_expressions(p.kind())) {
+                enclosing.push((p.start_byte() as u32, p.end_byte() as u32));
+                parent = p.parent();
+            }
         }
     }
+    if out.is_empty() {
+        return out;
+    }
+    // Each enclosing expression's text with the identifiers inside it normalised.
+    let mut identifiers: Vec<((u32, u32), Box<str>)> = out.iter().map(|(r, n)| (*r, n.clone())).collect();
+    identifiers.sort_unstable_by_key(|(r, _)| *r);
+    enclosing.sort_unstable();
+    enclosing.dedup();
+    for (start, end) in enclosing {
+        if out.contains_key(&(start, end)) {
+            continue;
+        }
+        let mut normal = String::new();
+        let mut at = start;
+        let first = identifiers.partition_point(|((s, _), _)| *s < start);
+        for ((s, e), name) in identifiers[first..].iter().take_while(|((_, e), _)| *e <= end) {
+            normal.push_str(text.get(at as usize..*s as usize).unwrap_or(""));
+            normal.push_str(name);
+            at = *e;
+        }
+        normal.push_str(text.get(at as usize..end as usize).unwrap_or(""));
+        out.insert((start, end), normal.into_boxed_str());
+    }
     out
+}
+
+/// Node kinds the walk up from an identifier stops at: statements and what holds them, whose
+/// text is never read as a name.
+fn ends_expressions(kind: &str) -> bool {
+    kind.ends_with("statement")
+        || kind.ends_with("definition")
+        || matches!(kind, "module" | "block" | "ERROR" | "case_clause" | "decorator" | "parameters" | "argument_list")
 }
 
 #[cfg(test)]
@@ -67,12 +107,19 @@ mod tests {
                 ("cafe\u{301}".to_string(), "caf\u{e9}".to_string()),
                 ("\u{fb01}nd".to_string(), "find".to_string()),
                 ("\u{ff41}\u{ff42}".to_string(), "ab".to_string()),
+                // The expression around it, read whole.
+                ("\u{ff41}\u{ff42} + caf\u{e9}".to_string(), "ab + caf\u{e9}".to_string()),
             ]
         );
         // Already normal: nothing to record.
         assert!(found("caf\u{e9} = '\u{fb01}'\n").is_empty());
         assert!(found("x = 1\n").is_empty());
         // A space outside ASCII between tokens does not hide the identifier after it.
-        assert_eq!(found("x =\u{a0}\u{fb01}\n").len(), 1);
+        assert!(found("x =\u{a0}\u{fb01}\n").contains(&("\u{fb01}".to_string(), "fi".to_string())));
+        // The expressions around one are read whole: a dotted annotation, an isinstance argument.
+        let text = "def f(x: pkg.\u{ff34}hing):\n    return isinstance(x, (pkg.\u{ff34}hing, int))\n";
+        let found = found(text);
+        assert!(found.contains(&("pkg.\u{ff34}hing".to_string(), "pkg.Thing".to_string())), "{found:?}");
+        assert!(found.contains(&("(pkg.\u{ff34}hing, int)".to_string(), "(pkg.Thing, int)".to_string())), "{found:?}");
     }
 }

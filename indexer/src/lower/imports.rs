@@ -67,6 +67,11 @@ impl<'a> Lowerer<'a> {
         } else {
             ModuleRef { level: 0, name: Name::new(&self.dotted_text(module_node)) }
         };
+        // `from __ｆｕｔｕｒｅ__ import ...` is a future statement to Python, which reads the name
+        // normalised; tree-sitter knows only the ASCII spelling as one (and binds nothing for it).
+        if module.level == 0 && module.name.as_str() == "__future__" {
+            return;
+        }
         let mut names = Vec::new();
         let mut cursor = node.walk();
         let name_nodes: Vec<Node> = node.children_by_field_name("name", &mut cursor).collect();

@@ -350,6 +350,13 @@ fn lower_tree(original: &str, tree: Option<&Tree>) -> FileSyntax {
         syntax.remove_insertions(stage);
     }
     syntax.first_error = first_error;
+    // A NUL byte: Python refuses the file for it before anything else, wherever it is, and
+    // tree-sitter may read it inside a string without an error, or report an error elsewhere
+    // (at the top of the file, for one in a string). It is the error the file is flagged with.
+    if let Some(at) = original.bytes().position(|b| b == 0) {
+        syntax.parse_errors = syntax.parse_errors.max(1);
+        syntax.first_error = Some((at as u32, "a NUL byte (Python refuses source that holds one)".to_string()));
+    }
     syntax
 }
 
@@ -1089,7 +1096,7 @@ fn normalise_dotted(text: &str) -> String {
 /// The classes a `case` pattern requires the subject to be an instance of: `Circle()`,
 /// `pkg.Square(x=1) | Tri()`, `Point() as p`; none when any alternative is not a class pattern
 /// (`case Circle() | None:` says nothing of the subject's class).
-fn case_classes<'s>(pattern: Node, src: &'s str) -> Vec<&'s str> {
+fn case_classes<'s>(pattern: Node, text: &dyn Fn(Node) -> &'s str) -> Vec<&'s str> {
     let mut node = pattern;
     loop {
         match node.kind_str() {
@@ -1098,18 +1105,13 @@ fn case_classes<'s>(pattern: Node, src: &'s str) -> Vec<&'s str> {
                 None => return Vec::new(),
             },
             "class_pattern" => {
-                return node
-                    .named_child(0)
-                    .filter(|n| n.kind_str() == "dotted_name")
-                    .and_then(|n| src.get(n.byte_range()))
-                    .into_iter()
-                    .collect();
+                return node.named_child(0).filter(|n| n.kind_str() == "dotted_name").map(text).into_iter().collect();
             }
             "union_pattern" => {
                 let mut cursor = node.walk();
                 let mut out = Vec::new();
                 for alternative in node.named_children(&mut cursor) {
-                    let classes = case_classes(alternative, src);
+                    let classes = case_classes(alternative, text);
                     if classes.is_empty() {
                         return Vec::new();
                     }
@@ -1448,6 +1450,17 @@ mod tests {
         let src = "class Console:\n\t\"\"\"Doc.\"\"\"\n\n    def a(self):\n        return 1\n\n    def b(self):\n        return 2\n";
         let paths: Vec<String> = lower(src).defs.iter().map(|d| d.path.to_string()).collect();
         assert_eq!(paths, ["Console", "Console.a", "Console.b"]);
+    }
+
+    #[test]
+    fn a_nul_byte_is_the_error_the_file_is_flagged_with() {
+        let src = "def f0():\n    return 0\n\n\ns = 'a\0b'\n\n\ndef f1():\n    return 1\n";
+        let syn = lower(src);
+        assert!(syn.parse_errors > 0);
+        assert_eq!(syn.first_error.as_ref().map(|(at, _)| *at as usize), src.find('\0'), "{:?}", syn.first_error);
+        // The definitions around it stay (the statement holding it is tree-sitter's error).
+        let paths: Vec<&str> = syn.defs.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(paths, ["f0", "f1"]);
     }
 
     #[test]

@@ -287,7 +287,7 @@ impl<'a> Lowerer<'a> {
                     match child.kind_str() {
                         "case_pattern" => {
                             self.pattern(child, scope);
-                            let classes = case_classes(child, self.src);
+                            let classes = case_classes(child, &|n| self.text(n));
                             if let (Some(Some(subject)), false) = (self.match_subjects.last(), classes.is_empty()) {
                                 let ty = crate::annotation::type_expr(&classes.join(" | "));
                                 if ty != Expr::Unknown {
