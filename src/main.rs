@@ -388,6 +388,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     lanes: None,
                     walk_issues: indexer.walk_issues(),
                     history: indexer.stored_history(),
+                    caught_up: indexer.caught_up(),
                 }),
             };
             // Where a daemon for this root listens (or would): for clients that speak the
@@ -1096,6 +1097,19 @@ fn print_status(v: &Value) {
     }
     if let Some(up) = v["uptime_s"].as_f64() {
         outln!("uptime             {up:.0} s");
+    }
+    // What opening the stored index redid: a daemon's at its start, a command's this run.
+    let caught_up = &v["caught_up"];
+    if caught_up.is_object() {
+        let n = |key: &str| caught_up[key].as_u64().unwrap_or(0);
+        outln!(
+            "{}{} reused as stored, {} changed, {} removed, {} resolved again",
+            if v["daemon"] == true { "at start           " } else { "this run           " },
+            n("reused_files"),
+            n("changed_files"),
+            n("removed_files"),
+            n("resolved_files")
+        );
     }
     if let Some(lanes) = v["lanes"].as_object() {
         for (name, lane) in lanes {

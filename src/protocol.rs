@@ -349,6 +349,9 @@ pub struct StatusInfo<'a> {
     pub walk_issues: &'a [fresco_indexer::WalkIssue],
     /// The version history, for `history_since`; `None` for an index built in memory.
     pub history: Option<&'a VersionLog>,
+    /// What opening the stored index redid to catch up with the files (a daemon's at its start):
+    /// whether a restart reused the stored index. `None` when nothing was stored to reuse.
+    pub caught_up: Option<fresco_indexer::CatchUp>,
 }
 
 /// Every skipped file with its reason: those the graph records (binary, not UTF-8, too large,
@@ -427,6 +430,12 @@ pub fn status(info: StatusInfo) -> Value {
         "db": info.db.map(|db| db.display().to_string()),
         // `changes since V` answers for the versions published from this one to `version`.
         "history_since": info.history.map(|h| h.oldest()),
+        "caught_up": info.caught_up.map(|c| json!({
+            "changed_files": c.changed_files,
+            "removed_files": c.removed_files,
+            "resolved_files": c.resolved_files,
+            "reused_files": t.files.saturating_sub(c.resolved_files),
+        })),
     })
 }
 

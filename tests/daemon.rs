@@ -382,6 +382,11 @@ fn deleted_index_directory_is_rewritten_and_a_restart_serves_the_full_graph() {
     let d2 = env.start();
     let mut c = d2.conn();
     let after = c.status();
+    // The stored index was reused whole, and `status` says so.
+    let caught_up = &after["caught_up"];
+    assert_eq!((&caught_up["changed_files"], &caught_up["resolved_files"]), (&json!(0), &json!(0)), "{after}");
+    assert_eq!(caught_up["reused_files"], after["files"], "{after}");
+    assert!(d2.log().contains(&format!("; {} reused as stored, 0 changed", after["files"])), "{}", d2.log());
     for key in ["files", "units", "edges", "unresolved_calls"] {
         assert_eq!(after[key], during[key], "{key}: {after} vs {during}");
     }

@@ -355,6 +355,7 @@ pub(super) fn handle_connection(
                     lanes: Some(protocol::lanes_json(&shared.lanes.health(published.snapshot.version()))),
                     walk_issues: &shared.walk_issues.lock().unwrap_or_else(|p| p.into_inner()).clone(),
                     history: Some(&published.history),
+                    caught_up: shared.caught_up,
                 });
                 if !send(&writer, &protocol::response_ok(&id, result)) {
                     return;

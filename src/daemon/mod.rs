@@ -55,6 +55,9 @@ struct Published {
 
 struct Shared {
     root: PathBuf,
+    /// What opening the stored index redid at the start (`status` says whether a restart
+    /// reused the index); `None` when nothing was stored.
+    caught_up: Option<fresco_indexer::CatchUp>,
     /// The socket this daemon listens on (recorded in the index directory for clients of other
     /// runtime directories: see [`record_socket_again`]).
     socket: PathBuf,
@@ -242,8 +245,19 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         eprintln!("fresco: warning: {} {}", crate::render::printable(&issue.path), issue.message);
     }
     let t = indexer.snapshot().totals();
+    // Whether the stored index was reused, and what catching up with the files redid.
+    let reuse = match indexer.caught_up() {
+        Some(c) if c.resolved_files < t.files => format!(
+            "; {} reused as stored, {} changed, {} removed, {} resolved again",
+            t.files - c.resolved_files,
+            c.changed_files,
+            c.removed_files,
+            c.resolved_files
+        ),
+        _ => String::new(),
+    };
     let banner = format!(
-        "fresco: serving {} (version {}, {} files, {} units, {} edges) on {} after {:.2} s",
+        "fresco: serving {} (version {}, {} files, {} units, {} edges{reuse}) on {} after {:.2} s",
         root.display(),
         indexer.snapshot().version(),
         t.files,
@@ -263,6 +277,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
     let shared = Arc::new(Shared {
         lanes,
         root: root.clone(),
+        caught_up: indexer.caught_up(),
         socket: paths.socket.clone(),
         hard_linked,
         changes: batch_tx.clone(),
