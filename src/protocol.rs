@@ -354,6 +354,21 @@ pub struct StatusInfo<'a> {
     pub caught_up: Option<fresco_indexer::CatchUp>,
 }
 
+/// A path as text, its bytes that are not UTF-8 written `\xNN` (`caf\xe9.py`): a name that
+/// is not UTF-8 is shown so that the file can be found (`$'caf\xe9.py'` in a shell), not with
+/// a replacement character standing for any byte.
+fn escaped_path(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for chunk in path.as_os_str().as_bytes().utf8_chunks() {
+        out.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out
+}
+
 /// Every skipped file with its reason: those the graph records (binary, not UTF-8, too large,
 /// unreadable, a symbolic link) and those the walk could not even name as graph files.
 pub fn skipped_files(
@@ -369,7 +384,7 @@ pub fn skipped_files(
         .take(snapshot.totals().skipped_files);
     let walked = walk_issues.iter().map(|issue| {
         let shown = match issue.on_disk.strip_prefix(root) {
-            Ok(relative) => relative.to_string_lossy().into_owned(),
+            Ok(relative) => escaped_path(relative),
             Err(_) => issue.path.clone(),
         };
         (shown, issue.message.clone())
