@@ -588,6 +588,7 @@ fn evaluate(
         resolution_is_stale: None,
         root: None,
         canonicalize: None,
+        started: None,
     };
     // The plain name of a unit defined again in its scope selects every definition, and
     // `context` would pick the last: `#1` asks for the blanked first definition itself.

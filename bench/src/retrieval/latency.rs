@@ -381,6 +381,7 @@ pub fn run(root: &Path, queries: usize, reps: usize, embed_seconds: u64) -> Resu
         resolution_is_stale: None,
         root: None,
         canonicalize: None,
+        started: None,
     };
 
     let (searches, contexts) = pick(&snapshot, queries);
