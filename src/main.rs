@@ -388,7 +388,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     lanes: None,
                     walk_issues: indexer.walk_issues(),
                     history: indexer.stored_history(),
-                    caught_up: indexer.caught_up(),
+                    caught_up: indexer
+                        .caught_up()
+                        .map(|c| (c, indexer.snapshot().totals().files.saturating_sub(c.resolved_files))),
                 }),
             };
             // Where a daemon for this root listens (or would): for clients that speak the
@@ -1177,11 +1179,7 @@ fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
             "skipped": skipped.iter().map(|(p, r)| json!({"file": p, "reason": r})).collect::<Vec<_>>(),
             "resolution_cut_files": cut.len(),
             "resolution_cut": cut,
-            "caught_up": indexer.caught_up().map(|c| json!({
-                "changed_files": c.changed_files,
-                "removed_files": c.removed_files,
-                "resolved_files": c.resolved_files,
-            })),
+            "caught_up": indexer.caught_up().map(|c| protocol::caught_up_json(c, t.files.saturating_sub(c.resolved_files))),
             "seconds": elapsed.as_secs_f64(),
         });
         outln!("{value}");

@@ -349,9 +349,10 @@ pub struct StatusInfo<'a> {
     pub walk_issues: &'a [fresco_indexer::WalkIssue],
     /// The version history, for `history_since`; `None` for an index built in memory.
     pub history: Option<&'a VersionLog>,
-    /// What opening the stored index redid to catch up with the files (a daemon's at its start):
-    /// whether a restart reused the stored index. `None` when nothing was stored to reuse.
-    pub caught_up: Option<fresco_indexer::CatchUp>,
+    /// What opening the stored index redid to catch up with the files (a daemon's at its start),
+    /// with how many files it reused as stored then: whether a restart reused the stored index.
+    /// `None` when nothing was stored to reuse.
+    pub caught_up: Option<(fresco_indexer::CatchUp, usize)>,
 }
 
 /// A path as text, its bytes that are not UTF-8 written `\xNN` (`caf\xe9.py`): a name that
@@ -445,12 +446,17 @@ pub fn status(info: StatusInfo) -> Value {
         "db": info.db.map(|db| db.display().to_string()),
         // `changes since V` answers for the versions published from this one to `version`.
         "history_since": info.history.map(|h| h.oldest()),
-        "caught_up": info.caught_up.map(|c| json!({
-            "changed_files": c.changed_files,
-            "removed_files": c.removed_files,
-            "resolved_files": c.resolved_files,
-            "reused_files": t.files.saturating_sub(c.resolved_files),
-        })),
+        "caught_up": info.caught_up.map(|(c, reused)| caught_up_json(c, reused)),
+    })
+}
+
+/// What catching up with the files redid, as `status` and `index --json` give it.
+pub fn caught_up_json(c: fresco_indexer::CatchUp, reused: usize) -> Value {
+    json!({
+        "changed_files": c.changed_files,
+        "removed_files": c.removed_files,
+        "resolved_files": c.resolved_files,
+        "reused_files": reused,
     })
 }
 

@@ -387,6 +387,12 @@ fn deleted_index_directory_is_rewritten_and_a_restart_serves_the_full_graph() {
     assert_eq!((&caught_up["changed_files"], &caught_up["resolved_files"]), (&json!(0), &json!(0)), "{after}");
     assert_eq!(caught_up["reused_files"], after["files"], "{after}");
     assert!(d2.log().contains(&format!("; {} reused as stored, 0 changed", after["files"])), "{}", d2.log());
+    // It describes the start: files added since do not change it.
+    env.write("src/requests/added_later.py", "def later():\n    pass\n");
+    c.ok("show requests.added_later.later", "wait");
+    assert_eq!(c.status()["caught_up"], after["caught_up"]);
+    std::fs::remove_file(env.path("src/requests/added_later.py")).expect("rm");
+    c.ok("find \"later\" | count", "wait");
     for key in ["files", "units", "edges", "unresolved_calls"] {
         assert_eq!(after[key], during[key], "{key}: {after} vs {during}");
     }

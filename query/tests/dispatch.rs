@@ -102,6 +102,23 @@ fn a_step_with_several_starts_keeps_their_notes() {
     let summary = many.iter().find(|n| n.contains("may be incomplete")).expect("a summary note");
     assert!(summary.contains("7 of the 7 units"), "{summary}");
     assert!(!many.iter().any(|n| n.contains("might also reach")), "{many:?}");
+    // Past the first 200 starts nothing is looked at, and a note says so even when those
+    // looked at have nothing to say.
+    let mut wide = String::new();
+    for n in 0..250 {
+        let body = if n >= 220 { "x.unknown_method()" } else { "1" };
+        wide.push_str(&format!("def f{n}(x):\n    return {body}\n\n\n"));
+    }
+    std::fs::write(dir.path().join("wide.py"), wide).expect("write");
+    let mut indexer = Indexer::in_memory(dir.path(), IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().expect("index");
+    let wide_snapshot = indexer.snapshot().clone();
+    let out = fresco_query::run(&Context::new(&wide_snapshot), "callees \"wide.f*\"").expect("callees");
+    assert!(
+        out.notes.iter().any(|n| n.contains("checked for the first 200 of the 250 units this step started from")),
+        "{:?}",
+        out.notes
+    );
     // A start that comes several times (a pipe from rows of one unit) is looked at once.
     let twice = notes("unresolved | callees");
     let own: Vec<&String> = twice.iter().filter(|n| n.contains("unresolved call site(s):")).collect();

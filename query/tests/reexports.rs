@@ -111,7 +111,9 @@ fn an_inherited_member_is_named_through_the_class() {
          class Right(Base):\n    def run(self):\n        return 2\n\n    def stop(self):\n        return 2\n\n\n\
          class Both(Left, Right):\n    pass\n\n\nclass Error(ValueError):\n    pass\n\n\n\
          import json\n\n\nclass HasEncode:\n    def encode(self, o):\n        return o\n\n\n\
-         class E2(json.JSONEncoder, HasEncode):\n    pass\n\n\ndef caller():\n    return E2().encode(1)\n",
+         class E2(json.JSONEncoder, HasEncode):\n    pass\n\n\ndef caller():\n    return E2().encode(1)\n\n\n\
+         import abc\n\n\nclass Plain(object):\n    pass\n\n\nclass Mixin:\n    def mixed(self):\n        return 1\n\n\n\
+         class WithMixin(Plain, Mixin):\n    pass\n\n\nclass Abstract(abc.ABC, Mixin):\n    pass\n",
     )
     .expect("write");
     let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
@@ -132,6 +134,9 @@ fn an_inherited_member_is_named_through_the_class() {
     // A base outside the repository takes its place in the order: its member, where the graph
     // knows it (the call in `caller` resolved to it), else nothing rather than a later class's.
     assert_eq!(names("show pkg.m.E2.encode"), ["json.JSONEncoder.encode"]);
+    // An explicit `object` base does not hide the mixins after it, nor does a marker base.
+    assert_eq!(names("show pkg.m.WithMixin.mixed"), ["pkg.m.Mixin.mixed"]);
+    assert_eq!(names("show pkg.m.Abstract.mixed"), ["pkg.m.Mixin.mixed"]);
     assert!(unknown("show pkg.m.Error.args"));
     // A long chain is linearised as Python does, not by depth first (Right overrides Base).
     let mut chain = String::from("class Base:\n    def stop(self):\n        return 0\n\n\n");

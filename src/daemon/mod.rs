@@ -55,9 +55,9 @@ struct Published {
 
 struct Shared {
     root: PathBuf,
-    /// What opening the stored index redid at the start (`status` says whether a restart
-    /// reused the index); `None` when nothing was stored.
-    caught_up: Option<fresco_indexer::CatchUp>,
+    /// What opening the stored index redid at the start, and how many files it reused as stored
+    /// then (`status` says whether a restart reused the index); `None` when nothing was stored.
+    caught_up: Option<(fresco_indexer::CatchUp, usize)>,
     /// The socket this daemon listens on (recorded in the index directory for clients of other
     /// runtime directories: see [`record_socket_again`]).
     socket: PathBuf,
@@ -247,14 +247,14 @@ pub fn serve(options: ServeOptions) -> Result<()> {
     let t = indexer.snapshot().totals();
     // Whether the stored index was reused, and what catching up with the files redid.
     let reuse = match indexer.caught_up() {
-        Some(c) if c.resolved_files < t.files => format!(
+        Some(c) => format!(
             "; {} reused as stored, {} changed, {} removed, {} resolved again",
-            t.files - c.resolved_files,
+            t.files.saturating_sub(c.resolved_files),
             c.changed_files,
             c.removed_files,
             c.resolved_files
         ),
-        _ => String::new(),
+        None => String::new(),
     };
     let banner = format!(
         "fresco: serving {} (version {}, {} files, {} units, {} edges{reuse}) on {} after {:.2} s",
@@ -277,7 +277,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
     let shared = Arc::new(Shared {
         lanes,
         root: root.clone(),
-        caught_up: indexer.caught_up(),
+        caught_up: indexer.caught_up().map(|c| (c, t.files.saturating_sub(c.resolved_files))),
         socket: paths.socket.clone(),
         hard_linked,
         changes: batch_tx.clone(),

@@ -11,41 +11,50 @@ use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfkc_quick};
 /// range (start, end). Empty for most files: an ASCII text has none to look for.
 pub(super) type NormalizedIdentifiers = FxHashMap<(u32, u32), Box<str>>;
 
-/// Finds them without walking the whole tree: from each character outside ASCII to the token
-/// that holds it (a string's or comment's characters are passed over a token at a time). The
-/// expressions around such an identifier, up to its statement, are recorded too, with each of
-/// their identifiers normalised: an annotation, an `isinstance` argument, a dotted name or a
-/// `case` class is read as a whole (`pkg.mod.Ｔhing` is `pkg.mod.Thing`).
+/// Found in one walk of the tree, and only for a text whose characters are not all already
+/// NFKC-normal (accented letters, CJK and the like are: such a file costs one scan of its
+/// characters). The expressions around such an identifier that the lowering reads as a whole
+/// ([`READ_WHOLE`]: an annotation, an `isinstance` argument, a dotted name, a `case` class) are
+/// recorded too, with each of their identifiers normalised (`pkg.mod.Ｔhing` is
+/// `pkg.mod.Thing`). The walk keeps its own path of ancestors: tree-sitter finds a node's
+/// parent by walking down from the root, which made a long chain of operators cost the cube of
+/// its length.
 pub(super) fn normalized_identifiers(text: &str, root: Node) -> NormalizedIdentifiers {
     let mut out = NormalizedIdentifiers::default();
-    if text.is_ascii() {
+    if text.is_ascii() || is_nfkc_quick(text.chars()) == IsNormalized::Yes {
         return out;
     }
     let mut enclosing: Vec<(u32, u32)> = Vec::new();
-    let bytes = text.as_bytes();
-    let mut at = 0;
-    while let Some(offset) = bytes.get(at..).and_then(|rest| rest.iter().position(|b| !b.is_ascii())) {
-        let start = at + offset;
-        let char_len = text.get(start..).and_then(|rest| rest.chars().next()).map_or(1, char::len_utf8);
-        let Some(node) = root.descendant_for_byte_range(start, start + char_len) else { break };
-        // Past the token, or past the character alone when no token holds it (a space outside
-        // ASCII between tokens finds the node around them).
-        at = if node.child_count() == 0 { node.end_byte().max(start + char_len) } else { start + char_len };
-        if node.kind() != "identifier" {
-            continue;
-        }
-        let Some(written) = text.get(node.start_byte()..node.end_byte()) else { continue };
-        if is_nfkc_quick(written.chars()) == IsNormalized::Yes {
-            continue;
-        }
-        let normal: String = written.nfkc().collect();
-        if normal != written {
-            out.insert((node.start_byte() as u32, node.end_byte() as u32), normal.into_boxed_str());
-            let mut parent = node.parent();
-            while let Some(p) = parent.filter(|p| !ends_expressions(p.kind())) {
-                enclosing.push((p.start_byte() as u32, p.end_byte() as u32));
-                parent = p.parent();
+    // The ancestors of the node the cursor is on: kind and byte range.
+    let mut path: Vec<(&str, std::ops::Range<usize>)> = Vec::new();
+    let mut cursor = root.walk();
+    'walk: loop {
+        let node = cursor.node();
+        if node.kind() == "identifier"
+            && let Some(written) = text.get(node.byte_range())
+            && !written.is_ascii()
+            && is_nfkc_quick(written.chars()) != IsNormalized::Yes
+        {
+            let normal: String = written.nfkc().collect();
+            if normal != written {
+                out.insert((node.start_byte() as u32, node.end_byte() as u32), normal.into_boxed_str());
+                for (kind, range) in path.iter().rev().take(ENCLOSING_LEVELS) {
+                    if !READ_WHOLE.contains(kind) || range.len() > ENCLOSING_BYTES {
+                        break;
+                    }
+                    enclosing.push((range.start as u32, range.end as u32));
+                }
             }
+        }
+        if cursor.goto_first_child() {
+            path.push((node.kind(), node.byte_range()));
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                break 'walk;
+            }
+            path.pop();
         }
     }
     if out.is_empty() {
@@ -74,13 +83,28 @@ pub(super) fn normalized_identifiers(text: &str, root: Node) -> NormalizedIdenti
     out
 }
 
-/// Node kinds the walk up from an identifier stops at: statements and what holds them, whose
-/// text is never read as a name.
-fn ends_expressions(kind: &str) -> bool {
-    kind.ends_with("statement")
-        || kind.ends_with("definition")
-        || matches!(kind, "module" | "block" | "ERROR" | "case_clause" | "decorator" | "parameters" | "argument_list")
-}
+/// The expressions whose text the lowering reads as a whole name or type: dotted names and
+/// attributes, annotations (`type`, generics, subscripts, unions), the tuple of an `isinstance`,
+/// a `case` class pattern's name.
+const READ_WHOLE: &[&str] = &[
+    "attribute",
+    "dotted_name",
+    "type",
+    "generic_type",
+    "subscript",
+    "tuple",
+    "parenthesized_expression",
+    "binary_operator",
+    "union_type",
+    "type_parameter",
+    "class_pattern",
+];
+
+/// How many levels up from an identifier its enclosing expressions are recorded.
+const ENCLOSING_LEVELS: usize = 6;
+
+/// The longest enclosing expression recorded (a longer one is no name or type a reader needs).
+const ENCLOSING_BYTES: usize = 2048;
 
 #[cfg(test)]
 mod tests {

@@ -110,18 +110,27 @@ fn inherited_member(snapshot: &Snapshot, name: &str) -> Vec<String> {
         if snapshot.contains_unit(&id) {
             return definitions_of(snapshot, &id);
         }
-        if snapshot.kind_of(&base) != Some(UnitKind::Class) {
+        // A marker base (`ABC`, `Generic[T]`, `Protocol`) supplies no member: the search goes
+        // on past it, as the resolver's does.
+        if snapshot.kind_of(&base) != Some(UnitKind::Class) && !MARKER_BASES.contains(&base.as_str()) {
             return if snapshot.is_external(&id) { vec![id] } else { Vec::new() };
         }
     }
     Vec::new()
 }
 
+/// Bases outside the repository that supply no member to their subclasses (the resolver's
+/// list): lookup goes on past them.
+const MARKER_BASES: &[&str] =
+    &["abc.ABC", "typing.Generic", "typing.Protocol", "typing_extensions.Protocol", "typing_extensions.Generic"];
+
 /// The classes `class` looks members up in, itself first: C3 linearisation over the `inherits`
-/// edges (in the order the bases are written), as Python computes `__mro__`; a base outside the
-/// repository takes its place in the order, with no bases of its own known. Where the bases
-/// admit no linearisation (Python refuses such a class), or the hierarchy is deeper than
-/// [`MRO_DEPTH`], depth first, left to right.
+/// edges (in the order the bases are written), as Python computes `__mro__` and as the resolver
+/// orders them: a base outside the repository takes its place with no bases of its own known,
+/// and `object`, which every class ends with, is left out (an explicit `object` base merged
+/// early would hide the mixins after it). Where the bases admit no linearisation (Python
+/// refuses such a class), or the hierarchy is deeper than [`MRO_DEPTH`], depth first, left to
+/// right.
 pub(crate) fn method_resolution_order(snapshot: &Snapshot, class: &str) -> Vec<String> {
     let mut memo = FxHashMap::default();
     if let Some(order) = linearise(snapshot, class, &mut Vec::new(), &mut memo) {
@@ -129,8 +138,9 @@ pub(crate) fn method_resolution_order(snapshot: &Snapshot, class: &str) -> Vec<S
     }
     let mut order: Vec<String> = Vec::new();
     let mut stack = vec![class.to_string()];
+    let mut seen = rustc_hash::FxHashSet::default();
     while let Some(c) = stack.pop() {
-        if order.contains(&c) || order.len() > 1000 {
+        if !seen.insert(c.clone()) {
             continue;
         }
         stack.extend(direct_bases(snapshot, &c).into_iter().rev());
@@ -149,7 +159,10 @@ fn direct_bases(snapshot: &Snapshot, class: &str) -> Vec<String> {
     }
     let mut out: Vec<String> = Vec::new();
     for (edge, _) in snapshot.edges_from(class) {
-        if edge.kind == fresco_graph::EdgeKind::Inherits && !out.iter().any(|b| **b == *edge.dst) {
+        if edge.kind == fresco_graph::EdgeKind::Inherits
+            && &*edge.dst != "builtins.object"
+            && !out.iter().any(|b| **b == *edge.dst)
+        {
             out.push(edge.dst.to_string());
         }
     }

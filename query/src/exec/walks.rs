@@ -331,6 +331,13 @@ pub(super) fn completeness_notes_of_several(exec: &mut Exec, starts: &[String], 
         return;
     }
     if found.is_empty() {
+        // Nothing among those looked at; the rest were not looked at, and the answer says so.
+        exec.notes.push(format!(
+            "the answer's completeness was checked for the first {checked} of the {} units this step started \
+             from (none of them has unresolved call sites or overrides that bear on it); ask for one of the \
+             others alone to check it",
+            starts.len()
+        ));
         return;
     }
     let named: Vec<&str> = found.iter().take(SHOWN).map(|(id, _)| id.as_str()).collect();
