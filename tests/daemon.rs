@@ -78,6 +78,11 @@ fn error_code(response: &Value) -> &str {
     response["error"]["code"].as_str().unwrap_or("")
 }
 
+/// How many units a name matches, answered fresh (`wait`).
+fn count_named(c: &mut Conn, name: &str) -> Value {
+    c.ok(&format!("find \"{name}\" | count"), "wait")["count"].clone()
+}
+
 fn version(result: &Value) -> u64 {
     result["version"].as_u64().unwrap_or_else(|| panic!("no version in {result}"))
 }
@@ -1407,18 +1412,17 @@ fn ignore_files_above_the_root_and_in_a_nested_clone_hide_and_reveal_files_at_ru
     std::fs::create_dir_all(env.path("vendored/.git/info")).expect("mkdir");
     let daemon = env.start();
     let mut c = daemon.conn();
-    let count = |c: &mut Conn, name: &str| c.ok(&format!("find \"{name}\" | count"), "wait")["count"].clone();
-    assert_eq!(count(&mut c, "test_f"), 1);
+    assert_eq!(count_named(&mut c, "test_f"), 1);
     // The root is a subproject of a repository whose .gitignore lives in the directory above.
     let above = env.tmp.path().join(".gitignore");
     std::fs::write(&above, "repo/tests/\n").expect("write");
-    assert_eq!(count(&mut c, "test_f"), 0, "the parent's .gitignore hides tests/");
+    assert_eq!(count_named(&mut c, "test_f"), 0, "the parent's .gitignore hides tests/");
     std::fs::write(&above, "# nothing\n").expect("write");
-    assert_eq!(count(&mut c, "test_f"), 1, "and reveals it again");
+    assert_eq!(count_named(&mut c, "test_f"), 1, "and reveals it again");
     // A clone nested in the tree has its own .git/info/exclude.
-    assert_eq!(count(&mut c, "vendored_g"), 1);
+    assert_eq!(count_named(&mut c, "vendored_g"), 1);
     env.write("vendored/.git/info/exclude", "lib/\n");
-    assert_eq!(count(&mut c, "vendored_g"), 0, "the nested clone's exclude file hides lib/");
+    assert_eq!(count_named(&mut c, "vendored_g"), 0, "the nested clone's exclude file hides lib/");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1902,24 +1906,23 @@ fn a_renamed_or_moved_in_directory_brings_its_ignore_rules_along() {
     std::fs::write(outside.join("shown.py"), "def shown_fn():\n    pass\n").expect("write");
     let daemon = env.start();
     let mut c = daemon.conn();
-    let count = |c: &mut Conn, name: &str| c.ok(&format!("find \"{name}\" | count"), "wait")["count"].clone();
-    assert_eq!(count(&mut c, "kept"), 1);
+    assert_eq!(count_named(&mut c, "kept"), 1);
     std::fs::rename(env.path("pkg/vend"), env.path("pkg/vend2")).expect("rename");
     env.write("pkg/vend/secret_a.py", "def s1():\n    pass\n");
-    assert_eq!(count(&mut c, "s1"), 1, "pkg/vend has no ignore file any more");
+    assert_eq!(count_named(&mut c, "s1"), 1, "pkg/vend has no ignore file any more");
     env.write("pkg/vend/secret_a.py", "def s1():\n    pass\n\n\ndef s2():\n    pass\n");
-    assert_eq!(count(&mut c, "s2"), 1, "an edit there is seen");
+    assert_eq!(count_named(&mut c, "s2"), 1, "an edit there is seen");
     env.write("pkg/vend2/secret_b.py", "def t():\n    pass\n");
     env.write("pkg/m.py", "def top():\n    pass\n\n\ndef later():\n    pass\n");
-    assert_eq!(count(&mut c, "later"), 1);
-    assert_eq!(count(&mut c, "t"), 0, "pkg/vend2/.gitignore hides secret_b.py");
+    assert_eq!(count_named(&mut c, "later"), 1);
+    assert_eq!(count_named(&mut c, "t"), 0, "pkg/vend2/.gitignore hides secret_b.py");
     // Moved in from outside the tree, with its rule.
     std::fs::rename(&outside, env.path("moved")).expect("move in");
-    assert_eq!(count(&mut c, "shown_fn"), 1);
+    assert_eq!(count_named(&mut c, "shown_fn"), 1);
     env.write("moved/hidden_x.py", "def hidden_fn():\n    pass\n");
     env.write("pkg/m.py", "def top():\n    pass\n\n\ndef later2():\n    pass\n");
-    assert_eq!(count(&mut c, "later2"), 1);
-    assert_eq!(count(&mut c, "hidden_fn"), 0, "moved/.gitignore hides hidden_x.py");
+    assert_eq!(count_named(&mut c, "later2"), 1);
+    assert_eq!(count_named(&mut c, "hidden_fn"), 0, "moved/.gitignore hides hidden_x.py");
 }
 
 /// Directories made while the watcher's queue overflowed sent no event, so no watch was added
@@ -1943,8 +1946,7 @@ fn directories_made_during_a_queue_overflow_are_watched_after_it() {
     std::fs::create_dir_all(env.path("data")).expect("mkdir");
     let daemon = env.start();
     let mut c = daemon.conn();
-    let count = |c: &mut Conn, name: &str| c.ok(&format!("find \"{name}\" | count"), "wait")["count"].clone();
-    assert_eq!(count(&mut c, "top"), 1);
+    assert_eq!(count_named(&mut c, "top"), 1);
     let signal = |sig: &str| {
         let status = std::process::Command::new("kill").args([sig, &daemon.pid().to_string()]).status().expect("kill");
         assert!(status.success());
@@ -1957,15 +1959,15 @@ fn directories_made_during_a_queue_overflow_are_watched_after_it() {
     // And an ignore file removed, its event lost with the others.
     std::fs::remove_file(env.path(".gitignore")).expect("rm");
     signal("-CONT");
-    assert_eq!(count(&mut c, "a1"), 1, "the rescan finds what was made during the overflow");
+    assert_eq!(count_named(&mut c, "a1"), 1, "the rescan finds what was made during the overflow");
     env.write("pkg/sub/m.py", "def a1():\n    pass\n\n\ndef a2():\n    pass\n");
-    assert_eq!(count(&mut c, "a2"), 1, "an edit in a directory made during the overflow is seen");
+    assert_eq!(count_named(&mut c, "a2"), 1, "an edit in a directory made during the overflow is seen");
     env.write("pkg/sub/new.py", "def b1():\n    pass\n");
-    assert_eq!(count(&mut c, "b1"), 1);
+    assert_eq!(count_named(&mut c, "b1"), 1);
     // The rules are read again: gen/ is no longer ignored, and an edit there is seen.
-    assert_eq!(count(&mut c, "g1"), 1, "the rescan reads what the rules no longer hide");
+    assert_eq!(count_named(&mut c, "g1"), 1, "the rescan reads what the rules no longer hide");
     env.write("gen/g.py", "def g1():\n    pass\n\n\ndef g2():\n    pass\n");
-    assert_eq!(count(&mut c, "g2"), 1, "and the watcher no longer drops its edits");
+    assert_eq!(count_named(&mut c, "g2"), 1, "and the watcher no longer drops its edits");
 }
 
 /// In `allow`, a call site left unresolved against a module whose file changed since is marked

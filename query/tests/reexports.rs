@@ -5,6 +5,20 @@
 use fresco_indexer::{Indexer, IndexerOptions};
 use fresco_query::Context;
 
+/// `root` indexed in memory: the indexer (to index again) and its snapshot.
+fn index(root: &std::path::Path) -> (Indexer, fresco_graph::Snapshot) {
+    let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().expect("index");
+    let snapshot = indexer.snapshot().clone();
+    (indexer, snapshot)
+}
+
+/// The names a query's rows give, in order.
+fn names_of(snapshot: &fresco_graph::Snapshot, query: &str) -> Vec<String> {
+    let out = fresco_query::run(&Context::new(snapshot), query).unwrap_or_else(|e| panic!("{query}: {e}"));
+    out.results.iter().map(|item| item.name.clone()).collect()
+}
+
 #[test]
 fn a_public_path_through_a_reexport_names_the_definition() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -48,13 +62,8 @@ fn a_public_path_through_a_reexport_names_the_definition() {
     );
     // `import a.b.c` binds the package `a`: its modules are reached through it.
     write("buyer.py", "import shop._impl.deep\nimport shop._impl.pay as paying\n");
-    let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
-    indexer.refresh().expect("index");
-    let snapshot = indexer.snapshot().clone();
-    let names = |query: &str| -> Vec<String> {
-        let out = fresco_query::run(&Context::new(&snapshot), query).unwrap_or_else(|e| panic!("{query}: {e}"));
-        out.results.iter().map(|item| item.name.clone()).collect()
-    };
+    let (_, snapshot) = index(root);
+    let names = |query: &str| names_of(&snapshot, query);
     let unknown = |query: &str| fresco_query::run(&Context::new(&snapshot), query).is_err();
     assert_eq!(names("show shop.Cart"), ["shop._impl.cart.Cart"]);
     assert_eq!(names("callers shop.Cart.total"), ["shop._impl.cart.checkout"]);
@@ -116,13 +125,8 @@ fn an_inherited_member_is_named_through_the_class() {
          class WithMixin(Plain, Mixin):\n    pass\n\n\nclass Abstract(abc.ABC, Mixin):\n    pass\n",
     )
     .expect("write");
-    let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
-    indexer.refresh().expect("index");
-    let snapshot = indexer.snapshot().clone();
-    let names = |query: &str| -> Vec<String> {
-        let out = fresco_query::run(&Context::new(&snapshot), query).unwrap_or_else(|e| panic!("{query}: {e}"));
-        out.results.iter().map(|item| item.name.clone()).collect()
-    };
+    let (mut indexer, snapshot) = index(root);
+    let names = |query: &str| names_of(&snapshot, query);
     let unknown = |query: &str| fresco_query::run(&Context::new(&snapshot), query).is_err();
     // Both's MRO is Both, Left, Right, Base: `stop` is Right's (depth first would say Base's).
     assert_eq!(names("show pkg.m.Both.run"), ["pkg.m.Left.run"]);
@@ -166,13 +170,8 @@ fn identifiers_are_one_name_in_every_unicode_spelling() {
     .expect("write");
     std::fs::write(root.join("other.py"), "from norm import \u{ff46}ind as f\n\n\ndef call():\n    return f()\n")
         .expect("write");
-    let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
-    indexer.refresh().expect("index");
-    let snapshot = indexer.snapshot().clone();
-    let names = |query: &str| -> Vec<String> {
-        let out = fresco_query::run(&Context::new(&snapshot), query).unwrap_or_else(|e| panic!("{query}: {e}"));
-        out.results.iter().map(|item| item.name.clone()).collect()
-    };
+    let (_, snapshot) = index(root);
+    let names = |query: &str| names_of(&snapshot, query);
     assert_eq!(names("callees norm.user"), ["norm.find"]);
     assert_eq!(names("callees norm.make"), ["norm.Caf\u{e9}"]);
     assert_eq!(names("callees other.call"), ["norm.find"]);
