@@ -138,7 +138,15 @@ fn parts(ty: &Ty, counted: usize) -> usize {
 
 /// The whole of `text` as an annotation.
 fn parse(text: &str) -> Option<Ty> {
-    let mut p = Parser { s: text.as_bytes(), i: 0 };
+    // Names as Python reads them, NFKC-normalised: a quoted annotation (`"Ｆoo"`) is compiled
+    // like code when it is evaluated.
+    let normal: std::borrow::Cow<str> = if text.is_ascii() {
+        std::borrow::Cow::Borrowed(text)
+    } else {
+        use unicode_normalization::UnicodeNormalization;
+        std::borrow::Cow::Owned(text.nfkc().collect())
+    };
+    let mut p = Parser { s: normal.as_bytes(), i: 0 };
     let ast = p.union(0)?;
     p.skip_ws();
     (p.i == p.s.len()).then_some(ast)
@@ -286,7 +294,12 @@ impl Parser<'_> {
             return Some(if &self.s[start..self.i] == b"..." { Ty::Ellipsis } else { Ty::Nothing });
         }
         let start = self.i;
-        while self.i < self.s.len() && (self.s[self.i].is_ascii_alphanumeric() || matches!(self.s[self.i], b'_' | b'.'))
+        // Letters beyond ASCII too (`Straße`): a name's bytes of UTF-8 are all 0x80 and up, so
+        // the name ends on a character boundary.
+        while self.i < self.s.len()
+            && (self.s[self.i].is_ascii_alphanumeric()
+                || self.s[self.i] >= 0x80
+                || matches!(self.s[self.i], b'_' | b'.'))
         {
             self.i += 1;
         }

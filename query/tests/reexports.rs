@@ -164,8 +164,11 @@ fn identifiers_are_one_name_in_every_unicode_spelling() {
     let root = dir.path();
     std::fs::write(
         root.join("norm.py"),
-        "def \u{fb01}nd():\n    return 1\n\n\ndef user():\n    return find()\n\n\n\
-         class Caf\u{e9}:\n    pass\n\n\ndef make():\n    return Cafe\u{301}()\n",
+        "from typing import Optional\n\n\ndef \u{fb01}nd():\n    return 1\n\n\ndef user():\n    return find()\n\n\n\
+         class Caf\u{e9}:\n    pass\n\n\ndef make():\n    return Cafe\u{301}()\n\n\n\
+         class Stra\u{df}e:\n    def run(self):\n        return 1\n\n\n\
+         def annotated(x: Stra\u{df}e):\n    return x.run()\n\n\n\
+         def deep(y: Optional[Optional[\u{ff33}tra\u{df}e]]):\n    return y.run()\n",
     )
     .expect("write");
     std::fs::write(root.join("other.py"), "from norm import \u{ff46}ind as f\n\n\ndef call():\n    return f()\n")
@@ -175,6 +178,9 @@ fn identifiers_are_one_name_in_every_unicode_spelling() {
     assert_eq!(names("callees norm.user"), ["norm.find"]);
     assert_eq!(names("callees norm.make"), ["norm.Caf\u{e9}"]);
     assert_eq!(names("callees other.call"), ["norm.find"]);
+    // A name beyond ASCII in an annotation, however deep in it.
+    assert_eq!(names("callees norm.annotated"), ["norm.Stra\u{df}e.run"]);
+    assert_eq!(names("callees norm.deep"), ["norm.Stra\u{df}e.run"]);
     // Typed in any spelling, in names and in patterns.
     assert_eq!(names("show norm.\u{fb01}nd"), ["norm.find"]);
     assert_eq!(names("show norm.Cafe\u{301}"), ["norm.Caf\u{e9}"]);

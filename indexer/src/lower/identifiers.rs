@@ -38,11 +38,17 @@ pub(super) fn normalized_identifiers(text: &str, root: Node) -> NormalizedIdenti
             let normal: String = written.nfkc().collect();
             if normal != written {
                 out.insert((node.start_byte() as u32, node.end_byte() as u32), normal.into_boxed_str());
-                for (kind, range) in path.iter().rev().take(ENCLOSING_LEVELS) {
-                    if !READ_WHOLE.contains(kind) || range.len() > ENCLOSING_BYTES {
+                // Up through what is read whole, however deep (`Optional[Optional[Ｆoo]]`), and
+                // through operators (a union `A | Ｂ` in an annotation) without keeping a copy
+                // of each: a long sum of such names kept one per term.
+                for (kind, range) in path.iter().rev() {
+                    if READ_WHOLE.contains(kind) {
+                        if range.len() <= ENCLOSING_BYTES {
+                            enclosing.push((range.start as u32, range.end as u32));
+                        }
+                    } else if *kind != "binary_operator" {
                         break;
                     }
-                    enclosing.push((range.start as u32, range.end as u32));
                 }
             }
         }
@@ -84,8 +90,8 @@ pub(super) fn normalized_identifiers(text: &str, root: Node) -> NormalizedIdenti
 }
 
 /// The expressions whose text the lowering reads as a whole name or type: dotted names and
-/// attributes, annotations (`type`, generics, subscripts, unions), the tuple of an `isinstance`,
-/// a `case` class pattern's name.
+/// attributes, annotations (`type`, generics, subscripts, unions, `Callable`'s list), the tuple
+/// of an `isinstance`, a `case` class pattern's name.
 const READ_WHOLE: &[&str] = &[
     "attribute",
     "dotted_name",
@@ -94,14 +100,11 @@ const READ_WHOLE: &[&str] = &[
     "subscript",
     "tuple",
     "parenthesized_expression",
-    "binary_operator",
+    "list",
     "union_type",
     "type_parameter",
     "class_pattern",
 ];
-
-/// How many levels up from an identifier its enclosing expressions are recorded.
-const ENCLOSING_LEVELS: usize = 6;
 
 /// The longest enclosing expression recorded (a longer one is no name or type a reader needs).
 const ENCLOSING_BYTES: usize = 2048;
@@ -131,8 +134,6 @@ mod tests {
                 ("cafe\u{301}".to_string(), "caf\u{e9}".to_string()),
                 ("\u{fb01}nd".to_string(), "find".to_string()),
                 ("\u{ff41}\u{ff42}".to_string(), "ab".to_string()),
-                // The expression around it, read whole.
-                ("\u{ff41}\u{ff42} + caf\u{e9}".to_string(), "ab + caf\u{e9}".to_string()),
             ]
         );
         // Already normal: nothing to record.
@@ -142,8 +143,17 @@ mod tests {
         assert!(found("x =\u{a0}\u{fb01}\n").contains(&("\u{fb01}".to_string(), "fi".to_string())));
         // The expressions around one are read whole: a dotted annotation, an isinstance argument.
         let text = "def f(x: pkg.\u{ff34}hing):\n    return isinstance(x, (pkg.\u{ff34}hing, int))\n";
-        let found = found(text);
-        assert!(found.contains(&("pkg.\u{ff34}hing".to_string(), "pkg.Thing".to_string())), "{found:?}");
-        assert!(found.contains(&("(pkg.\u{ff34}hing, int)".to_string(), "(pkg.Thing, int)".to_string())), "{found:?}");
+        let dotted = found(text);
+        assert!(dotted.contains(&("pkg.\u{ff34}hing".to_string(), "pkg.Thing".to_string())), "{dotted:?}");
+        assert!(
+            dotted.contains(&("(pkg.\u{ff34}hing, int)".to_string(), "(pkg.Thing, int)".to_string())),
+            "{dotted:?}"
+        );
+        // However deep, and through a union's operator.
+        let text = "def g(x: Optional[Optional[Optional[\u{ff26}oo]]], y: int | \u{ff26}oo):\n    pass\n";
+        let deep = found(text);
+        for whole in ["Optional[Optional[Optional[Foo]]]", "int | Foo"] {
+            assert!(deep.iter().any(|(_, normal)| normal == whole), "{whole}: {deep:?}");
+        }
     }
 }
