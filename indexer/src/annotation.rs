@@ -139,17 +139,45 @@ fn parts(ty: &Ty, counted: usize) -> usize {
 /// The whole of `text` as an annotation.
 fn parse(text: &str) -> Option<Ty> {
     // Names as Python reads them, NFKC-normalised: a quoted annotation (`"Ｆoo"`) is compiled
-    // like code when it is evaluated.
-    let normal: std::borrow::Cow<str> = if text.is_ascii() {
-        std::borrow::Cow::Borrowed(text)
-    } else {
-        use unicode_normalization::UnicodeNormalization;
-        std::borrow::Cow::Owned(text.nfkc().collect())
-    };
+    // like code when it is evaluated. Only the runs of identifier characters: NFKC also makes
+    // quotes, operators and digits of other characters (`＂`, `｜`, `²`), which Python does not
+    // read as such.
+    let normal: std::borrow::Cow<str> =
+        if text.is_ascii() { std::borrow::Cow::Borrowed(text) } else { std::borrow::Cow::Owned(nfkc_names(text)) };
     let mut p = Parser { s: normal.as_bytes(), i: 0 };
     let ast = p.union(0)?;
     p.skip_ws();
     (p.i == p.s.len()).then_some(ast)
+}
+
+/// `text` with each run of identifier characters (XID_Continue) NFKC-normalised, the rest as
+/// it is.
+fn nfkc_names(text: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    let mut out = String::with_capacity(text.len());
+    let mut run = String::new();
+    for c in text.chars() {
+        if c == '_' || unicode_ident::is_xid_continue(c) {
+            run.push(c);
+            continue;
+        }
+        out.extend(run.nfkc());
+        run.clear();
+        out.push(c);
+    }
+    out.extend(run.nfkc());
+    out
+}
+
+/// The character whose UTF-8 starts at `bytes[0]`, if it does.
+fn char_at(bytes: &[u8]) -> Option<char> {
+    let width = match bytes.first()? {
+        0x00..=0x7F => 1,
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        _ => 4,
+    };
+    std::str::from_utf8(bytes.get(..width)?).ok()?.chars().next()
 }
 
 /// Whether `text`, the value of a module's `X = text`, reads as a type alias: a union of types
@@ -294,14 +322,18 @@ impl Parser<'_> {
             return Some(if &self.s[start..self.i] == b"..." { Ty::Ellipsis } else { Ty::Nothing });
         }
         let start = self.i;
-        // Letters beyond ASCII too (`Straße`): a name's bytes of UTF-8 are all 0x80 and up, so
-        // the name ends on a character boundary.
-        while self.i < self.s.len()
-            && (self.s[self.i].is_ascii_alphanumeric()
-                || self.s[self.i] >= 0x80
-                || matches!(self.s[self.i], b'_' | b'.'))
-        {
-            self.i += 1;
+        // Letters beyond ASCII too (`Straße`): identifier characters (XID_Continue), each read
+        // whole.
+        while self.i < self.s.len() {
+            let b = self.s[self.i];
+            if b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.') {
+                self.i += 1;
+                continue;
+            }
+            match char_at(&self.s[self.i..]) {
+                Some(c) if !c.is_ascii() && unicode_ident::is_xid_continue(c) => self.i += c.len_utf8(),
+                _ => break,
+            }
         }
         if self.i == start {
             return None;
@@ -533,6 +565,14 @@ mod tests {
         assert_eq!(names_in("Optional[rich.console.Console]"), vec![chain("Optional"), chain("rich.console.Console")]);
         assert_eq!(names_in("Literal['a', 'b']"), vec![chain("Literal")]);
         assert_eq!(names_in("Annotated[X, 'meta data']"), vec![chain("Annotated"), chain("X")]);
+        // Names beyond ASCII, NFKC-normalised as Python reads them; nothing else is: a fullwidth
+        // quote stays inside the string, a superscript is no digit of a name, a fullwidth bar
+        // no operator.
+        assert_eq!(names_in("Stra\u{df}e"), vec![chain("Stra\u{df}e")]);
+        assert_eq!(names_in("\u{ff26}oo"), vec![chain("Foo")]);
+        assert_eq!(names_in("Literal[\"a\u{ff02}] | Bar | Literal[\u{ff02}b\"]"), vec![chain("Literal")]);
+        assert!(!names_in("Bar\u{b2}").contains(&chain("Bar2")));
+        assert!(names_in("Bar\u{ff5c}Foo").is_empty());
         assert_eq!(names_in("A | 'B'"), vec![chain("A"), chain("B")]);
         assert!(names_in("not an annotation").is_empty());
         assert!(names_in("").is_empty());

@@ -25,6 +25,10 @@ pub(super) fn normalized_identifiers(text: &str, root: Node) -> NormalizedIdenti
         return out;
     }
     let mut enclosing: Vec<(u32, u32)> = Vec::new();
+    let mut recorded: rustc_hash::FxHashSet<(u32, u32)> = Default::default();
+    // How much text the enclosing expressions' copies may hold: a few times the file's (a file
+    // of long chains of such names would otherwise hold a copy of each chain's every prefix).
+    let mut budget = (4 * text.len()).max(1 << 16);
     // The ancestors of the node the cursor is on: kind and byte range.
     let mut path: Vec<(&str, std::ops::Range<usize>)> = Vec::new();
     let mut cursor = root.walk();
@@ -41,14 +45,26 @@ pub(super) fn normalized_identifiers(text: &str, root: Node) -> NormalizedIdenti
                 // Up through what is read whole, however deep (`Optional[Optional[Ｆoo]]`), and
                 // through operators (a union `A | Ｂ` in an annotation) without keeping a copy
                 // of each: a long sum of such names kept one per term.
+                // Each expression once (the walk up stops at one already recorded: what is
+                // above it was recorded with it), none longer than ENCLOSING_BYTES (those above
+                // are longer still), and within a budget of text for the whole file.
+                // (A node and its parent can span the same bytes: `type` around a generic.)
+                let mut last = (node.start_byte() as u32, node.end_byte() as u32);
                 for (kind, range) in path.iter().rev() {
-                    if READ_WHOLE.contains(kind) {
-                        if range.len() <= ENCLOSING_BYTES {
-                            enclosing.push((range.start as u32, range.end as u32));
-                        }
-                    } else if *kind != "binary_operator" {
+                    let key = (range.start as u32, range.end as u32);
+                    let whole = READ_WHOLE.contains(kind);
+                    if range.len() > ENCLOSING_BYTES
+                        || (!whole && *kind != "binary_operator")
+                        || (key != last && recorded.contains(&key))
+                    {
                         break;
                     }
+                    if whole && !recorded.contains(&key) && budget >= range.len() {
+                        budget -= range.len();
+                        recorded.insert(key);
+                        enclosing.push(key);
+                    }
+                    last = key;
                 }
             }
         }
