@@ -299,9 +299,14 @@ impl Parser<'_> {
             self.i = end + 1;
             let inner = std::str::from_utf8(&self.s[start..end]).ok()?;
             let mut p = Parser { s: inner.as_bytes(), i: 0 };
-            let ty = p.union(depth + 1)?;
+            // Quoted text that is no annotation is a value (`Literal["°C"]`, `Annotated[T, "→
+            // meta"]`): it says nothing, and the rest of the annotation still stands.
+            let ty = p.union(depth + 1);
             p.skip_ws();
-            return if p.i == p.s.len() { Some(ty) } else { Some(Ty::Nothing) };
+            return Some(match ty {
+                Some(ty) if p.i == p.s.len() => ty,
+                _ => Ty::Nothing,
+            });
         }
         if c == b'[' {
             self.i += 1;
@@ -573,6 +578,14 @@ mod tests {
         assert_eq!(names_in("Literal[\"a\u{ff02}] | Bar | Literal[\u{ff02}b\"]"), vec![chain("Literal")]);
         assert!(!names_in("Bar\u{b2}").contains(&chain("Bar2")));
         assert!(names_in("Bar\u{ff5c}Foo").is_empty());
+        // A quoted value that is no annotation leaves the rest of it standing.
+        assert_eq!(type_expr("Annotated[Foo, \"\u{2192} meta\"]"), inst("Foo"));
+        assert_eq!(type_expr("Optional[Annotated[Foo, \"\u{ab}meta\u{bb}\"]]"), type_expr("Optional[Foo]"));
+        for text in
+            ["Annotated[Foo, \"\u{2192} the target\"]", "Foo | Literal[\"\u{20ac}\"]", "Annotated[Foo, \"! ok\"]"]
+        {
+            assert!(names_in(text).contains(&chain("Foo")), "{text}");
+        }
         assert_eq!(names_in("A | 'B'"), vec![chain("A"), chain("B")]);
         assert!(names_in("not an annotation").is_empty());
         assert!(names_in("").is_empty());
