@@ -388,9 +388,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     lanes: None,
                     walk_issues: indexer.walk_issues(),
                     history: indexer.stored_history(),
-                    caught_up: indexer
-                        .caught_up()
-                        .map(|c| (c, indexer.snapshot().totals().files.saturating_sub(c.resolved_files))),
+                    caught_up: indexer.caught_up().map(|c| (c, c.reused_of(indexer.snapshot().totals().files))),
                 }),
             };
             // Where a daemon for this root listens (or would): for clients that speak the
@@ -1179,7 +1177,7 @@ fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
             "skipped": skipped.iter().map(|(p, r)| json!({"file": p, "reason": r})).collect::<Vec<_>>(),
             "resolution_cut_files": cut.len(),
             "resolution_cut": cut,
-            "caught_up": indexer.caught_up().map(|c| protocol::caught_up_json(c, t.files.saturating_sub(c.resolved_files))),
+            "caught_up": indexer.caught_up().map(|c| protocol::caught_up_json(c, c.reused_of(t.files))),
             "seconds": elapsed.as_secs_f64(),
         });
         outln!("{value}");
@@ -1189,7 +1187,7 @@ fn print_index_summary(indexer: &Indexer, elapsed: Duration, json: bool) {
     outln!("files              {}", t.files);
     // What this run redid; every other file's facts came from the store as they were.
     if let Some(c) = indexer.caught_up() {
-        let reused = t.files.saturating_sub(c.resolved_files);
+        let reused = c.reused_of(t.files);
         let rest = if reused > 0 { format!("; {reused} reused as stored") } else { String::new() };
         outln!(
             "this run           {} changed, {} removed, {} resolved again{rest}",

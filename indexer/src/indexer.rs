@@ -130,6 +130,13 @@ pub struct CatchUp {
     pub resolved_files: usize,
 }
 
+impl CatchUp {
+    /// How many of an index of `files` files came from the store as they were.
+    pub fn reused_of(&self, files: usize) -> usize {
+        files.saturating_sub(self.resolved_files)
+    }
+}
+
 /// What applying a batch did.
 #[derive(Clone, Debug, Default)]
 pub struct BatchReport {

@@ -167,16 +167,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         let _ = l.set_len(0);
         let _ = write!(l, "{}", std::process::id());
     }
-    if let Some(other) = crate::paths::recorded_socket(&root, &options.db)
-        && other != paths.socket
-        && UnixStream::connect(&other).is_ok()
-    {
-        bail!(
-            "a daemon already serves {} on {} (started with another FRESCO_RUNTIME_DIR or XDG_RUNTIME_DIR)",
-            root.display(),
-            other.display()
-        );
-    }
+    refuse_if_served_elsewhere(&root, &options.db, &paths.socket)?;
     if paths.socket.exists() {
         // Left by a daemon that died: we hold the lock, so nobody serves it.
         fs::remove_file(&paths.socket).with_context(|| format!("cannot remove stale {}", paths.socket.display()))?;
@@ -249,7 +240,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
     let reuse = match indexer.caught_up() {
         Some(c) => format!(
             "; {} reused as stored, {} changed, {} removed, {} resolved again",
-            t.files.saturating_sub(c.resolved_files),
+            c.reused_of(t.files),
             c.changed_files,
             c.removed_files,
             c.resolved_files
@@ -277,7 +268,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
     let shared = Arc::new(Shared {
         lanes,
         root: root.clone(),
-        caught_up: indexer.caught_up().map(|c| (c, t.files.saturating_sub(c.resolved_files))),
+        caught_up: indexer.caught_up().map(|c| (c, c.reused_of(t.files))),
         socket: paths.socket.clone(),
         hard_linked,
         changes: batch_tx.clone(),
@@ -580,6 +571,22 @@ const STORE_RELEASE_WAIT: Duration = Duration::from_secs(300);
 /// Opens the stored index, waiting while another fresco process holds it: an in-process command
 /// catching up after a branch switch holds it for seconds, and a daemon started meanwhile (an
 /// editor checking with `status`, then starting `serve`) died on the store's lock.
+/// Refuses to start where a daemon of another runtime directory (`FRESCO_RUNTIME_DIR`,
+/// `XDG_RUNTIME_DIR`) serves the root: it records its socket in the index directory.
+fn refuse_if_served_elsewhere(root: &Path, db: &Path, own_socket: &Path) -> Result<()> {
+    if let Some(other) = crate::paths::recorded_socket(root, db)
+        && other != own_socket
+        && UnixStream::connect(&other).is_ok()
+    {
+        bail!(
+            "a daemon already serves {} on {} (started with another FRESCO_RUNTIME_DIR or XDG_RUNTIME_DIR)",
+            root.display(),
+            other.display()
+        );
+    }
+    Ok(())
+}
+
 fn open_when_free(root: &Path, options: &ServeOptions, own_socket: &Path) -> Result<Indexer> {
     let started = Instant::now();
     let mut told = false;
@@ -592,16 +599,7 @@ fn open_when_free(root: &Path, options: &ServeOptions, own_socket: &Path) -> Res
                 // What holds it may be a daemon of another runtime directory, still indexing when
                 // this one started: once it serves, this one is refused, as it would have been
                 // had it started then (it waited, and took over when the other stopped).
-                if let Some(other) = crate::paths::recorded_socket(root, &options.db)
-                    && other != own_socket
-                    && UnixStream::connect(&other).is_ok()
-                {
-                    bail!(
-                        "a daemon already serves {} on {} (started with another FRESCO_RUNTIME_DIR or XDG_RUNTIME_DIR)",
-                        root.display(),
-                        other.display()
-                    );
-                }
+                refuse_if_served_elsewhere(root, &options.db, own_socket)?;
                 if !told {
                     eprintln!(
                         "fresco: the index at {} is in use by another fresco command; waiting for it to finish",

@@ -24,7 +24,6 @@ pub(super) fn normalized_identifiers(text: &str, root: Node) -> NormalizedIdenti
     if text.is_ascii() || is_nfkc_quick(text.chars()) == IsNormalized::Yes {
         return out;
     }
-    let mut enclosing: Vec<(u32, u32)> = Vec::new();
     let mut recorded: rustc_hash::FxHashSet<(u32, u32)> = Default::default();
     // How much text the enclosing expressions' copies may hold: a few times the file's (a file
     // of long chains of such names would otherwise hold a copy of each chain's every prefix).
@@ -62,7 +61,6 @@ pub(super) fn normalized_identifiers(text: &str, root: Node) -> NormalizedIdenti
                     if whole && !recorded.contains(&key) && budget >= range.len() {
                         budget -= range.len();
                         recorded.insert(key);
-                        enclosing.push(key);
                     }
                     last = key;
                 }
@@ -85,8 +83,8 @@ pub(super) fn normalized_identifiers(text: &str, root: Node) -> NormalizedIdenti
     // Each enclosing expression's text with the identifiers inside it normalised.
     let mut identifiers: Vec<((u32, u32), Box<str>)> = out.iter().map(|(r, n)| (*r, n.clone())).collect();
     identifiers.sort_unstable_by_key(|(r, _)| *r);
+    let mut enclosing: Vec<(u32, u32)> = recorded.into_iter().collect();
     enclosing.sort_unstable();
-    enclosing.dedup();
     for (start, end) in enclosing {
         if out.contains_key(&(start, end)) {
             continue;
