@@ -222,7 +222,7 @@ impl<'a> Lowerer<'a> {
         match node.kind_str() {
             "type" => {
                 if let Some(inner) = node.named_child(0) {
-                    self.annotation_reads(inner, scope);
+                    self.nested((), |l| l.annotation_reads(inner, scope));
                 }
             }
             "identifier" | "attribute" => {
@@ -234,6 +234,23 @@ impl<'a> Lowerer<'a> {
                     for name in crate::annotation::names_in(text.as_str()) {
                         self.access(scope, name, line(node), false);
                     }
+                }
+            }
+            // `A | B | ...`: nested one level per operator, leftmost deepest; walked down its
+            // left spine, not recursively (a generated union of 20,000 types overflowed the stack).
+            "binary_operator" => {
+                let mut operands = Vec::new();
+                let mut current = Some(node);
+                while let Some(n) = current {
+                    if n.kind_str() != "binary_operator" {
+                        operands.push(n);
+                        break;
+                    }
+                    operands.extend(n.field("right"));
+                    current = n.field("left");
+                }
+                for operand in operands.into_iter().rev() {
+                    self.nested((), |l| l.annotation_reads(operand, scope));
                 }
             }
             _ => {
@@ -257,7 +274,7 @@ impl<'a> Lowerer<'a> {
                     _ => {}
                 }
                 for child in children {
-                    self.annotation_reads(child, scope);
+                    self.nested((), |l| l.annotation_reads(child, scope));
                 }
             }
         }

@@ -1272,6 +1272,36 @@ mod tests {
     }
 
     #[test]
+    fn long_and_deep_annotations_do_not_exhaust_the_stack() {
+        // A generated union of 20,000 types recursed once per `|` and killed the process.
+        let handle = std::thread::Builder::new()
+            .stack_size(2 * 1024 * 1024)
+            .spawn(|| {
+                let union = vec!["A"; 20_000].join(" | ");
+                let nested = format!("{}A{}", "list[".repeat(3000), "]".repeat(3000));
+                let text = format!(
+                    "class A:\n    pass\ndef f(x: {union}) -> {union}:\n    pass\nv: {union} = 1\n\
+                     def g(x: {nested}):\n    pass\ndef after():\n    return 1\n"
+                );
+                let syn = lower(&text);
+                let reads_of_a =
+                    |s: &Scope| s.accesses.iter().filter(|a| matches!(&a.expr, Expr::Name(n) if n == "A")).count();
+                let f = syn.defs.iter().find(|d| d.path == "f").and_then(|d| d.body).expect("f");
+                (
+                    reads_of_a(&syn.scopes[0]),
+                    reads_of_a(&syn.scopes[f as usize]),
+                    syn.defs.iter().any(|d| d.path == "after"),
+                    syn.parse_errors,
+                )
+            })
+            .expect("spawn");
+        let (module_reads, f_reads, has_after, errors) = handle.join().expect("no stack overflow");
+        assert!(module_reads + f_reads >= 60_000, "every type of the unions is read: {module_reads} + {f_reads}");
+        assert!(has_after, "what follows is lowered");
+        assert!(errors >= 1, "the over-deep subscript flags the file");
+    }
+
+    #[test]
     fn comprehensions_whose_names_double_at_each_clause_stay_small() {
         // Each clause pairs the name before it: written out, the element would have 2^20 parts
         // (a million; more clauses would make a regression exhaust memory rather than fail).
