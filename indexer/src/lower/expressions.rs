@@ -442,6 +442,12 @@ impl<'a> Lowerer<'a> {
     /// `case Point() as p`: `p` is a `Point`), dotted names are values it reads (`case
     /// Color.RED`), and a class pattern's class is read (`case Point(x=0)`).
     pub(super) fn pattern(&mut self, node: Node, scope: ScopeId) {
+        // Patterns nest without bound in tree-sitter (`case C(C(C(...)))`): bounded like every
+        // other recursion of lowering.
+        self.nested((), |l| l.pattern_inner(node, scope));
+    }
+
+    fn pattern_inner(&mut self, node: Node, scope: ScopeId) {
         match node.kind_str() {
             "dotted_name" => {
                 let chain = self.dotted(node);

@@ -1381,11 +1381,15 @@ mod tests {
     #[test]
     fn deep_targets_attribute_chains_and_blocks_do_not_exhaust_the_stack() {
         // Each of these overflowed the stack before lowering bounded every recursion (a chained
-        // assignment recursed per target, an attribute chain per link, a nested target per level).
+        // assignment recursed per target, an attribute chain per link, a nested target per level,
+        // a `case` pattern per level).
         let cases = [
             format!("{}1\n", (0..10_000).map(|i| format!("v{i} = ")).collect::<String>()),
             format!("x = a{}\n", ".b".repeat(10_000)),
             format!("{}a,{}) = b\n", "(".repeat(10_000), "),".repeat(9_999)),
+            format!("match x:\n    case {}a{}:\n        pass\n", "C(".repeat(10_000), ")".repeat(10_000)),
+            format!("match x:\n    case {}a{}:\n        pass\n", "{1: ".repeat(10_000), "}".repeat(10_000)),
+            format!("match x:\n    case {}a{}:\n        pass\n", "(".repeat(10_000), " as b)".repeat(10_000)),
             format!(
                 "{}{}f()\n",
                 (0..1_000).map(|i| format!("{}if x:\n", " ".repeat(i))).collect::<String>(),
