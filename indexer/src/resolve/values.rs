@@ -168,16 +168,25 @@ impl<'a> Resolver<'a> {
                 let own = private_lookup(attr, self_class);
                 let mut out = Vec::new();
                 for b in self.eval_closed(base, module, own.as_ref().or(self_class), depth + 1) {
-                    let mut values = self.attr_of(&b, attr, depth + 1);
-                    // Code read from a summary does not evaluate property reads, and an
-                    // instance never holds the property object: `self.cache = self.made` (with
-                    // `made = property(getter)`) gives the attribute nothing from it.
-                    if matches!(b, Value::Instance(_)) {
-                        values.retain(
-                            |v| !matches!(v, Value::Var(var) if !self.made_properties(var, depth + 1).is_empty()),
-                        );
+                    let values = self.attr_of(&b, attr, depth + 1);
+                    if !matches!(b, Value::Instance(_)) {
+                        extend(&mut out, values);
+                        continue;
                     }
-                    extend(&mut out, values);
+                    // A property read on an instance gives its getter's result, never the getter
+                    // itself: `return self.b`, with `b` a property, is what `b` returns (the
+                    // function `b` leaked into callers as a value, and `r.a` then "referenced"
+                    // it). An instance never holds the property object either: `self.cache =
+                    // self.made` (with `made = property(getter)`) gives the attribute nothing.
+                    for v in values {
+                        match &v {
+                            Value::Function(t) if self.method_flags(t).is_property => {
+                                extend(&mut out, self.getter_result(&v, &b, depth + 1));
+                            }
+                            Value::Var(var) if !self.made_properties(var, depth + 1).is_empty() => {}
+                            _ => push(&mut out, v),
+                        }
+                    }
                 }
                 out
             }
