@@ -211,7 +211,12 @@ impl<'a> Resolver<'a> {
             }
         }
         if out.is_empty() {
-            for d in self.eval_closed(&decorator, &t.module, None, depth + 1) {
+            let mut decorators = self.eval_closed(&decorator, &t.module, None, depth + 1);
+            if let Expr::Call(factory) = &decorator {
+                let not_returned = self.bare_only_results(&self.eval_closed(factory, &t.module, None, depth + 1));
+                decorators.retain(|v| !not_returned.contains(v));
+            }
+            for d in decorators {
                 extend(&mut out, self.applied(&d, depth + 1));
             }
         }
@@ -254,7 +259,11 @@ impl<'a> Resolver<'a> {
                 let bare = !matches!(decorator, Expr::Call(_));
                 let dual_use = bare && g_summary.returns.iter().any(|r| matches!(r, Expr::Call(_)));
                 for r in &g_summary.returns {
-                    if dual_use && !matches!(r, Expr::Call(_)) && self.is_inner_decorator(r, g, owner.as_ref(), depth) {
+                    if dual_use
+                        && !matches!(r, Expr::Call(_))
+                        && (self.is_inner_decorator(r, g, owner.as_ref(), depth)
+                            || self.returns_it_and_its_call(&g_summary, g, owner.as_ref(), r))
+                    {
                         continue;
                     }
                     for v in self.eval_closed(r, &g.module, owner.as_ref(), depth + 1) {
@@ -269,6 +278,56 @@ impl<'a> Resolver<'a> {
             }
         }
         current
+    }
+
+    /// What a decorator factory usable bare and called (`if func is not None: return
+    /// decorator(func)`, then `return decorator`) does *not* return when it is called in a
+    /// decorator's place (`@command(...)`, `@cli.command()`): the values of its returns that call
+    /// the function it defines. Called there, it is given no function, and returns that inner
+    /// decorator itself; Python then calls the decorator, not what the decorator makes (click's
+    /// `@click.command()` "called" the `Command` it makes, reaching `BaseCommand.__call__`,
+    /// at every one of 330 decorated lines).
+    /// `factories` are the values of the expression called.
+    pub(super) fn bare_only_results(&self, factories: &[Value]) -> Vec<Value> {
+        let mut dropped = Vec::new();
+        let mut kept = Vec::new();
+        for g in factories {
+            let Value::Function(g) = &g else { continue };
+            let Some(summary) = self.summary_for(&g.module, &g.path).and_then(|s| s.function(&g.path).cloned()) else {
+                continue;
+            };
+            let owner = g.owner().map(SelfClass::own);
+            for r in summary.returns.iter() {
+                let values = self.eval_closed(r, &g.module, owner.as_ref(), 1);
+                match r {
+                    Expr::Call(callee) if self.returns_it_and_its_call(&summary, g, owner.as_ref(), callee) => {
+                        extend(&mut dropped, values)
+                    }
+                    _ => extend(&mut kept, values),
+                }
+            }
+        }
+        dropped.retain(|v| !kept.contains(v));
+        dropped
+    }
+
+    /// Whether `inner`, which `g` returns, is a function defined in `g` that `g` also returns
+    /// called (`return decorator(func)` and `return decorator`): `g` is a decorator usable bare
+    /// (given the function, it returns what `decorator` makes of it) and called (given none, it
+    /// returns `decorator`).
+    pub(super) fn returns_it_and_its_call(
+        &self,
+        summary: &FunctionSummary,
+        g: &Target,
+        owner: Option<&SelfClass>,
+        inner: &Expr,
+    ) -> bool {
+        summary.returns.iter().any(|r| r == inner)
+            && summary.returns.iter().any(|r| matches!(r, Expr::Call(c) if **c == *inner))
+            && self.eval_closed(inner, &g.module, owner, 1).iter().any(|v| {
+                matches!(v, Value::Function(w) if w.module == g.module
+                    && w.path.strip_prefix(&*g.path).is_some_and(|rest| rest.starts_with('.')))
+            })
     }
 
     /// Whether `r`, returned by `g`, names a function defined in `g` that itself returns a

@@ -409,8 +409,12 @@ impl<'a> Resolver<'a> {
             for call in &scope.calls {
                 let mut hits = SiteHits::default();
                 self.module_site_line.set(self.runs_with_module_body(scope_id).then_some(call.line));
-                let values = self.eval_site(&call.callee, scope_id, Some(&mut hits), 0);
+                let mut values = self.eval_site(&call.callee, scope_id, Some(&mut hits), 0);
                 self.module_site_line.set(None);
+                if let (Expr::Call(factory), Some(Expr::Decorated(..))) = (&call.callee, call.args.first()) {
+                    let not_returned = self.bare_only_results(&self.eval_local(factory, scope_id, 0));
+                    values.retain(|v| !not_returned.contains(v));
+                }
                 let (targets, resolved) = self.call_targets(&values);
                 for t in targets {
                     add(&mut edges, &unit, t, EdgeKind::Calls, Some(call.line));
