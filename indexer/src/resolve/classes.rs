@@ -153,7 +153,8 @@ impl<'a> Resolver<'a> {
     /// that are instances (classes, for `type[Base]`) of a subclass of a promised class: calls
     /// then reach `Derived`'s methods, which are what runs, as well as `Base`'s, which other
     /// assignments of any `Base` may run. An annotation naming no repository class (a proxy's
-    /// `LocalProxy`, `int`) gives way to the assigned values.
+    /// `LocalProxy`, `int`) gives way to the assigned values, and fills in when they say
+    /// nothing (`x: bytes = d["k"]`: `x.decode()` is `bytes.decode`).
     pub(super) fn declared(
         &self,
         promised: Vec<Value>,
@@ -161,7 +162,8 @@ impl<'a> Resolver<'a> {
         depth: u32,
     ) -> Vec<Value> {
         if !names_repo_class(&promised) {
-            return assigned();
+            let values = assigned();
+            return if values.is_empty() { promised } else { values };
         }
         let mut out = promised;
         let promised_classes: Vec<(Target, bool)> = out
