@@ -487,10 +487,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             refuse_nested_root(&args.path, &root, &args.db)?;
             protocol::set_retrieval_trace(retrieval_trace.as_deref())
                 .with_context(|| "cannot open the retrieval trace file".to_string())?;
-            let debounce = fresco_indexer::watch::Debounce {
-                quiet: Duration::from_millis(debounce_ms),
-                ..fresco_indexer::watch::Debounce::default()
-            };
+            let debounce = fresco_indexer::watch::Debounce::quiet_for(Duration::from_millis(debounce_ms));
             let db = db_dir(&root, &args.db);
             let remember = {
                 let (args, db) = (args.clone(), db.clone());

@@ -785,6 +785,33 @@ fn allow_right_after_a_write_marks_items_of_pending_files_stale() {
 }
 
 #[test]
+fn a_debounce_longer_than_a_second_holds_a_single_edit_for_its_whole_quiet() {
+    // The longest hold of a continuous burst was one second whatever the debounce: an edit was
+    // applied after a second with `--debounce-ms 4000`. A loaded machine only applies later,
+    // so "not applied yet" two seconds in is no race.
+    let env = Env::generated(&[("m.py".to_string(), "def f():\n    return 1\n".to_string())]);
+    let d = Daemon::start_with(&env.root, &env.db, &env.rt, &["--debounce-ms", "4000"]);
+    let mut c = d.conn();
+    let before = version(&c.ok("callees m.f", "wait"));
+    env.write("m.py", "def g():\n    return 2\n\n\ndef f():\n    return g()\n");
+    let edited = Instant::now();
+    std::thread::sleep(Duration::from_millis(2000));
+    let status = c.status();
+    if edited.elapsed() < Duration::from_millis(3500) {
+        assert_eq!(status["version"].as_u64(), Some(before), "applied before the quiet: {status}");
+        assert_eq!(status["pending"], json!(["m.py"]), "{status}");
+    }
+    // Applied once quiet, without a query asking for it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while c.status()["version"].as_u64() == Some(before) {
+        assert!(Instant::now() < deadline, "never applied");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(edited.elapsed() >= Duration::from_millis(4000), "applied after {:?}", edited.elapsed());
+    assert_eq!(names(&c.ok("callees m.f", "allow")), vec!["m.g"]);
+}
+
+#[test]
 fn a_file_written_back_as_the_index_holds_it_is_not_stale() {
     // A long debounce: the writes' events stay pending, so what decides is the gate's look at
     // the file's content.

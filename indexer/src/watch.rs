@@ -32,7 +32,20 @@ pub struct Debounce {
 
 impl Default for Debounce {
     fn default() -> Self {
-        Debounce { quiet: Duration::from_millis(15), max_hold: Duration::from_millis(1000) }
+        Debounce::quiet_for(Duration::from_millis(15))
+    }
+}
+
+impl Debounce {
+    /// The shortest of the longest holds: a continuous burst (a build writing for minutes) is
+    /// applied at least this often.
+    const MIN_HOLD: Duration = Duration::from_millis(1000);
+
+    /// Waits for `quiet`, and holds a continuous burst for at most a second or twice `quiet`,
+    /// whichever is longer: a hold shorter than the quiet asked for would apply a single edit
+    /// before the quiet (`--debounce-ms 4000` applied edits after one second).
+    pub fn quiet_for(quiet: Duration) -> Self {
+        Debounce { quiet, max_hold: Self::MIN_HOLD.max(quiet.saturating_mul(2)) }
     }
 }
 
