@@ -22,17 +22,35 @@ pub fn to_json(output: &Output, stale: &[String]) -> Value {
     }
     if let Some(lanes) = &output.lanes {
         value["lanes"] = json!(lanes);
-        // How the lanes were fused, so an answer carries its own provenance.
+        // How the lanes were fused, so an answer carries its own provenance: the levels of the
+        // lanes this answer asked for only.
         value["fusion"] = json!({
             "method": "reciprocal rank",
             "k": fresco_query::retrieve::RRF_K as u32,
-            "levels": [["bm25", "dense"], ["text", "graph"]],
+            "levels": fusion_levels(lanes.keys().copied()),
         });
     }
     if let Some(context) = &output.context {
         value["context"] = json!(context);
     }
     value
+}
+
+/// The levels of reciprocal-rank fusion for the lanes of an answer: the text lanes fused
+/// first, then their fusion (`text`) with the graph lane; a level of one list is no fusion and
+/// is left out (`lanes bm25` has none).
+fn fusion_levels<'a>(lanes: impl Iterator<Item = &'a str>) -> Vec<Vec<&'a str>> {
+    let lanes: Vec<&str> = lanes.collect();
+    let text: Vec<&str> = ["bm25", "dense"].into_iter().filter(|l| lanes.contains(l)).collect();
+    let graph = lanes.contains(&"graph");
+    let mut levels = Vec::new();
+    if text.len() > 1 {
+        levels.push(text.clone());
+    }
+    if graph && !text.is_empty() {
+        levels.push(vec![if text.len() > 1 { "text" } else { text[0] }, "graph"]);
+    }
+    levels
 }
 
 struct Style {
@@ -439,6 +457,17 @@ fn display_width(text: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fusion_levels_name_the_lanes_asked_for_only() {
+        let levels = |lanes: &[&'static str]| fusion_levels(lanes.iter().copied());
+        let all: Vec<Vec<&str>> = vec![vec!["bm25", "dense"], vec!["text", "graph"]];
+        assert_eq!(levels(&["bm25", "dense", "graph"]), all);
+        assert_eq!(levels(&["bm25", "dense"]), vec![vec!["bm25", "dense"]]);
+        assert_eq!(levels(&["bm25", "graph"]), vec![vec!["bm25", "graph"]]);
+        assert_eq!(levels(&["dense"]), Vec::<Vec<&str>>::new());
+        assert_eq!(levels(&["graph"]), Vec::<Vec<&str>>::new());
+    }
 
     #[test]
     fn control_characters_in_names_cannot_forge_table_lines() {

