@@ -380,6 +380,12 @@ fn first_tree_error(root: Node, src: &str) -> Option<(u32, String)> {
         // tree-sitter does not say what is wrong in the text an error node holds (a header
         // without its colon, an unclosed bracket, a stray token): quote its first line.
         if node.is_error() {
+            // An error that runs from well before an unclosed bracket over it (tree-sitter's
+            // recovery may wrap the file from its docstring on): the bracket is the error, as
+            // Python says (`'(' was never closed`).
+            if let Some(bracket) = unclosed_bracket_within(src, node.start_byte(), node.end_byte()) {
+                return Some(bracket);
+            }
             let text = src.get(node.start_byte()..node.end_byte()).unwrap_or("");
             let first_line = text.lines().next().unwrap_or("").trim_end();
             let mut quoted: String = first_line.chars().take(40).collect();
@@ -394,6 +400,25 @@ fn first_tree_error(root: Node, src: &str) -> Option<(u32, String)> {
         let next = node.children(&mut cursor).find(|c| c.has_error() || c.is_missing() || c.is_error());
         node = next?;
     }
+}
+
+/// The first bracket of `src` that was never closed (by either rule of
+/// [`crate::repair::Closing`], the stricter first) lying after the first line of the error
+/// `start..end`, as an error: its offset and Python's message. An error starting on the
+/// bracket's own line is the statement's own and says more.
+fn unclosed_bracket_within(src: &str, start: usize, end: usize) -> Option<(u32, String)> {
+    use crate::repair::{Closing, Mending, close_unclosed_brackets};
+    let first_line_end = src.get(start..end)?.find('\n').map_or(end, |i| start + i);
+    [Closing::ByKeyword, Closing::ByIndentation].into_iter().find_map(|rule| {
+        // Blanking replaces each unclosed bracket by a space and moves nothing else.
+        let (blanked, inserted) = close_unclosed_brackets(src, rule, Mending::Blank)?;
+        if !inserted.is_empty() || blanked.len() != src.len() {
+            return None;
+        }
+        let at = src.bytes().zip(blanked.bytes()).position(|(a, b)| a != b && matches!(a, b'(' | b'[' | b'{'))?;
+        let bracket = src.get(at..)?.chars().next()?;
+        (first_line_end < at && at < end).then(|| (at as u32, format!("'{bracket}' was never closed")))
+    })
 }
 
 /// Lowers `text` (`original` itself, or a repair of it) from its tree's `root`. The syntax's
@@ -1686,6 +1711,46 @@ mod tests {
         // not the empty body the repair leaves.
         let (before, why) = first("def h():\n    return (1 +\n\ndef later():\n    pass\n").expect("an error");
         assert_eq!((before.as_str(), why.as_str()), ("def h():\n    ", "does not parse: \"return (1 +\""));
+        // An unclosed bracket tree-sitter's recovery wraps from the docstring on (requests'
+        // hooks.py, half-typed): the bracket, as Python says, not the docstring's first line.
+        let text = r#""""
+app.hooks
+~~~~~~~~~
+
+The hooks system.
+
+Known hooks:
+
+``response``:
+    The response made from a request.
+"""
+HOOKS = ["response"]
+
+
+def default_hooks():
+    x = foo(1, 
+    return {event: [] for event in HOOKS}
+
+
+# NOTE: one hook only
+
+
+def dispatch_hook(key, hooks, data, **kwargs):
+    """Runs the hooks of `key` on data."""
+    hooks = hooks or {}
+    hooks = hooks.get(key)
+    if hooks:
+        if hasattr(hooks, "__call__"):
+            hooks = [hooks]
+        for hook in hooks:
+            changed = hook(data, **kwargs)
+            if changed is not None:
+                data = changed
+    return data
+"#;
+        let (before, why) = first(text).expect("an error");
+        assert_eq!((before.lines().count(), why.as_str()), (16, "'(' was never closed"), "{before:?}");
+        assert!(before.ends_with("x = foo"), "{before:?}");
     }
 
     #[test]
