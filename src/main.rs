@@ -199,6 +199,27 @@ pub(crate) fn error_text(err: &anyhow::Error) -> String {
     text
 }
 
+/// Whether the command asked for JSON (`--json`): its errors are then also written to standard
+/// output as `{"error": {"code", "message"}}`, as a query's own errors are, so that a script
+/// reading standard output sees why there is no answer (`--json --daemon` with no daemon printed
+/// nothing there).
+static JSON_ERRORS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Writes an error that ends the command: as text on standard error, and as JSON on standard
+/// output when the command asked for JSON.
+fn report_failure(code: &str, message: &str) {
+    eprintln!("fresco: {message}");
+    if JSON_ERRORS.load(std::sync::atomic::Ordering::Relaxed) {
+        outln!("{}", json!({ "error": { "code": code, "message": message } }));
+    }
+}
+
+/// Ends the command for want of a daemon (`--daemon`), with exit code 4.
+fn exit_without_daemon(message: &str) -> ! {
+    report_failure("NO_DAEMON", message);
+    std::process::exit(EXIT_NO_DAEMON as i32)
+}
+
 fn main() -> ExitCode {
     // Before any thread exists: one malloc arena per indexing thread (see the function).
     fresco_indexer::process::limit_malloc_arenas(IndexerOptions::default().threads);
@@ -208,8 +229,9 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("fresco: {}", error_text(&err));
-            ExitCode::from(if err.downcast_ref::<UsageError>().is_some() { EXIT_USAGE } else { 1 })
+            let usage = err.downcast_ref::<UsageError>().is_some();
+            report_failure(if usage { "USAGE" } else { "ERROR" }, &error_text(&err));
+            ExitCode::from(if usage { EXIT_USAGE } else { 1 })
         }
     }
 }
@@ -217,6 +239,11 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     // Every command looks for a daemon (or is one): with a relative runtime directory it would
     // look in a different place from each working directory, and say no daemon serves the root.
+    let asked_json = matches!(
+        cli.command,
+        Command::Index { json: true, .. } | Command::Query { json: true, .. } | Command::Status { json: true, .. }
+    );
+    JSON_ERRORS.store(asked_json, std::sync::atomic::Ordering::Relaxed);
     paths::configured_runtime_dir().map_err(UsageError)?;
     match cli.command {
         Command::Index { args, json } => {
@@ -607,8 +634,7 @@ fn connect(root: &Path, client: &ClientArgs) -> Result<Option<client::Client>> {
     match client::Client::connect(root) {
         Some(c) => Ok(Some(c)),
         None if client.daemon => {
-            eprintln!("fresco: no daemon serves {} (start one with `fresco serve`)", root.display());
-            std::process::exit(EXIT_NO_DAEMON as i32);
+            exit_without_daemon(&format!("no daemon serves {} (start one with `fresco serve`)", root.display()))
         }
         None => Ok(None),
     }
@@ -846,8 +872,7 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
         // socket there); the root's daemon answered from its own index before.
         let db = db_dir(root, &Some(db.clone()));
         let Some(c) = daemon_holding(root, &db) else {
-            eprintln!("fresco: no daemon holds the index {} of {}", db.display(), root.display());
-            std::process::exit(EXIT_NO_DAEMON as i32);
+            exit_without_daemon(&format!("no daemon holds the index {} of {}", db.display(), root.display()))
         };
         return Ok(Answerer::Daemon(c));
     }

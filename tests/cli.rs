@@ -890,3 +890,21 @@ fn the_retrieval_trace_records_each_retrieval_query() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("cannot open the retrieval trace file"), "{}", stderr(&out));
 }
+
+#[test]
+fn with_json_an_error_that_ends_the_command_is_json_on_standard_output_too() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let missing = work.path().join("no-such-dir");
+    let missing_s = missing.to_str().expect("utf8");
+    for args in [vec!["query", missing_s, "callers x", "--json"], vec!["status", missing_s, "--json"]] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let error = &json(&out)["error"];
+        assert_eq!(error["code"], "USAGE", "{args:?}: {error}");
+        assert!(error["message"].as_str().is_some_and(|m| m.contains("no-such-dir")), "{error}");
+        assert!(stderr(&out).contains("no-such-dir"), "and as text on standard error");
+    }
+    // Without `--json`, standard output stays empty.
+    let out = run(&["query", missing_s, "callers x"]);
+    assert_eq!((out.status.code(), stdout(&out)), (Some(2), String::new()));
+}

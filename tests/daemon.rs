@@ -382,6 +382,8 @@ fn deleted_index_directory_is_rewritten_and_a_restart_serves_the_full_graph() {
     assert!(d.socket().is_none(), "the socket is removed");
     let out = d.cli(&["status", env.root_s(), "--daemon", "--json"]);
     assert_eq!(out.status.code(), Some(4), "no daemon: exit 4");
+    // `--json`: why there is no answer, on standard output too.
+    assert_eq!(json(&out)["error"]["code"], "NO_DAEMON", "{}", stdout(&out));
 
     // Restart: everything is served, including the edit, and nothing was lost.
     let d2 = env.start();
