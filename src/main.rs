@@ -512,6 +512,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Serve { args, debounce_ms, retrieval_trace } => {
             let root = root_of(&args.path)?;
             refuse_nested_root(&args.path, &root, &args.db)?;
+            refuse_another_roots_index(&root, &args.db)?;
             protocol::set_retrieval_trace(retrieval_trace.as_deref())
                 .with_context(|| "cannot open the retrieval trace file".to_string())?;
             let debounce = fresco_indexer::watch::Debounce::quiet_for(Duration::from_millis(debounce_ms));
@@ -769,6 +770,50 @@ struct IndexSettings {
 /// The file in the index directory holding [`IndexSettings`], a `key = value` per line.
 const SETTINGS_FILE: &str = "settings";
 
+/// The file in the index directory naming the root whose graph it holds (the path's bytes).
+const ROOT_FILE: &str = "root";
+
+/// The root whose graph the index directory `db` holds, as recorded there.
+fn recorded_root(db: &Path) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = std::fs::read(db.join(ROOT_FILE)).ok()?;
+    (!bytes.is_empty()).then(|| PathBuf::from(std::ffi::OsStr::from_bytes(&bytes)))
+}
+
+/// Refuses an index directory given with `--db` that holds the graph of another root that still
+/// exists: opening it for `root` would replace that graph, and its history, with this root's
+/// (`query a --db b/.fresco` rebuilt b's index from a's files without a word, and `b`'s next
+/// command rebuilt it back). An index whose root is gone (the repository moved) is taken over.
+fn refuse_another_roots_index(root: &Path, db: &Option<PathBuf>) -> Result<()> {
+    if db.is_none() {
+        return Ok(());
+    }
+    let dir = db_dir(root, db);
+    match recorded_root(&dir) {
+        Some(other) if other != root && other.is_dir() => Err(UsageError(format!(
+            "the index {} holds the graph of {}: answering for {} from it would replace that graph and its \
+             history; give another --db, or remove {} to use it for {}",
+            dir.display(),
+            other.display(),
+            root.display(),
+            dir.display(),
+            root.display()
+        ))
+        .into()),
+        _ => Ok(()),
+    }
+}
+
+/// Records in the index directory `db` that it holds `root`'s graph (see
+/// [`refuse_another_roots_index`]). A directory that cannot take the record still serves: the
+/// record only guards against a mistaken `--db`.
+fn record_root(root: &Path, db: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    if recorded_root(db).as_deref() != Some(root) {
+        let _ = std::fs::write(db.join(ROOT_FILE), root.as_os_str().as_bytes());
+    }
+}
+
 impl IndexSettings {
     fn read(db: &Path) -> Result<IndexSettings> {
         let path = db.join(SETTINGS_FILE);
@@ -815,6 +860,7 @@ impl IndexSettings {
 /// Keeps the settings `args` gives, once the command applied them to the index in `db` (not
 /// before: a command that fails, or a daemon that answers with its own, changes nothing).
 pub(crate) fn remember_settings(args: &IndexArgs, db: &Path) -> Result<()> {
+    record_root(&root_of(&args.path)?, db);
     let stored = IndexSettings::read(db)?;
     let settings = stored.overridden_by(args);
     if settings == stored {
@@ -1038,6 +1084,7 @@ impl std::error::Error for StoreInUse {}
 
 fn open_index(args: &IndexArgs) -> Result<Indexer> {
     let root = root_of(&args.path)?;
+    refuse_another_roots_index(&root, &args.db)?;
     let db = db_dir(&root, &args.db);
     // A link to nowhere read as "File exists (os error 17)" from deep in the store.
     if db.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink())

@@ -908,3 +908,31 @@ fn with_json_an_error_that_ends_the_command_is_json_on_standard_output_too() {
     let out = run(&["query", missing_s, "callers x"]);
     assert_eq!((out.status.code(), stdout(&out)), (Some(2), String::new()));
 }
+
+#[test]
+fn an_index_of_another_root_given_with_db_is_refused_not_rebuilt() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (work.path().join("a"), work.path().join("b"));
+    for (dir, text) in [(&a, "def fa():\n    pass\n"), (&b, "def fb():\n    pass\n")] {
+        std::fs::create_dir_all(dir).expect("mkdir");
+        std::fs::write(dir.join("m.py"), text).expect("write");
+    }
+    let (a_s, b_s) = (a.to_str().expect("utf8"), b.to_str().expect("utf8"));
+    let b_db = b.join(".fresco");
+    let b_db_s = b_db.to_str().expect("utf8");
+    assert!(run(&["index", b_s]).status.success());
+    let out = run(&["query", a_s, "--db", b_db_s, "find \"fa\"", "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("holds the graph of"), "{}", stderr(&out));
+    // b's index was left alone: its first version still answers.
+    let out = run(&["query", b_s, "find \"fb\"", "--json"]);
+    assert_eq!((json(&out)["version"].as_u64(), names(&json(&out))), (Some(1), vec!["m.fb".to_string()]));
+    // An index whose root is gone (the repository moved) is taken over by the root given.
+    let elsewhere = work.path().join("idx");
+    let elsewhere_s = elsewhere.to_str().expect("utf8");
+    assert!(run(&["index", a_s, "--db", elsewhere_s]).status.success());
+    let moved = work.path().join("a-moved");
+    std::fs::rename(&a, &moved).expect("move");
+    let out = run(&["query", moved.to_str().expect("utf8"), "--db", elsewhere_s, "find \"fa\"", "--json"]);
+    assert_eq!(names(&json(&out)), vec!["m.fa".to_string()], "{}", stderr(&out));
+}
