@@ -114,6 +114,8 @@ pub enum Stage {
         since: u64,
         /// The last version of the range (`None`: the snapshot's).
         until: Option<u64>,
+        /// Where the query writes `until`'s version (a byte offset), to place an error about it.
+        until_at: Option<usize>,
         /// Changes passed over, in the answer's order.
         skip: usize,
     },

@@ -600,11 +600,12 @@ impl Parser {
                 let since = self.number()? as u64;
                 // `until W` fixes the range's end and `skip N` passes over its first N changes:
                 // together they page through a change larger than the result limit.
-                let (mut until, mut skip) = (None, None);
+                let (mut until, mut until_at, mut skip) = (None, None, None);
                 loop {
                     if self.is_word("until") {
                         self.once("until", &until)?;
                         self.bump();
+                        until_at = Some(self.at());
                         until = Some(self.number()? as u64);
                     } else if self.is_word("skip") {
                         self.once("skip", &skip)?;
@@ -614,7 +615,7 @@ impl Parser {
                         break;
                     }
                 }
-                Ok(Stage::Changes { since, until, skip: skip.unwrap_or(0) })
+                Ok(Stage::Changes { since, until, until_at, skip: skip.unwrap_or(0) })
             }
             "where" => {
                 self.bump();

@@ -90,10 +90,15 @@ fn pages_add_up_to_the_whole_change() {
     assert_eq!(last.results.len(), 16);
     assert!(!last.truncated && last.notes.is_empty(), "{:?}", last.notes);
 
-    let later = run(&format!("changes since {since} until {}", newest + 1), 16);
-    assert!(later.is_err_and(|e| e.to_string().contains("after this answer's version")));
-    let backwards = run(&format!("changes since {until} until {since}"), 16);
-    assert!(backwards.is_err_and(|e| e.to_string().contains("before")));
+    // Placed at the version `until` names, as a parse error is.
+    let query = format!("changes since {since} until {}", newest + 1);
+    let later = run(&query, 16).expect_err("past the answer's version");
+    assert!(later.to_string().contains("after this answer's version"), "{later}");
+    assert_eq!(later.place().map(|p| p.position), query.rfind(' ').map(|space| space + 1), "{later}");
+    let query = format!("changes since {until} until {since}");
+    let backwards = run(&query, 16).expect_err("backwards");
+    assert!(backwards.to_string().contains("before"), "{backwards}");
+    assert_eq!(backwards.place().map(|p| (p.line, p.column)), query.rfind(' ').map(|space| (1, space + 2)));
     // A `since` past every version is from another index: HISTORY_EXPIRED, not a complaint about
     // an `until` nobody wrote.
     let ahead = run(&format!("changes since {}", newest + 40), 16).expect_err("no such version");

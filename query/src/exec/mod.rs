@@ -56,6 +56,10 @@ pub enum QueryError {
     /// relative to the root; `at`: where the query names it, when known.
     #[error("{message}")]
     InvalidPlace { written: String, message: String, at: Option<Place> },
+    /// An invalid query about what the query writes at byte `offset` (`until 99` past the
+    /// answer's version); `at`: that place, once known.
+    #[error("{message}")]
+    InvalidAt { message: String, offset: usize, at: Option<Place> },
     #[error("the query was cancelled")]
     Cancelled,
     #[error("{0}")]
@@ -68,7 +72,7 @@ impl QueryError {
         match self {
             QueryError::Parse(_) => "PARSE_ERROR",
             QueryError::UnknownSymbol { .. } | QueryError::NotIndexed { .. } => "UNKNOWN_SYMBOL",
-            QueryError::Invalid(_) | QueryError::InvalidPlace { .. } => "INVALID_QUERY",
+            QueryError::Invalid(_) | QueryError::InvalidPlace { .. } | QueryError::InvalidAt { .. } => "INVALID_QUERY",
             QueryError::Cancelled => "CANCELLED",
             QueryError::HistoryExpired(_) => "HISTORY_EXPIRED",
         }
@@ -104,6 +108,9 @@ impl QueryError {
                 };
                 QueryError::InvalidPlace { written, message, at }
             }
+            QueryError::InvalidAt { message, offset, at: None } => {
+                QueryError::InvalidAt { message, offset, at: Some(Place::of(text, offset)) }
+            }
             other => other,
         }
     }
@@ -125,7 +132,8 @@ impl QueryError {
             QueryError::Parse(p) => Some(Place { position: p.position, line: p.line, column: p.column }),
             QueryError::UnknownSymbol { at, .. }
             | QueryError::NotIndexed { at, .. }
-            | QueryError::InvalidPlace { at, .. } => *at,
+            | QueryError::InvalidPlace { at, .. }
+            | QueryError::InvalidAt { at, .. } => *at,
             _ => None,
         }
     }
@@ -723,7 +731,7 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             taint_groups(exec, &mut rows);
             Ok(rows)
         }
-        Stage::Changes { since, until, skip } => {
+        Stage::Changes { since, until, until_at, skip } => {
             let Some(history) = exec.ctx.history else {
                 return Err(QueryError::Invalid(
                     "'changes since' needs the stored index's version history; this answer comes from files indexed in \
@@ -750,11 +758,15 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
                 }));
             }
             let until = until.unwrap_or(current);
+            let invalid = |message: String| match *until_at {
+                Some(offset) => QueryError::InvalidAt { message, offset, at: None },
+                None => QueryError::Invalid(message),
+            };
             if until > current {
-                return Err(QueryError::Invalid(format!("'until {until}' is after this answer's version, {current}")));
+                return Err(invalid(format!("'until {until}' is after this answer's version, {current}")));
             }
             if until < *since {
-                return Err(QueryError::Invalid(format!("'until {until}' is before 'since {since}'")));
+                return Err(invalid(format!("'until {until}' is before 'since {since}'")));
             }
             let changes = history.changes_between(*since, until).map_err(QueryError::HistoryExpired)?;
             let total = changes.len();
