@@ -25,6 +25,10 @@ use crate::syntax::{ContainerKind, Expr, Name};
 /// How deep annotations nest before the parser gives up (pathological inputs only).
 const MAX_NESTING: u32 = 16;
 
+/// The most dots a dotted name of an annotation may have, as many as lowering follows in an
+/// attribute chain ([`crate::lower::MAX_NESTING`]).
+const MAX_DOTTED_PARTS: usize = crate::lower::MAX_NESTING as usize;
+
 /// The value-form of the annotation written as `text` (without surrounding quotes, or with them:
 /// a quoted annotation is a forward reference to the same text).
 pub fn type_expr(text: &str) -> Expr {
@@ -347,7 +351,9 @@ impl Parser<'_> {
         if name == "None" {
             return Some(Ty::NoneType);
         }
-        if name.ends_with('.') || name.contains("..") {
+        // A dotted name longer than lowering follows says nothing (lowering cuts it too): as an
+        // attribute chain 20,000 links deep, every walk over it overflowed the stack.
+        if name.ends_with('.') || name.contains("..") || name.matches('.').count() > MAX_DOTTED_PARTS {
             return Some(Ty::Nothing);
         }
         let mut args = Vec::new();

@@ -1298,17 +1298,25 @@ mod tests {
 
     #[test]
     fn long_and_deep_annotations_do_not_exhaust_the_stack() {
-        // A generated union of 20,000 types recursed once per `|` and killed the process.
+        // A generated union of 20,000 types recursed once per `|` and killed the process, and a
+        // dotted name of 20,000 parts made an attribute chain as deep.
         let handle = std::thread::Builder::new()
             .stack_size(2 * 1024 * 1024)
             .spawn(|| {
                 let union = vec!["A"; 20_000].join(" | ");
                 let nested = format!("{}A{}", "list[".repeat(3000), "]".repeat(3000));
+                // A dotted name 10,000 parts long, made an attribute chain as deep.
+                let dotted: Vec<String> = (0..10_000).map(|i| format!("a{i}")).collect();
+                let dotted = dotted.join(".");
                 let text = format!(
                     "class A:\n    pass\ndef f(x: {union}) -> {union}:\n    pass\nv: {union} = 1\n\
-                     def g(x: {nested}):\n    pass\ndef after():\n    return 1\n"
+                     def g(x: {nested}):\n    pass\ndef k(p: {dotted}) -> {dotted}:\n    pass\nw: {dotted} = 1\n\
+                     def after():\n    return 1\n"
                 );
                 let syn = lower(&text);
+                // Summarised as resolution reads it (its walks recurse over expressions too).
+                let summary = crate::summary::summarise(&syn, "m", false);
+                assert!(summary.function("k").is_some());
                 let reads_of_a =
                     |s: &Scope| s.accesses.iter().filter(|a| matches!(&a.expr, Expr::Name(n) if n == "A")).count();
                 let f = syn.defs.iter().find(|d| d.path == "f").and_then(|d| d.body).expect("f");
