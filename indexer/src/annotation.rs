@@ -457,6 +457,11 @@ fn instance_of(ty: &Ty, depth: u32) -> Expr {
                 return Expr::Unknown;
             }
             if args.is_empty() {
+                // A bare qualifier (`x: Final = ...`, `registry: ClassVar = ...`) names no type:
+                // it is no instance of `typing.Final` with its own methods.
+                if TRANSPARENT.contains(&last) {
+                    return Expr::Unknown;
+                }
                 return Expr::Instance(Box::new(chain(name)));
             }
             let first = || args.first().map(|a| instance_of(a, depth + 1)).unwrap_or(Expr::Unknown);
@@ -539,6 +544,16 @@ mod tests {
         }
         assert_eq!(type_expr("Union[A, B]"), Expr::Union(vec![inst("A"), inst("B")]));
         assert_eq!(type_expr("Optional['A | B']"), Expr::Union(vec![inst("A"), inst("B")]));
+    }
+
+    #[test]
+    fn qualifiers_are_their_argument_and_name_no_type_alone() {
+        for text in ["Final[X]", "typing.ClassVar[X]", "t.Required[X]", "Annotated[X, 'meta']"] {
+            assert_eq!(type_expr(text), inst("X"), "{text}");
+        }
+        for text in ["Final", "typing.Final", "typing_extensions.Final", "ClassVar", "NotRequired", "ReadOnly"] {
+            assert_eq!(type_expr(text), Expr::Unknown, "{text}");
+        }
     }
 
     #[test]
