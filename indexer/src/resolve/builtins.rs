@@ -294,8 +294,9 @@ pub(super) const LOWERCASE_EXTERNAL_CLASSES: &[&str] = &[
 ];
 
 /// What calling an external name gives: an instance when the name is a class (a builtin class,
-/// a CapWords name by PEP 8, or a known lowercase class), a known factory's product; else nothing
-/// is known.
+/// a CapWords name by PEP 8, an acronym called as one, `smtplib.SMTP(host)`, `uuid.UUID(s)`: an
+/// all-capitals name is a constant, and a constant is not called; or a known lowercase class), a
+/// known factory's product; else nothing is known.
 pub(super) fn external_call_result(external: &str) -> Option<Value> {
     if let Some(v) = builtin_class_instance(external) {
         return Some(v);
@@ -309,7 +310,10 @@ pub(super) fn external_call_result(external: &str) -> Option<Value> {
     let last = external.rsplit('.').next().unwrap_or(external);
     let capwords =
         last.chars().next().is_some_and(|c| c.is_ascii_uppercase()) && last.chars().any(|c| c.is_ascii_lowercase());
-    if capwords || LOWERCASE_EXTERNAL_CLASSES.contains(&external) {
+    let acronym = last.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && last.chars().filter(char::is_ascii_uppercase).count() >= 2
+        && last.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    if capwords || acronym || LOWERCASE_EXTERNAL_CLASSES.contains(&external) {
         Some(Value::ExternalInstance(Arc::from(external)))
     } else {
         None

@@ -212,7 +212,7 @@ impl<'a> Resolver<'a> {
                         let lookup_in = private_lookup(attr, self_class)
                             .filter(|_| matches!(base.as_ref(), Expr::SelfRef | Expr::ClsRef))
                             .map(|own| own.defined_in);
-                        self.method_call_result(&bases, attr, false, lookup_in.as_ref(), depth)
+                        self.method_call_result(&bases, attr, true, lookup_in.as_ref(), depth)
                     }
                 } else {
                     let mut out = Vec::new();
