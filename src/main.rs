@@ -465,6 +465,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
                 None => {
                     let indexer = if stored {
+                        // Another root's index read as this root's would export its graph under
+                        // this root's name.
+                        refuse_another_roots_index(&root, &args.db)?;
                         let db = db_dir(&root, &args.db);
                         Indexer::read_stored(&root, &db, indexer_options(&args, &db)?)
                             .map_err(anyhow::Error::from)
@@ -783,14 +786,18 @@ fn recorded_root(db: &Path) -> Option<PathBuf> {
 /// Refuses an index directory given with `--db` that holds the graph of another root that still
 /// exists: opening it for `root` would replace that graph, and its history, with this root's
 /// (`query a --db b/.fresco` rebuilt b's index from a's files without a word, and `b`'s next
-/// command rebuilt it back). An index whose root is gone (the repository moved) is taken over.
+/// command rebuilt it back). An index whose root is gone (the repository moved) is taken over,
+/// and so is one inside `root` (a copy of a repository, `cp -r a c`, brings a's index along as
+/// c's own, as it does without `--db`). An index written before roots were recorded is not
+/// checked.
 fn refuse_another_roots_index(root: &Path, db: &Option<PathBuf>) -> Result<()> {
     if db.is_none() {
         return Ok(());
     }
     let dir = db_dir(root, db);
+    let inside_root = dir.canonicalize().is_ok_and(|dir| dir.starts_with(root));
     match recorded_root(&dir) {
-        Some(other) if other != root && other.is_dir() => Err(UsageError(format!(
+        Some(other) if other != root && other.is_dir() && !inside_root => Err(UsageError(format!(
             "the index {} holds the graph of {}: answering for {} from it would replace that graph and its \
              history; give another --db, or remove {} to use it for {}",
             dir.display(),

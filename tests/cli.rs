@@ -927,6 +927,16 @@ fn an_index_of_another_root_given_with_db_is_refused_not_rebuilt() {
     // b's index was left alone: its first version still answers.
     let out = run(&["query", b_s, "find \"fb\"", "--json"]);
     assert_eq!((json(&out)["version"].as_u64(), names(&json(&out))), (Some(1), vec!["m.fb".to_string()]));
+    // `export --stored` does not export b's stored graph as a's.
+    let out = run(&["export", a_s, "--db", b_db_s, "--stored", "--out", work.path().join("x").to_str().expect("utf8")]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    // A copy of b brings b's index along, inside it: the copy's own, with `--db` as without.
+    let copy = work.path().join("b-copy");
+    copy_tree(&b, &copy);
+    let copy_db = copy.join(".fresco");
+    let out =
+        run(&["query", copy.to_str().expect("utf8"), "--db", copy_db.to_str().expect("utf8"), "find \"fb\"", "--json"]);
+    assert_eq!(names(&json(&out)), vec!["m.fb".to_string()], "{}", stderr(&out));
     // An index whose root is gone (the repository moved) is taken over by the root given.
     let elsewhere = work.path().join("idx");
     let elsewhere_s = elsewhere.to_str().expect("utf8");
