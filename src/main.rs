@@ -225,7 +225,25 @@ fn main() -> ExitCode {
     fresco_indexer::process::limit_malloc_arenas(IndexerOptions::default().threads);
     // SAFETY: no other thread exists yet.
     unsafe { fresco_indexer::process::put_core_count_in_environment() };
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            // A command line clap refuses (`--limit abc`, conflicting flags) that asked for JSON
+            // gets its error as JSON on standard output too, as every later error does.
+            let asks_json = {
+                let args: Vec<String> = std::env::args().collect();
+                args.iter().any(|a| a == "--json" || a == "--format=json")
+                    || args.windows(2).any(|w| w[0] == "--format" && w[1] == "json")
+            };
+            if asks_json && err.use_stderr() {
+                let message = err.to_string();
+                let first = message.lines().next().unwrap_or("the command line is not valid");
+                let first = first.strip_prefix("error: ").unwrap_or(first);
+                outln!("{}", json!({ "error": { "code": "USAGE", "message": first } }));
+            }
+            err.exit()
+        }
+    };
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
@@ -241,7 +259,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
     // look in a different place from each working directory, and say no daemon serves the root.
     let asked_json = matches!(
         cli.command,
-        Command::Index { json: true, .. } | Command::Query { json: true, .. } | Command::Status { json: true, .. }
+        Command::Index { json: true, .. }
+            | Command::Query { json: true, .. }
+            | Command::Query { format: Some(Format::Json), .. }
+            | Command::Status { json: true, .. }
     );
     JSON_ERRORS.store(asked_json, std::sync::atomic::Ordering::Relaxed);
     paths::configured_runtime_dir().map_err(UsageError)?;
@@ -269,7 +290,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             let format = match (json, format) {
                 (true, Some(other)) if other != Format::Json => {
-                    eprintln!("fresco: --json asks for JSON, --format for another format: give one of them");
+                    report_failure("USAGE", "--json asks for JSON, --format for another format: give one of them");
                     return Ok(ExitCode::from(EXIT_USAGE));
                 }
                 (true, _) => Format::Json,

@@ -904,6 +904,19 @@ fn with_json_an_error_that_ends_the_command_is_json_on_standard_output_too() {
         assert!(error["message"].as_str().is_some_and(|m| m.contains("no-such-dir")), "{error}");
         assert!(stderr(&out).contains("no-such-dir"), "and as text on standard error");
     }
+    // Errors of the command line itself, and `--format json` as `--json`.
+    let here = work.path().to_str().expect("utf8");
+    for args in [
+        vec!["query", here, "callers x", "--json", "--limit", "abc"],
+        vec!["query", here, "callers x", "--json", "--format", "table"],
+        vec!["query", here, "callers x", "extra", "--json"],
+        vec!["query", missing_s, "callers x", "--format", "json"],
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert_eq!(json(&out)["error"]["code"], "USAGE", "{args:?}: {}", stdout(&out));
+        assert_eq!(stdout(&out).lines().count(), 1, "one JSON document: {}", stdout(&out));
+    }
     // Without `--json`, standard output stays empty.
     let out = run(&["query", missing_s, "callers x"]);
     assert_eq!((out.status.code(), stdout(&out)), (Some(2), String::new()));
