@@ -383,7 +383,7 @@ fn first_tree_error(root: Node, src: &str) -> Option<(u32, String)> {
             // An error that runs from well before an unclosed bracket over it (tree-sitter's
             // recovery may wrap the file from its docstring on): the bracket is the error, as
             // Python says (`'(' was never closed`).
-            if let Some(bracket) = unclosed_bracket_within(src, node.start_byte(), node.end_byte()) {
+            if let Some(bracket) = cause_within(src, node.start_byte(), node.end_byte()) {
                 return Some(bracket);
             }
             let text = src.get(node.start_byte()..node.end_byte()).unwrap_or("");
@@ -402,13 +402,29 @@ fn first_tree_error(root: Node, src: &str) -> Option<(u32, String)> {
     }
 }
 
-/// The first bracket of `src` that was never closed (by either rule of
-/// [`crate::repair::Closing`], the stricter first) lying after the first line of the error
-/// `start..end`, as an error: its offset and Python's message. An error starting on the
-/// bracket's own line is the statement's own and says more.
-fn unclosed_bracket_within(src: &str, start: usize, end: usize) -> Option<(u32, String)> {
-    use crate::repair::{Closing, Mending, close_unclosed_brackets};
+/// The first of a bracket never closed and a header without its colon lying after the first
+/// line of the error `start..end` (tree-sitter's recovery may wrap the file from its docstring
+/// on), as an error: its offset and Python's message. An error starting on the line of either is
+/// the statement's own and says more.
+fn cause_within(src: &str, start: usize, end: usize) -> Option<(u32, String)> {
     let first_line_end = src.get(start..end)?.find('\n').map_or(end, |i| start + i);
+    let within = |at: usize| first_line_end < at && at < end;
+    // Inserted colons: the first one's offset is the file's own (nothing was inserted before it).
+    let colon = crate::repair::insert_missing_colons(src)
+        .and_then(|(_, inserted)| inserted.first().map(|&at| at as usize))
+        .filter(|&at| within(at))
+        .map(|at| (at as u32, "expected ':'".to_string()));
+    let bracket = first_unclosed_bracket(src).filter(|(at, _)| within(*at as usize));
+    match (colon, bracket) {
+        (Some(c), Some(b)) => Some(if c.0 < b.0 { c } else { b }),
+        (c, b) => c.or(b),
+    }
+}
+
+/// The first bracket of `src` that was never closed (by either rule of
+/// [`crate::repair::Closing`], the stricter first): its offset and Python's message.
+fn first_unclosed_bracket(src: &str) -> Option<(u32, String)> {
+    use crate::repair::{Closing, Mending, close_unclosed_brackets};
     [Closing::ByKeyword, Closing::ByIndentation].into_iter().find_map(|rule| {
         // Blanking replaces each unclosed bracket by a space and moves nothing else.
         let (blanked, inserted) = close_unclosed_brackets(src, rule, Mending::Blank)?;
@@ -417,7 +433,7 @@ fn unclosed_bracket_within(src: &str, start: usize, end: usize) -> Option<(u32, 
         }
         let at = src.bytes().zip(blanked.bytes()).position(|(a, b)| a != b && matches!(a, b'(' | b'[' | b'{'))?;
         let bracket = src.get(at..)?.chars().next()?;
-        (first_line_end < at && at < end).then(|| (at as u32, format!("'{bracket}' was never closed")))
+        Some((at as u32, format!("'{bracket}' was never closed")))
     })
 }
 
@@ -1759,6 +1775,12 @@ def dispatch_hook(key, hooks, data, **kwargs):
         let (before, why) = first(text).expect("an error");
         assert_eq!((before.lines().count(), why.as_str()), (16, "'(' was never closed"), "{before:?}");
         assert!(before.ends_with("x = foo"), "{before:?}");
+        // A header without its colon before that bracket is the first error, as Python says.
+        let with_colon_missing =
+            text.replacen("HOOKS = [\"response\"]\n", "HOOKS = [\"response\"]\n\n\ndef early()\n    return 1\n", 1);
+        let (before, why) = first(&with_colon_missing).expect("an error");
+        assert_eq!((before.lines().count(), why.as_str()), (15, "expected ':'"), "{before:?}");
+        assert!(before.ends_with("def early()"), "{before:?}");
     }
 
     #[test]
