@@ -230,16 +230,22 @@ fn main() -> ExitCode {
         Err(err) => {
             // A command line clap refuses (`--limit abc`, conflicting flags) that asked for JSON
             // gets its error as JSON on standard output too, as every later error does.
+            // Arguments as the OS gives them: one that is not UTF-8 is clap's error to report.
             let asks_json = {
-                let args: Vec<String> = std::env::args().collect();
+                let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
                 args.iter().any(|a| a == "--json" || a == "--format=json")
                     || args.windows(2).any(|w| w[0] == "--format" && w[1] == "json")
             };
             if asks_json && err.use_stderr() {
+                // The error's first paragraph, without clap's usage and help lines: what is
+                // wrong, and what it names (`the following required arguments were not
+                // provided: <QUERY>`).
                 let message = err.to_string();
-                let first = message.lines().next().unwrap_or("the command line is not valid");
-                let first = first.strip_prefix("error: ").unwrap_or(first);
-                outln!("{}", json!({ "error": { "code": "USAGE", "message": first } }));
+                let paragraph: Vec<&str> =
+                    message.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
+                let text = paragraph.join(" ");
+                let text = text.strip_prefix("error: ").unwrap_or(&text);
+                outln!("{}", json!({ "error": { "code": "USAGE", "message": text } }));
             }
             err.exit()
         }
@@ -808,21 +814,22 @@ fn recorded_root(db: &Path) -> Option<PathBuf> {
 /// exists: opening it for `root` would replace that graph, and its history, with this root's
 /// (`query a --db b/.fresco` rebuilt b's index from a's files without a word, and `b`'s next
 /// command rebuilt it back). An index whose root is gone (the repository moved) is taken over,
-/// and so is one inside `root` (a copy of a repository, `cp -r a c`, brings a's index along as
-/// c's own, as it does without `--db`). An index written before roots were recorded is not
-/// checked.
+/// and so is `root`'s default index, `root/.fresco` (a copy of a repository, `cp -r a c`, brings
+/// a's index along as c's own, taken over without `--db`; another index inside `root`, a nested
+/// repository's, is not `root`'s). An index written before roots were recorded is not checked.
 fn refuse_another_roots_index(root: &Path, db: &Option<PathBuf>) -> Result<()> {
     if db.is_none() {
         return Ok(());
     }
     let dir = db_dir(root, db);
-    let inside_root = dir.canonicalize().is_ok_and(|dir| dir.starts_with(root));
+    let default_of_root = dir.canonicalize().is_ok_and(|dir| dir == root.join(".fresco"));
     match recorded_root(&dir) {
-        Some(other) if other != root && other.is_dir() && !inside_root => Err(UsageError(format!(
-            "the index {} holds the graph of {}: answering for {} from it would replace that graph and its \
-             history; give another --db, or remove {} to use it for {}",
+        Some(other) if other != root && other.is_dir() && !default_of_root => Err(UsageError(format!(
+            "the index {} holds the graph of {}, not of {} (a command for {} would replace that graph and \
+             its history with this one's); give another --db, or remove {} to use it for {}",
             dir.display(),
             other.display(),
+            root.display(),
             root.display(),
             dir.display(),
             root.display()

@@ -904,6 +904,18 @@ fn with_json_an_error_that_ends_the_command_is_json_on_standard_output_too() {
         assert!(error["message"].as_str().is_some_and(|m| m.contains("no-such-dir")), "{error}");
         assert!(stderr(&out).contains("no-such-dir"), "and as text on standard error");
     }
+    // A command line that is not UTF-8 is a usage error, not a crash.
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let out = fresco()
+            .args([std::ffi::OsStr::new("query"), std::ffi::OsStr::from_bytes(b"\xff"), "--json".as_ref()])
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    }
+    // A missing argument is named.
+    let out = run(&["query", "--json"]);
+    assert!(json(&out)["error"]["message"].as_str().is_some_and(|m| m.contains("<PATH>")), "{}", stdout(&out));
     // Errors of the command line itself, and `--format json` as `--json`.
     let here = work.path().to_str().expect("utf8");
     for args in [
@@ -950,6 +962,15 @@ fn an_index_of_another_root_given_with_db_is_refused_not_rebuilt() {
     let out =
         run(&["query", copy.to_str().expect("utf8"), "--db", copy_db.to_str().expect("utf8"), "find \"fb\"", "--json"]);
     assert_eq!(names(&json(&out)), vec!["m.fb".to_string()], "{}", stderr(&out));
+    // A nested repository's index inside PATH is not PATH's.
+    let inner = b.join("inner");
+    std::fs::create_dir_all(&inner).expect("mkdir");
+    std::fs::write(inner.join("i.py"), "def fi():\n    pass\n").expect("write");
+    let inner_s = inner.to_str().expect("utf8");
+    assert!(run(&["index", inner_s]).status.success());
+    let inner_db = inner.join(".fresco");
+    let out = run(&["index", b_s, "--db", inner_db.to_str().expect("utf8")]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     // An index whose root is gone (the repository moved) is taken over by the root given.
     let elsewhere = work.path().join("idx");
     let elsewhere_s = elsewhere.to_str().expect("utf8");
