@@ -456,12 +456,9 @@ fn instance_of(ty: &Ty, depth: u32) -> Expr {
             if OPAQUE.contains(&last) {
                 return Expr::Unknown;
             }
+            // A bare name: an instance of what it names (a bare qualifier, `x: Final`, is known
+            // for one only once resolved: see the resolver's `instances`).
             if args.is_empty() {
-                // A bare qualifier (`x: Final = ...`, `registry: ClassVar = ...`) names no type:
-                // it is no instance of `typing.Final` with its own methods.
-                if TRANSPARENT.contains(&last) {
-                    return Expr::Unknown;
-                }
                 return Expr::Instance(Box::new(chain(name)));
             }
             let first = || args.first().map(|a| instance_of(a, depth + 1)).unwrap_or(Expr::Unknown);
@@ -547,13 +544,12 @@ mod tests {
     }
 
     #[test]
-    fn qualifiers_are_their_argument_and_name_no_type_alone() {
+    fn qualifiers_are_their_argument() {
         for text in ["Final[X]", "typing.ClassVar[X]", "t.Required[X]", "Annotated[X, 'meta']"] {
             assert_eq!(type_expr(text), inst("X"), "{text}");
         }
-        for text in ["Final", "typing.Final", "typing_extensions.Final", "ClassVar", "NotRequired", "ReadOnly"] {
-            assert_eq!(type_expr(text), Expr::Unknown, "{text}");
-        }
+        // Alone, only resolution tells `typing.Final` from a class of the code named so.
+        assert_eq!(type_expr("Final"), inst("Final"));
     }
 
     #[test]

@@ -278,7 +278,7 @@ pub(super) fn external_call_element(external: &str) -> Option<Value> {
         .then(|| Value::ExternalInstance(Arc::from(receiver)))
 }
 
-/// External classes whose names do not follow the CapWords convention.
+/// External classes whose names do not follow the CapWords convention (lowercase, or capitals).
 pub(super) const LOWERCASE_EXTERNAL_CLASSES: &[&str] = &[
     "collections.defaultdict",
     "collections.deque",
@@ -291,12 +291,27 @@ pub(super) const LOWERCASE_EXTERNAL_CLASSES: &[&str] = &[
     "threading.local",
     "array.array",
     "io.open",
+    // Classes of the standard library named in capitals, which no rule can tell from the
+    // all-capitals functions and constants (`stat.S_IMODE`, `ctypes.POINTER`).
+    "typing.IO",
+    "smtplib.SMTP",
+    "smtplib.SMTP_SSL",
+    "smtplib.LMTP",
+    "ftplib.FTP",
+    "ftplib.FTP_TLS",
+    "imaplib.IMAP4",
+    "imaplib.IMAP4_SSL",
+    "poplib.POP3",
+    "poplib.POP3_SSL",
+    "uuid.UUID",
+    "ctypes.CDLL",
+    "ctypes.PyDLL",
 ];
 
 /// What calling an external name gives: an instance when the name is a class (a builtin class,
-/// a CapWords name by PEP 8, an acronym called as one, `smtplib.SMTP(host)`, `uuid.UUID(s)`: an
-/// all-capitals name is a constant, and a constant is not called; or a known lowercase class), a
-/// known factory's product; else nothing is known.
+/// a CapWords name by PEP 8, or a known class named otherwise), a known factory's product; else
+/// nothing is known. Other all-capitals names are left unknown: as many are functions, factories
+/// or callable constants (`stat.S_IMODE`, `ctypes.POINTER`, `click.STRING`) as classes.
 pub(super) fn external_call_result(external: &str) -> Option<Value> {
     if let Some(v) = builtin_class_instance(external) {
         return Some(v);
@@ -310,10 +325,7 @@ pub(super) fn external_call_result(external: &str) -> Option<Value> {
     let last = external.rsplit('.').next().unwrap_or(external);
     let capwords =
         last.chars().next().is_some_and(|c| c.is_ascii_uppercase()) && last.chars().any(|c| c.is_ascii_lowercase());
-    let acronym = last.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-        && last.chars().filter(char::is_ascii_uppercase).count() >= 2
-        && last.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
-    if capwords || acronym || LOWERCASE_EXTERNAL_CLASSES.contains(&external) {
+    if capwords || LOWERCASE_EXTERNAL_CLASSES.contains(&external) {
         Some(Value::ExternalInstance(Arc::from(external)))
     } else {
         None

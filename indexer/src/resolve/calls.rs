@@ -514,14 +514,13 @@ impl<'a> Resolver<'a> {
                 (Value::Instance(_), Some(class)) => Value::Instance(class.clone()),
                 _ => b.clone(),
             };
+            let property_receiver = property_receiver(b).filter(|_| call_properties);
             for raw in self.attr_of(&looked_up, attr, depth + 2) {
-                if let (Value::Var(var), Value::Instance(_)) = (&raw, b)
-                    && call_properties
-                {
+                if let (Value::Var(var), Some(receiver)) = (&raw, &property_receiver) {
                     let made = self.made_properties(var, depth + 2);
                     if !made.is_empty() {
                         for (getter, _) in made {
-                            for c in self.getter_result(&Value::Function(getter), b, depth + 2) {
+                            for c in self.getter_result(&Value::Function(getter), receiver, depth + 2) {
                                 extend(&mut out, self.call_result(&c, depth + 1));
                             }
                         }
@@ -531,10 +530,12 @@ impl<'a> Resolver<'a> {
                 // A method of a class body is a `Function`; an attribute's value comes as `Var`.
                 let from_class_body = matches!(raw, Value::Function(_));
                 for v in self.deref(vec![raw], depth + 1) {
-                    let property = matches!((&v, b), (Value::Function(t), Value::Instance(_))
-                        if call_properties && self.method_flags(t).is_property);
-                    if property {
-                        for c in self.getter_result(&v, b, depth + 2) {
+                    let property = match (&v, &property_receiver) {
+                        (Value::Function(t), Some(receiver)) if self.method_flags(t).is_property => Some(receiver),
+                        _ => None,
+                    };
+                    if let Some(receiver) = property {
+                        for c in self.getter_result(&v, receiver, depth + 2) {
                             extend(&mut out, self.call_result(&c, depth + 1));
                         }
                         continue;

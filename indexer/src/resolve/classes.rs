@@ -163,12 +163,7 @@ impl<'a> Resolver<'a> {
     ) -> Vec<Value> {
         if !names_repo_class(&promised) {
             let values = assigned();
-            if !values.is_empty() {
-                return values;
-            }
-            // A bare qualifier imported under another name (`from typing_extensions import
-            // Final as F`; `x: F = ...`) names no type either: the annotation's text did not say.
-            return promised.into_iter().filter(|v| !is_type_qualifier(v)).collect();
+            return if values.is_empty() { promised } else { values };
         }
         let mut out = promised;
         let promised_classes: Vec<(Target, bool)> = out
@@ -509,13 +504,4 @@ mod c3_tests {
         let lists = vec![vec![class("A"), MroEntry::External("abc.ABC".into())], vec![class("A")]];
         assert_eq!(names(&c3_merge(class("B"), &lists)), ["B", "A", "abc.ABC"]);
     }
-}
-
-/// Whether `value` is an instance of a typing qualifier (`Final`, `ClassVar`, ...): what a bare
-/// one, under a name of its own, evaluates to.
-fn is_type_qualifier(value: &Value) -> bool {
-    let Value::ExternalInstance(x) = value else { return false };
-    let Some((module, name)) = x.rsplit_once('.') else { return false };
-    matches!(module, "typing" | "typing_extensions")
-        && matches!(name, "Final" | "ClassVar" | "Required" | "NotRequired" | "ReadOnly" | "Annotated")
 }

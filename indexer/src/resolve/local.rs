@@ -359,19 +359,20 @@ impl<'a> Resolver<'a> {
                         }
                         self.note_modules(&values, h);
                     }
+                    let receiver = property_receiver(b);
                     for v in values {
-                        if let (Value::Function(t), Value::Instance(_)) = (&v, b)
+                        if let (Value::Function(t), Some(receiver)) = (&v, &receiver)
                             && self.method_flags(t).is_property
                         {
                             if let Some(h) = hits.as_deref_mut() {
                                 h.properties.push(t.clone());
                             }
-                            extend(&mut out, self.getter_result(&v, b, depth + 1));
+                            extend(&mut out, self.getter_result(&v, receiver, depth + 1));
                             continue;
                         }
                         // A class attribute `x = property(getter, setter)`, read on an instance:
                         // the variable is read, and its getter called.
-                        if let (Value::Var(var), Value::Instance(_)) = (&v, b) {
+                        if let (Value::Var(var), Some(receiver)) = (&v, &receiver) {
                             let made = self.made_properties(var, depth + 1);
                             if !made.is_empty() {
                                 if let Some(h) = hits.as_deref_mut() {
@@ -384,7 +385,7 @@ impl<'a> Resolver<'a> {
                                     }
                                 }
                                 for (getter, _) in made {
-                                    extend(&mut out, self.getter_result(&Value::Function(getter), b, depth + 1));
+                                    extend(&mut out, self.getter_result(&Value::Function(getter), receiver, depth + 1));
                                 }
                                 continue;
                             }

@@ -634,6 +634,11 @@ fn instances(values: Vec<Value>) -> Vec<Value> {
                 push(&mut out, builtin_instance("str"));
                 push(&mut out, builtin_instance("bytes"));
             }
+            // A bare qualifier or special form of `typing` (`x: Final = ...`, `registry:
+            // ClassVar`, `-> Optional`), under any name it is imported as, names no type: no
+            // instance of `typing.Final` with methods of its own (`typing.Final.decode` was
+            // invented). A class of the code named `Final` is a `Class`, not this.
+            Value::External(x) if is_typing_special_form(&x) => {}
             Value::External(x) => {
                 if let Some(i) = external_call_result(&x).filter(|i| matches!(i, Value::ExternalInstance(_))) {
                     push(&mut out, i);
@@ -643,6 +648,28 @@ fn instances(values: Vec<Value>) -> Vec<Value> {
         }
     }
     out
+}
+
+/// The instance whose getter a property read on `value` runs: `value` itself when an instance,
+/// and for `super()` in a method (`super().pair`) its receiver's instance; `None` for anything
+/// else (read on a class, a property is the property object).
+fn property_receiver(value: &Value) -> Option<Value> {
+    match value {
+        Value::Instance(_) => Some(value.clone()),
+        Value::Super(_, k) => Some(Value::Instance(k.clone())),
+        _ => None,
+    }
+}
+
+/// Whether the external name `x` is a special form of `typing` (or `typing_extensions`) that
+/// names no type when written alone.
+fn is_typing_special_form(x: &str) -> bool {
+    let Some((module, name)) = x.rsplit_once('.') else { return false };
+    matches!(module, "typing" | "typing_extensions")
+        && matches!(
+            name,
+            "Final" | "ClassVar" | "Required" | "NotRequired" | "ReadOnly" | "Annotated" | "Optional" | "Union"
+        )
 }
 
 /// Whether an evaluated annotation names a class of the repository.

@@ -169,10 +169,10 @@ impl<'a> Resolver<'a> {
                 let mut out = Vec::new();
                 for b in self.eval_closed(base, module, own.as_ref().or(self_class), depth + 1) {
                     let values = self.attr_of(&b, attr, depth + 1);
-                    if !matches!(b, Value::Instance(_)) {
+                    let Some(receiver) = property_receiver(&b) else {
                         extend(&mut out, values);
                         continue;
-                    }
+                    };
                     // A property read on an instance gives its getter's result, never the getter
                     // itself: `return self.b`, with `b` a property, is what `b` returns (the
                     // function `b` leaked into callers as a value, and `r.a` then "referenced"
@@ -181,7 +181,7 @@ impl<'a> Resolver<'a> {
                     for v in values {
                         match &v {
                             Value::Function(t) if self.method_flags(t).is_property => {
-                                extend(&mut out, self.getter_result(&v, &b, depth + 1));
+                                extend(&mut out, self.getter_result(&v, &receiver, depth + 1));
                             }
                             Value::Var(var) if !self.made_properties(var, depth + 1).is_empty() => {}
                             _ => push(&mut out, v),
