@@ -603,23 +603,20 @@ impl PathCheck<'_> {
                     r.line
                 );
             }
-            let walk: Vec<(&str, Option<&str>)> = rows.iter().map(|r| (r.name.as_str(), r.via)).collect();
+            // A path is a sequence of units, whatever edges join them.
+            let walk: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
             assert!(distinct.insert(walk), "{label}: {q}: path {g} is listed twice");
         }
-        if kinds == [EdgeKind::Calls] {
-            // With a single edge kind, walks are node sequences: all of them up to the bound.
-            let total = counts[b];
-            let expected = (total as usize).min(MAX_PATHS);
-            assert_eq!(groups.len(), expected, "{label}: {q}: {total} shortest paths exist");
-            assert_eq!(
-                out.truncated,
-                total as usize > MAX_PATHS,
-                "{label}: {q}: {total} shortest paths exist; truncated = {}",
-                out.truncated
-            );
-        } else {
-            assert!(groups.len() <= MAX_PATHS);
-        }
+        // Every distinct shortest unit sequence, up to the bound, with one kind or several.
+        let total = counts[b];
+        let expected = (total as usize).min(MAX_PATHS);
+        assert_eq!(groups.len(), expected, "{label}: {q}: {total} shortest paths exist");
+        assert_eq!(
+            out.truncated,
+            total as usize > MAX_PATHS,
+            "{label}: {q}: {total} shortest paths exist; truncated = {}",
+            out.truncated
+        );
         self.found += 1;
     }
 }
