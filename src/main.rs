@@ -386,9 +386,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                                 note(
                                     &mut value,
                                     format!(
-                                        "answered from files indexed in memory (a daemon holds the stored index, \
-                                         or it cannot be written here): version {} is this index's own, not one a \
-                                         daemon published",
+                                        "answered from files indexed in memory (another fresco process holds \
+                                         the stored index, or it cannot be written here): version {} is this \
+                                         index's own, not one a daemon published",
                                         indexer.snapshot().version()
                                     ),
                                 );
@@ -989,6 +989,24 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
             Err(err)
         }
         Err(err) if store_in_use(&err) => {
+            // `--no-daemon` with the store held by another command, not a daemon (two queries at
+            // once): wait for it to let go, as indexing in memory redoes the whole repository
+            // (and said a daemon held the index).
+            if client::Client::connect(root).is_none() && holder().is_none() {
+                let started = Instant::now();
+                while started.elapsed() < DAEMON_STARTUP_WAIT {
+                    std::thread::sleep(Duration::from_millis(100));
+                    match open_index(args) {
+                        Ok(indexer) => return Ok(Answerer::InProcess(Box::new(indexer))),
+                        Err(again) if store_in_use(&again) => {
+                            if client::Client::connect(root).is_some() || holder().is_some() {
+                                break;
+                            }
+                        }
+                        Err(other) => return Err(other),
+                    }
+                }
+            }
             Ok(Answerer::InProcess(Box::new(index_in_memory(root, args, &daemon_holds(root))?)))
         }
         // A read-only checkout, or an index another user wrote: answered all the same.
