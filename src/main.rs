@@ -917,6 +917,10 @@ pub(crate) fn remember_settings(args: &IndexArgs, db: &Path) -> Result<()> {
 /// its socket once its first version is published).
 const DAEMON_STARTUP_WAIT: Duration = Duration::from_secs(120);
 
+/// How long a `--no-daemon` command waits for another command holding the stored index before
+/// it indexes the repository in memory: about what indexing django takes.
+const NO_DAEMON_STORE_WAIT: Duration = Duration::from_secs(10);
+
 /// Who answers a command: the daemon serving the root, or the index opened in this process.
 enum Answerer {
     Daemon(client::Client),
@@ -993,9 +997,14 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
             // once): wait for it to let go, as indexing in memory redoes the whole repository
             // (and said a daemon held the index).
             if client::Client::connect(root).is_none() && holder().is_none() {
+                eprintln!(
+                    "fresco: the index is in use by another fresco command; waiting for it (up to {} s, then \
+                     indexing in memory)",
+                    NO_DAEMON_STORE_WAIT.as_secs()
+                );
                 let started = Instant::now();
-                while started.elapsed() < DAEMON_STARTUP_WAIT {
-                    std::thread::sleep(Duration::from_millis(100));
+                // Each try waits for the store's lock a while itself.
+                while started.elapsed() < NO_DAEMON_STORE_WAIT {
                     match open_index(args) {
                         Ok(indexer) => return Ok(Answerer::InProcess(Box::new(indexer))),
                         Err(again) if store_in_use(&again) => {
@@ -1007,7 +1016,14 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
                     }
                 }
             }
-            Ok(Answerer::InProcess(Box::new(index_in_memory(root, args, &daemon_holds(root))?)))
+            let why = if client::Client::connect(root).is_some() || holder().is_some() {
+                daemon_holds(root)
+            } else {
+                "another fresco command holds the stored index; --no-daemon indexes the repository in memory for \
+                 this command"
+                    .to_string()
+            };
+            Ok(Answerer::InProcess(Box::new(index_in_memory(root, args, &why)?)))
         }
         // A read-only checkout, or an index another user wrote: answered all the same.
         Err(err) if store_unwritable(&err) => answer_though_unwritable(root, args, client, &err),

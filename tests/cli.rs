@@ -915,7 +915,11 @@ fn with_json_an_error_that_ends_the_command_is_json_on_standard_output_too() {
     }
     // A missing argument is named.
     let out = run(&["query", "--json"]);
-    assert!(json(&out)["error"]["message"].as_str().is_some_and(|m| m.contains("<PATH>")), "{}", stdout(&out));
+    assert!(
+        json(&out)["error"]["message"].as_str().is_some_and(|m| m.contains("were not provided")),
+        "{}",
+        stdout(&out)
+    );
     // Errors of the command line itself, and `--format json` as `--json`.
     let here = work.path().to_str().expect("utf8");
     for args in [

@@ -1066,8 +1066,11 @@ fn rebound_value_builtins(root: Node, src: &str) -> FxHashSet<&'static str> {
 /// `def` or `class` names. Those need no look-up in the tree, which costs the tree's depth:
 /// `list[T0] | list[T1] | ...`, 10,000 terms nested as deep, took 3 s.
 fn cannot_bind(src: &str, at: usize, end: usize) -> bool {
-    let before = src[..at].trim_end_matches([' ', '\t']);
-    let after = src[end..].trim_start_matches([' ', '\t']);
+    // Past blanks, form feeds and line continuations: `def \` then `list(x):` on the next line
+    // defines `list`.
+    let blank = |c: char| c.is_whitespace() || c == '\\';
+    let before = src[..at].trim_end_matches(blank);
+    let after = src[end..].trim_start_matches(blank);
     let defined = before.ends_with("def") || before.ends_with("class");
     before.ends_with('.') || (after.starts_with(['(', '[']) && !defined)
 }
@@ -1336,8 +1339,10 @@ mod tests {
         // Read, called, subscripted or an attribute: nothing bound.
         let text = "x = list(y) + tuple [0]\nself.zip = 1\nprint(set)\nf = filter\nclass C:\n    def type(self):\n        pass\n";
         assert_eq!(rebound(text), Vec::<&str>::new());
-        // Followed by a bracket after a `def` or `class`, a name is bound all the same.
+        // Followed by a bracket after a `def` or `class`, a name is bound all the same, also
+        // across a line continuation or a form feed.
         assert_eq!(rebound("async def set(x):\n    pass\n"), ["set"]);
+        assert_eq!(rebound("def \\\nlist(x):\n    pass\nclass\x0ctype(B):\n    pass\n"), ["list", "type"]);
     }
 
     #[test]

@@ -304,6 +304,7 @@ pub(super) const LOWERCASE_EXTERNAL_CLASSES: &[&str] = &[
     "poplib.POP3",
     "poplib.POP3_SSL",
     "uuid.UUID",
+    "hmac.HMAC",
     "ctypes.CDLL",
     "ctypes.PyDLL",
 ];

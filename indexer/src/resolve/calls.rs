@@ -151,7 +151,7 @@ impl<'a> Resolver<'a> {
                 if own.iter().any(|v| !matches!(v, Value::External(_))) { own } else { vec![Value::Class(t.clone())] }
             }
             Value::Instance(t) => self.class_attr(t, attr, None, depth + 1),
-            Value::Super(written_in, self_class) => self.class_attr(self_class, attr, Some(written_in), depth + 1),
+            Value::Super(written_in, self_class, _) => self.class_attr(self_class, attr, Some(written_in), depth + 1),
             // A function has no attributes of its own here: `cli.command` on `@click.group()
             // def cli()` is an attribute of what the decorator made of it.
             Value::Function(t) => {
@@ -505,7 +505,8 @@ impl<'a> Resolver<'a> {
         for b in bases {
             let (receiver, on_class) = match b {
                 Value::Class(k) => (Some(k), true),
-                Value::Instance(k) | Value::Super(_, k) => (Some(k), false),
+                Value::Instance(k) | Value::Super(_, k, false) => (Some(k), false),
+                Value::Super(_, k, true) => (Some(k), true),
                 _ => (None, false),
             };
             // A private name is looked up on the class whose code reads it (`lookup_in`).

@@ -99,7 +99,7 @@ impl<'a> Resolver<'a> {
                 .into_iter()
                 .filter_map(|v| match v {
                     Value::Instance(k) | Value::Class(k) => Some((k, None)),
-                    Value::Super(written_in, k) => Some((k, Some(written_in))),
+                    Value::Super(written_in, k, _) => Some((k, Some(written_in))),
                     _ => None,
                 })
                 .collect();

@@ -405,12 +405,14 @@ impl<'a> Resolver<'a> {
                     };
                     let mut out = Vec::new();
                     for v in self.param_values(method_scope, 0, depth + 1) {
-                        if let Value::Instance(k) | Value::Class(k) = v {
-                            push(&mut out, Value::Super(class.clone(), k));
+                        match v {
+                            Value::Instance(k) => push(&mut out, Value::Super(class.clone(), k, false)),
+                            Value::Class(k) => push(&mut out, Value::Super(class.clone(), k, true)),
+                            _ => {}
                         }
                     }
                     if out.is_empty() {
-                        out.push(Value::Super(class.clone(), class));
+                        out.push(Value::Super(class.clone(), class, false));
                     }
                     return out;
                 }

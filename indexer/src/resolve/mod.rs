@@ -78,9 +78,10 @@ enum Value {
     External(Arc<str>),
     ExternalInstance(Arc<str>),
     Lambda(ScopeId),
-    /// `super()` written in class `.0` with `self` an instance of `.1`: attribute lookups
-    /// follow the MRO of `.1`, starting after `.0`.
-    Super(Target, Target),
+    /// `super()` written in class `.0` with `self` an instance of `.1` (or, with `.2`, `cls` the
+    /// class `.1` itself: in a classmethod, where a property read is the property object):
+    /// attribute lookups follow the MRO of `.1`, starting after `.0`.
+    Super(Target, Target, bool),
     /// A property made by `property(getter, setter)`: read on an instance it calls the getter,
     /// assigned there the setter (a `@property` is instead its getter `Function`).
     Property(Target, Option<Target>),
@@ -652,11 +653,12 @@ fn instances(values: Vec<Value>) -> Vec<Value> {
 
 /// The instance whose getter a property read on `value` runs: `value` itself when an instance,
 /// and for `super()` in a method (`super().pair`) its receiver's instance; `None` for anything
-/// else (read on a class, a property is the property object).
+/// else (read on a class, `super()` in a classmethod included, a property is the property
+/// object).
 fn property_receiver(value: &Value) -> Option<Value> {
     match value {
         Value::Instance(_) => Some(value.clone()),
-        Value::Super(_, k) => Some(Value::Instance(k.clone())),
+        Value::Super(_, k, false) => Some(Value::Instance(k.clone())),
         _ => None,
     }
 }
@@ -668,7 +670,27 @@ fn is_typing_special_form(x: &str) -> bool {
     matches!(module, "typing" | "typing_extensions")
         && matches!(
             name,
-            "Final" | "ClassVar" | "Required" | "NotRequired" | "ReadOnly" | "Annotated" | "Optional" | "Union"
+            "Final"
+                | "ClassVar"
+                | "Required"
+                | "NotRequired"
+                | "ReadOnly"
+                | "Annotated"
+                | "Optional"
+                | "Union"
+                | "Any"
+                | "Literal"
+                | "LiteralString"
+                | "NoReturn"
+                | "Never"
+                | "Self"
+                | "TypeAlias"
+                | "TypeGuard"
+                | "TypeIs"
+                | "Unpack"
+                | "Concatenate"
+                | "Generic"
+                | "Protocol"
         )
 }
 

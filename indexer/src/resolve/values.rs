@@ -198,7 +198,10 @@ impl<'a> Resolver<'a> {
                     && self_class.is_some()
                     && self.module_member(module, "super", depth + 1).is_empty() =>
             {
-                self_class.map(|c| vec![Value::Super(c.defined_in.clone(), c.receiver.clone())]).unwrap_or_default()
+                // Whether the method is a classmethod is not known here: read as an instance's.
+                self_class
+                    .map(|c| vec![Value::Super(c.defined_in.clone(), c.receiver.clone(), false)])
+                    .unwrap_or_default()
             }
             Expr::Call(callee) => {
                 if let Expr::Attr(base, attr) = callee.as_ref() {
