@@ -970,6 +970,7 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
         return Ok(Answerer::InProcess(Box::new(index_in_memory(root, args, &daemon_holds(root))?)));
     }
     let holder = || daemon_holding(root, &db_dir(root, &args.db));
+    let first_try = Instant::now();
     match open_index(args) {
         Ok(indexer) => Ok(Answerer::InProcess(Box::new(indexer))),
         Err(err) if store_in_use(&err) && !client.no_daemon => {
@@ -1002,9 +1003,10 @@ fn daemon_or_index(root: &Path, client: &ClientArgs, args: &IndexArgs) -> Result
                      indexing in memory)",
                     NO_DAEMON_STORE_WAIT.as_secs()
                 );
-                let started = Instant::now();
-                // Each try waits for the store's lock a while itself.
-                while started.elapsed() < NO_DAEMON_STORE_WAIT {
+                // Each try (the first one too) waits for the store's lock a while itself: one
+                // more is made only while it can end within the limit.
+                let one_try = first_try.elapsed();
+                while first_try.elapsed() + one_try <= NO_DAEMON_STORE_WAIT {
                     match open_index(args) {
                         Ok(indexer) => return Ok(Answerer::InProcess(Box::new(indexer))),
                         Err(again) if store_in_use(&again) => {

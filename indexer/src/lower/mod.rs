@@ -1066,13 +1066,35 @@ fn rebound_value_builtins(root: Node, src: &str) -> FxHashSet<&'static str> {
 /// `def` or `class` names. Those need no look-up in the tree, which costs the tree's depth:
 /// `list[T0] | list[T1] | ...`, 10,000 terms nested as deep, took 3 s.
 fn cannot_bind(src: &str, at: usize, end: usize) -> bool {
-    // Past blanks, form feeds and line continuations: `def \` then `list(x):` on the next line
-    // defines `list`.
-    let blank = |c: char| c.is_whitespace() || c == '\\';
-    let before = src[..at].trim_end_matches(blank);
-    let after = src[end..].trim_start_matches(blank);
+    // Past blanks, form feeds and line continuations (`def \` then `list(x):` on the next line
+    // defines `list`), but not past a line's end: the line before may end with a `.` of its own
+    // (`# a comment.`, `1.`, `...`), and the line after may open a bracket.
+    let before = before_continuations(&src[..at]);
+    let after = after_continuations(&src[end..]);
     let defined = before.ends_with("def") || before.ends_with("class");
     before.ends_with('.') || (after.starts_with(['(', '[']) && !defined)
+}
+
+/// `text` without the blanks, form feeds and backslash continuations it ends with.
+fn before_continuations(mut text: &str) -> &str {
+    loop {
+        text = text.trim_end_matches([' ', '\t', '\x0c']);
+        match text.strip_suffix("\\\n").or_else(|| text.strip_suffix("\\\r\n")) {
+            Some(rest) => text = rest,
+            None => return text,
+        }
+    }
+}
+
+/// `text` without the blanks, form feeds and backslash continuations it starts with.
+fn after_continuations(mut text: &str) -> &str {
+    loop {
+        text = text.trim_start_matches([' ', '\t', '\x0c']);
+        match text.strip_prefix("\\\n").or_else(|| text.strip_prefix("\\\r\n")) {
+            Some(rest) => text = rest,
+            None => return text,
+        }
+    }
 }
 
 /// Whether identifier `node` is where a statement binds its name.
@@ -1343,6 +1365,10 @@ mod tests {
         // across a line continuation or a form feed.
         assert_eq!(rebound("async def set(x):\n    pass\n"), ["set"]);
         assert_eq!(rebound("def \\\nlist(x):\n    pass\nclass\x0ctype(B):\n    pass\n"), ["list", "type"]);
+        // Not across a line's end: the line before ends with its own `.`, the next opens a
+        // bracket.
+        let text = "# Our own.\nlist = Bag\nRATIO = 1.\nzip = Z\nfrom m import set\n(a, b) = (1, 2)\n";
+        assert_eq!(rebound(text), ["list", "set", "zip"]);
     }
 
     #[test]

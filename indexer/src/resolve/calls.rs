@@ -435,9 +435,11 @@ impl<'a> Resolver<'a> {
         let Some(f) = summary.function(&t.path) else {
             return Vec::new();
         };
-        let self_class = t
-            .owner()
-            .map(|owner| SelfClass { receiver: receiver.cloned().unwrap_or_else(|| owner.clone()), defined_in: owner });
+        let self_class = t.owner().map(|owner| SelfClass {
+            receiver: receiver.cloned().unwrap_or_else(|| owner.clone()),
+            defined_in: owner,
+            on_class: receives_class(t.path.rsplit('.').next().unwrap_or(""), self.method_flags(t)),
+        });
         let mut out = Vec::new();
         for r in &f.returns {
             extend(&mut out, self.eval_closed(r, &t.module, self_class.as_ref(), depth + 1));

@@ -229,8 +229,8 @@ impl<'a> Resolver<'a> {
             {
                 let flags = method_flags(&self.syntax.def(def).decorators);
                 let class = Target::new(&self.module, &self.syntax.def(class_def).path);
-                let is_meta_new =
-                    self.syntax.def(def).name == "__new__" || self.syntax.def(def).name == "__init_subclass__";
+                let is_meta_new = self.syntax.def(def).name == "__new__"
+                    || receives_class(&self.syntax.def(def).name, MethodFlags::default());
                 // `self`/`cls` is the class, or whatever receivers calls in this file
                 // were seen to pass (subclass instances calling inherited methods).
                 let mut classes = vec![class.clone()];

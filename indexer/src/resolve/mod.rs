@@ -95,13 +95,22 @@ enum Value {
 struct SelfClass {
     receiver: Target,
     defined_in: Target,
+    /// The method's first parameter is the class itself (a classmethod): `super()` there is the
+    /// class's, and a property read on it is the property object.
+    on_class: bool,
 }
 
 impl SelfClass {
     /// A method's code as its own class sees it.
     fn own(class: Target) -> SelfClass {
-        SelfClass { receiver: class.clone(), defined_in: class }
+        SelfClass { receiver: class.clone(), defined_in: class, on_class: false }
     }
+}
+
+/// Whether a method named `name` with these flags receives its class first: a classmethod, or
+/// one of the methods Python makes classmethods implicitly.
+fn receives_class(name: &str, flags: MethodFlags) -> bool {
+    flags.is_class || matches!(name, "__init_subclass__" | "__class_getitem__")
 }
 
 /// Whether an attribute name is private to its class (`__name`, not `__dunder__`).

@@ -198,9 +198,8 @@ impl<'a> Resolver<'a> {
                     && self_class.is_some()
                     && self.module_member(module, "super", depth + 1).is_empty() =>
             {
-                // Whether the method is a classmethod is not known here: read as an instance's.
                 self_class
-                    .map(|c| vec![Value::Super(c.defined_in.clone(), c.receiver.clone(), false)])
+                    .map(|c| vec![Value::Super(c.defined_in.clone(), c.receiver.clone(), c.on_class)])
                     .unwrap_or_default()
             }
             Expr::Call(callee) => {
