@@ -1035,6 +1035,7 @@ fn rebound_value_builtins(root: Node, src: &str) -> FxHashSet<&'static str> {
     // Each occurrence of one of the words in the text, looked up in the tree, instead of a walk
     // over every node; the text is read once for all the words (once per word, it was 13 % of
     // lowering's time on django).
+    let mut candidates = Vec::new();
     let mut words = src.char_indices().peekable();
     while let Some((at, c)) = words.next() {
         if !is_word(c) {
@@ -1050,15 +1051,62 @@ fn rebound_value_builtins(root: Node, src: &str) -> FxHashSet<&'static str> {
         }
         let word = &src[at..end];
         let Some(builtin) = VALUE_BUILTINS.iter().find(|b| **b == word) else { continue };
-        if out.contains(builtin) || cannot_bind(src, at, end) {
+        if !cannot_bind(src, at, end) {
+            candidates.push((at, end, *builtin));
+        }
+    }
+    // Each look-up costs the tree's depth: past a few hundred, one walk over the tree is cheaper
+    // (`x = list | list | ...` of 20,000 terms, nested as deep, took 12 s).
+    if candidates.len() > MAX_BUILTIN_LOOKUPS {
+        return rebound_by_walking(root, src);
+    }
+    for (at, end, builtin) in candidates {
+        if out.contains(builtin) {
             continue;
         }
         let Some(node) = root.descendant_for_byte_range(at, end) else { continue };
         if node.kind_str() == "identifier" && node.start_byte() == at && node.end_byte() == end && binds_name(node) {
-            out.insert(*builtin);
+            out.insert(builtin);
         }
     }
     out
+}
+
+/// How many words [`rebound_value_builtins`] looks up in the tree one by one before it walks the
+/// whole tree instead.
+const MAX_BUILTIN_LOOKUPS: usize = 512;
+
+/// [`rebound_value_builtins`] by one walk over every node, the ancestors of each at hand.
+fn rebound_by_walking(root: Node, src: &str) -> FxHashSet<&'static str> {
+    let mut out = FxHashSet::default();
+    let mut cursor = root.walk();
+    // The nodes from the root down to the cursor's parent.
+    let mut ancestors: Vec<Node> = Vec::new();
+    loop {
+        let node = cursor.node();
+        if node.kind_str() == "identifier"
+            && let Some(builtin) = src.get(node.byte_range()).and_then(|w| VALUE_BUILTINS.iter().find(|b| **b == w))
+            && !out.contains(builtin)
+        {
+            let nearest_first: Vec<Node> = ancestors.iter().rev().take(3).copied().collect();
+            if binds_name_in(node, &nearest_first) {
+                out.insert(*builtin);
+            }
+        }
+        if cursor.goto_first_child() {
+            ancestors.push(node);
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return out;
+            }
+            ancestors.pop();
+        }
+    }
 }
 
 /// Whether the word at `at..end` of `src` cannot be a name bound there, by its neighbours alone:
@@ -1099,13 +1147,26 @@ fn after_continuations(mut text: &str) -> &str {
 
 /// Whether identifier `node` is where a statement binds its name.
 fn binds_name(node: Node) -> bool {
-    let Some(parent) = node.parent() else { return false };
+    let mut ancestors = Vec::with_capacity(3);
+    let mut current = node;
+    while ancestors.len() < 3
+        && let Some(parent) = current.parent()
+    {
+        ancestors.push(parent);
+        current = parent;
+    }
+    binds_name_in(node, &ancestors)
+}
+
+/// [`binds_name`], given `node`'s parent, grandparent and great-grandparent (as many as there
+/// are), nearest first.
+fn binds_name_in(node: Node, ancestors: &[Node]) -> bool {
+    let Some(&parent) = ancestors.first() else { return false };
     let is_field = |field: &str| parent.child_by_field_name(field) == Some(node);
     match parent.kind_str() {
         // A method binds a name of its class, not one the module's calls read.
         "function_definition" => {
-            is_field("name")
-                && parent.parent().and_then(|b| b.parent()).is_none_or(|c| c.kind_str() != "class_definition")
+            is_field("name") && ancestors.get(2).is_none_or(|c| c.kind_str() != "class_definition")
         }
         "class_definition" => is_field("name"),
         "assignment" | "augmented_assignment" | "for_statement" | "for_in_clause" => is_field("left"),
@@ -1117,7 +1178,7 @@ fn binds_name(node: Node) -> bool {
         // `import zip` / `from m import zip`: a one-part dotted name of the statement.
         "dotted_name" => {
             parent.named_child_count() == 1
-                && parent.parent().is_some_and(|statement| match statement.kind_str() {
+                && ancestors.get(1).is_some_and(|statement| match statement.kind_str() {
                     "import_statement" => true,
                     "import_from_statement" => statement.child_by_field_name("module_name") != Some(parent),
                     _ => false,
@@ -1354,6 +1415,10 @@ mod tests {
             let tree = parse(text).expect("grammar");
             let mut found: Vec<&str> = rebound_value_builtins(tree.root_node(), text).into_iter().collect();
             found.sort_unstable();
+            // The walk over the whole tree, taken for files with many candidates, agrees.
+            let mut walked: Vec<&str> = rebound_by_walking(tree.root_node(), text).into_iter().collect();
+            walked.sort_unstable();
+            assert_eq!(found, walked, "{text:?}");
             found
         };
         let text = "def list(x):\n    pass\nclass type (Base):\n    pass\nzip = 3\nfor iter in xs:\n    pass\n";
@@ -1369,6 +1434,11 @@ mod tests {
         // bracket.
         let text = "# Our own.\nlist = Bag\nRATIO = 1.\nzip = Z\nfrom m import set\n(a, b) = (1, 2)\n";
         assert_eq!(rebound(text), ["list", "set", "zip"]);
+        // More candidates than are looked up one by one: the walk decides, and finds the binding
+        // behind them.
+        let reads = vec!["list"; 2 * MAX_BUILTIN_LOOKUPS].join(" | ");
+        assert_eq!(rebound(&format!("x = {reads}\n")), Vec::<&str>::new());
+        assert_eq!(rebound(&format!("x = {reads}\ndef f(list):\n    pass\nimport zip\n")), ["list", "zip"]);
     }
 
     #[test]
