@@ -232,6 +232,7 @@ pub(super) const EXTERNAL_FACTORIES: &[(&str, &str)] = &[
     ("re.fullmatch", "re.Match"),
     ("threading.Lock", "threading.Lock"),
     ("threading.RLock", "threading.RLock"),
+    ("hmac.new", "hmac.HMAC"),
     // Methods of `str` and `bytes` that give the same type, or the other one.
     ("builtins.str.lower", "builtins.str"),
     ("builtins.str.upper", "builtins.str"),
