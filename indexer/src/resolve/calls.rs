@@ -286,13 +286,12 @@ impl<'a> Resolver<'a> {
     /// the function it defines. Called there, it is given no function, and returns that inner
     /// decorator itself; Python then calls the decorator, not what the decorator makes (click's
     /// `@click.command()` "called" the `Command` it makes, reaching `BaseCommand.__call__`,
-    /// at every one of 330 decorated lines).
-    /// `factories` are the values of the expression called.
+    /// at every one of 330 decorated lines). `factories` are the values of the expression called.
     pub(super) fn bare_only_results(&self, factories: &[Value]) -> Vec<Value> {
         let mut dropped = Vec::new();
         let mut kept = Vec::new();
         for g in factories {
-            let Value::Function(g) = &g else { continue };
+            let Value::Function(g) = g else { continue };
             let Some(summary) = self.summary_for(&g.module, &g.path).and_then(|s| s.function(&g.path).cloned()) else {
                 continue;
             };

@@ -229,8 +229,8 @@ impl<'a> Resolver<'a> {
             {
                 let flags = method_flags(&self.syntax.def(def).decorators);
                 let class = Target::new(&self.module, &self.syntax.def(class_def).path);
-                let is_meta_new = self.syntax.def(def).name == "__new__"
-                    || receives_class(&self.syntax.def(def).name, MethodFlags::default());
+                let name = &self.syntax.def(def).name;
+                let is_meta_new = name == "__new__" || is_implicit_classmethod(name);
                 // `self`/`cls` is the class, or whatever receivers calls in this file
                 // were seen to pass (subclass instances calling inherited methods).
                 let mut classes = vec![class.clone()];

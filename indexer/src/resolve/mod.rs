@@ -110,7 +110,12 @@ impl SelfClass {
 /// Whether a method named `name` with these flags receives its class first: a classmethod, or
 /// one of the methods Python makes classmethods implicitly.
 fn receives_class(name: &str, flags: MethodFlags) -> bool {
-    flags.is_class || matches!(name, "__init_subclass__" | "__class_getitem__")
+    flags.is_class || is_implicit_classmethod(name)
+}
+
+/// Whether Python makes a method of this name a classmethod without a decorator.
+fn is_implicit_classmethod(name: &str) -> bool {
+    matches!(name, "__init_subclass__" | "__class_getitem__")
 }
 
 /// Whether an attribute name is private to its class (`__name`, not `__dunder__`).
