@@ -249,6 +249,14 @@ impl Totals {
 
 type Path = Arc<str>;
 
+/// One file's share of a snapshot's manifest: the hash of its path followed by its revision.
+fn manifest_term(entry: &FileEntry) -> u64 {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    hasher.update(entry.graph.path.as_bytes());
+    hasher.update(&entry.graph.revision.0.to_le_bytes());
+    hasher.digest()
+}
+
 /// The index key of unresolved call sites with callee last name `name` (NUL cannot occur in an
 /// id, so these keys never collide with edge targets).
 fn unresolved_key(name: &str) -> String {
@@ -276,6 +284,9 @@ pub struct Snapshot {
     /// The incoming keys each file registered, so that removing it is exact.
     registered: FxImblMap<Path, Arc<[Arc<str>]>>,
     totals: Totals,
+    /// The XOR of every file's [`manifest_term`], kept as files come and go so that persisting
+    /// a version does not hash every path of the repository again.
+    manifest_hash: u64,
 }
 
 impl Snapshot {
@@ -288,6 +299,7 @@ impl Snapshot {
             incoming: FxImblMap::default(),
             registered: FxImblMap::default(),
             totals: Totals::default(),
+            manifest_hash: 0,
         }
     }
 
@@ -297,6 +309,12 @@ impl Snapshot {
 
     pub fn totals(&self) -> Totals {
         self.totals
+    }
+
+    /// What the snapshot's files are: their count and an order-independent hash of their
+    /// (path, revision) pairs. Two snapshots with equal manifests hold the same file revisions.
+    pub fn manifest(&self) -> (u64, u64) {
+        (self.files.len() as u64, self.manifest_hash)
     }
 
     /// Derives the next version. The result has version `self.version() + 1` even when `changes`
@@ -322,6 +340,7 @@ impl Snapshot {
             };
             if let Some(old) = next.files.remove(&path) {
                 next.totals.add(&old, -1);
+                next.manifest_hash ^= manifest_term(&old);
                 if next.modules.get(old.graph.module.as_str()).is_some_and(|p| *p == path) {
                     next.modules.remove(old.graph.module.as_str());
                 }
@@ -350,6 +369,7 @@ impl Snapshot {
         }
         for (path, entry) in added {
             next.totals.add(&entry, 1);
+            next.manifest_hash ^= manifest_term(&entry);
             let mut keys: Vec<Arc<str>> = Vec::new();
             for dst in entry.distinct_targets() {
                 let key: Arc<str> = match next.module_of(dst) {
@@ -583,6 +603,48 @@ mod tests {
             resolution_cut: false,
         };
         Arc::new(FileEntry::new(Arc::new(graph), Arc::from(""), FileStamp::default(), IndexDeps::default()))
+    }
+
+    /// The manifest kept as files come and go equals one computed from scratch over the files
+    /// (the formula stored manifests were written with: xxh3 of the path then the revision).
+    #[test]
+    fn the_kept_manifest_equals_one_computed_from_the_files() {
+        let from_scratch = |s: &Snapshot| {
+            let mut hash = 0u64;
+            for f in s.files() {
+                let mut key = f.graph.path.as_bytes().to_vec();
+                key.extend_from_slice(&f.graph.revision.0.to_le_bytes());
+                hash ^= xxhash_rust::xxh3::xxh3_64(&key);
+            }
+            (s.file_count() as u64, hash)
+        };
+        let with_revision = |entry: Arc<FileEntry>, text: &str| {
+            let mut graph = (*entry.graph).clone();
+            graph.revision = Revision::of(text.as_bytes());
+            Arc::new(FileEntry::new(Arc::new(graph), Arc::from(""), FileStamp::default(), IndexDeps::default()))
+        };
+        let v1 = Snapshot::empty().apply([
+            FileChange::Upsert(file("a.py", "a", &["a.f"], &[])),
+            FileChange::Upsert(file("b.py", "b", &["b.g"], &[("b.g", "a.f")])),
+            FileChange::Upsert(file("c.py", "c", &[], &[])),
+        ]);
+        assert_eq!(v1.manifest(), from_scratch(&v1));
+        // A changed revision, a removal, and a path upserted then removed in one batch.
+        let v2 = v1.apply([
+            FileChange::Upsert(with_revision(file("a.py", "a", &["a.f"], &[]), "edited")),
+            FileChange::Remove("c.py".into()),
+            FileChange::Upsert(file("d.py", "d", &[], &[])),
+            FileChange::Remove("d.py".into()),
+        ]);
+        assert_eq!(v2.manifest(), from_scratch(&v2));
+        assert_eq!(v2.manifest().0, 2);
+        assert_ne!(v2.manifest(), v1.manifest());
+        // Back to v1's files: back to v1's manifest.
+        let v3 = v2.apply([
+            FileChange::Upsert(file("a.py", "a", &["a.f"], &[])),
+            FileChange::Upsert(file("c.py", "c", &[], &[])),
+        ]);
+        assert_eq!(v3.manifest(), v1.manifest());
     }
 
     #[test]

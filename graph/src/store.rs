@@ -448,13 +448,7 @@ fn read_error(error: sled::Error) -> StoreError {
 
 /// What a snapshot's files are: their count and an order-independent hash of (path, revision).
 pub fn manifest(snapshot: &Snapshot) -> (u64, u64) {
-    let mut hash = 0u64;
-    for f in snapshot.files() {
-        let mut key = f.graph.path.as_bytes().to_vec();
-        key.extend_from_slice(&f.graph.revision.0.to_le_bytes());
-        hash ^= xxhash_rust::xxh3::xxh3_64(&key);
-    }
-    (snapshot.file_count() as u64, hash)
+    snapshot.manifest()
 }
 
 fn decode_manifest(bytes: &[u8]) -> Option<(u64, u64)> {
