@@ -32,6 +32,11 @@ fn main() -> Result<()> {
         usage();
         std::process::exit(2);
     };
+    // `fresco-bench SUBCOMMAND --help` is a request for the usage, not an unknown option.
+    if cmd != "__child" && args[1..].iter().any(|a| a == "-h" || a == "--help") {
+        usage();
+        return Ok(());
+    }
     match cmd.as_str() {
         "__child" => child(&args[1..]),
         "index" => run_index(Args::parse(&args[1..])?),
