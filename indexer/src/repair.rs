@@ -385,7 +385,7 @@ pub(crate) fn insert_missing_colons(text: &str) -> Option<(String, Vec<u32>)> {
         let line_start = i;
         i = after_indentation(bytes, i);
         let indent = i - line_start;
-        let compound = starts_compound(&bytes[i..]);
+        let compound = starts_compound(&bytes[i..]) || starts_match_header(&bytes[i..]);
         let line = logical_line(bytes, i);
         i = line.end + 1;
         if compound && !line.colon && line.depth == 0 && next_code_indent(bytes, i).is_some_and(|next| next > indent) {
@@ -920,6 +920,25 @@ fn reads_as_type(text: &[u8]) -> bool {
         })
 }
 
+/// Whether `line` (from its first non-blank byte) may be a `match` or `case` header: the soft
+/// keyword, then a subject or pattern (not `=`, `.`, `,`, `:` or an operator, which make the word a
+/// name). Only missing colons use this: a line of prose or code starting with these words is
+/// taken for a header only when a more indented line follows it, which no statement allows.
+fn starts_match_header(line: &[u8]) -> bool {
+    let word_end = line.iter().position(|c| !(c.is_ascii_alphanumeric() || *c == b'_')).unwrap_or(line.len());
+    if !matches!(&line[..word_end], b"match" | b"case") {
+        return false;
+    }
+    let rest = &line[word_end..];
+    let spaces = rest.iter().take_while(|c| matches!(c, b' ' | b'\t')).count();
+    let (subject, spaced) = (&rest[spaces..], spaces > 0);
+    match subject.first() {
+        Some(b'(' | b'[' | b'{') => true,
+        Some(c) if spaced => c.is_ascii_alphanumeric() || matches!(c, b'_' | b'"' | b'\'' | b'-' | b'*'),
+        _ => false,
+    }
+}
+
 /// Whether `line` (from its first non-blank byte) starts with a compound statement's keyword.
 fn starts_compound(line: &[u8]) -> bool {
     let word_end = line.iter().position(|c| !(c.is_ascii_alphanumeric() || *c == b'_')).unwrap_or(line.len());
@@ -1185,6 +1204,21 @@ mod tests {
         let (repaired, inserted) = insert_missing_colons(text).expect("repaired");
         assert_eq!(repaired, "def a(x) -> int:  # note\n    return x\n\nclass C(\n    Base):\n\n    y = 1\n");
         assert_eq!(inserted, vec![15, 57]);
+    }
+
+    #[test]
+    fn a_match_or_case_header_without_its_colon_gets_one() {
+        let text = "match command.split()\n    case [\"go\", d]\n        go(d)\n    case -1 | 2\n        pass\n";
+        let (repaired, inserted) = insert_missing_colons(text).expect("repaired");
+        assert_eq!(
+            repaired,
+            "match command.split():\n    case [\"go\", d]:\n        go(d)\n    case -1 | 2:\n        pass\n"
+        );
+        assert_eq!(inserted, vec![21, 41, 72]);
+        // The words as names are not headers, even above an indented line.
+        for text in ["match = re.match(p, s)\n    x = 1\n", "case.run()\n    x\n", "match\n    x\n"] {
+            assert_eq!(insert_missing_colons(text), None, "{text}");
+        }
     }
 
     #[test]
