@@ -1055,21 +1055,54 @@ fn rebound_value_builtins(root: Node, src: &str) -> FxHashSet<&'static str> {
             candidates.push((at, end, *builtin));
         }
     }
-    // Each look-up costs the tree's depth: past a few hundred, one walk over the tree is cheaper
-    // (`x = list | list | ...` of 20,000 terms, nested as deep, took 12 s).
+    // Each look-up costs the tree's depth: past a few hundred, or past a budget of levels
+    // descended in all, one walk over the tree is cheaper (`x = list | list | ...` of 20,000
+    // terms, nested as deep, took 12 s; 512 words in an expression of 100,000 terms, 10 s).
     if candidates.len() > MAX_BUILTIN_LOOKUPS {
         return rebound_by_walking(root, src);
     }
+    let mut levels_left = MAX_LOOKUP_LEVELS;
     for (at, end, builtin) in candidates {
         if out.contains(builtin) {
             continue;
         }
-        let Some(node) = root.descendant_for_byte_range(at, end) else { continue };
-        if node.kind_str() == "identifier" && node.start_byte() == at && node.end_byte() == end && binds_name(node) {
-            out.insert(builtin);
+        match binding_at(root, at, end, &mut levels_left) {
+            Some(true) => {
+                out.insert(builtin);
+            }
+            Some(false) => {}
+            None => return rebound_by_walking(root, src),
         }
     }
     out
+}
+
+/// How many tree levels [`rebound_value_builtins`] descends in all, over its look-ups, before it
+/// walks the whole tree instead.
+const MAX_LOOKUP_LEVELS: usize = 20_000;
+
+/// Whether the identifier at `at..end`, if the tree has one there, is where a statement binds
+/// its name; `None` when finding it would take more than `levels_left` more levels.
+fn binding_at(root: Node, at: usize, end: usize, levels_left: &mut usize) -> Option<bool> {
+    let mut cursor = root.walk();
+    // The nodes from the root down to the cursor's parent.
+    let mut ancestors: Vec<Node> = Vec::new();
+    loop {
+        let node = cursor.node();
+        if node.start_byte() > at {
+            return Some(false);
+        }
+        if node.kind_str() == "identifier" && node.start_byte() == at && node.end_byte() == end {
+            let nearest_first: Vec<Node> = ancestors.iter().rev().take(4).copied().collect();
+            return Some(binds_name_in(node, &nearest_first));
+        }
+        // The first child reaching past `at`: the one holding it, if any does.
+        if cursor.goto_first_child_for_byte(at).is_none() {
+            return Some(false);
+        }
+        ancestors.push(node);
+        *levels_left = levels_left.checked_sub(1)?;
+    }
 }
 
 /// How many words [`rebound_value_builtins`] looks up in the tree one by one before it walks the
@@ -1088,7 +1121,7 @@ fn rebound_by_walking(root: Node, src: &str) -> FxHashSet<&'static str> {
             && let Some(builtin) = src.get(node.byte_range()).and_then(|w| VALUE_BUILTINS.iter().find(|b| **b == w))
             && !out.contains(builtin)
         {
-            let nearest_first: Vec<Node> = ancestors.iter().rev().take(3).copied().collect();
+            let nearest_first: Vec<Node> = ancestors.iter().rev().take(4).copied().collect();
             if binds_name_in(node, &nearest_first) {
                 out.insert(*builtin);
             }
@@ -1123,14 +1156,18 @@ fn cannot_bind(src: &str, at: usize, end: usize) -> bool {
     before.ends_with('.') || (after.starts_with(['(', '[']) && !defined)
 }
 
-/// `text` without the blanks, form feeds and backslash continuations it ends with.
+/// `text` without the blanks, form feeds and backslash continuations it ends with. A backslash
+/// on a line holding a `#` may end a comment, which continues nothing (`# C:\\data\\.\\`): the
+/// text is then left as it is, and the word after it is looked up in the tree.
 fn before_continuations(mut text: &str) -> &str {
     loop {
         text = text.trim_end_matches([' ', '\t', '\x0c']);
-        match text.strip_suffix("\\\n").or_else(|| text.strip_suffix("\\\r\n")) {
-            Some(rest) => text = rest,
-            None => return text,
+        let Some(rest) = text.strip_suffix("\\\n").or_else(|| text.strip_suffix("\\\r\n")) else { return text };
+        let line_start = rest.rfind('\n').map_or(0, |i| i + 1);
+        if rest[line_start..].contains('#') {
+            return text;
         }
+        text = rest;
     }
 }
 
@@ -1145,30 +1182,19 @@ fn after_continuations(mut text: &str) -> &str {
     }
 }
 
-/// Whether identifier `node` is where a statement binds its name.
-fn binds_name(node: Node) -> bool {
-    let mut ancestors = Vec::with_capacity(3);
-    let mut current = node;
-    while ancestors.len() < 3
-        && let Some(parent) = current.parent()
-    {
-        ancestors.push(parent);
-        current = parent;
-    }
-    binds_name_in(node, &ancestors)
-}
-
-/// [`binds_name`], given `node`'s parent, grandparent and great-grandparent (as many as there
-/// are), nearest first.
+/// Whether identifier `node` is where a statement binds its name, given its nearest four
+/// ancestors (as many as there are), nearest first.
 fn binds_name_in(node: Node, ancestors: &[Node]) -> bool {
     let Some(&parent) = ancestors.first() else { return false };
     let is_field = |field: &str| parent.child_by_field_name(field) == Some(node);
+    // A method, or a class nested in a class, binds a name of its class, not one the module's
+    // calls read; decorated (`@property def type(self)`), its block is one level further up.
+    let in_class_body = || {
+        let decorated = ancestors.get(1).is_some_and(|d| d.kind_str() == "decorated_definition");
+        ancestors.get(if decorated { 3 } else { 2 }).is_some_and(|c| c.kind_str() == "class_definition")
+    };
     match parent.kind_str() {
-        // A method binds a name of its class, not one the module's calls read.
-        "function_definition" => {
-            is_field("name") && ancestors.get(2).is_none_or(|c| c.kind_str() != "class_definition")
-        }
-        "class_definition" => is_field("name"),
+        "function_definition" | "class_definition" => is_field("name") && !in_class_body(),
         "assignment" | "augmented_assignment" | "for_statement" | "for_in_clause" => is_field("left"),
         "pattern_list" | "tuple_pattern" | "list_pattern" | "list_splat_pattern" | "dictionary_splat_pattern" => true,
         "parameters" | "lambda_parameters" | "typed_parameter" | "as_pattern_target" => true,
@@ -1415,7 +1441,7 @@ mod tests {
             let tree = parse(text).expect("grammar");
             let mut found: Vec<&str> = rebound_value_builtins(tree.root_node(), text).into_iter().collect();
             found.sort_unstable();
-            // The walk over the whole tree, taken for files with many candidates, agrees.
+            // The walk over the whole tree, taken when the look-ups would cost too much, agrees.
             let mut walked: Vec<&str> = rebound_by_walking(tree.root_node(), text).into_iter().collect();
             walked.sort_unstable();
             assert_eq!(found, walked, "{text:?}");
@@ -1426,19 +1452,32 @@ mod tests {
         // Read, called, subscripted or an attribute: nothing bound.
         let text = "x = list(y) + tuple [0]\nself.zip = 1\nprint(set)\nf = filter\nclass C:\n    def type(self):\n        pass\n";
         assert_eq!(rebound(text), Vec::<&str>::new());
+        // A method or a nested class binds a name of its class, decorated or not.
+        let text = "class C:\n    @property\n    def type(self):\n        pass\n    class list:\n        pass\n    @dataclass\n    class zip:\n        pass\n";
+        assert_eq!(rebound(text), Vec::<&str>::new());
+        // Decorated at the module's level, a definition binds its name.
+        assert_eq!(rebound("@cache\ndef list(x):\n    pass\n@dataclass\nclass zip:\n    pass\n"), ["list", "zip"]);
         // Followed by a bracket after a `def` or `class`, a name is bound all the same, also
         // across a line continuation or a form feed.
         assert_eq!(rebound("async def set(x):\n    pass\n"), ["set"]);
         assert_eq!(rebound("def \\\nlist(x):\n    pass\nclass\x0ctype(B):\n    pass\n"), ["list", "type"]);
-        // Not across a line's end: the line before ends with its own `.`, the next opens a
-        // bracket.
+        // Whatever the line before ends with: its own `.`, or a comment ending in a backslash,
+        // which continues no line.
         let text = "# Our own.\nlist = Bag\nRATIO = 1.\nzip = Z\nfrom m import set\n(a, b) = (1, 2)\n";
         assert_eq!(rebound(text), ["list", "set", "zip"]);
-        // More candidates than are looked up one by one: the walk decides, and finds the binding
+        assert_eq!(rebound("# Saved under C:\\data\\.\\\nlist = Bag\n"), ["list"]);
+        // More candidates than are looked up one by one, or a few in an expression so deep that
+        // looking them up would cost too many levels: the walk decides, and finds the binding
         // behind them.
         let reads = vec!["list"; 2 * MAX_BUILTIN_LOOKUPS].join(" | ");
         assert_eq!(rebound(&format!("x = {reads}\n")), Vec::<&str>::new());
         assert_eq!(rebound(&format!("x = {reads}\ndef f(list):\n    pass\nimport zip\n")), ["list", "zip"]);
+        let deep = format!("x = {} or a\n", vec!["a"; MAX_LOOKUP_LEVELS].join(" or "));
+        let tree = parse(&deep).expect("grammar");
+        let mut levels_left = MAX_LOOKUP_LEVELS;
+        // `or` groups to the left: the first operand is the deepest.
+        assert_eq!(binding_at(tree.root_node(), 4, 5, &mut levels_left), None, "over the budget");
+        assert_eq!(rebound(&format!("{deep}x = list\nlist = 1\n")), ["list"]);
     }
 
     #[test]

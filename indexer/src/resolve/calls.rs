@@ -437,7 +437,7 @@ impl<'a> Resolver<'a> {
         let self_class = t.owner().map(|owner| SelfClass {
             receiver: receiver.cloned().unwrap_or_else(|| owner.clone()),
             defined_in: owner,
-            on_class: receives_class(t.path.rsplit('.').next().unwrap_or(""), self.method_flags(t)),
+            on_class: receives_class(own_name(&t.path), self.method_flags(t)),
         });
         let mut out = Vec::new();
         for r in &f.returns {

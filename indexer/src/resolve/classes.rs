@@ -424,7 +424,7 @@ impl<'a> Resolver<'a> {
     /// The `@name.setter` method of property `getter`, when its class defines one.
     pub(super) fn property_setter(&self, getter: &Target) -> Option<Target> {
         let class = getter.owner()?;
-        let name = getter.path.rsplit('.').next()?;
+        let name = own_name(&getter.path);
         let setter = self.with_class(&class, |c| c.member(name).and_then(|m| m.setter.clone())).flatten()?;
         Some(Target::new(&getter.module, &setter))
     }

@@ -147,7 +147,7 @@ impl VarExprs {
                 _ => None,
             })),
             Some(class) => {
-                let attr = self.var.path.rsplit('.').next().unwrap_or("");
+                let attr = own_name(&self.var.path);
                 let values = summary.classes.get(class).and_then(|(_, c)| c.member(attr)).map(|m| m.values.as_slice());
                 Box::new(values.unwrap_or(&[]).iter())
             }
@@ -925,6 +925,13 @@ const ENUM_BASES: &[&str] =
 /// `_sunder_` or `__dunder__` name (`_ignore_`, `__slots__`), and not private.
 fn is_enum_member_name(attr: &str) -> bool {
     !attr.starts_with('_')
+}
+
+/// The name a unit's path ends with, without its redefinition suffix: `m` of `A.m#2`. A
+/// redefined method is still looked up, and called, by its name.
+fn own_name(path: &str) -> &str {
+    let last = path.rsplit('.').next().unwrap_or(path);
+    last.split('#').next().unwrap_or(last)
 }
 
 /// `A#2.m` -> `A.m`: the qualified name of a redefined unit drops the disambiguating suffixes.

@@ -43,7 +43,7 @@ impl<'a> Resolver<'a> {
     pub(super) fn made_properties(&self, var: &Target, depth: u32) -> Vec<(Target, Option<Target>)> {
         // Only a class attribute is a descriptor: `self.p = property(g)` stores the property
         // object in the instance, whose reads never call `g`.
-        let attr = var.path.rsplit('.').next().unwrap_or(&var.path);
+        let attr = own_name(&var.path);
         let in_class_body = var
             .owner()
             .and_then(|owner| self.with_class(&owner, |c| c.member(attr).is_some_and(|m| m.class_body_value)));
@@ -82,7 +82,7 @@ impl<'a> Resolver<'a> {
             var.owner().map(SelfClass::own)
         };
         // `Color.RED` of `class Color(Enum): RED = 1` is a Color, not 1.
-        let attr = var.path.rsplit('.').next().unwrap_or(&var.path);
+        let attr = own_name(&var.path);
         if self_class.is_some()
             && is_enum_member_name(attr)
             && let Some(owner) = var.owner()
