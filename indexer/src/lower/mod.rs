@@ -1201,14 +1201,26 @@ fn binds_name_in(node: Node, ancestors: &[Node]) -> bool {
         "default_parameter" | "typed_default_parameter" | "named_expression" => is_field("name"),
         "aliased_import" => is_field("alias"),
         "global_statement" | "nonlocal_statement" => true,
-        // `import zip` / `from m import zip`: a one-part dotted name of the statement.
+        // `import zip`, `import zip.sub` (which binds `zip`), `from m import zip`; a capture
+        // pattern (`case zip:`, `case P(x=zip)`), not a class pattern's class or a value pattern
+        // (`case m.zip:`).
         "dotted_name" => {
-            parent.named_child_count() == 1
-                && ancestors.get(1).is_some_and(|statement| match statement.kind_str() {
-                    "import_statement" => true,
-                    "import_from_statement" => statement.child_by_field_name("module_name") != Some(parent),
-                    _ => false,
-                })
+            let first = parent.named_child(0) == Some(node);
+            let single = parent.named_child_count() == 1;
+            ancestors.get(1).is_some_and(|holder| match holder.kind_str() {
+                "import_statement" => first,
+                "import_from_statement" => single && holder.child_by_field_name("module_name") != Some(parent),
+                "case_pattern" | "keyword_pattern" => single,
+                _ => false,
+            })
+        }
+        // `case [*zip]`, `case {**zip}`.
+        "splat_pattern" => true,
+        // `case 1 as zip` (in a `with`, the name bound is the alias's, `as_pattern_target`).
+        "as_pattern" => parent.named_child(0) != Some(node),
+        // `with a as (zip):`, `with a as (b, zip):`.
+        "parenthesized_expression" | "tuple" | "list" => {
+            ancestors.get(1).is_some_and(|target| target.kind_str() == "as_pattern_target")
         }
         _ => false,
     }
@@ -1463,6 +1475,15 @@ mod tests {
         assert_eq!(rebound("def \\\nlist(x):\n    pass\nclass\x0ctype(B):\n    pass\n"), ["list", "type"]);
         // Whatever the line before ends with: its own `.`, or a comment ending in a backslash,
         // which continues no line.
+        // Match captures, names bound by `with` in brackets, the first part of a dotted import.
+        let text = "match x:\n    case list:\n        pass\n    case [a, *zip]:\n        pass\n    case {**set}:\n        pass\n    case P(x=iter):\n        pass\n    case 1 as tuple:\n        pass\n";
+        assert_eq!(rebound(text), ["iter", "list", "set", "tuple", "zip"]);
+        let text = "match x:\n    case type():\n        pass\n    case m.list:\n        pass\n    case P(zip=1):\n        pass\n";
+        assert_eq!(rebound(text), Vec::<&str>::new());
+        let text =
+            "with a as (list):\n    pass\nwith b as (c, zip):\n    pass\nimport set.sub\nimport tuple.sub as t\n";
+        assert_eq!(rebound(text), ["list", "set", "zip"]);
+        assert_eq!(rebound("with list as f:\n    pass\nwith open(p) as f:\n    pass\n"), Vec::<&str>::new());
         let text = "# Our own.\nlist = Bag\nRATIO = 1.\nzip = Z\nfrom m import set\n(a, b) = (1, 2)\n";
         assert_eq!(rebound(text), ["list", "set", "zip"]);
         assert_eq!(rebound("# Saved under C:\\data\\.\\\nlist = Bag\n"), ["list"]);
