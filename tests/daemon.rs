@@ -482,6 +482,9 @@ fn garbage_on_the_socket_gets_errors_and_the_daemon_keeps_serving() {
     assert!(r["error"]["message"].as_str().is_some_and(|m| m.contains("UTF-8")), "{r}");
     c.send_raw(b"\n   \n[1, 2, 3]\n").expect("send");
     assert_eq!(error_code(&c.read().expect("a response")), "INVALID_REQUEST", "blank lines are skipped");
+    // Only JSON's whitespace is blank: a line of no-break spaces is not JSON.
+    c.send_raw("\u{a0}\u{2028}\n".as_bytes()).expect("send");
+    assert_eq!(error_code(&c.read().expect("a response")), "INVALID_JSON", "not a blank line");
     c.send_raw(b"{\"id\": 7}\n").expect("send");
     let r = c.read().expect("a response");
     assert_eq!((error_code(&r), &r["id"]), ("INVALID_REQUEST", &json!(7)), "{r}");
@@ -1087,6 +1090,45 @@ fn cancel_stops_a_long_query_and_time_limits_truncate() {
     // Once finished, its id is unknown.
     assert_eq!(c.call("cancel", json!({"id": id}))["result"], json!({"cancelled": false}));
     assert_eq!(c.ok("find \"f1_1_*\" | count", "wait")["count"], 1);
+}
+
+/// `cancel` reaches every query of the connection with that id, also while they wait at the
+/// freshness gate: two queries given one id were told apart by their id alone (the first kept
+/// running uncancellable), and a query waiting for the index noticed its cancellation only once
+/// the index caught up (a review: 3.3 s after `cancelled: true`; up to `wait_ms`).
+#[test]
+fn cancel_reaches_queries_sharing_an_id_while_they_wait_for_the_index() {
+    let env = Env::generated(&[("m.py".to_string(), "def f():\n    return 1\n".to_string())]);
+    let d = env.start();
+    let mut c = d.conn();
+    let before = version(&c.ok("callees m.f", "wait"));
+    // A file that takes seconds to index (a debug build: about 8 s), during which `wait`
+    // queries wait at the gate.
+    let chain: String = (0..20_000).map(|i| format!("def f{i}():\n    return f{}()\n\n", i + 1)).collect();
+    env.write("chain.py", &chain);
+    let waiting = |c: &mut Conn| {
+        let line = json!({"id": 7, "method": "query", "params": {"query": "callees chain.f1", "wait_ms": 120000}});
+        c.send_raw(format!("{line}\n").as_bytes()).expect("send");
+    };
+    waiting(&mut c);
+    waiting(&mut c);
+    std::thread::sleep(Duration::from_millis(300));
+    let cancel_id = c.send("cancel", json!({"id": 7}));
+    let (mut cancel, mut cancelled) = (None, 0);
+    while cancel.is_none() || cancelled < 2 {
+        let r = c.read().expect("the answers of the cancel and of both queries");
+        if r["id"] == json!(cancel_id) {
+            cancel = Some(r);
+        } else if r["id"] == json!(7) {
+            assert_eq!(error_code(&r), "CANCELLED", "{r}");
+            cancelled += 1;
+        }
+    }
+    // Both answered before the index caught up, not when it did.
+    let status = d.conn().status();
+    assert_eq!(status["version"].as_u64(), Some(before), "cancelled only once indexed: {status}");
+    assert_eq!(cancel.expect("cancel")["result"], json!({"cancelled": true}));
+    assert_eq!(c.call("cancel", json!({"id": 7}))["result"], json!({"cancelled": false}));
 }
 
 #[test]

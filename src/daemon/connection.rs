@@ -203,7 +203,10 @@ pub(super) fn handle_connection(
     };
     let writer = Arc::new(Mutex::new(write_half));
     let mut reader = BufReader::new(stream);
-    let cancels: Arc<Mutex<HashMap<String, Arc<AtomicBool>>>> = Arc::default();
+    let cancels: Arc<Mutex<RunningQueries>> = Arc::default();
+    // Each query's own number on this connection: clients may give several queries one `id`,
+    // or none, and each must still be cancelled when its client hangs up.
+    let mut next_query: u64 = 0;
     let running = activity.map_or_else(|| Arc::new(AtomicUsize::new(0)), |a| a.running.clone());
     let answers = Arc::new(QuerySlots::new(ANSWERS_IN_HAND_PER_CONNECTION));
     let mut buf = Vec::new();
@@ -235,7 +238,8 @@ pub(super) fn handle_connection(
         // JSON is UTF-8 (RFC 8259): a request that is not is refused, not silently altered (a
         // lossy decoding would turn its bytes into U+FFFD and answer a different question).
         let text = match std::str::from_utf8(line) {
-            Ok(text) => text.trim(),
+            // JSON's own whitespace only: a line of U+2028 or no-break spaces is no blank line.
+            Ok(text) => text.trim_matches([' ', '\t', '\n', '\r']),
             Err(e) => {
                 let err = ProtoError::new("INVALID_JSON", format!("the request is not valid UTF-8: {e}"));
                 if !send(&writer, &protocol::response_err(&Value::Null, &err)) {
@@ -289,23 +293,29 @@ pub(super) fn handle_connection(
                     continue;
                 }
                 let flag = Arc::new(AtomicBool::new(false));
-                let key = id.to_string();
-                cancels.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), flag.clone());
+                next_query += 1;
+                let key = next_query;
+                cancels.lock().unwrap_or_else(|p| p.into_inner()).insert(key, (id.to_string(), flag.clone()));
                 running.fetch_add(1, Ordering::Relaxed);
                 let (worker_shared, worker_writer, worker_cancels, worker_running, worker_answers) =
                     (shared.clone(), writer.clone(), cancels.clone(), running.clone(), answers.clone());
                 shared.in_flight.fetch_add(1, Ordering::Relaxed);
                 let spawned = shared.query_workers.run(move || {
                     let answer_in_hand = worker_answers.acquire(connection, None);
-                    let response = match handle_query(&worker_shared, &params, flag, connection) {
+                    let mut slot = None;
+                    let response = match handle_query(&worker_shared, &params, flag, connection, &mut slot) {
                         Ok(result) => protocol::response_ok(&id, result),
                         Err(err) => protocol::response_err(&id, &err),
                     };
                     worker_cancels.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
                     // The line, not the tree, waits for a client that reads slowly (a `find "*"
-                    // limit 100000` over 600 files: 4 MB of text, about 30 MB as a tree).
+                    // limit 100000` over 600 files: 4 MB of text, about 30 MB as a tree). It is
+                    // made within the query's slot, so that no more answers are being turned
+                    // into text at once than queries compute (64 clients that never read, each
+                    // with two 65 MB answers, took the daemon to 4.4 GB).
                     let line = answer_line(&response);
                     drop(response);
+                    drop(slot);
                     worker_shared.write_answer(&worker_writer, line, &id);
                     drop(answer_in_hand);
                     worker_shared.in_flight.fetch_sub(1, Ordering::Relaxed);
@@ -322,15 +332,16 @@ pub(super) fn handle_connection(
                 }
             }
             "cancel" => {
+                // Every query of this connection with that id, running or waiting.
                 let target = params.get("id").map(|v| v.to_string()).unwrap_or_default();
-                let found = cancels.lock().unwrap_or_else(|p| p.into_inner()).get(&target).cloned();
-                let result = match found {
-                    Some(flag) => {
+                let mut found = false;
+                for (query_id, flag) in cancels.lock().unwrap_or_else(|p| p.into_inner()).values() {
+                    if *query_id == target {
                         flag.store(true, Ordering::Relaxed);
-                        json!({"cancelled": true})
+                        found = true;
                     }
-                    None => json!({"cancelled": false}),
-                };
+                }
+                let result = json!({"cancelled": found});
                 if !send(&writer, &protocol::response_ok(&id, result)) {
                     return;
                 }
@@ -396,11 +407,7 @@ pub(super) fn handle_connection(
 /// writing half (`nc -U`, `socat`) still reads their answers; one that closed the connection
 /// cannot, and they are cancelled instead of computing answers nobody reads (6 clients that
 /// each sent 8 `find "*" limit 100000` and closed kept the daemon busy for 17 s of CPU).
-fn await_answers_or_hangup(
-    stream: &UnixStream,
-    running: &AtomicUsize,
-    cancels: &Mutex<HashMap<String, Arc<AtomicBool>>>,
-) {
+fn await_answers_or_hangup(stream: &UnixStream, running: &AtomicUsize, cancels: &Mutex<RunningQueries>) {
     use std::os::fd::AsRawFd;
     while running.load(Ordering::Relaxed) > 0 {
         let mut probe = libc::pollfd { fd: stream.as_raw_fd(), events: 0, revents: 0 };
@@ -418,9 +425,13 @@ fn await_answers_or_hangup(
     }
 }
 
+/// A connection's queries not answered yet, by their number on the connection: the request's
+/// `id` as JSON text, and the flag that cancels the query.
+type RunningQueries = HashMap<u64, (String, Arc<AtomicBool>)>;
+
 /// Cancels every query of a connection, running or waiting for a slot.
-fn cancel_all(cancels: &Mutex<HashMap<String, Arc<AtomicBool>>>) {
-    for flag in cancels.lock().unwrap_or_else(|p| p.into_inner()).values() {
+fn cancel_all(cancels: &Mutex<RunningQueries>) {
+    for (_, flag) in cancels.lock().unwrap_or_else(|p| p.into_inner()).values() {
         flag.store(true, Ordering::Relaxed);
     }
 }

@@ -7,7 +7,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use fresco_graph::Snapshot;
@@ -20,12 +20,23 @@ use crate::protocol::{Freshness, ProtoError};
 
 const COOKIE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// How often a query waiting at the gate looks whether it was cancelled.
+const CANCEL_CHECK: Duration = Duration::from_millis(50);
+
+fn is_cancelled(cancel: Option<&AtomicBool>) -> bool {
+    cancel.is_some_and(|c| c.load(Ordering::Relaxed))
+}
+
+fn cancelled() -> ProtoError {
+    ProtoError::new("CANCELLED", "the query was cancelled")
+}
+
 impl Shared {
     /// Synchronises with the file system: when this returns, every change made before the call
     /// has been registered as pending by the watcher. Waits for the watcher up to `wait` (at
     /// least [`COOKIE_TIMEOUT`]): after an overflow of the kernel's event queue the watcher
     /// rescans the tree before it reports the cookie.
-    fn sync_with_disk(&self, wait: Duration) -> Result<(), ProtoError> {
+    fn sync_with_disk(&self, wait: Duration, cancel: Option<&AtomicBool>) -> Result<(), ProtoError> {
         let n = self.cookie_counter.fetch_add(1, Ordering::Relaxed);
         let name = format!("{}{}-{n}", watch::COOKIE_PREFIX, std::process::id());
         // The index directory may have been deleted under the daemon (it is rewritten at the
@@ -37,7 +48,20 @@ impl Shared {
                 ProtoError::new("SYNC_FAILED", format!("cannot write a cookie file in {}: {e}", self.root.display()))
             })?;
         }
-        let seen = self.tracker.wait_cookie(&name, wait.max(COOKIE_TIMEOUT));
+        let deadline = Instant::now() + wait.max(COOKIE_TIMEOUT);
+        let seen = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if self.tracker.wait_cookie(&name, left.min(CANCEL_CHECK)) {
+                break true;
+            }
+            if left <= CANCEL_CHECK {
+                break false;
+            }
+            if is_cancelled(cancel) {
+                let _ = fs::remove_file(&path);
+                return Err(cancelled());
+            }
+        };
         let _ = fs::remove_file(&path);
         if seen {
             self.check_hard_links();
@@ -167,10 +191,13 @@ impl Shared {
 
     /// The freshness gate: the snapshot to answer from and the files to mark stale (with
     /// `allow`, also the files pending whose content the snapshot holds: not to be marked).
+    /// A query cancelled while it waits (its client hung up, or sent `cancel`) stops waiting
+    /// within [`CANCEL_CHECK`].
     pub(super) fn gate(
         &self,
         mode: Freshness,
         wait: Duration,
+        cancel: Option<&AtomicBool>,
     ) -> Result<(Arc<Published>, Vec<String>, Vec<String>), ProtoError> {
         match mode {
             Freshness::Allow => {
@@ -178,7 +205,7 @@ impl Shared {
                 // registered yet and its file's items would be served old and unmarked. Then
                 // take what is pending BEFORE the version: a change applied in between is in
                 // that version; one still pending is listed (and its items marked).
-                self.sync_with_disk(wait)?;
+                self.sync_with_disk(wait, cancel)?;
                 let (pending, rescan) = self.tracker.pending();
                 let published = self.current();
                 let (mut stale, indexed_as_is) = self.split_pending(pending, &published);
@@ -188,7 +215,7 @@ impl Shared {
                 Ok((published, stale, indexed_as_is))
             }
             Freshness::Strict => {
-                self.sync_with_disk(wait)?;
+                self.sync_with_disk(wait, cancel)?;
                 // Only changes made before the query count; later ones may stay pending.
                 let upto = self.tracker.watermark();
                 let (pending, rescan) = self.tracker.pending_upto(upto);
@@ -204,12 +231,22 @@ impl Shared {
             }
             Freshness::Wait => {
                 let asked = Instant::now();
-                self.sync_with_disk(wait)?;
+                self.sync_with_disk(wait, cancel)?;
                 // Wait for the changes made before the query, not for the tree to go quiet
                 // (which, under continuous writes, it never does).
                 let upto = self.tracker.watermark();
                 let _ = self.flush.try_send(());
-                match self.tracker.wait_applied(upto, wait.saturating_sub(asked.elapsed())) {
+                let deadline = asked + wait;
+                let applied = loop {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    match self.tracker.wait_applied(upto, left.min(CANCEL_CHECK)) {
+                        Ok(()) => break Ok(()),
+                        Err(files) if left <= CANCEL_CHECK => break Err(files),
+                        Err(_) if is_cancelled(cancel) => return Err(cancelled()),
+                        Err(_) => {}
+                    }
+                };
+                match applied {
                     Ok(()) => Ok((self.current(), Vec::new(), Vec::new())),
                     Err(files) => {
                         // Left only temporary files renamed away (see `without_phantoms`):

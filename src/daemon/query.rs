@@ -9,17 +9,22 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::Shared;
+use super::slots::QuerySlot;
 use crate::protocol::{self, Freshness, ProtoError};
 
-pub(super) fn handle_query(
-    shared: &Shared,
+/// Runs a query; the query slot it computes in is left in `slot` (`None` if it never got one),
+/// for the caller to give back once the answer is a line of text: turning a large result into
+/// JSON takes memory and time too, and is bounded by the slots as computing is.
+pub(super) fn handle_query<'s>(
+    shared: &'s Shared,
     params: &Value,
     cancel: Arc<AtomicBool>,
     connection: u64,
+    slot: &mut Option<QuerySlot<'s>>,
 ) -> Result<Value, ProtoError> {
     let params = protocol::query_params(params)?;
     let started = Instant::now();
-    let (published, stale, indexed_as_is) = shared.gate(params.freshness, params.wait)?;
+    let (published, stale, indexed_as_is) = shared.gate(params.freshness, params.wait, Some(&cancel))?;
     // Retrieval reads the lexical lane too: under `wait` and `strict` it catches up with the
     // version answering (milliseconds after it is published) within what is left of the wait.
     // The dense lane may take longer; a lane still behind is reported lagging in the answer.
@@ -29,9 +34,9 @@ pub(super) fn handle_query(
     }
     // A slot bounds the queries computing at once. Taken after the waits above (a query waiting
     // for the index holds no memory and must not keep others from running) and given back
-    // with the result, before the answer is written (a client that does not read its answers
+    // once the answer is a line, before it is written (a client that does not read its answers
     // must not hold slots others need).
-    let slot = shared.query_slots.acquire(connection, Some(&cancel));
+    *slot = shared.query_slots.acquire(connection, Some(&cancel));
     // Cancelled while it waited (its client hung up): nothing to compute.
     if slot.is_none() || cancel.load(Ordering::Relaxed) {
         return Err(ProtoError::new("CANCELLED", "the query was cancelled"));
@@ -116,7 +121,7 @@ pub(super) fn handle_export(shared: &Shared, params: &Value) -> Result<Value, Pr
         return Err(ProtoError::new("INVALID_REQUEST", "params.out must be an absolute path"));
     }
     let freshness = protocol::freshness_param(params)?;
-    let (published, _, _) = shared.gate(freshness, protocol::export_wait(params)?)?;
+    let (published, _, _) = shared.gate(freshness, protocol::export_wait(params)?, None)?;
     let counts = crate::export::write(&published.snapshot, Path::new(out))
         .map_err(|e| ProtoError::new("EXPORT_FAILED", format!("{e:#}")))?;
     Ok(json!({"version": published.snapshot.version(), "nodes": counts.nodes, "edges": counts.edges, "out": out}))
