@@ -1093,8 +1093,7 @@ fn binding_at(root: Node, at: usize, end: usize, levels_left: &mut usize) -> Opt
             return Some(false);
         }
         if node.kind_str() == "identifier" && node.start_byte() == at && node.end_byte() == end {
-            let nearest_first: Vec<Node> = ancestors.iter().rev().take(4).copied().collect();
-            return Some(binds_name_in(node, &nearest_first));
+            return Some(binds_name_in(node, &ancestors));
         }
         // The first child reaching past `at`: the one holding it, if any does.
         if cursor.goto_first_child_for_byte(at).is_none() {
@@ -1121,8 +1120,7 @@ fn rebound_by_walking(root: Node, src: &str) -> FxHashSet<&'static str> {
             && let Some(builtin) = src.get(node.byte_range()).and_then(|w| VALUE_BUILTINS.iter().find(|b| **b == w))
             && !out.contains(builtin)
         {
-            let nearest_first: Vec<Node> = ancestors.iter().rev().take(4).copied().collect();
-            if binds_name_in(node, &nearest_first) {
+            if binds_name_in(node, &ancestors) {
                 out.insert(*builtin);
             }
         }
@@ -1182,19 +1180,16 @@ fn after_continuations(mut text: &str) -> &str {
     }
 }
 
-/// Whether identifier `node` is where a statement binds its name, given its nearest four
-/// ancestors (as many as there are), nearest first.
-fn binds_name_in(node: Node, ancestors: &[Node]) -> bool {
-    let Some(&parent) = ancestors.first() else { return false };
+/// Whether identifier `node` is where a statement binds its name in a scope the module's calls
+/// may read: anywhere but a class body, whose names (methods, nested classes, class attributes)
+/// are its class's. `path` holds `node`'s ancestors from the root down to its parent.
+fn binds_name_in(node: Node, path: &[Node]) -> bool {
+    // Nearest first.
+    let up = |k: usize| path.len().checked_sub(k + 1).and_then(|i| path.get(i)).copied();
+    let Some(parent) = up(0) else { return false };
     let is_field = |field: &str| parent.child_by_field_name(field) == Some(node);
-    // A method, or a class nested in a class, binds a name of its class, not one the module's
-    // calls read; decorated (`@property def type(self)`), its block is one level further up.
-    let in_class_body = || {
-        let decorated = ancestors.get(1).is_some_and(|d| d.kind_str() == "decorated_definition");
-        ancestors.get(if decorated { 3 } else { 2 }).is_some_and(|c| c.kind_str() == "class_definition")
-    };
-    match parent.kind_str() {
-        "function_definition" | "class_definition" => is_field("name") && !in_class_body(),
+    let binds = match parent.kind_str() {
+        "function_definition" | "class_definition" => is_field("name"),
         "assignment" | "augmented_assignment" | "for_statement" | "for_in_clause" => is_field("left"),
         "pattern_list" | "tuple_pattern" | "list_pattern" | "list_splat_pattern" | "dictionary_splat_pattern" => true,
         "parameters" | "lambda_parameters" | "typed_parameter" | "as_pattern_target" => true,
@@ -1207,7 +1202,7 @@ fn binds_name_in(node: Node, ancestors: &[Node]) -> bool {
         "dotted_name" => {
             let first = parent.named_child(0) == Some(node);
             let single = parent.named_child_count() == 1;
-            ancestors.get(1).is_some_and(|holder| match holder.kind_str() {
+            up(1).is_some_and(|holder| match holder.kind_str() {
                 "import_statement" => first,
                 "import_from_statement" => single && holder.child_by_field_name("module_name") != Some(parent),
                 "case_pattern" | "keyword_pattern" => single,
@@ -1218,12 +1213,50 @@ fn binds_name_in(node: Node, ancestors: &[Node]) -> bool {
         "splat_pattern" => true,
         // `case 1 as zip` (in a `with`, the name bound is the alias's, `as_pattern_target`).
         "as_pattern" => parent.named_child(0) != Some(node),
-        // `with a as (zip):`, `with a as (b, zip):`.
-        "parenthesized_expression" | "tuple" | "list" => {
-            ancestors.get(1).is_some_and(|target| target.kind_str() == "as_pattern_target")
-        }
+        // `with a as (zip):`, `with a as (b, (c, *zip)):`, `with a as [b, zip]:`.
+        "parenthesized_expression" | "tuple" | "list" | "list_splat" => path
+            .iter()
+            .rev()
+            .find(|a| !matches!(a.kind_str(), "parenthesized_expression" | "tuple" | "list" | "list_splat"))
+            .is_some_and(|target| target.kind_str() == "as_pattern_target"),
         _ => false,
+    };
+    binds && !in_class_scope(node, path)
+}
+
+/// How far up [`in_class_scope`] looks for the scope a name is bound in.
+const MAX_SCOPE_SEARCH: usize = 64;
+
+/// Whether the name `node` binds is bound in a class body: the nearest scope around the binding
+/// is a class. A definition's own name is bound in the scope around the definition (and its
+/// decorators); a comprehension or a function is a scope of its own.
+fn in_class_scope(node: Node, path: &[Node]) -> bool {
+    let mut around = path;
+    if let Some(definition) = around.last()
+        && matches!(definition.kind_str(), "function_definition" | "class_definition")
+        && definition.child_by_field_name("name") == Some(node)
+    {
+        around = &around[..around.len() - 1];
+        if around.last().is_some_and(|d| d.kind_str() == "decorated_definition") {
+            around = &around[..around.len() - 1];
+        }
     }
+    // A binding nested deeper than this in its statement (`(a := (b := ...))`) is taken for
+    // one the module's calls may read: each binding's look-up must stay short.
+    for scope in around.iter().rev().take(MAX_SCOPE_SEARCH) {
+        match scope.kind_str() {
+            "class_definition" => return true,
+            "function_definition"
+            | "lambda"
+            | "list_comprehension"
+            | "set_comprehension"
+            | "dictionary_comprehension"
+            | "generator_expression"
+            | "module" => return false,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// What iterating the result of a builtin that iterates over its arguments gives, as a list of
@@ -1464,6 +1497,13 @@ mod tests {
         // Read, called, subscripted or an attribute: nothing bound.
         let text = "x = list(y) + tuple [0]\nself.zip = 1\nprint(set)\nf = filter\nclass C:\n    def type(self):\n        pass\n";
         assert_eq!(rebound(text), Vec::<&str>::new());
+        // A class attribute, a method or a nested class binds a name of its class, decorated or
+        // not; a function's or a comprehension's names still count (coarse on purpose).
+        let text =
+            "class C:\n    list = Bag\n    zip: int = 0\n    from m import set\n    for iter in xs:\n        pass\n";
+        assert_eq!(rebound(text), Vec::<&str>::new());
+        let text = "class C:\n    def m(self):\n        list = 1\n    xs = [tuple for tuple in ys]\n";
+        assert_eq!(rebound(text), ["list", "tuple"]);
         // A method or a nested class binds a name of its class, decorated or not.
         let text = "class C:\n    @property\n    def type(self):\n        pass\n    class list:\n        pass\n    @dataclass\n    class zip:\n        pass\n";
         assert_eq!(rebound(text), Vec::<&str>::new());
@@ -1484,6 +1524,9 @@ mod tests {
             "with a as (list):\n    pass\nwith b as (c, zip):\n    pass\nimport set.sub\nimport tuple.sub as t\n";
         assert_eq!(rebound(text), ["list", "set", "zip"]);
         assert_eq!(rebound("with list as f:\n    pass\nwith open(p) as f:\n    pass\n"), Vec::<&str>::new());
+        for target in ["(head, *list)", "[b, *list]", "(b, (list))", "((list))", "[b, (list)]", "(b, [c, list])"] {
+            assert_eq!(rebound(&format!("with open(p) as {target}:\n    pass\n")), ["list"], "{target}");
+        }
         let text = "# Our own.\nlist = Bag\nRATIO = 1.\nzip = Z\nfrom m import set\n(a, b) = (1, 2)\n";
         assert_eq!(rebound(text), ["list", "set", "zip"]);
         assert_eq!(rebound("# Saved under C:\\data\\.\\\nlist = Bag\n"), ["list"]);
