@@ -921,9 +921,11 @@ fn reads_as_type(text: &[u8]) -> bool {
 }
 
 /// Whether `line` (from its first non-blank byte) may be a `match` or `case` header: the soft
-/// keyword, then a subject or pattern (not `=`, `.`, `,`, `:` or an operator, which make the word a
-/// name). Only missing colons use this: a line of prose or code starting with these words is
-/// taken for a header only when a more indented line follows it, which no statement allows.
+/// keyword, then a subject or pattern, which may start with a bracket, or after a blank with
+/// anything an expression may start with (a name in any script, a number, a string, `-`, `+`,
+/// `~`, `*`), not `=`, `.`, `,`, `:`, a comment or a binary operator, which make the word a name.
+/// Only missing colons use this: a line of prose or code starting with these words is taken for
+/// a header only when a more indented line follows it, which no statement allows.
 fn starts_match_header(line: &[u8]) -> bool {
     let word_end = line.iter().position(|c| !(c.is_ascii_alphanumeric() || *c == b'_')).unwrap_or(line.len());
     if !matches!(&line[..word_end], b"match" | b"case") {
@@ -934,7 +936,7 @@ fn starts_match_header(line: &[u8]) -> bool {
     let (subject, spaced) = (&rest[spaces..], spaces > 0);
     match subject.first() {
         Some(b'(' | b'[' | b'{') => true,
-        Some(c) if spaced => c.is_ascii_alphanumeric() || matches!(c, b'_' | b'"' | b'\'' | b'-' | b'*'),
+        Some(c) if spaced => !c.is_ascii() || c.is_ascii_alphanumeric() || b"_\"'-+~*".contains(c),
         _ => false,
     }
 }
@@ -1215,6 +1217,11 @@ mod tests {
             "match command.split():\n    case [\"go\", d]:\n        go(d)\n    case -1 | 2:\n        pass\n"
         );
         assert_eq!(inserted, vec![21, 41, 72]);
+        for subject in ["ñ", "~x", "+x", "*xs, y", "'s'"] {
+            let text = format!("match {subject}\n    case 1:\n        pass\n");
+            let (repaired, _) = insert_missing_colons(&text).expect("repaired");
+            assert!(repaired.starts_with(&format!("match {subject}:\n")), "{repaired}");
+        }
         // The words as names are not headers, even above an indented line.
         for text in ["match = re.match(p, s)\n    x = 1\n", "case.run()\n    x\n", "match\n    x\n"] {
             assert_eq!(insert_missing_colons(text), None, "{text}");
