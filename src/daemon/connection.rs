@@ -303,11 +303,19 @@ pub(super) fn handle_connection(
                 let spawned = shared.query_workers.run(move || {
                     let answer_in_hand = worker_answers.acquire(connection, None);
                     let mut slot = None;
-                    let response = match handle_query(&worker_shared, &params, flag, connection, &mut slot) {
+                    let answered = handle_query(&worker_shared, &params, flag.clone(), connection, &mut slot);
+                    worker_cancels.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+                    // A `cancel` answered `cancelled: true` before the entry went: the query
+                    // answers CANCELLED, as that said, even if it had just finished.
+                    let answered = if flag.load(Ordering::Relaxed) {
+                        Err(ProtoError::new("CANCELLED", "the query was cancelled"))
+                    } else {
+                        answered
+                    };
+                    let response = match answered {
                         Ok(result) => protocol::response_ok(&id, result),
                         Err(err) => protocol::response_err(&id, &err),
                     };
-                    worker_cancels.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
                     // The line, not the tree, waits for a client that reads slowly (a `find "*"
                     // limit 100000` over 600 files: 4 MB of text, about 30 MB as a tree). It is
                     // made within the query's slot, so that no more answers are being turned
@@ -325,6 +333,7 @@ pub(super) fn handle_connection(
                     worker_running.fetch_sub(1, Ordering::Relaxed);
                 });
                 if spawned.is_err() {
+                    cancels.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
                     shared.in_flight.fetch_sub(1, Ordering::Relaxed);
                     running.fetch_sub(1, Ordering::Relaxed);
                     let err = ProtoError::new("BUSY", "cannot start a query thread");
