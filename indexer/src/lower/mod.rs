@@ -1119,10 +1119,9 @@ fn rebound_by_walking(root: Node, src: &str) -> FxHashSet<&'static str> {
         if node.kind_str() == "identifier"
             && let Some(builtin) = src.get(node.byte_range()).and_then(|w| VALUE_BUILTINS.iter().find(|b| **b == w))
             && !out.contains(builtin)
+            && binds_name_in(node, &ancestors)
         {
-            if binds_name_in(node, &ancestors) {
-                out.insert(*builtin);
-            }
+            out.insert(*builtin);
         }
         if cursor.goto_first_child() {
             ancestors.push(node);
