@@ -120,12 +120,7 @@ fn the_result_limit_bounds_the_answer_not_what_one_step_passes_to_the_next() {
 /// limit (see `where_with_many_conditions_stops_at_the_time_limit`).
 #[test]
 fn after_the_time_limit_later_steps_work_on_every_row_found() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let text: String = (0..600).map(|i| format!("def f{i}():\n    return {i}\n\n\nV{i} = {i}\n")).collect();
-    std::fs::write(dir.path().join("many.py"), text).expect("write");
-    let mut indexer = Indexer::in_memory(dir.path(), IndexerOptions { threads: 1, ..IndexerOptions::default() });
-    indexer.refresh().expect("index");
-    let snapshot = indexer.snapshot().clone();
+    let snapshot = six_hundred_functions_and_variables();
     let mut ctx = Context::new(&snapshot);
     ctx.limits = Limits { max_results: 2000, timeout: Duration::ZERO };
     let found = fresco_query::run(&ctx, "find * | count").expect("count");
@@ -150,12 +145,7 @@ fn after_the_time_limit_later_steps_work_on_every_row_found() {
 /// django's units took 17 s with `timeout_ms` 1000 (a review), holding a query slot.
 #[test]
 fn where_with_many_conditions_stops_at_the_time_limit() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let text: String = (0..600).map(|i| format!("def f{i}():\n    return {i}\n\n\nV{i} = {i}\n")).collect();
-    std::fs::write(dir.path().join("many.py"), text).expect("write");
-    let mut indexer = Indexer::in_memory(dir.path(), IndexerOptions { threads: 1, ..IndexerOptions::default() });
-    indexer.refresh().expect("index");
-    let snapshot = indexer.snapshot().clone();
+    let snapshot = six_hundred_functions_and_variables();
     // 1,201 rows times 2,000 conditions: past the million tested whatever the time.
     let query = format!("find * | where {}", vec!["kind = function"; 2_000].join(" and "));
     let full = fresco_query::run(&Context::new(&snapshot), &query).expect("where");
@@ -167,4 +157,14 @@ fn where_with_many_conditions_stops_at_the_time_limit() {
     assert!(cut.truncated, "{:?}", cut.notes);
     assert!(cut.notes.iter().any(|n| n.starts_with("time limit")), "{:?}", cut.notes);
     assert!(cut.results.len() < 600, "{}", cut.results.len());
+}
+
+/// The snapshot of one file of 600 functions and 600 variables (1,201 units with the module).
+fn six_hundred_functions_and_variables() -> fresco_graph::Snapshot {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text: String = (0..600).map(|i| format!("def f{i}():\n    return {i}\n\n\nV{i} = {i}\n")).collect();
+    std::fs::write(dir.path().join("many.py"), text).expect("write");
+    let mut indexer = Indexer::in_memory(dir.path(), IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().expect("index");
+    indexer.snapshot().clone()
 }
