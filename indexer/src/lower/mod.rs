@@ -1179,16 +1179,25 @@ fn after_continuations(mut text: &str) -> &str {
     }
 }
 
-/// Whether identifier `node` is where a statement binds its name in a scope the module's calls
-/// may read: anywhere but a class body, whose names (methods, nested classes, class attributes)
-/// are its class's. `path` holds `node`'s ancestors from the root down to its parent.
+/// Whether identifier `node` is where a statement binds its name, anywhere but as a method or a
+/// class nested in a class (a name of its class, not one the module's calls read). `path` holds
+/// `node`'s ancestors from the root down to its parent.
+///
+/// Other bindings in a class body count, coarsely: the class body's own code reads them
+/// (`list = Bag` then `for x in list(items)` there), and `global list` in a class body binds
+/// the module's name.
 fn binds_name_in(node: Node, path: &[Node]) -> bool {
     // Nearest first.
     let up = |k: usize| path.len().checked_sub(k + 1).and_then(|i| path.get(i)).copied();
     let Some(parent) = up(0) else { return false };
     let is_field = |field: &str| parent.child_by_field_name(field) == Some(node);
-    let binds = match parent.kind_str() {
-        "function_definition" | "class_definition" => is_field("name"),
+    // Decorated (`@property def type(self)`), a method's block is one level further up.
+    let in_class_body = || {
+        let decorated = up(1).is_some_and(|d| d.kind_str() == "decorated_definition");
+        up(if decorated { 3 } else { 2 }).is_some_and(|c| c.kind_str() == "class_definition")
+    };
+    match parent.kind_str() {
+        "function_definition" | "class_definition" => is_field("name") && !in_class_body(),
         "assignment" | "augmented_assignment" | "for_statement" | "for_in_clause" => is_field("left"),
         "pattern_list" | "tuple_pattern" | "list_pattern" | "list_splat_pattern" | "dictionary_splat_pattern" => true,
         "parameters" | "lambda_parameters" | "typed_parameter" | "as_pattern_target" => true,
@@ -1212,51 +1221,21 @@ fn binds_name_in(node: Node, path: &[Node]) -> bool {
         "splat_pattern" => true,
         // `case 1 as zip` (in a `with`, the name bound is the alias's, `as_pattern_target`).
         "as_pattern" => parent.named_child(0) != Some(node),
-        // `with a as (zip):`, `with a as (b, (c, *zip)):`, `with a as [b, zip]:`.
+        // `with a as (zip):`, `with a as (b, (c, *zip)):`, `with a as [b, zip]:`, looked for a
+        // few brackets up only (each look passes the brackets around the name, and a name deep
+        // in `[[[...]]]` is no `with` target).
         "parenthesized_expression" | "tuple" | "list" | "list_splat" => path
             .iter()
             .rev()
+            .take(MAX_TARGET_BRACKETS + 1)
             .find(|a| !matches!(a.kind_str(), "parenthesized_expression" | "tuple" | "list" | "list_splat"))
             .is_some_and(|target| target.kind_str() == "as_pattern_target"),
         _ => false,
-    };
-    binds && !in_class_scope(node, path)
+    }
 }
 
-/// How far up [`in_class_scope`] looks for the scope a name is bound in.
-const MAX_SCOPE_SEARCH: usize = 64;
-
-/// Whether the name `node` binds is bound in a class body: the nearest scope around the binding
-/// is a class. A definition's own name is bound in the scope around the definition (and its
-/// decorators); a comprehension or a function is a scope of its own.
-fn in_class_scope(node: Node, path: &[Node]) -> bool {
-    let mut around = path;
-    if let Some(definition) = around.last()
-        && matches!(definition.kind_str(), "function_definition" | "class_definition")
-        && definition.child_by_field_name("name") == Some(node)
-    {
-        around = &around[..around.len() - 1];
-        if around.last().is_some_and(|d| d.kind_str() == "decorated_definition") {
-            around = &around[..around.len() - 1];
-        }
-    }
-    // A binding nested deeper than this in its statement (`(a := (b := ...))`) is taken for
-    // one the module's calls may read: each binding's look-up must stay short.
-    for scope in around.iter().rev().take(MAX_SCOPE_SEARCH) {
-        match scope.kind_str() {
-            "class_definition" => return true,
-            "function_definition"
-            | "lambda"
-            | "list_comprehension"
-            | "set_comprehension"
-            | "dictionary_comprehension"
-            | "generator_expression"
-            | "module" => return false,
-            _ => {}
-        }
-    }
-    false
-}
+/// How many brackets around a name [`binds_name_in`] looks through for a `with` target.
+const MAX_TARGET_BRACKETS: usize = 8;
 
 /// What iterating the result of a builtin that iterates over its arguments gives, as a list of
 /// those elements: `enumerate(xs)` pairs of an `int` and an element of `xs`, `zip(a, b)` pairs of
@@ -1496,13 +1475,12 @@ mod tests {
         // Read, called, subscripted or an attribute: nothing bound.
         let text = "x = list(y) + tuple [0]\nself.zip = 1\nprint(set)\nf = filter\nclass C:\n    def type(self):\n        pass\n";
         assert_eq!(rebound(text), Vec::<&str>::new());
-        // A class attribute, a method or a nested class binds a name of its class, decorated or
-        // not; a function's or a comprehension's names still count (coarse on purpose).
+        // Other bindings in a class body count: the class body's code reads them, and `global`
+        // there binds the module's name.
         let text =
             "class C:\n    list = Bag\n    zip: int = 0\n    from m import set\n    for iter in xs:\n        pass\n";
-        assert_eq!(rebound(text), Vec::<&str>::new());
-        let text = "class C:\n    def m(self):\n        list = 1\n    xs = [tuple for tuple in ys]\n";
-        assert_eq!(rebound(text), ["list", "tuple"]);
+        assert_eq!(rebound(text), ["iter", "list", "set", "zip"]);
+        assert_eq!(rebound("class C:\n    global tuple\n    tuple = Bag\n"), ["tuple"]);
         // A method or a nested class binds a name of its class, decorated or not.
         let text = "class C:\n    @property\n    def type(self):\n        pass\n    class list:\n        pass\n    @dataclass\n    class zip:\n        pass\n";
         assert_eq!(rebound(text), Vec::<&str>::new());
