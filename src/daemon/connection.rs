@@ -319,7 +319,7 @@ pub(super) fn handle_connection(
                     // The line, not the tree, waits for a client that reads slowly (a `find "*"
                     // limit 100000` over 600 files: 4 MB of text, about 30 MB as a tree). It is
                     // made within the query's slot, so that no more answers are being turned
-                    // into text at once than queries compute (64 clients that never read, each
+                    // into text at once than queries compute (62 clients that never read, each
                     // with two 65 MB answers, took the daemon to 4.4 GB).
                     let line = answer_line(&response);
                     drop(response);
