@@ -307,11 +307,7 @@ pub(super) fn handle_connection(
                     worker_cancels.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
                     // A `cancel` answered `cancelled: true` before the entry went: the query
                     // answers CANCELLED, as that said, even if it had just finished.
-                    let answered = if flag.load(Ordering::Relaxed) {
-                        Err(ProtoError::new("CANCELLED", "the query was cancelled"))
-                    } else {
-                        answered
-                    };
+                    let answered = if flag.load(Ordering::Relaxed) { Err(super::gate::cancelled()) } else { answered };
                     let response = match answered {
                         Ok(result) => protocol::response_ok(&id, result),
                         Err(err) => protocol::response_err(&id, &err),

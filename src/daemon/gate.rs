@@ -27,7 +27,8 @@ fn is_cancelled(cancel: Option<&AtomicBool>) -> bool {
     cancel.is_some_and(|c| c.load(Ordering::Relaxed))
 }
 
-fn cancelled() -> ProtoError {
+/// The error a cancelled query answers, wherever it stopped.
+pub(super) fn cancelled() -> ProtoError {
     ProtoError::new("CANCELLED", "the query was cancelled")
 }
 

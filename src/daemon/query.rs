@@ -39,7 +39,7 @@ pub(super) fn handle_query<'s>(
     *slot = shared.query_slots.acquire(connection, Some(&cancel));
     // Cancelled while it waited (its client hung up): nothing to compute.
     if slot.is_none() || cancel.load(Ordering::Relaxed) {
-        return Err(ProtoError::new("CANCELLED", "the query was cancelled"));
+        return Err(super::gate::cancelled());
     }
     let tracker = shared.tracker.clone();
     let allow = params.freshness == Freshness::Allow;
