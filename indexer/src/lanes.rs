@@ -439,11 +439,17 @@ impl RetrievalLanes {
     }
 
     /// Waits until the lexical lane reflects graph version `version` (or a later one), for at
-    /// most `timeout`; whether it does. Its updates take milliseconds, so a query that waits for
-    /// freshness waits for it too rather than answer from text a version behind.
-    pub fn wait_text(&self, version: u64, timeout: Duration) -> bool {
+    /// most `timeout` and no longer than `cancel` stays false; whether it does. Its updates take
+    /// milliseconds, so a query that waits for freshness waits for it too rather than answer
+    /// from text a version behind.
+    pub fn wait_text(&self, version: u64, timeout: Duration, cancel: &AtomicBool) -> bool {
         let deadline = std::time::Instant::now() + timeout;
         loop {
+            // A lane rebuilding a large repository can take seconds: a query whose client has
+            // gone stops waiting for it.
+            if cancel.load(Ordering::Relaxed) {
+                return false;
+            }
             let current = match &*read(&self.text) {
                 TextLane::Ready(index) => Some(index.version()),
                 TextLane::Building => None,
@@ -679,6 +685,20 @@ mod tests {
         drop(damaged);
         let store = open_vectors(&vectors).expect("started afresh");
         assert_eq!(store.get(1).expect("readable"), None);
+    }
+
+    /// A query waiting for the lexical lane stops waiting once it is cancelled (its client hung
+    /// up), not at the end of its wait; uncancelled, it waits the whole time for a lane still
+    /// building.
+    #[test]
+    fn a_cancelled_wait_for_the_lexical_lane_returns_at_once() {
+        let lanes = RetrievalLanes::new(Err("no store in this test".into()), Duration::from_secs(1));
+        let started = std::time::Instant::now();
+        assert!(!lanes.wait_text(1, Duration::from_millis(300), &AtomicBool::new(false)), "the lane is still building");
+        assert!(started.elapsed() >= Duration::from_millis(300), "waited the whole time: {:?}", started.elapsed());
+        let started = std::time::Instant::now();
+        assert!(!lanes.wait_text(1, Duration::from_secs(600), &AtomicBool::new(true)));
+        assert!(started.elapsed() < Duration::from_secs(60), "returned at once: {:?}", started.elapsed());
     }
 
     /// While the model downloads, the dense lane is `loading` with the download's progress, in

@@ -30,7 +30,7 @@ pub(super) fn handle_query<'s>(
     // The dense lane may take longer; a lane still behind is reported lagging in the answer.
     if params.freshness != Freshness::Allow && asks_retrieval(&params.text) {
         let left = params.wait.saturating_sub(started.elapsed()).max(Duration::from_millis(100));
-        shared.lanes.wait_text(published.snapshot.version(), left);
+        shared.lanes.wait_text(published.snapshot.version(), left, &cancel);
     }
     // A slot bounds the queries computing at once. Taken after the waits above (a query waiting
     // for the index holds no memory and must not keep others from running) and given back
