@@ -56,7 +56,7 @@ impl<'a> Lowerer<'a> {
         self.container_mutation(&callee, &args, scope);
         let special = self
             .special_call_value(&callee, node, &args, &keywords, scope)
-            .or_else(|| self.property_value(&callee, &args, &keywords));
+            .or_else(|| self.property_value(&callee, &args, &keywords, scope));
         self.scope(scope).calls.push(CallSite {
             callee: callee.clone(),
             callee_span,
@@ -99,7 +99,7 @@ impl<'a> Lowerer<'a> {
             return Some(original.clone());
         }
         if let Expr::Name(name) = callee
-            && self.rebound_builtins.contains(name.as_str())
+            && self.builtin_rebound(name, scope)
         {
             return None;
         }
@@ -124,10 +124,30 @@ impl<'a> Lowerer<'a> {
         Some(Expr::Union(vec![Expr::Call(Box::new(callee.clone())), view]))
     }
 
+    /// Whether a call of `name` in `scope` may not be the builtin's: the file binds the name
+    /// (see [`rebound_value_builtins`](super::rebound_value_builtins)), or code right in a class
+    /// body calls a name the class has bound above it. Methods and nested classes are left out
+    /// of the file's set (a method `list` must not make every `list(x)` of the file unknown),
+    /// but the class body's own code reads them: `def list(xs)` then `for x in list(items)`, or
+    /// a nested `class type` then `type(a).run(a)`, in the same class body.
+    fn builtin_rebound(&self, name: &str, scope: ScopeId) -> bool {
+        if self.rebound_builtins.contains(name) {
+            return true;
+        }
+        let sc = &self.scopes[scope as usize];
+        sc.kind == ScopeKind::Class && sc.bindings.iter().any(|(n, _)| n == name)
+    }
+
     /// `property(fget, fset, ...)` (the builtin, not a name the file binds): the getter and the
     /// setter it is made of, positional or by keyword. Without a getter it is a plain call.
-    pub(super) fn property_value(&self, callee: &Expr, args: &[Expr], keywords: &[(Name, Expr)]) -> Option<Expr> {
-        if !matches!(callee, Expr::Name(n) if n == "property") || self.rebound_builtins.contains("property") {
+    pub(super) fn property_value(
+        &self,
+        callee: &Expr,
+        args: &[Expr],
+        keywords: &[(Name, Expr)],
+        scope: ScopeId,
+    ) -> Option<Expr> {
+        if !matches!(callee, Expr::Name(n) if n == "property") || self.builtin_rebound("property", scope) {
             return None;
         }
         let argument = |position: usize, keyword: &str| {
