@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::syntax::*;
 
@@ -590,7 +590,15 @@ pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<Mod
 /// if it calls one: looked up as Python does (`global` declarations; class bodies are not
 /// visible from the functions inside them), in a function or method (not a lambda), and
 /// neither `*args`/`**kwargs` nor a method's `self`/`cls`.
-pub fn called_param(syntax: &FileSyntax, name: &str, scope: ScopeId) -> Option<(ScopeId, u32)> {
+///
+/// `binds(scope, name)` says whether a scope binds a name (callers keep an index: a scan per
+/// call is quadratic in a large scope).
+pub(crate) fn called_param(
+    syntax: &FileSyntax,
+    name: &str,
+    scope: ScopeId,
+    binds: &mut dyn FnMut(ScopeId, &str) -> bool,
+) -> Option<(ScopeId, u32)> {
     let mut s = scope;
     let binder = loop {
         // The module body binds no parameters (and scanning its bindings for every bare call at
@@ -603,7 +611,7 @@ pub fn called_param(syntax: &FileSyntax, name: &str, scope: ScopeId) -> Option<(
             return None;
         }
         let visible = sc.kind != ScopeKind::Class || s == scope;
-        if visible && sc.bindings.iter().any(|(n, _)| n == name) {
+        if visible && binds(s, name) {
             break s;
         }
         s = sc.parent?;
@@ -627,10 +635,21 @@ pub fn called_param(syntax: &FileSyntax, name: &str, scope: ScopeId) -> Option<(
 /// Per function body scope, the parameters that calls anywhere under it call by name.
 fn called_params(syntax: &FileSyntax) -> FxHashMap<ScopeId, Vec<(u32, Name)>> {
     let mut out: FxHashMap<ScopeId, Vec<(u32, Name)>> = FxHashMap::default();
+    // The names a scope with many bindings binds, made on first use: each bare call looks up
+    // every scope around it, and a scan of a class body of 30,000 attributes per call of one
+    // of them was quadratic (20 s).
+    let mut names: FxHashMap<ScopeId, FxHashSet<&str>> = FxHashMap::default();
+    let mut binds = |s: ScopeId, name: &str| {
+        let bindings = &syntax.scope(s).bindings;
+        if bindings.len() < 16 {
+            return bindings.iter().any(|(n, _)| n == name);
+        }
+        names.entry(s).or_insert_with(|| bindings.iter().map(|(n, _)| n.as_str()).collect()).contains(name)
+    };
     for (id, scope) in syntax.scopes.iter().enumerate() {
         for call in scope.calls.iter() {
             let Expr::Name(name) = &call.callee else { continue };
-            if let Some((function, index)) = called_param(syntax, name, id as ScopeId) {
+            if let Some((function, index)) = called_param(syntax, name, id as ScopeId, &mut binds) {
                 let list = out.entry(function).or_default();
                 if !list.iter().any(|(j, _)| *j == index) {
                     list.push((index, name.clone()));

@@ -135,7 +135,7 @@ impl<'a> Lowerer<'a> {
             return true;
         }
         let sc = &self.scopes[scope as usize];
-        sc.kind == ScopeKind::Class && sc.bindings.iter().any(|(n, _)| n == name)
+        sc.kind == ScopeKind::Class && sc.binds(name)
     }
 
     /// `property(fget, fset, ...)` (the builtin, not a name the file binds): the getter and the
@@ -167,7 +167,7 @@ impl<'a> Lowerer<'a> {
         // its own result); imports are read from the module's top level, where they are written.
         let is_typing = |m: &ModuleRef| m.level == 0 && matches!(m.name.as_str(), "typing" | "typing_extensions");
         let imported = |name: &str, what: &dyn Fn(&Import) -> bool| {
-            self.scopes[0].bindings.iter().any(|(n, b)| n == name && matches!(b, Binding::Import(i) if what(i)))
+            self.scopes[0].bindings_of(name).any(|b| matches!(b, Binding::Import(i) if what(i)))
         };
         let is_cast = match callee {
             Expr::Name(n) if n == "cast" => {
@@ -436,7 +436,7 @@ impl<'a> Lowerer<'a> {
             "identifier" => {
                 let name = Name::new(self.text(target));
                 self.define_variable(scope, &name, stmt);
-                self.scope(scope).bindings.push((name.clone(), binding));
+                self.scope(scope).push_binding(name.clone(), binding);
                 self.module_binds(scope, &name);
                 if self.scopes[scope as usize].globals.contains(&name) {
                     if self.scopes[scope as usize].kind != ScopeKind::Module {
@@ -734,16 +734,13 @@ impl<'a> Lowerer<'a> {
 
     /// Whether `scope` binds `name`, and only by bindings `is_kind` accepts (as far as lowered).
     fn bound_only_to(&self, scope: ScopeId, name: &Name, is_kind: impl Fn(&Binding) -> bool) -> bool {
-        let mut bindings = self.scopes[scope as usize].bindings.iter().filter(|(n, _)| n == name).peekable();
-        bindings.peek().is_some() && bindings.all(|(_, b)| is_kind(b))
+        let mut bindings = self.scopes[scope as usize].bindings_of(name).peekable();
+        bindings.peek().is_some() && bindings.all(is_kind)
     }
 
     /// Whether `scope` binds `name` to a value `is_kind` accepts (as far as lowered).
     pub(super) fn bound_to(&self, scope: ScopeId, name: &Name, is_kind: impl Fn(&Expr) -> bool) -> bool {
-        self.scopes[scope as usize]
-            .bindings
-            .iter()
-            .any(|(n, b)| n == name && matches!(b, Binding::Value(e) if is_kind(e)))
+        self.scopes[scope as usize].bindings_of(name).any(|b| matches!(b, Binding::Value(e) if is_kind(e)))
     }
 
     /// A store under constant keys of the dict `name`, made unconditionally by the code of the
@@ -787,7 +784,7 @@ impl<'a> Lowerer<'a> {
             if sc.globals.iter().any(|g| g == name) {
                 return 0;
             }
-            if (s == scope || sc.kind != ScopeKind::Class) && sc.bindings.iter().any(|(n, _)| n == name) {
+            if (s == scope || sc.kind != ScopeKind::Class) && sc.binds(name) {
                 return s;
             }
             match sc.parent {

@@ -128,7 +128,7 @@ impl<'a> Lowerer<'a> {
             let name = Name::new(self.text(name_node));
             let index = self.scopes[inner as usize].params.len() as u32;
             self.scope(inner).params.push(Param { name: name.clone(), default, annotation, variadic, keywords });
-            self.scope(inner).bindings.push((name, Binding::Param(index)));
+            self.scope(inner).push_binding(name, Binding::Param(index));
         }
     }
 
@@ -340,8 +340,7 @@ impl<'a> Lowerer<'a> {
     pub(super) fn define_global_writes(&mut self) {
         for write in std::mem::take(&mut self.global_writes) {
             let key = (0, write.name.clone());
-            if self.module_variables.contains_key(&key) || self.scopes[0].bindings.iter().any(|(n, _)| *n == write.name)
-            {
+            if self.module_variables.contains_key(&key) || self.scopes[0].binds(&write.name) {
                 continue;
             }
             let path = self.unique_path(0, &write.name);
@@ -364,7 +363,7 @@ impl<'a> Lowerer<'a> {
                 conditional: true,
             });
             self.module_variables.insert(key, (self.defs.len() - 1) as DefId);
-            self.scopes[0].bindings.push((write.name, Binding::Value(Expr::Unknown)));
+            self.scopes[0].push_binding(write.name, Binding::Value(Expr::Unknown));
         }
     }
 

@@ -389,7 +389,7 @@ impl<'a> Lowerer<'a> {
                     let bound_inside = |n: &str| {
                         let mut s = scope;
                         while s != target_scope {
-                            if self.scopes[s as usize].bindings.iter().any(|(b, _)| b.as_str() == n) {
+                            if self.scopes[s as usize].binds(n) {
                                 return true;
                             }
                             match self.scopes[s as usize].parent {

@@ -31,10 +31,10 @@ impl<'a> Lowerer<'a> {
                 ),
                 None => {
                     let first = Name::new(module.split('.').next().unwrap_or(&module));
-                    self.scope(scope).bindings.push((
+                    self.scope(scope).push_binding(
                         first.clone(),
                         Binding::Import(Import::Module { module: ModuleRef { level: 0, name: first.clone() } }),
-                    ));
+                    );
                     self.module_binds(scope, &first);
                 }
             }
@@ -84,8 +84,7 @@ impl<'a> Lowerer<'a> {
             let local = alias.map(Name::new).unwrap_or_else(|| name.clone());
             self.module_binds(scope, &local);
             self.scope(scope)
-                .bindings
-                .push((local, Binding::Import(Import::Name { module: module.clone(), name: name.clone() })));
+                .push_binding(local, Binding::Import(Import::Name { module: module.clone(), name: name.clone() }));
             self.import_replaces_earlier(node, scope);
             names.push(name);
         }

@@ -546,13 +546,22 @@ fn lower_text_once(
     (syntax, lowerer.refused_statements, conflicting)
 }
 
+/// From how many bindings on a scope's look-ups by name go through an index (below it, a scan
+/// is as quick).
+const INDEXED_FROM: usize = 16;
+
 /// A [`Scope`] while it is being lowered: growable, frozen into exact-size slices at the end.
 struct ScopeB {
     kind: ScopeKind,
     parent: Option<ScopeId>,
     def: Option<DefId>,
     params: Vec<Param>,
+    /// Pushed only through [`ScopeB::push_binding`], which keeps `binding_index` up to date.
     bindings: Vec<(Name, Binding)>,
+    /// Where each name's bindings are in `bindings`, once there are [`INDEXED_FROM`] of them: a
+    /// look-up per call of a name (is it an import of `copy`, a dict, a class's own name) scanned
+    /// them all, and 100,000 `x = list(y)` lines took 46 s.
+    binding_index: FxHashMap<Name, Vec<u32>>,
     replacing: Vec<(u32, u32)>,
     globals: Vec<Name>,
     nonlocals: Vec<Name>,
@@ -576,6 +585,7 @@ impl ScopeB {
             def,
             params: Vec::new(),
             bindings: Vec::new(),
+            binding_index: FxHashMap::default(),
             replacing: Vec::new(),
             globals: Vec::new(),
             nonlocals: Vec::new(),
@@ -590,6 +600,32 @@ impl ScopeB {
             bases: Vec::new(),
             imports: Vec::new(),
         }
+    }
+
+    fn push_binding(&mut self, name: Name, binding: Binding) {
+        let at = self.bindings.len();
+        if at + 1 == INDEXED_FROM {
+            for (i, (n, _)) in self.bindings.iter().enumerate() {
+                self.binding_index.entry(n.clone()).or_default().push(i as u32);
+            }
+        }
+        if at + 1 >= INDEXED_FROM {
+            self.binding_index.entry(name.clone()).or_default().push(at as u32);
+        }
+        self.bindings.push((name, binding));
+    }
+
+    /// The bindings of `name` so far, in the order they were made.
+    fn bindings_of<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Binding> + 'a {
+        let indexed = self.bindings.len() >= INDEXED_FROM;
+        let listed = indexed.then(|| self.binding_index.get(name)).flatten();
+        let scanned = (!indexed).then(|| self.bindings.iter().filter(move |(n, _)| n == name).map(|(_, b)| b));
+        listed.into_iter().flatten().map(|&i| &self.bindings[i as usize].1).chain(scanned.into_iter().flatten())
+    }
+
+    /// Whether the scope has bound `name` so far.
+    fn binds(&self, name: &str) -> bool {
+        self.bindings_of(name).next().is_some()
     }
 
     fn finish(self) -> Scope {
@@ -803,7 +839,7 @@ impl<'a> Lowerer<'a> {
     }
 
     fn bind(&mut self, scope: ScopeId, name: &str, binding: Binding) {
-        self.scope(scope).bindings.push((Name::new(name), binding));
+        self.scope(scope).push_binding(Name::new(name), binding);
         self.module_binds(scope, name);
     }
 
@@ -1179,31 +1215,28 @@ fn after_continuations(mut text: &str) -> &str {
     }
 }
 
-/// Whether identifier `node` is where a statement binds its name, anywhere but as a method or a
-/// class nested in a class (a name of its class, not one the module's calls read). `path` holds
-/// `node`'s ancestors from the root down to its parent.
-///
-/// Other bindings in a class body count, coarsely: the class body's own code reads them
-/// (`list = Bag` then `for x in list(items)` there), and `global list` in a class body binds
-/// the module's name.
+/// Whether identifier `node` is where a statement binds its name in a scope the module's code
+/// may read: not in a class body, whose names (methods, nested classes, class attributes) only
+/// the class body's own code reads, and that code checks its class's names itself (see
+/// `Lowerer::builtin_rebound`). `global` counts wherever it is: in a class body it binds the
+/// module's name. `path` holds `node`'s ancestors from the root down to its parent.
 fn binds_name_in(node: Node, path: &[Node]) -> bool {
     // Nearest first.
     let up = |k: usize| path.len().checked_sub(k + 1).and_then(|i| path.get(i)).copied();
     let Some(parent) = up(0) else { return false };
     let is_field = |field: &str| parent.child_by_field_name(field) == Some(node);
-    // Decorated (`@property def type(self)`), a method's block is one level further up.
-    let in_class_body = || {
-        let decorated = up(1).is_some_and(|d| d.kind_str() == "decorated_definition");
-        up(if decorated { 3 } else { 2 }).is_some_and(|c| c.kind_str() == "class_definition")
-    };
-    match parent.kind_str() {
-        "function_definition" | "class_definition" => is_field("name") && !in_class_body(),
+    let binds = match parent.kind_str() {
+        "global_statement" => return true,
+        // A parameter is its function's or lambda's, never a class body's.
+        "parameters" | "lambda_parameters" | "typed_parameter" => return true,
+        "default_parameter" | "typed_default_parameter" if is_field("name") => return true,
+        "function_definition" | "class_definition" => is_field("name"),
         "assignment" | "augmented_assignment" | "for_statement" | "for_in_clause" => is_field("left"),
         "pattern_list" | "tuple_pattern" | "list_pattern" | "list_splat_pattern" | "dictionary_splat_pattern" => true,
-        "parameters" | "lambda_parameters" | "typed_parameter" | "as_pattern_target" => true,
-        "default_parameter" | "typed_default_parameter" | "named_expression" => is_field("name"),
+        "as_pattern_target" => true,
+        "named_expression" => is_field("name"),
         "aliased_import" => is_field("alias"),
-        "global_statement" | "nonlocal_statement" => true,
+        "nonlocal_statement" => true,
         // `import zip`, `import zip.sub` (which binds `zip`), `from m import zip`; a capture
         // pattern (`case zip:`, `case P(x=zip)`), not a class pattern's class or a value pattern
         // (`case m.zip:`).
@@ -1231,7 +1264,37 @@ fn binds_name_in(node: Node, path: &[Node]) -> bool {
             .find(|a| !matches!(a.kind_str(), "parenthesized_expression" | "tuple" | "list" | "list_splat"))
             .is_some_and(|target| target.kind_str() == "as_pattern_target"),
         _ => false,
+    };
+    binds && !bound_in_class_body(node, path, parent.kind_str() == "named_expression")
+}
+
+/// How many levels up [`bound_in_class_body`] looks for the scope a name is bound in: past it,
+/// the binding counts for the whole file (coarse, never an edge invented), and each look-up
+/// stays short.
+const MAX_SCOPE_SEARCH: usize = 64;
+
+/// Whether the nearest scope around the binding of `node` is a class body. Only a function's,
+/// a lambda's or a class's body is a scope of its own: a definition's name, its decorators,
+/// defaults and bases are bound and evaluated in the scope around it. A comprehension binds its
+/// loop's names itself, but a walrus (`walrus`) in it binds in the scope around it.
+fn bound_in_class_body(node: Node, path: &[Node], walrus: bool) -> bool {
+    let mut child = node;
+    for ancestor in path.iter().rev().take(MAX_SCOPE_SEARCH) {
+        let in_body = ancestor.child_by_field_name("body") == Some(child);
+        match ancestor.kind_str() {
+            "class_definition" if in_body => return true,
+            "function_definition" | "lambda" if in_body => return false,
+            "list_comprehension" | "set_comprehension" | "dictionary_comprehension" | "generator_expression"
+                if !walrus =>
+            {
+                return false;
+            }
+            "module" => return false,
+            _ => {}
+        }
+        child = *ancestor;
     }
+    false
 }
 
 /// How many brackets around a name [`binds_name_in`] looks through for a `with` target.
@@ -1475,12 +1538,20 @@ mod tests {
         // Read, called, subscripted or an attribute: nothing bound.
         let text = "x = list(y) + tuple [0]\nself.zip = 1\nprint(set)\nf = filter\nclass C:\n    def type(self):\n        pass\n";
         assert_eq!(rebound(text), Vec::<&str>::new());
-        // Other bindings in a class body count: the class body's code reads them, and `global`
-        // there binds the module's name.
+        // A class attribute, a method or a nested class binds a name of its class (the class
+        // body's own code checks those itself); `global` there binds the module's name.
         let text =
             "class C:\n    list = Bag\n    zip: int = 0\n    from m import set\n    for iter in xs:\n        pass\n";
-        assert_eq!(rebound(text), ["iter", "list", "set", "zip"]);
+        assert_eq!(rebound(text), Vec::<&str>::new());
         assert_eq!(rebound("class C:\n    global tuple\n    tuple = Bag\n"), ["tuple"]);
+        // Around a class body: a function's names, a comprehension's, a parameter's, and a
+        // walrus in a comprehension, a default or a class's bases (bound outside them).
+        let text = "class C:\n    def m(self, list=1):\n        zip = 1\n    xs = [tuple for tuple in ys]\n";
+        assert_eq!(rebound(text), ["list", "tuple", "zip"]);
+        assert_eq!(rebound("class C:\n    def m(self, x=(set := 1)):\n        pass\n"), Vec::<&str>::new());
+        assert_eq!(rebound("class C:\n    def m(self):\n        xs = [(iter := y) for y in ys]\n"), ["iter"]);
+        assert_eq!(rebound("class C((list := Base)):\n    pass\nf = lambda tuple: tuple\n"), ["list", "tuple"]);
+        assert_eq!(rebound("class C:\n    f = lambda: (zip := 1)\n"), ["zip"]);
         // A method or a nested class binds a name of its class, decorated or not.
         let text = "class C:\n    @property\n    def type(self):\n        pass\n    class list:\n        pass\n    @dataclass\n    class zip:\n        pass\n";
         assert_eq!(rebound(text), Vec::<&str>::new());

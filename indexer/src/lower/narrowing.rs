@@ -126,7 +126,7 @@ impl<'a> Lowerer<'a> {
                 let mut s = scope;
                 while s != 0 {
                     let sc = &self.scopes[s as usize];
-                    if sc.kind != ScopeKind::Class && sc.bindings.iter().any(|(n, _)| n == name) {
+                    if sc.kind != ScopeKind::Class && sc.binds(name) {
                         return true;
                     }
                     let Some(parent) = sc.parent else { return false };

@@ -321,9 +321,9 @@ impl<'a> Lowerer<'a> {
                                 // `global x; del x` deletes the module's `x`: no local binding.
                                 // A name the function bound already is local: the deletion
                                 // adds nothing (its `class` or `def` stays what it reads).
-                                let bound = sc.bindings.iter().any(|(n, _)| *n == name);
+                                let bound = sc.binds(&name);
                                 if !bound && !sc.globals.contains(&name) && !sc.nonlocals.contains(&name) {
-                                    self.scope(scope).bindings.push((name, Binding::Value(Expr::Unknown)));
+                                    self.scope(scope).push_binding(name, Binding::Value(Expr::Unknown));
                                 }
                             }
                             "expression_list" | "tuple" | "list" | "parenthesized_expression" => targets.push(child),

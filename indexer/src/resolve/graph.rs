@@ -687,7 +687,8 @@ impl<'a> Resolver<'a> {
     /// function or of one enclosing it), for the join with other files' argument flows.
     pub(super) fn param_call(&self, call: &CallSite, scope: ScopeId, unit: &str) -> Option<fresco_graph::ParamCall> {
         let Expr::Name(name) = &call.callee else { return None };
-        let (function, index) = crate::summary::called_param(self.syntax, name, scope)?;
+        let binds = &mut |s: ScopeId, name: &str| self.scope_bindings[s as usize].contains_key(name);
+        let (function, index) = crate::summary::called_param(self.syntax, name, scope, binds)?;
         let def = self.syntax.def(self.syntax.scope(function).def?);
         Some(fresco_graph::ParamCall {
             caller: unit.to_string(),
