@@ -113,7 +113,9 @@ pub fn blank(text: &str, start: usize, end: usize, name: &str) -> Result<String,
     if tree.root_node().has_error() {
         return Err(BlankSkip::ParseErrors);
     }
-    // The outermost `function_definition` named NAME within the span (pre-order).
+    // The outermost `function_definition` named NAME starting within the span (pre-order). It
+    // may end past the span: a unit ends with its last code, as Python's `ast` does, before a
+    // comment on the same line (`return x  # why`), which tree-sitter's node takes in.
     let mut stack = vec![tree.root_node()];
     let mut found = None;
     while let Some(node) = stack.pop() {
@@ -122,7 +124,6 @@ pub fn blank(text: &str, start: usize, end: usize, name: &str) -> Result<String,
         }
         if node.kind() == "function_definition"
             && node.start_byte() >= start
-            && node.end_byte() <= end
             && node.child_by_field_name("name").and_then(|n| n.utf8_text(text.as_bytes()).ok()) == Some(name)
         {
             found = Some(node);
@@ -194,6 +195,14 @@ mod tests {
     fn no_docstring() {
         let out = blank_all("def f(a):\n    # c\n    return g(a)\nz = 1\n", "f");
         assert!(out == "def f(a):\n    ...\nz = 1\n" || out == "def f(a):\n    # c\n    ...\nz = 1\n", "{out:?}");
+    }
+
+    /// The span given is the unit's, which ends before a comment on its last line.
+    #[test]
+    fn a_comment_after_the_last_line_of_code_is_past_the_span() {
+        let src = "def f(a):\n    return g(a)  # why\n\nz = 1\n";
+        let unit_end = src.find("  # why").unwrap();
+        assert_eq!(blank(src, 0, unit_end, "f").unwrap(), "def f(a):\n    ...\n\nz = 1\n");
     }
 
     #[test]
