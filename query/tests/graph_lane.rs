@@ -703,6 +703,32 @@ fn a_whole_module_import_reaches_what_the_module_re_exports() {
     assert_eq!(first_two, ["pkg", "pkg.termui.pause"], "{ranked:?}");
 }
 
+/// A package re-exporting a module's names with a star import (falcon's `vendor.mimeparse`):
+/// the module imported by name reaches the names it copies in, not those of a module it only
+/// imports by name.
+#[test]
+fn a_module_import_reaches_what_the_module_star_imports() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "app/__init__.py", "");
+    write(dir.path(), "app/vendor/__init__.py", "");
+    write(dir.path(), "app/vendor/mimeparse/__init__.py", "from .mimeparse import *  # NOQA\nimport os\n");
+    write(
+        dir.path(),
+        "app/vendor/mimeparse/mimeparse.py",
+        "def best_match(supported, header):\n    return supported[0]\n\n\ndef quality(mime_type, ranges):\n    return 1.0\n",
+    );
+    write(
+        dir.path(),
+        "app/request.py",
+        "from app.vendor import mimeparse\n\n\nclass Request:\n    def client_prefers(self, media_types):\n        \"\"\"The media type the client prefers.\"\"\"\n        ...\n",
+    );
+    let snapshot = index(dir.path());
+    let features = features_for(&snapshot, "app.request.Request.client_prefers");
+    for reached in ["app.vendor.mimeparse.mimeparse.best_match", "app.vendor.mimeparse.mimeparse.quality"] {
+        assert!(features.iter().any(|(id, _)| id == reached), "{reached}: {features:?}");
+    }
+}
+
 #[test]
 fn a_function_local_to_another_function_is_marked_unless_it_shares_the_targets_owner() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -229,6 +229,15 @@ pub(super) fn reachable_candidates(
                 for name in imports_of(dst) {
                     push(&name, Tier::Imported, &mut out);
                 }
+                // A package whose `__init__` re-exports a module's names with `from .m import *`
+                // (falcon's `vendor.mimeparse`): `from falcon.vendor import mimeparse` reaches
+                // `mimeparse.best_match`, defined in `vendor/mimeparse/mimeparse.py`. One level,
+                // as Python's star import copies the names of that module only.
+                for star in star_imported_modules(snapshot, dst) {
+                    for m in members(star) {
+                        push(&m, Tier::Imported, &mut out);
+                    }
+                }
             }
             Some(UnitKind::Class) => used_classes.push(dst.clone()),
             _ => {}
@@ -266,20 +275,33 @@ pub(super) fn reachable_candidates(
 /// The modules `module`'s imports bind to a name (`import m`, `import m as x`, `from pkg import
 /// m`): not one a star import only reads names from (`from m import *`), nor `module` itself.
 fn modules_bound_by_name<'s>(snapshot: &'s Snapshot, module: &str) -> FxHashSet<&'s str> {
-    let Some(file) = snapshot.unit(module).map(|u| u.file) else { return FxHashSet::default() };
+    imported_modules(snapshot, module, false).into_iter().collect()
+}
+
+/// The modules `module` reads every public name of (`from m import *`).
+fn star_imported_modules<'s>(snapshot: &'s Snapshot, module: &str) -> Vec<&'s str> {
+    imported_modules(snapshot, module, true)
+}
+
+/// The modules `module` imports (not itself) by a star import (`star`) or by any other.
+fn imported_modules<'s>(snapshot: &'s Snapshot, module: &str, star: bool) -> Vec<&'s str> {
+    let Some(file) = snapshot.unit(module).map(|u| u.file) else { return Vec::new() };
     let lines: Vec<&str> = file.text.lines().collect();
     let is_star = |line: Option<u32>| {
         line.and_then(|l| lines.get((l as usize).saturating_sub(1)))
             .is_some_and(|text| text.split('#').next().unwrap_or("").trim_end().ends_with("import *"))
     };
-    snapshot
+    let mut out: Vec<&str> = snapshot
         .edges_from(module)
         .into_iter()
         .map(|(e, _)| e)
-        .filter(|e| e.kind == EdgeKind::Imports && *e.dst != *module && !is_star(e.line))
+        .filter(|e| e.kind == EdgeKind::Imports && *e.dst != *module && is_star(e.line) == star)
         .filter(|e| snapshot.kind_of(&e.dst) == Some(UnitKind::Module))
         .map(|e| &*e.dst)
-        .collect()
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// The classes defined in the target's directory that its class's attributes are named after:
