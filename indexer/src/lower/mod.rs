@@ -1226,7 +1226,9 @@ fn binds_name_in(node: Node, path: &[Node]) -> bool {
     let Some(parent) = up(0) else { return false };
     let is_field = |field: &str| parent.child_by_field_name(field) == Some(node);
     let binds = match parent.kind_str() {
-        "global_statement" => return true,
+        // `global` binds the module's name, `nonlocal` the enclosing function's, also when
+        // written in a class body.
+        "global_statement" | "nonlocal_statement" => return true,
         // A parameter is its function's or lambda's, never a class body's.
         "parameters" | "lambda_parameters" | "typed_parameter" => return true,
         "default_parameter" | "typed_default_parameter" if is_field("name") => return true,
@@ -1236,7 +1238,6 @@ fn binds_name_in(node: Node, path: &[Node]) -> bool {
         "as_pattern_target" => true,
         "named_expression" => is_field("name"),
         "aliased_import" => is_field("alias"),
-        "nonlocal_statement" => true,
         // `import zip`, `import zip.sub` (which binds `zip`), `from m import zip`; a capture
         // pattern (`case zip:`, `case P(x=zip)`), not a class pattern's class or a value pattern
         // (`case m.zip:`).
@@ -1282,6 +1283,10 @@ fn bound_in_class_body(node: Node, path: &[Node], walrus: bool) -> bool {
     for ancestor in path.iter().rev().take(MAX_SCOPE_SEARCH) {
         let in_body = ancestor.child_by_field_name("body") == Some(child);
         match ancestor.kind_str() {
+            // A walrus in an annotation (`v: (list := Bag) = 1`, `def m(a: (zip := Z))`): the
+            // class body evaluates it, but lowering records no binding from it, so the class
+            // body's own code could not tell; it counts for the whole file.
+            "type" if walrus => return false,
             "class_definition" if in_body => return true,
             "function_definition" | "lambda" if in_body => return false,
             "list_comprehension" | "set_comprehension" | "dictionary_comprehension" | "generator_expression"
@@ -1552,6 +1557,9 @@ mod tests {
         assert_eq!(rebound("class C:\n    def m(self):\n        xs = [(iter := y) for y in ys]\n"), ["iter"]);
         assert_eq!(rebound("class C((list := Base)):\n    pass\nf = lambda tuple: tuple\n"), ["list", "tuple"]);
         assert_eq!(rebound("class C:\n    f = lambda: (zip := 1)\n"), ["zip"]);
+        let text = "class C:\n    v: (list := Bag) = 1\n    def m(self, a: (zip := Z)) -> (set := S):\n        pass\n";
+        assert_eq!(rebound(text), ["list", "set", "zip"]);
+        assert_eq!(rebound("def f():\n    class C:\n        nonlocal list\n        list = Bag\n"), ["list"]);
         // A method or a nested class binds a name of its class, decorated or not.
         let text = "class C:\n    @property\n    def type(self):\n        pass\n    class list:\n        pass\n    @dataclass\n    class zip:\n        pass\n";
         assert_eq!(rebound(text), Vec::<&str>::new());
