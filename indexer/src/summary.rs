@@ -535,10 +535,11 @@ pub fn summarise(syntax: &FileSyntax, module: &str, is_package: bool) -> Arc<Mod
 
     let mut classes = Vec::new();
     let mut functions = Vec::new();
+    let children = ClassChildren::of(syntax);
     for (id, def) in syntax.defs.iter().enumerate() {
         let Some(body) = def.body else { continue };
         match def.kind {
-            DefKind::Class => classes.push((def.path.clone(), class_summary(&s, id as DefId, body))),
+            DefKind::Class => classes.push((def.path.clone(), class_summary(&s, &children, id as DefId, body))),
             DefKind::Function | DefKind::Method => {
                 let sc = syntax.scope(body);
                 // What the body returns or yields, closed to module level, constants as types.
@@ -663,7 +664,39 @@ fn called_params(syntax: &FileSyntax) -> FxHashMap<ScopeId, Vec<(u32, Name)>> {
     out
 }
 
-fn class_summary(s: &Summariser, class: DefId, body: ScopeId) -> ClassSummary {
+/// The definitions and function scopes directly inside each class, in source order, found in
+/// one pass: each class looked through all of the file's (20,000 classes of 19 attributes took
+/// 46 s).
+struct ClassChildren {
+    defs: FxHashMap<DefId, Vec<DefId>>,
+    function_scopes: FxHashMap<ScopeId, Vec<ScopeId>>,
+}
+
+impl ClassChildren {
+    fn of(syntax: &FileSyntax) -> ClassChildren {
+        let mut defs: FxHashMap<DefId, Vec<DefId>> = FxHashMap::default();
+        for (id, def) in syntax.defs.iter().enumerate() {
+            if let Some(parent) = def.parent
+                && def.kind != DefKind::Lambda
+                && syntax.def(parent).kind == DefKind::Class
+            {
+                defs.entry(parent).or_default().push(id as DefId);
+            }
+        }
+        let mut function_scopes: FxHashMap<ScopeId, Vec<ScopeId>> = FxHashMap::default();
+        for id in 0..syntax.scopes.len() as ScopeId {
+            let sc = syntax.scope(id);
+            if let (ScopeKind::Function, Some(parent)) = (sc.kind, sc.parent)
+                && syntax.scope(parent).kind == ScopeKind::Class
+            {
+                function_scopes.entry(parent).or_default().push(id);
+            }
+        }
+        ClassChildren { defs, function_scopes }
+    }
+}
+
+fn class_summary(s: &Summariser, children: &ClassChildren, class: DefId, body: ScopeId) -> ClassSummary {
     let syntax = s.syntax;
     let scope = syntax.scope(body);
     let parent = scope.parent.unwrap_or(0);
@@ -671,10 +704,8 @@ fn class_summary(s: &Summariser, class: DefId, body: ScopeId) -> ClassSummary {
     let mut members: FxHashMap<Name, Member> = FxHashMap::default();
     // Units that live directly in the class: methods, nested classes, class attributes and the
     // instance attributes the frontend derived from `self.x = ...`.
-    for def in &syntax.defs {
-        if def.parent != Some(class) || def.kind == DefKind::Lambda {
-            continue;
-        }
+    for &id in children.defs.get(&class).map_or(&[][..], Vec::as_slice) {
+        let def = syntax.def(id);
         let entry = members.entry(def.name.clone()).or_insert_with(|| Member {
             path: Some(def.path.clone()),
             kind: def.kind,
@@ -730,11 +761,8 @@ fn class_summary(s: &Summariser, class: DefId, body: ScopeId) -> ClassSummary {
         }
     }
     // Attribute values assigned through the first parameter of the class's methods.
-    for sc_id in 0..syntax.scopes.len() as ScopeId {
+    for &sc_id in children.function_scopes.get(&body).map_or(&[][..], Vec::as_slice) {
         let sc = syntax.scope(sc_id);
-        if sc.kind != ScopeKind::Function || sc.parent != Some(body) {
-            continue;
-        }
         let Some(first) = sc.params.first() else {
             continue;
         };
