@@ -53,8 +53,9 @@ impl<'a> Resolver<'a> {
         let Some(s) = self.binding_scope(name, scope) else {
             return false;
         };
-        let indices = self.scope_bindings[s as usize].get(name.as_str()).map(Vec::as_slice).unwrap_or(&[]);
-        indices.iter().any(|&i| matches!(self.syntax.scope(s).bindings[i].1, Binding::Param(_)))
+        // Parameters are the only `Binding::Param`s: their list is short, where a name's bindings
+        // may be many (100,000 lines of `x = list(x)` made this quadratic).
+        self.syntax.scope(s).params.iter().any(|p| p.name == *name)
     }
 
     pub(super) fn enclosing_class(&self, scope: ScopeId) -> Option<(Target, ScopeId)> {
@@ -125,10 +126,8 @@ impl<'a> Resolver<'a> {
         if s == 0 {
             let mut values = self.module_member(&self.module, name, depth + 1);
             // Lambdas at module level are not in the summary (their identity is positional).
-            for &i in self.scope_bindings[0].get(name).map(Vec::as_slice).unwrap_or(&[]) {
-                if let (_, Binding::Value(Expr::Lambda(l))) = &self.syntax.scope(0).bindings[i] {
-                    push(&mut values, Value::Lambda(*l));
-                }
+            for &l in self.module_lambdas.get(name).map(Vec::as_slice).unwrap_or(&[]) {
+                push(&mut values, Value::Lambda(l));
             }
             return values;
         }

@@ -262,6 +262,10 @@ struct Resolver<'a> {
     scope_units: FxHashMap<(ScopeId, &'a str), DefId>,
     /// For every scope: name -> indices of its bindings.
     scope_bindings: Vec<FxHashMap<&'a str, Vec<usize>>>,
+    /// The lambdas module-level names are bound to, in binding order (they are not in the
+    /// summary: their identity is positional). Gathered once: a scan of a name's bindings per
+    /// read was quadratic in a module rebinding one name 50,000 times.
+    module_lambdas: FxHashMap<&'a str, Vec<ScopeId>>,
     /// This file's defs by unit path (a redefinition's `#N` path included).
     defs_by_path: FxHashMap<&'a str, DefId>,
     /// Arguments flowing into parameters of this file's functions: (scope, param) -> (caller scope, arg).
@@ -430,6 +434,12 @@ impl<'a> Resolver<'a> {
                 map
             })
             .collect();
+        let mut module_lambdas: FxHashMap<&str, Vec<ScopeId>> = FxHashMap::default();
+        for (name, binding) in syntax.scope(0).bindings.iter() {
+            if let Binding::Value(Expr::Lambda(l)) = binding {
+                module_lambdas.entry(name.as_str()).or_default().push(*l);
+            }
+        }
         let attributes_from_params = attributes_from_params(syntax);
         let defs_by_path = syntax.defs.iter().enumerate().map(|(id, d)| (d.path.as_str(), id as DefId)).collect();
         Resolver {
@@ -442,6 +452,7 @@ impl<'a> Resolver<'a> {
             syntax,
             scope_units,
             scope_bindings,
+            module_lambdas,
             defs_by_path,
             param_flow: FxHashMap::default(),
             summaries: RefCell::default(),
