@@ -125,8 +125,8 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Whether a call of `name` in `scope` may not be the builtin's: the file binds the name
-    /// (see [`rebound_value_builtins`](super::rebound_value_builtins)), or code right in a class
-    /// body calls a name the class has bound above it. Methods and nested classes are left out
+    /// (see [`rebound_value_builtins`]), or code right in a class body calls a name the class
+    /// has bound above it. Methods and nested classes are left out
     /// of the file's set (a method `list` must not make every `list(x)` of the file unknown),
     /// but the class body's own code reads them: `def list(xs)` then `for x in list(items)`, or
     /// a nested `class type` then `type(a).run(a)`, in the same class body.
