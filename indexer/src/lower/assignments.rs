@@ -126,10 +126,11 @@ impl<'a> Lowerer<'a> {
 
     /// Whether a call of `name` in `scope` may not be the builtin's: the file binds the name
     /// (see [`rebound_value_builtins`]), or code right in a class body calls a name the class
-    /// has bound above it. Methods and nested classes are left out
-    /// of the file's set (a method `list` must not make every `list(x)` of the file unknown),
-    /// but the class body's own code reads them: `def list(xs)` then `for x in list(items)`, or
-    /// a nested `class type` then `type(a).run(a)`, in the same class body.
+    /// has bound above it. A class body's names (methods, nested classes, class attributes) are
+    /// left out of the file's set (a method `list` or a model's `type = Column(...)` must not
+    /// make every `list(x)` or `type(self)` of the file unknown), but the class body's own code
+    /// reads them: `def list(xs)` then `for x in list(items)`, or a nested `class type` then
+    /// `type(a).run(a)`, in the same class body.
     fn builtin_rebound(&self, name: &str, scope: ScopeId) -> bool {
         if self.rebound_builtins.contains(name) {
             return true;
