@@ -189,7 +189,7 @@ fn bindings(statement: &str) -> Vec<Binding> {
 
 /// Whether `from module import *` binds `name`: listed in the module's `__all__` when it has one
 /// (as a string in the assignment's text), else a public name.
-fn exports(snapshot: &Snapshot, module: &str, name: &str) -> bool {
+pub(crate) fn exports(snapshot: &Snapshot, module: &str, name: &str) -> bool {
     match snapshot.unit(&format!("{module}.__all__")) {
         Some(all) => {
             let text = all.file.source_of(all.unit);

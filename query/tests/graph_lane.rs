@@ -704,8 +704,7 @@ fn a_whole_module_import_reaches_what_the_module_re_exports() {
 }
 
 /// A package re-exporting a module's names with a star import (falcon's `vendor.mimeparse`):
-/// the module imported by name reaches the names it copies in, not those of a module it only
-/// imports by name.
+/// the module imported by name reaches the names it copies in (public ones, without `__all__`).
 #[test]
 fn a_module_import_reaches_what_the_module_star_imports() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -715,7 +714,8 @@ fn a_module_import_reaches_what_the_module_star_imports() {
     write(
         dir.path(),
         "app/vendor/mimeparse/mimeparse.py",
-        "def best_match(supported, header):\n    return supported[0]\n\n\ndef quality(mime_type, ranges):\n    return 1.0\n",
+        "def best_match(supported, header):\n    return supported[0]\n\n\ndef quality(mime_type, ranges):\n    return 1.0\n\n\n\
+         def _parse(mime):\n    return mime\n",
     );
     write(
         dir.path(),
@@ -727,6 +727,8 @@ fn a_module_import_reaches_what_the_module_star_imports() {
     for reached in ["app.vendor.mimeparse.mimeparse.best_match", "app.vendor.mimeparse.mimeparse.quality"] {
         assert!(features.iter().any(|(id, _)| id == reached), "{reached}: {features:?}");
     }
+    // A private name is not copied by the star import.
+    assert!(!features.iter().any(|(id, _)| id == "app.vendor.mimeparse.mimeparse._parse"), "{features:?}");
 }
 
 #[test]

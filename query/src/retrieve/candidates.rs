@@ -232,10 +232,13 @@ pub(super) fn reachable_candidates(
                 // A package whose `__init__` re-exports a module's names with `from .m import *`
                 // (falcon's `vendor.mimeparse`): `from falcon.vendor import mimeparse` reaches
                 // `mimeparse.best_match`, defined in `vendor/mimeparse/mimeparse.py`. One level,
-                // as Python's star import copies the names of that module only.
+                // as Python's star import copies the names of that module only, and only those it
+                // exports (its `__all__`, else its public names).
                 for star in star_imported_modules(snapshot, dst) {
                     for m in members(star) {
-                        push(&m, Tier::Imported, &mut out);
+                        if crate::reexport::exports(snapshot, star, last_name(&m)) {
+                            push(&m, Tier::Imported, &mut out);
+                        }
                     }
                 }
             }
