@@ -642,7 +642,7 @@ fn called_params(syntax: &FileSyntax) -> FxHashMap<ScopeId, Vec<(u32, Name)>> {
     let mut names: FxHashMap<ScopeId, FxHashSet<&str>> = FxHashMap::default();
     let mut binds = |s: ScopeId, name: &str| {
         let bindings = &syntax.scope(s).bindings;
-        if bindings.len() < 16 {
+        if bindings.len() < crate::lower::INDEXED_FROM {
             return bindings.iter().any(|(n, _)| n == name);
         }
         names.entry(s).or_insert_with(|| bindings.iter().map(|(n, _)| n.as_str()).collect()).contains(name)

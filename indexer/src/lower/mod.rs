@@ -547,8 +547,8 @@ fn lower_text_once(
 }
 
 /// From how many bindings on a scope's look-ups by name go through an index (below it, a scan
-/// is as quick).
-const INDEXED_FROM: usize = 16;
+/// is as quick); the summary's look-ups use the same bound.
+pub(crate) const INDEXED_FROM: usize = 16;
 
 /// A [`Scope`] while it is being lowered: growable, frozen into exact-size slices at the end.
 struct ScopeB {
@@ -1218,8 +1218,8 @@ fn after_continuations(mut text: &str) -> &str {
 /// Whether identifier `node` is where a statement binds its name in a scope the module's code
 /// may read: not in a class body, whose names (methods, nested classes, class attributes) only
 /// the class body's own code reads, and that code checks its class's names itself (see
-/// `Lowerer::builtin_rebound`). `global` counts wherever it is: in a class body it binds the
-/// module's name. `path` holds `node`'s ancestors from the root down to its parent.
+/// `Lowerer::builtin_rebound`). `global` and `nonlocal` count wherever they are: in a class body
+/// they bind the module's or the enclosing function's name. `path` holds `node`'s ancestors from the root down to its parent.
 fn binds_name_in(node: Node, path: &[Node]) -> bool {
     // Nearest first.
     let up = |k: usize| path.len().checked_sub(k + 1).and_then(|i| path.get(i)).copied();

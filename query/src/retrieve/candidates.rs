@@ -281,7 +281,7 @@ fn modules_bound_by_name<'s>(snapshot: &'s Snapshot, module: &str) -> FxHashSet<
     imported_modules(snapshot, module, false).into_iter().collect()
 }
 
-/// The modules `module` reads every public name of (`from m import *`).
+/// The modules `module` star-imports (`from m import *`).
 fn star_imported_modules<'s>(snapshot: &'s Snapshot, module: &str) -> Vec<&'s str> {
     imported_modules(snapshot, module, true)
 }
