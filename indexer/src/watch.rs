@@ -111,12 +111,22 @@ impl Tracker {
         self.changed.notify_all();
     }
 
-    /// Waits until the watcher has reported the cookie `name`.
-    pub fn wait_cookie(&self, name: &str, timeout: Duration) -> bool {
+    /// A cookie file was removed: whoever wrote it no longer waits for it, so a report of it
+    /// that came too late is dropped rather than kept for good.
+    fn forget_cookie(&self, name: &str) {
+        self.lock().cookies.remove(name);
+    }
+
+    /// Waits until the watcher has reported one of the cookies `names`; forgets those reported.
+    pub fn wait_cookie(&self, names: &[String], timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         let mut s = self.lock();
         loop {
-            if s.cookies.remove(name) {
+            let before = s.cookies.len();
+            for name in names {
+                s.cookies.remove(name);
+            }
+            if s.cookies.len() < before {
                 return true;
             }
             let now = Instant::now();
@@ -667,8 +677,10 @@ fn classify(
         }
         let name = rel.rsplit('/').next().unwrap_or(&rel);
         if name.starts_with(COOKIE_PREFIX) {
-            if matches!(event.kind, EventKind::Create(_) | EventKind::Modify(_)) {
-                tracker.note_cookie(name.to_string());
+            match event.kind {
+                EventKind::Create(_) | EventKind::Modify(_) => tracker.note_cookie(name.to_string()),
+                EventKind::Remove(_) => tracker.forget_cookie(name),
+                _ => {}
             }
             continue;
         }
@@ -914,6 +926,21 @@ mod tests {
         assert!(classify(&root, &options, &mut rules, &tracker, &exclude, &mut batch));
         assert!(batch.rescan.is_some());
         assert!(rules.is_ignored(&root.join("burst.py"), false));
+    }
+
+    /// The gate waits for any of the cookies it wrote (a later one when an earlier one's event
+    /// was lost); a report that came after the wait is dropped when the cookie is removed.
+    #[test]
+    fn a_wait_ends_at_any_of_its_cookies_and_a_late_report_is_dropped_with_the_file() {
+        let tracker = Tracker::default();
+        let names = vec!["c-1".to_string(), "c-2".to_string()];
+        assert!(!tracker.wait_cookie(&names, Duration::ZERO));
+        tracker.note_cookie("c-2".into());
+        assert!(tracker.wait_cookie(&names, Duration::ZERO));
+        assert!(!tracker.wait_cookie(&names, Duration::ZERO), "a report ends one wait");
+        tracker.note_cookie("c-1".into());
+        tracker.forget_cookie("c-1");
+        assert!(tracker.lock().cookies.is_empty());
     }
 
     #[test]

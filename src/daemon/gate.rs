@@ -20,6 +20,9 @@ use crate::protocol::{Freshness, ProtoError};
 
 const COOKIE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// How long the gate waits for a cookie before it writes another (see `Shared::sync_with_disk`).
+const COOKIE_RETRY: Duration = Duration::from_millis(500);
+
 /// How often a query waiting at the gate looks whether it was cancelled.
 const CANCEL_CHECK: Duration = Duration::from_millis(50);
 
@@ -38,33 +41,37 @@ impl Shared {
     /// least [`COOKIE_TIMEOUT`]): after an overflow of the kernel's event queue the watcher
     /// rescans the tree before it reports the cookie.
     fn sync_with_disk(&self, wait: Duration, cancel: Option<&AtomicBool>) -> Result<(), ProtoError> {
-        let n = self.cookie_counter.fetch_add(1, Ordering::Relaxed);
-        let name = format!("{}{}-{n}", watch::COOKIE_PREFIX, std::process::id());
-        // The index directory may have been deleted under the daemon (it is rewritten at the
-        // next commit): the root then takes the cookie.
-        let mut path = self.cookie_dir.join(&name);
-        if fs::write(&path, b"").is_err() {
-            path = self.root.join(&name);
-            fs::write(&path, b"").map_err(|e| {
-                ProtoError::new("SYNC_FAILED", format!("cannot write a cookie file in {}: {e}", self.root.display()))
-            })?;
-        }
+        let first = self.write_cookie()?;
+        let mut names = vec![first.0];
+        let mut paths = vec![first.1];
         let deadline = Instant::now() + wait.max(COOKIE_TIMEOUT);
-        let seen = loop {
+        let mut next_cookie = Instant::now() + COOKIE_RETRY;
+        let outcome = loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            if self.tracker.wait_cookie(&name, left.min(CANCEL_CHECK)) {
-                break true;
+            if self.tracker.wait_cookie(&names, left.min(CANCEL_CHECK)) {
+                break Ok(true);
             }
             if left <= CANCEL_CHECK {
-                break false;
+                break Ok(false);
             }
             if is_cancelled(cancel) {
-                let _ = fs::remove_file(&path);
-                return Err(cancelled());
+                break Err(cancelled());
+            }
+            // A cookie made while the kernel's event queue was full sent no event: the watcher
+            // never reports it. Another one, made once the queue drained, is reported, and
+            // seeing it says as much (it was made later).
+            if Instant::now() >= next_cookie {
+                next_cookie = Instant::now() + COOKIE_RETRY;
+                if let Ok((name, path)) = self.write_cookie() {
+                    names.push(name);
+                    paths.push(path);
+                }
             }
         };
-        let _ = fs::remove_file(&path);
-        if seen {
+        for path in &paths {
+            let _ = fs::remove_file(path);
+        }
+        if outcome? {
             self.check_hard_links();
             Ok(())
         } else if self.root_replaced() {
@@ -79,6 +86,23 @@ impl Shared {
                 "the file watcher did not report a cookie file in time; freshness cannot be guaranteed",
             ))
         }
+    }
+
+    /// Writes a new cookie file: in the index directory, else in the root (the index directory
+    /// may have been deleted under the daemon; it is rewritten at the next commit). Returns the
+    /// cookie's name and path.
+    fn write_cookie(&self) -> Result<(String, PathBuf), ProtoError> {
+        let n = self.cookie_counter.fetch_add(1, Ordering::Relaxed);
+        let name = format!("{}{}-{n}", watch::COOKIE_PREFIX, std::process::id());
+        let path = self.cookie_dir.join(&name);
+        if fs::write(&path, b"").is_ok() {
+            return Ok((name, path));
+        }
+        let path = self.root.join(&name);
+        fs::write(&path, b"").map_err(|e| {
+            ProtoError::new("SYNC_FAILED", format!("cannot write a cookie file in {}: {e}", self.root.display()))
+        })?;
+        Ok((name, path))
     }
 
     /// Registers as changed every hard-linked file whose stamp on disk is not the one of its

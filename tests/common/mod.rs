@@ -288,6 +288,11 @@ impl Conn {
     /// Sends a request and returns the whole response object (`result` or `error`).
     pub fn call(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
         let id = self.send(method, params);
+        self.response_to(id)
+    }
+
+    /// Reads responses until the one to the request `id` (sent by [`Conn::send`]); returns it.
+    pub fn response_to(&mut self, id: u64) -> serde_json::Value {
         loop {
             let response = self.read().expect("the daemon closed the connection");
             if response["id"] == serde_json::json!(id) {
