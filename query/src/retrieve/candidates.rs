@@ -290,21 +290,38 @@ fn star_imported_modules<'s>(snapshot: &'s Snapshot, module: &str) -> Vec<&'s st
 fn imported_modules<'s>(snapshot: &'s Snapshot, module: &str, star: bool) -> Vec<&'s str> {
     let Some(file) = snapshot.unit(module).map(|u| u.file) else { return Vec::new() };
     let lines: Vec<&str> = file.text.lines().collect();
-    let is_star = |line: Option<u32>| {
+    let is_star = |line: Option<u32>, dst: &str| {
         line.and_then(|l| lines.get((l as usize).saturating_sub(1)))
-            .is_some_and(|text| text.split('#').next().unwrap_or("").trim_end().ends_with("import *"))
+            .is_some_and(|text| star_imports_on_line(text).any(|from| star_import_names(from, dst)))
     };
     let mut out: Vec<&str> = snapshot
         .edges_from(module)
         .into_iter()
         .map(|(e, _)| e)
-        .filter(|e| e.kind == EdgeKind::Imports && *e.dst != *module && is_star(e.line) == star)
+        .filter(|e| e.kind == EdgeKind::Imports && *e.dst != *module && is_star(e.line, &e.dst) == star)
         .filter(|e| snapshot.kind_of(&e.dst) == Some(UnitKind::Module))
         .map(|e| &*e.dst)
         .collect();
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// The modules named by the star imports of a line (`from .m import *` gives `.m`), of each
+/// of its statements (`import os; from .m import *`), its comment left out.
+fn star_imports_on_line(line: &str) -> impl Iterator<Item = &str> {
+    let code = line.split('#').next().unwrap_or("");
+    code.split(';').filter_map(|statement| {
+        let from = statement.trim().strip_prefix("from")?.strip_suffix("*")?.trim_end().strip_suffix("import")?;
+        Some(from.trim())
+    })
+}
+
+/// Whether `from <from> import *` can be the import of the module `dst`: the module it names
+/// ends with `dst`'s last name, or it names a package by dots alone (`from . import *`).
+fn star_import_names(from: &str, dst: &str) -> bool {
+    let named = from.trim_start_matches('.');
+    named.is_empty() || named.rsplit('.').next() == dst.rsplit('.').next()
 }
 
 /// The classes defined in the target's directory that its class's attributes are named after:
@@ -362,3 +379,24 @@ fn classes_named_by_attributes(snapshot: &Snapshot, target: &Target) -> Vec<Stri
 }
 
 const MAX_CLASSES_PER_ATTRIBUTE: usize = 3;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_star_import_is_told_from_another_import_on_its_line() {
+        fn stars(line: &str) -> Vec<&str> {
+            star_imports_on_line(line).collect()
+        }
+        assert_eq!(stars("from .m import *  # re-exported"), vec![".m"]);
+        assert_eq!(stars("import os; from .m import*"), vec![".m"]);
+        assert_eq!(stars("from . import *"), vec!["."]);
+        assert!(stars("from m import a  # not import *").is_empty());
+        let on_line = |line: &str, dst: &str| star_imports_on_line(line).any(|from| star_import_names(from, dst));
+        assert!(on_line("import os; from .m import *", "pkg.m"));
+        assert!(!on_line("import os; from .m import *", "os"), "os is bound by name");
+        assert!(on_line("from . import *", "pkg"));
+        assert!(on_line("from pkg.sub import *", "pkg.sub"));
+    }
+}
