@@ -310,6 +310,12 @@ impl Graph {
         graph
     }
 
+    /// Whether `id` has an edge to itself (a recursive call): a traversal from it lists it at
+    /// depth 1.
+    fn has_self_loop(&self, id: &str) -> bool {
+        self.index.get(id).is_some_and(|&n| self.g.contains_edge(n, n))
+    }
+
     /// Distances (in edges) from `start` to every node reachable from it, by BFS.
     fn distances(&self, start: &str) -> HashMap<String, u32> {
         let Some(&s) = self.index.get(start) else { return HashMap::new() };
@@ -357,7 +363,8 @@ fn check_callers_callees(label: &str, snapshot: &Snapshot) -> usize {
     let mut out_calls: HashMap<&str, BTreeSet<String>> = HashMap::new();
     let mut in_calls: HashMap<&str, BTreeSet<String>> = HashMap::new();
     for (e, _) in snapshot.edges() {
-        if e.kind == EdgeKind::Calls && e.src != e.dst {
+        // A recursive call too: a unit is its own caller and callee.
+        if e.kind == EdgeKind::Calls {
             out_calls.entry(&e.src).or_default().insert(e.dst.to_string());
             in_calls.entry(&e.dst).or_default().insert(e.src.to_string());
         }
@@ -485,6 +492,9 @@ fn check_impact(label: &str, snapshot: &Snapshot, sample: Option<usize>) -> usiz
         assert!(!out.truncated, "{label}: {q} truncated");
         let mut want = reversed.distances(x);
         want.remove(x);
+        if reversed.has_self_loop(x) {
+            want.insert(x.clone(), 1);
+        }
         let got: BTreeMap<String, &Item> = out.results.iter().map(|r| (r.name.clone(), r)).collect();
         assert_eq!(got.len(), out.results.len(), "{label}: {q} lists a unit twice");
         let got_set: BTreeSet<&String> = got.keys().collect();
@@ -709,7 +719,7 @@ fn impact_is_reverse_reachability_on_generated_repos() {
 
 /// `find "*" in FILE | impact depth *`: every unit reachable from an input is a row at its least
 /// depth from any input; an input is a row exactly when another input reaches it, at its least
-/// depth from the others. Generated repositories import in cycles, where an input's own wave
+/// depth from the others, or itself through its edge to itself. Generated repositories import in cycles, where an input's own wave
 /// reaches the units between it and another input first.
 fn check_piped_impact(label: &str, snapshot: &Snapshot) -> usize {
     let ctx = context(snapshot);
@@ -729,6 +739,9 @@ fn check_piped_impact(label: &str, snapshot: &Snapshot) -> usize {
                     want.entry(id.clone()).and_modify(|w| *w = (*w).min(d)).or_insert(d);
                 }
             }
+        }
+        for x in inputs.iter().filter(|x| reversed.has_self_loop(x)) {
+            want.insert(x.clone(), 1);
         }
         let q = format!("find \"*\" in \"{file}\" | impact depth *");
         let out = run(&ctx, &q);

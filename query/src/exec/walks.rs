@@ -16,7 +16,7 @@ fn neighbours(snapshot: &Snapshot, id: &str, traversal: Traversal) -> Vec<(Strin
     let mut out = Vec::new();
     if backward {
         for (edge, _) in snapshot.edges_to(id) {
-            if kinds.contains(&edge.kind) && *edge.src != *id {
+            if kinds.contains(&edge.kind) {
                 out.push((edge.src.to_string(), edge.kind, edge.line));
             }
         }
@@ -38,7 +38,7 @@ fn neighbours(snapshot: &Snapshot, id: &str, traversal: Traversal) -> Vec<(Strin
         }
     } else {
         for (edge, _) in snapshot.edges_from(id) {
-            if kinds.contains(&edge.kind) && *edge.dst != *id {
+            if kinds.contains(&edge.kind) {
                 out.push((edge.dst.to_string(), edge.kind, edge.line));
             }
         }
@@ -96,6 +96,14 @@ pub(super) fn traverse(
             }
             // Whether this wave gives `next` a row, and whether it travels on from there.
             let (gives_row, travels_on) = match waves.get_mut(next.as_str()) {
+                // A unit's edge to itself (a recursive call): a start is its own caller and
+                // callee, listed at depth 1 from itself unless another start reached it first.
+                // Any other unit has its row already, and the edge leads nowhere new.
+                Some((first, second @ None)) if next == node && d == 0 => {
+                    *second = Some(*first);
+                    (true, false)
+                }
+                Some(_) if next == node => continue,
                 None => {
                     waves.insert(next.clone(), (origin, None));
                     (true, true)
