@@ -214,7 +214,8 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
                 out.push((Tok::Op("!="), i));
                 i += 2;
             }
-            b'<' | b'>' => {
+            // `<lambda1>` opening a word is a name (`find <lambda1>`), not a comparison.
+            b'<' | b'>' if lambda_name_len(text, i).is_none() => {
                 let op = match (c, bytes.get(i + 1)) {
                     (b'<', Some(b'=')) => "<=",
                     (b'>', Some(b'=')) => ">=",
@@ -238,13 +239,10 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
                     // A lambda's name is part of a qualified name: `pkg.f.<lambda1>`.
                     if b == b'<'
                         && (i == start || bytes[i - 1] == b'.')
-                        && let Some(rest) = text[i..].strip_prefix("<lambda")
+                        && let Some(len) = lambda_name_len(text, i)
                     {
-                        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-                        if rest.as_bytes().get(digits) == Some(&b'>') {
-                            i += "<lambda".len() + digits + 1;
-                            continue;
-                        }
+                        i += len;
+                        continue;
                     }
                     if b.is_ascii_whitespace()
                         || matches!(b, b'|' | b',' | b'"' | b'\'' | b'=' | b'<' | b'>' | b'!' | b'~')
@@ -270,6 +268,13 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
     }
     out.push((Tok::End, text.len()));
     Ok(out)
+}
+
+/// The length of a lambda's name (`<lambda1>`: `<lambda`, digits, `>`) starting at byte `i`.
+fn lambda_name_len(text: &str, i: usize) -> Option<usize> {
+    let rest = text.get(i..)?.strip_prefix("<lambda")?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    (rest.as_bytes().get(digits) == Some(&b'>')).then_some("<lambda".len() + digits + 1)
 }
 
 struct Parser {
@@ -416,6 +421,9 @@ impl Parser {
                 Some(self.symbol()?)
             };
             let depth = if self.eat_word("depth") { Some(self.depth()?) } else { None };
+            if self.is_word("depth") {
+                self.once("depth", &depth)?;
+            }
             return Ok(Stage::Traverse { traversal, symbol, depth });
         }
         match keyword.as_str() {
@@ -442,6 +450,9 @@ impl Parser {
                         }
                         self.bump();
                     }
+                    if self.is_word("via") {
+                        self.once("via", &Some(()))?;
+                    }
                 }
                 Ok(Stage::Path { from, to, via })
             }
@@ -466,7 +477,11 @@ impl Parser {
                             self.bump();
                             let before = self.pos;
                             match self.bump() {
-                                Tok::Str(s) | Tok::Word(s) => file = Some(file_glob(s)),
+                                Tok::Str(s) | Tok::Word(s) => {
+                                    let glob = file_glob(s);
+                                    self.symbols.push((glob.clone(), self.toks[before].1));
+                                    file = Some(glob)
+                                }
                                 _ => {
                                     // At what was found (`bump` stays on the end of the query).
                                     self.pos = before;
@@ -892,7 +907,10 @@ impl Parser {
                     self.bump();
                 }
                 self.eat_word("glob");
-                Ok(Condition::FileGlob(file_glob(self.pattern()?)))
+                let at = self.at();
+                let glob = file_glob(self.pattern()?);
+                self.symbols.push((glob.clone(), at));
+                Ok(Condition::FileGlob(glob))
             }
             "depth" => {
                 let before = self.pos;
@@ -1056,6 +1074,12 @@ mod tests {
         }
         // `<` is still a comparison elsewhere.
         assert!(parse("callers pkg.f | where depth < 3").is_ok());
+        assert!(parse("callers pkg.f | where depth <3").is_ok());
+        // A lambda's name alone, opening a word.
+        for q in ["find <lambda1>", "find \"*\" | where name = <lambda12>", "callers <lambda1>"] {
+            let parsed = parse(q).unwrap_or_else(|e| panic!("{q}: {}", e.render(q)));
+            assert!(format!("{:?}", parsed.stages).contains("<lambda1"), "{q}: {:?}", parsed.stages);
+        }
     }
 
     #[test]
@@ -1127,6 +1151,8 @@ mod tests {
             ("context f lanes bm25 k 3 lanes dense", "lanes"),
             ("find kind class kind function", "kind"),
             ("find \"x\" in \"a/*\" in \"b/*\"", "in"),
+            ("callers x depth 2 depth 3", "depth"),
+            ("path a -> b via calls via references", "via"),
         ] {
             let err = parse(q).expect_err(q);
             assert_eq!(err.position, q.rfind(&format!(" {option} ")).expect("option") + 1, "{q}: {err:?}");
