@@ -221,6 +221,16 @@ fn queries_answer_in_json_and_tables_with_stable_errors() {
     let out = run(&["query", root, "find \"*\" in \"/elsewhere/*.py\"", "--json"]);
     let message = json(&out)["error"]["message"].as_str().unwrap_or("").to_string();
     assert!(message.contains("not under the indexed root"), "{message}");
+    // Relative, through `..`: read from the root; above it, an error at the glob.
+    let out = run(&["query", root, "find \"*\" in \"other/../pkg/c*.py\" | count", "--json"]);
+    assert_eq!(json(&out)["count"], 4, "{}", stdout(&out));
+    for query in ["find \"*\" in \"../*\"", "find \"*\" | where file \"/elsewhere/*\""] {
+        let out = run(&["query", root, query, "--json"]);
+        let error = &json(&out)["error"];
+        assert!(error["message"].as_str().unwrap_or("").contains("not under the indexed root"), "{query}: {error}");
+        let glob_at = query.find("\"/").or_else(|| query.find("\"..")).map(|quote| quote as u64);
+        assert_eq!(error["position"].as_u64(), glob_at, "{query}: {error}");
+    }
 }
 
 #[test]

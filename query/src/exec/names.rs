@@ -265,8 +265,14 @@ pub(super) fn relative_paths(query: &Query, ctx: &Context) -> Result<Query, Quer
     let Some(root) = ctx.root else { return Ok(query.clone()) };
     let mut query = query.clone();
     visit_paths(&mut query, &mut |path, glob| {
+        let written = path.clone();
         if !path.starts_with('/') {
-            return Ok(());
+            // A relative glob through `.` or `..` (`src/../tests/*`) is read from the root, as
+            // an absolute one is: matched as written, it would match nothing.
+            if !(glob && walks_through_dots(path)) {
+                return Ok(());
+            }
+            *path = root.join(&*path).to_string_lossy().into_owned();
         }
         let under = |p: &std::path::Path| -> Option<String> {
             p.strip_prefix(root).ok().and_then(|rest| rest.to_str()).map(str::to_string)
@@ -296,10 +302,10 @@ pub(super) fn relative_paths(query: &Query, ctx: &Context) -> Result<Query, Quer
                 }
                 // Paths are kept relative to the root: an absolute pattern elsewhere never matches.
                 None => Err(QueryError::Invalid(format!(
-                    "'{path}' is not under the indexed root {}: name files by their path under it",
+                    "'{written}' is not under the indexed root {}: name files by their path under it",
                     root.display()
                 ))
-                .about_place(path)),
+                .about_place(&written)),
             };
         }
         // `a/../b` as the path it names; then, through symbolic links (an editor that opened the
@@ -322,6 +328,15 @@ pub(super) fn relative_paths(query: &Query, ctx: &Context) -> Result<Query, Quer
         }
     })?;
     Ok(query)
+}
+
+/// Whether a glob's directories before its first wildcard include `.` or `..`.
+fn walks_through_dots(glob: &str) -> bool {
+    let directories = match glob.find(['*', '?']) {
+        Some(wildcard) => glob[..wildcard].rsplit_once('/').map_or("", |(dirs, _)| dirs),
+        None => glob,
+    };
+    directories.split('/').any(|part| part == "." || part == "..")
 }
 
 /// `path` with `.` and `..` components resolved by their text (`/r/pkg/../pkg/a.py` is
