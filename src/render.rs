@@ -199,12 +199,10 @@ pub fn table(response: &Value) -> String {
         out.push_str(&style.paint("2", &format!("note: {}", text(note))));
         out.push('\n');
     }
-    let limit_noted = response["notes"]
-        .as_array()
-        .unwrap_or(&empty)
-        .iter()
-        .any(|n| ["result limit", "time limit"].iter().any(|l| text(n).starts_with(l)));
-    if response["truncated"].as_bool().unwrap_or(false) && !limit_noted {
+    // Every cut the executor makes comes with a note saying which (the result or time limit,
+    // the paths shown, a step's rows): this line is for an answer that says nothing more.
+    let cut_noted = response["notes"].as_array().is_some_and(|notes| !notes.is_empty());
+    if response["truncated"].as_bool().unwrap_or(false) && !cut_noted {
         out.push_str(&style.paint("33", "note: results truncated at the limit"));
         out.push('\n');
     }
@@ -467,6 +465,19 @@ mod tests {
         assert_eq!(levels(&["bm25", "graph"]), vec![vec!["bm25", "graph"]]);
         assert_eq!(levels(&["dense"]), Vec::<Vec<&str>>::new());
         assert_eq!(levels(&["graph"]), Vec::<Vec<&str>>::new());
+    }
+
+    #[test]
+    fn a_cut_the_answer_notes_is_not_said_again_as_the_result_limit() {
+        let response = |notes: Value| {
+            json!({"version": 1, "truncated": true, "notes": notes, "results": [
+                {"name": "m", "kind": "module", "file": "a.py", "start_line": 1, "end_line": 2},
+            ]})
+        };
+        let out = table(&response(json!(["more than 10 shortest paths; showing 10"])));
+        assert!(!out.contains("truncated at the limit"), "{out}");
+        let out = table(&response(json!([])));
+        assert!(out.contains("note: results truncated at the limit"), "{out}");
     }
 
     #[test]
