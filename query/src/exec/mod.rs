@@ -1124,7 +1124,9 @@ fn condition_holds(snapshot: &Snapshot, row: &Row, condition: &Condition, regex:
             None => row.gone.as_ref().is_some_and(|g| glob::matches(p, &g.file)),
         },
         Condition::Depth(op, n) => {
-            let d = row.depth.unwrap_or(0);
+            // A row no traversal reached (`find`'s) has no depth: no comparison holds for it,
+            // rather than one as if it were at depth 0.
+            let Some(d) = row.depth else { return false };
             match op {
                 Comparison::Eq => d == *n,
                 Comparison::Ne => d != *n,

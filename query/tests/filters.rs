@@ -1,0 +1,22 @@
+//! `where` conditions on fields a row may not have.
+
+use fresco_indexer::{Indexer, IndexerOptions};
+use fresco_query::Context;
+
+#[test]
+fn a_row_without_a_depth_matches_no_depth_comparison() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("m.py"), "def a():\n    return b()\n\n\ndef b():\n    return 1\n").expect("write");
+    let mut indexer = Indexer::in_memory(dir.path(), IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().expect("index");
+    let snapshot = indexer.snapshot().clone();
+    let count = |query: &str| -> usize {
+        let out = fresco_query::run(&Context::new(&snapshot), query).unwrap_or_else(|e| panic!("{query}: {e}"));
+        out.count.unwrap_or_else(|| panic!("{query}: no count"))
+    };
+    for op in ["= 0", "!= 1", "< 5", ">= 0"] {
+        assert_eq!(count(&format!("find \"*\" | where depth {op} | count")), 0, "find rows have no depth ({op})");
+    }
+    assert_eq!(count("callees m.a | where depth = 1 | count"), 1);
+    assert_eq!(count("callees m.a | where depth != 1 | count"), 0);
+}
