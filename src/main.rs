@@ -79,10 +79,16 @@ enum Command {
         json: bool,
     },
     /// Ask the graph a question (see docs/query-language.md).
-    #[command(override_usage = "fresco query [OPTIONS] [PATH] <QUERY>")]
+    #[command(
+        override_usage = "fresco query [OPTIONS] [PATH] <QUERY>",
+        after_help = "Arguments:\n  [PATH]   the repository root (default: the nearest enclosing directory fresco indexes, \
+                      else the current directory)\n  <QUERY>  the query, one argument: quote it (fresco query . 'callers x')"
+    )]
     Query {
-        /// `[PATH] QUERY`: the repository root (default: the nearest enclosing directory fresco indexes, else the current directory) and the query.
-        #[arg(num_args = 1..=2, required = true, value_names = ["PATH", "QUERY"])]
+        /// `[PATH] QUERY`, listed in the help's own Arguments section: any number of words reach
+        /// the check below, which says how to quote the query (clap's own refusal of a third
+        /// word did not, and its listing of two optional words read as several query words).
+        #[arg(num_args = 1.., required = true, hide = true, value_name = "QUERY")]
         words: Vec<String>,
         /// Where the index lives (default: PATH/.fresco).
         #[arg(long)]
