@@ -517,6 +517,21 @@ pub(crate) fn one_name(ids: &[String]) -> bool {
 /// characters took 9 s here when every unit's name was compared with it in full). A short name
 /// needs a near-exact match: within 2 edits of a 1-character name is every short name.
 fn suggestions(snapshot: &Snapshot, name: &str) -> Vec<String> {
+    // A file's path without a line (`callers src/pkg/api.py`): its module is the unit meant.
+    if name.ends_with(".py") && name.contains('/') {
+        let path = name.trim_start_matches("./");
+        let suffix = format!("/{path}");
+        let mut modules: Vec<String> = snapshot
+            .files()
+            .filter(|f| f.graph.path == path || f.graph.path.ends_with(&suffix))
+            .map(|f| f.graph.module.clone())
+            .collect();
+        if !modules.is_empty() {
+            modules.sort();
+            modules.truncate(5);
+            return modules;
+        }
+    }
     let last = name.rsplit('.').next().unwrap_or(name).to_ascii_lowercase();
     let simple_slack = (last.chars().count() / 3).min(2);
     let id_slack = (name.chars().count() / 3).min(3);
