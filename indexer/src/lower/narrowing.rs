@@ -3,6 +3,14 @@
 
 use super::*;
 
+/// Whether `condition` is `TYPE_CHECKING` (or `typing.TYPE_CHECKING`, `t.TYPE_CHECKING`): true
+/// for type checkers only, false whenever the program runs.
+fn is_type_checking(condition: Node, src: &str) -> bool {
+    let text = condition.utf8_text(src.as_bytes()).unwrap_or("");
+    matches!(condition.kind_str(), "identifier" | "attribute")
+        && (text == "TYPE_CHECKING" || text.ends_with(".TYPE_CHECKING"))
+}
+
 /// How many tests found false on its names an `elif`/`else` chain carries (see
 /// [`Lowerer::if_clause`]): each clause after them holds them all, so a chain of thousands cost
 /// quadratic memory.
@@ -16,6 +24,28 @@ impl<'a> Lowerer<'a> {
     /// children are lowered in their order, as the other compound statements' are. A name
     /// bound again inside the body loses the narrowing after that statement (see
     /// [`Self::end_rebound_narrowings`]).
+    /// The clause of `if` statement `node` that always runs when the program runs: the `else`
+    /// of `if TYPE_CHECKING:` (with no `elif`), the body of `if not TYPE_CHECKING:` (with no
+    /// other clause: the type checker's bindings would come after the program's, and nothing
+    /// drops a later binding).
+    fn clause_run_time_always_runs<'n>(&self, node: Node<'n>, children: &[Node<'n>]) -> Option<Node<'n>> {
+        if node.kind_str() != "if_statement" {
+            return None;
+        }
+        let condition = node.field("condition")?;
+        if is_type_checking(condition, self.src) {
+            let mut clauses = children.iter().filter(|c| matches!(c.kind_str(), "elif_clause" | "else_clause"));
+            return match (clauses.next(), clauses.next()) {
+                (Some(only), None) if only.kind_str() == "else_clause" => Some(*only),
+                _ => None,
+            };
+        }
+        let negated = condition.kind_str() == "not_operator"
+            && condition.field("argument").is_some_and(|a| is_type_checking(a, self.src))
+            && !children.iter().any(|c| matches!(c.kind_str(), "elif_clause" | "else_clause"));
+        if negated { node.field("consequence") } else { None }
+    }
+
     pub(super) fn if_clause(&mut self, node: Node, scope: ScopeId) {
         let condition = node.field("condition");
         let tests = condition.map(|c| self.instance_tests(c, scope)).unwrap_or_default();
@@ -33,7 +63,17 @@ impl<'a> Lowerer<'a> {
         }
         let mut cursor = node.walk();
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        let always_at_run_time = self.clause_run_time_always_runs(node, &children);
         for child in children {
+            if Some(child) == always_at_run_time {
+                // Not conditional where the program runs: its bindings replace earlier ones as
+                // the statement's own would (`if TYPE_CHECKING: from .real import helper`, `else:
+                // def helper(): ...`: a call reaches the `def`, never the import).
+                self.conditional_depth = self.conditional_depth.saturating_sub(1);
+                self.statement(child, scope);
+                self.conditional_depth += 1;
+                continue;
+            }
             if Some(child) == consequence && !tests.is_empty() {
                 let before = self.narrowings.len();
                 for (name, ty) in &tests {
