@@ -60,6 +60,9 @@ pub struct ClassSummary {
     pub bases: Vec<Expr>,
     /// Sorted by name.
     pub members: Vec<(Name, Member)>,
+    /// The class's decorators, outermost first, closed in the scope the class is written in
+    /// (`@dataclass` makes the `__init__` that calls `__post_init__`).
+    pub decorators: Vec<Expr>,
 }
 
 impl ClassSummary {
@@ -701,6 +704,7 @@ fn class_summary(s: &Summariser, children: &ClassChildren, class: DefId, body: S
     let scope = syntax.scope(body);
     let parent = scope.parent.unwrap_or(0);
     let bases = scope.bases.iter().map(|(b, _)| s.close(b, parent, 0)).collect();
+    let decorators = syntax.def(class).decorators.iter().map(|d| s.close(d, parent, 0)).collect();
     let mut members: FxHashMap<Name, Member> = FxHashMap::default();
     // Units that live directly in the class: methods, nested classes, class attributes and the
     // instance attributes the frontend derived from `self.x = ...`.
@@ -781,7 +785,7 @@ fn class_summary(s: &Summariser, children: &ClassChildren, class: DefId, body: S
     }
     let mut members: Vec<(Name, Member)> = members.into_iter().collect();
     members.sort_by(|a, b| a.0.cmp(&b.0));
-    ClassSummary { bases, members }
+    ClassSummary { bases, members, decorators }
 }
 
 /// The dependency key of a module-level name (`*` stands for the module's star-import surface).

@@ -316,6 +316,49 @@ impl<'a> Resolver<'a> {
     }
 
     /// Looks `attr` up on a class through its MRO, skipping entries up to and including `after`.
+    /// What constructing `class` runs besides its `__init__`: the `__post_init__` its MRO finds,
+    /// when the `__init__` that runs is the one `@dataclass` wrote (the first class along the MRO
+    /// with an `__init__` of its own is a dataclass without one in its body). `@dataclass(init=
+    /// False)` is not told apart: a call's arguments are not kept.
+    pub(super) fn post_init(&self, class: &Target, depth: u32) -> Vec<Value> {
+        if self.too_deep(depth) {
+            return Vec::new();
+        }
+        let mro = self.mro(class, depth + 1);
+        for entry in mro.iter() {
+            let MroEntry::Class(c) = entry else {
+                // An external base's `__init__` (or `object`'s): no dataclass wrote it.
+                return Vec::new();
+            };
+            let Some((own_init, decorators)) =
+                self.with_class(c, |cs| (cs.member("__init__").is_some(), cs.decorators.clone()))
+            else {
+                return Vec::new();
+            };
+            if own_init {
+                return Vec::new();
+            }
+            if self.is_dataclass_decorator(&decorators, &c.module, depth + 1) {
+                return self.deref(self.class_attr(class, "__post_init__", None, depth + 1), depth + 1);
+            }
+        }
+        Vec::new()
+    }
+
+    /// Whether one of `decorators` (closed in `module`) is `dataclasses.dataclass`, bare or
+    /// called (`@dataclass(frozen=True)`).
+    fn is_dataclass_decorator(&self, decorators: &[Expr], module: &Arc<str>, depth: u32) -> bool {
+        decorators.iter().any(|d| {
+            let callee = match d {
+                Expr::Call(callee) => callee.as_ref(),
+                other => other,
+            };
+            self.eval_closed(callee, module, None, depth + 1)
+                .iter()
+                .any(|v| matches!(v, Value::External(x) if &**x == "dataclasses.dataclass"))
+        })
+    }
+
     pub(super) fn class_attr(&self, class: &Target, attr: &str, after: Option<&Target>, depth: u32) -> Vec<Value> {
         let mro = self.mro(class, depth + 1);
         let mut skipping = after.is_some();

@@ -52,6 +52,12 @@ impl<'a> Resolver<'a> {
                             _ => {}
                         }
                     }
+                    // The `__init__` a dataclass was given calls `__post_init__`.
+                    for post in self.post_init(t, 0) {
+                        if let Value::Function(p) = post {
+                            targets.push(p.id());
+                        }
+                    }
                 }
                 Value::Instance(t) => {
                     for call in self.deref(self.class_attr(t, "__call__", None, 0), 0) {
