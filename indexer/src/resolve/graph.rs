@@ -521,10 +521,16 @@ impl<'a> Resolver<'a> {
                 self.add_hits(&mut edges, &mut add, &unit, &hits, access.line);
                 // A class or function *named* here is referenced; one that merely flowed in
                 // through a parameter is not named by this code.
-                if !access.write && !self.head_is_param(&access.expr, scope_id) {
+                if !access.write {
+                    // A parameter's own values flowed in; those nested functions bound to it
+                    // through `nonlocal` were named here.
+                    let from_param = self.head_is_param(&access.expr, scope_id);
+                    let named = if from_param { self.nonlocal_defs(&access.expr, scope_id) } else { Vec::new() };
                     for v in values {
                         match v {
-                            Value::Class(t) | Value::Function(t) => {
+                            Value::Class(t) | Value::Function(t)
+                                if !from_param || (*t.module == *self.module && named.contains(&&*t.path)) =>
+                            {
                                 add(&mut edges, &unit, t.id(), EdgeKind::References, Some(access.line))
                             }
                             _ => {}

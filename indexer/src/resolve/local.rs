@@ -33,7 +33,9 @@ impl<'a> Resolver<'a> {
             if sc.globals.iter().any(|g| g == name) {
                 return Some(0);
             }
-            let visible = sc.kind != ScopeKind::Class || s == scope;
+            // `nonlocal name`: the name is the enclosing function's, whatever this scope assigns.
+            let nonlocal = sc.nonlocals.iter().any(|n| n == name);
+            let visible = (sc.kind != ScopeKind::Class || s == scope) && !nonlocal;
             if visible && self.scope_bindings[s as usize].contains_key(name) {
                 return Some(s);
             }
@@ -42,6 +44,27 @@ impl<'a> Resolver<'a> {
                 None => return None,
             }
         }
+    }
+
+    /// The paths of the `def`s and `class`es nested functions bind to `expr`'s head name through
+    /// `nonlocal` (`nonlocal condition`, then `def condition(): ...`): named by this file's code
+    /// even where the name is also a parameter.
+    pub(super) fn nonlocal_defs(&self, expr: &Expr, scope: ScopeId) -> Vec<&'a str> {
+        let mut head = expr;
+        while let Expr::Attr(base, _) = head {
+            head = base;
+        }
+        let Expr::Name(name) = head else { return Vec::new() };
+        let Some(s) = self.binding_scope(name, scope) else { return Vec::new() };
+        let mut out = Vec::new();
+        for &writer in self.nonlocal_writers.get(&(s, name.as_str())).map(Vec::as_slice).unwrap_or(&[]) {
+            for &i in self.scope_bindings[writer as usize].get(name.as_str()).map(Vec::as_slice).unwrap_or(&[]) {
+                if let Binding::Def(d) = &self.syntax.scope(writer).bindings[i].1 {
+                    out.push(self.syntax.def(*d).path.as_str());
+                }
+            }
+        }
+        out
     }
 
     pub(super) fn head_is_param(&self, expr: &Expr, scope: ScopeId) -> bool {
@@ -143,6 +166,13 @@ impl<'a> Resolver<'a> {
             for i in self.syntax.live_bindings(s, &indices) {
                 let binding = &self.syntax.scope(s).bindings[i].1;
                 extend(&mut values, self.binding_values(binding, s, depth + 1));
+            }
+            // What nested functions assign to it through `nonlocal` (`nonlocal fn; fn = b`).
+            for &writer in self.nonlocal_writers.get(&(s, name)).map(Vec::as_slice).unwrap_or(&[]) {
+                for &i in self.scope_bindings[writer as usize].get(name).map(Vec::as_slice).unwrap_or(&[]) {
+                    let binding = &self.syntax.scope(writer).bindings[i].1;
+                    extend(&mut values, self.binding_values(binding, writer, depth + 1));
+                }
             }
             values
         })

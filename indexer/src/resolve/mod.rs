@@ -262,6 +262,9 @@ struct Resolver<'a> {
     scope_units: FxHashMap<(ScopeId, &'a str), DefId>,
     /// For every scope: name -> indices of its bindings.
     scope_bindings: Vec<FxHashMap<&'a str, Vec<usize>>>,
+    /// The nested scopes that assign a function's local through `nonlocal`, by (the function's
+    /// scope, name): what they assign is what the local may hold.
+    nonlocal_writers: FxHashMap<(ScopeId, &'a str), Vec<ScopeId>>,
     /// The lambdas module-level names are bound to, in binding order (they are not in the
     /// summary: their identity is positional). Gathered once: a scan of a name's bindings per
     /// read was quadratic in a module rebinding one name 50,000 times.
@@ -423,7 +426,7 @@ impl<'a> Resolver<'a> {
                 }
             }
         }
-        let scope_bindings = syntax
+        let scope_bindings: Vec<FxHashMap<&str, Vec<usize>>> = syntax
             .scopes
             .iter()
             .map(|scope| {
@@ -434,6 +437,7 @@ impl<'a> Resolver<'a> {
                 map
             })
             .collect();
+        let nonlocal_writers = nonlocal_writers(syntax, &scope_bindings);
         let mut module_lambdas: FxHashMap<&str, Vec<ScopeId>> = FxHashMap::default();
         for (name, binding) in syntax.scope(0).bindings.iter() {
             if let Binding::Value(Expr::Lambda(l)) = binding {
@@ -452,6 +456,7 @@ impl<'a> Resolver<'a> {
             syntax,
             scope_units,
             scope_bindings,
+            nonlocal_writers,
             module_lambdas,
             defs_by_path,
             param_flow: FxHashMap::default(),
@@ -823,6 +828,52 @@ fn set_only_through_self(m: &Member) -> bool {
 /// classes whose initialiser the instance gets, nor that of the standard library's abstract
 /// bases (`abc.ABC`, `collections.abc.Mapping`, ...; of those only `MappingView` defines one):
 /// naming `abc.ABC.__init__` would invent a target.
+/// The function scope a `nonlocal name` written in a scope whose parent is `from` refers to:
+/// the nearest enclosing function scope that binds the name itself (not through `nonlocal`
+/// again); class bodies are skipped, as Python skips them.
+fn nonlocal_target(
+    syntax: &FileSyntax,
+    scope_bindings: &[FxHashMap<&str, Vec<usize>>],
+    name: &str,
+    from: ScopeId,
+) -> Option<ScopeId> {
+    let mut s = from;
+    loop {
+        let sc = syntax.scope(s);
+        if sc.kind == ScopeKind::Module {
+            return None;
+        }
+        if sc.kind == ScopeKind::Function
+            && scope_bindings[s as usize].contains_key(name)
+            && !sc.nonlocals.iter().any(|n| n == name)
+        {
+            return Some(s);
+        }
+        s = sc.parent?;
+    }
+}
+
+/// See [`Resolver::nonlocal_writers`]: every scope declaring `nonlocal name` that assigns it,
+/// under the function scope the name belongs to.
+fn nonlocal_writers<'a>(
+    syntax: &'a FileSyntax,
+    scope_bindings: &[FxHashMap<&'a str, Vec<usize>>],
+) -> FxHashMap<(ScopeId, &'a str), Vec<ScopeId>> {
+    let mut out: FxHashMap<(ScopeId, &str), Vec<ScopeId>> = FxHashMap::default();
+    for (id, sc) in syntax.scopes.iter().enumerate() {
+        let Some(parent) = sc.parent else { continue };
+        for name in sc.nonlocals.iter() {
+            if !scope_bindings[id].contains_key(name.as_str()) {
+                continue;
+            }
+            if let Some(target) = nonlocal_target(syntax, scope_bindings, name, parent) {
+                out.entry((target, name.as_str())).or_default().push(id as ScopeId);
+            }
+        }
+    }
+    out
+}
+
 fn runs_external_init(x: &str) -> bool {
     !(x.starts_with("builtins.object.")
         || x.starts_with("typing.")
