@@ -311,7 +311,11 @@ impl<'a> Lowerer<'a> {
     /// read the name (`f = wrap(f)` keeps what `f` was in view). Function bodies are left out:
     /// their own code reads names while the body runs, before later assignments.
     pub(super) fn replaces_earlier(&self, name: Node, node: Node, scope: ScopeId) -> bool {
+        // In the run-time alternative to `if TYPE_CHECKING:` an assignment is most often a
+        // placeholder (`Client = object`, `= Any`) for what annotations name: the type checker's
+        // import stays in view beside it.
         if self.conditional_depth > 0
+            || self.in_run_time_alternative
             || !matches!(self.scopes[scope as usize].kind, ScopeKind::Module | ScopeKind::Class)
         {
             return false;

@@ -493,6 +493,7 @@ fn lower_text_once(
         dunder_all: None,
         module_variables: FxHashMap::default(),
         conditional_depth: 0,
+        in_run_time_alternative: false,
         narrowings: Vec::new(),
         match_subjects: Vec::new(),
         rebound_builtins: rebound_value_builtins(root, text),
@@ -725,6 +726,9 @@ struct Lowerer<'a> {
     module_variables: FxHashMap<(ScopeId, Name), DefId>,
     /// How many conditional blocks (if/try/loop/with/match) of the current scope enclose us.
     conditional_depth: u32,
+    /// Lowering the clause that runs instead of an `if TYPE_CHECKING:` body (see
+    /// `Lowerer::if_clause`).
+    in_run_time_alternative: bool,
     /// How many expressions enclose the one being lowered (see [`MAX_NESTING`]).
     nesting: u32,
     /// Expressions left unlowered because they were nested deeper than that.

@@ -3,12 +3,9 @@
 
 use super::*;
 
-/// Whether `condition` is `TYPE_CHECKING` (or `typing.TYPE_CHECKING`, `t.TYPE_CHECKING`): true
-/// for type checkers only, false whenever the program runs.
-fn is_type_checking(condition: Node, src: &str) -> bool {
-    let text = condition.utf8_text(src.as_bytes()).unwrap_or("");
-    matches!(condition.kind_str(), "identifier" | "attribute")
-        && (text == "TYPE_CHECKING" || text.ends_with(".TYPE_CHECKING"))
+/// The modules `TYPE_CHECKING` is taken from.
+fn is_typing_module(module: &ModuleRef) -> bool {
+    module.level == 0 && matches!(module.name.as_str(), "typing" | "typing_extensions")
 }
 
 /// How many tests found false on its names an `elif`/`else` chain carries (see
@@ -28,12 +25,17 @@ impl<'a> Lowerer<'a> {
     /// of `if TYPE_CHECKING:` (with no `elif`), the body of `if not TYPE_CHECKING:` (with no
     /// other clause: the type checker's bindings would come after the program's, and nothing
     /// drops a later binding).
-    fn clause_run_time_always_runs<'n>(&self, node: Node<'n>, children: &[Node<'n>]) -> Option<Node<'n>> {
+    fn clause_run_time_always_runs<'n>(
+        &self,
+        node: Node<'n>,
+        children: &[Node<'n>],
+        scope: ScopeId,
+    ) -> Option<Node<'n>> {
         if node.kind_str() != "if_statement" {
             return None;
         }
         let condition = node.field("condition")?;
-        if is_type_checking(condition, self.src) {
+        if self.is_type_checking(condition, scope) {
             let mut clauses = children.iter().filter(|c| matches!(c.kind_str(), "elif_clause" | "else_clause"));
             return match (clauses.next(), clauses.next()) {
                 (Some(only), None) if only.kind_str() == "else_clause" => Some(*only),
@@ -41,9 +43,51 @@ impl<'a> Lowerer<'a> {
             };
         }
         let negated = condition.kind_str() == "not_operator"
-            && condition.field("argument").is_some_and(|a| is_type_checking(a, self.src))
+            && condition.field("argument").is_some_and(|a| self.is_type_checking(a, scope))
             && !children.iter().any(|c| matches!(c.kind_str(), "elif_clause" | "else_clause"));
         if negated { node.field("consequence") } else { None }
+    }
+
+    /// Whether `condition` is `TYPE_CHECKING` as `typing` (or `typing_extensions`) defines it:
+    /// the name imported from there (`from typing import TYPE_CHECKING`), or read from the module
+    /// (`typing.TYPE_CHECKING`, `import typing as t` then `t.TYPE_CHECKING`); every binding of
+    /// the name in view is such an import, so a `TYPE_CHECKING = True` or a class's attribute of
+    /// that name is not it. True for type checkers only, false whenever the program runs.
+    fn is_type_checking(&self, condition: Node, scope: ScopeId) -> bool {
+        let only = |name: &str, is: &dyn Fn(&Binding) -> bool| {
+            let mut s = scope;
+            loop {
+                let sc = &self.scopes[s as usize];
+                if sc.binds(name) {
+                    return sc.bindings_of(name).all(is);
+                }
+                match sc.parent {
+                    Some(p) => s = p,
+                    None => return false,
+                }
+            }
+        };
+        match condition.kind_str() {
+            "identifier" => {
+                self.text(condition) == "TYPE_CHECKING"
+                    && only("TYPE_CHECKING", &|b| {
+                        matches!(b, Binding::Import(Import::Name { module, name })
+                            if is_typing_module(module) && name == "TYPE_CHECKING")
+                    })
+            }
+            "attribute" => {
+                let (Some(object), Some(attribute)) = (condition.field("object"), condition.field("attribute")) else {
+                    return false;
+                };
+                object.kind_str() == "identifier"
+                    && self.text(attribute) == "TYPE_CHECKING"
+                    && only(
+                        self.text(object),
+                        &|b| matches!(b, Binding::Import(Import::Module { module }) if is_typing_module(module)),
+                    )
+            }
+            _ => false,
+        }
     }
 
     pub(super) fn if_clause(&mut self, node: Node, scope: ScopeId) {
@@ -63,14 +107,16 @@ impl<'a> Lowerer<'a> {
         }
         let mut cursor = node.walk();
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
-        let always_at_run_time = self.clause_run_time_always_runs(node, &children);
+        let always_at_run_time = self.clause_run_time_always_runs(node, &children, scope);
         for child in children {
             if Some(child) == always_at_run_time {
                 // Not conditional where the program runs: its bindings replace earlier ones as
                 // the statement's own would (`if TYPE_CHECKING: from .real import helper`, `else:
                 // def helper(): ...`: a call reaches the `def`, never the import).
                 self.conditional_depth = self.conditional_depth.saturating_sub(1);
+                let outer = std::mem::replace(&mut self.in_run_time_alternative, true);
                 self.statement(child, scope);
+                self.in_run_time_alternative = outer;
                 self.conditional_depth += 1;
                 continue;
             }
