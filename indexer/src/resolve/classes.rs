@@ -316,46 +316,56 @@ impl<'a> Resolver<'a> {
     }
 
     /// Looks `attr` up on a class through its MRO, skipping entries up to and including `after`.
-    /// What constructing `class` runs besides its `__init__`: the `__post_init__` its MRO finds,
-    /// when the `__init__` that runs is the one `@dataclass` wrote (the first class along the MRO
-    /// with an `__init__` of its own is a dataclass without one in its body). `@dataclass(init=
-    /// False)` is not told apart: a call's arguments are not kept.
-    pub(super) fn post_init(&self, class: &Target, depth: u32) -> Vec<Value> {
+    /// The dataclass whose generated `__init__` constructing `class` runs: the first class along
+    /// its MRO with an `__init__` of its own is a dataclass without one in its body (external
+    /// bases without an `__init__` of their own, `Generic` or `ABC`, are passed over).
+    /// `@dataclass(init=False)` is not told apart: a call's arguments are not kept.
+    pub(super) fn generated_init(&self, class: &Target, depth: u32) -> Option<Target> {
         if self.too_deep(depth) {
-            return Vec::new();
+            return None;
         }
         let mro = self.mro(class, depth + 1);
         for entry in mro.iter() {
-            let MroEntry::Class(c) = entry else {
-                // An external base's `__init__` (or `object`'s): no dataclass wrote it.
-                return Vec::new();
-            };
-            let Some((own_init, decorators)) =
-                self.with_class(c, |cs| (cs.member("__init__").is_some(), cs.decorators.clone()))
-            else {
-                return Vec::new();
-            };
-            if own_init {
-                return Vec::new();
-            }
-            if self.is_dataclass_decorator(&decorators, &c.module, depth + 1) {
-                return self.deref(self.class_attr(class, "__post_init__", None, depth + 1), depth + 1);
+            match entry {
+                MroEntry::External(x) if !super::runs_external_init(&format!("{x}.__init__")) => continue,
+                MroEntry::External(_) => return None,
+                MroEntry::Class(c) => {
+                    let (own_init, decorators) =
+                        self.with_class(c, |cs| (cs.member("__init__").is_some(), cs.decorators.clone()))?;
+                    if own_init {
+                        return None;
+                    }
+                    if self.is_dataclass_decorator(&decorators, &c.module, depth + 1) {
+                        return Some(c.clone());
+                    }
+                }
             }
         }
-        Vec::new()
+        None
+    }
+
+    /// The `__post_init__` constructing `class` calls: the generated `__init__` of `dataclass`
+    /// calls it when the dataclass had one (its own or a base's) as it was decorated, on the
+    /// instance made (a subclass's override runs).
+    pub(super) fn post_init(&self, class: &Target, dataclass: &Target, depth: u32) -> Vec<Value> {
+        if self.class_attr(dataclass, "__post_init__", None, depth + 1).is_empty() {
+            return Vec::new();
+        }
+        self.deref(self.class_attr(class, "__post_init__", None, depth + 1), depth + 1)
     }
 
     /// Whether one of `decorators` (closed in `module`) is `dataclasses.dataclass`, bare or
-    /// called (`@dataclass(frozen=True)`).
+    /// called (`@dataclass(frozen=True)`): every value the name may hold is it (a module that
+    /// also defines its own `dataclass` leaves it unknown).
     fn is_dataclass_decorator(&self, decorators: &[Expr], module: &Arc<str>, depth: u32) -> bool {
         decorators.iter().any(|d| {
             let callee = match d {
                 Expr::Call(callee) => callee.as_ref(),
                 other => other,
             };
-            self.eval_closed(callee, module, None, depth + 1)
-                .iter()
-                .any(|v| matches!(v, Value::External(x) if &**x == "dataclasses.dataclass"))
+            let values = self.eval_closed(callee, module, None, depth + 1);
+            !values.is_empty()
+                && values.iter().all(|v| matches!(v, Value::External(x) if &**x == "dataclasses.dataclass"))
         })
     }
 

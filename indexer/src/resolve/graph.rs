@@ -45,17 +45,21 @@ impl<'a> Resolver<'a> {
                     targets.push(t.id());
                     // The `__init__` the MRO finds first: the code's own, or an external base's
                     // (`class A(ext.Base)` without one of its own runs `ext.Base.__init__`).
-                    for init in self.deref(self.class_attr(t, "__init__", None, 0), 0) {
-                        match init {
-                            Value::Function(i) => targets.push(i.id()),
-                            Value::External(x) if runs_external_init(&x) => targets.push(x.to_string()),
-                            _ => {}
+                    if let Some(dataclass) = self.generated_init(t, 0) {
+                        // The `__init__` `@dataclass` wrote (no unit) runs, and calls
+                        // `__post_init__`.
+                        for post in self.post_init(t, &dataclass, 0) {
+                            if let Value::Function(p) = post {
+                                targets.push(p.id());
+                            }
                         }
-                    }
-                    // The `__init__` a dataclass was given calls `__post_init__`.
-                    for post in self.post_init(t, 0) {
-                        if let Value::Function(p) = post {
-                            targets.push(p.id());
+                    } else {
+                        for init in self.deref(self.class_attr(t, "__init__", None, 0), 0) {
+                            match init {
+                                Value::Function(i) => targets.push(i.id()),
+                                Value::External(x) if runs_external_init(&x) => targets.push(x.to_string()),
+                                _ => {}
+                            }
                         }
                     }
                 }
