@@ -32,7 +32,10 @@ impl<'a> Lowerer<'a> {
                     args: decorated.into_iter().collect(),
                     keywords: Box::default(),
                 });
-                decorators.push(e);
+                // `@dataclass(init=False)` writes no `__init__`: the class keeps its bases'. A
+                // call's arguments are not kept in its expression, so the class is told here.
+                let of_class = node.field("definition").is_some_and(|d| d.kind_str() == "class_definition");
+                decorators.push(if of_class && self.passes_init_false(expr_node) { Expr::Unknown } else { e });
             }
         }
         if let Some(def) = node.field("definition") {
@@ -42,6 +45,18 @@ impl<'a> Lowerer<'a> {
                 _ => self.statement(def, scope),
             }
         }
+    }
+
+    /// Whether `call` passes the keyword argument `init=False`.
+    fn passes_init_false(&self, call: Node) -> bool {
+        let Some(arguments) = call.field("arguments").filter(|_| call.kind_str() == "call") else { return false };
+        let mut cursor = arguments.walk();
+        let found = arguments.named_children(&mut cursor).any(|arg| {
+            arg.kind_str() == "keyword_argument"
+                && arg.field("name").is_some_and(|n| self.text(n) == "init")
+                && arg.field("value").is_some_and(|v| v.kind_str() == "false")
+        });
+        found
     }
 
     /// The byte range of a def's header: from the decorators to the colon that ends it (not

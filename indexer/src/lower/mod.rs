@@ -996,8 +996,10 @@ impl<'a> Lowerer<'a> {
     /// Lowers a def or class body: conditionality is relative to the body's own scope.
     fn body(&mut self, body: Node, scope: ScopeId) {
         let saved = std::mem::replace(&mut self.conditional_depth, 0);
+        let alternative = std::mem::replace(&mut self.in_run_time_alternative, false);
         self.block(body, scope);
         self.conditional_depth = saved;
+        self.in_run_time_alternative = alternative;
     }
 
     /// Reads of a bare name bound in the same function scope (a local or parameter) can never

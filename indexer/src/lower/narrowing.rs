@@ -49,9 +49,10 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Whether `condition` is `TYPE_CHECKING` as `typing` (or `typing_extensions`) defines it:
-    /// the name imported from there (`from typing import TYPE_CHECKING`), or read from the module
-    /// (`typing.TYPE_CHECKING`, `import typing as t` then `t.TYPE_CHECKING`); every binding of
-    /// the name in view is such an import, so a `TYPE_CHECKING = True` or a class's attribute of
+    /// the name imported from there (`from typing import TYPE_CHECKING [as TC]`), or read from
+    /// the module (`typing.TYPE_CHECKING`, `import typing as t` then `t.TYPE_CHECKING`); every
+    /// binding of the name in view is such an import, or a boolean the module gives a name
+    /// `TYPE_CHECKING` itself (`= False`: a `= True` is not told apart). A class's attribute of
     /// that name is not it. True for type checkers only, false whenever the program runs.
     fn is_type_checking(&self, condition: Node, scope: ScopeId) -> bool {
         let only = |name: &str, is: &dyn Fn(&Binding) -> bool| {
@@ -67,13 +68,19 @@ impl<'a> Lowerer<'a> {
                 }
             }
         };
+        let imported = |b: &Binding| {
+            matches!(b, Binding::Import(Import::Name { module, name })
+                if is_typing_module(module) && name == "TYPE_CHECKING")
+        };
         match condition.kind_str() {
+            // Imported under any name (`as TC`); or a flag of that name the module sets to a
+            // boolean itself (`TYPE_CHECKING = False`, also as the fallback of a `try` importing
+            // it), which only a type checker reads as true.
             "identifier" => {
-                self.text(condition) == "TYPE_CHECKING"
-                    && only("TYPE_CHECKING", &|b| {
-                        matches!(b, Binding::Import(Import::Name { module, name })
-                            if is_typing_module(module) && name == "TYPE_CHECKING")
-                    })
+                let name = self.text(condition);
+                only(name, &imported)
+                    || (name == "TYPE_CHECKING"
+                        && only(name, &|b| imported(b) || matches!(b, Binding::Value(Expr::Literal("bool")))))
             }
             "attribute" => {
                 let (Some(object), Some(attribute)) = (condition.field("object"), condition.field("attribute")) else {
