@@ -51,12 +51,11 @@ impl<'a> Lowerer<'a> {
     fn passes_init_false(&self, call: Node) -> bool {
         let Some(arguments) = call.field("arguments").filter(|_| call.kind_str() == "call") else { return false };
         let mut cursor = arguments.walk();
-        let found = arguments.named_children(&mut cursor).any(|arg| {
+        arguments.named_children(&mut cursor).any(|arg| {
             arg.kind_str() == "keyword_argument"
                 && arg.field("name").is_some_and(|n| self.text(n) == "init")
                 && arg.field("value").is_some_and(|v| v.kind_str() == "false")
-        });
-        found
+        })
     }
 
     /// The byte range of a def's header: from the decorators to the colon that ends it (not
