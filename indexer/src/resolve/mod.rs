@@ -823,11 +823,6 @@ fn set_only_through_self(m: &Member) -> bool {
     m.kind == DefKind::Variable && !m.class_body_value
 }
 
-/// Whether an external base's `__init__` (`x`) is code a constructor call runs: not `object`'s,
-/// nor that of typing's markers (`Generic`, `Protocol`, `NamedTuple`, ...), which are not
-/// classes whose initialiser the instance gets, nor that of the standard library's abstract
-/// bases (`abc.ABC`, `collections.abc.Mapping`, ...; of those only `MappingView` defines one):
-/// naming `abc.ABC.__init__` would invent a target.
 /// The function scope a `nonlocal name` written in a scope whose parent is `from` refers to:
 /// the nearest enclosing function scope that binds the name itself (not through `nonlocal`
 /// again); class bodies are skipped, as Python skips them.
@@ -874,6 +869,11 @@ fn nonlocal_writers<'a>(
     out
 }
 
+/// Whether an external base's `__init__` (`x`) is code a constructor call runs: not `object`'s,
+/// nor that of typing's markers (`Generic`, `Protocol`, `NamedTuple`, ...), which are not
+/// classes whose initialiser the instance gets, nor that of the standard library's abstract
+/// bases (`abc.ABC`, `collections.abc.Mapping`, ...; of those only `MappingView` defines one):
+/// naming `abc.ABC.__init__` would invent a target.
 fn runs_external_init(x: &str) -> bool {
     !(x.starts_with("builtins.object.")
         || x.starts_with("typing.")
