@@ -571,5 +571,14 @@ fn suggestions(snapshot: &Snapshot, name: &str) -> Vec<String> {
     }
     scored.sort();
     scored.dedup_by(|a, b| a.1 == b.1);
-    scored.into_iter().take(5).map(|(_, id)| id).collect()
+    // External targets the name ends (`sorted` for `builtins.sorted`, `path.join` for
+    // `os.path.join`) are what was meant more surely than any near-miss among the units: they
+    // come first, builtins before the rest.
+    let suffix = format!(".{name}");
+    let mut externals: Vec<&str> = snapshot.externals().into_iter().filter(|e| e.ends_with(&suffix)).collect();
+    externals.sort_by_key(|e| (!e.starts_with("builtins."), e.len(), *e));
+    let mut out: Vec<String> = externals.into_iter().take(5).map(str::to_string).collect();
+    out.extend(scored.into_iter().map(|(_, id)| id).take(5));
+    out.truncate(5);
+    out
 }
