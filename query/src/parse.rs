@@ -887,6 +887,9 @@ impl Parser {
                 let pattern_at = self.at();
                 let pattern = self.pattern()?;
                 if regex {
+                    // Ids are NFKC-normalised identifiers, so the pattern is read the same way
+                    // (`~ "ﬁ"` would otherwise match nothing ever), and checked as it will run.
+                    let pattern = crate::exec::names::nfkc(&pattern).into_owned();
                     if let Err(e) = regex::Regex::new(&pattern) {
                         // At the pattern, not after it: the regex crate's own caret is relative
                         // to the pattern.

@@ -1,4 +1,4 @@
-//! `where` conditions on fields a row may not have.
+//! `where` conditions: on fields a row may not have, and on names read as units are named.
 
 use fresco_indexer::{Indexer, IndexerOptions};
 use fresco_query::Context;
@@ -19,4 +19,28 @@ fn a_row_without_a_depth_matches_no_depth_comparison() {
     }
     assert_eq!(count("callees m.a | where depth = 1 | count"), 1);
     assert_eq!(count("callees m.a | where depth != 1 | count"), 0);
+}
+
+#[test]
+fn name_patterns_and_unknown_names_are_read_nfkc_normalised_as_units_are_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // `def ﬁnd` (a ligature) defines `find`, as Python reads identifiers.
+    std::fs::write(dir.path().join("m.py"), "def \u{fb01}nd():\n    return 1\n\n\ndef use():\n    return find()\n")
+        .expect("write");
+    let mut indexer = Indexer::in_memory(dir.path(), IndexerOptions { threads: 1, ..IndexerOptions::default() });
+    indexer.refresh().expect("index");
+    let snapshot = indexer.snapshot().clone();
+    let count = |query: &str| -> usize {
+        let out = fresco_query::run(&Context::new(&snapshot), query).unwrap_or_else(|e| panic!("{query}: {e}"));
+        out.count.unwrap_or_else(|| panic!("{query}: no count"))
+    };
+    assert_eq!(count("find \"*\" | where name ~ \"\u{fb01}\" | count"), 1);
+    assert_eq!(count("find \"*\" | where name ~ \"^m\\.\u{fb01}nd$\" | count"), 1);
+    assert_eq!(count("find \"*\" | where name ~ \"fi\" | count"), 1);
+    match fresco_query::run(&Context::new(&snapshot), "callers \u{fb01}nd") {
+        Err(fresco_query::QueryError::UnknownSymbol { suggestions, .. }) => {
+            assert_eq!(suggestions, vec!["m.find".to_string()])
+        }
+        other => panic!("{:?}", other.map(|o| o.results.len())),
+    }
 }

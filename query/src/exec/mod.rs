@@ -16,7 +16,7 @@ use crate::ast::*;
 use crate::glob;
 use crate::parse::{ParseError, Place, parse};
 
-mod names;
+pub(crate) mod names;
 mod walks;
 
 pub use names::{definitions_of, resolve_symbol};

@@ -19,7 +19,7 @@ pub fn resolve_symbol(snapshot: &Snapshot, symbol: &Symbol) -> Result<Vec<String
             // `find`); an error still names what the query wrote.
             let normal = nfkc(name);
             if *normal != **name
-                && let Ok(ids) = resolve_symbol(snapshot, &Symbol::Name(normal.into_owned()))
+                && let Ok(ids) = resolve_symbol(snapshot, &Symbol::Name(normal.to_string()))
             {
                 return Ok(ids);
             }
@@ -57,7 +57,7 @@ pub fn resolve_symbol(snapshot: &Snapshot, symbol: &Symbol) -> Result<Vec<String
                     at: None,
                 });
             }
-            Err(QueryError::UnknownSymbol { name: name.clone(), suggestions: suggestions(snapshot, name), at: None })
+            Err(QueryError::UnknownSymbol { name: name.clone(), suggestions: suggestions(snapshot, &normal), at: None })
         }
         Symbol::Glob(pattern) => {
             let pattern = &*nfkc(pattern);
