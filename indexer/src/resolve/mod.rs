@@ -616,7 +616,13 @@ impl<'a> Resolver<'a> {
                 }
             } else {
                 self.names_used.borrow_mut().insert(module, "*");
-                for star in &summary.star_imports {
+                // A star import binds what its module exports when it runs, so of several the
+                // last that exports the name wins. What a repository module exports is known; an
+                // external module's is not, so a name a repository module exports is its, wherever
+                // an external star import stands (`from os.path import *` then `from .b import *`:
+                // `x` is `b.x`, not `os.path.x`).
+                let mut external_stars = Vec::new();
+                for star in summary.star_imports.iter().rev() {
                     // Whether `name` comes through depends on `__all__` and on `name` itself.
                     self.names_used.borrow_mut().insert(star, name);
                     match self.summary_for(star, "__all__") {
@@ -631,14 +637,23 @@ impl<'a> Resolver<'a> {
                             extend(&mut values, self.module_member(&canonical, name, depth + 1));
                         }
                         Some(_) => {}
-                        None if self.lookup(star).0 == ModuleLookup::Missing => {
-                            extend(&mut values, self.import_name(star, name, depth + 1))
-                        }
+                        None if self.lookup(star).0 == ModuleLookup::Missing => external_stars.push(star),
                         None => {}
                     }
                     if !values.is_empty() {
                         break;
                     }
+                }
+                // Otherwise only an external star import can have bound it: the one there is, if
+                // one; of several, which exports it is unknown, and it stays unresolved. A
+                // builtin's name stays the builtin (an external module that exports one, as `os`
+                // exports `open`, is not seen): `len` after `from os.path import *` was
+                // `os.path.len`.
+                if values.is_empty()
+                    && let [star] = external_stars.as_slice()
+                    && builtin(name).is_none()
+                {
+                    extend(&mut values, self.import_name(star, name, depth + 1));
                 }
             }
         }
