@@ -335,7 +335,8 @@ pub(super) fn external_call_result(external: &str) -> Option<Value> {
 }
 
 /// Whether an instance of external type `ty` can have attribute `attr`: false only for the
-/// builtin value types (`builtins.str`, `builtins.dict`, ...) that do not define it.
+/// builtin value types and exceptions (`builtins.str`, `builtins.dict`, `builtins.KeyError`, ...)
+/// that do not define it.
 pub(super) fn builtin_has_attr(ty: &str, attr: &str) -> bool {
     match ty.strip_prefix("builtins.").and_then(crate::builtin_members::members) {
         Some(members) => members.binary_search(&attr).is_ok(),
@@ -378,8 +379,13 @@ mod builtin_attr_tests {
         assert!(builtin_has_attr("builtins.int", "is_integer"));
         assert!(!builtin_has_attr("builtins.dict", "append"));
         assert!(!builtin_has_attr("builtins.str", "items"));
+        // The builtin exceptions have theirs (`e.show()` on a caught `KeyError` is no edge).
+        assert!(builtin_has_attr("builtins.ValueError", "args"));
+        assert!(builtin_has_attr("builtins.OSError", "errno"));
+        assert!(builtin_has_attr("builtins.KeyError", "__notes__"));
+        assert!(!builtin_has_attr("builtins.KeyError", "show"));
         // Types without a member list keep every attribute.
-        assert!(builtin_has_attr("builtins.ValueError", "anything"));
+        assert!(builtin_has_attr("builtins.zip", "anything"));
         assert!(builtin_has_attr("requests.Session", "anything"));
     }
 

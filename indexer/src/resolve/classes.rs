@@ -419,6 +419,11 @@ impl<'a> Resolver<'a> {
                     if skipping || MARKER_BASES.contains(&&**x) {
                         continue;
                     }
+                    // A builtin base without the attribute (`class L(list)`, `L().frobnicate`)
+                    // supplies nothing either: the lookup goes on, to no `builtins.list.frobnicate`.
+                    if !builtin_has_attr(x, attr) {
+                        continue;
+                    }
                     let member = format!("{x}.{attr}");
                     // `abc.ABC` and the like define no `__init__` (`super().__init__()` in their
                     // subclass runs the next one's): naming theirs would invent a target.
