@@ -417,6 +417,9 @@ pub struct Scope {
     /// name: `handler = first` then `handler = second`; unconditional imports there: `from .x
     /// import f` then `from .y import f`), with their lines.
     pub replacing: Box<[(u32, u32)]>,
+    /// Indices, ascending, of the bindings a store through a subscript made (`d["k"] = v`,
+    /// `table[k] = f`): they add items, and say what the name is only when nothing else does.
+    pub item_stores: Box<[u32]>,
     pub globals: Box<[Name]>,
     pub nonlocals: Box<[Name]>,
     pub calls: Box<[CallSite]>,
@@ -459,6 +462,7 @@ impl Scope {
             params: Box::default(),
             bindings: Box::default(),
             replacing: Box::default(),
+            item_stores: Box::default(),
             globals: Box::default(),
             nonlocals: Box::default(),
             calls: Box::default(),

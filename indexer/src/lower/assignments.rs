@@ -570,17 +570,12 @@ impl<'a> Lowerer<'a> {
                         // module-level registry mutated from a function).
                         let name = Name::new(self.text(container));
                         let owner = self.container_scope(&name, scope);
-                        // Only a name bound to a container there (a literal, `dict()`, `[]`), as
-                        // for `append`: a store through a subscript says nothing of what the
-                        // object is (a parameter, `h = Headers()` with its own `__setitem__`),
-                        // and binding it there made the name a dict (`d.get` was `dict.get`).
-                        if !self.bound_to(owner, &name, holds_items) {
-                            return;
-                        }
                         if let Some(path) = path {
                             self.overwrite_keys(owner, scope, &name, &[path]);
                         }
+                        let at = self.scope(owner).bindings.len() as u32;
                         self.bind(owner, &name, Binding::Value(element));
+                        self.scope(owner).item_stores.push(at);
                     } else if container.kind_str() == "attribute" {
                         // `self.adapters[prefix] = adapter`: an element of the attribute.
                         let object = container.field("object");
@@ -823,15 +818,6 @@ impl<'a> Lowerer<'a> {
         }
         let def = self.push_def(scope, DefKind::Variable, name, stmt, None, None, Vec::new());
         self.module_variables.insert(key, def);
-    }
-}
-
-/// Whether `e` is a container a subscript store may add items to: a literal, a `dict()`,
-/// `list()` and the like, also under an annotation (`d: dict[str, F] = {}`).
-fn holds_items(e: &Expr) -> bool {
-    match e {
-        Expr::Declared(_, value) => holds_items(value),
-        other => is_container(other) || makes_dict(other),
     }
 }
 

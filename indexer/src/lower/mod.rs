@@ -564,6 +564,7 @@ struct ScopeB {
     /// them all, and 100,000 `x = list(y)` lines took 46 s.
     binding_index: FxHashMap<Name, Vec<u32>>,
     replacing: Vec<(u32, u32)>,
+    item_stores: Vec<u32>,
     globals: Vec<Name>,
     nonlocals: Vec<Name>,
     calls: Vec<CallSite>,
@@ -588,6 +589,7 @@ impl ScopeB {
             bindings: Vec::new(),
             binding_index: FxHashMap::default(),
             replacing: Vec::new(),
+            item_stores: Vec::new(),
             globals: Vec::new(),
             nonlocals: Vec::new(),
             calls: Vec::new(),
@@ -637,6 +639,7 @@ impl ScopeB {
             params: self.params.into_boxed_slice(),
             bindings: self.bindings.into_boxed_slice(),
             replacing: self.replacing.into_boxed_slice(),
+            item_stores: self.item_stores.into_boxed_slice(),
             globals: self.globals.into_boxed_slice(),
             nonlocals: self.nonlocals.into_boxed_slice(),
             calls: self.calls.into_boxed_slice(),

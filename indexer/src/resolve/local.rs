@@ -162,10 +162,17 @@ impl<'a> Resolver<'a> {
         }
         self.memoised(&self.local_names, (s, Name::new(name)), || {
             let mut values = Vec::new();
+            // A store through a subscript (`d["a"] = f`) makes the name a dict only when nothing
+            // else says what it is, as for attributes (`Resolver::var_values`): `p = Plain()` then
+            // `p["k"] = v` keeps `Plain`'s methods alone, and a parameter stored into is what
+            // calls pass. A dict written out (`d = {}`) says so, as any other value does.
+            let mut stored = Vec::new();
+            let scope = self.syntax.scope(s);
             let indices = self.scope_bindings[s as usize].get(name).cloned().unwrap_or_default();
             for i in self.syntax.live_bindings(s, &indices) {
-                let binding = &self.syntax.scope(s).bindings[i].1;
-                extend(&mut values, self.binding_values(binding, s, depth + 1));
+                let binding = &scope.bindings[i].1;
+                let is_store = scope.item_stores.binary_search(&(i as u32)).is_ok();
+                extend(if is_store { &mut stored } else { &mut values }, self.binding_values(binding, s, depth + 1));
             }
             // What nested functions assign to it through `nonlocal` (`nonlocal fn; fn = b`).
             for &writer in self.nonlocal_writers.get(&(s, name)).map(Vec::as_slice).unwrap_or(&[]) {
@@ -173,6 +180,9 @@ impl<'a> Resolver<'a> {
                     let binding = &self.syntax.scope(writer).bindings[i].1;
                     extend(&mut values, self.binding_values(binding, writer, depth + 1));
                 }
+            }
+            if values.is_empty() {
+                values = stored;
             }
             values
         })
