@@ -384,6 +384,17 @@ impl Summariser<'_> {
                 let def = self.syntax.def(*d);
                 Expr::DefPath(def.path.clone())
             }
+            // `with cm as x` at module level: what `cm` is, as a function's own `with` reads it
+            // (`Resolver::entered`, which also knows `@contextmanager` generators).
+            Binding::Enter(e) => self.close(e, scope, depth),
+            // `except E as e`: an instance of E, or of each class of a tuple.
+            Binding::Exception(e) => match self.close(e, scope, depth) {
+                Expr::Unknown => Expr::Unknown,
+                Expr::Container(ContainerKind::Tuple, classes) => {
+                    simplify_union(classes.into_iter().map(|c| Expr::Call(Box::new(c))).collect())
+                }
+                class => Expr::Call(Box::new(class)),
+            },
             _ => Expr::Unknown,
         }
     }
