@@ -38,10 +38,36 @@ pub struct Target {
 pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Target, QueryError> {
     match target {
         ContextTarget::Unit(symbol) => {
-            let ids = crate::exec::resolve_symbol(snapshot, symbol)?;
-            let (count, asked_name) = (ids.len(), ids.first().cloned().unwrap_or_default());
+            let mut ids = crate::exec::resolve_symbol(snapshot, symbol)?;
+            // A glob matching a name's plain id (`BaseCommand.mai?`) stands for the name, as the
+            // name written out does: its other definitions (`main#2`, `main#3`) join it, so that
+            // the definition chosen is the one Python binds, not the first `@overload`.
+            if matches!(symbol, Symbol::Glob(_)) {
+                let mut expanded: Vec<String> = Vec::with_capacity(ids.len());
+                for id in &ids {
+                    for d in crate::exec::definitions_of(snapshot, id) {
+                        if !expanded.contains(&d) {
+                            expanded.push(d);
+                        }
+                    }
+                }
+                ids = expanded;
+            }
+            let asked_name = ids.first().cloned().unwrap_or_default();
             let one_name = crate::exec::one_name(&ids);
-            let id = context_definition(snapshot, ids, one_name)
+            // Several names: the first one's definitions, chosen among as for one name.
+            let first_name: Vec<String> =
+                ids.iter().filter(|id| crate::exec::one_name(&[asked_name.clone(), (*id).clone()])).cloned().collect();
+            // Counted by name: a name's definitions are one of the units the request named.
+            let count = if one_name {
+                ids.len()
+            } else {
+                let mut names: Vec<&str> = ids.iter().map(|id| id.split('#').next().unwrap_or(id)).collect();
+                names.sort_unstable();
+                names.dedup();
+                names.len()
+            };
+            let id = context_definition(snapshot, first_name)
                 .ok_or_else(|| QueryError::Invalid("no unit to assemble context for".into()))?;
             let note = (count > 1).then(|| {
                 if one_name {
@@ -273,16 +299,12 @@ fn new_module(snapshot: &Snapshot, file: &str) -> Option<(String, String)> {
     Some((path, module))
 }
 
-/// Which unit `context NAME` assembles for. When the name resolves to several definitions of one
-/// name (`one_name`, see [`crate::exec::definitions_of`]): the last, the one Python binds the
-/// name to and calls resolve to, passing over `@overload` declarations (the implementation comes
-/// after them) and a property's setter and deleter (the getter is what readers of the property
-/// run). Otherwise the first unit the name resolves to.
-fn context_definition(snapshot: &Snapshot, ids: Vec<String>, one_name: bool) -> Option<String> {
+/// Which of the definitions of one name (`ids`, see [`crate::exec::definitions_of`]) `context`
+/// assembles for: the last, the one Python binds the name to and calls resolve to, passing over
+/// `@overload` declarations (the implementation comes after them) and a property's setter and
+/// deleter (the getter is what readers of the property run).
+fn context_definition(snapshot: &Snapshot, ids: Vec<String>) -> Option<String> {
     let first = ids.first()?.clone();
-    if !one_name {
-        return Some(first);
-    }
     let name = last_name(&first);
     let is_declaration_or_accessor = |id: &str| {
         snapshot.unit(id).and_then(|u| u.unit.signature.clone()).is_some_and(|signature| {
