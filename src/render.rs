@@ -23,11 +23,13 @@ pub fn to_json(output: &Output, stale: &[String]) -> Value {
     if let Some(lanes) = &output.lanes {
         value["lanes"] = json!(lanes);
         // How the lanes were fused, so an answer carries its own provenance: the levels of the
-        // lanes this answer asked for only.
+        // lanes this answer asked for and ran (one unavailable, or skipped for the time limit,
+        // gave no list to fuse).
+        let ran = lanes.iter().filter(|(_, report)| !matches!(report.status, "unavailable" | "skipped"));
         value["fusion"] = json!({
             "method": "reciprocal rank",
             "k": fresco_query::retrieve::RRF_K as u32,
-            "levels": fusion_levels(lanes.keys().copied()),
+            "levels": fusion_levels(ran.map(|(lane, _)| *lane)),
         });
     }
     if let Some(context) = &output.context {
@@ -465,6 +467,22 @@ mod tests {
         assert_eq!(levels(&["bm25", "graph"]), vec![vec!["bm25", "graph"]]);
         assert_eq!(levels(&["dense"]), Vec::<Vec<&str>>::new());
         assert_eq!(levels(&["graph"]), Vec::<Vec<&str>>::new());
+    }
+
+    #[test]
+    fn fusion_levels_leave_out_a_lane_that_did_not_run() {
+        use fresco_query::retrieve::LaneReport;
+        let report =
+            |status: &'static str| LaneReport { status, version: Some(1), lag: Some(0), reason: None, hits: 0 };
+        let answer = |dense: &'static str, graph: &'static str| {
+            let lanes = [("bm25", report("ready")), ("dense", report(dense)), ("graph", report(graph))];
+            let output = Output { lanes: Some(lanes.into_iter().collect()), ..Output::default() };
+            to_json(&output, &[])["fusion"]["levels"].clone()
+        };
+        assert_eq!(answer("ready", "ready"), json!([["bm25", "dense"], ["text", "graph"]]));
+        assert_eq!(answer("ready", "skipped"), json!([["bm25", "dense"]]));
+        assert_eq!(answer("unavailable", "ready"), json!([["bm25", "graph"]]));
+        assert_eq!(answer("unavailable", "skipped"), json!([]));
     }
 
     #[test]

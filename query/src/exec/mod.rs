@@ -984,8 +984,9 @@ fn run_stage(exec: &mut Exec, stage: &Stage, input: Vec<Row>, first: bool) -> Re
             exec.note_retrieval_cut(*asked, fused.len());
             let block = assemble(snapshot, exec.ctx.lanes, &target, &fused, &deps, *budget, exec.ctx.is_stale);
             if let Some((unit, tokens)) = &block.smallest_cut {
+                let plural = if *budget == 1 { "" } else { "s" };
                 exec.notes.push(format!(
-                    "a budget of {budget} tokens fits no unit: the smallest, {unit}, needs {tokens} with its file header"
+                    "a budget of {budget} token{plural} fits no unit: the smallest, {unit}, needs {tokens} with its file header"
                 ));
             }
             // The choice itself stands on the target's file: its imports, its class, its body.
