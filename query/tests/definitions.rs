@@ -141,7 +141,7 @@ fn context_assembles_for_the_implementation_not_an_overload_declaration_nor_a_se
     );
     assert!(run(&snapshot, "context pkg.m.helper budget 500").notes.is_empty(), "one definition needs no note");
     // A glob matching a name's plain id stands for the name: the implementation, said so.
-    for glob in ["pkg.m.Adapter.matc?", "pkg.m.*.match"] {
+    for glob in ["pkg.m.Adapter.matc?", "pkg.m.*.match", "pkg.m.Adapter.match#?", "pkg.m.Adapter.match#*"] {
         let out = run(&snapshot, &format!("context {glob} budget 500"));
         assert_eq!(out.context.expect("a context").target.as_deref(), Some("pkg.m.Adapter.match#3"), "{glob}");
         assert!(out.notes.iter().any(|n| n.starts_with("3 definitions of pkg.m.Adapter.match")), "{:?}", out.notes);
@@ -149,6 +149,9 @@ fn context_assembles_for_the_implementation_not_an_overload_declaration_nor_a_se
     // Several names, one of them defined more than once: that name's implementation.
     let out = run(&snapshot, "context pkg.m.Adapter.* budget 500");
     assert_eq!(out.context.expect("a context").target.as_deref(), Some("pkg.m.Adapter.match#3"));
+    // A property's setter matched alone stands for the property: its getter.
+    let out = run(&snapshot, "context pkg.m.Adapter.size#? budget 500");
+    assert_eq!(out.context.expect("a context").target.as_deref(), Some("pkg.m.Adapter.size"));
     // A glob naming several units: the first is taken, and the answer says so.
     let out = run(&snapshot, "context pkg.two.*.run budget 500");
     assert_eq!(out.context.expect("a context").target.as_deref(), Some("pkg.two.A.run"));

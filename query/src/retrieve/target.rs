@@ -42,10 +42,11 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
             // A glob matching a name's plain id (`BaseCommand.mai?`) stands for the name, as the
             // name written out does: its other definitions (`main#2`, `main#3`) join it, so that
             // the definition chosen is the one Python binds, not the first `@overload`.
+            // A match of one definition (`get#?`) stands for the name too.
             if matches!(symbol, Symbol::Glob(_)) {
                 let mut expanded: Vec<String> = Vec::with_capacity(ids.len());
                 for id in &ids {
-                    for d in crate::exec::definitions_of(snapshot, id) {
+                    for d in crate::exec::definitions_of(snapshot, name_of_definition(id)) {
                         if !expanded.contains(&d) {
                             expanded.push(d);
                         }
@@ -57,12 +58,12 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
             let one_name = crate::exec::one_name(&ids);
             // Several names: the first one's definitions, chosen among as for one name.
             let first_name: Vec<String> =
-                ids.iter().filter(|id| crate::exec::one_name(&[asked_name.clone(), (*id).clone()])).cloned().collect();
+                ids.iter().filter(|id| name_of_definition(id) == name_of_definition(&asked_name)).cloned().collect();
             // Counted by name: a name's definitions are one of the units the request named.
             let count = if one_name {
                 ids.len()
             } else {
-                let mut names: Vec<&str> = ids.iter().map(|id| id.split('#').next().unwrap_or(id)).collect();
+                let mut names: Vec<&str> = ids.iter().map(|id| name_of_definition(id)).collect();
                 names.sort_unstable();
                 names.dedup();
                 names.len()
@@ -297,6 +298,11 @@ fn new_module(snapshot: &Snapshot, file: &str) -> Option<(String, String)> {
     };
     let path = if real_dir.is_empty() { name.to_string() } else { format!("{real_dir}/{name}") };
     Some((path, module))
+}
+
+/// The name a definition's id is of: `m.C.get` for `m.C.get#2`.
+fn name_of_definition(id: &str) -> &str {
+    id.split_once('#').map_or(id, |(name, _)| name)
 }
 
 /// Which of the definitions of one name (`ids`, see [`crate::exec::definitions_of`]) `context`
