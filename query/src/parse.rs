@@ -887,9 +887,10 @@ impl Parser {
                 let pattern_at = self.at();
                 let pattern = self.pattern()?;
                 if regex {
-                    // Ids are NFKC-normalised identifiers, so the pattern is read the same way
-                    // (`~ "ﬁ"` would otherwise match nothing ever), and checked as it will run.
-                    let pattern = crate::exec::names::nfkc(&pattern).into_owned();
+                    // Ids are NFKC-normalised identifiers, so the pattern's identifier characters
+                    // are read the same way (`~ "ﬁ"` would otherwise match nothing ever); others
+                    // stay as written (`…` is no `...`, `﹙` no group), and it is checked as it will run.
+                    let pattern = nfkc_identifier_chars(&pattern);
                     if let Err(e) = regex::Regex::new(&pattern) {
                         // At the pattern, not after it: the regex crate's own caret is relative
                         // to the pattern.
@@ -1378,4 +1379,22 @@ mod tests {
         }
         assert!(parse("find \"*\" | where kind = method | count").is_ok());
     }
+}
+
+/// `pattern` with each character that NFKC turns into identifier characters (letters, digits,
+/// `_`: `ﬁ` into `fi`) normalised, and every other character, regex syntax among them, kept.
+fn nfkc_identifier_chars(pattern: &str) -> String {
+    if pattern.is_ascii() {
+        return pattern.to_string();
+    }
+    let mut out = String::with_capacity(pattern.len());
+    for c in pattern.chars() {
+        let normal = crate::exec::names::nfkc(c.encode_utf8(&mut [0; 4])).into_owned();
+        if !c.is_ascii() && normal.chars().all(|n| n.is_alphanumeric() || n == '_') {
+            out.push_str(&normal);
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }

@@ -37,6 +37,9 @@ fn name_patterns_and_unknown_names_are_read_nfkc_normalised_as_units_are_named()
     assert_eq!(count("find \"*\" | where name ~ \"\u{fb01}\" | count"), 1);
     assert_eq!(count("find \"*\" | where name ~ \"^m\\.\u{fb01}nd$\" | count"), 1);
     assert_eq!(count("find \"*\" | where name ~ \"fi\" | count"), 1);
+    // Characters NFKC would turn into regex syntax stay what they are: `…` is no `...`.
+    assert_eq!(count("find \"*\" | where name ~ \"\u{2026}\" | count"), 0);
+    assert!(fresco_query::run(&Context::new(&snapshot), "find \"*\" | where name ~ \"\u{fe59}\"").is_ok());
     match fresco_query::run(&Context::new(&snapshot), "callers \u{fb01}nd") {
         Err(fresco_query::QueryError::UnknownSymbol { suggestions, .. }) => {
             assert_eq!(suggestions, vec!["m.find".to_string()])
