@@ -421,7 +421,13 @@ impl<'a> Resolver<'a> {
                     }
                     // A builtin base without the attribute (`class L(list)`, `L().frobnicate`)
                     // supplies nothing either: the lookup goes on, to no `builtins.list.frobnicate`.
-                    if !builtin_has_attr(x, attr) {
+                    // What every subclass has is kept: its instances' `__dict__` and
+                    // `__weakref__`, and its class object's attributes, which come from `type`
+                    // (`D.__subclasses__()`, `D.__name__`).
+                    if !builtin_has_attr(x, attr)
+                        && !matches!(attr, "__dict__" | "__weakref__")
+                        && !builtin_has_attr("builtins.type", attr)
+                    {
                         continue;
                     }
                     let member = format!("{x}.{attr}");
