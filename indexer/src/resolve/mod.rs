@@ -646,12 +646,15 @@ impl<'a> Resolver<'a> {
                 }
                 // Otherwise only an external star import can have bound it: the one there is, if
                 // one; of several, which exports it is unknown, and it stays unresolved. A
-                // builtin's name stays the builtin (an external module that exports one, as `os`
-                // exports `open`, is not seen): `len` after `from os.path import *` was
-                // `os.path.len`.
+                // builtin's name stays the builtin (`len` after `from os.path import *` was
+                // `os.path.len`), but for the standard library's modules that export one of
+                // their own (`pow` after `from math import *` is `math.pow`). A private name
+                // (`_get_sep`) is no module's star export but by its `__all__`, which names
+                // almost never list.
                 if values.is_empty()
+                    && !name.starts_with('_')
                     && let [star] = external_stars.as_slice()
-                    && builtin(name).is_none()
+                    && (builtin(name).is_none() || star_shadows_builtin(star, name))
                 {
                     extend(&mut values, self.import_name(star, name, depth + 1));
                 }
