@@ -988,6 +988,24 @@ fn parse_at_bytes(text: &str) -> Result<Query, ParseError> {
     parser.query()
 }
 
+/// `pattern` with each character that NFKC turns into identifier characters (letters, digits,
+/// `_`: `ﬁ` into `fi`) normalised, and every other character, regex syntax among them, kept.
+fn nfkc_identifier_chars(pattern: &str) -> String {
+    if pattern.is_ascii() {
+        return pattern.to_string();
+    }
+    let mut out = String::with_capacity(pattern.len());
+    for c in pattern.chars() {
+        let normal = crate::exec::names::nfkc(c.encode_utf8(&mut [0; 4])).into_owned();
+        if !c.is_ascii() && normal.chars().all(|n| n.is_alphanumeric() || n == '_') {
+            out.push_str(&normal);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1379,22 +1397,4 @@ mod tests {
         }
         assert!(parse("find \"*\" | where kind = method | count").is_ok());
     }
-}
-
-/// `pattern` with each character that NFKC turns into identifier characters (letters, digits,
-/// `_`: `ﬁ` into `fi`) normalised, and every other character, regex syntax among them, kept.
-fn nfkc_identifier_chars(pattern: &str) -> String {
-    if pattern.is_ascii() {
-        return pattern.to_string();
-    }
-    let mut out = String::with_capacity(pattern.len());
-    for c in pattern.chars() {
-        let normal = crate::exec::names::nfkc(c.encode_utf8(&mut [0; 4])).into_owned();
-        if !c.is_ascii() && normal.chars().all(|n| n.is_alphanumeric() || n == '_') {
-            out.push_str(&normal);
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
