@@ -1,19 +1,28 @@
 //! `where` conditions: on fields a row may not have, and on names read as units are named.
 
+use fresco_graph::Snapshot;
 use fresco_indexer::{Indexer, IndexerOptions};
 use fresco_query::Context;
 
-#[test]
-fn a_row_without_a_depth_matches_no_depth_comparison() {
+/// The snapshot of a repository of one module, `m.py`, holding `source`.
+fn index_module(source: &str) -> Snapshot {
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("m.py"), "def a():\n    return b()\n\n\ndef b():\n    return 1\n").expect("write");
+    std::fs::write(dir.path().join("m.py"), source).expect("write");
     let mut indexer = Indexer::in_memory(dir.path(), IndexerOptions { threads: 1, ..IndexerOptions::default() });
     indexer.refresh().expect("index");
-    let snapshot = indexer.snapshot().clone();
-    let count = |query: &str| -> usize {
-        let out = fresco_query::run(&Context::new(&snapshot), query).unwrap_or_else(|e| panic!("{query}: {e}"));
-        out.count.unwrap_or_else(|| panic!("{query}: no count"))
-    };
+    indexer.snapshot().clone()
+}
+
+/// What a query ending in `| count` counts.
+fn count_of(snapshot: &Snapshot, query: &str) -> usize {
+    let out = fresco_query::run(&Context::new(snapshot), query).unwrap_or_else(|e| panic!("{query}: {e}"));
+    out.count.unwrap_or_else(|| panic!("{query}: no count"))
+}
+
+#[test]
+fn a_row_without_a_depth_matches_no_depth_comparison() {
+    let snapshot = index_module("def a():\n    return b()\n\n\ndef b():\n    return 1\n");
+    let count = |query: &str| count_of(&snapshot, query);
     for op in ["= 0", "!= 1", "< 5", ">= 0"] {
         assert_eq!(count(&format!("find \"*\" | where depth {op} | count")), 0, "find rows have no depth ({op})");
     }
@@ -23,17 +32,9 @@ fn a_row_without_a_depth_matches_no_depth_comparison() {
 
 #[test]
 fn name_patterns_and_unknown_names_are_read_nfkc_normalised_as_units_are_named() {
-    let dir = tempfile::tempdir().expect("tempdir");
     // `def ﬁnd` (a ligature) defines `find`, as Python reads identifiers.
-    std::fs::write(dir.path().join("m.py"), "def \u{fb01}nd():\n    return 1\n\n\ndef use():\n    return find()\n")
-        .expect("write");
-    let mut indexer = Indexer::in_memory(dir.path(), IndexerOptions { threads: 1, ..IndexerOptions::default() });
-    indexer.refresh().expect("index");
-    let snapshot = indexer.snapshot().clone();
-    let count = |query: &str| -> usize {
-        let out = fresco_query::run(&Context::new(&snapshot), query).unwrap_or_else(|e| panic!("{query}: {e}"));
-        out.count.unwrap_or_else(|| panic!("{query}: no count"))
-    };
+    let snapshot = index_module("def \u{fb01}nd():\n    return 1\n\n\ndef use():\n    return find()\n");
+    let count = |query: &str| count_of(&snapshot, query);
     assert_eq!(count("find \"*\" | where name ~ \"\u{fb01}\" | count"), 1);
     assert_eq!(count("find \"*\" | where name ~ \"^m\\.\u{fb01}nd$\" | count"), 1);
     assert_eq!(count("find \"*\" | where name ~ \"fi\" | count"), 1);
