@@ -644,19 +644,23 @@ impl<'a> Resolver<'a> {
                         break;
                     }
                 }
-                // Otherwise only an external star import can have bound it: the one there is, if
-                // one; of several, which exports it is unknown, and it stays unresolved. A
-                // builtin's name stays the builtin (`len` after `from os.path import *` was
-                // `os.path.len`), but for the standard library's modules that export one of
-                // their own (`pow` after `from math import *` is `math.pow`). A private name
-                // (`_get_sep`) is no module's star export but by its `__all__`, which names
-                // almost never list.
-                if values.is_empty()
-                    && !name.starts_with('_')
-                    && let [star] = external_stars.as_slice()
-                    && (builtin(name).is_none() || star_shadows_builtin(star, name))
-                {
-                    extend(&mut values, self.import_name(star, name, depth + 1));
+                // Otherwise only an external star import can have bound it. A builtin's name
+                // stays the builtin (`len` after `from os.path import *` was `os.path.len`), but
+                // for the standard library's modules that export one of their own (`pow` after
+                // `from math import *` is `math.pow`; of several, the last such). Any other name
+                // is the one external star import's, if there is one; of several, which exports
+                // it is unknown, and it stays unresolved. (`external_stars` is last first.)
+                if values.is_empty() {
+                    let star = match builtin(name) {
+                        Some(_) => external_stars.iter().find(|star| star_shadows_builtin(star, name)),
+                        None => match external_stars.as_slice() {
+                            [star] => Some(star),
+                            _ => None,
+                        },
+                    };
+                    if let Some(star) = star {
+                        extend(&mut values, self.import_name(star, name, depth + 1));
+                    }
                 }
             }
         }
