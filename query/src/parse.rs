@@ -988,21 +988,32 @@ fn parse_at_bytes(text: &str) -> Result<Query, ParseError> {
     parser.query()
 }
 
-/// `pattern` with each character that NFKC turns into identifier characters (letters, digits,
-/// `_`: `ﬁ` into `fi`) normalised, and every other character, regex syntax among them, kept.
+/// `pattern` with its runs of identifier characters NFKC-normalised, each run whole (`e` and a
+/// combining acute accent compose to `é`), and every other character, regex syntax among them,
+/// kept. A character counts as an identifier character when it is a letter, a digit, `_` or a
+/// combining mark, or when NFKC makes it one (`ﬁ` into `fi`).
 fn nfkc_identifier_chars(pattern: &str) -> String {
     if pattern.is_ascii() {
         return pattern.to_string();
     }
+    let is_identifier = |c: char| {
+        c.is_alphanumeric()
+            || c == '_'
+            || unicode_normalization::char::is_combining_mark(c)
+            || crate::exec::names::nfkc(c.encode_utf8(&mut [0; 4])).chars().all(|n| n.is_alphanumeric() || n == '_')
+    };
     let mut out = String::with_capacity(pattern.len());
+    let mut run = String::new();
     for c in pattern.chars() {
-        let normal = crate::exec::names::nfkc(c.encode_utf8(&mut [0; 4])).into_owned();
-        if !c.is_ascii() && normal.chars().all(|n| n.is_alphanumeric() || n == '_') {
-            out.push_str(&normal);
+        if is_identifier(c) {
+            run.push(c);
         } else {
+            out.push_str(&crate::exec::names::nfkc(&run));
+            run.clear();
             out.push(c);
         }
     }
+    out.push_str(&crate::exec::names::nfkc(&run));
     out
 }
 

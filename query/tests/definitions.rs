@@ -42,7 +42,9 @@ if helper(1):
         return 1
 else:
     def pick():
-        return helper(2)
+        def inner():
+            return 2
+        return helper(inner())
 
 
 def use():
@@ -149,6 +151,9 @@ fn context_assembles_for_the_implementation_not_an_overload_declaration_nor_a_se
     // Several names, one of them defined more than once: that name's implementation.
     let out = run(&snapshot, "context pkg.m.Adapter.* budget 500");
     assert_eq!(out.context.expect("a context").target.as_deref(), Some("pkg.m.Adapter.match#3"));
+    // A unit nested in one definition is a name of its own.
+    let out = run(&snapshot, "context pkg.m.pick#2.inne? budget 500");
+    assert_eq!(out.context.expect("a context").target.as_deref(), Some("pkg.m.pick#2.inner"));
     // A property's setter matched alone stands for the property: its getter.
     let out = run(&snapshot, "context pkg.m.Adapter.size#? budget 500");
     assert_eq!(out.context.expect("a context").target.as_deref(), Some("pkg.m.Adapter.size"));

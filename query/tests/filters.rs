@@ -38,6 +38,9 @@ fn name_patterns_and_unknown_names_are_read_nfkc_normalised_as_units_are_named()
     assert_eq!(count("find \"*\" | where name ~ \"\u{fb01}\" | count"), 1);
     assert_eq!(count("find \"*\" | where name ~ \"^m\\.\u{fb01}nd$\" | count"), 1);
     assert_eq!(count("find \"*\" | where name ~ \"fi\" | count"), 1);
+    // A decomposed letter composes, as in an identifier: `e` and a combining acute are `é`.
+    let cafe = index_module("def caf\u{e9}():\n    return 1\n");
+    assert_eq!(count_of(&cafe, "find \"*\" | where name ~ \"cafe\u{301}\" | count"), 1);
     // Characters NFKC would turn into regex syntax stay what they are: `…` is no `...`.
     assert_eq!(count("find \"*\" | where name ~ \"\u{2026}\" | count"), 0);
     assert!(fresco_query::run(&Context::new(&snapshot), "find \"*\" | where name ~ \"\u{fe59}\"").is_ok());

@@ -300,9 +300,13 @@ fn new_module(snapshot: &Snapshot, file: &str) -> Option<(String, String)> {
     Some((path, module))
 }
 
-/// The name a definition's id is of: `m.C.get` for `m.C.get#2`.
+/// The name a definition's id is of: `m.C.get` for `m.C.get#2` (only a final `#N`: `m.f#2.inner`
+/// is a name of its own).
 fn name_of_definition(id: &str) -> &str {
-    id.split_once('#').map_or(id, |(name, _)| name)
+    match id.rsplit_once('#') {
+        Some((name, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => id,
+    }
 }
 
 /// Which of the definitions of one name (`ids`, see [`crate::exec::definitions_of`]) `context`
