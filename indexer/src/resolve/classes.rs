@@ -319,7 +319,8 @@ impl<'a> Resolver<'a> {
     /// The dataclass whose generated `__init__` constructing `class` runs: the first class along
     /// its MRO with an `__init__` of its own is a dataclass without one in its body (external
     /// bases without an `__init__` of their own, `Generic` or `ABC`, are passed over).
-    /// `@dataclass(init=False)` is not told apart: a call's arguments are not kept.
+    /// `@dataclass(init=False)` writes no `__init__`: lowering keeps that decorator as unknown, so
+    /// such a class is no dataclass here.
     pub(super) fn generated_init(&self, class: &Target, depth: u32) -> Option<Target> {
         if self.too_deep(depth) {
             return None;

@@ -44,10 +44,12 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
             // the definition chosen is the one Python binds, not the first `@overload`.
             // A match of one definition (`get#?`) stands for the name too.
             if matches!(symbol, Symbol::Glob(_)) {
+                // A set, not a scan of what was kept: a glob may match every unit of a repository.
+                let mut seen: rustc_hash::FxHashSet<String> = rustc_hash::FxHashSet::default();
                 let mut expanded: Vec<String> = Vec::with_capacity(ids.len());
                 for id in &ids {
                     for d in crate::exec::definitions_of(snapshot, name_of_definition(id)) {
-                        if !expanded.contains(&d) {
+                        if seen.insert(d.clone()) {
                             expanded.push(d);
                         }
                     }
@@ -55,10 +57,10 @@ pub fn resolve_target(snapshot: &Snapshot, target: &ContextTarget) -> Result<Tar
                 ids = expanded;
             }
             let asked_name = ids.first().cloned().unwrap_or_default();
-            let one_name = crate::exec::one_name(&ids);
             // Several names: the first one's definitions, chosen among as for one name.
             let first_name: Vec<String> =
                 ids.iter().filter(|id| name_of_definition(id) == name_of_definition(&asked_name)).cloned().collect();
+            let one_name = first_name.len() == ids.len();
             // Counted by name: a name's definitions are one of the units the request named.
             let count = if one_name {
                 ids.len()
