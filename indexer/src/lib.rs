@@ -80,6 +80,7 @@ pub const ANALYSIS_FINGERPRINT: u64 = xxhash_rust::const_xxh3::xxh3_64(
         include_str!("resolve/classes.rs"),
         include_str!("resolve/graph.rs"),
         include_str!("resolve/local.rs"),
+        include_str!("resolve/protocols.rs"),
         include_str!("resolve/values.rs"),
         include_str!("source_encoding.rs"),
         include_str!("walk.rs"),

@@ -436,6 +436,10 @@ pub struct Scope {
     /// (`async with`): entering an instance calls its class's `__enter__` and leaving it
     /// `__exit__` (`__aenter__` and `__aexit__`).
     pub contexts: Box<[(Expr, u32, bool)]>,
+    /// Objects the scope's code subscripts (`obj[k]`, `obj[k] = v`, `del obj[k]`) or tests
+    /// membership in (`x in obj`), where, and which: Python calls the special method of the
+    /// object's class (see [`ImplicitCall`]).
+    pub implicit_calls: Box<[(Expr, u32, ImplicitCall)]>,
     /// For classes: the base class expressions (keyword arguments such as `metaclass=` excluded).
     pub bases: Box<[(Expr, u32)]>,
     pub imports: Box<[ImportStmt]>,
@@ -473,8 +477,34 @@ impl Scope {
             raises: Box::default(),
             iterations: Box::default(),
             contexts: Box::default(),
+            implicit_calls: Box::default(),
             bases: Box::default(),
             imports: Box::default(),
+        }
+    }
+}
+
+/// A special method Python calls on an object without a call in the source.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ImplicitCall {
+    /// `obj[k]` read (also the read of `obj[k] += v`).
+    GetItem,
+    /// `obj[k] = v`, `obj[k] += v`, `for obj[k] in ...`.
+    SetItem,
+    /// `del obj[k]`.
+    DelItem,
+    /// `x in obj`, `x not in obj`.
+    Contains,
+}
+
+impl ImplicitCall {
+    /// The special method called.
+    pub fn method(self) -> &'static str {
+        match self {
+            ImplicitCall::GetItem => "__getitem__",
+            ImplicitCall::SetItem => "__setitem__",
+            ImplicitCall::DelItem => "__delitem__",
+            ImplicitCall::Contains => "__contains__",
         }
     }
 }

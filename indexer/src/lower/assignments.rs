@@ -540,7 +540,13 @@ impl<'a> Lowerer<'a> {
                     self.expr(index, scope);
                 }
                 if let Some(object) = object {
-                    self.expr(object, scope);
+                    let lowered = self.expr(object, scope);
+                    // `obj[k] = v` calls `obj`'s `__setitem__`; `obj[k] += v` its `__getitem__`
+                    // first.
+                    if target.parent().is_some_and(|p| p.kind_str() == "augmented_assignment") {
+                        self.implicit_call(scope, &lowered, line(target), ImplicitCall::GetItem);
+                    }
+                    self.implicit_call(scope, &lowered, line(target), ImplicitCall::SetItem);
                     let Binding::Value(v) = binding else { return };
                     let wrap = |key: Option<Name>, inner: Expr| match key {
                         Some(key) => Expr::Keyed(vec![(key, inner)]),

@@ -8,6 +8,28 @@ impl<'a> Lowerer<'a> {
         self.scope(scope).accesses.push(Access { expr, line, write });
     }
 
+    /// Records that `object`'s class has a special method called at `line` (see
+    /// [`ImplicitCall`]); an object that cannot be an instance is left out.
+    pub(super) fn implicit_call(&mut self, scope: ScopeId, object: &Expr, line: u32, call: ImplicitCall) {
+        if is_flow_worthy(object) && !matches!(object, Expr::Constant(_)) {
+            self.scope(scope).implicit_calls.push((object.clone(), line, call));
+        }
+    }
+
+    /// `del obj[k]`: `obj` and the key are read, and `obj`'s `__delitem__` is called (not its
+    /// `__getitem__`).
+    pub(super) fn deleted_item(&mut self, node: Node, scope: ScopeId) {
+        let object = node.field("value").map(|v| self.expr(v, scope));
+        let mut cursor = node.walk();
+        let subs: Vec<Node> = node.children_by_field_name("subscript", &mut cursor).collect();
+        for s in subs {
+            self.expr(s, scope);
+        }
+        if let Some(object) = object {
+            self.implicit_call(scope, &object, line(node), ImplicitCall::DelItem);
+        }
+    }
+
     /// Lowers an expression that is read: names and attribute chains are recorded as accesses.
     pub(super) fn expr(&mut self, node: Node, scope: ScopeId) -> Expr {
         match node.kind_str() {
@@ -166,6 +188,10 @@ impl<'a> Lowerer<'a> {
             }
             "subscript" => {
                 let value = node.field("value").map(|v| self.expr(v, scope));
+                if let Some(v) = &value {
+                    // A slice too: `seq[a:b]` passes a `slice` to `__getitem__`.
+                    self.implicit_call(scope, v, line(node), ImplicitCall::GetItem);
+                }
                 let mut cursor = node.walk();
                 let subs: Vec<Node> = node.children_by_field_name("subscript", &mut cursor).collect();
                 let key = if subs.len() == 1 { self.constant_key(subs[0]) } else { None };
@@ -425,10 +451,7 @@ impl<'a> Lowerer<'a> {
                 Expr::Unknown
             }
             "comparison_operator" => {
-                if node.children(&mut node.walk()).any(|c| c.kind_str() == "<>") {
-                    self.refuse_python2(node, "the Python 2 operator `<>`");
-                }
-                self.walk_children(node, scope);
+                self.comparison(node, scope);
                 Expr::Unknown
             }
             _ => {
@@ -571,6 +594,39 @@ impl<'a> Lowerer<'a> {
                     self.expr(child, scope);
                 }
             }
+        }
+    }
+
+    /// A comparison: its operands are read, and `x in obj` and `x not in obj` call `obj`'s
+    /// `__contains__` (the operand after the operator; comparisons chain: `a < b in c`). Apart
+    /// from [`Lowerer::value`], whose frame is on the stack once per level of nesting.
+    #[inline(never)]
+    fn comparison(&mut self, node: Node, scope: ScopeId) {
+        if node.children(&mut node.walk()).any(|c| c.kind_str() == "<>") {
+            self.refuse_python2(node, "the Python 2 operator `<>`");
+        }
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.children(&mut cursor).collect();
+        let mut membership = false;
+        for child in children {
+            if !child.is_named() {
+                membership = matches!(child.kind_str(), "in" | "not in");
+                continue;
+            }
+            match child.kind_str() {
+                "comment" => continue,
+                kind if is_statement_like(kind) => {
+                    self.statement(child, scope);
+                    membership = false;
+                    continue;
+                }
+                _ => {}
+            }
+            let operand = self.expr(child, scope);
+            if membership {
+                self.implicit_call(scope, &operand, line(child), ImplicitCall::Contains);
+            }
+            membership = false;
         }
     }
 

@@ -575,6 +575,7 @@ struct ScopeB {
     raises: Vec<(Expr, u32)>,
     iterations: Vec<(Expr, u32, bool)>,
     contexts: Vec<(Expr, u32, bool)>,
+    implicit_calls: Vec<(Expr, u32, ImplicitCall)>,
     bases: Vec<(Expr, u32)>,
     imports: Vec<ImportStmt>,
 }
@@ -600,6 +601,7 @@ impl ScopeB {
             raises: Vec::new(),
             iterations: Vec::new(),
             contexts: Vec::new(),
+            implicit_calls: Vec::new(),
             bases: Vec::new(),
             imports: Vec::new(),
         }
@@ -650,6 +652,7 @@ impl ScopeB {
             raises: self.raises.into_boxed_slice(),
             iterations: self.iterations.into_boxed_slice(),
             contexts: self.contexts.into_boxed_slice(),
+            implicit_calls: self.implicit_calls.into_boxed_slice(),
             bases: self.bases.into_boxed_slice(),
             imports: self.imports.into_boxed_slice(),
         }

@@ -308,14 +308,16 @@ impl<'a> Lowerer<'a> {
             // `del x` in a function makes `x` local to it, as an assignment does (Python's compiler
             // counts it as a binding): it reads no module-level `x`. Attributes and items still
             // read their object.
-            "delete_statement" if self.scopes[scope as usize].kind == ScopeKind::Function => {
+            // `del obj[k]` calls `obj`'s `__delitem__` (at any level).
+            "delete_statement" => {
+                let in_function = self.scopes[scope as usize].kind == ScopeKind::Function;
                 let mut targets = vec![node];
                 while let Some(target) = targets.pop() {
                     let mut cursor = target.walk();
                     let children: Vec<Node> = target.named_children(&mut cursor).collect();
                     for child in children.into_iter().rev() {
                         match child.kind_str() {
-                            "identifier" => {
+                            "identifier" if in_function => {
                                 let name = Name::new(self.text(child));
                                 let sc = &self.scopes[scope as usize];
                                 // `global x; del x` deletes the module's `x`: no local binding.
@@ -328,6 +330,7 @@ impl<'a> Lowerer<'a> {
                             }
                             "expression_list" | "tuple" | "list" | "parenthesized_expression" => targets.push(child),
                             "comment" => {}
+                            "subscript" => self.deleted_item(child, scope),
                             _ => {
                                 self.expr(child, scope);
                             }

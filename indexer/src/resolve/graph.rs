@@ -434,6 +434,14 @@ impl<'a> Resolver<'a> {
                     param_calls.push(pc);
                 }
                 self.add_hits(&mut edges, &mut add, &unit, &hits, call.line);
+                // `len(obj)`, `str(obj)`, `next(it)`: the builtin calls a special method of the
+                // argument's class.
+                if let Some((methods, arg)) = protocol_builtin(&values, call) {
+                    let instances = self.eval_local(arg, scope_id, 0);
+                    for t in self.special_methods(&instances, methods) {
+                        add(&mut edges, &unit, t.id(), EdgeKind::Calls, Some(call.line));
+                    }
+                }
                 // `map(f, items)`, `sorted(items, key=f)`: the builtin calls `f`.
                 for callback in builtin_callbacks(&values, call) {
                     let callables: Vec<Value> = self
@@ -491,6 +499,14 @@ impl<'a> Resolver<'a> {
                     if let Value::Function(t) = m {
                         add(&mut edges, &unit, t.id(), EdgeKind::Calls, Some(*line));
                     }
+                }
+            }
+            // `obj[k]`, `obj[k] = v`, `del obj[k]`, `x in obj`: the special method of `obj`'s
+            // class runs there.
+            for (expr, line, call) in &scope.implicit_calls {
+                let values = self.eval_local(expr, scope_id, 0);
+                for t in self.implicit_call_targets(&values, *call) {
+                    add(&mut edges, &unit, t.id(), EdgeKind::Calls, Some(*line));
                 }
             }
 

@@ -37,10 +37,12 @@ mod calls;
 mod classes;
 mod graph;
 mod local;
+mod protocols;
 mod values;
 
 use builtins::*;
 use classes::*;
+use protocols::*;
 
 /// A unit of some module: the module's name and the unit's path within it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]

@@ -1,0 +1,102 @@
+//! Special methods Python calls without a call of them in the source: `obj[k]` calls the
+//! `__getitem__` of `obj`'s class, `x in obj` its `__contains__`, `len(obj)` its `__len__`.
+//! Changing such a method changes what those lines do, so they are its callers.
+//! (Operators and the iterator and context-manager protocols are not here: `for` and `with`
+//! are in `graph.rs`, operators are not followed.)
+
+use super::*;
+
+/// The builtins that call one special method of their argument, how many positional arguments
+/// the call must have for that, and the methods, the first the one called and the others what
+/// Python falls back to when the class has none of the ones before (`str(obj)` of a class
+/// without `__str__` calls its `__repr__`). `iter(f, sentinel)` calls `f`, and `str(b,
+/// "utf-8")` decodes: only the one-argument forms of those.
+const PROTOCOL_BUILTINS: &[(&str, usize, usize, &[&str])] = &[
+    ("builtins.len", 1, 1, &["__len__"]),
+    ("builtins.iter", 1, 1, &["__iter__"]),
+    ("builtins.next", 1, 2, &["__next__"]),
+    ("builtins.aiter", 1, 1, &["__aiter__"]),
+    ("builtins.anext", 1, 2, &["__anext__"]),
+    ("builtins.reversed", 1, 1, &["__reversed__", "__len__"]),
+    ("builtins.hash", 1, 1, &["__hash__"]),
+    ("builtins.repr", 1, 1, &["__repr__"]),
+    ("builtins.str", 1, 1, &["__str__", "__repr__"]),
+    ("builtins.bool", 1, 1, &["__bool__", "__len__"]),
+    ("builtins.abs", 1, 1, &["__abs__"]),
+    ("builtins.format", 1, 2, &["__format__"]),
+    ("builtins.bytes", 1, 1, &["__bytes__"]),
+    ("builtins.int", 1, 1, &["__int__", "__index__"]),
+    ("builtins.float", 1, 1, &["__float__", "__index__"]),
+    ("builtins.complex", 1, 1, &["__complex__", "__float__", "__index__"]),
+    ("builtins.round", 1, 2, &["__round__"]),
+    ("builtins.dir", 1, 1, &["__dir__"]),
+];
+
+/// When `values` (what a call's callee is) is one of [`PROTOCOL_BUILTINS`] called with the
+/// arguments it needs: the special methods it calls and the argument they are called on.
+pub(super) fn protocol_builtin<'c>(
+    values: &[Value],
+    call: &'c CallSite,
+) -> Option<(&'static [&'static str], &'c Expr)> {
+    let [Value::External(x)] = values else { return None };
+    let &(_, min, max, methods) = PROTOCOL_BUILTINS.iter().find(|(name, ..)| *name == &**x)?;
+    // Keyword arguments (`str(b, encoding="utf-8")`, `int(s, base=2)`) change what the call
+    // does; `args` stops at a `*splat`, whose arguments are not known.
+    let arity_known = call.keywords.is_empty() && (min..=max).contains(&call.args.len());
+    arity_known.then(|| call.args.first()).flatten().map(|arg| (methods, arg))
+}
+
+impl<'a> Resolver<'a> {
+    /// The repository methods Python calls for the special method `methods[0]` on the
+    /// instances among `values`: the class's own or inherited one, or else the first of the
+    /// fallbacks in `methods[1..]` it has. A fallback counts only when every base of the class
+    /// is known (an external base may define the method itself).
+    pub(super) fn special_methods(&self, values: &[Value], methods: &[&str]) -> Vec<Target> {
+        let mut out: Vec<Target> = Vec::new();
+        for v in values {
+            let Value::Instance(t) = v else { continue };
+            for (i, name) in methods.iter().enumerate() {
+                let found = self.deref(self.class_attr(t, name, None, 1), 1);
+                if found.is_empty() {
+                    if i == 0 && !self.bases_all_known(t, 1) {
+                        break;
+                    }
+                    continue;
+                }
+                for m in found {
+                    if let Value::Function(f) = m
+                        && !out.contains(&f)
+                    {
+                        out.push(f);
+                    }
+                }
+                break;
+            }
+        }
+        out
+    }
+
+    /// The repository methods an implicit call (see [`ImplicitCall`]) on `values` reaches. A
+    /// class without `__contains__` answers `in` by iterating (`__iter__`, or `__getitem__`).
+    pub(super) fn implicit_call_targets(&self, values: &[Value], call: ImplicitCall) -> Vec<Target> {
+        let mut out = self.special_methods(values, &[call.method()]);
+        if call != ImplicitCall::Contains {
+            return out;
+        }
+        for v in values {
+            let Value::Instance(t) = v else { continue };
+            if !self.class_attr(t, "__contains__", None, 1).is_empty() || !self.bases_all_known(t, 1) {
+                continue;
+            }
+            let (methods, _) = self.iterate_instances(std::slice::from_ref(v), false, 0);
+            for m in methods {
+                if let Value::Function(f) = m
+                    && !out.contains(&f)
+                {
+                    out.push(f);
+                }
+            }
+        }
+        out
+    }
+}
