@@ -440,6 +440,9 @@ pub struct Scope {
     /// membership in (`x in obj`), where, and which: Python calls the special method of the
     /// object's class (see [`ImplicitCall`]).
     pub implicit_calls: Box<[(Expr, u32, ImplicitCall)]>,
+    /// Operators applied (`a + b`, `a < b`, `-a`, `a += b`): Python calls a special method of
+    /// an operand's class (see [`OperatorUse`]).
+    pub operators: Box<[OperatorUse]>,
     /// For classes: the base class expressions (keyword arguments such as `metaclass=` excluded).
     pub bases: Box<[(Expr, u32)]>,
     pub imports: Box<[ImportStmt]>,
@@ -478,6 +481,7 @@ impl Scope {
             iterations: Box::default(),
             contexts: Box::default(),
             implicit_calls: Box::default(),
+            operators: Box::default(),
             bases: Box::default(),
             imports: Box::default(),
         }
@@ -507,6 +511,127 @@ impl ImplicitCall {
             ImplicitCall::Contains => "__contains__",
         }
     }
+}
+
+/// An operator applied at `line`: Python calls `method` of the left operand's class (`a + b`
+/// calls `__add__`), and when that class has none, or its method gives up (`NotImplemented`),
+/// the reflected method of the right operand's class (`__radd__`; for comparisons the mirrored
+/// one, `a < b` then `b.__gt__`). `a += b` is `__iadd__`, falling back to `__add__`. A unary
+/// operator (`-a`: `__neg__`) has no right operand (`Unknown`). Only the leftmost operator of
+/// a chain (`a + b + c`) has a left operand: the others' left is the result of the one before,
+/// which nothing evaluates (`Unknown`).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct OperatorUse {
+    pub left: Expr,
+    pub right: Expr,
+    pub line: u32,
+    pub method: &'static str,
+}
+
+/// The special method a binary operator (as tree-sitter spells it) calls.
+pub fn binary_operator_method(op: &str) -> Option<&'static str> {
+    Some(match op {
+        "+" => "__add__",
+        "-" => "__sub__",
+        "*" => "__mul__",
+        "@" => "__matmul__",
+        "/" => "__truediv__",
+        "//" => "__floordiv__",
+        "%" => "__mod__",
+        "**" => "__pow__",
+        "<<" => "__lshift__",
+        ">>" => "__rshift__",
+        "&" => "__and__",
+        "|" => "__or__",
+        "^" => "__xor__",
+        "<" => "__lt__",
+        "<=" => "__le__",
+        "==" => "__eq__",
+        "!=" => "__ne__",
+        ">" => "__gt__",
+        ">=" => "__ge__",
+        _ => return None,
+    })
+}
+
+/// The special method an augmented assignment (`+=`) calls first.
+pub fn inplace_operator_method(op: &str) -> Option<&'static str> {
+    let binary = binary_operator_method(op.strip_suffix('=')?)?;
+    // Comparisons have no augmented form (`<=` is one, not `<` assigned).
+    Some(match binary {
+        "__add__" => "__iadd__",
+        "__sub__" => "__isub__",
+        "__mul__" => "__imul__",
+        "__matmul__" => "__imatmul__",
+        "__truediv__" => "__itruediv__",
+        "__floordiv__" => "__ifloordiv__",
+        "__mod__" => "__imod__",
+        "__pow__" => "__ipow__",
+        "__lshift__" => "__ilshift__",
+        "__rshift__" => "__irshift__",
+        "__and__" => "__iand__",
+        "__or__" => "__ior__",
+        "__xor__" => "__ixor__",
+        _ => return None,
+    })
+}
+
+/// The special method a unary operator calls.
+pub fn unary_operator_method(op: &str) -> Option<&'static str> {
+    Some(match op {
+        "-" => "__neg__",
+        "+" => "__pos__",
+        "~" => "__invert__",
+        _ => return None,
+    })
+}
+
+/// For an in-place method, the binary one Python falls back to (`__iadd__` → `__add__`).
+pub fn binary_of_inplace(method: &str) -> Option<&'static str> {
+    const PAIRS: [(&str, &str); 13] = [
+        ("__iadd__", "__add__"),
+        ("__isub__", "__sub__"),
+        ("__imul__", "__mul__"),
+        ("__imatmul__", "__matmul__"),
+        ("__itruediv__", "__truediv__"),
+        ("__ifloordiv__", "__floordiv__"),
+        ("__imod__", "__mod__"),
+        ("__ipow__", "__pow__"),
+        ("__ilshift__", "__lshift__"),
+        ("__irshift__", "__rshift__"),
+        ("__iand__", "__and__"),
+        ("__ior__", "__or__"),
+        ("__ixor__", "__xor__"),
+    ];
+    PAIRS.iter().find(|(i, _)| *i == method).map(|(_, b)| *b)
+}
+
+/// The method Python tries on the right operand when the left one's does not answer: the
+/// reflected arithmetic method (`__add__` → `__radd__`), the mirrored comparison (`__lt__` →
+/// `__gt__`, `__eq__` → `__eq__`). `None` for unary methods.
+pub fn reflected_operator_method(method: &str) -> Option<&'static str> {
+    Some(match method {
+        "__add__" => "__radd__",
+        "__sub__" => "__rsub__",
+        "__mul__" => "__rmul__",
+        "__matmul__" => "__rmatmul__",
+        "__truediv__" => "__rtruediv__",
+        "__floordiv__" => "__rfloordiv__",
+        "__mod__" => "__rmod__",
+        "__pow__" => "__rpow__",
+        "__lshift__" => "__rlshift__",
+        "__rshift__" => "__rrshift__",
+        "__and__" => "__rand__",
+        "__or__" => "__ror__",
+        "__xor__" => "__rxor__",
+        "__lt__" => "__gt__",
+        "__le__" => "__ge__",
+        "__gt__" => "__lt__",
+        "__ge__" => "__le__",
+        "__eq__" => "__eq__",
+        "__ne__" => "__ne__",
+        _ => return None,
+    })
 }
 
 #[derive(Clone, PartialEq, Eq, Debug)]

@@ -421,12 +421,14 @@ impl<'a> Lowerer<'a> {
                     None => self.dunder_all_dynamic = true,
                 }
             }
-            // `x += y` reads x too.
+            // `x += y` reads x too, and calls `__iadd__` of its class (or `__add__`).
             if left.kind_str() == "identifier" || left.kind_str() == "attribute" {
                 let read = self.chain(left, scope);
-                self.access(scope, read, line(left), false);
+                self.access(scope, read.clone(), line(left), false);
+                if let Some(method) = node.field("operator").and_then(|o| inplace_operator_method(o.kind_str())) {
+                    self.operator_use(scope, read, value, line(node), method);
+                }
             }
-            let _ = value;
             self.bind_target(left, Binding::Value(Expr::Unknown), scope, Some(stmt));
         }
     }

@@ -322,6 +322,8 @@ impl<'a> Lowerer<'a> {
             "boolean_operator" | "binary_operator" => {
                 let kind = node.kind_str();
                 let mut operands = Vec::new();
+                // Each operator's node, from the last: its method and line are read below.
+                let mut operators = Vec::new();
                 let mut all_plus = true;
                 let mut current = Some(node);
                 while let Some(n) = current {
@@ -330,6 +332,7 @@ impl<'a> Lowerer<'a> {
                         break;
                     }
                     all_plus &= n.field("operator").is_some_and(|o| o.kind_str() == "+");
+                    operators.push(n.field("operator"));
                     operands.extend(n.field("right"));
                     current = n.field("left");
                 }
@@ -339,6 +342,8 @@ impl<'a> Lowerer<'a> {
                     // `a or b` is one of them.
                     return Expr::Union(values);
                 }
+                operators.reverse();
+                self.binary_operators(scope, &values, &operators);
                 // `steps + [f]`: with a literal list or tuple among the operands, `+` joins
                 // sequences; the result has every operand's elements. Otherwise `a + b` is a new
                 // value of unknown type (a number, a string, ...).
@@ -452,6 +457,10 @@ impl<'a> Lowerer<'a> {
             }
             "comparison_operator" => {
                 self.comparison(node, scope);
+                Expr::Unknown
+            }
+            "unary_operator" => {
+                self.unary(node, scope);
                 Expr::Unknown
             }
             _ => {
@@ -607,26 +616,72 @@ impl<'a> Lowerer<'a> {
         }
         let mut cursor = node.walk();
         let children: Vec<Node> = node.children(&mut cursor).collect();
-        let mut membership = false;
+        // The operand before the operator being read, and that operator.
+        let mut previous: Option<Expr> = None;
+        let mut operator: Option<Node> = None;
         for child in children {
             if !child.is_named() {
-                membership = matches!(child.kind_str(), "in" | "not in");
+                operator = Some(child);
                 continue;
             }
             match child.kind_str() {
                 "comment" => continue,
                 kind if is_statement_like(kind) => {
                     self.statement(child, scope);
-                    membership = false;
+                    (previous, operator) = (None, None);
                     continue;
                 }
                 _ => {}
             }
             let operand = self.expr(child, scope);
-            if membership {
-                self.implicit_call(scope, &operand, line(child), ImplicitCall::Contains);
+            if let Some(op) = operator.take() {
+                match op.kind_str() {
+                    "in" | "not in" => self.implicit_call(scope, &operand, line(child), ImplicitCall::Contains),
+                    kind => {
+                        if let (Some(method), Some(left)) = (binary_operator_method(kind), &previous) {
+                            self.operator_use(scope, left.clone(), operand.clone(), line(op), method);
+                        }
+                    }
+                }
             }
-            membership = false;
+            previous = Some(operand);
+        }
+    }
+
+    /// `a + b - c`: the operators of a chain of one kind, `values` its operands in order and
+    /// `operators` the operator nodes between them.
+    #[inline(never)]
+    fn binary_operators(&mut self, scope: ScopeId, values: &[Expr], operators: &[Option<Node>]) {
+        for (i, op) in operators.iter().enumerate() {
+            let Some(op) = op else { continue };
+            let Some(method) = binary_operator_method(op.kind_str()) else { continue };
+            // The left operand of all but the first is the result of the one before.
+            let left = if i == 0 { values.first().cloned().unwrap_or(Expr::Unknown) } else { Expr::Unknown };
+            let right = values.get(i + 1).cloned().unwrap_or(Expr::Unknown);
+            self.operator_use(scope, left, right, line(*op), method);
+        }
+    }
+
+    /// `-a`, `+a`, `~a`: the operand is read and its class's `__neg__`, `__pos__` or
+    /// `__invert__` called.
+    #[inline(never)]
+    fn unary(&mut self, node: Node, scope: ScopeId) {
+        let Some(argument) = node.field("argument") else {
+            self.walk_children(node, scope);
+            return;
+        };
+        let operand = self.expr(argument, scope);
+        if let Some(method) = node.field("operator").and_then(|o| unary_operator_method(o.kind_str())) {
+            self.operator_use(scope, operand, Expr::Unknown, line(node), method);
+        }
+    }
+
+    /// Records an operator applied (see [`OperatorUse`]), unless neither operand can be an
+    /// instance.
+    pub(super) fn operator_use(&mut self, scope: ScopeId, left: Expr, right: Expr, line: u32, method: &'static str) {
+        let may_be_instance = |e: &Expr| is_flow_worthy(e) && !matches!(e, Expr::Constant(_));
+        if may_be_instance(&left) || may_be_instance(&right) {
+            self.scope(scope).operators.push(OperatorUse { left, right, line, method });
         }
     }
 

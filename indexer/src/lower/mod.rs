@@ -576,6 +576,7 @@ struct ScopeB {
     iterations: Vec<(Expr, u32, bool)>,
     contexts: Vec<(Expr, u32, bool)>,
     implicit_calls: Vec<(Expr, u32, ImplicitCall)>,
+    operators: Vec<OperatorUse>,
     bases: Vec<(Expr, u32)>,
     imports: Vec<ImportStmt>,
 }
@@ -602,6 +603,7 @@ impl ScopeB {
             iterations: Vec::new(),
             contexts: Vec::new(),
             implicit_calls: Vec::new(),
+            operators: Vec::new(),
             bases: Vec::new(),
             imports: Vec::new(),
         }
@@ -653,6 +655,7 @@ impl ScopeB {
             iterations: self.iterations.into_boxed_slice(),
             contexts: self.contexts.into_boxed_slice(),
             implicit_calls: self.implicit_calls.into_boxed_slice(),
+            operators: self.operators.into_boxed_slice(),
             bases: self.bases.into_boxed_slice(),
             imports: self.imports.into_boxed_slice(),
         }

@@ -509,6 +509,12 @@ impl<'a> Resolver<'a> {
                     add(&mut edges, &unit, t.id(), EdgeKind::Calls, Some(*line));
                 }
             }
+            // `a + b`, `a < b`, `-a`, `a += b`: the operand's special method runs there.
+            for op in &scope.operators {
+                for t in self.operator_targets(op, scope_id) {
+                    add(&mut edges, &unit, t.id(), EdgeKind::Calls, Some(op.line));
+                }
+            }
 
             // references
             for access in &scope.accesses {

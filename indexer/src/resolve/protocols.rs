@@ -1,8 +1,8 @@
 //! Special methods Python calls without a call of them in the source: `obj[k]` calls the
 //! `__getitem__` of `obj`'s class, `x in obj` its `__contains__`, `len(obj)` its `__len__`.
 //! Changing such a method changes what those lines do, so they are its callers.
-//! (Operators and the iterator and context-manager protocols are not here: `for` and `with`
-//! are in `graph.rs`, operators are not followed.)
+//! Operators too: `a + b` calls `__add__` (or `b`'s `__radd__`). (The iterator and
+//! context-manager protocols of `for` and `with` are in `graph.rs`.)
 
 use super::*;
 
@@ -74,6 +74,35 @@ impl<'a> Resolver<'a> {
             }
         }
         out
+    }
+
+    /// The repository methods an operator (see [`OperatorUse`]) calls: the left operand's
+    /// method (for `+=`, `__iadd__`, else `__add__`); when the left operand gives none, the right
+    /// operand's reflected one. `"..." % obj` formats: `str` and `bytes` answer `%` for any
+    /// right operand, whose `__rmod__` is not called.
+    pub(super) fn operator_targets(&self, op: &OperatorUse, scope: ScopeId) -> Vec<Target> {
+        let left = if op.left == Expr::Unknown { Vec::new() } else { self.eval_local(&op.left, scope, 0) };
+        let binary = binary_of_inplace(op.method);
+        let mut methods = vec![op.method];
+        methods.extend(binary);
+        // `a != b` of a class with `__eq__` and no `__ne__`: `object.__ne__` calls `__eq__`.
+        if op.method == "__ne__" {
+            methods.push("__eq__");
+        }
+        let found = self.special_methods(&left, &methods);
+        if !found.is_empty() || op.right == Expr::Unknown {
+            return found;
+        }
+        let Some(reflected) = reflected_operator_method(binary.unwrap_or(op.method)) else { return found };
+        let formats = reflected == "__rmod__"
+            && left.iter().any(|v| {
+                matches!(v, Value::ExternalInstance(x) | Value::External(x) if &**x == "builtins.str" || &**x == "builtins.bytes")
+            });
+        if formats {
+            return found;
+        }
+        let right = self.eval_local(&op.right, scope, 0);
+        self.special_methods(&right, &[reflected])
     }
 
     /// The repository methods an implicit call (see [`ImplicitCall`]) on `values` reaches. A
