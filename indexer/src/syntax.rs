@@ -377,6 +377,9 @@ pub struct CallSite {
     pub args: Box<[Expr]>,
     /// Keyword arguments that can carry a callable or an instance.
     pub keywords: Box<[(Name, Expr)]>,
+    /// How many positional and keyword arguments the call writes (`args` and `keywords` leave
+    /// some out); `None` with a `*` or `**` argument, which passes any number.
+    pub written: Option<(u16, u16)>,
 }
 
 /// A name or attribute chain read (or written, for attribute stores) at a line.
@@ -514,12 +517,13 @@ impl ImplicitCall {
 }
 
 /// An operator applied at `line`: Python calls `method` of the left operand's class (`a + b`
-/// calls `__add__`), and when that class has none, or its method gives up (`NotImplemented`),
-/// the reflected method of the right operand's class (`__radd__`; for comparisons the mirrored
-/// one, `a < b` then `b.__gt__`). `a += b` is `__iadd__`, falling back to `__add__`. A unary
-/// operator (`-a`: `__neg__`) has no right operand (`Unknown`). Only the leftmost operator of
-/// a chain (`a + b + c`) has a left operand: the others' left is the result of the one before,
-/// which nothing evaluates (`Unknown`).
+/// calls `__add__`), and the reflected method of the right operand's class (`__radd__`; for
+/// comparisons the mirrored one, `a < b` then `b.__gt__`) when the left's class has none (a
+/// method returning `NotImplemented` is not seen), or first when the right's class is a
+/// subclass of the left's overriding it. `a += b` is `__iadd__`, falling back to `__add__`. A
+/// unary operator (`-a`: `__neg__`) has no right operand (`Unknown`). Only the leftmost operator
+/// of a chain (`a + b + c`) has a left operand: the others' left is the result of the one
+/// before, which nothing evaluates (`Unknown`, which takes no reflected method either).
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct OperatorUse {
     pub left: Expr,

@@ -15,10 +15,10 @@ impl<'a> Lowerer<'a> {
         node: Node,
         callee: Expr,
         callee_span: (u32, u32),
-        mut args: Vec<Expr>,
-        keywords: Vec<(Name, Expr)>,
+        arguments: CallArguments,
         scope: ScopeId,
     ) -> Expr {
+        let CallArguments { mut args, keywords, written } = arguments;
         // Trailing arguments that cannot flow anywhere need no position.
         while args.last() == Some(&Expr::Unknown) {
             args.pop();
@@ -63,6 +63,7 @@ impl<'a> Lowerer<'a> {
             line: line(node),
             args: args.into_boxed_slice(),
             keywords: keywords.into_boxed_slice(),
+            written,
         });
         if explicit_super {
             return Expr::Unknown;
@@ -543,12 +544,24 @@ impl<'a> Lowerer<'a> {
                 }
                 if let Some(object) = object {
                     let lowered = self.expr(object, scope);
-                    // `obj[k] = v` calls `obj`'s `__setitem__`; `obj[k] += v` its `__getitem__`
-                    // first.
-                    if target.parent().is_some_and(|p| p.kind_str() == "augmented_assignment") {
+                    // `obj[k] = v` calls `obj`'s `__setitem__`; `obj[k] += v` (also written
+                    // `(obj[k]) += v`) its `__getitem__` first; `obj[k]: int` alone neither.
+                    let mut holder = target.parent();
+                    // (tree-sitter reads `(t[0]) += 1`'s target as a tuple pattern.)
+                    while let Some(p) =
+                        holder.filter(|p| matches!(p.kind_str(), "parenthesized_expression" | "tuple_pattern"))
+                    {
+                        holder = p.parent();
+                    }
+                    let holder_kind = holder.map(|h| h.kind_str());
+                    let annotated_only =
+                        holder.is_some_and(|h| h.kind_str() == "assignment" && h.field("right").is_none());
+                    if holder_kind == Some("augmented_assignment") {
                         self.implicit_call(scope, &lowered, line(target), ImplicitCall::GetItem);
                     }
-                    self.implicit_call(scope, &lowered, line(target), ImplicitCall::SetItem);
+                    if !annotated_only {
+                        self.implicit_call(scope, &lowered, line(target), ImplicitCall::SetItem);
+                    }
                     let Binding::Value(v) = binding else { return };
                     let wrap = |key: Option<Name>, inner: Expr| match key {
                         Some(key) => Expr::Keyed(vec![(key, inner)]),

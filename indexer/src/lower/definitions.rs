@@ -31,6 +31,7 @@ impl<'a> Lowerer<'a> {
                     line: line(*child),
                     args: decorated.into_iter().collect(),
                     keywords: Box::default(),
+                    written: Some((1, 0)),
                 });
                 // `@dataclass(init=False)` writes no `__init__`: the class keeps its bases'. A
                 // call's arguments are not kept in its expression, so the class is told here.

@@ -3,6 +3,51 @@
 
 use super::*;
 
+/// The largest expression (in nodes) whose special methods are recorded as called on it: a
+/// subscripted, tested or operated-on object is a name or a short chain in real code.
+const MAX_OBJECT_SIZE: usize = 24;
+
+/// Whether `e` has at most `limit` nodes (stops counting past it).
+fn expr_size_within(e: &Expr, limit: usize) -> bool {
+    fn count(e: &Expr, budget: &mut usize) -> bool {
+        if *budget == 0 {
+            return false;
+        }
+        *budget -= 1;
+        match e {
+            Expr::Attr(a, _)
+            | Expr::Call(a)
+            | Expr::Subscript(a)
+            | Expr::Item(a, _)
+            | Expr::Slice(a, _)
+            | Expr::Element(a, _)
+            | Expr::Instance(a)
+            | Expr::Returning(a)
+            | Expr::Decorated(a, _)
+            | Expr::Property(a, None) => count(a, budget),
+            Expr::ItemAt(a, b)
+            | Expr::Declared(a, b)
+            | Expr::Narrowed(a, b)
+            | Expr::NotInstance(a, b)
+            | Expr::Property(a, Some(b)) => count(a, budget) && count(b, budget),
+            Expr::Container(_, items) | Expr::Added(items) | Expr::Union(items) => {
+                items.iter().all(|item| count(item, budget))
+            }
+            Expr::Keyed(items) => items.iter().all(|(_, item)| count(item, budget)),
+            Expr::Name(_)
+            | Expr::Lambda(_)
+            | Expr::Literal(_)
+            | Expr::Constant(_)
+            | Expr::SelfRef
+            | Expr::ClsRef
+            | Expr::DefPath(_)
+            | Expr::Unknown => true,
+        }
+    }
+    let mut budget = limit;
+    count(e, &mut budget)
+}
+
 impl<'a> Lowerer<'a> {
     pub(super) fn access(&mut self, scope: ScopeId, expr: Expr, line: u32, write: bool) {
         self.scope(scope).accesses.push(Access { expr, line, write });
@@ -11,7 +56,9 @@ impl<'a> Lowerer<'a> {
     /// Records that `object`'s class has a special method called at `line` (see
     /// [`ImplicitCall`]); an object that cannot be an instance is left out.
     pub(super) fn implicit_call(&mut self, scope: ScopeId, object: &Expr, line: u32, call: ImplicitCall) {
-        if is_flow_worthy(object) && !matches!(object, Expr::Constant(_)) {
+        // Each level of `t[0][1]...[n]` is a subscript of the one before: copying every level
+        // whole would take memory quadratic in the chain (190 levels took 1.9 GB).
+        if is_flow_worthy(object) && !matches!(object, Expr::Constant(_)) && expr_size_within(object, MAX_OBJECT_SIZE) {
             self.scope(scope).implicit_calls.push((object.clone(), line, call));
         }
     }
@@ -144,47 +191,8 @@ impl<'a> Lowerer<'a> {
                 let callee_node = node.field("function");
                 let callee = callee_node.map(|f| self.chain(f, scope)).unwrap_or(Expr::Unknown);
                 let callee_span = callee_node.map(span).unwrap_or((0, 0));
-                let mut args = Vec::new();
-                let mut keywords = Vec::new();
-                if let Some(arguments) = node.field("arguments") {
-                    if arguments.kind_str() == "generator_expression" {
-                        args.push(flow_only(self.value(arguments, scope)));
-                    } else {
-                        args.reserve_exact(arguments.named_child_count());
-                        let mut cursor = arguments.walk();
-                        let children: Vec<Node> = arguments.named_children(&mut cursor).collect();
-                        // After `*rest` the positions of later arguments are unknown.
-                        let mut positions_known = true;
-                        for arg in children {
-                            match arg.kind_str() {
-                                "keyword_argument" => {
-                                    let name = arg.field("name").map(|n| Name::new(self.text(n)));
-                                    let value = arg.field("value").map(|v| self.expr(v, scope));
-                                    if let (Some(name), Some(value)) = (name, value) {
-                                        // Only what can carry a callable or an instance flows.
-                                        if is_flow_worthy(&value) {
-                                            keywords.push((name, value));
-                                        }
-                                    }
-                                }
-                                "comment" => {}
-                                "list_splat" | "dictionary_splat" => {
-                                    // Read (the names in it are used), but it has no position:
-                                    // `f(*pre, cb)` does not pass `cb` second, nor `f(**kw)` first.
-                                    self.expr(arg, scope);
-                                    positions_known &= arg.kind_str() == "dictionary_splat";
-                                }
-                                _ => {
-                                    let value = self.expr(arg, scope);
-                                    if positions_known {
-                                        args.push(flow_only(value));
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-                self.finish_call(node, callee, callee_span, args, keywords, scope)
+                let arguments = self.call_arguments(node, scope);
+                self.finish_call(node, callee, callee_span, arguments, scope)
             }
             "subscript" => {
                 let value = node.field("value").map(|v| self.expr(v, scope));
@@ -606,6 +614,59 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    /// A call's arguments (see [`CallArguments`]), lowered. Apart from [`Lowerer::value`], whose
+    /// frame is on the stack once per level of nesting.
+    #[inline(never)]
+    fn call_arguments(&mut self, node: Node, scope: ScopeId) -> CallArguments {
+        let mut args = Vec::new();
+        let mut keywords = Vec::new();
+        // Positional and keyword arguments as written; `None` once one is a splat.
+        let mut written = Some((0u16, 0u16));
+        if let Some(arguments) = node.field("arguments") {
+            if arguments.kind_str() == "generator_expression" {
+                args.push(flow_only(self.value(arguments, scope)));
+                written = Some((1, 0));
+            } else {
+                args.reserve_exact(arguments.named_child_count());
+                let mut cursor = arguments.walk();
+                let children: Vec<Node> = arguments.named_children(&mut cursor).collect();
+                // After `*rest` the positions of later arguments are unknown.
+                let mut positions_known = true;
+                for arg in children {
+                    match arg.kind_str() {
+                        "keyword_argument" => {
+                            written = written.map(|(p, k)| (p, k.saturating_add(1)));
+                            let name = arg.field("name").map(|n| Name::new(self.text(n)));
+                            let value = arg.field("value").map(|v| self.expr(v, scope));
+                            if let (Some(name), Some(value)) = (name, value) {
+                                // Only what can carry a callable or an instance flows.
+                                if is_flow_worthy(&value) {
+                                    keywords.push((name, value));
+                                }
+                            }
+                        }
+                        "comment" => {}
+                        "list_splat" | "dictionary_splat" => {
+                            // Read (the names in it are used), but it has no position:
+                            // `f(*pre, cb)` does not pass `cb` second, nor `f(**kw)` first.
+                            self.expr(arg, scope);
+                            positions_known &= arg.kind_str() == "dictionary_splat";
+                            written = None;
+                        }
+                        _ => {
+                            written = written.map(|(p, k)| (p.saturating_add(1), k));
+                            let value = self.expr(arg, scope);
+                            if positions_known {
+                                args.push(flow_only(value));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        CallArguments { args, keywords, written }
+    }
+
     /// A comparison: its operands are read, and `x in obj` and `x not in obj` call `obj`'s
     /// `__contains__` (the operand after the operator; comparisons chain: `a < b in c`). Apart
     /// from [`Lowerer::value`], whose frame is on the stack once per level of nesting.
@@ -679,7 +740,8 @@ impl<'a> Lowerer<'a> {
     /// Records an operator applied (see [`OperatorUse`]), unless neither operand can be an
     /// instance.
     pub(super) fn operator_use(&mut self, scope: ScopeId, left: Expr, right: Expr, line: u32, method: &'static str) {
-        let may_be_instance = |e: &Expr| is_flow_worthy(e) && !matches!(e, Expr::Constant(_));
+        let may_be_instance =
+            |e: &Expr| is_flow_worthy(e) && !matches!(e, Expr::Constant(_)) && expr_size_within(e, MAX_OBJECT_SIZE);
         if may_be_instance(&left) || may_be_instance(&right) {
             self.scope(scope).operators.push(OperatorUse { left, right, line, method });
         }

@@ -1055,6 +1055,16 @@ fn is_update_wrapper(callee: &Expr) -> bool {
     }
 }
 
+/// A call's arguments as lowering keeps them (see [`CallSite`]).
+struct CallArguments {
+    /// Positional arguments, `Unknown` where one cannot flow; none after a `*splat`.
+    args: Vec<Expr>,
+    /// Keyword arguments that can carry a callable or an instance.
+    keywords: Vec<(Name, Expr)>,
+    /// Positional and keyword arguments as written; `None` with a splat.
+    written: Option<(u16, u16)>,
+}
+
 /// The attribute `type(obj)` is lowered to: not an identifier, so no source names it.
 pub(crate) const TYPE_OF: &str = "type()";
 

@@ -437,7 +437,9 @@ impl<'a> Resolver<'a> {
                 // `len(obj)`, `str(obj)`, `next(it)`: the builtin calls a special method of the
                 // argument's class.
                 if let Some((methods, arg)) = protocol_builtin(&values, call) {
+                    self.module_site_line.set(self.runs_with_module_body(scope_id).then_some(call.line));
                     let instances = self.eval_local(arg, scope_id, 0);
+                    self.module_site_line.set(None);
                     for t in self.special_methods(&instances, methods) {
                         add(&mut edges, &unit, t.id(), EdgeKind::Calls, Some(call.line));
                     }
@@ -481,7 +483,11 @@ impl<'a> Resolver<'a> {
             // `with` statements: the context manager's `__enter__` and `__exit__` run there.
             for (expr, line, is_async) in &scope.contexts {
                 let (enter, exit) = if *is_async { ("__aenter__", "__aexit__") } else { ("__enter__", "__exit__") };
-                for value in self.eval_local(expr, scope_id, 0) {
+                // At module level, the manager a name holds at this line.
+                self.module_site_line.set(self.runs_with_module_body(scope_id).then_some(*line));
+                let managers = self.eval_local(expr, scope_id, 0);
+                self.module_site_line.set(None);
+                for value in managers {
                     let Value::Instance(t) = &value else { continue };
                     for name in [enter, exit] {
                         for m in self.deref(self.class_attr(t, name, None, 1), 1) {
@@ -493,7 +499,9 @@ impl<'a> Resolver<'a> {
                 }
             }
             for (expr, line, is_async) in &scope.iterations {
+                self.module_site_line.set(self.runs_with_module_body(scope_id).then_some(*line));
                 let values = self.eval_local(expr, scope_id, 0);
+                self.module_site_line.set(None);
                 let (methods, _) = self.iterate_instances(&values, *is_async, 0);
                 for m in methods {
                     if let Value::Function(t) = m {
@@ -504,14 +512,19 @@ impl<'a> Resolver<'a> {
             // `obj[k]`, `obj[k] = v`, `del obj[k]`, `x in obj`: the special method of `obj`'s
             // class runs there.
             for (expr, line, call) in &scope.implicit_calls {
+                self.module_site_line.set(self.runs_with_module_body(scope_id).then_some(*line));
                 let values = self.eval_local(expr, scope_id, 0);
+                self.module_site_line.set(None);
                 for t in self.implicit_call_targets(&values, *call) {
                     add(&mut edges, &unit, t.id(), EdgeKind::Calls, Some(*line));
                 }
             }
             // `a + b`, `a < b`, `-a`, `a += b`: the operand's special method runs there.
             for op in &scope.operators {
-                for t in self.operator_targets(op, scope_id) {
+                self.module_site_line.set(self.runs_with_module_body(scope_id).then_some(op.line));
+                let targets = self.operator_targets(op, scope_id);
+                self.module_site_line.set(None);
+                for t in targets {
                     add(&mut edges, &unit, t.id(), EdgeKind::Calls, Some(op.line));
                 }
             }

@@ -17,7 +17,7 @@ const PROTOCOL_BUILTINS: &[(&str, usize, usize, &[&str])] = &[
     ("builtins.next", 1, 2, &["__next__"]),
     ("builtins.aiter", 1, 1, &["__aiter__"]),
     ("builtins.anext", 1, 2, &["__anext__"]),
-    ("builtins.reversed", 1, 1, &["__reversed__", "__len__"]),
+    ("builtins.reversed", 1, 1, &["__reversed__"]),
     ("builtins.hash", 1, 1, &["__hash__"]),
     ("builtins.repr", 1, 1, &["__repr__"]),
     ("builtins.str", 1, 1, &["__str__", "__repr__"]),
@@ -41,8 +41,9 @@ pub(super) fn protocol_builtin<'c>(
     let [Value::External(x)] = values else { return None };
     let &(_, min, max, methods) = PROTOCOL_BUILTINS.iter().find(|(name, ..)| *name == &**x)?;
     // Keyword arguments (`str(b, encoding="utf-8")`, `int(s, base=2)`) change what the call
-    // does; `args` stops at a `*splat`, whose arguments are not known.
-    let arity_known = call.keywords.is_empty() && (min..=max).contains(&call.args.len());
+    // does, and a `*splat` may pass any number of arguments.
+    let (positional, keywords) = call.written?;
+    let arity_known = keywords == 0 && (min..=max).contains(&usize::from(positional));
     arity_known.then(|| call.args.first()).flatten().map(|arg| (methods, arg))
 }
 
@@ -55,6 +56,9 @@ impl<'a> Resolver<'a> {
         let mut out: Vec<Target> = Vec::new();
         for v in values {
             let Value::Instance(t) = v else { continue };
+            if methods.first() == Some(&"__hash__") && self.hash_disabled(t) {
+                continue;
+            }
             for (i, name) in methods.iter().enumerate() {
                 let found = self.deref(self.class_attr(t, name, None, 1), 1);
                 if found.is_empty() {
@@ -76,12 +80,35 @@ impl<'a> Resolver<'a> {
         out
     }
 
+    /// Whether instances of `class` are unhashable because a class of its MRO defines `__eq__`
+    /// without `__hash__` before any defines `__hash__` (Python sets `__hash__ = None` there).
+    fn hash_disabled(&self, class: &Target) -> bool {
+        for entry in self.mro(class, 1).iter() {
+            let MroEntry::Class(c) = entry else { return false };
+            let (eq, hash) = self
+                .with_class(c, |k| (k.member("__eq__").is_some(), k.member("__hash__").is_some()))
+                .unwrap_or((false, false));
+            if hash {
+                return false;
+            }
+            if eq {
+                return true;
+            }
+        }
+        false
+    }
+
     /// The repository methods an operator (see [`OperatorUse`]) calls: the left operand's
     /// method (for `+=`, `__iadd__`, else `__add__`); when the left operand gives none, the right
     /// operand's reflected one. `"..." % obj` formats: `str` and `bytes` answer `%` for any
     /// right operand, whose `__rmod__` is not called.
     pub(super) fn operator_targets(&self, op: &OperatorUse, scope: ScopeId) -> Vec<Target> {
-        let left = if op.left == Expr::Unknown { Vec::new() } else { self.eval_local(&op.left, scope, 0) };
+        // The result of an operator before (`a + b` in `a + b + c`): what it is is not known,
+        // and nothing says its class lacks the method; no reflected method is taken for it.
+        if op.left == Expr::Unknown {
+            return Vec::new();
+        }
+        let left = self.eval_local(&op.left, scope, 0);
         let binary = binary_of_inplace(op.method);
         let mut methods = vec![op.method];
         methods.extend(binary);
@@ -89,20 +116,47 @@ impl<'a> Resolver<'a> {
         if op.method == "__ne__" {
             methods.push("__eq__");
         }
-        let found = self.special_methods(&left, &methods);
-        if !found.is_empty() || op.right == Expr::Unknown {
+        let mut found = self.special_methods(&left, &methods);
+        let Some(reflected) = reflected_operator_method(binary.unwrap_or(op.method)) else { return found };
+        if op.right == Expr::Unknown {
             return found;
         }
-        let Some(reflected) = reflected_operator_method(binary.unwrap_or(op.method)) else { return found };
         let formats = reflected == "__rmod__"
             && left.iter().any(|v| {
-                matches!(v, Value::ExternalInstance(x) | Value::External(x) if &**x == "builtins.str" || &**x == "builtins.bytes")
+                matches!(v, Value::ExternalInstance(x) if matches!(&**x, "builtins.str" | "builtins.bytes" | "builtins.bytearray"))
             });
         if formats {
             return found;
         }
+        let left_classes: Vec<&Target> =
+            left.iter().filter_map(|v| if let Value::Instance(t) = v { Some(t) } else { None }).collect();
+        let comparison = matches!(op.method, "__lt__" | "__le__" | "__gt__" | "__ge__" | "__eq__" | "__ne__");
         let right = self.eval_local(&op.right, scope, 0);
-        self.special_methods(&right, &[reflected])
+        let mut reflected_methods = vec![reflected];
+        if reflected == "__ne__" {
+            reflected_methods.push("__eq__");
+        }
+        for r in &right {
+            let Value::Instance(r_class) = r else { continue };
+            // Arithmetic between two instances of one class never reflects (`r + r` with
+            // only `__radd__` is a TypeError); comparisons do.
+            if !comparison && left_classes.contains(&r_class) {
+                continue;
+            }
+            // A subclass of the left's class overriding the reflected method goes first.
+            let overrides = left_classes.iter().any(|l| *l != r_class && self.is_subclass(r_class, l, 1));
+            if !found.is_empty() && !overrides {
+                continue;
+            }
+            for m in self.special_methods(std::slice::from_ref(r), &reflected_methods) {
+                let inherited_from_left =
+                    m.owner().is_some_and(|o| left_classes.iter().any(|l| self.is_subclass(l, &o, 1)));
+                if (found.is_empty() || !inherited_from_left) && !found.contains(&m) {
+                    found.push(m);
+                }
+            }
+        }
+        found
     }
 
     /// The repository methods an implicit call (see [`ImplicitCall`]) on `values` reaches. A
