@@ -229,9 +229,34 @@ impl<'a> Resolver<'a> {
         }
     }
 
-    /// `with expr as x`: x is what `expr` evaluates to, except for calls of generator context
-    /// managers (`@contextmanager def f() -> Iterator[X]: yield ...`), where it is what they yield.
+    /// `with expr as x`: x is what the manager's `__enter__` (`__aenter__`) returns, for an
+    /// instance of a repository class that defines one (`return self` gives the instance, of
+    /// the subclass it is); what `expr` evaluates to for other managers (an external one is
+    /// taken to enter as itself, as files and locks do); for calls of generator context
+    /// managers (`@contextmanager def f() -> Iterator[X]: yield ...`), what they yield.
     pub(super) fn entered(&self, expr: &Expr, scope: ScopeId, depth: u32) -> Vec<Value> {
+        let managers = self.managers(expr, scope, depth);
+        let mut out = Vec::new();
+        for manager in managers {
+            let Value::Instance(class) = &manager else {
+                push(&mut out, manager);
+                continue;
+            };
+            let enter = ["__enter__", "__aenter__"].into_iter().find(|name| {
+                self.deref(self.class_attr(class, name, None, depth + 1), depth + 1)
+                    .iter()
+                    .any(|m| matches!(m, Value::Function(_)))
+            });
+            match enter {
+                Some(name) => extend(&mut out, self.method_call_result(&[manager], name, false, None, depth + 1)),
+                None => push(&mut out, manager),
+            }
+        }
+        out
+    }
+
+    /// The context managers `expr` gives (see [`Resolver::entered`]).
+    fn managers(&self, expr: &Expr, scope: ScopeId, depth: u32) -> Vec<Value> {
         let Expr::Call(callee) = expr else {
             return self.eval_local(expr, scope, depth + 1);
         };
