@@ -384,9 +384,10 @@ impl Summariser<'_> {
                 let def = self.syntax.def(*d);
                 Expr::DefPath(def.path.clone())
             }
-            // `with cm as x` at module level: what `cm` is, as a function's own `with` reads it
-            // (`Resolver::entered`, which also knows `@contextmanager` generators).
-            Binding::Enter(e) => self.close(e, scope, depth),
+            // `with cm as x` at module level: what `cm` is. (A function's own `with` reads
+            // what `cm`'s `__enter__` returns, and what `@contextmanager` generators yield:
+            // `Resolver::entered`; a summary, read by other files, keeps the manager.)
+            Binding::Enter(e, _) => self.close(e, scope, depth),
             // `except E as e`: an instance of E, or of each class of a tuple.
             Binding::Exception(e) => match self.close(e, scope, depth) {
                 Expr::Unknown => Expr::Unknown,

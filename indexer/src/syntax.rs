@@ -326,8 +326,8 @@ pub enum Binding {
     Unpack(Expr, u32),
     /// `for name in expr`, comprehension targets.
     Iter(Expr),
-    /// `with expr as name`.
-    Enter(Expr),
+    /// `with expr as name`, and whether it is `async with` (which calls `__aenter__`).
+    Enter(Expr, bool),
     /// A `def` or `class` statement.
     Def(DefId),
     Import(Import),

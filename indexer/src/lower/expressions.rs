@@ -467,10 +467,7 @@ impl<'a> Lowerer<'a> {
                 self.comparison(node, scope);
                 Expr::Unknown
             }
-            "unary_operator" => {
-                self.unary(node, scope);
-                Expr::Unknown
-            }
+            "unary_operator" => self.unary(node, scope),
             _ => {
                 self.walk_children(node, scope);
                 Expr::Unknown
@@ -724,17 +721,23 @@ impl<'a> Lowerer<'a> {
     }
 
     /// `-a`, `+a`, `~a`: the operand is read and its class's `__neg__`, `__pos__` or
-    /// `__invert__` called.
+    /// `__invert__` called. A signed number literal (`-1`, `+2.5`) is a number.
     #[inline(never)]
-    fn unary(&mut self, node: Node, scope: ScopeId) {
+    fn unary(&mut self, node: Node, scope: ScopeId) -> Expr {
         let Some(argument) = node.field("argument") else {
             self.walk_children(node, scope);
-            return;
+            return Expr::Unknown;
         };
+        match argument.kind_str() {
+            "integer" if !self.text(argument).ends_with(['j', 'J', 'l', 'L']) => return Expr::Literal("int"),
+            "float" if !self.text(argument).ends_with(['j', 'J']) => return Expr::Literal("float"),
+            _ => {}
+        }
         let operand = self.expr(argument, scope);
         if let Some(method) = node.field("operator").and_then(|o| unary_operator_method(o.kind_str())) {
             self.operator_use(scope, operand, Expr::Unknown, line(node), method);
         }
+        Expr::Unknown
     }
 
     /// Records an operator applied (see [`OperatorUse`]), unless neither operand can be an

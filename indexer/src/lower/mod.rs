@@ -236,7 +236,8 @@ pub fn lower(text: &str) -> FileSyntax {
 /// (`except`), or the group of them (`except*`).
 #[derive(Clone, Copy)]
 enum Caught {
-    Entered,
+    /// By `with` (`true`: `async with`).
+    Entered(bool),
     Exception,
     Group,
 }
@@ -244,7 +245,7 @@ enum Caught {
 impl Caught {
     fn binding(self, value: Expr) -> Binding {
         match self {
-            Caught::Entered => Binding::Enter(value),
+            Caught::Entered(is_async) => Binding::Enter(value, is_async),
             // `except (NotFound, Denied) as err`: an instance of any of them.
             Caught::Exception => match value {
                 Expr::Container(ContainerKind::Tuple | ContainerKind::List, items) => {

@@ -364,7 +364,7 @@ impl<'a> Lowerer<'a> {
             return;
         };
         let manager = if value.kind_str() == "as_pattern" {
-            self.with_item_pattern(value, scope, Caught::Entered)
+            self.with_item_pattern(value, scope, Caught::Entered(is_async))
         } else {
             self.expr(value, scope)
         };

@@ -199,7 +199,7 @@ impl<'a> Resolver<'a> {
             }
             Binding::Unpack(e, i) => self.element_at(e, &[*i], scope, depth + 1),
             Binding::Iter(e) => self.elements_local(e, scope, depth + 1),
-            Binding::Enter(e) => self.entered(e, scope, depth + 1),
+            Binding::Enter(e, is_async) => self.entered(e, *is_async, scope, depth + 1),
             Binding::Exception(e) => self
                 .eval_local(e, scope, depth + 1)
                 .into_iter()
@@ -229,36 +229,17 @@ impl<'a> Resolver<'a> {
         }
     }
 
-    /// `with expr as x`: x is what the manager's `__enter__` (`__aenter__`) returns, for an
-    /// instance of a repository class that defines one (`return self` gives the instance, of
-    /// the subclass it is); what `expr` evaluates to for other managers (an external one is
-    /// taken to enter as itself, as files and locks do); for calls of generator context
-    /// managers (`@contextmanager def f() -> Iterator[X]: yield ...`), what they yield.
-    pub(super) fn entered(&self, expr: &Expr, scope: ScopeId, depth: u32) -> Vec<Value> {
-        let managers = self.managers(expr, scope, depth);
-        let mut out = Vec::new();
-        for manager in managers {
-            let Value::Instance(class) = &manager else {
-                push(&mut out, manager);
-                continue;
-            };
-            let enter = ["__enter__", "__aenter__"].into_iter().find(|name| {
-                self.deref(self.class_attr(class, name, None, depth + 1), depth + 1)
-                    .iter()
-                    .any(|m| matches!(m, Value::Function(_)))
-            });
-            match enter {
-                Some(name) => extend(&mut out, self.method_call_result(&[manager], name, false, None, depth + 1)),
-                None => push(&mut out, manager),
-            }
-        }
-        out
-    }
-
-    /// The context managers `expr` gives (see [`Resolver::entered`]).
-    fn managers(&self, expr: &Expr, scope: ScopeId, depth: u32) -> Vec<Value> {
+    /// `with expr as x`: x is what the manager's `__enter__` (`__aenter__` for `async with`)
+    /// returns, for an instance of a repository class that defines one (`return self` gives
+    /// the instance, of the subclass it is); the manager itself for other managers (an external
+    /// one is taken to enter as itself, as files and locks do) and where what `__enter__`
+    /// returns is not known (an abstract one, `return super().__enter__()` of an external
+    /// base); for calls of generator context managers (`@contextmanager def f() ->
+    /// Iterator[X]: yield ...`), what they yield, which is not entered again.
+    pub(super) fn entered(&self, expr: &Expr, is_async: bool, scope: ScopeId, depth: u32) -> Vec<Value> {
         let Expr::Call(callee) = expr else {
-            return self.eval_local(expr, scope, depth + 1);
+            let managers = self.eval_local(expr, scope, depth + 1);
+            return self.enter_each(managers, is_async, depth);
         };
         let mut out = Vec::new();
         for c in self.eval_local(callee, scope, depth + 1) {
@@ -272,7 +253,35 @@ impl<'a> Resolver<'a> {
                     continue;
                 }
             }
-            extend(&mut out, self.call_result(&c, depth + 1));
+            let managers = self.call_result(&c, depth + 1);
+            extend(&mut out, self.enter_each(managers, is_async, depth));
+        }
+        out
+    }
+
+    /// What entering each of `managers` gives (see [`Resolver::entered`]).
+    fn enter_each(&self, managers: Vec<Value>, is_async: bool, depth: u32) -> Vec<Value> {
+        let name = if is_async { "__aenter__" } else { "__enter__" };
+        let mut out = Vec::new();
+        for manager in managers {
+            let Value::Instance(class) = &manager else {
+                push(&mut out, manager);
+                continue;
+            };
+            let defined = self
+                .deref(self.class_attr(class, name, None, depth + 1), depth + 1)
+                .iter()
+                .any(|m| matches!(m, Value::Function(_)));
+            let entered = if defined {
+                self.method_call_result(std::slice::from_ref(&manager), name, false, None, depth + 1)
+            } else {
+                Vec::new()
+            };
+            if entered.is_empty() {
+                push(&mut out, manager);
+            } else {
+                extend(&mut out, entered);
+            }
         }
         out
     }

@@ -17,7 +17,7 @@ const PROTOCOL_BUILTINS: &[(&str, usize, usize, &[&str])] = &[
     ("builtins.next", 1, 2, &["__next__"]),
     ("builtins.aiter", 1, 1, &["__aiter__"]),
     ("builtins.anext", 1, 2, &["__anext__"]),
-    ("builtins.reversed", 1, 1, &["__reversed__"]),
+    ("builtins.reversed", 1, 1, &["__reversed__", "__len__"]),
     ("builtins.hash", 1, 1, &["__hash__"]),
     ("builtins.repr", 1, 1, &["__repr__"]),
     ("builtins.str", 1, 1, &["__str__", "__repr__"]),
@@ -60,7 +60,11 @@ impl<'a> Resolver<'a> {
                 continue;
             }
             for (i, name) in methods.iter().enumerate() {
-                let found = self.deref(self.class_attr(t, name, None, 1), 1);
+                // `reversed(obj)` without `__reversed__` needs `__len__` and `__getitem__` both.
+                let usable = !(i > 0
+                    && methods[0] == "__reversed__"
+                    && self.deref(self.class_attr(t, "__getitem__", None, 1), 1).is_empty());
+                let found = if usable { self.deref(self.class_attr(t, name, None, 1), 1) } else { Vec::new() };
                 if found.is_empty() {
                     if i == 0 && !self.bases_all_known(t, 1) {
                         break;
@@ -117,6 +121,10 @@ impl<'a> Resolver<'a> {
             methods.push("__eq__");
         }
         let mut found = self.special_methods(&left, &methods);
+        // `a += b` with an `__iadd__`: only its `NotImplemented` would lead on.
+        if binary.is_some() && !self.special_methods(&left, &[op.method]).is_empty() {
+            return found;
+        }
         let Some(reflected) = reflected_operator_method(binary.unwrap_or(op.method)) else { return found };
         if op.right == Expr::Unknown {
             return found;
@@ -136,22 +144,26 @@ impl<'a> Resolver<'a> {
         if reflected == "__ne__" {
             reflected_methods.push("__eq__");
         }
+        // Whether the left operand's class answered, before any reflected method is added.
+        let left_found = !found.is_empty();
+        let only_class = |class: &Target| left.iter().all(|v| matches!(v, Value::Instance(l) if l == class));
         for r in &right {
             let Value::Instance(r_class) = r else { continue };
             // Arithmetic between two instances of one class never reflects (`r + r` with
             // only `__radd__` is a TypeError); comparisons do.
-            if !comparison && left_classes.contains(&r_class) {
+            if !comparison && !left.is_empty() && only_class(r_class) {
                 continue;
             }
-            // A subclass of the left's class overriding the reflected method goes first.
-            let overrides = left_classes.iter().any(|l| *l != r_class && self.is_subclass(r_class, l, 1));
-            if !found.is_empty() && !overrides {
+            // A subclass of the left's class goes first: for arithmetic when it overrides the
+            // reflected method, for comparisons always.
+            let subclass = left_classes.iter().any(|l| *l != r_class && self.is_subclass(r_class, l, 1));
+            if left_found && !subclass {
                 continue;
             }
             for m in self.special_methods(std::slice::from_ref(r), &reflected_methods) {
                 let inherited_from_left =
                     m.owner().is_some_and(|o| left_classes.iter().any(|l| self.is_subclass(l, &o, 1)));
-                if (found.is_empty() || !inherited_from_left) && !found.contains(&m) {
+                if (!left_found || comparison || !inherited_from_left) && !found.contains(&m) {
                     found.push(m);
                 }
             }
