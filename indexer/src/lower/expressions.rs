@@ -728,12 +728,13 @@ impl<'a> Lowerer<'a> {
             self.walk_children(node, scope);
             return Expr::Unknown;
         };
+        // Lowered first: a Python 2 literal (`-0777`, `-10L`) is refused there.
+        let operand = self.expr(argument, scope);
         match argument.kind_str() {
             "integer" if !self.text(argument).ends_with(['j', 'J', 'l', 'L']) => return Expr::Literal("int"),
             "float" if !self.text(argument).ends_with(['j', 'J']) => return Expr::Literal("float"),
             _ => {}
         }
-        let operand = self.expr(argument, scope);
         if let Some(method) = node.field("operator").and_then(|o| unary_operator_method(o.kind_str())) {
             self.operator_use(scope, operand, Expr::Unknown, line(node), method);
         }

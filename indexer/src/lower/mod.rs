@@ -2105,6 +2105,8 @@ def dispatch_hook(key, hooks, data, **kwargs):
             "x = `y`\n",
             "x = 1 <> 2\n",
             "x = 0777\n",
+            "x = -0777\n",
+            "x = -10L\n",
             "x = 09\n",
             "x = 0_7\n",
             "def f(a, (b, c)=(1, 2)):\n    pass\n",

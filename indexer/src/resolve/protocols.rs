@@ -120,9 +120,39 @@ impl<'a> Resolver<'a> {
         if op.method == "__ne__" {
             methods.push("__eq__");
         }
-        let mut found = self.special_methods(&left, &methods);
-        // `a += b` with an `__iadd__`: only its `NotImplemented` would lead on.
-        if binary.is_some() && !self.special_methods(&left, &[op.method]).is_empty() {
+        // Each value the left operand may be answers or not: an instance whose class has the
+        // method (for `a += b`, `__iadd__` answers alone: only its `NotImplemented` would lead
+        // on), or anything else, which leaves the right operand's reflected method to Python.
+        let mut found: Vec<Target> = Vec::new();
+        let mut some_left_silent = left.is_empty();
+        // Whether every value answered with its in-place method (nothing reflected then).
+        let mut all_inplace = binary.is_some() && !left.is_empty();
+        for v in &left {
+            let answered = match binary {
+                Some(_) => {
+                    let inplace = self.special_methods(std::slice::from_ref(v), &[op.method]);
+                    all_inplace &= !inplace.is_empty();
+                    if inplace.is_empty() {
+                        let fallback = self.special_methods(std::slice::from_ref(v), &methods[1..]);
+                        some_left_silent |= fallback.is_empty();
+                        fallback
+                    } else {
+                        inplace
+                    }
+                }
+                None => {
+                    let m = self.special_methods(std::slice::from_ref(v), &methods);
+                    some_left_silent |= m.is_empty();
+                    m
+                }
+            };
+            for m in answered {
+                if !found.contains(&m) {
+                    found.push(m);
+                }
+            }
+        }
+        if all_inplace {
             return found;
         }
         let Some(reflected) = reflected_operator_method(binary.unwrap_or(op.method)) else { return found };
@@ -144,8 +174,8 @@ impl<'a> Resolver<'a> {
         if reflected == "__ne__" {
             reflected_methods.push("__eq__");
         }
-        // Whether the left operand's class answered, before any reflected method is added.
-        let left_found = !found.is_empty();
+        // Whether every value of the left operand answered, before any reflected method is added.
+        let left_found = !some_left_silent;
         let only_class = |class: &Target| left.iter().all(|v| matches!(v, Value::Instance(l) if l == class));
         for r in &right {
             let Value::Instance(r_class) = r else { continue };
