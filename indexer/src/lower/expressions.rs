@@ -3,50 +3,10 @@
 
 use super::*;
 
-/// The largest expression (in nodes) whose special methods are recorded as called on it: a
-/// subscripted, tested or operated-on object is a name or a short chain in real code.
+/// The largest expression (in [`parts`], which counts up to 64) whose special methods are
+/// recorded as called on it: a subscripted, tested or operated-on object is a name or a short
+/// chain in real code.
 const MAX_OBJECT_SIZE: usize = 24;
-
-/// Whether `e` has at most `limit` nodes (stops counting past it).
-fn expr_size_within(e: &Expr, limit: usize) -> bool {
-    fn count(e: &Expr, budget: &mut usize) -> bool {
-        if *budget == 0 {
-            return false;
-        }
-        *budget -= 1;
-        match e {
-            Expr::Attr(a, _)
-            | Expr::Call(a)
-            | Expr::Subscript(a)
-            | Expr::Item(a, _)
-            | Expr::Slice(a, _)
-            | Expr::Element(a, _)
-            | Expr::Instance(a)
-            | Expr::Returning(a)
-            | Expr::Decorated(a, _)
-            | Expr::Property(a, None) => count(a, budget),
-            Expr::ItemAt(a, b)
-            | Expr::Declared(a, b)
-            | Expr::Narrowed(a, b)
-            | Expr::NotInstance(a, b)
-            | Expr::Property(a, Some(b)) => count(a, budget) && count(b, budget),
-            Expr::Container(_, items) | Expr::Added(items) | Expr::Union(items) => {
-                items.iter().all(|item| count(item, budget))
-            }
-            Expr::Keyed(items) => items.iter().all(|(_, item)| count(item, budget)),
-            Expr::Name(_)
-            | Expr::Lambda(_)
-            | Expr::Literal(_)
-            | Expr::Constant(_)
-            | Expr::SelfRef
-            | Expr::ClsRef
-            | Expr::DefPath(_)
-            | Expr::Unknown => true,
-        }
-    }
-    let mut budget = limit;
-    count(e, &mut budget)
-}
 
 impl<'a> Lowerer<'a> {
     pub(super) fn access(&mut self, scope: ScopeId, expr: Expr, line: u32, write: bool) {
@@ -58,7 +18,7 @@ impl<'a> Lowerer<'a> {
     pub(super) fn implicit_call(&mut self, scope: ScopeId, object: &Expr, line: u32, call: ImplicitCall) {
         // Each level of `t[0][1]...[n]` is a subscript of the one before: copying every level
         // whole would take memory quadratic in the chain (190 levels took 1.9 GB).
-        if is_flow_worthy(object) && !matches!(object, Expr::Constant(_)) && expr_size_within(object, MAX_OBJECT_SIZE) {
+        if is_flow_worthy(object) && !matches!(object, Expr::Constant(_)) && parts(object, 0) <= MAX_OBJECT_SIZE {
             self.scope(scope).implicit_calls.push((object.clone(), line, call));
         }
     }
@@ -745,7 +705,7 @@ impl<'a> Lowerer<'a> {
     /// instance.
     pub(super) fn operator_use(&mut self, scope: ScopeId, left: Expr, right: Expr, line: u32, method: &'static str) {
         let may_be_instance =
-            |e: &Expr| is_flow_worthy(e) && !matches!(e, Expr::Constant(_)) && expr_size_within(e, MAX_OBJECT_SIZE);
+            |e: &Expr| is_flow_worthy(e) && !matches!(e, Expr::Constant(_)) && parts(e, 0) <= MAX_OBJECT_SIZE;
         if may_be_instance(&left) || may_be_instance(&right) {
             self.scope(scope).operators.push(OperatorUse { left, right, line, method });
         }
