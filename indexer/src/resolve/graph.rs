@@ -400,9 +400,7 @@ impl<'a> Resolver<'a> {
                 let parent = scope.parent.unwrap_or(0);
                 for (base, line) in &scope.bases {
                     // A base is read as the class statement runs, at its line.
-                    self.module_site_line.set(self.runs_with_module_body(parent).then_some(*line));
-                    let bases = self.eval_local(base, parent, 0);
-                    self.module_site_line.set(None);
+                    let bases = self.at_line(parent, *line, || self.eval_local(base, parent, 0));
                     for v in bases {
                         match v {
                             Value::Class(t) => add(&mut edges, &unit, t.id(), EdgeKind::Inherits, Some(*line)),
@@ -418,9 +416,8 @@ impl<'a> Resolver<'a> {
             // calls
             for call in &scope.calls {
                 let mut hits = SiteHits::default();
-                self.module_site_line.set(self.runs_with_module_body(scope_id).then_some(call.line));
-                let mut values = self.eval_site(&call.callee, scope_id, Some(&mut hits), 0);
-                self.module_site_line.set(None);
+                let mut values =
+                    self.at_line(scope_id, call.line, || self.eval_site(&call.callee, scope_id, Some(&mut hits), 0));
                 if let (Expr::Call(factory), Some(Expr::Decorated(..))) = (&call.callee, call.args.first()) {
                     let not_returned = self.bare_only_results(&self.eval_local(factory, scope_id, 0));
                     values.retain(|v| !not_returned.contains(v));
@@ -437,9 +434,7 @@ impl<'a> Resolver<'a> {
                 // `len(obj)`, `str(obj)`, `next(it)`: the builtin calls a special method of the
                 // argument's class.
                 if let Some((methods, arg)) = protocol_builtin(&values, call) {
-                    self.module_site_line.set(self.runs_with_module_body(scope_id).then_some(call.line));
-                    let instances = self.eval_local(arg, scope_id, 0);
-                    self.module_site_line.set(None);
+                    let instances = self.at_line(scope_id, call.line, || self.eval_local(arg, scope_id, 0));
                     for t in self.special_methods(&instances, methods) {
                         add(&mut edges, &unit, t.id(), EdgeKind::Calls, Some(call.line));
                     }
@@ -484,9 +479,7 @@ impl<'a> Resolver<'a> {
             for (expr, line, is_async) in &scope.contexts {
                 let (enter, exit) = if *is_async { ("__aenter__", "__aexit__") } else { ("__enter__", "__exit__") };
                 // At module level, the manager a name holds at this line.
-                self.module_site_line.set(self.runs_with_module_body(scope_id).then_some(*line));
-                let managers = self.eval_local(expr, scope_id, 0);
-                self.module_site_line.set(None);
+                let managers = self.at_line(scope_id, *line, || self.eval_local(expr, scope_id, 0));
                 for value in managers {
                     let Value::Instance(t) = &value else { continue };
                     for name in [enter, exit] {
@@ -499,9 +492,7 @@ impl<'a> Resolver<'a> {
                 }
             }
             for (expr, line, is_async) in &scope.iterations {
-                self.module_site_line.set(self.runs_with_module_body(scope_id).then_some(*line));
-                let values = self.eval_local(expr, scope_id, 0);
-                self.module_site_line.set(None);
+                let values = self.at_line(scope_id, *line, || self.eval_local(expr, scope_id, 0));
                 let (methods, _) = self.iterate_instances(&values, *is_async, 0);
                 for m in methods {
                     if let Value::Function(t) = m {
@@ -512,18 +503,14 @@ impl<'a> Resolver<'a> {
             // `obj[k]`, `obj[k] = v`, `del obj[k]`, `x in obj`: the special method of `obj`'s
             // class runs there.
             for (expr, line, call) in &scope.implicit_calls {
-                self.module_site_line.set(self.runs_with_module_body(scope_id).then_some(*line));
-                let values = self.eval_local(expr, scope_id, 0);
-                self.module_site_line.set(None);
+                let values = self.at_line(scope_id, *line, || self.eval_local(expr, scope_id, 0));
                 for t in self.implicit_call_targets(&values, *call) {
                     add(&mut edges, &unit, t.id(), EdgeKind::Calls, Some(*line));
                 }
             }
             // `a + b`, `a < b`, `-a`, `a += b`: the operand's special method runs there.
             for op in &scope.operators {
-                self.module_site_line.set(self.runs_with_module_body(scope_id).then_some(op.line));
-                let targets = self.operator_targets(op, scope_id);
-                self.module_site_line.set(None);
+                let targets = self.at_line(scope_id, op.line, || self.operator_targets(op, scope_id));
                 for t in targets {
                     add(&mut edges, &unit, t.id(), EdgeKind::Calls, Some(op.line));
                 }
@@ -532,19 +519,21 @@ impl<'a> Resolver<'a> {
             // references
             for access in &scope.accesses {
                 let mut hits = SiteHits::default();
-                self.module_site_line.set(self.runs_with_module_body(scope_id).then_some(access.line));
-                let values = self.eval_site(&access.expr, scope_id, Some(&mut hits), 0);
-                // The properties read on the way to the attribute assigned (`self.a` in
-                // `self.a.b = v`) are read: their getters run. The evaluation records them first.
-                let read_on_the_way = match &access.expr {
-                    Expr::Attr(base, _) if access.write && !hits.properties.is_empty() => {
-                        let mut base_hits = SiteHits::default();
-                        self.eval_site(base, scope_id, Some(&mut base_hits), 0);
-                        base_hits.properties.len().min(hits.properties.len())
-                    }
-                    _ => hits.properties.len(),
-                };
-                self.module_site_line.set(None);
+                let (values, read_on_the_way) = self.at_line(scope_id, access.line, || {
+                    let values = self.eval_site(&access.expr, scope_id, Some(&mut hits), 0);
+                    // The properties read on the way to the attribute assigned (`self.a` in
+                    // `self.a.b = v`) are read: their getters run. The evaluation records them
+                    // first.
+                    let read_on_the_way = match &access.expr {
+                        Expr::Attr(base, _) if access.write && !hits.properties.is_empty() => {
+                            let mut base_hits = SiteHits::default();
+                            self.eval_site(base, scope_id, Some(&mut base_hits), 0);
+                            base_hits.properties.len().min(hits.properties.len())
+                        }
+                        _ => hits.properties.len(),
+                    };
+                    (values, read_on_the_way)
+                });
                 if access.write {
                     // Assigning through a property calls its setter. Without one nothing is
                     // called: a `cached_property`'s value is stored in the instance, and a

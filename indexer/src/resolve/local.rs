@@ -9,6 +9,16 @@ use super::*;
 const MAX_OVERRIDE_LEVELS: usize = 8;
 
 impl<'a> Resolver<'a> {
+    /// `evaluate()` at a site of `scope` at `line`: where that code runs with the module body,
+    /// a module-level name is what it holds at that line (`t = T(); t["a"]; t = U()` reads the
+    /// `T`).
+    pub(super) fn at_line<R>(&self, scope: ScopeId, line: u32, evaluate: impl FnOnce() -> R) -> R {
+        self.module_site_line.set(self.runs_with_module_body(scope).then_some(line));
+        let out = evaluate();
+        self.module_site_line.set(None);
+        out
+    }
+
     /// Whether the code of `scope` runs while the module body runs, at its lines: the module's
     /// own, and a class body's at module level (`class Renderer: backend = Templates` reads
     /// the `Templates` of that line, before a later `class Templates` rebinds it).
