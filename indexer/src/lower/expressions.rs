@@ -350,7 +350,8 @@ impl<'a> Lowerer<'a> {
                 if text.ends_with(['l', 'L']) {
                     self.refuse_python2(node, "a Python 2 long integer (`10L`)");
                 } else if text.ends_with(['j', 'J']) {
-                    // An imaginary literal: `0777j` is Python 3.
+                    // An imaginary literal (`0777j` is Python 3): a complex number.
+                    return Expr::Literal("complex");
                 } else if text.len() > 1
                     && text.starts_with('0')
                     && text[1..].trim_start_matches('_').starts_with(|c: char| c.is_ascii_digit())
@@ -363,6 +364,7 @@ impl<'a> Lowerer<'a> {
                 }
                 self.constant_key(node).map(Expr::Constant).unwrap_or(Expr::Literal("int"))
             }
+            "float" if self.text(node).ends_with(['j', 'J']) => Expr::Literal("complex"),
             "float" => Expr::Literal("float"),
             "true" | "false" => Expr::Literal("bool"),
             "none" => Expr::Literal("NoneType"),
@@ -681,7 +683,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// `-a`, `+a`, `~a`: the operand is read and its class's `__neg__`, `__pos__` or
-    /// `__invert__` called. A signed number literal (`-1`, `+2.5`) is a number.
+    /// `__invert__` called. A signed number literal (`-1`, `+2.5`, `-1j`) is a number.
     #[inline(never)]
     fn unary(&mut self, node: Node, scope: ScopeId) -> Expr {
         let Some(argument) = node.field("argument") else {
@@ -691,8 +693,9 @@ impl<'a> Lowerer<'a> {
         // Lowered first: a Python 2 literal (`-0777`, `-10L`) is refused there.
         let operand = self.expr(argument, scope);
         match argument.kind_str() {
-            "integer" if !self.text(argument).ends_with(['j', 'J', 'l', 'L']) => return Expr::Literal("int"),
-            "float" if !self.text(argument).ends_with(['j', 'J']) => return Expr::Literal("float"),
+            "integer" | "float" if self.text(argument).ends_with(['j', 'J']) => return Expr::Literal("complex"),
+            "integer" if !self.text(argument).ends_with(['l', 'L']) => return Expr::Literal("int"),
+            "float" => return Expr::Literal("float"),
             _ => {}
         }
         if let Some(method) = node.field("operator").and_then(|o| unary_operator_method(o.kind_str())) {

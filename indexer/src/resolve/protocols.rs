@@ -32,6 +32,30 @@ const PROTOCOL_BUILTINS: &[(&str, usize, usize, &[&str])] = &[
     ("builtins.dir", 1, 1, &["__dir__"]),
 ];
 
+/// Whether the builtin method `x` is `object.__str__`, which calls `__repr__`: the builtin
+/// value types other than `str`, `bytes` and `bytearray` (and the exceptions) inherit it.
+fn is_object_str(x: &str) -> bool {
+    const INHERITING: &[&str] = &[
+        "object",
+        "type",
+        "int",
+        "bool",
+        "float",
+        "complex",
+        "list",
+        "tuple",
+        "dict",
+        "set",
+        "frozenset",
+        "range",
+        "slice",
+        "memoryview",
+    ];
+    x.strip_prefix("builtins.")
+        .and_then(|rest| rest.strip_suffix(".__str__"))
+        .is_some_and(|ty| INHERITING.contains(&ty))
+}
+
 /// When `values` (what a call's callee is) is one of [`PROTOCOL_BUILTINS`] called with the
 /// arguments it needs: the special methods it calls and the argument they are called on.
 pub(super) fn protocol_builtin<'c>(
@@ -64,7 +88,10 @@ impl<'a> Resolver<'a> {
                 let usable = !(i > 0
                     && methods[0] == "__reversed__"
                     && self.deref(self.class_attr(t, "__getitem__", None, 1), 1).is_empty());
-                let found = if usable { self.deref(self.class_attr(t, name, None, 1), 1) } else { Vec::new() };
+                let mut found = if usable { self.deref(self.class_attr(t, name, None, 1), 1) } else { Vec::new() };
+                // A builtin base's `__str__` that is `object.__str__` (`class Count(int)`) calls
+                // the instance's `__repr__`, as if no class had one.
+                found.retain(|m| !matches!(m, Value::External(x) if is_object_str(x)));
                 if found.is_empty() {
                     if i == 0 && !self.bases_all_known(t, 1) {
                         break;
@@ -129,6 +156,7 @@ impl<'a> Resolver<'a> {
         let mut all_inplace = binary.is_some() && !left.is_empty();
         for v in &left {
             let answered = match binary {
+                Some(_) if self.builtin_inplace_answers(v, op.method) => continue,
                 Some(_) => {
                     let inplace = self.special_methods(std::slice::from_ref(v), &[op.method]);
                     all_inplace &= !inplace.is_empty();
@@ -199,6 +227,19 @@ impl<'a> Resolver<'a> {
             }
         }
         found
+    }
+
+    /// Whether `value` is an instance of a repository class that inherits a builtin in-place
+    /// method taking any right operand: `l += v` of a `list` subclass runs `list.__iadd__`, which
+    /// extends by any iterable or raises, and never leaves `v.__radd__` to Python. (On a plain
+    /// `list`, CPython tries the numeric slots first, so `v.__radd__` does answer.)
+    fn builtin_inplace_answers(&self, value: &Value, method: &str) -> bool {
+        const ANSWER_ALONE: &[&str] =
+            &["builtins.list.__iadd__", "builtins.dict.__ior__", "builtins.bytearray.__iadd__"];
+        let Value::Instance(class) = value else { return false };
+        self.deref(self.class_attr(class, method, None, 1), 1)
+            .iter()
+            .any(|m| matches!(m, Value::External(x) if ANSWER_ALONE.contains(&&**x)))
     }
 
     /// The repository methods an implicit call (see [`ImplicitCall`]) on `values` reaches. A
