@@ -326,6 +326,24 @@ pub(super) fn external_call_element(external: &str) -> Option<Value> {
         .then(|| Value::ExternalInstance(Arc::from(receiver)))
 }
 
+/// External context managers whose `__enter__` gives something other than the manager itself:
+/// `with TemporaryDirectory() as d` binds the directory's path, a `str`; a lock binds what
+/// `acquire()` returned, a `bool`; `localcontext()` a `decimal.Context`. No product: the name is
+/// bound to `None` (`suppress()`, asyncio's locks), which has no attribute worth an edge.
+pub(super) const EXTERNAL_ENTERED: &[(&str, Option<&str>)] = &[
+    ("tempfile.TemporaryDirectory", Some("builtins.str")),
+    ("threading.Lock", Some("builtins.bool")),
+    ("threading.RLock", Some("builtins.bool")),
+    ("threading.Semaphore", Some("builtins.bool")),
+    ("threading.BoundedSemaphore", Some("builtins.bool")),
+    ("threading.Condition", Some("builtins.bool")),
+    ("asyncio.Lock", None),
+    ("asyncio.Semaphore", None),
+    ("asyncio.BoundedSemaphore", None),
+    ("decimal.localcontext", Some("decimal.Context")),
+    ("contextlib.suppress", None),
+];
+
 /// External classes whose names do not follow the CapWords convention (lowercase, or capitals).
 pub(super) const LOWERCASE_EXTERNAL_CLASSES: &[&str] = &[
     "collections.defaultdict",

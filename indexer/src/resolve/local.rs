@@ -274,6 +274,14 @@ impl<'a> Resolver<'a> {
         let name = if is_async { "__aenter__" } else { "__enter__" };
         let mut out = Vec::new();
         for manager in managers {
+            if let Value::ExternalInstance(x) = &manager
+                && let Some((_, entered)) = EXTERNAL_ENTERED.iter().find(|(m, _)| *m == &**x)
+            {
+                if let Some(ty) = entered {
+                    push(&mut out, Value::ExternalInstance(Arc::from(*ty)));
+                }
+                continue;
+            }
             let Value::Instance(class) = &manager else {
                 push(&mut out, manager);
                 continue;
