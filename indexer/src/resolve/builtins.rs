@@ -409,6 +409,18 @@ pub(super) fn builtin_has_attr(ty: &str, attr: &str) -> bool {
     }
 }
 
+/// Whether the builtin attribute `x` (`builtins.list.mro`) is one a builtin type's class object
+/// gets from `type` and its instances do not have: not an attribute of the type's instances, and
+/// not one every class defined in Python gives its instances (`__dict__`, `__weakref__`,
+/// `__module__`).
+pub(super) fn is_class_object_attr(x: &str) -> bool {
+    let Some((ty, attr)) = x.rsplit_once('.') else { return false };
+    ty.starts_with("builtins.")
+        && !matches!(attr, "__dict__" | "__weakref__" | "__module__")
+        && !builtin_has_attr(ty, attr)
+        && builtin_has_attr("builtins.type", attr)
+}
+
 /// The arguments a builtin higher-order function calls, when `values` (what the call site's
 /// callee is) include it: every positional argument of `map` and `filter` (whichever position
 /// the function is in, the iterables are not callable), the first of `functools.reduce` and the
