@@ -63,6 +63,8 @@ pub struct ClassSummary {
     /// The class's decorators, outermost first, closed in the scope the class is written in
     /// (`@dataclass` makes the `__init__` that calls `__post_init__`).
     pub decorators: Vec<Expr>,
+    /// The names the class body annotates, in order (see [`crate::syntax::Scope::fields`]).
+    pub fields: Vec<Name>,
 }
 
 impl ClassSummary {
@@ -797,7 +799,7 @@ fn class_summary(s: &Summariser, children: &ClassChildren, class: DefId, body: S
     }
     let mut members: Vec<(Name, Member)> = members.into_iter().collect();
     members.sort_by(|a, b| a.0.cmp(&b.0));
-    ClassSummary { bases, members, decorators }
+    ClassSummary { bases, members, decorators, fields: scope.fields.to_vec() }
 }
 
 /// The dependency key of a module-level name (`*` stands for the module's star-import surface).

@@ -448,6 +448,9 @@ pub struct Scope {
     pub operators: Box<[OperatorUse]>,
     /// For classes: the base class expressions (keyword arguments such as `metaclass=` excluded).
     pub bases: Box<[(Expr, u32)]>,
+    /// For classes: the names the body annotates (`x: T`, `x: T = v`), first annotation first:
+    /// the fields of a `NamedTuple`, in their positional order.
+    pub fields: Box<[Name]>,
     pub imports: Box<[ImportStmt]>,
 }
 
@@ -486,6 +489,7 @@ impl Scope {
             implicit_calls: Box::default(),
             operators: Box::default(),
             bases: Box::default(),
+            fields: Box::default(),
             imports: Box::default(),
         }
     }

@@ -235,6 +235,13 @@ impl<'a> Lowerer<'a> {
                 Binding::Value(Expr::Declared(Box::new(declared), Box::new(assigned)))
             };
             self.bind_target(left, binding, scope, Some(stmt));
+            if node.field("type").is_some() && left.kind_str() == "identifier" {
+                let name = Name::new(self.text(left));
+                let sc = self.scope(scope);
+                if sc.kind == ScopeKind::Class && !sc.fields.contains(&name) {
+                    sc.fields.push(name);
+                }
+            }
             // After binding the name, which ends an alias of it: this assignment may make one.
             if scope == 0 && left.kind_str() == "identifier" {
                 self.record_type_alias(left, node);

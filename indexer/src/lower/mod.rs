@@ -579,6 +579,7 @@ struct ScopeB {
     implicit_calls: Vec<(Expr, u32, ImplicitCall)>,
     operators: Vec<OperatorUse>,
     bases: Vec<(Expr, u32)>,
+    fields: Vec<Name>,
     imports: Vec<ImportStmt>,
 }
 
@@ -606,6 +607,7 @@ impl ScopeB {
             implicit_calls: Vec::new(),
             operators: Vec::new(),
             bases: Vec::new(),
+            fields: Vec::new(),
             imports: Vec::new(),
         }
     }
@@ -658,6 +660,7 @@ impl ScopeB {
             implicit_calls: self.implicit_calls.into_boxed_slice(),
             operators: self.operators.into_boxed_slice(),
             bases: self.bases.into_boxed_slice(),
+            fields: self.fields.into_boxed_slice(),
             imports: self.imports.into_boxed_slice(),
         }
     }

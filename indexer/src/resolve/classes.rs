@@ -370,6 +370,23 @@ impl<'a> Resolver<'a> {
         })
     }
 
+    /// The fields of the `typing.NamedTuple` class that `class` is or derives from, in their
+    /// order: what unpacking an instance gives, position by position (`text, style, control =
+    /// segment`). `None` for any other class.
+    pub(super) fn named_tuple_fields(&self, class: &Target, depth: u32) -> Option<Vec<Name>> {
+        let mut defining = None;
+        for entry in self.mro(class, depth + 1).iter() {
+            match entry {
+                MroEntry::Class(c) => defining = Some(c),
+                MroEntry::External(x) if NAMED_TUPLE_BASES.contains(&&**x) => {
+                    return self.with_class(defining?, |k| k.fields.clone());
+                }
+                MroEntry::External(_) => {}
+            }
+        }
+        None
+    }
+
     pub(super) fn class_attr(&self, class: &Target, attr: &str, after: Option<&Target>, depth: u32) -> Vec<Value> {
         let mro = self.mro(class, depth + 1);
         let mut skipping = after.is_some();

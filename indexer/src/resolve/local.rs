@@ -628,7 +628,8 @@ impl<'a> Resolver<'a> {
             return self.eval_local(expr, scope, depth + 1);
         };
         // Not written out: any element, one level deep; deeper, nothing is known.
-        let any_element = || if rest.is_empty() { self.elements_local(expr, scope, depth + 1) } else { Vec::new() };
+        let any_element =
+            || if rest.is_empty() { self.unwritten_element(expr, index, scope, depth) } else { Vec::new() };
         match expr {
             // `a, b = f()` with `f` a function of the repository: its returned tuples' elements.
             Expr::Call(callee) => {
@@ -742,6 +743,23 @@ impl<'a> Resolver<'a> {
         }
     }
 
+    /// Element `index` of `expr` where no element of it is written out: any of its elements,
+    /// and for an instance of a `NamedTuple` its field at that position (`text, style, control =
+    /// segment` with `segment: Segment`).
+    #[inline(never)]
+    fn unwritten_element(&self, expr: &Expr, index: u32, scope: ScopeId, depth: u32) -> Vec<Value> {
+        let mut out = self.elements_local(expr, scope, depth + 1);
+        for v in self.eval_local(expr, scope, depth + 1) {
+            if let Value::Instance(class) = &v
+                && let Some(fields) = self.named_tuple_fields(class, depth + 1)
+                && let Some(field) = fields.get(index as usize)
+            {
+                extend(&mut out, self.deref(self.attr_of(&v, field, depth + 1), depth + 1));
+            }
+        }
+        out
+    }
+
     /// Element `path` of `whole`, an element of `inner` (`for a, b in pairs`: element `i` of
     /// each element of `pairs`); `path` is not empty.
     fn element_of_element_at(
@@ -755,7 +773,8 @@ impl<'a> Resolver<'a> {
         let Some((&index, rest)) = path.split_first() else {
             return Vec::new();
         };
-        let any_element = || if rest.is_empty() { self.elements_local(whole, scope, depth + 1) } else { Vec::new() };
+        let any_element =
+            || if rest.is_empty() { self.unwritten_element(whole, index, scope, depth) } else { Vec::new() };
         // `for k, v in d.items()`: `v` is a value of `d` (keys are not tracked).
         if let Some(base) = self.dict_view(inner, "items", scope, depth + 1) {
             return if index == 1 && rest.is_empty() {

@@ -1003,6 +1003,9 @@ fn member_value(class: &Target, member: &Member) -> Vec<Value> {
 const MARKER_BASES: &[&str] =
     &["abc.ABC", "typing.Generic", "typing.Protocol", "typing_extensions.Protocol", "typing_extensions.Generic"];
 
+/// The base that makes a class a named tuple whose fields are its annotated names.
+const NAMED_TUPLE_BASES: &[&str] = &["typing.NamedTuple", "typing_extensions.NamedTuple"];
+
 /// The bases that make a class an enumeration, whose class attributes are its members.
 const ENUM_BASES: &[&str] =
     &["enum.Enum", "enum.IntEnum", "enum.StrEnum", "enum.Flag", "enum.IntFlag", "enum.ReprEnum"];
