@@ -430,14 +430,19 @@ impl<'a> Lowerer<'a> {
                 }
             }
             // `x += y` reads x too, and calls `__iadd__` of its class (or `__add__`).
+            let method = node.field("operator").and_then(|o| inplace_operator_method(o.kind_str()));
             if left.kind_str() == "identifier" || left.kind_str() == "attribute" {
                 let read = self.chain(left, scope);
                 self.access(scope, read.clone(), line(left), false);
-                if let Some(method) = node.field("operator").and_then(|o| inplace_operator_method(o.kind_str())) {
+                if let Some(method) = method {
                     self.operator_use(scope, read, value, line(node), method);
                 }
+            } else if let Some(method) = method {
+                // `t[k] += v`: the item's operator, once the target's subscript is lowered.
+                self.inplace_item = Some((value, method, line(node)));
             }
             self.bind_target(left, Binding::Value(Expr::Unknown), scope, Some(stmt));
+            self.inplace_item = None;
         }
     }
 
@@ -565,6 +570,27 @@ impl<'a> Lowerer<'a> {
                         holder.is_some_and(|h| h.kind_str() == "assignment" && h.field("right").is_none());
                     if holder_kind == Some("augmented_assignment") {
                         self.implicit_call(scope, &lowered, line(target), ImplicitCall::GetItem);
+                        // The item read calls its own class's in-place method (`t[k] += v`:
+                        // `t.__getitem__(k).__iadd__(v)`, then `t.__setitem__`).
+                        let mut cursor = target.walk();
+                        let one_key =
+                            match target.children_by_field_name("subscript", &mut cursor).collect::<Vec<_>>()[..] {
+                                [k] => k.kind_str() != "slice",
+                                _ => false,
+                            };
+                        // (A slice's item is another sequence, and `t[i, j]` has no one key.)
+                        if let Some((right, method, at)) = self.inplace_item.take().filter(|_| one_key) {
+                            let named_key = target
+                                .field("subscript")
+                                .filter(|k| k.kind_str() == "identifier")
+                                .map(|k| Expr::Name(Name::new(self.text(k))));
+                            let item = match (key.clone(), named_key) {
+                                (Some(key), _) => Expr::Item(Box::new(lowered.clone()), key),
+                                (None, Some(name)) => Expr::ItemAt(Box::new(lowered.clone()), Box::new(name)),
+                                (None, None) => Expr::ItemAt(Box::new(lowered.clone()), Box::new(Expr::Unknown)),
+                            };
+                            self.operator_use(scope, item, right, at, method);
+                        }
                     }
                     if !annotated_only {
                         self.implicit_call(scope, &lowered, line(target), ImplicitCall::SetItem);

@@ -510,6 +510,7 @@ fn lower_text_once(
         empty_bodies: 0,
         refused_statements: 0,
         global_writes: Vec::new(),
+        inplace_item: None,
     };
     lowerer.block(root, 0);
     // Only over a tree that parsed whole: beside tree-sitter's own errors (or a repair of them) a
@@ -750,6 +751,10 @@ struct Lowerer<'a> {
     empty_bodies: u32,
     /// Statements Python refuses and tree-sitter accepts (see [`Lowerer::check_statements`]).
     refused_statements: u32,
+    /// For the target of an augmented assignment being bound (`t[k] += v`): the right operand,
+    /// the in-place method and the statement's line, for the item's operator (see
+    /// [`Lowerer::augmented`]).
+    inplace_item: Option<(Expr, &'static str, u32)>,
     /// Names a function declares `global` and assigns, in source order: they become module
     /// variables when the module itself never binds them (see [`Lowerer::define_global_writes`]).
     global_writes: Vec<GlobalWrite>,
