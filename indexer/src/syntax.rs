@@ -506,6 +506,10 @@ pub enum ImplicitCall {
     DelItem,
     /// `x in obj`, `x not in obj`.
     Contains,
+    /// A truth test of `obj`: the condition of `if`, `elif`, `while`, `assert`, a conditional
+    /// expression or a comprehension's `if`; the operand of `not`; an operand of `and` or `or`
+    /// other than the last. `__bool__`, else `__len__`.
+    Truth,
 }
 
 impl ImplicitCall {
@@ -516,6 +520,7 @@ impl ImplicitCall {
             ImplicitCall::SetItem => "__setitem__",
             ImplicitCall::DelItem => "__delitem__",
             ImplicitCall::Contains => "__contains__",
+            ImplicitCall::Truth => "__bool__",
         }
     }
 }

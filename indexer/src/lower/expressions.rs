@@ -281,6 +281,8 @@ impl<'a> Lowerer<'a> {
                     let e = self.expr(child, scope);
                     if i != 1 {
                         options.push(e);
+                    } else {
+                        self.implicit_call(scope, &e, line(child), ImplicitCall::Truth);
                     }
                 }
                 Expr::Union(options)
@@ -305,11 +307,10 @@ impl<'a> Lowerer<'a> {
                     current = n.field("left");
                 }
                 operands.reverse();
-                let values: Vec<Expr> = operands.into_iter().map(|n| self.expr(n, scope)).collect();
                 if kind == "boolean_operator" {
-                    // `a or b` is one of them.
-                    return Expr::Union(values);
+                    return self.boolean_operands(operands, scope);
                 }
+                let values: Vec<Expr> = operands.into_iter().map(|n| self.expr(n, scope)).collect();
                 operators.reverse();
                 self.binary_operators(scope, &values, &operators);
                 // `steps + [f]`: with a literal list or tuple among the operands, `+` joins
@@ -430,11 +431,46 @@ impl<'a> Lowerer<'a> {
                 Expr::Unknown
             }
             "unary_operator" => self.unary(node, scope),
+            "not_operator" => self.not_operator(node, scope),
             _ => {
                 self.walk_children(node, scope);
                 Expr::Unknown
             }
         }
+    }
+
+    /// `a and b or c`: one of the operands, each but the last tested for truth on the way.
+    #[inline(never)]
+    fn boolean_operands(&mut self, operands: Vec<Node>, scope: ScopeId) -> Expr {
+        let last = operands.len().saturating_sub(1);
+        let mut values = Vec::with_capacity(operands.len());
+        for (i, operand) in operands.into_iter().enumerate() {
+            let value = self.expr(operand, scope);
+            if i < last {
+                self.implicit_call(scope, &value, line(operand), ImplicitCall::Truth);
+            }
+            values.push(value);
+        }
+        Expr::Union(values)
+    }
+
+    /// `not x`: `x` tested for truth; a `bool`.
+    #[inline(never)]
+    fn not_operator(&mut self, node: Node, scope: ScopeId) -> Expr {
+        let Some(argument) = node.field("argument") else {
+            self.walk_children(node, scope);
+            return Expr::Literal("bool");
+        };
+        let value = self.expr(argument, scope);
+        self.implicit_call(scope, &value, line(argument), ImplicitCall::Truth);
+        Expr::Literal("bool")
+    }
+
+    /// A condition (`if`, `elif`, `while`, `assert`, a comprehension's `if`): lowered, and tested
+    /// for truth.
+    pub(super) fn condition(&mut self, node: Node, scope: ScopeId) {
+        let value = self.expr(node, scope);
+        self.implicit_call(scope, &value, line(node), ImplicitCall::Truth);
     }
 
     /// A `case` pattern: names it captures are bound (`case [x, *rest]`, `case {"k": v}`,
@@ -742,7 +778,7 @@ impl<'a> Lowerer<'a> {
                     let mut c2 = child.walk();
                     let conds: Vec<Node> = child.named_children(&mut c2).collect();
                     for c in conds {
-                        self.expr(c, inner);
+                        self.condition(c, inner);
                         filters.push(c);
                     }
                 }

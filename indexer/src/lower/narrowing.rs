@@ -160,6 +160,8 @@ impl<'a> Lowerer<'a> {
                 }
             } else if is_statement_like(child.kind_str()) {
                 self.statement(child, scope);
+            } else if Some(child) == condition {
+                self.condition(child, scope);
             } else {
                 self.expr(child, scope);
             }

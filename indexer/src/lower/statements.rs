@@ -348,8 +348,16 @@ impl<'a> Lowerer<'a> {
     pub(super) fn children_in_order(&mut self, node: Node, scope: ScopeId) {
         let mut cursor = node.walk();
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        // What `while` and `assert` test for truth.
+        let tested = match node.kind_str() {
+            "while_statement" => node.field("condition"),
+            "assert_statement" => children.first().copied(),
+            _ => None,
+        };
         for child in children {
-            if is_statement_like(child.kind_str()) {
+            if Some(child) == tested {
+                self.condition(child, scope);
+            } else if is_statement_like(child.kind_str()) {
                 self.statement(child, scope);
             } else {
                 self.expr(child, scope);

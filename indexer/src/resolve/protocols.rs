@@ -243,8 +243,12 @@ impl<'a> Resolver<'a> {
     }
 
     /// The repository methods an implicit call (see [`ImplicitCall`]) on `values` reaches. A
-    /// class without `__contains__` answers `in` by iterating (`__iter__`, or `__getitem__`).
+    /// class without `__contains__` answers `in` by iterating (`__iter__`, or `__getitem__`); one
+    /// without `__bool__` answers a truth test with `__len__`.
     pub(super) fn implicit_call_targets(&self, values: &[Value], call: ImplicitCall) -> Vec<Target> {
+        if call == ImplicitCall::Truth {
+            return self.special_methods(values, &["__bool__", "__len__"]);
+        }
         let mut out = self.special_methods(values, &[call.method()]);
         if call != ImplicitCall::Contains {
             return out;
