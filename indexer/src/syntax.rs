@@ -448,8 +448,9 @@ pub struct Scope {
     pub operators: Box<[OperatorUse]>,
     /// For classes: the base class expressions (keyword arguments such as `metaclass=` excluded).
     pub bases: Box<[(Expr, u32)]>,
-    /// For classes: the names the body annotates (`x: T`, `x: T = v`), first annotation first:
-    /// the fields of a `NamedTuple`, in their positional order.
+    /// For classes: the names the body annotates (`x: T`, `x: T = v`) in statements of its own,
+    /// not under `if` or `try`, first annotation first: the fields of a `NamedTuple`, in their
+    /// positional order.
     pub fields: Box<[Name]>,
     pub imports: Box<[ImportStmt]>,
 }

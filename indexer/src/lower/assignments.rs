@@ -235,7 +235,13 @@ impl<'a> Lowerer<'a> {
                 Binding::Value(Expr::Declared(Box::new(declared), Box::new(assigned)))
             };
             self.bind_target(left, binding, scope, Some(stmt));
-            if node.field("type").is_some() && left.kind_str() == "identifier" {
+            // A field of the class: annotated directly in its body (not under `if TYPE_CHECKING:`).
+            let in_class_body = stmt
+                .parent()
+                .filter(|b| b.kind_str() == "block")
+                .and_then(|b| b.parent())
+                .is_some_and(|c| c.kind_str() == "class_definition");
+            if node.field("type").is_some() && left.kind_str() == "identifier" && in_class_body {
                 let name = Name::new(self.text(left));
                 let sc = self.scope(scope);
                 if sc.kind == ScopeKind::Class && !sc.fields.contains(&name) {

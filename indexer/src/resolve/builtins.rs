@@ -340,6 +340,7 @@ pub(super) const EXTERNAL_ENTERED: &[(&str, Option<&str>)] = &[
     ("asyncio.Lock", None),
     ("asyncio.Semaphore", None),
     ("asyncio.BoundedSemaphore", None),
+    ("asyncio.Condition", None),
     ("decimal.localcontext", Some("decimal.Context")),
     ("contextlib.suppress", None),
 ];
@@ -407,6 +408,30 @@ pub(super) fn builtin_has_attr(ty: &str, attr: &str) -> bool {
         Some(members) => members.binary_search(&attr).is_ok(),
         None => true,
     }
+}
+
+/// Whether the builtin method `x` is `object.__str__`, which calls `__repr__`: the builtin
+/// value types other than `str`, `bytes` and `bytearray` (and the exceptions) inherit it.
+pub(super) fn is_object_str(x: &str) -> bool {
+    const INHERITING: &[&str] = &[
+        "object",
+        "type",
+        "int",
+        "bool",
+        "float",
+        "complex",
+        "list",
+        "tuple",
+        "dict",
+        "set",
+        "frozenset",
+        "range",
+        "slice",
+        "memoryview",
+    ];
+    x.strip_prefix("builtins.")
+        .and_then(|rest| rest.strip_suffix(".__str__"))
+        .is_some_and(|ty| INHERITING.contains(&ty))
 }
 
 /// Whether the builtin attribute `x` (`builtins.list.mro`) is one a builtin type's class object

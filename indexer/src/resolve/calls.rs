@@ -150,13 +150,7 @@ impl<'a> Resolver<'a> {
                 let own = self.class_attr(t, attr, None, depth + 1);
                 if own.iter().any(|v| !matches!(v, Value::External(_))) { own } else { vec![Value::Class(t.clone())] }
             }
-            // What a builtin base's class object has from `type` (`L.mro()`, `L.__name__`) its
-            // instances do not (`L().mro()` is no `builtins.list.mro`).
-            Value::Instance(t) => {
-                let mut found = self.class_attr(t, attr, None, depth + 1);
-                found.retain(|v| !matches!(v, Value::External(x) if is_class_object_attr(x)));
-                found
-            }
+            Value::Instance(t) => self.instance_attr(t, attr, depth + 1),
             Value::Super(written_in, self_class, _) => self.class_attr(self_class, attr, Some(written_in), depth + 1),
             // A function has no attributes of its own here: `cli.command` on `@click.group()
             // def cli()` is an attribute of what the decorator made of it.
@@ -626,7 +620,7 @@ impl<'a> Resolver<'a> {
             }
             Value::Instance(t) => {
                 let mut out = Vec::new();
-                for c in self.deref(self.class_attr(t, "__call__", None, depth + 1), depth) {
+                for c in self.deref(self.instance_attr(t, "__call__", depth + 1), depth) {
                     extend(&mut out, self.call_result(&c, depth + 1));
                 }
                 out

@@ -370,24 +370,51 @@ impl<'a> Resolver<'a> {
         })
     }
 
-    /// The fields of the `typing.NamedTuple` class that `class` is or derives from, in their
-    /// order: what unpacking an instance gives, position by position (`text, style, control =
-    /// segment`). `None` for any other class.
-    pub(super) fn named_tuple_fields(&self, class: &Target, depth: u32) -> Option<Vec<Name>> {
-        let mut defining = None;
+    /// Field `index` of an instance of `class` when it is a `typing.NamedTuple` class or derives
+    /// from one: what unpacking the instance gives at that position (`text, style, control =
+    /// segment`). The fields are the annotated names of the first class of the MRO with the
+    /// named tuple base itself, and read there: a subclass's attribute of the same name is no
+    /// field. `None` for any other class (or past the last field).
+    pub(super) fn named_tuple_field(&self, class: &Target, index: u32, depth: u32) -> Option<Vec<Value>> {
         for entry in self.mro(class, depth + 1).iter() {
-            match entry {
-                MroEntry::Class(c) => defining = Some(c),
-                MroEntry::External(x) if NAMED_TUPLE_BASES.contains(&&**x) => {
-                    return self.with_class(defining?, |k| k.fields.clone());
-                }
-                MroEntry::External(_) => {}
+            let MroEntry::Class(c) = entry else { continue };
+            let (bases, field) =
+                self.with_class(c, |k| (k.bases.clone(), k.fields.get(index as usize).cloned())).unwrap_or_default();
+            let is_named_tuple = bases.iter().any(|b| {
+                self.eval_closed(b, &c.module, None, depth + 1)
+                    .iter()
+                    .any(|v| matches!(v, Value::External(x) if NAMED_TUPLE_BASES.contains(&&**x)))
+            });
+            if is_named_tuple {
+                let field = field?;
+                return Some(self.deref(self.class_attr(c, &field, None, depth + 1), depth + 1));
             }
         }
         None
     }
 
+    /// Attribute `attr` of the class `class`, looked up along its MRO (after `after`, for
+    /// `super()`): what reading it on the class object gives.
     pub(super) fn class_attr(&self, class: &Target, attr: &str, after: Option<&Target>, depth: u32) -> Vec<Value> {
+        self.attr_along_mro(class, attr, after, false, depth)
+    }
+
+    /// Attribute `attr` of an instance of `class`, as far as its class says: as
+    /// [`Resolver::class_attr`], but what a builtin base's class object has from `type` (`L.mro`,
+    /// `L.__name__`, `L.__call__`) is no attribute of its instances, and the lookup goes on past
+    /// it (to a mixin's `mro`, or to nothing).
+    pub(super) fn instance_attr(&self, class: &Target, attr: &str, depth: u32) -> Vec<Value> {
+        self.attr_along_mro(class, attr, None, true, depth)
+    }
+
+    fn attr_along_mro(
+        &self,
+        class: &Target,
+        attr: &str,
+        after: Option<&Target>,
+        of_instance: bool,
+        depth: u32,
+    ) -> Vec<Value> {
         let mro = self.mro(class, depth + 1);
         let mut skipping = after.is_some();
         for entry in mro.iter() {
@@ -449,6 +476,25 @@ impl<'a> Resolver<'a> {
                         continue;
                     }
                     let member = format!("{x}.{attr}");
+                    if of_instance && is_class_object_attr(&member) {
+                        continue;
+                    }
+                    // The `__str__` a builtin type has from `object` (`int`, `list`, ...) is
+                    // `object.__str__`, which comes last in the MRO: a mixin after the builtin
+                    // base may define its own (`class L(list, Mixin)`), and without one `str()`
+                    // falls back to the class's `__repr__`.
+                    if is_object_str(&member) {
+                        continue;
+                    }
+                    // A named tuple's instances are tuples: `typing.NamedTuple` adds `_replace`,
+                    // `_asdict` and the like, and the rest is `tuple`'s (or nothing; its
+                    // constructor is a generated `__new__`, and no `__init__` runs).
+                    if NAMED_TUPLE_BASES.contains(&&**x) && !NAMED_TUPLE_MEMBERS.contains(&attr) {
+                        if attr != "__init__" && builtin_has_attr("builtins.tuple", attr) {
+                            return vec![Value::External(Arc::from(format!("builtins.tuple.{attr}").as_str()))];
+                        }
+                        continue;
+                    }
                     // `abc.ABC` and the like define no `__init__` (`super().__init__()` in their
                     // subclass runs the next one's): naming theirs would invent a target.
                     if attr == "__init__" && !runs_external_init(&member) && !member.starts_with("builtins.object.") {

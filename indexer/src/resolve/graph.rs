@@ -64,7 +64,7 @@ impl<'a> Resolver<'a> {
                     }
                 }
                 Value::Instance(t) => {
-                    for call in self.deref(self.class_attr(t, "__call__", None, 0), 0) {
+                    for call in self.deref(self.instance_attr(t, "__call__", 0), 0) {
                         match call {
                             Value::Function(c) => {
                                 resolved = true;

@@ -241,11 +241,13 @@ impl<'a> Resolver<'a> {
 
     /// `with expr as x`: x is what the manager's `__enter__` (`__aenter__` for `async with`)
     /// returns, for an instance of a repository class that defines one (`return self` gives
-    /// the instance, of the subclass it is); the manager itself for other managers (an external
-    /// one is taken to enter as itself, as files and locks do) and where what `__enter__`
-    /// returns is not known (an abstract one, `return super().__enter__()` of an external
-    /// base); for calls of generator context managers (`@contextmanager def f() ->
-    /// Iterator[X]: yield ...`), what they yield, which is not entered again.
+    /// the instance, of the subclass it is); for the external managers of [`EXTERNAL_ENTERED`]
+    /// (and repository subclasses that define no `__enter__`), what that table says; the manager
+    /// itself for other managers (an external one is taken to enter as itself, as files do) and
+    /// where what `__enter__` returns is not known (an abstract one, `return
+    /// super().__enter__()` of an external base); for calls of generator context managers
+    /// (`@contextmanager def f() -> Iterator[X]: yield ...`), what they yield, which is not
+    /// entered again.
     pub(super) fn entered(&self, expr: &Expr, is_async: bool, scope: ScopeId, depth: u32) -> Vec<Value> {
         let Expr::Call(callee) = expr else {
             let managers = self.eval_local(expr, scope, depth + 1);
@@ -253,6 +255,15 @@ impl<'a> Resolver<'a> {
         };
         let mut out = Vec::new();
         for c in self.eval_local(callee, scope, depth + 1) {
+            // `with localcontext() as ctx`: a factory no instance is made of here.
+            if let Value::External(x) = &c
+                && let Some((_, entered)) = EXTERNAL_ENTERED.iter().find(|(m, _)| *m == &**x)
+            {
+                if let Some(ty) = entered {
+                    push(&mut out, Value::ExternalInstance(Arc::from(*ty)));
+                }
+                continue;
+            }
             if let Value::Function(t) = &c {
                 let is_context_manager = self
                     .summary_for(&t.module, &t.path)
@@ -293,7 +304,17 @@ impl<'a> Resolver<'a> {
             let entered = if defined {
                 self.method_call_result(std::slice::from_ref(&manager), name, false, None, depth + 1)
             } else {
-                Vec::new()
+                // A subclass of an external manager (`class Scratch(TemporaryDirectory)`) enters
+                // as its base does.
+                let inherited = self.mro(class, depth + 1).iter().find_map(|entry| match entry {
+                    MroEntry::External(x) => EXTERNAL_ENTERED.iter().find(|(m, _)| *m == &**x).map(|(_, e)| *e),
+                    MroEntry::Class(_) => None,
+                });
+                match inherited {
+                    Some(Some(ty)) => vec![Value::ExternalInstance(Arc::from(ty))],
+                    Some(None) => continue,
+                    None => Vec::new(),
+                }
             };
             if entered.is_empty() {
                 push(&mut out, manager);
@@ -745,16 +766,19 @@ impl<'a> Resolver<'a> {
 
     /// Element `index` of `expr` where no element of it is written out: any of its elements,
     /// and for an instance of a `NamedTuple` its field at that position (`text, style, control =
-    /// segment` with `segment: Segment`).
+    /// segment` with `segment: Segment`). A slice of one is a plain tuple whose positions are not
+    /// the fields' (`q[::2]`, `q[-1:]`; `q[1:]` is read as shifted before this).
     #[inline(never)]
     fn unwritten_element(&self, expr: &Expr, index: u32, scope: ScopeId, depth: u32) -> Vec<Value> {
         let mut out = self.elements_local(expr, scope, depth + 1);
+        if matches!(expr, Expr::Slice(..)) {
+            return out;
+        }
         for v in self.eval_local(expr, scope, depth + 1) {
             if let Value::Instance(class) = &v
-                && let Some(fields) = self.named_tuple_fields(class, depth + 1)
-                && let Some(field) = fields.get(index as usize)
+                && let Some(field) = self.named_tuple_field(class, index, depth + 1)
             {
-                extend(&mut out, self.deref(self.attr_of(&v, field, depth + 1), depth + 1));
+                extend(&mut out, field);
             }
         }
         out

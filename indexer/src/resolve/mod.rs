@@ -1006,6 +1006,9 @@ const MARKER_BASES: &[&str] =
 /// The base that makes a class a named tuple whose fields are its annotated names.
 const NAMED_TUPLE_BASES: &[&str] = &["typing.NamedTuple", "typing_extensions.NamedTuple"];
 
+/// What a named tuple class has beyond `tuple`'s attributes.
+const NAMED_TUPLE_MEMBERS: &[&str] = &["_make", "_replace", "_asdict", "_fields", "_field_defaults"];
+
 /// The bases that make a class an enumeration, whose class attributes are its members.
 const ENUM_BASES: &[&str] =
     &["enum.Enum", "enum.IntEnum", "enum.StrEnum", "enum.Flag", "enum.IntFlag", "enum.ReprEnum"];

@@ -32,30 +32,6 @@ const PROTOCOL_BUILTINS: &[(&str, usize, usize, &[&str])] = &[
     ("builtins.dir", 1, 1, &["__dir__"]),
 ];
 
-/// Whether the builtin method `x` is `object.__str__`, which calls `__repr__`: the builtin
-/// value types other than `str`, `bytes` and `bytearray` (and the exceptions) inherit it.
-fn is_object_str(x: &str) -> bool {
-    const INHERITING: &[&str] = &[
-        "object",
-        "type",
-        "int",
-        "bool",
-        "float",
-        "complex",
-        "list",
-        "tuple",
-        "dict",
-        "set",
-        "frozenset",
-        "range",
-        "slice",
-        "memoryview",
-    ];
-    x.strip_prefix("builtins.")
-        .and_then(|rest| rest.strip_suffix(".__str__"))
-        .is_some_and(|ty| INHERITING.contains(&ty))
-}
-
 /// When `values` (what a call's callee is) is one of [`PROTOCOL_BUILTINS`] called with the
 /// arguments it needs: the special methods it calls and the argument they are called on.
 pub(super) fn protocol_builtin<'c>(
@@ -88,10 +64,7 @@ impl<'a> Resolver<'a> {
                 let usable = !(i > 0
                     && methods[0] == "__reversed__"
                     && self.deref(self.class_attr(t, "__getitem__", None, 1), 1).is_empty());
-                let mut found = if usable { self.deref(self.class_attr(t, name, None, 1), 1) } else { Vec::new() };
-                // A builtin base's `__str__` that is `object.__str__` (`class Count(int)`) calls
-                // the instance's `__repr__`, as if no class had one.
-                found.retain(|m| !matches!(m, Value::External(x) if is_object_str(x)));
+                let found = if usable { self.deref(self.class_attr(t, name, None, 1), 1) } else { Vec::new() };
                 if found.is_empty() {
                     if i == 0 && !self.bases_all_known(t, 1) {
                         break;
@@ -156,6 +129,8 @@ impl<'a> Resolver<'a> {
         let mut all_inplace = binary.is_some() && !left.is_empty();
         for v in &left {
             let answered = match binary {
+                // Answered by a builtin in-place method: no repository method, nothing reflected
+                // (`all_inplace` stays as it is).
                 Some(_) if self.builtin_inplace_answers(v, op.method) => continue,
                 Some(_) => {
                     let inplace = self.special_methods(std::slice::from_ref(v), &[op.method]);
@@ -187,9 +162,15 @@ impl<'a> Resolver<'a> {
         if op.right == Expr::Unknown {
             return found;
         }
+        const FORMATTING: &[&str] = &["builtins.str", "builtins.bytes", "builtins.bytearray"];
         let formats = reflected == "__rmod__"
-            && left.iter().any(|v| {
-                matches!(v, Value::ExternalInstance(x) if matches!(&**x, "builtins.str" | "builtins.bytes" | "builtins.bytearray"))
+            && left.iter().any(|v| match v {
+                Value::ExternalInstance(x) => FORMATTING.contains(&&**x),
+                // A subclass of `str` without a `__mod__` of its own formats as `str` does.
+                Value::Instance(class) => self.deref(self.class_attr(class, "__mod__", None, 1), 1).iter().any(
+                    |m| matches!(m, Value::External(x) if x.strip_suffix(".__mod__").is_some_and(|t| FORMATTING.contains(&t))),
+                ),
+                _ => false,
             });
         if formats {
             return found;
@@ -229,17 +210,23 @@ impl<'a> Resolver<'a> {
         found
     }
 
-    /// Whether `value` is an instance of a repository class that inherits a builtin in-place
-    /// method taking any right operand: `l += v` of a `list` subclass runs `list.__iadd__`, which
-    /// extends by any iterable or raises, and never leaves `v.__radd__` to Python. (On a plain
-    /// `list`, CPython tries the numeric slots first, so `v.__radd__` does answer.)
+    /// Whether `value` answers the in-place operator `method` with a builtin method that takes
+    /// any right operand: `l += v` of a `list` subclass runs `list.__iadd__`, which extends by any
+    /// iterable or raises, and never leaves `v.__radd__` to Python; so does `dict.__ior__`, of a
+    /// plain `dict` too. (On a plain `list`, CPython tries the numeric slots first, so
+    /// `v.__radd__` does answer.)
     fn builtin_inplace_answers(&self, value: &Value, method: &str) -> bool {
         const ANSWER_ALONE: &[&str] =
             &["builtins.list.__iadd__", "builtins.dict.__ior__", "builtins.bytearray.__iadd__"];
-        let Value::Instance(class) = value else { return false };
-        self.deref(self.class_attr(class, method, None, 1), 1)
-            .iter()
-            .any(|m| matches!(m, Value::External(x) if ANSWER_ALONE.contains(&&**x)))
+        match value {
+            Value::Instance(class) => self
+                .deref(self.class_attr(class, method, None, 1), 1)
+                .iter()
+                .any(|m| matches!(m, Value::External(x) if ANSWER_ALONE.contains(&&**x))),
+            // A plain `dict`'s `|=` updates from any mapping or raises, as a subclass's does.
+            Value::ExternalInstance(x) => &**x == "builtins.dict" && method == "__ior__",
+            _ => false,
+        }
     }
 
     /// The repository methods an implicit call (see [`ImplicitCall`]) on `values` reaches. A
