@@ -601,6 +601,12 @@ impl<'a> Lowerer<'a> {
                     if !annotated_only {
                         self.implicit_call(scope, &lowered, line(target), ImplicitCall::SetItem);
                     }
+                    // `t[k] += v` stores back what the item's in-place method gave, which is not
+                    // known: storing nothing under `k` keeps the item read in the same statement
+                    // what it was.
+                    if holder_kind == Some("augmented_assignment") {
+                        return;
+                    }
                     let Binding::Value(v) = binding else { return };
                     let wrap = |key: Option<Name>, inner: Expr| match key {
                         Some(key) => Expr::Keyed(vec![(key, inner)]),

@@ -275,14 +275,16 @@ impl<'a> Lowerer<'a> {
             }
             "conditional_expression" => {
                 let mut cursor = node.walk();
-                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                // (A comment is a named child too: `a  # why` then `if c else b`.)
+                let children: Vec<Node> =
+                    node.named_children(&mut cursor).filter(|c| c.kind_str() != "comment").collect();
                 let mut options = Vec::new();
                 for (i, child) in children.into_iter().enumerate() {
                     let e = self.expr(child, scope);
                     if i != 1 {
                         options.push(e);
                     } else {
-                        self.implicit_call(scope, &e, line(child), ImplicitCall::Truth);
+                        self.truth_test(scope, child, &e);
                     }
                 }
                 Expr::Union(options)
@@ -447,7 +449,7 @@ impl<'a> Lowerer<'a> {
         for (i, operand) in operands.into_iter().enumerate() {
             let value = self.expr(operand, scope);
             if i < last {
-                self.implicit_call(scope, &value, line(operand), ImplicitCall::Truth);
+                self.truth_test(scope, operand, &value);
             }
             values.push(value);
         }
@@ -462,15 +464,29 @@ impl<'a> Lowerer<'a> {
             return Expr::Literal("bool");
         };
         let value = self.expr(argument, scope);
-        self.implicit_call(scope, &value, line(argument), ImplicitCall::Truth);
+        self.truth_test(scope, argument, &value);
         Expr::Literal("bool")
     }
 
-    /// A condition (`if`, `elif`, `while`, `assert`, a comprehension's `if`): lowered, and tested
-    /// for truth.
+    /// A condition (`if`, `elif`, `while`, `assert`, a comprehension's `if`, a `case` guard):
+    /// lowered, and tested for truth.
     pub(super) fn condition(&mut self, node: Node, scope: ScopeId) {
         let value = self.expr(node, scope);
-        self.implicit_call(scope, &value, line(node), ImplicitCall::Truth);
+        self.truth_test(scope, node, &value);
+    }
+
+    /// Records that the value `value` of `node` is tested for truth. Not for `await x`, whose
+    /// value is lowered as `x` itself (what the awaitable gives is not evaluated).
+    fn truth_test(&mut self, scope: ScopeId, node: Node, value: &Expr) {
+        let mut inner = node;
+        while inner.kind_str() == "parenthesized_expression"
+            && let Some(child) = inner.named_child(0)
+        {
+            inner = child;
+        }
+        if inner.kind_str() != "await" {
+            self.implicit_call(scope, value, line(node), ImplicitCall::Truth);
+        }
     }
 
     /// A `case` pattern: names it captures are bound (`case [x, *rest]`, `case {"k": v}`,

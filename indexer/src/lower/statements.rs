@@ -297,6 +297,14 @@ impl<'a> Lowerer<'a> {
                             }
                         }
                         kind if is_statement_like(kind) => self.statement(child, scope),
+                        // `case x if ready:`: the guard is tested for truth.
+                        "if_clause" => {
+                            let mut guard_cursor = child.walk();
+                            let conditions: Vec<Node> = child.named_children(&mut guard_cursor).collect();
+                            for condition in conditions {
+                                self.condition(condition, scope);
+                            }
+                        }
                         _ => {
                             self.expr(child, scope);
                         }

@@ -464,6 +464,18 @@ impl<'a> Resolver<'a> {
                     if skipping || MARKER_BASES.contains(&&**x) {
                         continue;
                     }
+                    // A named tuple's instances are tuples: `typing.NamedTuple` adds `_replace`,
+                    // `_asdict` and the like, and the rest is `tuple`'s, looked up as a `tuple`
+                    // base's would be (its constructor is a generated `__new__`: no `__init__`
+                    // runs).
+                    let x: &str = if NAMED_TUPLE_BASES.contains(&&**x) && !NAMED_TUPLE_MEMBERS.contains(&attr) {
+                        if attr == "__init__" {
+                            continue;
+                        }
+                        "builtins.tuple"
+                    } else {
+                        x
+                    };
                     // A builtin base without the attribute (`class L(list)`, `L().frobnicate`)
                     // supplies nothing either: the lookup goes on, to no `builtins.list.frobnicate`.
                     // What every subclass has is kept: its instances' `__dict__` and
@@ -484,15 +496,6 @@ impl<'a> Resolver<'a> {
                     // base may define its own (`class L(list, Mixin)`), and without one `str()`
                     // falls back to the class's `__repr__`.
                     if is_object_str(&member) {
-                        continue;
-                    }
-                    // A named tuple's instances are tuples: `typing.NamedTuple` adds `_replace`,
-                    // `_asdict` and the like, and the rest is `tuple`'s (or nothing; its
-                    // constructor is a generated `__new__`, and no `__init__` runs).
-                    if NAMED_TUPLE_BASES.contains(&&**x) && !NAMED_TUPLE_MEMBERS.contains(&attr) {
-                        if attr != "__init__" && builtin_has_attr("builtins.tuple", attr) {
-                            return vec![Value::External(Arc::from(format!("builtins.tuple.{attr}").as_str()))];
-                        }
                         continue;
                     }
                     // `abc.ABC` and the like define no `__init__` (`super().__init__()` in their

@@ -172,11 +172,31 @@ impl<'a> Resolver<'a> {
                 ),
                 _ => false,
             });
-        if formats {
-            return found;
-        }
         let left_classes: Vec<&Target> =
             left.iter().filter_map(|v| if let Value::Instance(t) = v { Some(t) } else { None }).collect();
+        if formats {
+            // A string formats whatever the right operand is, unless the right operand's class
+            // is a subclass of the left's with a `__rmod__` of its own, which Python tries first
+            // (`"%s" % Markup(...)`).
+            for r in self.eval_local(&op.right, scope, 0) {
+                let Value::Instance(r_class) = &r else { continue };
+                let subclass = left.iter().any(|l| match l {
+                    Value::Instance(l_class) => l_class != r_class && self.is_subclass(r_class, l_class, 1),
+                    Value::ExternalInstance(x) => {
+                        self.mro(r_class, 1).iter().any(|e| matches!(e, MroEntry::External(b) if b == x))
+                    }
+                    _ => false,
+                });
+                if subclass {
+                    for m in self.special_methods(std::slice::from_ref(&r), &["__rmod__"]) {
+                        if !found.contains(&m) {
+                            found.push(m);
+                        }
+                    }
+                }
+            }
+            return found;
+        }
         let comparison = matches!(op.method, "__lt__" | "__le__" | "__gt__" | "__ge__" | "__eq__" | "__ne__");
         let right = self.eval_local(&op.right, scope, 0);
         let mut reflected_methods = vec![reflected];
