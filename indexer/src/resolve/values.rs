@@ -39,7 +39,9 @@ impl<'a> Resolver<'a> {
     /// The getters and setters of the properties a class attribute is made as (`x =
     /// property(getter, setter)` in its class body): read from its own assignments, never from
     /// a property object that flowed into another attribute (`self.cache = self.x` in code read
-    /// from a summary, where property reads are not evaluated).
+    /// from a summary, where property reads are not evaluated). A descriptor made in the class
+    /// body (`testing = ConfigAttribute("TESTING")`, of a class of the code defining `__get__`)
+    /// is read the same way: its `__get__` is the getter, its `__set__` the setter.
     pub(super) fn made_properties(&self, var: &Target, depth: u32) -> Vec<(Target, Option<Target>)> {
         // Only a class attribute is a descriptor: `self.p = property(g)` stores the property
         // object in the instance, whose reads never call `g`.
@@ -53,16 +55,29 @@ impl<'a> Resolver<'a> {
         let self_class = var.owner().map(SelfClass::own);
         let mut out = Vec::new();
         for e in self.var_exprs(var).iter() {
-            if !matches!(e, Expr::Property(..)) {
+            if !matches!(e, Expr::Property(..) | Expr::Call(_)) {
                 continue;
             }
             for v in self.eval_closed(e, &var.module, self_class.as_ref(), depth + 1) {
-                if let Value::Property(getter, setter) = v {
-                    out.push((getter, setter));
+                match v {
+                    Value::Property(getter, setter) => out.push((getter, setter)),
+                    Value::Instance(class) => out.extend(self.descriptor_methods(&class, depth + 1)),
+                    _ => {}
                 }
             }
         }
         out
+    }
+
+    /// The `__get__` of a descriptor class of the code, with its `__set__` if it has one.
+    fn descriptor_methods(&self, class: &Target, depth: u32) -> Option<(Target, Option<Target>)> {
+        let method = |name: &str| {
+            self.deref(self.class_attr(class, name, None, depth + 1), depth + 1).into_iter().find_map(|v| match v {
+                Value::Function(t) => Some(t),
+                _ => None,
+            })
+        };
+        Some((method("__get__")?, method("__set__")))
     }
 
     pub(super) fn var_values(&self, var: &Target, depth: u32) -> Vec<Value> {
