@@ -53,6 +53,12 @@ pub struct Member {
     /// Assigned in the class body itself (`RED = 1`), not only through `self` in a method:
     /// the members of an enumeration are these.
     pub class_body_value: bool,
+    /// How many of `values`, from the first, the class body assigned (the rest were assigned
+    /// through `self`): a descriptor is a class attribute, never an instance's.
+    pub class_body_values: u32,
+    /// Assigned through `self` in one of the class's methods, whatever the value (`self.x =
+    /// None` too): an instance attribute then shadows a non-data descriptor of that name.
+    pub assigned_through_self: bool,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
@@ -733,6 +739,8 @@ fn class_summary(s: &Summariser, children: &ClassChildren, class: DefId, body: S
             method_replaced: false,
             data_descriptor: false,
             class_body_value: false,
+            class_body_values: 0,
+            assigned_through_self: false,
         });
         if def.decorators.iter().any(|d| matches!(d, Expr::Attr(_, a) if a == "setter")) {
             entry.setter = Some(def.path.clone());
@@ -778,6 +786,9 @@ fn class_summary(s: &Summariser, children: &ClassChildren, class: DefId, body: S
             }
         }
     }
+    for m in members.values_mut() {
+        m.class_body_values = m.values.len() as u32;
+    }
     // Attribute values assigned through the first parameter of the class's methods.
     for &sc_id in children.function_scopes.get(&body).map_or(&[][..], Vec::as_slice) {
         let sc = syntax.scope(sc_id);
@@ -789,11 +800,11 @@ fn class_summary(s: &Summariser, children: &ClassChildren, class: DefId, body: S
                 continue;
             }
             let value = without_constants(s.close(&store.value, sc_id, 0));
-            if let Some(m) = members.get_mut(store.attr.as_str())
-                && value != Expr::Unknown
-                && !m.values.contains(&value)
-            {
-                m.values.push(value);
+            if let Some(m) = members.get_mut(store.attr.as_str()) {
+                m.assigned_through_self = true;
+                if value != Expr::Unknown && !m.values.contains(&value) {
+                    m.values.push(value);
+                }
             }
         }
     }

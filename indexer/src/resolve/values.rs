@@ -55,14 +55,40 @@ impl<'a> Resolver<'a> {
         let self_class = var.owner().map(SelfClass::own);
         let mut out = Vec::new();
         for e in self.var_exprs(var).iter() {
-            if !matches!(e, Expr::Property(..) | Expr::Call(_)) {
+            if !matches!(e, Expr::Property(..)) {
                 continue;
             }
             for v in self.eval_closed(e, &var.module, self_class.as_ref(), depth + 1) {
-                match v {
-                    Value::Property(getter, setter) => out.push((getter, setter)),
-                    Value::Instance(class) => out.extend(self.descriptor_methods(&class, depth + 1)),
-                    _ => {}
+                if let Value::Property(getter, setter) = v {
+                    out.push((getter, setter));
+                }
+            }
+        }
+        // Descriptors, from what the class body itself assigned. One without `__set__` is
+        // shadowed by an attribute the instance sets (`self.engine = ...`), and its `__get__`
+        // is then not called: left out where the class's methods assign the name.
+        let (class_body, through_self) = var
+            .owner()
+            .and_then(|owner| {
+                self.with_class(&owner, |c| {
+                    c.member(attr).map(|m| {
+                        let own = m.values.get(..m.class_body_values as usize).unwrap_or_default();
+                        (
+                            own.iter().filter(|e| matches!(e, Expr::Call(_))).cloned().collect::<Vec<_>>(),
+                            m.assigned_through_self,
+                        )
+                    })
+                })
+            })
+            .flatten()
+            .unwrap_or_default();
+        for e in &class_body {
+            for v in self.eval_closed(e, &var.module, self_class.as_ref(), depth + 1) {
+                if let Value::Instance(class) = v
+                    && let Some((get, set)) = self.descriptor_methods(&class, depth + 1)
+                    && (set.is_some() || !through_self)
+                {
+                    out.push((get, set));
                 }
             }
         }
