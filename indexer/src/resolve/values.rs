@@ -771,6 +771,9 @@ impl<'a> Resolver<'a> {
         for v in values {
             let Value::Instance(class) = &v else {
                 all_instances = false;
+                if let Value::Class(class) = &v {
+                    extend(&mut out, self.class_subscript(class, depth));
+                }
                 continue;
             };
             let mut defined = false;
@@ -784,6 +787,21 @@ impl<'a> Resolver<'a> {
         }
         let only = all_instances && !out.is_empty();
         (out, only)
+    }
+
+    /// What subscripting the class object `class` gives: an enumeration's member by name
+    /// (`Color["RED"]`), else a generic alias (`Setting[bool]`, `Box[int]`), which constructs
+    /// and reads attributes as the class does. Nothing when the class defines its own
+    /// `__class_getitem__`, whose result is not followed.
+    fn class_subscript(&self, class: &Target, depth: u32) -> Vec<Value> {
+        let own = self.deref(self.class_attr(class, "__class_getitem__", None, depth + 1), depth + 1);
+        if own.iter().any(|m| matches!(m, Value::Function(_))) {
+            return Vec::new();
+        }
+        if self.is_enum(class, depth + 1) {
+            return vec![Value::Instance(class.clone())];
+        }
+        vec![Value::Class(class.clone())]
     }
 
     /// Whether every base of `class` and of its repository ancestors evaluates to a class: a
