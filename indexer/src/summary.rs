@@ -71,6 +71,8 @@ pub struct ClassSummary {
     pub decorators: Vec<Expr>,
     /// The names the class body annotates, in order (see [`crate::syntax::Scope::fields`]).
     pub fields: Vec<Name>,
+    /// The class statement names a metaclass (see [`crate::syntax::Scope::metaclass`]).
+    pub metaclass: bool,
 }
 
 impl ClassSummary {
@@ -810,7 +812,7 @@ fn class_summary(s: &Summariser, children: &ClassChildren, class: DefId, body: S
     }
     let mut members: Vec<(Name, Member)> = members.into_iter().collect();
     members.sort_by(|a, b| a.0.cmp(&b.0));
-    ClassSummary { bases, members, decorators, fields: scope.fields.to_vec() }
+    ClassSummary { bases, members, decorators, fields: scope.fields.to_vec(), metaclass: scope.metaclass }
 }
 
 /// The dependency key of a module-level name (`*` stands for the module's star-import surface).

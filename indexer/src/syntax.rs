@@ -452,6 +452,9 @@ pub struct Scope {
     /// not under `if` or `try`, first annotation first: the fields of a `NamedTuple`, in their
     /// positional order.
     pub fields: Box<[Name]>,
+    /// For classes: the class statement names a metaclass (`metaclass=M`), whose methods
+    /// (`__getitem__` on the class object) are not followed.
+    pub metaclass: bool,
     pub imports: Box<[ImportStmt]>,
 }
 
@@ -491,6 +494,7 @@ impl Scope {
             operators: Box::default(),
             bases: Box::default(),
             fields: Box::default(),
+            metaclass: false,
             imports: Box::default(),
         }
     }

@@ -581,6 +581,7 @@ struct ScopeB {
     operators: Vec<OperatorUse>,
     bases: Vec<(Expr, u32)>,
     fields: Vec<Name>,
+    metaclass: bool,
     imports: Vec<ImportStmt>,
 }
 
@@ -609,6 +610,7 @@ impl ScopeB {
             operators: Vec::new(),
             bases: Vec::new(),
             fields: Vec::new(),
+            metaclass: false,
             imports: Vec::new(),
         }
     }
@@ -662,6 +664,7 @@ impl ScopeB {
             operators: self.operators.into_boxed_slice(),
             bases: self.bases.into_boxed_slice(),
             fields: self.fields.into_boxed_slice(),
+            metaclass: self.metaclass,
             imports: self.imports.into_boxed_slice(),
         }
     }

@@ -792,10 +792,18 @@ impl<'a> Resolver<'a> {
     /// What subscripting the class object `class` gives: an enumeration's member by name
     /// (`Color["RED"]`), else a generic alias (`Setting[bool]`, `Box[int]`), which constructs
     /// and reads attributes as the class does. Nothing when the class defines its own
-    /// `__class_getitem__`, whose result is not followed.
+    /// `__class_getitem__`, or it or a base names a metaclass, whose `__getitem__` would answer
+    /// first: neither result is followed.
     fn class_subscript(&self, class: &Target, depth: u32) -> Vec<Value> {
         let own = self.deref(self.class_attr(class, "__class_getitem__", None, depth + 1), depth + 1);
         if own.iter().any(|m| matches!(m, Value::Function(_))) {
+            return Vec::new();
+        }
+        let metaclass = self.mro(class, depth + 1).iter().any(|entry| match entry {
+            MroEntry::Class(c) => self.with_class(c, |k| k.metaclass).unwrap_or(false),
+            MroEntry::External(_) => false,
+        });
+        if metaclass {
             return Vec::new();
         }
         if self.is_enum(class, depth + 1) {
