@@ -579,22 +579,11 @@ impl<'a> Lowerer<'a> {
                         // The item read calls its own class's in-place method (`t[k] += v`:
                         // `t.__getitem__(k).__iadd__(v)`, then `t.__setitem__`).
                         let mut cursor = target.walk();
-                        let one_key =
-                            match target.children_by_field_name("subscript", &mut cursor).collect::<Vec<_>>()[..] {
-                                [k] => k.kind_str() != "slice",
-                                _ => false,
-                            };
+                        let subs: Vec<Node> = target.children_by_field_name("subscript", &mut cursor).collect();
                         // (A slice's item is another sequence, and `t[i, j]` has no one key.)
+                        let one_key = matches!(subs.as_slice(), [k] if k.kind_str() != "slice");
                         if let Some((right, method, at)) = self.inplace_item.take().filter(|_| one_key) {
-                            let named_key = target
-                                .field("subscript")
-                                .filter(|k| k.kind_str() == "identifier")
-                                .map(|k| Expr::Name(Name::new(self.text(k))));
-                            let item = match (key.clone(), named_key) {
-                                (Some(key), _) => Expr::Item(Box::new(lowered.clone()), key),
-                                (None, Some(name)) => Expr::ItemAt(Box::new(lowered.clone()), Box::new(name)),
-                                (None, None) => Expr::ItemAt(Box::new(lowered.clone()), Box::new(Expr::Unknown)),
-                            };
+                            let item = self.item_of(lowered.clone(), &subs);
                             self.operator_use(scope, item, right, at, method);
                         }
                     }

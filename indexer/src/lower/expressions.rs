@@ -162,33 +162,18 @@ impl<'a> Lowerer<'a> {
                 }
                 let mut cursor = node.walk();
                 let subs: Vec<Node> = node.children_by_field_name("subscript", &mut cursor).collect();
-                let key = if subs.len() == 1 { self.constant_key(subs[0]) } else { None };
-                let named_key = match subs.as_slice() {
-                    [only] if only.kind_str() == "identifier" => Some(Expr::Name(Name::new(self.text(*only)))),
-                    _ => None,
-                };
                 // `seq[a:b]`: a slice (see `Expr::Slice`).
                 let slice_start = match subs.as_slice() {
                     [only] if only.kind_str() == "slice" => Some(self.slice_start(*only)),
                     _ => None,
                 };
-                for s in subs {
+                for &s in &subs {
                     self.expr(s, scope);
                 }
-                if let Some(start) = slice_start {
-                    return match value {
-                        Some(v) => Expr::Slice(Box::new(v), start),
-                        None => Expr::Unknown,
-                    };
-                }
-                match (value, key, named_key) {
-                    (Some(v), Some(key), _) => Expr::Item(Box::new(v), key),
-                    (Some(v), None, Some(name)) => Expr::ItemAt(Box::new(v), Box::new(name)),
-                    // A key that is neither a constant nor a name (`t[i + 1]`, `t[h.k]`): an
-                    // item under a key nothing knows. Not `Subscript`, which stands for an
-                    // element of what iterating gives (`for a, b in x`, `*rest`, `yield from`).
-                    (Some(v), None, None) => Expr::ItemAt(Box::new(v), Box::new(Expr::Unknown)),
-                    (None, ..) => Expr::Unknown,
+                match (value, slice_start) {
+                    (Some(v), Some(start)) => Expr::Slice(Box::new(v), start),
+                    (Some(v), None) => self.item_of(v, &subs),
+                    (None, _) => Expr::Unknown,
                 }
             }
             "parenthesized_expression" => match node.named_child(0) {
@@ -438,6 +423,23 @@ impl<'a> Lowerer<'a> {
                 self.walk_children(node, scope);
                 Expr::Unknown
             }
+        }
+    }
+
+    /// The item `object[subs]` (the subscript's keys, already lowered) reads: under a constant
+    /// key (`Item`), under a name (`ItemAt`), or under a key nothing knows, neither a constant
+    /// nor a name (`t[i + 1]`, `t[h.k]`, `t[i, j]`). Not `Subscript`, which stands for an
+    /// element of what iterating gives (`for a, b in x`, `*rest`, `yield from`).
+    #[inline(never)]
+    pub(super) fn item_of(&self, object: Expr, subs: &[Node]) -> Expr {
+        let object = Box::new(object);
+        let [only] = subs else { return Expr::ItemAt(object, Box::new(Expr::Unknown)) };
+        match self.constant_key(*only) {
+            Some(key) => Expr::Item(object, key),
+            None if only.kind_str() == "identifier" => {
+                Expr::ItemAt(object, Box::new(Expr::Name(Name::new(self.text(*only)))))
+            }
+            None => Expr::ItemAt(object, Box::new(Expr::Unknown)),
         }
     }
 

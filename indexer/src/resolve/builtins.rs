@@ -345,6 +345,13 @@ pub(super) const EXTERNAL_ENTERED: &[(&str, Option<&str>)] = &[
     ("contextlib.suppress", None),
 ];
 
+/// What entering the external manager `x` gives, when [`EXTERNAL_ENTERED`] has it: `Some(None)`
+/// for `None`.
+pub(super) fn external_entered(x: &str) -> Option<Option<Value>> {
+    let (_, product) = EXTERNAL_ENTERED.iter().find(|(manager, _)| *manager == x)?;
+    Some(product.map(|ty| Value::ExternalInstance(Arc::from(ty))))
+}
+
 /// External classes whose names do not follow the CapWords convention (lowercase, or capitals).
 pub(super) const LOWERCASE_EXTERNAL_CLASSES: &[&str] = &[
     "collections.defaultdict",

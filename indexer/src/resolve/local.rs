@@ -257,10 +257,10 @@ impl<'a> Resolver<'a> {
         for c in self.eval_local(callee, scope, depth + 1) {
             // `with localcontext() as ctx`: a factory no instance is made of here.
             if let Value::External(x) = &c
-                && let Some((_, entered)) = EXTERNAL_ENTERED.iter().find(|(m, _)| *m == &**x)
+                && let Some(entered) = external_entered(x)
             {
-                if let Some(ty) = entered {
-                    push(&mut out, Value::ExternalInstance(Arc::from(*ty)));
+                if let Some(v) = entered {
+                    push(&mut out, v);
                 }
                 continue;
             }
@@ -286,10 +286,10 @@ impl<'a> Resolver<'a> {
         let mut out = Vec::new();
         for manager in managers {
             if let Value::ExternalInstance(x) = &manager
-                && let Some((_, entered)) = EXTERNAL_ENTERED.iter().find(|(m, _)| *m == &**x)
+                && let Some(entered) = external_entered(x)
             {
-                if let Some(ty) = entered {
-                    push(&mut out, Value::ExternalInstance(Arc::from(*ty)));
+                if let Some(v) = entered {
+                    push(&mut out, v);
                 }
                 continue;
             }
@@ -307,11 +307,11 @@ impl<'a> Resolver<'a> {
                 // A subclass of an external manager (`class Scratch(TemporaryDirectory)`) enters
                 // as its base does.
                 let inherited = self.mro(class, depth + 1).iter().find_map(|entry| match entry {
-                    MroEntry::External(x) => EXTERNAL_ENTERED.iter().find(|(m, _)| *m == &**x).map(|(_, e)| *e),
+                    MroEntry::External(x) => external_entered(x),
                     MroEntry::Class(_) => None,
                 });
                 match inherited {
-                    Some(Some(ty)) => vec![Value::ExternalInstance(Arc::from(ty))],
+                    Some(Some(entered)) => vec![entered],
                     Some(None) => continue,
                     None => Vec::new(),
                 }

@@ -105,7 +105,8 @@ impl<'a> Resolver<'a> {
     /// The repository methods an operator (see [`OperatorUse`]) calls: the left operand's
     /// method (for `+=`, `__iadd__`, else `__add__`); when the left operand gives none, the right
     /// operand's reflected one. `"..." % obj` formats: `str` and `bytes` answer `%` for any
-    /// right operand, whose `__rmod__` is not called.
+    /// right operand, whose `__rmod__` is not called unless its class is a subclass of the
+    /// left's with one of its own.
     pub(super) fn operator_targets(&self, op: &OperatorUse, scope: ScopeId) -> Vec<Target> {
         // The result of an operator before (`a + b` in `a + b + c`): what it is is not known,
         // and nothing says its class lacks the method; no reflected method is taken for it.
@@ -174,37 +175,15 @@ impl<'a> Resolver<'a> {
             });
         let left_classes: Vec<&Target> =
             left.iter().filter_map(|v| if let Value::Instance(t) = v { Some(t) } else { None }).collect();
-        if formats {
-            // A string formats whatever the right operand is, unless the right operand's class
-            // is a subclass of the left's with a `__rmod__` of its own, which Python tries first
-            // (`"%s" % Markup(...)`).
-            for r in self.eval_local(&op.right, scope, 0) {
-                let Value::Instance(r_class) = &r else { continue };
-                let subclass = left.iter().any(|l| match l {
-                    Value::Instance(l_class) => l_class != r_class && self.is_subclass(r_class, l_class, 1),
-                    Value::ExternalInstance(x) => {
-                        self.mro(r_class, 1).iter().any(|e| matches!(e, MroEntry::External(b) if b == x))
-                    }
-                    _ => false,
-                });
-                if subclass {
-                    for m in self.special_methods(std::slice::from_ref(&r), &["__rmod__"]) {
-                        if !found.contains(&m) {
-                            found.push(m);
-                        }
-                    }
-                }
-            }
-            return found;
-        }
         let comparison = matches!(op.method, "__lt__" | "__le__" | "__gt__" | "__ge__" | "__eq__" | "__ne__");
         let right = self.eval_local(&op.right, scope, 0);
         let mut reflected_methods = vec![reflected];
         if reflected == "__ne__" {
             reflected_methods.push("__eq__");
         }
-        // Whether every value of the left operand answered, before any reflected method is added.
-        let left_found = !some_left_silent;
+        // Whether every value of the left operand answered, before any reflected method is
+        // added. A string formats whatever the right operand is.
+        let left_found = !some_left_silent || formats;
         let only_class = |class: &Target| left.iter().all(|v| matches!(v, Value::Instance(l) if l == class));
         for r in &right {
             let Value::Instance(r_class) = r else { continue };
@@ -214,8 +193,15 @@ impl<'a> Resolver<'a> {
                 continue;
             }
             // A subclass of the left's class goes first: for arithmetic when it overrides the
-            // reflected method, for comparisons always.
-            let subclass = left_classes.iter().any(|l| *l != r_class && self.is_subclass(r_class, l, 1));
+            // reflected method (`"%s" % Markup(...)` with `Markup(str)`'s own `__rmod__`), for
+            // comparisons always.
+            let subclass = left.iter().any(|l| match l {
+                Value::Instance(l_class) => l_class != r_class && self.is_subclass(r_class, l_class, 1),
+                Value::ExternalInstance(x) => {
+                    self.mro(r_class, 1).iter().any(|e| matches!(e, MroEntry::External(b) if b == x))
+                }
+                _ => false,
+            });
             if left_found && !subclass {
                 continue;
             }
