@@ -1105,3 +1105,57 @@ fn members_of_the_class_an_attribute_seems_to_hold_carry_their_affinity() {
     let attach = features.iter().find(|(c, _)| c == "pkg.connection.Connection.attach_volume").map(|(_, f)| f);
     assert!(attach.is_none_or(|f| f.receiver_words == 0.0 && f.receiver_dense == 0.0), "{attach:?}");
 }
+
+#[test]
+fn what_the_targets_tests_use_besides_it_counts_by_how_rare_it_is_among_tests() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "pkg/__init__.py",
+        "def make_config():\n    return {}\n\n\
+         def load(path):\n    return path\n\n\
+         def other(x):\n    return x\n\n\
+         def check(config, path):\n    \"\"\"Check a config.\"\"\"\n    ...\n",
+    );
+    // Two tests call the target: both set up with `make_config`, one reads with `load`. Every
+    // test of the repository calls `load`, so it says less than `make_config`, which only the
+    // target's tests use. `other` is used by a test that does not call the target.
+    write(
+        dir.path(),
+        "tests/test_pkg.py",
+        "from pkg import make_config, load, other, check\n\n\n\
+         def test_check():\n    check(make_config(), load('a'))\n\n\n\
+         def test_check_again():\n    check(make_config(), 'b')\n\n\n\
+         def test_other():\n    other(load('c'))\n\n\n\
+         def test_load():\n    load('d')\n",
+    );
+    let snapshot = index(dir.path());
+    let features = features_for(&snapshot, "pkg.check");
+    let test_users = |id: &str| features.iter().find(|(c, _)| c == id).map(|(_, f)| f.test_users);
+    // 2 of 2 testers; 2 of the 4 tests use it: ln(5/3) / ln(5).
+    let make_config = test_users("pkg.make_config").expect("a candidate");
+    assert!((make_config - (5.0f64 / 3.0).ln() / 5.0f64.ln()).abs() < 1e-9, "{features:?}");
+    // 1 of 2 testers; 3 of 4 tests use it.
+    let load = test_users("pkg.load").expect("a candidate");
+    assert!((load - 0.5 * (5.0f64 / 4.0).ln() / 5.0f64.ln()).abs() < 1e-9, "{features:?}");
+    assert_eq!(test_users("pkg.other"), Some(0.0), "{features:?}");
+}
+
+#[test]
+fn initialisers_and_special_names_are_marked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "pkg/__init__.py",
+        "__version__ = '1'\n\n\n\
+         class Box:\n    def __init__(self):\n        self.items = []\n\n    \
+         def __len__(self):\n        return len(self.items)\n\n    \
+         def size(self):\n        \"\"\"How many items.\"\"\"\n        ...\n",
+    );
+    let snapshot = index(dir.path());
+    let features = features_for(&snapshot, "pkg.Box.size");
+    let marks = |id: &str| features.iter().find(|(c, _)| c == id).map(|(_, f)| (f.initialiser, f.special_name));
+    assert_eq!(marks("pkg.Box.__init__"), Some((1.0, 0.0)), "{features:?}");
+    assert_eq!(marks("pkg.Box.__len__"), Some((0.0, 1.0)), "{features:?}");
+    assert_eq!(marks("pkg.Box.items"), Some((0.0, 0.0)), "{features:?}");
+}

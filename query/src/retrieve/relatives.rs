@@ -276,6 +276,87 @@ impl TypeUsage {
     }
 }
 
+/// At most this many of the tests that call or read the target are read for [`TestUsage`].
+const TESTERS: usize = 64;
+
+/// What the tests that exercise the target use besides it: per used unit, the share of those
+/// tests (functions and methods of test files that call or read the target) that call, read or
+/// inherit it, weighted by how rare it is among all the repository's tests
+/// (`ln((1 + T) / (1 + t)) / ln(1 + T)`, `T` the test functions, `t` those using the unit): a test
+/// sets up what the target works with and checks what it changes, and a helper every test calls
+/// says nothing about this one. The tests stay in the repository when a body is blanked or not
+/// written yet; for a function given as text there are none.
+pub(super) struct TestUsage {
+    share: FxHashMap<String, f64>,
+}
+
+impl TestUsage {
+    /// Only `candidates` are weighed: how many tests use a unit is read from every test file
+    /// that refers to its module.
+    pub(super) fn of<'c>(snapshot: &Snapshot, target: &Target, candidates: impl Iterator<Item = &'c str>) -> TestUsage {
+        let mut share: FxHashMap<String, f64> = FxHashMap::default();
+        let Some(target_id) = target.id.as_deref() else { return TestUsage { share } };
+        let is_test_function = |id: &str| matches!(snapshot.kind_of(id), Some(UnitKind::Function | UnitKind::Method));
+        let mut testers: Vec<&str> = Vec::new();
+        for (e, file) in snapshot.edges_to_lazily(target_id) {
+            let tester = without_lambdas(&e.src);
+            if matches!(e.kind, EdgeKind::Calls | EdgeKind::References)
+                && is_test_path(&file.graph.path)
+                && !testers.contains(&tester)
+                && is_test_function(tester)
+            {
+                testers.push(tester);
+                if testers.len() == TESTERS {
+                    break;
+                }
+            }
+        }
+        if testers.is_empty() {
+            return TestUsage { share };
+        }
+        let mut count: FxHashMap<&str, usize> = FxHashMap::default();
+        for tester in &testers {
+            let mut used: FxHashSet<&str> = FxHashSet::default();
+            for (e, _) in snapshot.edges_from(tester) {
+                if matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits)
+                    && !is_within(&e.dst, target_id)
+                {
+                    used.insert(&*e.dst);
+                }
+            }
+            for id in used {
+                *count.entry(id).or_default() += 1;
+            }
+        }
+        let all_tests = snapshot
+            .files()
+            .filter(|f| is_test_path(&f.graph.path))
+            .map(|f| f.graph.units.iter().filter(|u| matches!(u.kind, UnitKind::Function | UnitKind::Method)).count())
+            .sum::<usize>()
+            .max(testers.len()) as f64;
+        for id in candidates {
+            let Some(&n) = count.get(id) else { continue };
+            let mut test_users: FxHashSet<&str> = FxHashSet::default();
+            for (e, file) in snapshot.edges_to_lazily(id) {
+                let user = without_lambdas(&e.src);
+                if matches!(e.kind, EdgeKind::Calls | EdgeKind::References | EdgeKind::Inherits)
+                    && is_test_path(&file.graph.path)
+                    && is_test_function(user)
+                {
+                    test_users.insert(user);
+                }
+            }
+            let rarity = ((1.0 + all_tests) / (1.0 + test_users.len() as f64)).ln() / (1.0 + all_tests).ln();
+            share.insert(id.to_string(), n as f64 / testers.len() as f64 * rarity.max(0.0));
+        }
+        TestUsage { share }
+    }
+
+    pub(super) fn share(&self, id: &str) -> f64 {
+        self.share.get(id).copied().unwrap_or(0.0)
+    }
+}
+
 /// What a group of the target's relatives uses in their bodies (its family, its name siblings):
 /// per used unit, the share of the group that calls, reads or inherits it. A member's use of its
 /// own class (`Sibling.release` in `Sibling.close`) also stands for the target's class's member
