@@ -25,7 +25,6 @@ FEATURES = [
     "named_in_text", "adjacent_users", "analogue_role_users", "same_name", "collaborator_namesake", "family_users",
     "sibling_users", "nested_name", "return_constructor", "type_users", "analogue_only", "caller_of_target",
     "local_elsewhere", "shadowed", "itself", "recursive_neighbours", "receiver_words", "receiver_dense",
-    "test_users", "initialiser", "special_name",
 ]
 # The current weights, a copy of `CandidateFeatures::score` (a test in
 # query/src/retrieve/graph_lane.rs reads this table: one `"name": number` per entry, no comments
@@ -39,7 +38,6 @@ STATED = {
     "sibling_users": 2.0, "return_constructor": 3.0, "type_users": 2.5, "analogue_only": -2.75,
     "caller_of_target": -5.75, "local_elsewhere": -5.0, "shadowed": -4.25, "itself": 3.0,
     "recursive_neighbours": 4.0, "receiver_words": 0.5, "receiver_dense": 1.0, "nested_name": 1.0,
-    "test_users": 3.0, "initialiser": -0.5, "special_name": -1.0,
 }
 # The tools rank with FEATURES; the test in query/src/retrieve/graph_lane.rs checks STATED against
 # the score.

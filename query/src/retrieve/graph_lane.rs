@@ -16,9 +16,7 @@ use super::neighbours::{
     ImportUse, NeighbourUsage, callers_above, collaborator_classes, header_uses, is_local_elsewhere,
     is_unread_variable, is_unused_private, receiver_classes, shadowed_members,
 };
-use super::relatives::{
-    AnalogueUsage, TestUsage, TypeUsage, UseShare, are_namesakes, are_nested_names, family_of, name_siblings,
-};
+use super::relatives::{AnalogueUsage, TypeUsage, UseShare, are_namesakes, are_nested_names, family_of, name_siblings};
 use super::target::{Target, target_name};
 
 /// The graph lane: the units the target can reach, ranked for it.
@@ -227,15 +225,6 @@ pub struct CandidateFeatures {
     pub receiver_words: f64,
     /// The same with the dense affinity (its positive part).
     pub receiver_dense: f64,
-    /// Use by the tests that call or read the target, weighted by rarity among all tests (see
-    /// [`TestUsage`]): what a test sets up and checks around the target.
-    pub test_users: f64,
-    /// 1 for an `__init__`: a body constructs a class by naming the class, and calls an
-    /// `__init__` by name only through `super()`.
-    pub initialiser: f64,
-    /// 1 for another name in double underscores (`__repr__`, `__eq__`, `__version__`): Python
-    /// calls special methods for the code, which rarely names them.
-    pub special_name: f64,
 }
 
 /// The weight of evidence that outranks every other: more than all the others can add up to, so
@@ -283,9 +272,6 @@ impl CandidateFeatures {
             + 4.0 * self.recursive_neighbours
             + 0.5 * self.receiver_words
             + 1.0 * self.receiver_dense
-            + 3.0 * self.test_users
-            - 0.5 * self.initialiser
-            - 1.0 * self.special_name
     }
 
     /// The score without the text lanes' evidence (word and dense affinity, what analogues
@@ -328,7 +314,6 @@ pub fn candidate_features(
     let type_use = TypeUsage::of(snapshot, target, &header_classes(snapshot, target));
     let import_use = ImportUse::of(snapshot, target, &usage, &header);
     let candidates = reachable_candidates(snapshot, target, &usage, &analogue_use, &mentioned, &constructors, exclude);
-    let test_use = TestUsage::of(snapshot, target, candidates.iter().map(|c| c.id.as_str()));
     let collaborators = collaborator_classes(snapshot, target, &usage);
     let candidate_classes: FxHashSet<&str> = candidates
         .iter()
@@ -403,23 +388,11 @@ pub fn candidate_features(
                 recursive_neighbours: 0.0,
                 receiver_words: on_receiver * word_affinity,
                 receiver_dense: on_receiver * dense.max(0.0),
-                test_users: test_use.share(&c.id),
-                initialiser: if last_name(&c.id) == "__init__" { 1.0 } else { 0.0 },
-                special_name: if is_special_name(last_name(&c.id)) && last_name(&c.id) != "__init__" {
-                    1.0
-                } else {
-                    0.0
-                },
             };
             (c.id, features)
         })
         .chain(itself_as_candidate(snapshot, target))
         .collect()
-}
-
-/// A name in double underscores, as Python's special methods and module attributes are named.
-fn is_special_name(name: &str) -> bool {
-    name.len() > 4 && name.starts_with("__") && name.ends_with("__")
 }
 
 /// The target itself as a candidate, when it is a function or method whose body is not written
