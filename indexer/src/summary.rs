@@ -43,6 +43,8 @@ pub struct Member {
     pub values: Vec<Expr>,
     /// For a property: the unit path of its `@name.setter` method (assigning calls it).
     pub setter: Option<Name>,
+    /// For a property: the unit path of its `@name.deleter` method (`del obj.name` calls it).
+    pub deleter: Option<Name>,
     /// For a method: the class body assigned the name again after the `def` (`run = helper`),
     /// so the class holds that value, not the method.
     pub method_replaced: bool,
@@ -275,16 +277,14 @@ impl Summariser<'_> {
                 Expr::Unknown => Expr::Unknown,
                 n => Expr::Decorated(Box::new(n), *count),
             },
-            Expr::Property(getter, setter) => match self.close(getter, scope, depth) {
+            Expr::Property(getter, setter, deleter) => match self.close(getter, scope, depth) {
                 Expr::Unknown => Expr::Call(Box::new(Expr::Name(Name::new("property")))),
-                g => Expr::Property(
-                    Box::new(g),
-                    setter
-                        .as_deref()
-                        .map(|s| self.close(s, scope, depth))
-                        .filter(|s| *s != Expr::Unknown)
-                        .map(Box::new),
-                ),
+                g => {
+                    let accessor = |a: &Option<Box<Expr>>| {
+                        a.as_deref().map(|a| self.close(a, scope, depth)).filter(|a| *a != Expr::Unknown).map(Box::new)
+                    };
+                    Expr::Property(Box::new(g), accessor(setter), accessor(deleter))
+                }
             },
             Expr::Declared(ty, value) => match (self.close(ty, scope, depth), self.close(value, scope, depth)) {
                 (Expr::Unknown, v) => v,
@@ -738,6 +738,7 @@ fn class_summary(s: &Summariser, children: &ClassChildren, class: DefId, body: S
             flags: MethodFlags::default(),
             values: Vec::new(),
             setter: None,
+            deleter: None,
             method_replaced: false,
             data_descriptor: false,
             class_body_value: false,
@@ -746,6 +747,9 @@ fn class_summary(s: &Summariser, children: &ClassChildren, class: DefId, body: S
         });
         if def.decorators.iter().any(|d| matches!(d, Expr::Attr(_, a) if a == "setter")) {
             entry.setter = Some(def.path.clone());
+        }
+        if def.decorators.iter().any(|d| matches!(d, Expr::Attr(_, a) if a == "deleter")) {
+            entry.deleter = Some(def.path.clone());
         }
         // A later method definition replaces an earlier one; property setters never do.
         if entry.path.as_deref() != Some(def.path.as_str()) && def.kind != DefKind::Variable && !def.is_accessor() {

@@ -292,10 +292,11 @@ pub enum Expr {
     /// (the argument an outer decorator receives): the wrapper they return, or the function
     /// itself where they return it or what they return is not known.
     Decorated(Box<Expr>, u32),
-    /// `property(fget, fset, ...)` (or with `fget=`/`fset=`): a property whose read on an
-    /// instance calls the getter and whose assignment calls the setter, as `@property` and
-    /// `@name.setter` make one. Read any other way, it is the builtin property object.
-    Property(Box<Expr>, Option<Box<Expr>>),
+    /// `property(fget, fset, fdel, ...)` (or with `fget=`/`fset=`/`fdel=`): a property whose
+    /// read on an instance calls the getter, whose assignment calls the setter and whose
+    /// deletion the deleter, as `@property`, `@name.setter` and `@name.deleter` make one. Read
+    /// any other way, it is the builtin property object.
+    Property(Box<Expr>, Option<Box<Expr>>, Option<Box<Expr>>),
     Unknown,
 }
 
@@ -382,12 +383,23 @@ pub struct CallSite {
     pub written: Option<(u16, u16)>,
 }
 
-/// A name or attribute chain read (or written, for attribute stores) at a line.
+/// A name or attribute chain read, written or deleted at a line.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Access {
     pub expr: Expr,
     pub line: u32,
-    pub write: bool,
+    pub kind: AccessKind,
+}
+
+/// What an [`Access`] does with the last attribute of its chain (the attributes before it are
+/// read either way).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum AccessKind {
+    Read,
+    /// `obj.attr = v` (or a name bound): a property's setter runs, a descriptor's `__set__`.
+    Write,
+    /// `del obj.attr`: a property's deleter runs, a descriptor's `__delete__`; no getter.
+    Delete,
 }
 
 /// `base.attr = value` (e.g. `self.timeout = timeout`).

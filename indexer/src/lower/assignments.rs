@@ -140,8 +140,9 @@ impl<'a> Lowerer<'a> {
         sc.kind == ScopeKind::Class && sc.binds(name)
     }
 
-    /// `property(fget, fset, ...)` (the builtin, not a name the file binds): the getter and the
-    /// setter it is made of, positional or by keyword. Without a getter it is a plain call.
+    /// `property(fget, fset, fdel, ...)` (the builtin, not a name the file binds): the getter,
+    /// setter and deleter it is made of, positional or by keyword. Without a getter it is a
+    /// plain call.
     pub(super) fn property_value(
         &self,
         callee: &Expr,
@@ -159,7 +160,7 @@ impl<'a> Lowerer<'a> {
                 .cloned()
         };
         let getter = argument(0, "fget")?;
-        Some(Expr::Property(Box::new(getter), argument(1, "fset").map(Box::new)))
+        Some(Expr::Property(Box::new(getter), argument(1, "fset").map(Box::new), argument(2, "fdel").map(Box::new)))
     }
 
     /// `typing.cast(T, value)` (also `cast(...)`, `t.cast(...)`): the value declared as a `T`, as
@@ -393,7 +394,7 @@ impl<'a> Lowerer<'a> {
     pub(super) fn scope_code_read(&self, scope: ScopeId, name: &str) -> bool {
         let sc = &self.scopes[scope as usize];
         let named = |e: &Expr| root_name(e).is_some_and(|n| n.as_str() == name);
-        sc.accesses.iter().any(|a| !a.write && named(&a.expr))
+        sc.accesses.iter().any(|a| a.kind != AccessKind::Write && named(&a.expr))
             || sc.calls.iter().any(|c| named(&c.callee))
             || self
                 .scopes
@@ -439,7 +440,7 @@ impl<'a> Lowerer<'a> {
             let method = node.field("operator").and_then(|o| inplace_operator_method(o.kind_str()));
             if left.kind_str() == "identifier" || left.kind_str() == "attribute" {
                 let read = self.chain(left, scope);
-                self.access(scope, read.clone(), line(left), false);
+                self.access(scope, read.clone(), line(left), AccessKind::Read);
                 if let Some(method) = method {
                     self.operator_use(scope, read, value, line(node), method);
                 }
@@ -475,7 +476,7 @@ impl<'a> Lowerer<'a> {
                             end_byte: at.end_byte() as u32,
                         });
                     }
-                    self.access(scope, Expr::Name(name), line(target), true);
+                    self.access(scope, Expr::Name(name), line(target), AccessKind::Write);
                 }
             }
             "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" | "expression_list" => {
@@ -550,7 +551,7 @@ impl<'a> Lowerer<'a> {
                     _ => Expr::Unknown,
                 };
                 let full = Expr::Attr(Box::new(base.clone()), attr.clone());
-                self.access(scope, full, line(target), true);
+                self.access(scope, full, line(target), AccessKind::Write);
                 self.attr_store(scope, base, attr, value, false, target, stmt);
             }
             "subscript" => {

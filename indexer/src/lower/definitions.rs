@@ -247,7 +247,7 @@ impl<'a> Lowerer<'a> {
             "string" => {
                 if let Some(text) = self.constant_string(node) {
                     for name in crate::annotation::names_in(text.as_str()) {
-                        self.access(scope, name, line(node), false);
+                        self.access(scope, name, line(node), AccessKind::Read);
                     }
                 }
             }

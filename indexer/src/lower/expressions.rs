@@ -9,8 +9,8 @@ use super::*;
 const MAX_OBJECT_SIZE: usize = 24;
 
 impl<'a> Lowerer<'a> {
-    pub(super) fn access(&mut self, scope: ScopeId, expr: Expr, line: u32, write: bool) {
-        self.scope(scope).accesses.push(Access { expr, line, write });
+    pub(super) fn access(&mut self, scope: ScopeId, expr: Expr, line: u32, kind: AccessKind) {
+        self.scope(scope).accesses.push(Access { expr, line, kind });
     }
 
     /// Records that `object`'s class has a special method called at `line` (see
@@ -37,12 +37,18 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    /// `del obj.attr`: `obj` is read, and the attribute deleted (see [`AccessKind::Delete`]).
+    pub(super) fn deleted_attribute(&mut self, node: Node, scope: ScopeId) {
+        let chain = self.chain(node, scope);
+        self.access(scope, chain, line(node), AccessKind::Delete);
+    }
+
     /// Lowers an expression that is read: names and attribute chains are recorded as accesses.
     pub(super) fn expr(&mut self, node: Node, scope: ScopeId) -> Expr {
         match node.kind_str() {
             "identifier" | "attribute" => {
                 let e = self.chain(node, scope);
-                self.access(scope, e.clone(), line(node), false);
+                self.access(scope, e.clone(), line(node), AccessKind::Read);
                 self.narrowed_read(node, scope, e)
             }
             _ => self.value(node, scope),
@@ -510,7 +516,7 @@ impl<'a> Lowerer<'a> {
                         let name = n.to_string();
                         self.bind(scope, &name, Binding::Value(Expr::Unknown));
                     }
-                    _ => self.access(scope, chain, line(node), false),
+                    _ => self.access(scope, chain, line(node), AccessKind::Read),
                 }
             }
             "class_pattern" => {
@@ -519,7 +525,7 @@ impl<'a> Lowerer<'a> {
                 for (i, child) in children.into_iter().enumerate() {
                     if i == 0 && child.kind_str() == "dotted_name" {
                         let class = self.dotted(child);
-                        self.access(scope, class, line(child), false);
+                        self.access(scope, class, line(child), AccessKind::Read);
                     } else {
                         self.pattern(child, scope);
                     }
@@ -905,8 +911,8 @@ pub(super) fn parts(expr: &Expr, counted: usize) -> usize {
         Expr::ItemAt(a, b) | Expr::Declared(a, b) | Expr::Narrowed(a, b) | Expr::NotInstance(a, b) => {
             parts(b, parts(a, counted))
         }
-        Expr::Property(getter, setter) => {
-            setter.as_deref().map_or(parts(getter, counted), |s| parts(s, parts(getter, counted)))
+        Expr::Property(getter, setter, deleter) => {
+            [setter, deleter].into_iter().flatten().fold(parts(getter, counted), |n, a| parts(a, n))
         }
         Expr::Name(_)
         | Expr::Lambda(_)
@@ -948,7 +954,7 @@ fn substitute_names(expr: Expr, names: &FxHashMap<Name, Expr>) -> Expr {
         Expr::NotInstance(a, b) => Expr::NotInstance(sub(a), sub(b)),
         Expr::Returning(e) => Expr::Returning(sub(e)),
         Expr::Decorated(e, n) => Expr::Decorated(sub(e), n),
-        Expr::Property(getter, setter) => Expr::Property(sub(getter), setter.map(sub)),
+        Expr::Property(getter, setter, deleter) => Expr::Property(sub(getter), setter.map(sub), deleter.map(sub)),
         e @ (Expr::Lambda(_)
         | Expr::Literal(_)
         | Expr::Constant(_)

@@ -276,8 +276,8 @@ fn mentions_name(expr: &Expr, bound: &dyn Fn(&str) -> bool) -> bool {
         Expr::ItemAt(a, b) | Expr::Declared(a, b) | Expr::Narrowed(a, b) | Expr::NotInstance(a, b) => {
             mentions_name(a, bound) || mentions_name(b, bound)
         }
-        Expr::Property(getter, setter) => {
-            mentions_name(getter, bound) || setter.as_deref().is_some_and(|s| mentions_name(s, bound))
+        Expr::Property(getter, setter, deleter) => {
+            mentions_name(getter, bound) || [setter, deleter].into_iter().flatten().any(|a| mentions_name(a, bound))
         }
         Expr::Lambda(_)
         | Expr::Literal(_)
@@ -1044,7 +1044,9 @@ impl<'a> Lowerer<'a> {
             let keep: Vec<Access> = scope
                 .accesses
                 .iter()
-                .filter(|a| !matches!(&a.expr, Expr::Name(n) if !a.write && locals.contains(n.as_str())))
+                .filter(
+                    |a| !matches!(&a.expr, Expr::Name(n) if a.kind != AccessKind::Write && locals.contains(n.as_str())),
+                )
                 .cloned()
                 .collect();
             scope.accesses = keep;

@@ -316,7 +316,8 @@ impl<'a> Lowerer<'a> {
             // `del x` in a function makes `x` local to it, as an assignment does (Python's compiler
             // counts it as a binding): it reads no module-level `x`. Attributes and items still
             // read their object.
-            // `del obj[k]` calls `obj`'s `__delitem__` (at any level).
+            // `del obj[k]` calls `obj`'s `__delitem__` (at any level), `del obj.attr` a property's
+            // deleter or a descriptor's `__delete__` (never a getter).
             "delete_statement" => {
                 let in_function = self.scopes[scope as usize].kind == ScopeKind::Function;
                 let mut targets = vec![node];
@@ -339,6 +340,7 @@ impl<'a> Lowerer<'a> {
                             "expression_list" | "tuple" | "list" | "parenthesized_expression" => targets.push(child),
                             "comment" => {}
                             "subscript" => self.deleted_item(child, scope),
+                            "attribute" => self.deleted_attribute(child, scope),
                             _ => {
                                 self.expr(child, scope);
                             }

@@ -521,8 +521,8 @@ impl<'a> Resolver<'a> {
                 if let (Value::Var(var), Some(receiver)) = (&raw, &property_receiver) {
                     let made = self.made_properties(var, depth + 2);
                     if !made.is_empty() {
-                        for (getter, _) in made {
-                            for c in self.getter_result(&Value::Function(getter), receiver, depth + 2) {
+                        for m in made {
+                            for c in self.getter_result(&Value::Function(m.getter), receiver, depth + 2) {
                                 extend(&mut out, self.call_result(&c, depth + 1));
                             }
                         }

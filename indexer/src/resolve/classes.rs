@@ -554,10 +554,19 @@ impl<'a> Resolver<'a> {
 
     /// The `@name.setter` method of property `getter`, when its class defines one.
     pub(super) fn property_setter(&self, getter: &Target) -> Option<Target> {
+        self.property_accessor(getter, |m| m.setter.clone())
+    }
+
+    /// The `@name.deleter` method of property `getter`, when its class defines one.
+    pub(super) fn property_deleter(&self, getter: &Target) -> Option<Target> {
+        self.property_accessor(getter, |m| m.deleter.clone())
+    }
+
+    fn property_accessor(&self, getter: &Target, accessor: impl Fn(&Member) -> Option<Name>) -> Option<Target> {
         let class = getter.owner()?;
         let name = own_name(&getter.path);
-        let setter = self.with_class(&class, |c| c.member(name).and_then(|m| m.setter.clone())).flatten()?;
-        Some(Target::new(&getter.module, &setter))
+        let path = self.with_class(&class, |c| c.member(name).and_then(&accessor)).flatten()?;
+        Some(Target::new(&getter.module, &path))
     }
 
     pub(super) fn method_flags(&self, method: &Target) -> MethodFlags {

@@ -525,7 +525,7 @@ impl<'a> Resolver<'a> {
                     // `self.a.b = v`) are read: their getters run. The evaluation records them
                     // first.
                     let read_on_the_way = match &access.expr {
-                        Expr::Attr(base, _) if access.write && !hits.properties.is_empty() => {
+                        Expr::Attr(base, _) if access.kind != AccessKind::Read && !hits.properties.is_empty() => {
                             let mut base_hits = SiteHits::default();
                             self.eval_site(base, scope_id, Some(&mut base_hits), 0);
                             base_hits.properties.len().min(hits.properties.len())
@@ -534,22 +534,37 @@ impl<'a> Resolver<'a> {
                     };
                     (values, read_on_the_way)
                 });
-                if access.write {
+                match access.kind {
+                    AccessKind::Read => {}
                     // Assigning through a property calls its setter. Without one nothing is
                     // called: a `cached_property`'s value is stored in the instance, and a
                     // getter-only property refuses the assignment (its getter does not run).
-                    let assigned = hits.properties.split_off(read_on_the_way);
-                    for p in assigned {
-                        let made = hits.setters.iter().find(|(getter, _)| *getter == p).map(|(_, s)| s.clone());
-                        if let Some(setter) = made.or_else(|| self.property_setter(&p)) {
-                            hits.properties.push(setter);
+                    AccessKind::Write => {
+                        let assigned = hits.properties.split_off(read_on_the_way);
+                        for p in assigned {
+                            let made = hits.setters.iter().find(|(getter, _)| *getter == p).map(|(_, s)| s.clone());
+                            if let Some(setter) = made.or_else(|| self.property_setter(&p)) {
+                                hits.properties.push(setter);
+                            }
+                        }
+                    }
+                    // Deleting calls the deleter (a descriptor's `__delete__`), and without one
+                    // nothing: the deletion fails before any getter runs, or, for a
+                    // `cached_property`, removes the value stored in the instance.
+                    AccessKind::Delete => {
+                        let deleted = hits.properties.split_off(read_on_the_way);
+                        for p in deleted {
+                            let made = hits.deleters.iter().find(|(getter, _)| *getter == p).map(|(_, d)| d.clone());
+                            if let Some(deleter) = made.or_else(|| self.property_deleter(&p)) {
+                                hits.properties.push(deleter);
+                            }
                         }
                     }
                 }
                 self.add_hits(&mut edges, &mut add, &unit, &hits, access.line);
                 // A class or function *named* here is referenced; one that merely flowed in
                 // through a parameter is not named by this code.
-                if !access.write {
+                if access.kind == AccessKind::Read {
                     // A parameter's own values flowed in; those nested functions bound to it
                     // through `nonlocal` were named here.
                     let from_param = self.head_is_param(&access.expr, scope_id);

@@ -489,15 +489,21 @@ impl<'a> Resolver<'a> {
                             if !made.is_empty() {
                                 if let Some(h) = hits.as_deref_mut() {
                                     h.vars.push(var.clone());
-                                    for (getter, setter) in &made {
-                                        h.properties.push(getter.clone());
-                                        if let Some(setter) = setter {
-                                            h.setters.push((getter.clone(), setter.clone()));
+                                    for m in &made {
+                                        h.properties.push(m.getter.clone());
+                                        if let Some(setter) = &m.setter {
+                                            h.setters.push((m.getter.clone(), setter.clone()));
+                                        }
+                                        if let Some(deleter) = &m.deleter {
+                                            h.deleters.push((m.getter.clone(), deleter.clone()));
                                         }
                                     }
                                 }
-                                for (getter, _) in made {
-                                    extend(&mut out, self.getter_result(&Value::Function(getter), receiver, depth + 1));
+                                for m in made {
+                                    extend(
+                                        &mut out,
+                                        self.getter_result(&Value::Function(m.getter), receiver, depth + 1),
+                                    );
                                 }
                                 continue;
                             }
@@ -620,7 +626,7 @@ impl<'a> Resolver<'a> {
                 out
             }
             // The getter and setter are read where `property(...)` is called, as its arguments.
-            Expr::Property(getter, setter) => {
+            Expr::Property(getter, setter, _) => {
                 let getters = self.eval_local(getter, scope, depth + 1);
                 let setters = || setter.as_deref().map(|s| self.eval_local(s, scope, depth + 1));
                 property_values(getters, setters)

@@ -239,6 +239,14 @@ fn extend(values: &mut Vec<Value>, more: Vec<Value>) {
     }
 }
 
+/// What a class attribute made as a property (`x = property(getter, setter)`) or holding a
+/// descriptor calls: read on an instance, the getter; assigned, the setter; deleted, the deleter.
+struct MadeProperty {
+    getter: Target,
+    setter: Option<Target>,
+    deleter: Option<Target>,
+}
+
 /// What an evaluation at a site touched on the way: variables read, properties invoked.
 #[derive(Default)]
 struct SiteHits {
@@ -247,6 +255,9 @@ struct SiteHits {
     /// For the getters in `properties` of properties made by `property(getter, setter)`: their
     /// setters, which an assignment calls instead.
     setters: Vec<(Target, Target)>,
+    /// For the getters in `properties` of descriptors: their `__delete__`, which `del` calls
+    /// instead.
+    deleters: Vec<(Target, Target)>,
     /// Modules of the repository read through a name or an attribute on the way
     /// (`exceptions` in `exceptions.Boom()` after `from pkg import exceptions`).
     modules: Vec<Arc<str>>,

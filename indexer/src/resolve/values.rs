@@ -41,8 +41,9 @@ impl<'a> Resolver<'a> {
     /// a property object that flowed into another attribute (`self.cache = self.x` in code read
     /// from a summary, where property reads are not evaluated). A descriptor made in the class
     /// body (`testing = ConfigAttribute("TESTING")`, of a class of the code defining `__get__`)
-    /// is read the same way: its `__get__` is the getter, its `__set__` the setter.
-    pub(super) fn made_properties(&self, var: &Target, depth: u32) -> Vec<(Target, Option<Target>)> {
+    /// is read the same way: its `__get__` is the getter, its `__set__` the setter, its
+    /// `__delete__` the deleter.
+    pub(super) fn made_properties(&self, var: &Target, depth: u32) -> Vec<MadeProperty> {
         // Only a class attribute is a descriptor: `self.p = property(g)` stores the property
         // object in the instance, whose reads never call `g`.
         let attr = own_name(&var.path);
@@ -55,18 +56,22 @@ impl<'a> Resolver<'a> {
         let self_class = var.owner().map(SelfClass::own);
         let mut out = Vec::new();
         for e in self.var_exprs(var).iter() {
-            if !matches!(e, Expr::Property(..)) {
-                continue;
-            }
+            let Expr::Property(_, _, deleter) = e else { continue };
+            let deleter = deleter.as_deref().and_then(|d| {
+                self.eval_closed(d, &var.module, self_class.as_ref(), depth + 1).into_iter().find_map(|v| match v {
+                    Value::Function(t) => Some(t),
+                    _ => None,
+                })
+            });
             for v in self.eval_closed(e, &var.module, self_class.as_ref(), depth + 1) {
                 if let Value::Property(getter, setter) = v {
-                    out.push((getter, setter));
+                    out.push(MadeProperty { getter, setter, deleter: deleter.clone() });
                 }
             }
         }
-        // Descriptors, from what the class body itself assigned. One without `__set__` is
-        // shadowed by an attribute the instance sets (`self.engine = ...`), and its `__get__`
-        // is then not called: left out where the class's methods assign the name.
+        // Descriptors, from what the class body itself assigned. One without `__set__` and
+        // `__delete__` is shadowed by an attribute the instance sets (`self.engine = ...`), and
+        // its `__get__` is then not called: left out where the class's methods assign the name.
         let (class_body, through_self) = var
             .owner()
             .and_then(|owner| {
@@ -85,25 +90,26 @@ impl<'a> Resolver<'a> {
         for e in &class_body {
             for v in self.eval_closed(e, &var.module, self_class.as_ref(), depth + 1) {
                 if let Value::Instance(class) = v
-                    && let Some((get, set)) = self.descriptor_methods(&class, depth + 1)
-                    && (set.is_some() || !through_self)
+                    && let Some(made) = self.descriptor_methods(&class, depth + 1)
+                    && (made.setter.is_some() || made.deleter.is_some() || !through_self)
                 {
-                    out.push((get, set));
+                    out.push(made);
                 }
             }
         }
         out
     }
 
-    /// The `__get__` of a descriptor class of the code, with its `__set__` if it has one.
-    fn descriptor_methods(&self, class: &Target, depth: u32) -> Option<(Target, Option<Target>)> {
+    /// The `__get__` of a descriptor class of the code, with its `__set__` and `__delete__` if it
+    /// has them.
+    fn descriptor_methods(&self, class: &Target, depth: u32) -> Option<MadeProperty> {
         let method = |name: &str| {
             self.deref(self.class_attr(class, name, None, depth + 1), depth + 1).into_iter().find_map(|v| match v {
                 Value::Function(t) => Some(t),
                 _ => None,
             })
         };
-        Some((method("__get__")?, method("__set__")))
+        Some(MadeProperty { getter: method("__get__")?, setter: method("__set__"), deleter: method("__delete__") })
     }
 
     pub(super) fn var_values(&self, var: &Target, depth: u32) -> Vec<Value> {
@@ -324,7 +330,7 @@ impl<'a> Resolver<'a> {
                 }
                 out
             }
-            Expr::Property(getter, setter) => {
+            Expr::Property(getter, setter, _) => {
                 let getters = self.eval_closed(getter, module, self_class, depth + 1);
                 let setters = || setter.as_deref().map(|s| self.eval_closed(s, module, self_class, depth + 1));
                 property_values(getters, setters)
