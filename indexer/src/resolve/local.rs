@@ -500,12 +500,19 @@ impl<'a> Resolver<'a> {
                                     }
                                 }
                                 for m in made {
-                                    extend(
-                                        &mut out,
-                                        self.getter_result(&Value::Function(m.getter), receiver, depth + 1),
-                                    );
+                                    extend(&mut out, self.made_property_result(&m.getter, receiver, depth + 1));
                                 }
                                 continue;
+                            }
+                        }
+                        // A descriptor read on the class (`App.testing`) calls its `__get__`
+                        // too, with no instance; what it gives is most often the descriptor
+                        // itself (`if obj is None: return self`), the value as read.
+                        if let (Value::Var(var), Value::Class(_), Some(h)) = (&v, b, hits.as_deref_mut()) {
+                            for m in self.made_properties(var, depth + 1) {
+                                if own_name(&m.getter.path) == "__get__" {
+                                    h.properties.push(m.getter);
+                                }
                             }
                         }
                         push(&mut out, v);
