@@ -277,6 +277,10 @@ impl Summariser<'_> {
                 Expr::Unknown => Expr::Unknown,
                 n => Expr::Decorated(Box::new(n), *count),
             },
+            Expr::Entered(manager, is_async) => match self.close(manager, scope, depth) {
+                Expr::Unknown => Expr::Unknown,
+                m => Expr::Entered(Box::new(m), *is_async),
+            },
             Expr::Property(getter, setter, deleter) => match self.close(getter, scope, depth) {
                 Expr::Unknown => Expr::Call(Box::new(Expr::Name(Name::new("property")))),
                 g => {
@@ -394,10 +398,12 @@ impl Summariser<'_> {
                 let def = self.syntax.def(*d);
                 Expr::DefPath(def.path.clone())
             }
-            // `with cm as x` at module level: what `cm` is. (A function's own `with` reads
-            // what `cm`'s `__enter__` returns, and what `@contextmanager` generators yield:
-            // `Resolver::entered`; a summary, read by other files, keeps the manager.)
-            Binding::Enter(e, _) => self.close(e, scope, depth),
+            // `with cm as x` at module level: what entering `cm` gives, evaluated where the
+            // summary is read (`Resolver::entered`, as for a function's own `with`).
+            Binding::Enter(e, is_async) => match self.close(e, scope, depth) {
+                Expr::Unknown => Expr::Unknown,
+                manager => Expr::Entered(Box::new(manager), *is_async),
+            },
             // `except E as e`: an instance of E, or of each class of a tuple.
             Binding::Exception(e) => match self.close(e, scope, depth) {
                 Expr::Unknown => Expr::Unknown,

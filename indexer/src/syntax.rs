@@ -292,6 +292,10 @@ pub enum Expr {
     /// (the argument an outer decorator receives): the wrapper they return, or the function
     /// itself where they return it or what they return is not known.
     Decorated(Box<Expr>, u32),
+    /// What entering the context manager gives (`with cm as x` at a module's top level, in a
+    /// summary): `cm`'s `__enter__` (with `.1`, `__aenter__`) result. Only summaries make it;
+    /// a function's own `with` is read from its binding.
+    Entered(Box<Expr>, bool),
     /// `property(fget, fset, fdel, ...)` (or with `fget=`/`fset=`/`fdel=`): a property whose
     /// read on an instance calls the getter, whose assignment calls the setter and whose
     /// deletion the deleter, as `@property`, `@name.setter` and `@name.deleter` make one. Read
@@ -793,6 +797,7 @@ fn carries_values(e: &Expr) -> bool {
         | Expr::Item(..)
         | Expr::ItemAt(..)
         | Expr::Decorated(..)
+        | Expr::Entered(..)
         | Expr::Property(..) => true,
         Expr::Keyed(items) => items.iter().any(|(_, e)| carries_values(e)),
         Expr::Container(_, items) | Expr::Union(items) => items.iter().any(carries_values),

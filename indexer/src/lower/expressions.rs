@@ -905,7 +905,8 @@ pub(super) fn parts(expr: &Expr, counted: usize) -> usize {
         | Expr::Element(e, _)
         | Expr::Instance(e)
         | Expr::Returning(e)
-        | Expr::Decorated(e, _) => parts(e, counted),
+        | Expr::Decorated(e, _)
+        | Expr::Entered(e, _) => parts(e, counted),
         Expr::Container(_, es) | Expr::Added(es) | Expr::Union(es) => es.iter().fold(counted, |n, e| parts(e, n)),
         Expr::Keyed(items) => items.iter().fold(counted, |n, (_, e)| parts(e, n)),
         Expr::ItemAt(a, b) | Expr::Declared(a, b) | Expr::Narrowed(a, b) | Expr::NotInstance(a, b) => {
@@ -954,6 +955,7 @@ fn substitute_names(expr: Expr, names: &FxHashMap<Name, Expr>) -> Expr {
         Expr::NotInstance(a, b) => Expr::NotInstance(sub(a), sub(b)),
         Expr::Returning(e) => Expr::Returning(sub(e)),
         Expr::Decorated(e, n) => Expr::Decorated(sub(e), n),
+        Expr::Entered(e, is_async) => Expr::Entered(sub(e), is_async),
         Expr::Property(getter, setter, deleter) => Expr::Property(sub(getter), setter.map(sub), deleter.map(sub)),
         e @ (Expr::Lambda(_)
         | Expr::Literal(_)

@@ -270,7 +270,8 @@ fn mentions_name(expr: &Expr, bound: &dyn Fn(&str) -> bool) -> bool {
         | Expr::Element(e, _)
         | Expr::Instance(e)
         | Expr::Returning(e)
-        | Expr::Decorated(e, _) => mentions_name(e, bound),
+        | Expr::Decorated(e, _)
+        | Expr::Entered(e, _) => mentions_name(e, bound),
         Expr::Container(_, es) | Expr::Added(es) | Expr::Union(es) => es.iter().any(|e| mentions_name(e, bound)),
         Expr::Keyed(items) => items.iter().any(|(_, e)| mentions_name(e, bound)),
         Expr::ItemAt(a, b) | Expr::Declared(a, b) | Expr::Narrowed(a, b) | Expr::NotInstance(a, b) => {

@@ -249,12 +249,24 @@ impl<'a> Resolver<'a> {
     /// (`@contextmanager def f() -> Iterator[X]: yield ...`), what they yield, which is not
     /// entered again.
     pub(super) fn entered(&self, expr: &Expr, is_async: bool, scope: ScopeId, depth: u32) -> Vec<Value> {
+        self.entered_with(expr, is_async, depth, &|e, d| self.eval_local(e, scope, d))
+    }
+
+    /// [`Resolver::entered`], with the manager's expression evaluated by `eval` (a function's
+    /// own code, or a summary's closed expressions).
+    pub(super) fn entered_with(
+        &self,
+        expr: &Expr,
+        is_async: bool,
+        depth: u32,
+        eval: &dyn Fn(&Expr, u32) -> Vec<Value>,
+    ) -> Vec<Value> {
         let Expr::Call(callee) = expr else {
-            let managers = self.eval_local(expr, scope, depth + 1);
+            let managers = eval(expr, depth + 1);
             return self.enter_each(managers, is_async, depth);
         };
         let mut out = Vec::new();
-        for c in self.eval_local(callee, scope, depth + 1) {
+        for c in eval(callee, depth + 1) {
             // `with localcontext() as ctx`: a factory no instance is made of here.
             if let Value::External(x) = &c
                 && let Some(entered) = external_entered(x)
@@ -622,6 +634,7 @@ impl<'a> Resolver<'a> {
                 let excluded = self.eval_local(ty, scope, depth + 1);
                 self.not_instance(excluded, self.eval_site(value, scope, hits.as_deref_mut(), depth + 1), depth)
             }
+            Expr::Entered(manager, is_async) => self.entered(manager, *is_async, scope, depth + 1),
             Expr::Decorated(inner, count) => {
                 let mut out = Vec::new();
                 for v in self.eval_local(inner, scope, depth + 1) {

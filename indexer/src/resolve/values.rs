@@ -320,6 +320,9 @@ impl<'a> Resolver<'a> {
                 let excluded = self.eval_closed(ty, module, self_class, depth + 1);
                 self.not_instance(excluded, self.eval_closed(value, module, self_class, depth + 1), depth)
             }
+            Expr::Entered(manager, is_async) => {
+                self.entered_with(manager, *is_async, depth + 1, &|e, d| self.eval_closed(e, module, self_class, d))
+            }
             Expr::Decorated(inner, count) => {
                 let mut out = Vec::new();
                 for v in self.eval_closed(inner, module, self_class, depth + 1) {
