@@ -73,8 +73,9 @@ pub struct ClassSummary {
     pub decorators: Vec<Expr>,
     /// The names the class body annotates, in order (see [`crate::syntax::Scope::fields`]).
     pub fields: Vec<Name>,
-    /// The class statement names a metaclass (see [`crate::syntax::Scope::metaclass`]).
-    pub metaclass: bool,
+    /// The metaclass the class statement names (see [`crate::syntax::Scope::metaclass`]),
+    /// closed in the scope the class is written in (`Unknown` where it is not known).
+    pub metaclass: Option<Expr>,
 }
 
 impl ClassSummary {
@@ -822,7 +823,9 @@ fn class_summary(s: &Summariser, children: &ClassChildren, class: DefId, body: S
     }
     let mut members: Vec<(Name, Member)> = members.into_iter().collect();
     members.sort_by(|a, b| a.0.cmp(&b.0));
-    ClassSummary { bases, members, decorators, fields: scope.fields.to_vec(), metaclass: scope.metaclass }
+    // An unknown metaclass is still one: its `__getitem__` answers before `__class_getitem__`.
+    let metaclass = scope.metaclass.as_ref().map(|m| s.close(m, parent, 0));
+    ClassSummary { bases, members, decorators, fields: scope.fields.to_vec(), metaclass }
 }
 
 /// The dependency key of a module-level name (`*` stands for the module's star-import surface).

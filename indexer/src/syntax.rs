@@ -468,9 +468,9 @@ pub struct Scope {
     /// not under `if` or `try`, first annotation first: the fields of a `NamedTuple`, in their
     /// positional order.
     pub fields: Box<[Name]>,
-    /// For classes: the class statement names a metaclass (`metaclass=M`), whose methods
-    /// (`__getitem__` on the class object) are not followed.
-    pub metaclass: bool,
+    /// For classes: the metaclass the class statement names (`metaclass=M`): its methods are
+    /// what `len(C)`, `C[k]` or `for x in C` call on the class object.
+    pub metaclass: Option<Expr>,
     pub imports: Box<[ImportStmt]>,
 }
 
@@ -510,7 +510,7 @@ impl Scope {
             operators: Box::default(),
             bases: Box::default(),
             fields: Box::default(),
-            metaclass: false,
+            metaclass: None,
             imports: Box::default(),
         }
     }

@@ -313,11 +313,11 @@ impl<'a> Lowerer<'a> {
             for arg in children {
                 match arg.kind_str() {
                     "keyword_argument" => {
-                        if arg.field("name").is_some_and(|n| self.text(n) == "metaclass") {
-                            self.scope(inner).metaclass = true;
-                        }
                         if let Some(v) = arg.field("value") {
-                            self.expr(v, scope);
+                            let value = self.expr(v, scope);
+                            if arg.field("name").is_some_and(|n| self.text(n) == "metaclass") {
+                                self.scope(inner).metaclass = Some(value);
+                            }
                         }
                     }
                     "comment" => {}

@@ -582,7 +582,7 @@ struct ScopeB {
     operators: Vec<OperatorUse>,
     bases: Vec<(Expr, u32)>,
     fields: Vec<Name>,
-    metaclass: bool,
+    metaclass: Option<Expr>,
     imports: Vec<ImportStmt>,
 }
 
@@ -611,7 +611,7 @@ impl ScopeB {
             operators: Vec::new(),
             bases: Vec::new(),
             fields: Vec::new(),
-            metaclass: false,
+            metaclass: None,
             imports: Vec::new(),
         }
     }

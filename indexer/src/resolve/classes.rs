@@ -552,6 +552,35 @@ impl<'a> Resolver<'a> {
         self.mro(class, depth + 1).iter().any(|e| matches!(e, MroEntry::External(x) if ENUM_BASES.contains(&&**x)))
     }
 
+    /// The metaclass of `class`, when it is a class of the repository: the one the first class
+    /// of its MRO naming a metaclass names (Python takes the most derived of the bases'
+    /// metaclasses; a class naming one names that or a subclass of it). None when that
+    /// metaclass is not a class of the code (`ABCMeta`) or none is named (`type`).
+    pub(super) fn metaclass_of(&self, class: &Target, depth: u32) -> Option<Target> {
+        for entry in self.mro(class, depth + 1).iter() {
+            let MroEntry::Class(c) = entry else { continue };
+            let Some(named) = self.with_class(c, |k| k.metaclass.clone()).flatten() else { continue };
+            return self.eval_closed(&named, &c.module, None, depth + 1).into_iter().find_map(|v| match v {
+                Value::Class(m) => Some(m),
+                _ => None,
+            });
+        }
+        None
+    }
+
+    /// `values` with each class object whose metaclass is a class of the code (see
+    /// [`Resolver::metaclass_of`]) as an instance of that metaclass: what `len(C)`, `C[k]`,
+    /// `for x in C` or `if C:` call is the metaclass's special method, never the class's own.
+    pub(super) fn classes_as_metaclass_instances(&self, values: &[Value], depth: u32) -> Vec<Value> {
+        values
+            .iter()
+            .map(|v| match v {
+                Value::Class(c) => self.metaclass_of(c, depth).map_or_else(|| v.clone(), Value::Instance),
+                _ => v.clone(),
+            })
+            .collect()
+    }
+
     /// The `@name.setter` method of property `getter`, when its class defines one.
     pub(super) fn property_setter(&self, getter: &Target) -> Option<Target> {
         self.property_accessor(getter, |m| m.setter.clone())

@@ -493,6 +493,7 @@ impl<'a> Resolver<'a> {
             }
             for (expr, line, is_async) in &scope.iterations {
                 let values = self.at_line(scope_id, *line, || self.eval_local(expr, scope_id, 0));
+                let values = self.classes_as_metaclass_instances(&values, 0);
                 let (methods, _) = self.iterate_instances(&values, *is_async, 0);
                 for m in methods {
                     if let Value::Function(t) = m {

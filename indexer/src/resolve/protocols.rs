@@ -54,7 +54,7 @@ impl<'a> Resolver<'a> {
     /// is known (an external base may define the method itself).
     pub(super) fn special_methods(&self, values: &[Value], methods: &[&str]) -> Vec<Target> {
         let mut out: Vec<Target> = Vec::new();
-        for v in values {
+        for v in &self.classes_as_metaclass_instances(values, 1) {
             let Value::Instance(t) = v else { continue };
             if methods.first() == Some(&"__hash__") && self.hash_disabled(t) {
                 continue;

@@ -809,7 +809,7 @@ impl<'a> Resolver<'a> {
             return Vec::new();
         }
         let metaclass = self.mro(class, depth + 1).iter().any(|entry| match entry {
-            MroEntry::Class(c) => self.with_class(c, |k| k.metaclass).unwrap_or(false),
+            MroEntry::Class(c) => self.with_class(c, |k| k.metaclass.is_some()).unwrap_or(false),
             MroEntry::External(_) => false,
         });
         if metaclass {
