@@ -522,7 +522,7 @@ impl<'a> Resolver<'a> {
                     let made = self.made_properties(var, depth + 2);
                     if !made.is_empty() {
                         for m in made {
-                            for c in self.made_property_result(&m.getter, receiver, depth + 2) {
+                            for c in self.getter_result(&Value::Function(m.getter), receiver, depth + 2) {
                                 extend(&mut out, self.call_result(&c, depth + 1));
                             }
                         }
@@ -575,20 +575,6 @@ impl<'a> Resolver<'a> {
             }
             _ => self.call_result(getter, depth),
         }
-    }
-
-    /// What reading a class attribute made as a property, or holding a descriptor, gives on an
-    /// instance: its getter's result. A descriptor's `__get__` that returns `self` does so for a
-    /// read on the class (`if obj is None: return self`), never on an instance: the descriptor
-    /// itself is left out.
-    pub(super) fn made_property_result(&self, getter: &Target, instance: &Value, depth: u32) -> Vec<Value> {
-        let mut out = self.getter_result(&Value::Function(getter.clone()), instance, depth);
-        if own_name(&getter.path) == "__get__"
-            && let Some(descriptor) = getter.owner()
-        {
-            out.retain(|v| !matches!(v, Value::Instance(c) if *c == descriptor));
-        }
-        out
     }
 
     /// Whether the method `t` is defined by a class that `class` inherits from (not `class`).

@@ -535,37 +535,30 @@ impl<'a> Resolver<'a> {
                     };
                     (values, read_on_the_way)
                 });
-                match access.kind {
-                    AccessKind::Read => {}
-                    // Assigning through a property calls its setter. Without one nothing is
-                    // called: a `cached_property`'s value is stored in the instance, and a
-                    // getter-only property refuses the assignment (its getter does not run).
-                    AccessKind::Write => {
-                        let assigned = hits.properties.split_off(read_on_the_way);
-                        for p in assigned {
-                            let made = hits.setters.iter().find(|(getter, _)| *getter == p).map(|(_, s)| s.clone());
-                            if let Some(setter) = made.or_else(|| self.property_setter(&p)) {
-                                hits.properties.push(setter);
-                            }
-                        }
-                    }
-                    // Deleting calls the deleter (a descriptor's `__delete__`), and without one
-                    // nothing: the deletion fails before any getter runs, or, for a
-                    // `cached_property`, removes the value stored in the instance.
-                    AccessKind::Delete => {
-                        let deleted = hits.properties.split_off(read_on_the_way);
-                        for p in deleted {
-                            let made = hits.deleters.iter().find(|(getter, _)| *getter == p).map(|(_, d)| d.clone());
-                            if let Some(deleter) = made.or_else(|| self.property_deleter(&p)) {
-                                hits.properties.push(deleter);
-                            }
+                // Assigning through a property calls its setter, deleting its deleter (a
+                // descriptor's `__set__`, `__delete__`). Without one nothing is called: a
+                // `cached_property`'s value is stored in or removed from the instance, and a
+                // property without one refuses (its getter does not run). A `super()` object
+                // refuses both whatever the attribute is.
+                if access.kind != AccessKind::Read {
+                    let on_super = matches!(&access.expr, Expr::Attr(base, _) if is_super_call(base));
+                    let accessed = hits.properties.split_off(read_on_the_way);
+                    for (offset, p) in accessed.into_iter().enumerate() {
+                        let at = read_on_the_way + offset;
+                        let (made, own) = match access.kind {
+                            AccessKind::Write => (&hits.setters, self.property_setter(&p)),
+                            _ => (&hits.deleters, self.property_deleter(&p)),
+                        };
+                        let made = made.iter().find(|(i, _)| *i == at).map(|(_, a)| a.clone());
+                        if let Some(accessor) = made.or(own).filter(|_| !on_super) {
+                            hits.properties.push(accessor);
                         }
                     }
                 }
                 self.add_hits(&mut edges, &mut add, &unit, &hits, access.line);
                 // A class or function *named* here is referenced; one that merely flowed in
                 // through a parameter is not named by this code.
-                if access.kind == AccessKind::Read {
+                if access.kind != AccessKind::Write {
                     // A parameter's own values flowed in; those nested functions bound to it
                     // through `nonlocal` were named here.
                     let from_param = self.head_is_param(&access.expr, scope_id);

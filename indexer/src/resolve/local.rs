@@ -502,29 +502,34 @@ impl<'a> Resolver<'a> {
                                 if let Some(h) = hits.as_deref_mut() {
                                     h.vars.push(var.clone());
                                     for m in &made {
-                                        h.properties.push(m.getter.clone());
-                                        if let Some(setter) = &m.setter {
-                                            h.setters.push((m.getter.clone(), setter.clone()));
-                                        }
-                                        if let Some(deleter) = &m.deleter {
-                                            h.deleters.push((m.getter.clone(), deleter.clone()));
-                                        }
+                                        h.push_made(m);
                                     }
                                 }
                                 for m in made {
-                                    extend(&mut out, self.made_property_result(&m.getter, receiver, depth + 1));
+                                    extend(
+                                        &mut out,
+                                        self.getter_result(&Value::Function(m.getter), receiver, depth + 1),
+                                    );
                                 }
                                 continue;
                             }
                         }
-                        // A descriptor read on the class (`App.testing`) calls its `__get__`
-                        // too, with no instance; what it gives is most often the descriptor
-                        // itself (`if obj is None: return self`), the value as read.
-                        if let (Value::Var(var), Value::Class(_), Some(h)) = (&v, b, hits.as_deref_mut()) {
-                            for m in self.made_properties(var, depth + 1) {
-                                if own_name(&m.getter.path) == "__get__" {
-                                    h.properties.push(m.getter);
+                        // A descriptor read on the class (`Model.objects`, `cls.field`) calls its
+                        // `__get__` with no instance, and gives what that returns (most often the
+                        // descriptor itself: `if obj is None: return self`).
+                        if let (Value::Var(var), Value::Class(_)) = (&v, b) {
+                            let descriptors = self.class_body_descriptors(var, depth + 1);
+                            if !descriptors.is_empty() {
+                                if let Some(h) = hits.as_deref_mut() {
+                                    h.vars.push(var.clone());
+                                    for m in &descriptors {
+                                        h.properties.push(m.getter.clone());
+                                    }
                                 }
+                                for m in descriptors {
+                                    extend(&mut out, self.call_result(&Value::Function(m.getter), depth + 1));
+                                }
+                                continue;
                             }
                         }
                         push(&mut out, v);

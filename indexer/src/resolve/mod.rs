@@ -239,6 +239,20 @@ fn extend(values: &mut Vec<Value>, more: Vec<Value>) {
     }
 }
 
+impl SiteHits {
+    /// A made property's or descriptor's getter called, its accessors kept beside it.
+    fn push_made(&mut self, made: &MadeProperty) {
+        let at = self.properties.len();
+        self.properties.push(made.getter.clone());
+        if let Some(setter) = &made.setter {
+            self.setters.push((at, setter.clone()));
+        }
+        if let Some(deleter) = &made.deleter {
+            self.deleters.push((at, deleter.clone()));
+        }
+    }
+}
+
 /// What a class attribute made as a property (`x = property(getter, setter)`) or holding a
 /// descriptor calls: read on an instance, the getter; assigned, the setter; deleted, the deleter.
 struct MadeProperty {
@@ -252,12 +266,11 @@ struct MadeProperty {
 struct SiteHits {
     vars: Vec<Target>,
     properties: Vec<Target>,
-    /// For the getters in `properties` of properties made by `property(getter, setter)`: their
-    /// setters, which an assignment calls instead.
-    setters: Vec<(Target, Target)>,
-    /// For the getters in `properties` of descriptors: their `__delete__`, which `del` calls
-    /// instead.
-    deleters: Vec<(Target, Target)>,
+    /// For the getters in `properties` of properties made by `property(getter, setter, deleter)`
+    /// and of descriptors, by their index there: their setters (`__set__`), which an
+    /// assignment calls instead, and deleters (`__delete__`), which `del` calls.
+    setters: Vec<(usize, Target)>,
+    deleters: Vec<(usize, Target)>,
     /// Modules of the repository read through a name or an attribute on the way
     /// (`exceptions` in `exceptions.Boom()` after `from pkg import exceptions`).
     modules: Vec<Arc<str>>,
@@ -726,6 +739,11 @@ fn property_receiver(value: &Value) -> Option<Value> {
         Value::Super(_, k, false) => Some(Value::Instance(k.clone())),
         _ => None,
     }
+}
+
+/// Whether `e` is a call of `super` (`super()`, `super(Cls, self)`), by name.
+fn is_super_call(e: &Expr) -> bool {
+    matches!(e, Expr::Call(callee) if matches!(callee.as_ref(), Expr::Name(n) if n == "super"))
 }
 
 /// Whether the external name `x` is a special form of `typing` (or `typing_extensions`) that

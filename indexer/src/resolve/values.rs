@@ -69,29 +69,44 @@ impl<'a> Resolver<'a> {
                 }
             }
         }
-        // Descriptors, from what the class body itself assigned. One without `__set__` and
-        // `__delete__` is shadowed by an attribute the instance sets (`self.engine = ...`), and
-        // its `__get__` is then not called: left out where the class's methods assign the name.
-        let (class_body, through_self) = var
+        // Descriptors. One without `__set__` and `__delete__` is shadowed by an attribute the
+        // instance sets (`self.engine = ...`), and its `__get__` is then not called: left out
+        // where the class's methods assign the name.
+        let through_self = var
+            .owner()
+            .and_then(|owner| self.with_class(&owner, |c| c.member(attr).is_some_and(|m| m.assigned_through_self)))
+            .unwrap_or(false);
+        for made in self.class_body_descriptors(var, depth) {
+            if made.setter.is_some() || made.deleter.is_some() || !through_self {
+                out.push(made);
+            }
+        }
+        out
+    }
+
+    /// The descriptors a class attribute holds, from what the class body itself assigned
+    /// (instances of classes of the code defining `__get__`): read on the class, each calls its
+    /// `__get__` whatever the instances set.
+    pub(super) fn class_body_descriptors(&self, var: &Target, depth: u32) -> Vec<MadeProperty> {
+        let attr = own_name(&var.path);
+        let class_body = var
             .owner()
             .and_then(|owner| {
                 self.with_class(&owner, |c| {
-                    c.member(attr).map(|m| {
+                    c.member(attr).filter(|m| m.class_body_value).map(|m| {
                         let own = m.values.get(..m.class_body_values as usize).unwrap_or_default();
-                        (
-                            own.iter().filter(|e| matches!(e, Expr::Call(_))).cloned().collect::<Vec<_>>(),
-                            m.assigned_through_self,
-                        )
+                        own.iter().filter(|e| matches!(e, Expr::Call(_))).cloned().collect::<Vec<_>>()
                     })
                 })
             })
             .flatten()
             .unwrap_or_default();
+        let self_class = var.owner().map(SelfClass::own);
+        let mut out = Vec::new();
         for e in &class_body {
             for v in self.eval_closed(e, &var.module, self_class.as_ref(), depth + 1) {
                 if let Value::Instance(class) = v
                     && let Some(made) = self.descriptor_methods(&class, depth + 1)
-                    && (made.setter.is_some() || made.deleter.is_some() || !through_self)
                 {
                     out.push(made);
                 }
