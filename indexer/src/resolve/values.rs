@@ -232,7 +232,19 @@ impl<'a> Resolver<'a> {
                 for b in self.eval_closed(base, module, own.as_ref().or(self_class), depth + 1) {
                     let values = self.attr_of(&b, attr, depth + 1);
                     let Some(receiver) = property_receiver(&b) else {
-                        extend(&mut out, values);
+                        // A descriptor read on the class gives what its `__get__` returns.
+                        for v in values {
+                            let descriptors = match (&v, &b) {
+                                (Value::Var(var), Value::Class(_)) => self.class_body_descriptors(var, depth + 1),
+                                _ => Vec::new(),
+                            };
+                            if descriptors.is_empty() {
+                                push(&mut out, v);
+                            }
+                            for m in descriptors {
+                                extend(&mut out, self.call_result(&Value::Function(m.getter), depth + 1));
+                            }
+                        }
                         continue;
                     };
                     // A property read on an instance gives its getter's result, never the getter
