@@ -249,7 +249,36 @@ impl<'a> Resolver<'a> {
     /// (`@contextmanager def f() -> Iterator[X]: yield ...`), what they yield, which is not
     /// entered again.
     pub(super) fn entered(&self, expr: &Expr, is_async: bool, scope: ScopeId, depth: u32) -> Vec<Value> {
+        // `cm = session(); with cm as x`: a function's local name bound only to calls is entered
+        // as those calls are (a generator context manager's call has no value of its own).
+        if let Expr::Name(n) = expr
+            && let Some(calls) = self.local_call_bindings(n, scope)
+        {
+            let mut out = Vec::new();
+            for call in &calls {
+                extend(&mut out, self.entered_with(call, is_async, depth, &|e, d| self.eval_local(e, scope, d)));
+            }
+            return out;
+        }
         self.entered_with(expr, is_async, depth, &|e, d| self.eval_local(e, scope, d))
+    }
+
+    /// The calls a function's local `name` is bound to, when every binding of it in force is a
+    /// call (`cm = session()`); None otherwise.
+    fn local_call_bindings(&self, name: &str, scope: ScopeId) -> Option<Vec<Expr>> {
+        let s = self.binding_scope(name, scope)?;
+        if self.syntax.scope(s).kind != ScopeKind::Function || self.nonlocal_writers.contains_key(&(s, name)) {
+            return None;
+        }
+        let indices = self.scope_bindings[s as usize].get(name)?;
+        let mut calls = Vec::new();
+        for i in self.syntax.live_bindings(s, indices) {
+            match &self.syntax.scope(s).bindings[i].1 {
+                Binding::Value(call @ Expr::Call(_)) => calls.push(call.clone()),
+                _ => return None,
+            }
+        }
+        (!calls.is_empty()).then_some(calls)
     }
 
     /// [`Resolver::entered`], with the manager's expression evaluated by `eval` (a function's
