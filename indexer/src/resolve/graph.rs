@@ -439,6 +439,15 @@ impl<'a> Resolver<'a> {
                         add(&mut edges, &unit, t.id(), EdgeKind::Calls, Some(call.line));
                     }
                 }
+                // `list(obj)`, `", ".join(obj)`, `enumerate(obj)`: the builtin iterates `obj`.
+                for (arg, how) in iterated_arguments(&values, call) {
+                    let instances = self.at_line(scope_id, call.line, || self.eval_local(arg, scope_id, 0));
+                    for m in self.consuming_calls(&instances, how) {
+                        if let Value::Function(t) = m {
+                            add(&mut edges, &unit, t.id(), EdgeKind::Calls, Some(call.line));
+                        }
+                    }
+                }
                 // `map(f, items)`, `sorted(items, key=f)`: the builtin calls `f`.
                 for callback in builtin_callbacks(&values, call) {
                     let callables: Vec<Value> = self

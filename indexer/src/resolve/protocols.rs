@@ -47,7 +47,67 @@ pub(super) fn protocol_builtin<'c>(
     arity_known.then(|| call.args.first()).flatten().map(|arg| (methods, arg))
 }
 
+/// How a builtin goes through an iterable argument.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Consumed {
+    /// To its end: `__iter__`, then `__next__` (or, without `__iter__`, `__getitem__`); with
+    /// `length_hint`, first `__len__` (else `__length_hint__`) to size what it builds.
+    Whole { length_hint: bool },
+    /// Lazily: only `__iter__` when called (`enumerate`, `zip`, `map`, `filter`).
+    Lazily,
+}
+
+/// The builtins that iterate an argument, checked against CPython 3.11: `list(obj)` and
+/// `", ".join(obj)` call `obj`'s `__iter__`, `__len__` and `__next__`, `set(obj)` `__iter__` and `__next__`,
+/// `enumerate(obj)` only `__iter__`. With a `*` or `**` argument the positions are not known.
+pub(super) fn iterated_arguments<'c>(values: &[Value], call: &'c CallSite) -> Vec<(&'c Expr, Consumed)> {
+    let [Value::External(x)] = values else { return Vec::new() };
+    let Some((positional, _)) = call.written else { return Vec::new() };
+    let args = &call.args[..usize::from(positional).min(call.args.len())];
+    let whole = |length_hint| Consumed::Whole { length_hint };
+    let (chosen, how): (&[Expr], Consumed) = match &**x {
+        "builtins.list"
+        | "builtins.tuple"
+        | "builtins.sorted"
+        | "builtins.list.extend"
+        | "builtins.str.join"
+        | "builtins.bytes.join" => (args.get(..1).unwrap_or_default(), whole(true)),
+        "builtins.set"
+        | "builtins.frozenset"
+        | "builtins.sum"
+        | "builtins.any"
+        | "builtins.all"
+        | "builtins.dict.fromkeys"
+        | "collections.deque" => (args.get(..1).unwrap_or_default(), whole(false)),
+        // `min(a, b)` compares its arguments; `min(items)` iterates.
+        "builtins.min" | "builtins.max" if args.len() == 1 => (args, whole(false)),
+        "builtins.set.update" => (args, whole(false)),
+        "builtins.enumerate" => (args.get(..1).unwrap_or_default(), Consumed::Lazily),
+        "builtins.zip" => (args, Consumed::Lazily),
+        "builtins.map" => (args.get(1..).unwrap_or_default(), Consumed::Lazily),
+        "builtins.filter" => (args.get(1..2).unwrap_or_default(), Consumed::Lazily),
+        _ => return Vec::new(),
+    };
+    chosen.iter().map(|a| (a, how)).collect()
+}
+
 impl<'a> Resolver<'a> {
+    /// The repository methods consuming `values` calls (see [`Consumed`]).
+    pub(super) fn consuming_calls(&self, values: &[Value], how: Consumed) -> Vec<Value> {
+        let values = &self.classes_as_metaclass_instances(values, 0);
+        let mut out = Vec::new();
+        if let Consumed::Whole { length_hint: true } = how {
+            out.extend(self.special_methods(values, &["__len__", "__length_hint__"]).into_iter().map(Value::Function));
+        }
+        match how {
+            Consumed::Whole { .. } => extend(&mut out, self.iterate_instances(values, false, 0).0),
+            Consumed::Lazily => {
+                extend(&mut out, self.special_methods(values, &["__iter__"]).into_iter().map(Value::Function).collect())
+            }
+        }
+        out
+    }
+
     /// The repository methods Python calls for the special method `methods[0]` on the
     /// instances among `values`: the class's own or inherited one, or else the first of the
     /// fallbacks in `methods[1..]` it has. A fallback counts only when every base of the class
