@@ -522,7 +522,7 @@ impl<'a> Resolver<'a> {
                     let made = self.made_properties(var, depth + 2);
                     if !made.is_empty() {
                         for m in made {
-                            for c in self.getter_result(&Value::Function(m.getter), receiver, depth + 2) {
+                            for c in self.made_property_value(&m, receiver, depth + 2) {
                                 extend(&mut out, self.call_result(&c, depth + 1));
                             }
                         }
@@ -574,6 +574,17 @@ impl<'a> Resolver<'a> {
                 self.call_result_on(t, k, depth)
             }
             _ => self.call_result(getter, depth),
+        }
+    }
+
+    /// What reading a made property or a descriptor on an instance gives: what its getter
+    /// returns, a descriptor's `__get__` called on the descriptor (of its own class when the
+    /// method is inherited).
+    pub(super) fn made_property_value(&self, made: &MadeProperty, receiver: &Value, depth: u32) -> Vec<Value> {
+        match &made.descriptor {
+            Some(d) if self.is_inherited(&made.getter, d, depth) => self.call_result_on(&made.getter, d, depth),
+            Some(_) => self.call_result(&Value::Function(made.getter.clone()), depth),
+            None => self.getter_result(&Value::Function(made.getter.clone()), receiver, depth),
         }
     }
 

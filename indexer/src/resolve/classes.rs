@@ -552,20 +552,29 @@ impl<'a> Resolver<'a> {
         self.mro(class, depth + 1).iter().any(|e| matches!(e, MroEntry::External(x) if ENUM_BASES.contains(&&**x)))
     }
 
-    /// The metaclass of `class`, when it is a class of the repository: the one the first class
-    /// of its MRO naming a metaclass names (Python takes the most derived of the bases'
-    /// metaclasses; a class naming one names that or a subclass of it). None when that
-    /// metaclass is not a class of the code (`ABCMeta`) or none is named (`type`).
+    /// The metaclass of `class`, when it is a class of the repository: of the metaclasses the
+    /// classes of its MRO name, the most derived, as Python takes it (the one whose MRO holds
+    /// every other; a class naming `Meta` whose base names `SubMeta(Meta)` gets `SubMeta`).
+    /// None when that is not a class of the code (`ABCMeta`), cannot be told, or none is named
+    /// (`type`).
     pub(super) fn metaclass_of(&self, class: &Target, depth: u32) -> Option<Target> {
+        let mut ours: Vec<Target> = Vec::new();
+        let mut external: Vec<Arc<str>> = Vec::new();
         for entry in self.mro(class, depth + 1).iter() {
             let MroEntry::Class(c) = entry else { continue };
             let Some(named) = self.with_class(c, |k| k.metaclass.clone()).flatten() else { continue };
-            return self.eval_closed(&named, &c.module, None, depth + 1).into_iter().find_map(|v| match v {
-                Value::Class(m) => Some(m),
-                _ => None,
-            });
+            let values = self.eval_closed(&named, &c.module, None, depth + 1);
+            match values.as_slice() {
+                [Value::Class(m)] => ours.push(m.clone()),
+                [Value::External(x)] if &**x == "builtins.type" => {}
+                [Value::External(x)] => external.push(x.clone()),
+                _ => return None,
+            }
         }
-        None
+        let holds = |m: &Target, other: &MroEntry| self.mro(m, depth + 1).iter().any(|e| e == other);
+        let most_derived =
+            ours.iter().find(|m| ours.iter().all(|o| o == *m || holds(m, &MroEntry::Class(o.clone()))))?.clone();
+        external.iter().all(|x| holds(&most_derived, &MroEntry::External(x.clone()))).then_some(most_derived)
     }
 
     /// `values` with each class object whose metaclass is a class of the code (see

@@ -534,31 +534,19 @@ impl<'a> Resolver<'a> {
                                         h.push_made(m);
                                     }
                                 }
-                                for m in made {
-                                    extend(
-                                        &mut out,
-                                        self.getter_result(&Value::Function(m.getter), receiver, depth + 1),
-                                    );
+                                for m in &made {
+                                    extend(&mut out, self.made_property_value(m, receiver, depth + 1));
                                 }
                                 continue;
                             }
                         }
                         // A descriptor read on the class (`Model.objects`, `cls.field`) calls its
-                        // `__get__` with no instance, and gives what that returns (most often the
-                        // descriptor itself: `if obj is None: return self`).
-                        if let (Value::Var(var), Value::Class(_)) = (&v, b) {
-                            let descriptors = self.class_body_descriptors(var, depth + 1);
-                            if !descriptors.is_empty() {
-                                if let Some(h) = hits.as_deref_mut() {
-                                    h.vars.push(var.clone());
-                                    for m in &descriptors {
-                                        h.properties.push(m.getter.clone());
-                                    }
-                                }
-                                for m in descriptors {
-                                    extend(&mut out, self.call_result(&Value::Function(m.getter), depth + 1));
-                                }
-                                continue;
+                        // `__get__` with no instance. The value stays the descriptor, what that
+                        // most often returns (`if obj is None: return self`): `__get__`'s
+                        // branches are not told apart, and its other ones serve instances.
+                        if let (Value::Var(var), Value::Class(_), Some(h)) = (&v, b, hits.as_deref_mut()) {
+                            for m in self.class_body_descriptors(var, depth + 1) {
+                                h.properties.push(m.getter);
                             }
                         }
                         push(&mut out, v);

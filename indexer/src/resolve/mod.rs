@@ -257,6 +257,8 @@ impl SiteHits {
 /// descriptor calls: read on an instance, the getter; assigned, the setter; deleted, the deleter.
 struct MadeProperty {
     getter: Target,
+    /// For a descriptor: its class (whose instance `__get__`'s `self` is, when inherited).
+    descriptor: Option<Target>,
     setter: Option<Target>,
     deleter: Option<Target>,
 }

@@ -65,7 +65,7 @@ impl<'a> Resolver<'a> {
             });
             for v in self.eval_closed(e, &var.module, self_class.as_ref(), depth + 1) {
                 if let Value::Property(getter, setter) = v {
-                    out.push(MadeProperty { getter, setter, deleter: deleter.clone() });
+                    out.push(MadeProperty { getter, descriptor: None, setter, deleter: deleter.clone() });
                 }
             }
         }
@@ -124,7 +124,12 @@ impl<'a> Resolver<'a> {
                 _ => None,
             })
         };
-        Some(MadeProperty { getter: method("__get__")?, setter: method("__set__"), deleter: method("__delete__") })
+        Some(MadeProperty {
+            getter: method("__get__")?,
+            descriptor: Some(class.clone()),
+            setter: method("__set__"),
+            deleter: method("__delete__"),
+        })
     }
 
     pub(super) fn var_values(&self, var: &Target, depth: u32) -> Vec<Value> {
@@ -232,19 +237,7 @@ impl<'a> Resolver<'a> {
                 for b in self.eval_closed(base, module, own.as_ref().or(self_class), depth + 1) {
                     let values = self.attr_of(&b, attr, depth + 1);
                     let Some(receiver) = property_receiver(&b) else {
-                        // A descriptor read on the class gives what its `__get__` returns.
-                        for v in values {
-                            let descriptors = match (&v, &b) {
-                                (Value::Var(var), Value::Class(_)) => self.class_body_descriptors(var, depth + 1),
-                                _ => Vec::new(),
-                            };
-                            if descriptors.is_empty() {
-                                push(&mut out, v);
-                            }
-                            for m in descriptors {
-                                extend(&mut out, self.call_result(&Value::Function(m.getter), depth + 1));
-                            }
-                        }
+                        extend(&mut out, values);
                         continue;
                     };
                     // A property read on an instance gives its getter's result, never the getter
