@@ -93,7 +93,12 @@ impl<'a> Resolver<'a> {
                         .unwrap_or_default();
                     extend(&mut elements, annotated);
                 }
-                for iterator in self.call_result(&iter, depth + 1) {
+                // An inherited `__iter__` returning `self` returns the subclass's instance.
+                let iterators = match &iter {
+                    Value::Function(f) if self.is_inherited(f, t, depth) => self.call_result_on(f, t, depth + 1),
+                    _ => self.call_result(&iter, depth + 1),
+                };
+                for iterator in iterators {
                     let Value::Instance(k) = &iterator else { continue };
                     for next in self.deref(self.class_attr(k, next_name, None, depth + 1), depth) {
                         if matches!(next, Value::Function(_)) {
@@ -586,6 +591,30 @@ impl<'a> Resolver<'a> {
             Some(_) => self.call_result(&Value::Function(made.getter.clone()), depth),
             None => self.getter_result(&Value::Function(made.getter.clone()), receiver, depth),
         }
+    }
+
+    /// What reading the class attribute `var` (the value `raw`) on the class object gives when it
+    /// holds descriptors: their `__get__`s, called, and the value: the descriptor itself when a
+    /// `__get__` may return it (`if obj is None: return self`, its instance branches not being
+    /// told apart), else what they return (`ManagerDescriptor.__get__` returns the manager).
+    /// None for other attributes.
+    pub(super) fn class_read(&self, var: &Target, raw: &Value, depth: u32) -> Option<(Vec<Target>, Vec<Value>)> {
+        let descriptors = self.class_body_descriptors(var, depth + 1);
+        if descriptors.is_empty() {
+            return None;
+        }
+        let mut values = Vec::new();
+        for m in &descriptors {
+            let result = self.made_property_value(m, raw, depth + 1);
+            let returns_itself =
+                m.descriptor.as_ref().is_some_and(|d| result.iter().any(|r| matches!(r, Value::Instance(c) if c == d)));
+            if returns_itself {
+                push(&mut values, raw.clone());
+            } else {
+                extend(&mut values, result);
+            }
+        }
+        Some((descriptors.into_iter().map(|m| m.getter).collect(), values))
     }
 
     /// Whether the method `t` is defined by a class that `class` inherits from (not `class`).

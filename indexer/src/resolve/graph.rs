@@ -440,9 +440,9 @@ impl<'a> Resolver<'a> {
                     }
                 }
                 // `list(obj)`, `", ".join(obj)`, `enumerate(obj)`: the builtin iterates `obj`.
-                for (arg, how) in iterated_arguments(&values, call) {
+                for (arg, how, copies_sets) in iterated_arguments(&values, call) {
                     let instances = self.at_line(scope_id, call.line, || self.eval_local(arg, scope_id, 0));
-                    for m in self.consuming_calls(&instances, how) {
+                    for m in self.consuming_calls(&instances, how, copies_sets) {
                         if let Value::Function(t) = m {
                             add(&mut edges, &unit, t.id(), EdgeKind::Calls, Some(call.line));
                         }

@@ -541,13 +541,16 @@ impl<'a> Resolver<'a> {
                             }
                         }
                         // A descriptor read on the class (`Model.objects`, `cls.field`) calls its
-                        // `__get__` with no instance. The value stays the descriptor, what that
-                        // most often returns (`if obj is None: return self`): `__get__`'s
-                        // branches are not told apart, and its other ones serve instances.
-                        if let (Value::Var(var), Value::Class(_), Some(h)) = (&v, b, hits.as_deref_mut()) {
-                            for m in self.class_body_descriptors(var, depth + 1) {
-                                h.properties.push(m.getter);
+                        // `__get__` with no instance (see [`Resolver::class_read`]).
+                        if let (Value::Var(var), Value::Class(_)) = (&v, b)
+                            && let Some((getters, values)) = self.class_read(var, &v, depth + 1)
+                        {
+                            if let Some(h) = hits.as_deref_mut() {
+                                h.vars.push(var.clone());
+                                h.properties.extend(getters);
                             }
+                            extend(&mut out, values);
+                            continue;
                         }
                         push(&mut out, v);
                     }

@@ -50,54 +50,100 @@ pub(super) fn protocol_builtin<'c>(
 /// How a builtin goes through an iterable argument.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum Consumed {
-    /// To its end: `__iter__`, then `__next__` (or, without `__iter__`, `__getitem__`); with
-    /// `length_hint`, first `__len__` (else `__length_hint__`) to size what it builds.
-    Whole { length_hint: bool },
+    /// To its end: `__iter__`, then `__next__` (or, without `__iter__`, `__getitem__`), asking
+    /// first for a length to size what it builds (`__len__`, else `__length_hint__`).
+    Whole { length_hint: LengthHint },
     /// Lazily: only `__iter__` when called (`enumerate`, `zip`, `map`, `filter`).
     Lazily,
 }
 
-/// The builtins that iterate an argument, checked against CPython 3.11: `list(obj)` and
-/// `", ".join(obj)` call `obj`'s `__iter__`, `__len__` and `__next__`, `set(obj)` `__iter__` and `__next__`,
+/// Whose length a builtin consuming an iterable asks for.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum LengthHint {
+    None,
+    /// The argument's (`list(obj)`).
+    OfArgument,
+    /// The iterator's its `__iter__` returns (`", ".join(obj)`, which copies that iterator
+    /// into a list, calling its `__iter__` as well).
+    OfIterator,
+}
+
+/// The builtins that iterate an argument, checked against CPython 3.11: `list(obj)` calls
+/// `obj`'s `__iter__`, `__len__` and `__next__` (`", ".join(obj)` asks the iterator's length), `set(obj)` `__iter__` and `__next__`,
 /// `enumerate(obj)` only `__iter__`. With a `*` or `**` argument the positions are not known.
-pub(super) fn iterated_arguments<'c>(values: &[Value], call: &'c CallSite) -> Vec<(&'c Expr, Consumed)> {
+pub(super) fn iterated_arguments<'c>(values: &[Value], call: &'c CallSite) -> Vec<(&'c Expr, Consumed, bool)> {
     let [Value::External(x)] = values else { return Vec::new() };
     let Some((positional, _)) = call.written else { return Vec::new() };
-    let args = &call.args[..usize::from(positional).min(call.args.len())];
+    let mut args = &call.args[..usize::from(positional).min(call.args.len())];
+    // `str.join(sep, items)`, `list.extend(l, items)`: the unbound method's first argument is the
+    // receiver (`dict.fromkeys` is a class method: it has none).
+    if let Some((class, _)) = x.strip_prefix("builtins.").and_then(|m| m.split_once('.'))
+        && class != "dict"
+        && matches!(&call.callee, Expr::Attr(base, _) if matches!(base.as_ref(), Expr::Name(n) if n == class))
+    {
+        args = args.get(1..).unwrap_or_default();
+    }
+    let first = args.get(..1).unwrap_or_default();
     let whole = |length_hint| Consumed::Whole { length_hint };
-    let (chosen, how): (&[Expr], Consumed) = match &**x {
-        "builtins.list"
-        | "builtins.tuple"
-        | "builtins.sorted"
-        | "builtins.list.extend"
-        | "builtins.str.join"
-        | "builtins.bytes.join" => (args.get(..1).unwrap_or_default(), whole(true)),
-        "builtins.set"
-        | "builtins.frozenset"
-        | "builtins.sum"
-        | "builtins.any"
-        | "builtins.all"
-        | "builtins.dict.fromkeys"
-        | "collections.deque" => (args.get(..1).unwrap_or_default(), whole(false)),
+    // The last: whether the consumer copies a set or frozenset (of a subclass too) without
+    // iterating it, as CPython's `set()`, `frozenset()`, `set.update` and `dict.fromkeys` do.
+    let (chosen, how, copies_sets): (&[Expr], Consumed, bool) = match &**x {
+        "builtins.list" | "builtins.tuple" | "builtins.sorted" | "builtins.list.extend" => {
+            (first, whole(LengthHint::OfArgument), false)
+        }
+        "builtins.str.join" | "builtins.bytes.join" => (first, whole(LengthHint::OfIterator), false),
+        "builtins.set" | "builtins.frozenset" | "builtins.dict.fromkeys" => (first, whole(LengthHint::None), true),
+        "builtins.set.update" => (args, whole(LengthHint::None), true),
+        "builtins.sum" | "builtins.any" | "builtins.all" | "collections.deque" => {
+            (first, whole(LengthHint::None), false)
+        }
         // `min(a, b)` compares its arguments; `min(items)` iterates.
-        "builtins.min" | "builtins.max" if args.len() == 1 => (args, whole(false)),
-        "builtins.set.update" => (args, whole(false)),
-        "builtins.enumerate" => (args.get(..1).unwrap_or_default(), Consumed::Lazily),
-        "builtins.zip" => (args, Consumed::Lazily),
-        "builtins.map" => (args.get(1..).unwrap_or_default(), Consumed::Lazily),
-        "builtins.filter" => (args.get(1..2).unwrap_or_default(), Consumed::Lazily),
+        "builtins.min" | "builtins.max" if args.len() == 1 => (args, whole(LengthHint::None), false),
+        "builtins.enumerate" => (first, Consumed::Lazily, false),
+        "builtins.zip" => (args, Consumed::Lazily, false),
+        "builtins.map" => (args.get(1..).unwrap_or_default(), Consumed::Lazily, false),
+        "builtins.filter" => (args.get(1..2).unwrap_or_default(), Consumed::Lazily, false),
         _ => return Vec::new(),
     };
-    chosen.iter().map(|a| (a, how)).collect()
+    chosen.iter().map(|a| (a, how, copies_sets)).collect()
 }
 
 impl<'a> Resolver<'a> {
-    /// The repository methods consuming `values` calls (see [`Consumed`]).
-    pub(super) fn consuming_calls(&self, values: &[Value], how: Consumed) -> Vec<Value> {
-        let values = &self.classes_as_metaclass_instances(values, 0);
+    /// The repository methods consuming `values` calls (see [`Consumed`]); with `copies_sets`,
+    /// none of a set's or frozenset's (see [`iterated_arguments`]).
+    pub(super) fn consuming_calls(&self, values: &[Value], how: Consumed, copies_sets: bool) -> Vec<Value> {
+        let mut values = self.classes_as_metaclass_instances(values, 0);
+        if copies_sets {
+            values.retain(|v| {
+                !matches!(v, Value::Instance(t) if self.mro(t, 1).iter().any(|e| {
+                    matches!(e, MroEntry::External(x) if &**x == "builtins.set" || &**x == "builtins.frozenset")
+                }))
+            });
+        }
+        let values = &values;
         let mut out = Vec::new();
-        if let Consumed::Whole { length_hint: true } = how {
-            out.extend(self.special_methods(values, &["__len__", "__length_hint__"]).into_iter().map(Value::Function));
+        let hinted = ["__len__", "__length_hint__"];
+        match how {
+            Consumed::Whole { length_hint: LengthHint::OfArgument } => {
+                out.extend(self.special_methods(values, &hinted).into_iter().map(Value::Function));
+            }
+            Consumed::Whole { length_hint: LengthHint::OfIterator } => {
+                for v in values {
+                    let Value::Instance(t) = v else { continue };
+                    for iter in self.deref(self.class_attr(t, "__iter__", None, 1), 1) {
+                        let Value::Function(f) = &iter else { continue };
+                        let iterators = if self.is_inherited(f, t, 1) {
+                            self.call_result_on(f, t, 1)
+                        } else {
+                            self.call_result(&iter, 1)
+                        };
+                        // The join copies the iterator into a list: its `__iter__` too.
+                        out.extend(self.special_methods(&iterators, &["__iter__"]).into_iter().map(Value::Function));
+                        out.extend(self.special_methods(&iterators, &hinted).into_iter().map(Value::Function));
+                    }
+                }
+            }
+            _ => {}
         }
         match how {
             Consumed::Whole { .. } => extend(&mut out, self.iterate_instances(values, false, 0).0),

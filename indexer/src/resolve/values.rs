@@ -237,7 +237,16 @@ impl<'a> Resolver<'a> {
                 for b in self.eval_closed(base, module, own.as_ref().or(self_class), depth + 1) {
                     let values = self.attr_of(&b, attr, depth + 1);
                     let Some(receiver) = property_receiver(&b) else {
-                        extend(&mut out, values);
+                        // A descriptor read on the class (see [`Resolver::class_read`]).
+                        for v in values {
+                            match (&v, &b) {
+                                (Value::Var(var), Value::Class(_)) => match self.class_read(var, &v, depth + 1) {
+                                    Some((_, read)) => extend(&mut out, read),
+                                    None => push(&mut out, v),
+                                },
+                                _ => push(&mut out, v),
+                            }
+                        }
                         continue;
                     };
                     // A property read on an instance gives its getter's result, never the getter
