@@ -594,8 +594,8 @@ impl<'a> Resolver<'a> {
     }
 
     /// What reading the class attribute `var` (the value `raw`) on the class object gives when it
-    /// holds descriptors: their `__get__`s, called, and the value: the descriptor itself when a
-    /// `__get__` may return it (`if obj is None: return self`, its instance branches not being
+    /// holds descriptors: their `__get__`s, called, and the value: the descriptor itself (the
+    /// instance, not the attribute's other values) when a `__get__` may return it (`if obj is None: return self`, its instance branches not being
     /// told apart), else what they return (`ManagerDescriptor.__get__` returns the manager).
     /// None for other attributes.
     pub(super) fn class_read(&self, var: &Target, raw: &Value, depth: u32) -> Option<(Vec<Target>, Vec<Value>)> {
@@ -606,12 +606,15 @@ impl<'a> Resolver<'a> {
         let mut values = Vec::new();
         for m in &descriptors {
             let result = self.made_property_value(m, raw, depth + 1);
-            let returns_itself =
-                m.descriptor.as_ref().is_some_and(|d| result.iter().any(|r| matches!(r, Value::Instance(c) if c == d)));
-            if returns_itself {
-                push(&mut values, raw.clone());
-            } else {
-                extend(&mut values, result);
+            // `self` of an inherited `__get__` reads as its defining class once a method has
+            // been evaluated for too many receivers (see `call_result_on`).
+            let own = m.getter.owner();
+            let returns_itself = result.iter().any(
+                |r| matches!(r, Value::Instance(c) if m.descriptor.as_ref() == Some(c) || own.as_ref() == Some(c)),
+            );
+            match (&m.descriptor, returns_itself) {
+                (Some(d), true) => push(&mut values, Value::Instance(d.clone())),
+                _ => extend(&mut values, result),
             }
         }
         Some((descriptors.into_iter().map(|m| m.getter).collect(), values))

@@ -440,7 +440,8 @@ impl<'a> Resolver<'a> {
                     }
                 }
                 // `list(obj)`, `", ".join(obj)`, `enumerate(obj)`: the builtin iterates `obj`.
-                for (arg, how, copies_sets) in iterated_arguments(&values, call) {
+                let receiver = || self.at_line(scope_id, call.line, || self.callee_receiver(&call.callee, scope_id));
+                for (arg, how, copies_sets) in iterated_arguments(&values, call, receiver) {
                     let instances = self.at_line(scope_id, call.line, || self.eval_local(arg, scope_id, 0));
                     for m in self.consuming_calls(&instances, how, copies_sets) {
                         if let Value::Function(t) = m {

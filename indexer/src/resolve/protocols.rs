@@ -57,6 +57,14 @@ pub(super) enum Consumed {
     Lazily,
 }
 
+/// What a method's callee is read on (see [`iterated_arguments`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Receiver {
+    Class,
+    Instance,
+    Unknown,
+}
+
 /// Whose length a builtin consuming an iterable asks for.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum LengthHint {
@@ -71,30 +79,39 @@ pub(super) enum LengthHint {
 /// The builtins that iterate an argument, checked against CPython 3.11: `list(obj)` calls
 /// `obj`'s `__iter__`, `__len__` and `__next__` (`", ".join(obj)` asks the iterator's length), `set(obj)` `__iter__` and `__next__`,
 /// `enumerate(obj)` only `__iter__`. With a `*` or `**` argument the positions are not known.
-pub(super) fn iterated_arguments<'c>(values: &[Value], call: &'c CallSite) -> Vec<(&'c Expr, Consumed, bool)> {
+/// `receiver`: for a method (`",".join`, `str.join`), asked only then, whether it is called on a class (the
+/// unbound form, whose first argument is the receiver), on an instance, or is not known (an alias
+/// `j = str.join`: nothing is taken then).
+pub(super) fn iterated_arguments<'c>(
+    values: &[Value],
+    call: &'c CallSite,
+    receiver: impl FnOnce() -> Receiver,
+) -> Vec<(&'c Expr, Consumed, bool)> {
     let [Value::External(x)] = values else { return Vec::new() };
     let Some((positional, _)) = call.written else { return Vec::new() };
     let mut args = &call.args[..usize::from(positional).min(call.args.len())];
-    // `str.join(sep, items)`, `list.extend(l, items)`: the unbound method's first argument is the
-    // receiver (`dict.fromkeys` is a class method: it has none).
-    if let Some((class, _)) = x.strip_prefix("builtins.").and_then(|m| m.split_once('.'))
-        && class != "dict"
-        && matches!(&call.callee, Expr::Attr(base, _) if matches!(base.as_ref(), Expr::Name(n) if n == class))
-    {
-        args = args.get(1..).unwrap_or_default();
+    // `dict.fromkeys` is a class method: it has no receiver among its arguments.
+    let is_method = x.strip_prefix("builtins.").is_some_and(|m| m.contains('.')) && &**x != "builtins.dict.fromkeys";
+    if is_method {
+        match receiver() {
+            Receiver::Class => args = args.get(1..).unwrap_or_default(),
+            Receiver::Instance => {}
+            Receiver::Unknown => return Vec::new(),
+        }
     }
     let first = args.get(..1).unwrap_or_default();
     let whole = |length_hint| Consumed::Whole { length_hint };
     // The last: whether the consumer copies a set or frozenset (of a subclass too) without
-    // iterating it, as CPython's `set()`, `frozenset()`, `set.update` and `dict.fromkeys` do.
+    // iterating it, as CPython's `set()`, `frozenset()` and `set.update` do (`dict.fromkeys`
+    // only an exact set).
     let (chosen, how, copies_sets): (&[Expr], Consumed, bool) = match &**x {
         "builtins.list" | "builtins.tuple" | "builtins.sorted" | "builtins.list.extend" => {
             (first, whole(LengthHint::OfArgument), false)
         }
         "builtins.str.join" | "builtins.bytes.join" => (first, whole(LengthHint::OfIterator), false),
-        "builtins.set" | "builtins.frozenset" | "builtins.dict.fromkeys" => (first, whole(LengthHint::None), true),
+        "builtins.set" | "builtins.frozenset" => (first, whole(LengthHint::None), true),
         "builtins.set.update" => (args, whole(LengthHint::None), true),
-        "builtins.sum" | "builtins.any" | "builtins.all" | "collections.deque" => {
+        "builtins.sum" | "builtins.any" | "builtins.all" | "builtins.dict.fromkeys" | "collections.deque" => {
             (first, whole(LengthHint::None), false)
         }
         // `min(a, b)` compares its arguments; `min(items)` iterates.
@@ -109,6 +126,22 @@ pub(super) fn iterated_arguments<'c>(values: &[Value], call: &'c CallSite) -> Ve
 }
 
 impl<'a> Resolver<'a> {
+    /// What a call's callee is read on: `",".join` an instance, `str.join` a class; a callee
+    /// that is no attribute (an alias) is not known.
+    pub(super) fn callee_receiver(&self, callee: &Expr, scope: ScopeId) -> Receiver {
+        let Expr::Attr(base, _) = callee else { return Receiver::Unknown };
+        let values = self.eval_local(base, scope, 0);
+        if values.is_empty() {
+            Receiver::Unknown
+        } else if values.iter().all(|v| matches!(v, Value::Class(_) | Value::External(_))) {
+            Receiver::Class
+        } else if values.iter().all(|v| matches!(v, Value::Instance(_) | Value::ExternalInstance(_))) {
+            Receiver::Instance
+        } else {
+            Receiver::Unknown
+        }
+    }
+
     /// The repository methods consuming `values` calls (see [`Consumed`]); with `copies_sets`,
     /// none of a set's or frozenset's (see [`iterated_arguments`]).
     pub(super) fn consuming_calls(&self, values: &[Value], how: Consumed, copies_sets: bool) -> Vec<Value> {
@@ -116,7 +149,8 @@ impl<'a> Resolver<'a> {
         if copies_sets {
             values.retain(|v| {
                 !matches!(v, Value::Instance(t) if self.mro(t, 1).iter().any(|e| {
-                    matches!(e, MroEntry::External(x) if &**x == "builtins.set" || &**x == "builtins.frozenset")
+                    matches!(e, MroEntry::External(x) if matches!(&**x,
+                        "builtins.set" | "builtins.frozenset" | "typing.Set" | "typing.FrozenSet"))
                 }))
             });
         }
