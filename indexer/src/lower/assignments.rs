@@ -491,6 +491,10 @@ impl<'a> Lowerer<'a> {
                     Binding::Iter(e) => Some(Expr::Subscript(Box::new(e))),
                     _ => None,
                 };
+                // Unpacking iterates what is unpacked.
+                if let Some(whole) = &whole {
+                    self.iterated(scope, whole, line(target));
+                }
                 let star = children.iter().position(|c| matches!(c.kind_str(), "list_splat_pattern" | "list_splat"));
                 let count = children.len();
                 for (i, child) in children.into_iter().enumerate() {

@@ -23,6 +23,15 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    /// Records that `object` is iterated at `line` (`a, b = obj`, `[*obj]`, `f(*obj)`, `yield
+    /// from obj`): its class's `__iter__` and the iterator's `__next__` run there, as for `for`.
+    #[inline(never)]
+    pub(super) fn iterated(&mut self, scope: ScopeId, object: &Expr, line: u32) {
+        if is_flow_worthy(object) && !matches!(object, Expr::Constant(_)) && parts(object, 0) <= MAX_OBJECT_SIZE {
+            self.scope(scope).iterations.push((object.clone(), line, false));
+        }
+    }
+
     /// `del obj[k]`: `obj` and the key are read, and `obj`'s `__delitem__` is called (not its
     /// `__getitem__`).
     pub(super) fn deleted_item(&mut self, node: Node, scope: ScopeId) {
@@ -186,6 +195,15 @@ impl<'a> Lowerer<'a> {
                 Some(inner) => self.expr(inner, scope),
                 None => Expr::Unknown,
             },
+            // `[*items]`, `f(*items)`: `items` is iterated. (The starred value has no position:
+            // what follows it in a literal is at no known index.)
+            "list_splat" => {
+                if let Some(inner) = node.named_child(0) {
+                    let items = self.expr(inner, scope);
+                    self.iterated(scope, &items, line(node));
+                }
+                Expr::Unknown
+            }
             "list" | "tuple" | "set" | "expression_list" | "pattern_list" => {
                 let kind = match node.kind_str() {
                     "list" => ContainerKind::List,
@@ -410,6 +428,9 @@ impl<'a> Lowerer<'a> {
                     node.children(&mut cursor).any(|c| c.kind_str() == "from")
                 };
                 for v in values {
+                    if is_from {
+                        self.iterated(scope, &v, line(node));
+                    }
                     let v = if is_from { Expr::Subscript(Box::new(v)) } else { v };
                     self.scope(scope).yields.push(v);
                 }
