@@ -484,6 +484,8 @@ impl<'a> Lowerer<'a> {
                 let children: Vec<Node> =
                     target.named_children(&mut cursor).filter(|c| c.kind_str() != "comment").collect();
                 // What is unpacked: a nested pattern (`a, (b, c) = ...`) unpacks an element of it.
+                let binding_kind =
+                    if matches!(binding, Binding::Iter(_)) { BindingKind::Iter } else { BindingKind::Other };
                 let whole = match binding {
                     Binding::Value(e) => Some(e),
                     Binding::Unpack(e, i) => Some(Expr::Element(Box::new(e), i)),
@@ -491,9 +493,17 @@ impl<'a> Lowerer<'a> {
                     Binding::Iter(e) => Some(Expr::Subscript(Box::new(e))),
                     _ => None,
                 };
-                // Unpacking iterates what is unpacked.
-                if let Some(whole) = &whole {
-                    self.iterated(scope, whole, line(target));
+                // Unpacking iterates what is unpacked. Not each element of a `for` loop (a dict's
+                // elements are read as its values, where Python unpacks its keys), nor a value that
+                // names what the target binds (`rv, status = rv`: the name's values include the
+                // tuple this very statement unpacks).
+                if let Some(whole) = &whole
+                    && !matches!(binding_kind, BindingKind::Iter)
+                {
+                    let bound = pattern_names(self, target);
+                    if !mentions_name(whole, &|n| bound.iter().any(|b| b == n)) {
+                        self.iterated(scope, whole, line(target));
+                    }
                 }
                 let star = children.iter().position(|c| matches!(c.kind_str(), "list_splat_pattern" | "list_splat"));
                 let count = children.len();
@@ -902,4 +912,29 @@ fn is_container(e: &Expr) -> bool {
         Expr::Union(items) => items.iter().any(is_container),
         _ => false,
     }
+}
+
+/// Whether a pattern's binding unpacks each element of a loop.
+enum BindingKind {
+    Iter,
+    Other,
+}
+
+/// The names a target pattern binds (`a`, `b` and `rest` in `a, (b, *rest) = ...`).
+fn pattern_names(lowerer: &Lowerer, target: Node) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut stack = vec![target];
+    while let Some(node) = stack.pop() {
+        if node.kind_str() == "identifier" {
+            names.push(lowerer.text(node).to_string());
+            continue;
+        }
+        // An attribute or subscript target binds no name (`self.a, t[0] = ...`).
+        if matches!(node.kind_str(), "attribute" | "subscript") {
+            continue;
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.named_children(&mut cursor));
+    }
+    names
 }

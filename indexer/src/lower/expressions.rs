@@ -200,7 +200,15 @@ impl<'a> Lowerer<'a> {
             "list_splat" => {
                 if let Some(inner) = node.named_child(0) {
                     let items = self.expr(inner, scope);
-                    self.iterated(scope, &items, line(node));
+                    // The call or display iterates it where it starts. A set display copies a
+                    // set (of a subclass too) without iterating it: not recorded there.
+                    let holder = node.parent().map(|p| match p.kind_str() {
+                        "argument_list" => p.parent().unwrap_or(p),
+                        _ => p,
+                    });
+                    if holder.is_none_or(|h| h.kind_str() != "set") {
+                        self.iterated(scope, &items, line(holder.unwrap_or(node)));
+                    }
                 }
                 Expr::Unknown
             }

@@ -133,9 +133,12 @@ impl<'a> Resolver<'a> {
         let values = self.eval_local(base, scope, 0);
         if values.is_empty() {
             Receiver::Unknown
-        } else if values.iter().all(|v| matches!(v, Value::Class(_) | Value::External(_))) {
+        } else if values.iter().all(|v| matches!(v, Value::Class(_) | Value::External(_) | Value::Super(_, _, true))) {
             Receiver::Class
-        } else if values.iter().all(|v| matches!(v, Value::Instance(_) | Value::ExternalInstance(_))) {
+        } else if values
+            .iter()
+            .all(|v| matches!(v, Value::Instance(_) | Value::ExternalInstance(_) | Value::Super(_, _, false)))
+        {
             Receiver::Instance
         } else {
             Receiver::Unknown
