@@ -484,8 +484,7 @@ impl<'a> Lowerer<'a> {
                 let children: Vec<Node> =
                     target.named_children(&mut cursor).filter(|c| c.kind_str() != "comment").collect();
                 // What is unpacked: a nested pattern (`a, (b, c) = ...`) unpacks an element of it.
-                let binding_kind =
-                    if matches!(binding, Binding::Iter(_)) { BindingKind::Iter } else { BindingKind::Other };
+                let unpacks_loop_element = matches!(binding, Binding::Iter(_));
                 let whole = match binding {
                     Binding::Value(e) => Some(e),
                     Binding::Unpack(e, i) => Some(Expr::Element(Box::new(e), i)),
@@ -498,7 +497,7 @@ impl<'a> Lowerer<'a> {
                 // names what the target binds (`rv, status = rv`: the name's values include the
                 // tuple this very statement unpacks).
                 if let Some(whole) = &whole
-                    && !matches!(binding_kind, BindingKind::Iter)
+                    && !unpacks_loop_element
                 {
                     let bound = pattern_names(self, target);
                     if !mentions_name(whole, &|n| bound.iter().any(|b| b == n)) {
@@ -912,12 +911,6 @@ fn is_container(e: &Expr) -> bool {
         Expr::Union(items) => items.iter().any(is_container),
         _ => false,
     }
-}
-
-/// Whether a pattern's binding unpacks each element of a loop.
-enum BindingKind {
-    Iter,
-    Other,
 }
 
 /// The names a target pattern binds (`a`, `b` and `rest` in `a, (b, *rest) = ...`).

@@ -93,12 +93,7 @@ impl<'a> Resolver<'a> {
                         .unwrap_or_default();
                     extend(&mut elements, annotated);
                 }
-                // An inherited `__iter__` returning `self` returns the subclass's instance.
-                let iterators = match &iter {
-                    Value::Function(f) if self.is_inherited(f, t, depth) => self.call_result_on(f, t, depth + 1),
-                    _ => self.call_result(&iter, depth + 1),
-                };
-                for iterator in iterators {
+                for iterator in self.result_on_instance(&iter, v, depth + 1) {
                     let Value::Instance(k) = &iterator else { continue };
                     for next in self.deref(self.class_attr(k, next_name, None, depth + 1), depth) {
                         if matches!(next, Value::Function(_)) {
@@ -542,7 +537,7 @@ impl<'a> Resolver<'a> {
                         _ => None,
                     };
                     if let Some(receiver) = property {
-                        for c in self.getter_result(&v, receiver, depth + 2) {
+                        for c in self.result_on_instance(&v, receiver, depth + 2) {
                             extend(&mut out, self.call_result(&c, depth + 1));
                         }
                         continue;
@@ -570,15 +565,16 @@ impl<'a> Resolver<'a> {
         !(flags.is_static || flags.is_property || (on_class && !flags.is_class)) && self.is_inherited(t, class, depth)
     }
 
-    /// What reading the property `getter` on `instance` gives: its getter's result, evaluated
-    /// for the instance's class when that class inherits the property (`@property def form(self):
-    /// return self.get_form()` reaches the subclass's `get_form`).
-    pub(super) fn getter_result(&self, getter: &Value, instance: &Value, depth: u32) -> Vec<Value> {
-        match (getter, instance) {
+    /// What calling `method` on `instance` returns (a property's getter, `__iter__`): its result,
+    /// evaluated for the instance's class when that class inherits the method (`@property def
+    /// form(self): return self.get_form()` reaches the subclass's `get_form`; an inherited
+    /// `__iter__` returning `self` gives the subclass's instance).
+    pub(super) fn result_on_instance(&self, method: &Value, instance: &Value, depth: u32) -> Vec<Value> {
+        match (method, instance) {
             (Value::Function(t), Value::Instance(k)) if self.is_inherited(t, k, depth) => {
                 self.call_result_on(t, k, depth)
             }
-            _ => self.call_result(getter, depth),
+            _ => self.call_result(method, depth),
         }
     }
 
@@ -586,18 +582,15 @@ impl<'a> Resolver<'a> {
     /// returns, a descriptor's `__get__` called on the descriptor (of its own class when the
     /// method is inherited).
     pub(super) fn made_property_value(&self, made: &MadeProperty, receiver: &Value, depth: u32) -> Vec<Value> {
-        match &made.descriptor {
-            Some(d) if self.is_inherited(&made.getter, d, depth) => self.call_result_on(&made.getter, d, depth),
-            Some(_) => self.call_result(&Value::Function(made.getter.clone()), depth),
-            None => self.getter_result(&Value::Function(made.getter.clone()), receiver, depth),
-        }
+        let on = made.descriptor.clone().map_or_else(|| receiver.clone(), Value::Instance);
+        self.result_on_instance(&Value::Function(made.getter.clone()), &on, depth)
     }
 
     /// What reading the class attribute `var` (the value `raw`) on the class object gives when it
     /// holds descriptors: their `__get__`s, called, and the value: the descriptor itself (the
-    /// instance, not the attribute's other values) when a `__get__` may return it (`if obj is None: return self`, its instance branches not being
-    /// told apart), else what they return (`ManagerDescriptor.__get__` returns the manager).
-    /// None for other attributes.
+    /// instance, not the attribute's other values) when a `__get__` may return it (`if obj is
+    /// None: return self`, its instance branches not being told apart), else what they return
+    /// (`ManagerDescriptor.__get__` returns the manager). None for other attributes.
     pub(super) fn class_read(&self, var: &Target, raw: &Value, depth: u32) -> Option<(Vec<Target>, Vec<Value>)> {
         let descriptors = self.class_body_descriptors(var, depth + 1);
         if descriptors.is_empty() {

@@ -555,12 +555,12 @@ impl<'a> Resolver<'a> {
                     let accessed = hits.properties.split_off(read_on_the_way);
                     for (offset, p) in accessed.into_iter().enumerate() {
                         let at = read_on_the_way + offset;
-                        let (made, own) = match access.kind {
-                            AccessKind::Write => (&hits.setters, self.property_setter(&p)),
-                            _ => (&hits.deleters, self.property_deleter(&p)),
-                        };
+                        let writes = access.kind == AccessKind::Write;
+                        let made = if writes { &hits.setters } else { &hits.deleters };
                         let made = made.iter().find(|(i, _)| *i == at).map(|(_, a)| a.clone());
-                        if let Some(accessor) = made.or(own).filter(|_| !on_super) {
+                        let accessor =
+                            made.or_else(|| if writes { self.property_setter(&p) } else { self.property_deleter(&p) });
+                        if let Some(accessor) = accessor.filter(|_| !on_super) {
                             hits.properties.push(accessor);
                         }
                     }

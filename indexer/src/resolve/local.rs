@@ -251,16 +251,17 @@ impl<'a> Resolver<'a> {
     pub(super) fn entered(&self, expr: &Expr, is_async: bool, scope: ScopeId, depth: u32) -> Vec<Value> {
         // `cm = session(); with cm as x`: a function's local name bound only to calls is entered
         // as those calls are (a generator context manager's call has no value of its own).
+        let eval = |e: &Expr, d| self.eval_local(e, scope, d);
         if let Expr::Name(n) = expr
             && let Some(calls) = self.local_call_bindings(n, scope)
         {
             let mut out = Vec::new();
             for call in &calls {
-                extend(&mut out, self.entered_with(call, is_async, depth, &|e, d| self.eval_local(e, scope, d)));
+                extend(&mut out, self.entered_with(call, is_async, depth, &eval));
             }
             return out;
         }
-        self.entered_with(expr, is_async, depth, &|e, d| self.eval_local(e, scope, d))
+        self.entered_with(expr, is_async, depth, &eval)
     }
 
     /// The calls a function's local `name` is bound to, when every binding of it in force is a
@@ -520,7 +521,7 @@ impl<'a> Resolver<'a> {
                             if let Some(h) = hits.as_deref_mut() {
                                 h.properties.push(t.clone());
                             }
-                            extend(&mut out, self.getter_result(&v, receiver, depth + 1));
+                            extend(&mut out, self.result_on_instance(&v, receiver, depth + 1));
                             continue;
                         }
                         // A class attribute `x = property(getter, setter)`, read on an instance:

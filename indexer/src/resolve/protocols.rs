@@ -77,11 +77,11 @@ pub(super) enum LengthHint {
 }
 
 /// The builtins that iterate an argument, checked against CPython 3.11: `list(obj)` calls
-/// `obj`'s `__iter__`, `__len__` and `__next__` (`", ".join(obj)` asks the iterator's length), `set(obj)` `__iter__` and `__next__`,
-/// `enumerate(obj)` only `__iter__`. With a `*` or `**` argument the positions are not known.
-/// `receiver`: for a method (`",".join`, `str.join`), asked only then, whether it is called on a class (the
-/// unbound form, whose first argument is the receiver), on an instance, or is not known (an alias
-/// `j = str.join`: nothing is taken then).
+/// `obj`'s `__iter__`, `__len__` and `__next__` (`", ".join(obj)` asks the iterator's length),
+/// `set(obj)` `__iter__` and `__next__`, `enumerate(obj)` only `__iter__`. With a `*` or `**`
+/// argument the positions are not known. `receiver`: for a method (`",".join`, `str.join`),
+/// asked only then, whether it is called on a class (the unbound form, whose first argument is
+/// the receiver), on an instance, or is not known (an alias `j = str.join`: nothing is taken).
 pub(super) fn iterated_arguments<'c>(
     values: &[Value],
     call: &'c CallSite,
@@ -157,37 +157,31 @@ impl<'a> Resolver<'a> {
                 }))
             });
         }
-        let values = &values;
-        let mut out = Vec::new();
+        let functions = |targets: Vec<Target>| targets.into_iter().map(Value::Function).collect::<Vec<_>>();
         let hinted = ["__len__", "__length_hint__"];
+        let mut out = Vec::new();
         match how {
+            Consumed::Lazily => return functions(self.special_methods(&values, &["__iter__"])),
+            Consumed::Whole { length_hint: LengthHint::None } => {}
             Consumed::Whole { length_hint: LengthHint::OfArgument } => {
-                out.extend(self.special_methods(values, &hinted).into_iter().map(Value::Function));
+                out = functions(self.special_methods(&values, &hinted))
             }
             Consumed::Whole { length_hint: LengthHint::OfIterator } => {
-                for v in values {
+                for v in &values {
                     let Value::Instance(t) = v else { continue };
                     for iter in self.deref(self.class_attr(t, "__iter__", None, 1), 1) {
-                        let Value::Function(f) = &iter else { continue };
-                        let iterators = if self.is_inherited(f, t, 1) {
-                            self.call_result_on(f, t, 1)
-                        } else {
-                            self.call_result(&iter, 1)
-                        };
+                        if !matches!(iter, Value::Function(_)) {
+                            continue;
+                        }
+                        let iterators = self.result_on_instance(&iter, v, 1);
                         // The join copies the iterator into a list: its `__iter__` too.
-                        out.extend(self.special_methods(&iterators, &["__iter__"]).into_iter().map(Value::Function));
-                        out.extend(self.special_methods(&iterators, &hinted).into_iter().map(Value::Function));
+                        extend(&mut out, functions(self.special_methods(&iterators, &["__iter__"])));
+                        extend(&mut out, functions(self.special_methods(&iterators, &hinted)));
                     }
                 }
             }
-            _ => {}
         }
-        match how {
-            Consumed::Whole { .. } => extend(&mut out, self.iterate_instances(values, false, 0).0),
-            Consumed::Lazily => {
-                extend(&mut out, self.special_methods(values, &["__iter__"]).into_iter().map(Value::Function).collect())
-            }
-        }
+        extend(&mut out, self.iterate_instances(&values, false, 0).0);
         out
     }
 

@@ -239,12 +239,13 @@ impl<'a> Resolver<'a> {
                     let Some(receiver) = property_receiver(&b) else {
                         // A descriptor read on the class (see [`Resolver::class_read`]).
                         for v in values {
-                            match (&v, &b) {
-                                (Value::Var(var), Value::Class(_)) => match self.class_read(var, &v, depth + 1) {
-                                    Some((_, read)) => extend(&mut out, read),
-                                    None => push(&mut out, v),
-                                },
-                                _ => push(&mut out, v),
+                            let read = match (&v, &b) {
+                                (Value::Var(var), Value::Class(_)) => self.class_read(var, &v, depth + 1),
+                                _ => None,
+                            };
+                            match read {
+                                Some((_, read)) => extend(&mut out, read),
+                                None => push(&mut out, v),
                             }
                         }
                         continue;
@@ -257,7 +258,7 @@ impl<'a> Resolver<'a> {
                     for v in values {
                         match &v {
                             Value::Function(t) if self.method_flags(t).is_property => {
-                                extend(&mut out, self.getter_result(&v, &receiver, depth + 1));
+                                extend(&mut out, self.result_on_instance(&v, &receiver, depth + 1));
                             }
                             Value::Var(var) if !self.made_properties(var, depth + 1).is_empty() => {}
                             _ => push(&mut out, v),
