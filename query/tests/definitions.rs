@@ -497,3 +497,27 @@ fn a_missing_line_is_placed_at_its_own_name() {
     let at = err.place().unwrap_or_else(|| panic!("no place for '{err}'"));
     assert_eq!(at.position, text.find("m.py:0999").expect("the token"), "{err}");
 }
+
+/// The graph lane ranks a name defined more than once as one entry, the definition Python binds:
+/// `@overload` declarations and a property's setter would otherwise take places of their own in
+/// the ranking of what a new method of the class may use.
+#[test]
+fn the_graph_lane_ranks_each_name_once_as_the_definition_python_binds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let snapshot = index(dir.path());
+    let out = run(&snapshot, "context for \"def brand_new(self, x):\" in pkg/m.py budget 3000");
+    let graph = &out.lane_hits.iter().find(|(lane, _)| *lane == "graph").expect("the graph lane's list").1;
+    for (bound, others) in [
+        ("pkg.m.Adapter.match#3", &["pkg.m.Adapter.match", "pkg.m.Adapter.match#2"][..]),
+        ("pkg.m.Adapter.size", &["pkg.m.Adapter.size#2"][..]),
+        ("pkg.m.pick#2", &["pkg.m.pick"][..]),
+    ] {
+        assert!(graph.iter().any(|id| id == bound), "{bound} in {graph:?}");
+        for other in others {
+            assert!(!graph.iter().any(|id| id == other), "{other} stands for {bound}: {graph:?}");
+        }
+    }
+    // The context pastes the implementation, not a declaration.
+    let context = out.context.expect("a context");
+    assert!(!context.text.contains("def match(self, x: int) -> int: ..."), "{}", context.text);
+}

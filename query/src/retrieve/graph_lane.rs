@@ -17,7 +17,7 @@ use super::neighbours::{
     is_unread_variable, is_unused_private, receiver_classes, shadowed_members,
 };
 use super::relatives::{AnalogueUsage, TypeUsage, UseShare, are_namesakes, are_nested_names, family_of, name_siblings};
-use super::target::{Target, target_name};
+use super::target::{Target, bound_definition, target_name};
 
 /// The graph lane: the units the target can reach, ranked for it.
 ///
@@ -28,7 +28,9 @@ use super::target::{Target, target_name};
 /// other code uses, what the file imports (imported names, the modules it binds to a name, members of
 /// imported modules and classes) and the members of the classes that code works with. A module
 /// ranks like any candidate (what reads it is recorded as a `references` edge) but is never
-/// pasted into the context text: its source is a whole file. Candidates are scored by
+/// pasted into the context text: its source is a whole file. A name defined more than once is one
+/// candidate, the definition Python binds (an `@overload`'s implementation, a property's getter).
+/// Candidates are scored by
 /// - locality ([`Tier`]): what a method needs is most often on its own class, then in its file;
 /// - usage by neighbours: how many of the class's other methods and the file's other units use
 ///   it (a class's methods work with the same attributes and collaborators);
@@ -104,7 +106,21 @@ pub fn graph_lane(
         .map(|(id, features)| (features.score(), id))
         .collect();
     scored.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal).then_with(|| a.1.cmp(&b.1)));
-    ranked.extend(scored.into_iter().map(|(_, id)| id));
+    // A name defined more than once (`@overload` declarations before their implementation, a
+    // property's getter, setter and deleter, alternatives under `if`/`try`) is one entry, the
+    // definition Python binds, at the best rank any of them earned: a body calls the name, and
+    // four declarations of one function would take four places. The target's own declarations
+    // stand for the target, which enters only as itself (recursion).
+    let mut placed: FxHashSet<String> = ranked.iter().cloned().collect();
+    for (_, id) in scored {
+        let bound = bound_definition(snapshot, &id);
+        if bound != id && target.id.as_deref() == Some(bound.as_str()) {
+            continue;
+        }
+        if placed.insert(bound.clone()) {
+            ranked.push(bound);
+        }
+    }
     // What lies inside the target (a class's members, a function's nested functions) is its own
     // code, never what it needs: left out before the list is cut, or it would fill it.
     if let Some(t) = target.id.as_deref().and_then(|id| snapshot.unit(id)) {

@@ -311,6 +311,17 @@ fn name_of_definition(id: &str) -> &str {
     }
 }
 
+/// The definition Python binds `id`'s name to (see [`context_definition`]): `m.f#3` for each of
+/// `m.f`, `m.f#2` and `m.f#3` when the first two are `@overload` declarations; the getter `m.C.x`
+/// for a property's setter `m.C.x#2`. A name defined once stands for itself.
+pub(super) fn bound_definition(snapshot: &Snapshot, id: &str) -> String {
+    let name = name_of_definition(id);
+    if name == id && !snapshot.contains_unit(&format!("{id}#2")) {
+        return id.to_string();
+    }
+    context_definition(snapshot, crate::exec::definitions_of(snapshot, name)).unwrap_or_else(|| id.to_string())
+}
+
 /// Which of the definitions of one name (`ids`, see [`crate::exec::definitions_of`]) `context`
 /// assembles for: the last, the one Python binds the name to and calls resolve to, passing over
 /// `@overload` declarations (the implementation comes after them) and a property's setter and
