@@ -1105,3 +1105,35 @@ fn members_of_the_class_an_attribute_seems_to_hold_carry_their_affinity() {
     let attach = features.iter().find(|(c, _)| c == "pkg.connection.Connection.attach_volume").map(|(_, f)| f);
     assert!(attach.is_none_or(|f| f.receiver_words == 0.0 && f.receiver_dense == 0.0), "{attach:?}");
 }
+
+/// A private member of another class (`Pool._reap`) is that class's business: it ranks after
+/// every other candidate. The target's own class and its bases keep their private members; a module's private function is not a class's member.
+#[test]
+fn a_private_member_of_another_class_ranks_after_every_other_candidate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    write(
+        dir.path(),
+        "pkg/pool.py",
+        "def _clock():\n    return 0\n\n\n\
+         class Pool:\n    def _reap(self):\n        return _clock()\n\n    def reap(self):\n        return self._reap()\n\n\n\
+         class Base:\n    def _flush(self):\n        return 1\n\n\n\
+         class Conn(Base):\n    def _send(self, pool: Pool):\n        return pool.reap()\n\n\
+         \x20   class Options:\n        def _set(self):\n            return 2\n\n        def apply(self):\n            \
+         \"\"\"Apply the options to the pool.\"\"\"\n            ...\n\n\
+         \x20   def close(self, pool: Pool):\n        \"\"\"Reap the pool and close.\"\"\"\n        ...\n",
+    );
+    let snapshot = index(dir.path());
+    let marked = |target: &str, id: &str| {
+        features_for(&snapshot, target).into_iter().find(|(c, _)| c == id).map(|(_, f)| f.private_of_another_class)
+    };
+    assert_eq!(marked("pkg.pool.Conn.close", "pkg.pool.Pool._reap"), Some(1.0));
+    assert_eq!(marked("pkg.pool.Conn.close", "pkg.pool.Pool.reap"), Some(0.0));
+    assert_eq!(marked("pkg.pool.Conn.close", "pkg.pool.Conn._send"), Some(0.0), "its own class");
+    assert_eq!(marked("pkg.pool.Conn.close", "pkg.pool.Base._flush"), Some(0.0), "a base");
+    assert_eq!(marked("pkg.pool.Conn.close", "pkg.pool._clock"), Some(0.0), "a module's private function");
+    assert_eq!(marked("pkg.pool.Conn.Options.apply", "pkg.pool.Pool._reap"), Some(1.0));
+    let ranked = lane_for(&snapshot, "pkg.pool.Conn.close", &[]);
+    let at = |id: &str| ranked.iter().position(|r| r == id).unwrap_or(usize::MAX);
+    assert_eq!(at("pkg.pool.Pool._reap"), ranked.len() - 1, "{ranked:?}");
+}

@@ -14,7 +14,8 @@ use super::candidates::{Tier, header_classes, mentioned_classes, reachable_candi
 use super::ids::{body_uses, identifiers_in, is_code_unit, is_unwritten, last_name, lies_within, owner_of};
 use super::neighbours::{
     ImportUse, NeighbourUsage, callers_above, collaborator_classes, header_uses, is_local_elsewhere,
-    is_unread_variable, is_unused_private, receiver_classes, shadowed_members,
+    is_private_of_another_class, is_unread_variable, is_unused_private, own_classes, receiver_classes,
+    shadowed_members,
 };
 use super::relatives::{AnalogueUsage, TypeUsage, UseShare, are_namesakes, are_nested_names, family_of, name_siblings};
 use super::target::{Target, bound_definition, target_name};
@@ -228,6 +229,11 @@ pub struct CandidateFeatures {
     /// before it in the method resolution order, defines again (see [`shadowed_members`]):
     /// `self.name` reaches the redefinition.
     pub shadowed: f64,
+    /// 1 when it is a private member (`_name`, not a dunder) of a class that neither holds the
+    /// target nor is its class or one of that class's bases (see
+    /// [`is_private_of_another_class`]): Python's convention keeps it to its class. Ranks after
+    /// every candidate without it.
+    pub private_of_another_class: f64,
     /// 1 for the target itself, a candidate when its body is not written yet (a stub, or blanked):
     /// a function may call itself, and recursion is a dependency (DevEval annotates it for 3.3 %
     /// of its tuning half's tasks). Its other features stay 0: the score places it by these two.
@@ -284,6 +290,7 @@ impl CandidateFeatures {
             - 5.75 * self.caller_of_target
             - 5.0 * self.local_elsewhere
             - 4.25 * self.shadowed
+            - AHEAD_OF_ALL * self.private_of_another_class
             + 3.0 * self.itself
             + 4.0 * self.recursive_neighbours
             + 0.5 * self.receiver_words
@@ -340,6 +347,7 @@ pub fn candidate_features(
         receiver_classes(snapshot, target, candidate_classes).into_iter().map(str::to_string).collect();
     let callers = callers_above(snapshot, target);
     let shadowed = shadowed_members(snapshot, target);
+    let own_classes = own_classes(snapshot, target);
     let target_words: FxHashSet<String> = words(lanes, &target.own_text).into_iter().collect();
     let candidate_words: Vec<FxHashSet<String>> = candidates
         .iter()
@@ -400,6 +408,11 @@ pub fn candidate_features(
                 caller_of_target: if callers.contains(c.id.as_str()) { 1.0 } else { 0.0 },
                 local_elsewhere: if is_local_elsewhere(snapshot, target, &c.id) { 1.0 } else { 0.0 },
                 shadowed: if shadowed.contains(&c.id) { 1.0 } else { 0.0 },
+                private_of_another_class: if is_private_of_another_class(snapshot, &own_classes, &c.id) {
+                    1.0
+                } else {
+                    0.0
+                },
                 itself: 0.0,
                 recursive_neighbours: 0.0,
                 receiver_words: on_receiver * word_affinity,

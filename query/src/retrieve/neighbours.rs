@@ -104,6 +104,32 @@ pub(super) fn is_local_elsewhere(snapshot: &Snapshot, target: &Target, id: &str)
     })
 }
 
+/// The target's class, its bases and the classes holding it: the classes whose private members
+/// are the target's own to use (see [`is_private_of_another_class`]).
+pub(super) fn own_classes(snapshot: &Snapshot, target: &Target) -> FxHashSet<String> {
+    let mut own: FxHashSet<String> = target.class.iter().flat_map(|c| class_and_bases(snapshot, c)).collect();
+    let mut owner = Some(target_owner(target));
+    while let Some(o) = owner {
+        if snapshot.kind_of(o) == Some(UnitKind::Class) {
+            own.insert(o.to_string());
+        }
+        owner = owner_of(o);
+    }
+    own
+}
+
+/// Whether `id` is a private member (`_name`, not a dunder) of a class that is none of
+/// `own_classes`: by Python's convention, that class's own business. On DevEval's tuning half, 5
+/// of 3,856 such candidates were needed (collaborating classes of one package calling each
+/// other's helpers); a module's private functions, by contrast, are used across its package.
+pub(super) fn is_private_of_another_class(snapshot: &Snapshot, own_classes: &FxHashSet<String>, id: &str) -> bool {
+    let name = last_name(id);
+    name.starts_with('_')
+        && !name.ends_with("__")
+        && owner_of(id)
+            .is_some_and(|owner| snapshot.kind_of(owner) == Some(UnitKind::Class) && !own_classes.contains(owner))
+}
+
 /// How many calls above the target [`callers_above`] looks.
 const CALLER_LEVELS: usize = 3;
 
