@@ -1137,3 +1137,37 @@ fn a_private_member_of_another_class_ranks_after_every_other_candidate() {
     let at = |id: &str| ranked.iter().position(|r| r == id).unwrap_or(usize::MAX);
     assert_eq!(at("pkg.pool.Pool._reap"), ranked.len() - 1, "{ranked:?}");
 }
+
+/// A classmethod or staticmethod has no instance: an attribute its class's methods set on `self`
+/// (and its class body does not define) ranks after every other candidate for it, but not for
+/// an ordinary method.
+#[test]
+fn an_instance_attribute_ranks_last_for_a_method_with_no_instance() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "pkg/__init__.py", "");
+    write(
+        dir.path(),
+        "pkg/shape.py",
+        "class Base:\n    def __init__(self):\n        self.origin = 0\n\n\n\
+         class Box(Base):\n    LIMIT = 3\n    size = None\n\n    def __init__(self, size):\n        super().__init__()\n        \
+         self.size = size\n        self.area = size * size\n\n    def grow(self):\n        \"\"\"Grow the box.\"\"\"\n        ...\n\n\
+         \x20   @classmethod\n    def unit(cls):\n        \"\"\"A box of size one, within the limit.\"\"\"\n        ...\n\n\
+         \x20   @staticmethod\n    def check(size):\n        \"\"\"Check a size against the limit.\"\"\"\n        ...\n",
+    );
+    let snapshot = index(dir.path());
+    let marked = |target: &str, id: &str| {
+        features_for(&snapshot, target).into_iter().find(|(c, _)| c == id).map(|(_, f)| f.instance_out_of_reach)
+    };
+    for target in ["pkg.shape.Box.unit", "pkg.shape.Box.check"] {
+        assert_eq!(marked(target, "pkg.shape.Box.area"), Some(1.0), "{target}");
+        assert_eq!(marked(target, "pkg.shape.Base.origin"), Some(1.0), "{target}: a base's");
+        assert_eq!(marked(target, "pkg.shape.Box.LIMIT"), Some(0.0), "{target}: the class body's");
+        assert_eq!(marked(target, "pkg.shape.Box.size"), Some(0.0), "{target}: also in the class body");
+        assert_eq!(marked(target, "pkg.shape.Box.__init__"), Some(0.0), "{target}");
+    }
+    assert_eq!(marked("pkg.shape.Box.grow", "pkg.shape.Box.area"), Some(0.0), "an ordinary method has self");
+    let ranked = lane_for(&snapshot, "pkg.shape.Box.unit", &[]);
+    let at = |id: &str| ranked.iter().position(|r| r == id).unwrap_or(usize::MAX);
+    assert!(at("pkg.shape.Box.area") > at("pkg.shape.Box.LIMIT"), "{ranked:?}");
+    assert!(ranked.len() - at("pkg.shape.Box.area") <= 2, "{ranked:?}");
+}

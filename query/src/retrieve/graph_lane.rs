@@ -13,9 +13,9 @@ use super::affinity::{WordRarity, dense_affinity, describe, words};
 use super::candidates::{Tier, header_classes, mentioned_classes, reachable_candidates, returned_constructors};
 use super::ids::{body_uses, identifiers_in, is_code_unit, is_unwritten, last_name, lies_within, owner_of};
 use super::neighbours::{
-    ImportUse, NeighbourUsage, callers_above, collaborator_classes, header_uses, is_local_elsewhere,
-    is_private_of_another_class, is_unread_variable, is_unused_private, own_classes, receiver_classes,
-    shadowed_members,
+    ImportUse, NeighbourUsage, callers_above, collaborator_classes, header_uses, instance_attributes_out_of_reach,
+    is_local_elsewhere, is_private_of_another_class, is_unread_variable, is_unused_private, own_classes,
+    receiver_classes, shadowed_members,
 };
 use super::relatives::{AnalogueUsage, TypeUsage, UseShare, are_namesakes, are_nested_names, family_of, name_siblings};
 use super::target::{Target, bound_definition, target_name};
@@ -234,6 +234,11 @@ pub struct CandidateFeatures {
     /// [`is_private_of_another_class`]): Python's convention keeps it to its class. Ranks after
     /// every candidate without it.
     pub private_of_another_class: f64,
+    /// 1 when the target is a `classmethod` or `staticmethod` and it is an instance attribute of
+    /// the target's class or a base (see [`instance_attributes_out_of_reach`]): with no
+    /// instance, the body reaches it only through one it makes. Ranks after every candidate
+    /// without it.
+    pub instance_out_of_reach: f64,
     /// 1 for the target itself, a candidate when its body is not written yet (a stub, or blanked):
     /// a function may call itself, and recursion is a dependency (DevEval annotates it for 3.3 %
     /// of its tuning half's tasks). Its other features stay 0: the score places it by these two.
@@ -291,6 +296,7 @@ impl CandidateFeatures {
             - 5.0 * self.local_elsewhere
             - 4.25 * self.shadowed
             - AHEAD_OF_ALL * self.private_of_another_class
+            - AHEAD_OF_ALL * self.instance_out_of_reach
             + 3.0 * self.itself
             + 4.0 * self.recursive_neighbours
             + 0.5 * self.receiver_words
@@ -348,6 +354,7 @@ pub fn candidate_features(
     let callers = callers_above(snapshot, target);
     let shadowed = shadowed_members(snapshot, target);
     let own_classes = own_classes(snapshot, target);
+    let out_of_reach = instance_attributes_out_of_reach(snapshot, target);
     let target_words: FxHashSet<String> = words(lanes, &target.own_text).into_iter().collect();
     let candidate_words: Vec<FxHashSet<String>> = candidates
         .iter()
@@ -413,6 +420,7 @@ pub fn candidate_features(
                 } else {
                     0.0
                 },
+                instance_out_of_reach: if out_of_reach.contains(&c.id) { 1.0 } else { 0.0 },
                 itself: 0.0,
                 recursive_neighbours: 0.0,
                 receiver_words: on_receiver * word_affinity,

@@ -13,7 +13,7 @@ use super::ids::{
     body_uses, class_and_bases, code_edges, edge_targets, header_end_line, is_test_path, is_within, last_name,
     likely_neighbours, neighbours_at_line, owner_of, source_order_neighbours, without_lambdas,
 };
-use super::target::{Target, target_name, target_owner};
+use super::target::{Target, has_no_instance, target_name, target_owner};
 
 /// Whether `id` is a private definition of the target's file (`_helper`, `_CACHE`; not a dunder,
 /// not inside the target) that nothing uses but the target and tests (see [`used_elsewhere`]): a
@@ -128,6 +128,30 @@ pub(super) fn is_private_of_another_class(snapshot: &Snapshot, own_classes: &FxH
         && !name.ends_with("__")
         && owner_of(id)
             .is_some_and(|owner| snapshot.kind_of(owner) == Some(UnitKind::Class) && !own_classes.contains(owner))
+}
+
+/// The instance attributes of the target's class and its bases, for a target with no instance
+/// (see [`has_no_instance`]; empty otherwise): variables a method of the class defines
+/// (`self.x = ...`) and its class body does not. `cls.x` does not reach them.
+pub(super) fn instance_attributes_out_of_reach(snapshot: &Snapshot, target: &Target) -> FxHashSet<String> {
+    let Some(class) = target.class.as_deref().filter(|_| has_no_instance(target)) else {
+        return FxHashSet::default();
+    };
+    let mut out = FxHashSet::default();
+    for c in class_and_bases(snapshot, class) {
+        let Some(class_unit) = snapshot.unit(&c) else { continue };
+        let units = &class_unit.file.graph.units;
+        let methods: Vec<&fresco_graph::Unit> = units
+            .iter()
+            .filter(|m| matches!(m.kind, UnitKind::Function | UnitKind::Method) && owner_of(&m.id) == Some(c.as_str()))
+            .collect();
+        for v in units.iter().filter(|v| v.kind == UnitKind::Variable && owner_of(&v.id) == Some(c.as_str())) {
+            if methods.iter().any(|m| m.start_byte <= v.start_byte && v.end_byte <= m.end_byte) {
+                out.insert(v.id.clone());
+            }
+        }
+    }
+    out
 }
 
 /// How many calls above the target [`callers_above`] looks.

@@ -580,6 +580,15 @@ pub(super) fn target_owner(target: &Target) -> &str {
     }
 }
 
+/// Whether the target is a `classmethod` or `staticmethod` of its class: it has no instance, so
+/// what only an instance holds (`self.x = ...` in a method) is out of its reach, except through
+/// an instance it makes.
+pub(super) fn has_no_instance(target: &Target) -> bool {
+    target.class.is_some()
+        && decorator_names(target.own_text.trim_start())
+            .any(|d| matches!(d.rsplit('.').next(), Some("classmethod" | "staticmethod")))
+}
+
 /// The name the target has or will have (`send` for `pkg.Session.send`).
 pub(super) fn target_name(target: &Target) -> Option<&str> {
     match &target.id {
