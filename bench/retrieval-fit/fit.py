@@ -24,7 +24,8 @@ FEATURES = [
     "imported_module", "imported", "class_users", "file_users", "unused_import", "unused_private", "unread_variable", "word_affinity", "dense_affinity", "analogue_users",
     "named_in_text", "adjacent_users", "analogue_role_users", "same_name", "collaborator_namesake", "family_users",
     "sibling_users", "nested_name", "return_constructor", "type_users", "analogue_only", "caller_of_target",
-    "local_elsewhere", "shadowed", "private_of_another_class", "instance_out_of_reach", "itself", "recursive_neighbours", "receiver_words", "receiver_dense",
+    "local_elsewhere", "shadowed", "private_of_another_class", "instance_out_of_reach", "initialiser_already_run",
+    "itself", "recursive_neighbours", "receiver_words", "receiver_dense",
 ]
 # The current weights, a copy of `CandidateFeatures::score` (a test in
 # query/src/retrieve/graph_lane.rs reads this table: one `"name": number` per entry, no comments
@@ -37,7 +38,8 @@ STATED = {
     "analogue_role_users": 3.25, "same_name": 1.5, "collaborator_namesake": 2.5, "family_users": 4.5,
     "sibling_users": 2.0, "return_constructor": 3.0, "type_users": 2.5, "analogue_only": -2.75,
     "caller_of_target": -5.75, "local_elsewhere": -5.0, "shadowed": -4.25,
-    "private_of_another_class": -100.0, "instance_out_of_reach": -100.0, "itself": 3.0,
+    "private_of_another_class": -100.0, "instance_out_of_reach": -100.0,
+    "initialiser_already_run": -100.0, "itself": 3.0,
     "recursive_neighbours": 4.0, "receiver_words": 0.5, "receiver_dense": 1.0, "nested_name": 1.0,
 }
 # The tools rank with FEATURES; the test in query/src/retrieve/graph_lane.rs checks STATED against

@@ -1140,9 +1140,9 @@ fn a_private_member_of_another_class_ranks_after_every_other_candidate() {
 
 /// A classmethod or staticmethod has no instance: an attribute its class's methods set on `self`
 /// (and its class body does not define) ranks after every other candidate for it, but not for
-/// an ordinary method.
+/// an ordinary method, for which the class's initialisers rank last instead.
 #[test]
-fn an_instance_attribute_ranks_last_for_a_method_with_no_instance() {
+fn what_a_method_cannot_reach_or_has_already_run_ranks_last() {
     let dir = tempfile::tempdir().expect("tempdir");
     write(dir.path(), "pkg/__init__.py", "");
     write(
@@ -1170,4 +1170,16 @@ fn an_instance_attribute_ranks_last_for_a_method_with_no_instance() {
     let at = |id: &str| ranked.iter().position(|r| r == id).unwrap_or(usize::MAX);
     assert!(at("pkg.shape.Box.area") > at("pkg.shape.Box.LIMIT"), "{ranked:?}");
     assert!(ranked.len() - at("pkg.shape.Box.area") <= 2, "{ranked:?}");
+    // An ordinary method's instance was set up before it runs: its class's and bases'
+    // initialisers rank last for it, not for the classmethod, which makes instances.
+    let initialiser = |target: &str, id: &str| {
+        features_for(&snapshot, target).into_iter().find(|(c, _)| c == id).map(|(_, f)| f.initialiser_already_run)
+    };
+    assert_eq!(initialiser("pkg.shape.Box.grow", "pkg.shape.Box.__init__"), Some(1.0));
+    assert_eq!(initialiser("pkg.shape.Box.grow", "pkg.shape.Base.__init__"), Some(1.0));
+    assert_eq!(initialiser("pkg.shape.Box.unit", "pkg.shape.Box.__init__"), Some(0.0));
+    assert_eq!(initialiser("pkg.shape.Box.check", "pkg.shape.Box.__init__"), Some(0.0));
+    let ranked = lane_for(&snapshot, "pkg.shape.Box.grow", &[]);
+    let at = |id: &str| ranked.iter().position(|r| r == id).unwrap_or(usize::MAX);
+    assert!(ranked.len() - at("pkg.shape.Box.__init__") <= 2, "{ranked:?}");
 }

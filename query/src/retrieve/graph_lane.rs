@@ -13,9 +13,9 @@ use super::affinity::{WordRarity, dense_affinity, describe, words};
 use super::candidates::{Tier, header_classes, mentioned_classes, reachable_candidates, returned_constructors};
 use super::ids::{body_uses, identifiers_in, is_code_unit, is_unwritten, last_name, lies_within, owner_of};
 use super::neighbours::{
-    ImportUse, NeighbourUsage, callers_above, collaborator_classes, header_uses, instance_attributes_out_of_reach,
-    is_local_elsewhere, is_private_of_another_class, is_unread_variable, is_unused_private, own_classes,
-    receiver_classes, shadowed_members,
+    ImportUse, NeighbourUsage, callers_above, collaborator_classes, header_uses, initialisers_already_run,
+    instance_attributes_out_of_reach, is_local_elsewhere, is_private_of_another_class, is_unread_variable,
+    is_unused_private, own_classes, receiver_classes, shadowed_members,
 };
 use super::relatives::{AnalogueUsage, TypeUsage, UseShare, are_namesakes, are_nested_names, family_of, name_siblings};
 use super::target::{Target, bound_definition, target_name};
@@ -239,6 +239,10 @@ pub struct CandidateFeatures {
     /// instance, the body reaches it only through one it makes. Ranks after every candidate
     /// without it.
     pub instance_out_of_reach: f64,
+    /// 1 when it is the `__init__` of the target's class or a base and the target is an ordinary
+    /// method (see [`initialisers_already_run`]): its instance was set up before it runs. Ranks
+    /// after every candidate without it.
+    pub initialiser_already_run: f64,
     /// 1 for the target itself, a candidate when its body is not written yet (a stub, or blanked):
     /// a function may call itself, and recursion is a dependency (DevEval annotates it for 3.3 %
     /// of its tuning half's tasks). Its other features stay 0: the score places it by these two.
@@ -297,6 +301,7 @@ impl CandidateFeatures {
             - 4.25 * self.shadowed
             - AHEAD_OF_ALL * self.private_of_another_class
             - AHEAD_OF_ALL * self.instance_out_of_reach
+            - AHEAD_OF_ALL * self.initialiser_already_run
             + 3.0 * self.itself
             + 4.0 * self.recursive_neighbours
             + 0.5 * self.receiver_words
@@ -355,6 +360,7 @@ pub fn candidate_features(
     let shadowed = shadowed_members(snapshot, target);
     let own_classes = own_classes(snapshot, target);
     let out_of_reach = instance_attributes_out_of_reach(snapshot, target);
+    let already_run = initialisers_already_run(snapshot, target);
     let target_words: FxHashSet<String> = words(lanes, &target.own_text).into_iter().collect();
     let candidate_words: Vec<FxHashSet<String>> = candidates
         .iter()
@@ -421,6 +427,7 @@ pub fn candidate_features(
                     0.0
                 },
                 instance_out_of_reach: if out_of_reach.contains(&c.id) { 1.0 } else { 0.0 },
+                initialiser_already_run: if already_run.contains(&c.id) { 1.0 } else { 0.0 },
                 itself: 0.0,
                 recursive_neighbours: 0.0,
                 receiver_words: on_receiver * word_affinity,

@@ -13,7 +13,7 @@ use super::ids::{
     body_uses, class_and_bases, code_edges, edge_targets, header_end_line, is_test_path, is_within, last_name,
     likely_neighbours, neighbours_at_line, owner_of, source_order_neighbours, without_lambdas,
 };
-use super::target::{Target, has_no_instance, target_name, target_owner};
+use super::target::{Target, has_no_instance, target_name, target_owner, works_on_an_initialised_instance};
 
 /// Whether `id` is a private definition of the target's file (`_helper`, `_CACHE`; not a dunder,
 /// not inside the target) that nothing uses but the target and tests (see [`used_elsewhere`]): a
@@ -152,6 +152,22 @@ pub(super) fn instance_attributes_out_of_reach(snapshot: &Snapshot, target: &Tar
         }
     }
     out
+}
+
+/// The `__init__` methods of the target's class and its bases, for an ordinary method (see
+/// [`works_on_an_initialised_instance`]; empty otherwise): they ran when its instance was made.
+/// A method with an instance rarely makes another of its class, where a `classmethod` mostly
+/// does (DevEval's tuning half: 4 of 392 such candidates needed for ordinary methods, 9 of 14
+/// for classmethods).
+pub(super) fn initialisers_already_run(snapshot: &Snapshot, target: &Target) -> FxHashSet<String> {
+    let Some(class) = target.class.as_deref().filter(|_| works_on_an_initialised_instance(target)) else {
+        return FxHashSet::default();
+    };
+    class_and_bases(snapshot, class)
+        .into_iter()
+        .flat_map(|c| crate::exec::definitions_of(snapshot, &format!("{c}.__init__")))
+        .filter(|id| snapshot.contains_unit(id))
+        .collect()
 }
 
 /// How many calls above the target [`callers_above`] looks.

@@ -589,6 +589,16 @@ pub(super) fn has_no_instance(target: &Target) -> bool {
             .any(|d| matches!(d.rsplit('.').next(), Some("classmethod" | "staticmethod")))
 }
 
+/// Whether the target is an ordinary method working on an instance that already exists: a method
+/// of a class, neither a `classmethod` nor a `staticmethod`, and none of the methods that make or
+/// set up instances (`__init__`, `__new__`, `__init_subclass__`, `__class_getitem__`).
+pub(super) fn works_on_an_initialised_instance(target: &Target) -> bool {
+    target.class.is_some()
+        && !has_no_instance(target)
+        && !target_name(target)
+            .is_some_and(|n| matches!(n, "__init__" | "__new__" | "__init_subclass__" | "__class_getitem__"))
+}
+
 /// The name the target has or will have (`send` for `pkg.Session.send`).
 pub(super) fn target_name(target: &Target) -> Option<&str> {
     match &target.id {
