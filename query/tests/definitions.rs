@@ -70,6 +70,14 @@ fn index(root: &Path) -> Snapshot {
          class C:\n    @classmethod\n    def run(cls, y):\n        return y\n\n\nclass D:\n    @other\n    def run(cls, y):\n        return y\n",
     )
     .expect("write");
+    // A class defined twice: its second definition's members are `C#2.f`, `C#2.f#2`, ...
+    std::fs::write(
+        root.join("pkg/twice.py"),
+        "import typing as t\n\ntry:\n    import fast\n\n    class Codec:\n        def encode(self, x):\n            return x\n\
+         except ImportError:\n    class Codec:\n        @t.overload\n        def encode(self, x: int) -> int: ...\n\n        \
+         @t.overload\n        def encode(self, x: str) -> str: ...\n\n        def encode(self, x):\n            return x\n",
+    )
+    .expect("write");
     let mut indexer = Indexer::in_memory(root, IndexerOptions { threads: 1, ..IndexerOptions::default() });
     indexer.refresh().expect("index");
     indexer.snapshot().clone()
@@ -516,6 +524,13 @@ fn the_graph_lane_ranks_each_name_once_as_the_definition_python_binds() {
         for other in others {
             assert!(!graph.iter().any(|id| id == other), "{other} stands for {bound}: {graph:?}");
         }
+    }
+    // In a class defined twice, the second one's members are named by their own definitions.
+    let out = run(&snapshot, "context for \"def decode(self, x):\" in pkg/twice.py:18 budget 3000");
+    let graph = &out.lane_hits.iter().find(|(lane, _)| *lane == "graph").expect("the graph lane's list").1;
+    assert!(graph.iter().any(|id| id == "pkg.twice.Codec#2.encode#3"), "{graph:?}");
+    for declaration in ["pkg.twice.Codec#2.encode", "pkg.twice.Codec#2.encode#2"] {
+        assert!(!graph.iter().any(|id| id == declaration), "{declaration}: {graph:?}");
     }
     // The context pastes the implementation, not a declaration.
     let context = out.context.expect("a context");

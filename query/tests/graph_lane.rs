@@ -1121,7 +1121,9 @@ fn a_private_member_of_another_class_ranks_after_every_other_candidate() {
          class Conn(Base):\n    def _send(self, pool: Pool):\n        return pool.reap()\n\n\
          \x20   class Options:\n        def _set(self):\n            return 2\n\n        def apply(self):\n            \
          \"\"\"Apply the options to the pool.\"\"\"\n            ...\n\n\
-         \x20   def close(self, pool: Pool):\n        \"\"\"Reap the pool and close.\"\"\"\n        ...\n",
+         \x20   def close(self, pool: Pool):\n        \"\"\"Reap the pool and close.\"\"\"\n        ...\n\n\
+         \x20   def later(self):\n        def flush_pool():\n            \"\"\"Flush the connection.\"\"\"\n            ...\n\n        \
+         return flush_pool\n",
     );
     let snapshot = index(dir.path());
     let marked = |target: &str, id: &str| {
@@ -1133,6 +1135,12 @@ fn a_private_member_of_another_class_ranks_after_every_other_candidate() {
     assert_eq!(marked("pkg.pool.Conn.close", "pkg.pool.Base._flush"), Some(0.0), "a base");
     assert_eq!(marked("pkg.pool.Conn.close", "pkg.pool._clock"), Some(0.0), "a module's private function");
     assert_eq!(marked("pkg.pool.Conn.Options.apply", "pkg.pool.Pool._reap"), Some(1.0));
+    // A closure in a method is the class's code too: its class's bases' private members are its own.
+    let closure = features_for(&snapshot, "pkg.pool.Conn.later.flush_pool");
+    let flag = |id: &str| closure.iter().find(|(c, _)| c == id).map(|(_, f)| f.private_of_another_class);
+    assert_eq!(flag("pkg.pool.Pool._reap"), Some(1.0), "{closure:?}");
+    assert!(flag("pkg.pool.Base._flush").is_none_or(|f| f == 0.0), "{closure:?}");
+    assert!(flag("pkg.pool.Conn._send").is_none_or(|f| f == 0.0), "{closure:?}");
     let ranked = lane_for(&snapshot, "pkg.pool.Conn.close", &[]);
     let at = |id: &str| ranked.iter().position(|r| r == id).unwrap_or(usize::MAX);
     assert_eq!(at("pkg.pool.Pool._reap"), ranked.len() - 1, "{ranked:?}");
@@ -1152,6 +1160,7 @@ fn what_a_method_cannot_reach_or_has_already_run_ranks_last() {
          class Box(Base):\n    LIMIT = 3\n    size = None\n\n    def __init__(self, size):\n        super().__init__()\n        \
          self.size = size\n        self.area = size * size\n\n    def grow(self):\n        \"\"\"Grow the box.\"\"\"\n        ...\n\n\
          \x20   @classmethod\n    def unit(cls):\n        \"\"\"A box of size one, within the limit.\"\"\"\n        ...\n\n\
+         \x20   @classmethod  # registered once\n    def register(cls):\n        cls.registry = {}\n\n\
          \x20   @staticmethod\n    def check(size):\n        \"\"\"Check a size against the limit.\"\"\"\n        ...\n",
     );
     let snapshot = index(dir.path());
@@ -1164,6 +1173,7 @@ fn what_a_method_cannot_reach_or_has_already_run_ranks_last() {
         assert_eq!(marked(target, "pkg.shape.Box.LIMIT"), Some(0.0), "{target}: the class body's");
         assert_eq!(marked(target, "pkg.shape.Box.size"), Some(0.0), "{target}: also in the class body");
         assert_eq!(marked(target, "pkg.shape.Box.__init__"), Some(0.0), "{target}");
+        assert_eq!(marked(target, "pkg.shape.Box.registry"), Some(0.0), "{target}: stored on cls, the class's");
     }
     assert_eq!(marked("pkg.shape.Box.grow", "pkg.shape.Box.area"), Some(0.0), "an ordinary method has self");
     let ranked = lane_for(&snapshot, "pkg.shape.Box.unit", &[]);
@@ -1182,4 +1192,23 @@ fn what_a_method_cannot_reach_or_has_already_run_ranks_last() {
     let ranked = lane_for(&snapshot, "pkg.shape.Box.grow", &[]);
     let at = |id: &str| ranked.iter().position(|r| r == id).unwrap_or(usize::MAX);
     assert!(ranked.len() - at("pkg.shape.Box.__init__") <= 2, "{ranked:?}");
+    // A method given as text is read the same way: decorated, or taking `cls` without the
+    // decorator, it makes instances.
+    for (text, has_instance) in [
+        ("def resize(self, factor):", true),
+        ("@classmethod\\ndef square(cls, side):", false),
+        ("# made from a side\\n@classmethod  # noqa\\ndef square(cls, side):", false),
+        ("def square(cls, side):", false),
+    ] {
+        let out = fresco_query::run(
+            &fresco_query::Context::new(&snapshot),
+            &format!("context for \"{text}\" in pkg/shape.py:24 budget 2000"),
+        )
+        .unwrap_or_else(|e| panic!("{text}: {e}"));
+        let graph = &out.lane_hits.iter().find(|(lane, _)| *lane == "graph").expect("the graph lane").1;
+        let at = |id: &str| graph.iter().position(|r| r == id).unwrap_or(usize::MAX);
+        let area_last = graph.len().saturating_sub(at("pkg.shape.Box.area")) <= 3;
+        let init_last = graph.len().saturating_sub(at("pkg.shape.Box.__init__")) <= 3;
+        assert_eq!((init_last, area_last), (has_instance, !has_instance), "{text}: {graph:?}");
+    }
 }

@@ -107,14 +107,16 @@ pub fn graph_lane(
         .map(|(id, features)| (features.score(), id))
         .collect();
     scored.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal).then_with(|| a.1.cmp(&b.1)));
-    // A name defined more than once (`@overload` declarations before their implementation, a
-    // property's getter, setter and deleter, alternatives under `if`/`try`) is one entry, the
-    // definition Python binds, at the best rank any of them earned: a body calls the name, and
-    // four declarations of one function would take four places. The target's own declarations
-    // stand for the target, which enters only as itself (recursion).
+    // A scored name defined more than once (`@overload` declarations before their
+    // implementation, a property's getter, setter and deleter, alternatives under `if`/`try`) is
+    // one entry, the definition Python binds, at the best rank any of them earned: a body calls
+    // the name, and four declarations of one function would take four places. The target's own
+    // declarations stand for the target, which enters only as itself (recursion), and the
+    // target itself is never replaced (an unwritten setter stays the setter).
     let mut placed: FxHashSet<String> = ranked.iter().cloned().collect();
     for (_, id) in scored {
-        let bound = bound_definition(snapshot, &id);
+        let bound =
+            if target.id.as_deref() == Some(id.as_str()) { id.clone() } else { bound_definition(snapshot, &id) };
         if bound != id && target.id.as_deref() == Some(bound.as_str()) {
             continue;
         }

@@ -13,7 +13,10 @@ use super::ids::{
     body_uses, class_and_bases, code_edges, edge_targets, header_end_line, is_test_path, is_within, last_name,
     likely_neighbours, neighbours_at_line, owner_of, source_order_neighbours, without_lambdas,
 };
-use super::target::{Target, has_no_instance, target_name, target_owner, works_on_an_initialised_instance};
+use super::target::{
+    Target, definitions_of_name, first_parameter, has_no_instance, is_called_on_the_class, is_class_or_static,
+    target_name, target_owner, works_on_an_initialised_instance,
+};
 
 /// Whether `id` is a private definition of the target's file (`_helper`, `_CACHE`; not a dunder,
 /// not inside the target) that nothing uses but the target and tests (see [`used_elsewhere`]): a
@@ -104,18 +107,19 @@ pub(super) fn is_local_elsewhere(snapshot: &Snapshot, target: &Target, id: &str)
     })
 }
 
-/// The target's class, its bases and the classes holding it: the classes whose private members
+/// The target's class, the classes holding it (a method's closure is held by the method's class)
+/// and their bases, and the target itself when it is a class: the classes whose private members
 /// are the target's own to use (see [`is_private_of_another_class`]).
 pub(super) fn own_classes(snapshot: &Snapshot, target: &Target) -> FxHashSet<String> {
-    let mut own: FxHashSet<String> = target.class.iter().flat_map(|c| class_and_bases(snapshot, c)).collect();
-    let mut owner = Some(target_owner(target));
+    let mut holding: Vec<&str> = target.class.iter().map(String::as_str).collect();
+    let mut owner = target.id.as_deref().or(Some(target_owner(target)));
     while let Some(o) = owner {
         if snapshot.kind_of(o) == Some(UnitKind::Class) {
-            own.insert(o.to_string());
+            holding.push(o);
         }
         owner = owner_of(o);
     }
-    own
+    holding.into_iter().flat_map(|c| class_and_bases(snapshot, c)).collect()
 }
 
 /// Whether `id` is a private member (`_name`, not a dunder) of a class that is none of
@@ -131,8 +135,9 @@ pub(super) fn is_private_of_another_class(snapshot: &Snapshot, own_classes: &FxH
 }
 
 /// The instance attributes of the target's class and its bases, for a target with no instance
-/// (see [`has_no_instance`]; empty otherwise): variables a method of the class defines
-/// (`self.x = ...`) and its class body does not. `cls.x` does not reach them.
+/// (see [`has_no_instance`]; empty otherwise): variables an instance method of the class defines
+/// (`self.x = ...`) and its class body does not. `cls.x` does not reach them; what a
+/// `classmethod`, `__new__` or `__init_subclass__` stores on `cls` is the class's and stays.
 pub(super) fn instance_attributes_out_of_reach(snapshot: &Snapshot, target: &Target) -> FxHashSet<String> {
     let Some(class) = target.class.as_deref().filter(|_| has_no_instance(target)) else {
         return FxHashSet::default();
@@ -141,17 +146,30 @@ pub(super) fn instance_attributes_out_of_reach(snapshot: &Snapshot, target: &Tar
     for c in class_and_bases(snapshot, class) {
         let Some(class_unit) = snapshot.unit(&c) else { continue };
         let units = &class_unit.file.graph.units;
-        let methods: Vec<&fresco_graph::Unit> = units
+        let instance_methods: Vec<&fresco_graph::Unit> = units
             .iter()
-            .filter(|m| matches!(m.kind, UnitKind::Function | UnitKind::Method) && owner_of(&m.id) == Some(c.as_str()))
+            .filter(|m| {
+                matches!(m.kind, UnitKind::Function | UnitKind::Method)
+                    && owner_of(&m.id) == Some(c.as_str())
+                    && is_instance_method(m)
+            })
             .collect();
         for v in units.iter().filter(|v| v.kind == UnitKind::Variable && owner_of(&v.id) == Some(c.as_str())) {
-            if methods.iter().any(|m| m.start_byte <= v.start_byte && v.end_byte <= m.end_byte) {
+            if instance_methods.iter().any(|m| m.start_byte <= v.start_byte && v.end_byte <= m.end_byte) {
                 out.insert(v.id.clone());
             }
         }
     }
     out
+}
+
+/// Whether a method of a class takes an instance: not a `classmethod` or `staticmethod`, not one
+/// of the methods Python calls on the class, and its first parameter is not `cls`.
+fn is_instance_method(method: &fresco_graph::Unit) -> bool {
+    let signature = method.signature.as_deref().unwrap_or("");
+    !is_class_or_static(signature)
+        && !is_called_on_the_class(last_name(&method.id))
+        && first_parameter(signature) != Some("cls")
 }
 
 /// The `__init__` methods of the target's class and its bases, for an ordinary method (see
@@ -165,7 +183,7 @@ pub(super) fn initialisers_already_run(snapshot: &Snapshot, target: &Target) -> 
     };
     class_and_bases(snapshot, class)
         .into_iter()
-        .flat_map(|c| crate::exec::definitions_of(snapshot, &format!("{c}.__init__")))
+        .flat_map(|c| definitions_of_name(snapshot, &format!("{c}.__init__")))
         .filter(|id| snapshot.contains_unit(id))
         .collect()
 }

@@ -319,7 +319,22 @@ pub(super) fn bound_definition(snapshot: &Snapshot, id: &str) -> String {
     if name == id && !snapshot.contains_unit(&format!("{id}#2")) {
         return id.to_string();
     }
-    context_definition(snapshot, crate::exec::definitions_of(snapshot, name)).unwrap_or_else(|| id.to_string())
+    context_definition(snapshot, definitions_of_name(snapshot, name)).unwrap_or_else(|| id.to_string())
+}
+
+/// Every definition of `name` (`name`, `name#2`, ...), also for a name inside a definition that
+/// has a suffix of its own (`m.C#2.f`, `m.C#2.f#2`), which `crate::exec::definitions_of` takes
+/// as one definition selected alone.
+pub(super) fn definitions_of_name(snapshot: &Snapshot, name: &str) -> Vec<String> {
+    let mut out = vec![name.to_string()];
+    for n in 2.. {
+        let next = format!("{name}#{n}");
+        if !snapshot.contains_unit(&next) {
+            break;
+        }
+        out.push(next);
+    }
+    out
 }
 
 /// Which of the definitions of one name (`ids`, see [`crate::exec::definitions_of`]) `context`
@@ -495,7 +510,7 @@ fn parameters_start(text: &str) -> Option<usize> {
 }
 
 /// The first parameter's name of the `def` in `text`.
-fn first_parameter(text: &str) -> Option<&str> {
+pub(super) fn first_parameter(text: &str) -> Option<&str> {
     let open = parameters_start(text)?;
     let rest = text[open + 1..].trim_start();
     let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
@@ -580,23 +595,39 @@ pub(super) fn target_owner(target: &Target) -> &str {
     }
 }
 
-/// Whether the target is a `classmethod` or `staticmethod` of its class: it has no instance, so
-/// what only an instance holds (`self.x = ...` in a method) is out of its reach, except through
+/// Whether the target is a method with no instance: a `classmethod` or `staticmethod` (by its
+/// decorators, or a first parameter named `cls` when a text leaves the decorator out), or one of
+/// the methods Python calls on the class (`__new__`, `__init_subclass__`, `__class_getitem__`).
+/// What only an instance holds (`self.x = ...` in a method) is out of its reach, except through
 /// an instance it makes.
 pub(super) fn has_no_instance(target: &Target) -> bool {
     target.class.is_some()
-        && decorator_names(target.own_text.trim_start())
-            .any(|d| matches!(d.rsplit('.').next(), Some("classmethod" | "staticmethod")))
+        && (is_class_or_static(&target.own_text)
+            || target_name(target).is_some_and(is_called_on_the_class)
+            || first_parameter(&target.own_text) == Some("cls"))
+}
+
+/// The special methods Python calls on a class, not an instance (`__new__` is a static method,
+/// the other two implicit class methods).
+pub(super) fn is_called_on_the_class(name: &str) -> bool {
+    matches!(name, "__new__" | "__init_subclass__" | "__class_getitem__")
+}
+
+/// Whether the `def` in `text` is decorated `classmethod` or `staticmethod` (`@classmethod`,
+/// `@builtins.staticmethod`, `@classmethod  # noqa`): any decorator line before the `def` line,
+/// past comments and decorators whose arguments span lines.
+pub(super) fn is_class_or_static(text: &str) -> bool {
+    let Some((def_at, _)) = def_line(text) else { return false };
+    text[..def_at].lines().map(str::trim).filter_map(|line| line.strip_prefix('@')).any(|decorator| {
+        let name = decorator.split(['(', '#']).next().unwrap_or("").trim();
+        matches!(name.rsplit('.').next(), Some("classmethod" | "staticmethod"))
+    })
 }
 
 /// Whether the target is an ordinary method working on an instance that already exists: a method
-/// of a class, neither a `classmethod` nor a `staticmethod`, and none of the methods that make or
-/// set up instances (`__init__`, `__new__`, `__init_subclass__`, `__class_getitem__`).
+/// of a class with an instance (see [`has_no_instance`]), other than `__init__`, which sets it up.
 pub(super) fn works_on_an_initialised_instance(target: &Target) -> bool {
-    target.class.is_some()
-        && !has_no_instance(target)
-        && !target_name(target)
-            .is_some_and(|n| matches!(n, "__init__" | "__new__" | "__init_subclass__" | "__class_getitem__"))
+    target.class.is_some() && !has_no_instance(target) && target_name(target) != Some("__init__")
 }
 
 /// The name the target has or will have (`send` for `pkg.Session.send`).
