@@ -113,23 +113,33 @@ pub fn graph_lane(
     // the name, and four declarations of one function would take four places. The target's own
     // declarations stand for the target, which enters only as itself (recursion), and the
     // target itself is never replaced (an unwritten setter stays the setter).
+    // What lies inside the target (a class's members, a function's nested functions) is its own
+    // code, never what it needs: left out before the list is cut, or it would fill it.
+    let target_unit = target.id.as_deref().and_then(|id| snapshot.unit(id));
+    let inside_target = |id: &str| {
+        target_unit
+            .as_ref()
+            .is_some_and(|t| snapshot.unit(id).is_some_and(|u| u.unit.id != t.unit.id && lies_within(&u, t)))
+    };
+    ranked.retain(|id| !inside_target(id));
+    // The list is cut at 4k: candidates are placed (and their definitions looked up, which on
+    // django's thousands of candidates cost a few milliseconds) only until it is full.
+    let limit = k.max(1).saturating_mul(4);
     let mut placed: FxHashSet<String> = ranked.iter().cloned().collect();
     for (_, id) in scored {
+        if ranked.len() >= limit {
+            break;
+        }
         let bound =
             if target.id.as_deref() == Some(id.as_str()) { id.clone() } else { bound_definition(snapshot, &id) };
         if bound != id && target.id.as_deref() == Some(bound.as_str()) {
             continue;
         }
-        if placed.insert(bound.clone()) {
+        if !inside_target(&bound) && placed.insert(bound.clone()) {
             ranked.push(bound);
         }
     }
-    // What lies inside the target (a class's members, a function's nested functions) is its own
-    // code, never what it needs: left out before the list is cut, or it would fill it.
-    if let Some(t) = target.id.as_deref().and_then(|id| snapshot.unit(id)) {
-        ranked.retain(|id| !snapshot.unit(id).is_some_and(|u| u.unit.id != t.unit.id && lies_within(&u, &t)));
-    }
-    ranked.truncate(k.max(1).saturating_mul(4));
+    ranked.truncate(limit);
     ranked
 }
 
