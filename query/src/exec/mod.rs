@@ -19,6 +19,7 @@ use crate::parse::{ParseError, Place, parse};
 pub(crate) mod names;
 mod walks;
 
+pub(crate) use names::definitions_of_name;
 pub use names::{definitions_of, resolve_symbol};
 pub(crate) use names::{find_file, one_name, relative_path};
 use names::{relative_paths, skipped_module_file};

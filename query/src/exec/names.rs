@@ -488,12 +488,19 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// redefinition), in source order. Calls resolve to the last, the one Python binds, so a query
 /// on the plain name reaches them all.
 pub fn definitions_of(snapshot: &Snapshot, id: &str) -> Vec<String> {
-    let mut out = vec![id.to_string()];
     if id.contains('#') {
-        return out;
+        return vec![id.to_string()];
     }
+    definitions_of_name(snapshot, id)
+}
+
+/// Every definition of `name` (`name`, `name#2`, ...), also for a name inside a definition that
+/// has a suffix of its own (`m.C#2.f`, `m.C#2.f#2`), which [`definitions_of`] takes as one
+/// definition selected alone.
+pub(crate) fn definitions_of_name(snapshot: &Snapshot, name: &str) -> Vec<String> {
+    let mut out = vec![name.to_string()];
     for n in 2.. {
-        let next = format!("{id}#{n}");
+        let next = format!("{name}#{n}");
         if !snapshot.contains_unit(&next) {
             break;
         }

@@ -14,8 +14,8 @@ use super::ids::{
     likely_neighbours, neighbours_at_line, owner_of, source_order_neighbours, without_lambdas,
 };
 use super::target::{
-    Target, definitions_of_name, first_parameter, has_no_instance, is_called_on_the_class, is_class_or_static,
-    target_name, target_owner, works_on_an_initialised_instance,
+    Target, first_parameter, has_no_instance, is_called_on_the_class, is_class_or_static, target_name, target_owner,
+    works_on_an_initialised_instance,
 };
 
 /// Whether `id` is a private definition of the target's file (`_helper`, `_CACHE`; not a dunder,
@@ -183,7 +183,7 @@ pub(super) fn initialisers_already_run(snapshot: &Snapshot, target: &Target) -> 
     };
     class_and_bases(snapshot, class)
         .into_iter()
-        .flat_map(|c| definitions_of_name(snapshot, &format!("{c}.__init__")))
+        .flat_map(|c| crate::exec::definitions_of_name(snapshot, &format!("{c}.__init__")))
         .filter(|id| snapshot.contains_unit(id))
         .collect()
 }

@@ -319,22 +319,7 @@ pub(super) fn bound_definition(snapshot: &Snapshot, id: &str) -> String {
     if name == id && !snapshot.contains_unit(&format!("{id}#2")) {
         return id.to_string();
     }
-    context_definition(snapshot, definitions_of_name(snapshot, name)).unwrap_or_else(|| id.to_string())
-}
-
-/// Every definition of `name` (`name`, `name#2`, ...), also for a name inside a definition that
-/// has a suffix of its own (`m.C#2.f`, `m.C#2.f#2`), which `crate::exec::definitions_of` takes
-/// as one definition selected alone.
-pub(super) fn definitions_of_name(snapshot: &Snapshot, name: &str) -> Vec<String> {
-    let mut out = vec![name.to_string()];
-    for n in 2.. {
-        let next = format!("{name}#{n}");
-        if !snapshot.contains_unit(&next) {
-            break;
-        }
-        out.push(next);
-    }
-    out
+    context_definition(snapshot, crate::exec::definitions_of_name(snapshot, name)).unwrap_or_else(|| id.to_string())
 }
 
 /// Which of the definitions of one name (`ids`, see [`crate::exec::definitions_of`]) `context`
