@@ -126,19 +126,23 @@ pub fn graph_lane(
             .is_some_and(|t| snapshot.unit(id).is_some_and(|u| u.unit.id != t.unit.id && lies_within(&u, t)))
     };
     ranked.retain(|id| !inside_target(id));
-    // The list is cut at 4k: candidates are placed (and their definitions looked up, which on
-    // django's thousands of candidates cost a few milliseconds) only until it is full.
+    // The list is cut at 4k: candidates are placed, and their definitions looked up, only until
+    // it is full.
     let limit = k.max(1).saturating_mul(4);
+    let is_target = |id: &str| target.id.as_deref() == Some(id);
     let mut placed: FxHashSet<String> = ranked.iter().cloned().collect();
     for (_, id) in scored {
         if ranked.len() >= limit {
             break;
         }
-        let bound =
-            if target.id.as_deref() == Some(id.as_str()) { id.clone() } else { bound_definition(snapshot, &id) };
-        if bound != id && target.id.as_deref() == Some(bound.as_str()) {
-            continue;
-        }
+        let bound = if is_target(&id) {
+            id
+        } else {
+            match bound_definition(snapshot, &id) {
+                declared_target if is_target(&declared_target) => continue,
+                bound => bound,
+            }
+        };
         if !inside_target(&bound) && placed.insert(bound.clone()) {
             ranked.push(bound);
         }

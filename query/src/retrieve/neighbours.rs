@@ -14,8 +14,7 @@ use super::ids::{
     likely_neighbours, neighbours_at_line, owner_of, source_order_neighbours, without_lambdas,
 };
 use super::target::{
-    Target, first_parameter, has_no_instance, is_called_on_the_class, is_class_or_static, target_name, target_owner,
-    works_on_an_initialised_instance,
+    Target, has_no_instance, takes_no_instance, target_name, target_owner, works_on_an_initialised_instance,
 };
 
 /// Whether `id` is a private definition of the target's file (`_helper`, `_CACHE`; not a dunder,
@@ -111,7 +110,9 @@ pub(super) fn is_local_elsewhere(snapshot: &Snapshot, target: &Target, id: &str)
 /// and their bases, and the target itself when it is a class: the classes whose private members
 /// are the target's own to use (see [`is_private_of_another_class`]).
 pub(super) fn own_classes(snapshot: &Snapshot, target: &Target) -> FxHashSet<String> {
-    let mut holding: Vec<&str> = target.class.iter().map(String::as_str).collect();
+    // From the target itself (or, for a function given as text, the class or module it goes in)
+    // outward: its class is the first class met.
+    let mut holding: Vec<&str> = Vec::new();
     let mut owner = target.id.as_deref().or(Some(target_owner(target)));
     while let Some(o) = owner {
         if snapshot.kind_of(o) == Some(UnitKind::Class) {
@@ -163,13 +164,9 @@ pub(super) fn instance_attributes_out_of_reach(snapshot: &Snapshot, target: &Tar
     out
 }
 
-/// Whether a method of a class takes an instance: not a `classmethod` or `staticmethod`, not one
-/// of the methods Python calls on the class, and its first parameter is not `cls`.
+/// Whether a method of a class takes an instance (see [`has_no_instance`]).
 fn is_instance_method(method: &fresco_graph::Unit) -> bool {
-    let signature = method.signature.as_deref().unwrap_or("");
-    !is_class_or_static(signature)
-        && !is_called_on_the_class(last_name(&method.id))
-        && first_parameter(signature) != Some("cls")
+    !takes_no_instance(method.signature.as_deref().unwrap_or(""), Some(last_name(&method.id)))
 }
 
 /// The `__init__` methods of the target's class and its bases, for an ordinary method (see

@@ -495,7 +495,7 @@ fn parameters_start(text: &str) -> Option<usize> {
 }
 
 /// The first parameter's name of the `def` in `text`.
-pub(super) fn first_parameter(text: &str) -> Option<&str> {
+fn first_parameter(text: &str) -> Option<&str> {
     let open = parameters_start(text)?;
     let rest = text[open + 1..].trim_start();
     let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
@@ -586,22 +586,23 @@ pub(super) fn target_owner(target: &Target) -> &str {
 /// What only an instance holds (`self.x = ...` in a method) is out of its reach, except through
 /// an instance it makes.
 pub(super) fn has_no_instance(target: &Target) -> bool {
-    target.class.is_some()
-        && (is_class_or_static(&target.own_text)
-            || target_name(target).is_some_and(is_called_on_the_class)
-            || first_parameter(&target.own_text) == Some("cls"))
+    target.class.is_some() && takes_no_instance(&target.own_text, target_name(target))
 }
 
-/// The special methods Python calls on a class, not an instance (`__new__` is a static method,
-/// the other two implicit class methods).
-pub(super) fn is_called_on_the_class(name: &str) -> bool {
-    matches!(name, "__new__" | "__init_subclass__" | "__class_getitem__")
+/// Whether the method headed by `header` (decorators and `def` line) and named `name` takes no
+/// instance (see [`has_no_instance`]).
+pub(super) fn takes_no_instance(header: &str, name: Option<&str>) -> bool {
+    is_class_or_static(header)
+        // The special methods Python calls on a class: `__new__` is a static method, the other
+        // two implicit class methods.
+        || name.is_some_and(|n| matches!(n, "__new__" | "__init_subclass__" | "__class_getitem__"))
+        || first_parameter(header) == Some("cls")
 }
 
 /// Whether the `def` in `text` is decorated `classmethod` or `staticmethod` (`@classmethod`,
 /// `@builtins.staticmethod`, `@classmethod  # noqa`): any decorator line before the `def` line,
 /// past comments and decorators whose arguments span lines.
-pub(super) fn is_class_or_static(text: &str) -> bool {
+fn is_class_or_static(text: &str) -> bool {
     let Some((def_at, _)) = def_line(text) else { return false };
     text[..def_at].lines().map(str::trim).filter_map(|line| line.strip_prefix('@')).any(|decorator| {
         let name = decorator.split(['(', '#']).next().unwrap_or("").trim();
